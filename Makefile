@@ -1,0 +1,28 @@
+# The workbook's entry points. `make lab` opens it, `make test` checks everything.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: venv lab test unit slurm-up slurm-down exercises verify clean-venv
+
+venv: $(STAMP)
+
+# Re-runs only when the project's dependency list changes (idempotent).
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[workbook]'
+	touch $(STAMP)
+
+lab: venv
+	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --notebook-dir=notebooks
+
+test: venv
+	$(PY) -m pytest
+
+unit: venv
+	$(PY) -m pytest -m "not slurm and not browser and not notebooks"
+
+clean-venv:
+	rm -rf $(VENV)
