@@ -26,3 +26,17 @@ unit: venv
 
 clean-venv:
 	rm -rf $(VENV)
+
+# A real Slurm 22.05 cluster ("lumi-sim") on 127.0.0.1 for integration tests and demos.
+slurm-up:
+	bash scripts/slurm-sim/up.sh
+
+slurm-down:
+	bash scripts/slurm-sim/down.sh
+
+# Regenerate exercises/ from solutions/ (one source), and run the instructor verification.
+exercises: venv
+	$(PY) -m lumikit.checks.generate
+
+verify: venv
+	$(VENV)/bin/lumikit verify

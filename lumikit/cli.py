@@ -20,6 +20,7 @@ WINGS = (
     "lumikit.launch.cli",
     "lumikit.smi.cli",
     "lumikit.trace.cli",
+    "lumikit.rocprof.cli",
     "lumikit.logs.cli",
     "lumikit.checks.cli",
 )
