@@ -169,7 +169,7 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 
 def _read_raw(name_or_path: str | os.PathLike[str], seen: tuple[str, ...] = ()) -> tuple[dict[str, Any], str]:
     p = Path(name_or_path)
-    path = p if p.suffix == ".toml" or p.exists() else SITES_DIR / f"{name_or_path}.toml"
+    path = p if p.suffix == ".toml" or p.is_file() else SITES_DIR / f"{name_or_path}.toml"
     if not path.exists():
         raise SiteError(f"no site profile {str(name_or_path)!r}; shipped profiles: {', '.join(available_sites())}; "
                         "or give the path of a .toml file")

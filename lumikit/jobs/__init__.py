@@ -1,0 +1,10 @@
+"""Job specs, their validation against a site, and rendering to srun/salloc/sbatch."""
+from .profiling import MODES as PROFILE_MODES
+from .render import (Command, Flag, allocation_flags, attach_argv, cpu_masks, effective_binds, payload,
+                     rank_script, render_salloc, render_sbatch, render_srun, resolve)
+from .spec import JobSpec, format_time, parse_mem_mb, parse_time, spec
+from .validate import problems, validate
+
+__all__ = ["PROFILE_MODES", "Command", "Flag", "JobSpec", "allocation_flags", "attach_argv", "cpu_masks",
+           "effective_binds", "format_time", "parse_mem_mb", "parse_time", "payload", "problems", "rank_script",
+           "render_salloc", "render_sbatch", "render_srun", "resolve", "spec", "validate"]

@@ -1,0 +1,143 @@
+"""``lumikit srun|sbatch|salloc|attach``: print the commands LUMI needs for a job described with Slurm's options."""
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ..errors import SpecError
+from ..site import load_site
+from .profiling import MODES
+from .render import attach_argv, render_salloc, render_sbatch, render_srun
+from .spec import JobSpec
+
+
+def add_job_options(p: argparse.ArgumentParser, *, with_command: bool = True) -> None:
+    """The job options, under Slurm's own long names plus lumikit's (shared with ``lumikit run``)."""
+    g = p.add_argument_group("job (Slurm's names)")
+    g.add_argument("-p", "--partition")
+    g.add_argument("-N", "--nodes", type=int, default=1)
+    g.add_argument("--ntasks-per-node", type=int, default=1)
+    g.add_argument("--gpus-per-node", type=int)
+    g.add_argument("-c", "--cpus-per-task", type=int)
+    g.add_argument("--mem-per-gpu")
+    g.add_argument("--mem")
+    g.add_argument("--mem-per-cpu")
+    g.add_argument("-t", "--time")
+    g.add_argument("-A", "--account")
+    g.add_argument("--reservation")
+    g.add_argument("--exclusive", action="store_true")
+    g.add_argument("-J", "--job-name", default="lumikit")
+    g.add_argument("--threads-per-core", type=int)
+    g.add_argument("-o", "--output", help="stdout file of a batch job (Slurm patterns like %%j allowed)")
+    g.add_argument("--chdir", help="working directory of the tasks")
+    g.add_argument("--cpu-bind", help="'auto' derives mask_cpu from the site's GCD map; or none, or mask_cpu:...")
+    w = p.add_argument_group("lumikit")
+    w.add_argument("--site", help="site profile name or path (default: detected; see `lumikit site`)")
+    w.add_argument("--container", help="container name from the site profile, or a .sif path")
+    w.add_argument("--bind", action="append", default=[], metavar="SRC[:DEST]", help="extra bind (repeatable)")
+    w.add_argument("--bind-set", action="append", metavar="NAME",
+                   help="bind set of the site (default: user; multinode is added for --nodes > 1)")
+    w.add_argument("--env", action="append", default=[], metavar="K=V", help="environment variable (repeatable)")
+    w.add_argument("--env-recipe", action="append", default=[], metavar="NAME",
+                   help="environment recipe of the site, e.g. caches, rccl, miopen (repeatable)")
+    w.add_argument("--profile", choices=sorted(MODES), help="profiling mode for the profiled ranks")
+    w.add_argument("--profile-rank", action="append", type=int, default=[], metavar="N",
+                   help="rank to profile (repeatable; default: every rank)")
+    w.add_argument("--profile-steps", type=int, metavar="N", help="stop after N steps when profiling")
+    if with_command:
+        p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command each task runs")
+
+
+def spec_from_args(args: argparse.Namespace) -> JobSpec:
+    """Build the job spec from parsed options."""
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    env: list[tuple[str, str]] = []
+    for item in args.env:
+        if "=" not in item:
+            raise SpecError("env", f"{item!r} has no '='", "write --env NAME=value")
+        k, v = item.split("=", 1)
+        env.append((k, v))
+    return JobSpec(
+        command=tuple(cmd), name=args.job_name, partition=args.partition, nodes=args.nodes,
+        ntasks_per_node=args.ntasks_per_node, gpus_per_node=args.gpus_per_node, cpus_per_task=args.cpus_per_task,
+        mem_per_gpu=args.mem_per_gpu, mem=args.mem, mem_per_cpu=args.mem_per_cpu, time=args.time,
+        exclusive=args.exclusive, account=args.account, reservation=args.reservation, container=args.container,
+        binds=tuple(args.bind), bind_sets=tuple(args.bind_set) if args.bind_set else None, env=tuple(env),
+        env_recipes=tuple(args.env_recipe), workdir=args.chdir, cpu_bind=args.cpu_bind,
+        threads_per_core=args.threads_per_core, output=args.output, profile=args.profile,
+        profile_ranks=tuple(args.profile_rank), profile_steps=args.profile_steps)
+
+
+def _print_command(cmd: Any, args: argparse.Namespace) -> int:
+    if args.json:
+        print(json.dumps(list(cmd.argv)))
+    elif args.explain:
+        print(cmd.text())
+        print()
+        print(cmd.explain())
+    else:
+        print(cmd.text())
+    return 0
+
+
+def _srun(args: argparse.Namespace) -> int:
+    return _print_command(render_srun(spec_from_args(args), args.site), args)
+
+
+def _salloc(args: argparse.Namespace) -> int:
+    return _print_command(render_salloc(spec_from_args(args), args.site), args)
+
+
+def _sbatch(args: argparse.Namespace) -> int:
+    script = render_sbatch(spec_from_args(args), args.site)
+    if args.write:
+        from ..files import write_new
+        write_new(args.write, script, force=args.force)
+        print(args.write)
+    else:
+        print(script, end="")
+    return 0
+
+
+def _attach(args: argparse.Namespace) -> int:
+    import shlex
+    cmd = list(args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd) or ["/bin/bash"]
+    print(shlex.join(attach_argv(args.jobid, cmd, node=args.node, pty=not args.no_pty)))
+    return 0
+
+
+def _site(args: argparse.Namespace) -> int:
+    s = load_site(args.site)
+    print(f"{s.name}: {s.description}")
+    print(f"  backend {s.backend}, scheduler {s.scheduler}, containers {s.container_runtime}; from {s.source}")
+    for p in s.partitions.values():
+        print(f"  {p.name:<11} {p.kind}  {'exclusive' if p.exclusive else 'shared   '}  max {p.max_nodes} nodes, {p.max_time}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    for name, fn, helptext in (("srun", _srun, "print the srun command for a job"),
+                               ("salloc", _salloc, "print the salloc command that allocates the job's resources")):
+        p = sub.add_parser(name, help=helptext, description=helptext + ". Invalid jobs exit with status 2.")
+        add_job_options(p)
+        out = p.add_mutually_exclusive_group()
+        out.add_argument("--json", action="store_true", help="print the argv as a JSON list")
+        out.add_argument("--explain", action="store_true", help="add one line per flag saying why it is there")
+        p.set_defaults(func=fn)
+    p = sub.add_parser("sbatch", help="print (or write) the batch script for a job")
+    add_job_options(p)
+    p.add_argument("--write", metavar="FILE", help="write the script to FILE (refuses to overwrite)")
+    p.add_argument("--force", action="store_true", help="overwrite FILE")
+    p.set_defaults(func=_sbatch)
+    p = sub.add_parser("attach", help="print the command that attaches to a running job (srun --overlap)")
+    p.add_argument("jobid")
+    p.add_argument("--node", help="which node of the job (multi-node jobs)")
+    p.add_argument("--no-pty", action="store_true")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
+    p.set_defaults(func=_attach)
+    p = sub.add_parser("site", help="show a site profile (default: the detected one)")
+    p.add_argument("--site")
+    p.set_defaults(func=_site)

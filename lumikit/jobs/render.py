@@ -1,0 +1,304 @@
+"""Rendering a job spec to what LUMI runs: ``srun``/``salloc`` argv lists and a complete ``sbatch`` script.
+
+Every piece of a command is a :class:`Flag`: the argv tokens plus one line saying why they are there
+(``--explain``). Per-rank values (``$SLURM_PROCID``) sit inside a single-quoted ``bash -c`` script so that they
+expand on the compute node, per rank; ``MASTER_ADDR``/``MASTER_PORT`` are computed before ``srun``, outside the
+container, because there are no Slurm tools inside it.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from ..config import load_config
+from ..errors import SpecError
+from ..site import Site, load_site
+from .profiling import MODES
+from .spec import JobSpec
+from .validate import validate
+
+MASTER_EXPORTS: tuple[tuple[str, str], ...] = (
+    ("MASTER_ADDR", '$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)'),
+    ("MASTER_PORT", "$((20000 + SLURM_JOB_ID % 10000))"),
+)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """Some argv tokens and the reason they are there."""
+
+    tokens: tuple[str, ...]
+    why: str
+
+
+@dataclass(frozen=True)
+class Command:
+    """A rendered command: argv (never passed through a shell by lumikit) plus the exports it needs first."""
+
+    argv: tuple[str, ...]
+    flags: tuple[Flag, ...] = ()
+    exports: tuple[tuple[str, str], ...] = ()
+
+    def text(self) -> str:
+        """Shell text: ``export`` lines (computed outside the container), then the quoted command."""
+        lines = [f"export {k}={v}" for k, v in self.exports]
+        lines.append(shlex.join(self.argv))
+        return "\n".join(lines)
+
+    def explain(self) -> str:
+        """One line per flag: the tokens and why."""
+        width = min(48, max((len(shlex.join(f.tokens)) for f in self.flags), default=0))
+        rows = [f"{'export ' + k:<{width}}  # computed outside the container, before srun" for k, _ in self.exports]
+        for f in self.flags:
+            tok = shlex.join(f.tokens)
+            if len(tok) > width:
+                tok = tok[: width - 3] + "..."
+            rows.append(f"{tok:<{width}}  # {f.why}")
+        return "\n".join(rows)
+
+
+def resolve(spec: JobSpec, site: Site) -> JobSpec:
+    """Fill what the learner left to defaults: the site's partition, account and reservation from the user config."""
+    changes: dict[str, object] = {}
+    if spec.partition is None:
+        changes["partition"] = site.default_partition
+    if spec.account is None or spec.reservation is None:
+        cfg = load_config()
+        if spec.account is None and cfg.account:
+            changes["account"] = cfg.account
+        if spec.reservation is None and cfg.reservation:
+            changes["reservation"] = cfg.reservation
+        if spec.account is None and not cfg.account and site.slurm.get("account"):
+            changes["account"] = site.slurm["account"]
+    return spec.with_(**changes) if changes else spec
+
+
+def _prepare(spec: JobSpec, site: Site | str | None) -> tuple[JobSpec, Site]:
+    s = load_site(site)
+    spec = resolve(spec, s)
+    validate(spec, s)
+    return spec, s
+
+
+def allocation_flags(spec: JobSpec, site: Site) -> list[Flag]:
+    """The resource request, shared by srun, salloc and #SBATCH lines."""
+    part = site.partition(spec.partition or site.default_partition)
+    f: list[Flag] = [Flag((f"--job-name={spec.name}",), "the name squeue and sacct show")]
+    f.append(Flag((f"--partition={part.name}",),
+                  f"{'exclusive whole nodes' if part.exclusive else 'shared nodes'}, up to {part.max_nodes} nodes "
+                  f"and {part.max_time}"))
+    f.append(Flag((f"--nodes={spec.nodes}",), "nodes to allocate"))
+    f.append(Flag((f"--ntasks-per-node={spec.ntasks_per_node}",),
+                  "one task (process) per GCD" if spec.ntasks_per_node == spec.gpus_per_node and spec.ntasks_per_node > 1
+                  else "processes started per node"))
+    if spec.gpus_per_node is not None:
+        f.append(Flag((f"--gpus-per-node={spec.gpus_per_node}",),
+                      f"GCDs per node (a LUMI-G node has {site.node.gcd_count}; each is one GPU to PyTorch)"))
+    if spec.cpus_per_task is not None:
+        f.append(Flag((f"--cpus-per-task={spec.cpus_per_task}",),
+                      f"cores per task; at most {site.node.cpus_per_gcd} per GCD (one core per CCD is reserved)"))
+    if spec.mem_per_gpu is not None:
+        f.append(Flag((f"--mem-per-gpu={spec.mem_per_gpu}",),
+                      f"host memory per GCD; at most {site.node.usable_memory_per_gcd_gb} GB"))
+    if spec.mem is not None:
+        f.append(Flag((f"--mem={spec.mem}",), "host memory per node (0 = all of it)"))
+    if spec.mem_per_cpu is not None:
+        f.append(Flag((f"--mem-per-cpu={spec.mem_per_cpu}",), "host memory per core"))
+    if spec.time is not None:
+        f.append(Flag((f"--time={spec.time}",), f"wall-clock limit; the job is cancelled after it (max {part.max_time})"))
+    if spec.exclusive:
+        f.append(Flag(("--exclusive",), "whole nodes: needed for CPU masks on a shared partition"))
+    if spec.threads_per_core is not None:
+        f.append(Flag((f"--threads-per-core={spec.threads_per_core}",), "hardware threads used per core"))
+    if spec.account:
+        f.append(Flag((f"--account={spec.account}",), "the project billed (from your config, never from code)"))
+    if spec.reservation:
+        f.append(Flag((f"--reservation={spec.reservation}",), "the course's reserved nodes"))
+    return f
+
+
+def cpu_masks(spec: JobSpec, site: Site) -> list[str]:
+    """One CPU mask per task on a node, from the GCDs each task drives (task i -> GCD i when one GCD each)."""
+    g, t = spec.gpus_per_node or 0, spec.ntasks_per_node
+    per_task = g // t
+    masks = []
+    for i in range(t):
+        gcds = [site.node.gcd(j) for j in range(i * per_task, (i + 1) * per_task)]
+        masks.append(f"0x{sum(x.mask for x in gcds):016x}")
+    return masks
+
+
+def step_flags(spec: JobSpec, site: Site) -> list[Flag]:
+    """Options that belong to the job step (srun), not to the allocation."""
+    f: list[Flag] = []
+    if spec.cpu_bind == "auto":
+        masks = cpu_masks(spec, site)
+        f.append(Flag((f"--cpu-bind=mask_cpu:{','.join(masks)}",),
+                      "task i on the cores next to its GCD (derived from the site's GCD -> CCD map)"))
+    elif spec.cpu_bind and spec.cpu_bind != "none":
+        f.append(Flag((f"--cpu-bind={spec.cpu_bind}",), "CPU binding as given"))
+    return f
+
+
+def effective_binds(spec: JobSpec, site: Site) -> list[str]:
+    """Bind paths for the container: the chosen sets, the multi-node set when nodes > 1, then the spec's own."""
+    sets = list(spec.bind_sets) if spec.bind_sets is not None else (["user"] if "user" in site.binds else [])
+    if spec.nodes > 1 and "multinode" in site.binds and "multinode" not in sets:
+        sets.append("multinode")
+    out: list[str] = []
+    for name in sets:
+        out.extend(site.binds.get(name, ()))
+    out.extend(spec.binds)
+    return list(dict.fromkeys(out))
+
+
+PLACEHOLDERS = {"{rank}": "${RANK}", "{local_rank}": "${LOCAL_RANK}", "{world_size}": "${WORLD_SIZE}",
+                "{master_addr}": "${MASTER_ADDR}", "{master_port}": "${MASTER_PORT}"}
+
+
+def uses_placeholders(spec: JobSpec) -> bool:
+    """Whether the command passes per-rank values as arguments (``--rank {rank}``)."""
+    return any(ph in tok for tok in spec.command for ph in PLACEHOLDERS)
+
+
+def command_text(command: tuple[str, ...]) -> str:
+    """The command as shell words: literal tokens quoted, tokens with ``{rank}``-style placeholders double-quoted
+    with the placeholder turned into the variable (the only thing that expands)."""
+    words = []
+    for tok in command:
+        if any(ph in tok for ph in PLACEHOLDERS):
+            body = "".join("\\" + ch if ch in '"\\$`' else ch for ch in tok)
+            for ph, var in PLACEHOLDERS.items():
+                body = body.replace(ph, var)
+            words.append(f'"{body}"')
+        else:
+            words.append(shlex.quote(tok))
+    return " ".join(words)
+
+
+def _env_lines(spec: JobSpec, site: Site) -> list[str]:
+    lines = []
+    for name in spec.env_recipes:
+        for k, v in site.env_recipe(name).items():
+            lines.append(f'export {k}="{v}"')  # site data: expands on the compute node
+    if spec.profile_steps is not None:
+        lines.append(f"export LUMIKIT_MAX_STEPS={spec.profile_steps}")
+    for k, v in spec.env:
+        lines.append(f"export {k}={shlex.quote(v)}")  # the learner's values stay literal
+    return lines
+
+
+def _profile_branch(spec: JobSpec, command: str) -> str:
+    mode = MODES[spec.profile]  # type: ignore[index]
+    parts = []
+    if mode.makes_dir:
+        parts.append(f'mkdir -p "{mode.makes_dir}"')
+    parts.extend(f'export {k}="{v}"' for k, v in mode.env)
+    prefix = " ".join(f'"{t}"' if "$" in t else shlex.quote(t) for t in mode.prefix)
+    parts.append(f"exec {prefix + ' ' if prefix else ''}{command}")
+    profiled = " && ".join(parts)
+    if not spec.profile_ranks:
+        return profiled
+    ranks = "|".join(str(r) for r in sorted(set(spec.profile_ranks)))
+    return f'case "$SLURM_PROCID" in {ranks}) {profiled} ;; *) exec {command} ;; esac'
+
+
+def rank_script(spec: JobSpec, site: Site) -> str | None:
+    """The bash script each rank runs (inside the container), or None when the command can run as it is."""
+    container = site.container(spec.container) if spec.container and site.uses_containers else None
+    pieces: list[str] = []
+    if container and container.with_conda:
+        pieces.append("$WITH_CONDA")
+    if spec.workdir:
+        pieces.append(f"cd {shlex.quote(spec.workdir)}")
+    pieces.extend(_env_lines(spec, site))
+    if spec.distributed or uses_placeholders(spec):
+        pieces.append("export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID WORLD_SIZE=$SLURM_NTASKS "
+                      f"LOCAL_WORLD_SIZE={spec.ntasks_per_node}")
+    command = command_text(spec.command)
+    if spec.profile:
+        pieces.append(_profile_branch(spec, command))
+    elif pieces:
+        pieces.append(f"exec {command}")
+    return " && ".join(pieces) if pieces else None
+
+
+def payload(spec: JobSpec, site: Site) -> tuple[list[str], list[Flag]]:
+    """What srun starts on each task: the container launch (if any) around the rank script or the command."""
+    script = rank_script(spec, site)
+    inner = ["bash", "-c", script] if script else list(spec.command)
+    inner_why = ("per-rank script: single-quoted so $SLURM_PROCID expands on the compute node, per rank"
+                 if script else "the program itself")
+    if not (spec.container and site.uses_containers):
+        return inner, [Flag(tuple(inner), inner_why)]
+    c = site.container(spec.container)
+    flags = [Flag(("singularity", c.launch),
+                  "run inside the container; its conda env is activated by $WITH_CONDA" if c.with_conda
+                  else f"'singularity {c.launch}' activates the container's environment")]
+    for b in effective_binds(spec, site):
+        why = ("multi-node: Slurm/Cray/Slingshot libraries for RCCL" if b in site.binds.get("multinode", ())
+               else "make this path visible in the container")
+        flags.append(Flag(("-B", b), why))
+    flags.append(Flag((c.path,), f"the container image ({c.name})"))
+    flags.append(Flag(tuple(inner), inner_why))
+    return [t for f in flags for t in f.tokens], flags
+
+
+def _exports(spec: JobSpec) -> tuple[tuple[str, str], ...]:
+    return MASTER_EXPORTS if spec.distributed or uses_placeholders(spec) else ()
+
+
+def render_srun(spec: JobSpec, site: Site | str | None = None, *, in_allocation: bool = False) -> Command:
+    """``srun`` with the full resource request (or only step options inside an allocation) and the payload."""
+    spec, s = _prepare(spec, site)
+    flags = ([] if in_allocation else allocation_flags(spec, s)) + step_flags(spec, s)
+    _, pflags = payload(spec, s)
+    flags = [Flag(("srun",), "start the tasks of a job step")] + flags + pflags
+    return Command(argv=tuple(t for f in flags for t in f.tokens), flags=tuple(flags), exports=_exports(spec))
+
+
+def render_salloc(spec: JobSpec, site: Site | str | None = None) -> Command:
+    """``salloc``: the allocation only; run steps in it with srun (or attach with :func:`attach_argv`)."""
+    spec, s = _prepare(spec, site)
+    flags = [Flag(("salloc",), "allocate nodes and return a shell on the login node")] + allocation_flags(spec, s)
+    return Command(argv=tuple(t for f in flags for t in f.tokens), flags=tuple(flags))
+
+
+def _directive_value(token: str) -> str:
+    if "\n" in token or "\r" in token:
+        opt = token.split("=", 1)[0]
+        raise SpecError(opt.lstrip("-").replace("-", "_"), "a line break cannot go into an #SBATCH line",
+                        "use a value without line breaks")
+    opt, eq, val = token.partition("=")
+    return f"{opt}={shlex.quote(val)}" if eq and shlex.quote(val) != val else token
+
+
+def render_sbatch(spec: JobSpec, site: Site | str | None = None, *, output: str | None = None) -> str:
+    """A complete batch script: #SBATCH lines, exports computed outside the container, then the srun step."""
+    spec, s = _prepare(spec, site)
+    lines = ["#!/bin/bash", f"# Generated by lumikit for site {s.name}. Submit with: sbatch <this file>"]
+    for f in allocation_flags(spec, s):
+        lines.extend(f"#SBATCH {_directive_value(t)}" for t in f.tokens)
+    out = output or spec.output
+    if out:
+        lines.append(f"#SBATCH {_directive_value('--output=' + out)}")
+    lines.append("")
+    lines.append("set -eo pipefail")
+    if spec.cpus_per_task is not None:
+        lines.append("export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK  # srun does not inherit --cpus-per-task")
+    for k, v in _exports(spec):
+        lines.append(f"export {k}={v}")
+    step = render_srun(spec, s, in_allocation=True)
+    lines.append(shlex.join(step.argv))
+    return "\n".join(lines) + "\n"
+
+
+def attach_argv(job_id: str | int, command: tuple[str, ...] | list[str] = ("/bin/bash",), *,
+                node: str | None = None, pty: bool = True) -> list[str]:
+    """Attach to a running job (e.g. to watch rocm-smi): a step that overlaps the job's own."""
+    argv = ["srun", f"--jobid={job_id}", "--overlap"]
+    if node:
+        argv.append(f"--nodelist={node}")
+    if pty:
+        argv.append("--pty")
+    return argv + list(command)

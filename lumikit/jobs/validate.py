@@ -1,0 +1,253 @@
+"""Checks a job spec against a site, the way LUMI's Slurm would judge it, before anything is submitted.
+
+Each rule yields :class:`~lumikit.errors.SpecError` values naming the field, the limit and the fix;
+:func:`problems` lists them all (for widgets), :func:`validate` raises the first.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable, Iterator
+
+from ..errors import SiteError, SpecError
+from ..site import Site
+from .profiling import MODES
+from .spec import JobSpec, format_time, parse_mem_mb, parse_time
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+Rule = Callable[[JobSpec, Site], Iterator[SpecError]]
+RULES: list[Rule] = []
+
+
+def rule(fn: Rule) -> Rule:
+    RULES.append(fn)
+    return fn
+
+
+def _partition(spec: JobSpec, site: Site):
+    name = spec.partition or site.default_partition
+    return site.partitions.get(name)
+
+
+@rule
+def _known_partition(spec: JobSpec, site: Site) -> Iterator[SpecError]:
+    name = spec.partition or site.default_partition
+    if name not in site.partitions:
+        yield SpecError("partition", f"unknown partition {name!r} on {site.name}",
+                        f"use one of: {', '.join(site.partitions)}")
+
+
+@rule
+def _command(spec: JobSpec, site: Site) -> Iterator[SpecError]:
+    if not spec.command or not spec.command[0].strip():
+        yield SpecError("command", "no command to run", "give the program and its arguments, e.g. python train.py")
+
+
+@rule
+def _shape(spec: JobSpec, site: Site) -> Iterator[SpecError]:
+    part = _partition(spec, site)
+    if spec.nodes < 1:
+        yield SpecError("nodes", f"{spec.nodes} nodes", "ask for at least 1 node")
+    elif part and spec.nodes > part.max_nodes:
+        yield SpecError("nodes", f"{spec.nodes} nodes on {part.name}", limit=f"{part.max_nodes} nodes on {part.name}",
+                        fix="ask for fewer nodes, or use standard-g for large jobs")
+    if spec.ntasks_per_node < 1:
+        yield SpecError("ntasks_per_node", f"{spec.ntasks_per_node} tasks per node", "ask for at least 1 task")
+    if spec.threads_per_core not in (None, 1, 2):
+        yield SpecError("threads_per_core", f"{spec.threads_per_core}", limit="1 or 2 (SMT)",
+                        fix="use 1 (one thread per core) or 2")
+
+
+@rule
+def _gpus(spec: JobSpec, site: Site) -> Iterator[SpecError]:
+    part = _partition(spec, site)
+    g = spec.gpus_per_node
+    if g is None:
+        return
+    gcds = site.node.gcd_count
+    if g < 0:
+        yield SpecError("gpus_per_node", f"{g} GPUs", "ask for 0 to 8 GCDs")
+    elif g > gcds:
+        yield SpecError("gpus_per_node", f"{g} GPUs per node", limit=f"{gcds} GCDs per LUMI-G node",
+                        fix=f"ask for at most {gcds} per node and add nodes (--nodes) for more")
+    if part and part.kind == "cpu" and g > 0:
+        yield SpecError("gpus_per_node", f"{g} GPUs on the CPU partition {part.name}",
+                        fix="use a GPU partition: small-g, standard-g or dev-g")
+
+
+@rule
+def _cpus(spec: JobSpec, site: Site) -> Iterator[SpecError]:
+    part = _partition(spec, site)
+    c = spec.cpus_per_task
+    if c is None:
+        return
+    if c < 1:
+        yield SpecError("cpus_per_task", f"{c} CPUs per task", "ask for at least 1")
+        return
+    if not part or part.kind != "gpu":
+        return
+    per_gcd = site.node.cpus_per_gcd
+    gpus = spec.gpus_per_node or 0
+    cpus_on_node = c * spec.ntasks_per_node
+    if gpus > 0 and cpus_on_node > per_gcd * gpus:
+        yield SpecError("cpus_per_task", f"{c} CPUs x {spec.ntasks_per_node} tasks = {cpus_on_node} CPUs for {gpus} GCDs",
+                        limit=f"{per_gcd} CPUs per GCD ({per_gcd * gpus} for {gpus})",
+                        fix=f"use --cpus-per-task={max(1, per_gcd * gpus // spec.ntasks_per_node)} "
+                            "or ask for more GCDs")
+    usable = site.node.cores - len(site.node.reserved_cores)
+    if cpus_on_node > usable:
+        yield SpecError("cpus_per_task", f"{cpus_on_node} CPUs on one node", limit=f"{usable} usable cores per node",
+                        fix="lower --cpus-per-task or --ntasks-per-node")
+
+
+@rule
+def _memory(spec: JobSpec, site: Site) -> Iterator[SpecError]:
+    part = _partition(spec, site)
+    kinds = [n for n, v in (("mem", spec.mem), ("mem_per_gpu", spec.mem_per_gpu), ("mem_per_cpu", spec.mem_per_cpu))
+             if v is not None]
+    if len(kinds) > 1:
+        yield SpecError(kinds[1], f"both --{kinds[0].replace('_', '-')} and --{kinds[1].replace('_', '-')} given",
+                        fix="use only one kind of memory request (on LUMI-G: --mem-per-gpu=60G)")
+        return
+    limit_mb = site.node.usable_memory_per_gcd_gb * 1024
+    lim_text = f"{site.node.usable_memory_per_gcd_gb} GB per GCD"
+    gpus = spec.gpus_per_node or 0
+    if spec.mem_per_gpu is not None:
+        mb = parse_mem_mb(spec.mem_per_gpu, "mem_per_gpu")
+        if part and part.kind == "gpu" and mb > limit_mb:
+            yield SpecError("mem_per_gpu", f"{spec.mem_per_gpu} per GPU", limit=lim_text,
+                            fix=f"use --mem-per-gpu={site.node.usable_memory_per_gcd_gb}G")
+        if gpus == 0:
+            yield SpecError("mem_per_gpu", "memory per GPU without GPUs", fix="add --gpus-per-node or use --mem")
+    if spec.mem is not None:
+        mb = parse_mem_mb(spec.mem, "mem")
+        exclusive = spec.exclusive or (part is not None and part.exclusive)
+        if mb == 0 and not exclusive:
+            yield SpecError("mem", "--mem=0 asks for all of a node's memory on a shared partition",
+                            fix="add --exclusive, or ask for --mem-per-gpu=60G")
+        elif part and part.kind == "gpu" and gpus > 0 and mb > limit_mb * gpus:
+            yield SpecError("mem", f"{spec.mem} for {gpus} GCDs", limit=lim_text,
+                            fix=f"ask for at most {site.node.usable_memory_per_gcd_gb * gpus}G, or more GCDs")
+        elif part and part.kind == "gpu" and mb > limit_mb * site.node.gcd_count:
+            yield SpecError("mem", f"{spec.mem} on one node",
+                            limit=f"{site.node.usable_memory_per_gcd_gb * site.node.gcd_count} GB per node",
+                            fix="ask for less memory per node")
+    if spec.mem_per_cpu is not None:
+        parse_mem_mb(spec.mem_per_cpu, "mem_per_cpu")
+
+
+@rule
+def _time(spec: JobSpec, site: Site) -> Iterator[SpecError]:
+    if spec.time is None:
+        return
+    try:
+        seconds = parse_time(spec.time)
+    except SpecError as exc:
+        yield exc
+        return
+    if seconds <= 0:
+        yield SpecError("time", f"{spec.time!r} is no time at all", "ask for at least a minute, e.g. 0:15:00")
+    part = _partition(spec, site)
+    if part and seconds > parse_time(part.max_time, "max_time"):
+        yield SpecError("time", f"{format_time(seconds)} on {part.name}", limit=f"{part.max_time} on {part.name}",
+                        fix=f"ask for at most {part.max_time} and checkpoint to continue in a new job")
+
+
+@rule
+def _account(spec: JobSpec, site: Site) -> Iterator[SpecError]:
+    if spec.reservation and not spec.account:
+        yield SpecError("reservation", f"reservation {spec.reservation!r} without an account",
+                        fix="add --account=project_<number> (or set LUMIKIT_ACCOUNT / account in "
+                            "~/.config/lumikit/config.toml); reservations belong to a project")
+
+
+@rule
+def _binding(spec: JobSpec, site: Site) -> Iterator[SpecError]:
+    if spec.cpu_bind in (None, "none"):
+        return
+    part = _partition(spec, site)
+    exclusive = spec.exclusive or (part is not None and part.exclusive)
+    if spec.cpu_bind != "auto" and not spec.cpu_bind.startswith(("mask_cpu", "map_cpu", "v,", "verbose,")):
+        yield SpecError("cpu_bind", f"{spec.cpu_bind!r}", "use auto (masks from the site's topology), none, "
+                        "or an explicit mask_cpu:... list")
+        return
+    if not exclusive:
+        yield SpecError("cpu_bind", f"CPU masks on the shared partition {part.name if part else '?'} without "
+                        "--exclusive", fix="add --exclusive (the masks assume the whole node), or drop --cpu-bind")
+    if spec.cpu_bind == "auto":
+        g = spec.gpus_per_node or 0
+        t = spec.ntasks_per_node
+        if g <= 0:
+            yield SpecError("cpu_bind", "auto masks follow the GCDs, but no GPUs were asked for",
+                            fix="add --gpus-per-node, or drop --cpu-bind")
+        elif t > g or g % t:
+            yield SpecError("cpu_bind", f"auto masks need whole GCDs per task ({t} tasks for {g} GCDs)",
+                            fix=f"use --ntasks-per-node equal to {g} or a divisor of it")
+
+
+@rule
+def _container(spec: JobSpec, site: Site) -> Iterator[SpecError]:
+    if spec.container is None:
+        return
+    try:
+        site.container(spec.container)
+    except SiteError as exc:
+        yield SpecError("container", str(exc), "pick a container of the site or give a .sif path")
+
+
+@rule
+def _binds(spec: JobSpec, site: Site) -> Iterator[SpecError]:
+    for b in spec.binds:
+        src = b.split(":", 1)[0]
+        if not src or "," in b:
+            yield SpecError("binds", f"bind {b!r}", "give one path per bind, as SRC or SRC:DEST")
+    for name in spec.bind_sets or ():
+        if name not in site.binds:
+            yield SpecError("bind_sets", f"unknown bind set {name!r}", f"use one of: {', '.join(site.binds) or 'none'}")
+
+
+@rule
+def _env(spec: JobSpec, site: Site) -> Iterator[SpecError]:
+    for k, _ in spec.env:
+        if not _ENV_NAME.match(k):
+            yield SpecError("env", f"{k!r} is not a valid variable name",
+                            "use letters, digits and underscores, not starting with a digit")
+    for name in spec.env_recipes:
+        if name not in site.env:
+            yield SpecError("env_recipes", f"unknown environment recipe {name!r}",
+                            f"use one of: {', '.join(site.env)}")
+
+
+@rule
+def _profiling(spec: JobSpec, site: Site) -> Iterator[SpecError]:
+    if spec.profile is None:
+        if spec.profile_ranks:
+            yield SpecError("profile_ranks", "ranks to profile but no profiling mode",
+                            f"add a mode: {', '.join(MODES)}")
+        return
+    if spec.profile not in MODES:
+        yield SpecError("profile", f"unknown profiling mode {spec.profile!r}", f"use one of: {', '.join(MODES)}")
+    for r in spec.profile_ranks:
+        if not 0 <= r < spec.total_tasks:
+            yield SpecError("profile_ranks", f"rank {r} does not exist in a job of {spec.total_tasks} tasks",
+                            f"pick ranks 0..{spec.total_tasks - 1}")
+    if spec.profile_steps is not None and spec.profile_steps < 1:
+        yield SpecError("profile_steps", f"{spec.profile_steps} steps", "profile at least 1 step (10 is plenty)")
+
+
+def problems(spec: JobSpec, site: Site) -> list[SpecError]:
+    """Every rule the spec breaks on this site (empty when it is fine)."""
+    out: list[SpecError] = []
+    for r in RULES:
+        try:
+            out.extend(r(spec, site))
+        except SpecError as exc:  # a malformed value met while checking another rule
+            out.append(exc)
+    return out
+
+
+def validate(spec: JobSpec, site: Site) -> JobSpec:
+    """Raise the first problem; return the spec unchanged when it is fine."""
+    found = problems(spec, site)
+    if found:
+        raise found[0]
+    return spec
