@@ -88,6 +88,8 @@ def _srun(args: argparse.Namespace) -> int:
 
 
 def _salloc(args: argparse.Namespace) -> int:
+    if not [c for c in args.cmd if c != "--"]:
+        args.cmd = ["bash"]  # salloc needs no command; the allocation is what is printed
     return _print_command(render_salloc(spec_from_args(args), args.site), args)
 
 
