@@ -1,0 +1,65 @@
+"""Launching jobs: one protocol, three backends (slurm, local, dry-run), a run folder per launch.
+
+>>> run = launch(spec(["python", "-c", "print(42)"]))   # doctest: +SKIP
+>>> run.wait(); run.stdout()                               # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import os
+
+from ..errors import LaunchError
+from ..jobs.render import resolve
+from ..jobs.spec import JobSpec
+from ..jobs.validate import validate
+from ..site import Site, load_site
+from .backend import Backend, Run
+from .dryrun import DryRunBackend
+from .local import LocalBackend
+from .runfolder import RunFolder
+from .slurm import SlurmBackend
+from .states import FINAL, STATES
+
+BACKENDS = {"slurm": SlurmBackend, "local": LocalBackend, "dry-run": DryRunBackend}
+
+
+def get_backend(name: str | None = None, site: Site | str | None = None) -> Backend:
+    """The named backend, or the site's own (LUMI -> slurm, laptop -> local)."""
+    s = load_site(site)
+    name = name or os.environ.get("LUMIKIT_BACKEND_OVERRIDE") or s.backend
+    try:
+        return BACKENDS[name](s)
+    except KeyError:
+        raise LaunchError(f"unknown backend {name!r}; use one of: {', '.join(BACKENDS)}") from None
+
+
+def launch(spec: JobSpec, site: Site | str | None = None, backend: str | None = None,
+           runs_dir: str | os.PathLike[str] | None = None) -> Run:
+    """Validate, create a run folder, submit; returns the :class:`Run` (call ``.wait()`` to follow it)."""
+    b = get_backend(backend, site)
+    spec = resolve(spec, b.site)
+    validate(spec, b.site)
+    folder = RunFolder.create(spec.name, runs_dir)
+    b.submit(spec, folder)
+    return Run(folder, b)
+
+
+def open_run(path: str | os.PathLike[str]) -> Run:
+    """A run from its folder (as printed by ``lumikit run``), with the backend that launched it."""
+    folder = RunFolder.open(path)
+    m = folder.read()
+    return Run(folder, get_backend(m.get("backend"), m.get("site")))
+
+
+def mode_line(site: Site | str | None = None, backend: str | None = None) -> str:
+    """The one visible line that says where cells run: site, backend, and what falls back."""
+    b = get_backend(backend, site)
+    if b.name == "slurm":
+        return f"Mode: {b.site.name} - jobs go to Slurm ({b.site.description.split(':')[0]})"
+    if b.name == "local":
+        return (f"Mode: {b.site.name} - no Slurm here: jobs run as local processes (no container, no GPU); "
+                "GPU views replay recorded sessions")
+    return f"Mode: {b.site.name} - dry run: commands are recorded, nothing runs"
+
+
+__all__ = ["BACKENDS", "FINAL", "STATES", "Backend", "DryRunBackend", "LocalBackend", "Run", "RunFolder",
+           "SlurmBackend", "get_backend", "launch", "mode_line", "open_run"]

@@ -1,0 +1,123 @@
+"""The one small protocol every backend follows, and the handle a launch returns."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ..errors import LaunchError
+from ..jobs.spec import JobSpec
+from ..site import Site
+from .runfolder import RunFolder
+from .states import FINAL, normalise
+
+
+class Backend(Protocol):
+    """submit / status / cancel / tail / attach; :class:`Run` adds wait on top."""
+
+    name: str
+    site: Site
+
+    def submit(self, spec: JobSpec, folder: RunFolder) -> str: ...
+    def status(self, folder: RunFolder) -> str: ...
+    def cancel(self, folder: RunFolder) -> None: ...
+    def attach_command(self, folder: RunFolder, command: list[str]) -> list[str]: ...
+
+
+def python_path_env(env: dict[str, str]) -> dict[str, str]:
+    """Put this interpreter's folder first on PATH, so ``python`` in a job is the workbook's Python."""
+    bindir = str(Path(sys.executable).parent)
+    parts = env.get("PATH", "").split(os.pathsep)
+    if parts[:1] != [bindir]:
+        env["PATH"] = os.pathsep.join([bindir] + [p for p in parts if p != bindir])
+    return env
+
+
+@dataclass
+class Run:
+    """A launched job: its folder and its backend. Everything about it is also in ``folder/manifest.json``."""
+
+    folder: RunFolder
+    backend: Backend
+
+    @property
+    def path(self) -> Path:
+        return self.folder.path
+
+    @property
+    def manifest(self) -> dict:
+        return self.folder.read()
+
+    @property
+    def job_id(self) -> str | None:
+        return self.manifest.get("job_id")
+
+    def status(self) -> str:
+        return self.backend.status(self.folder)
+
+    def cancel(self) -> None:
+        self.backend.cancel(self.folder)
+
+    def attach_command(self, command: list[str] | None = None) -> list[str]:
+        return self.backend.attach_command(self.folder, command or ["/bin/bash"])
+
+    def stdout(self, rank: int = 0) -> str:
+        return _read(self.folder.rank_log(rank, "out"))
+
+    def stderr(self, rank: int = 0) -> str:
+        return _read(self.folder.rank_log(rank, "err"))
+
+    def tail(self, lines: int = 20) -> str:
+        """The last lines of every log in the run folder, each under its file name."""
+        out = []
+        for p in self.folder.logs():
+            text = _read(p).splitlines()[-lines:]
+            if text:
+                out.append(f"==> {p.name} <==")
+                out.extend(text)
+        return "\n".join(out)
+
+    def wait(self, timeout: float | None = None, poll: float = 1.0, progress: bool = True) -> str:
+        """Follow the job until it ends (or ``timeout`` seconds pass: LaunchError); returns the final state.
+
+        Shows a progress line (tqdm: in notebooks a widget, in terminals a bar) with the state and elapsed time.
+        """
+        from tqdm.auto import tqdm
+
+        start = time.monotonic()
+        state = self.status()
+        bar = tqdm(total=None, desc=f"{self.path.name}: {state}", bar_format="{desc} [{elapsed}]",
+                   disable=not progress, leave=True)
+        try:
+            while normalise(state) not in FINAL:
+                bar.set_description_str(f"{self.path.name}: {state}")
+                if timeout is not None and time.monotonic() - start > timeout:
+                    raise LaunchError(f"{self.path.name}: still {state} after {timeout:.0f} s; it keeps running — "
+                                      f"cancel it with `lumikit cancel {self.path}` or wait longer")
+                time.sleep(poll)
+                state = self.status()
+            bar.set_description_str(f"{self.path.name}: {state}")
+        finally:
+            bar.close()
+        return state
+
+    def result(self, timeout: float | None = None, progress: bool = True) -> str:
+        """Wait, and raise LaunchError with the log tail unless the job COMPLETED."""
+        state = self.wait(timeout=timeout, progress=progress)
+        if state != "COMPLETED":
+            code = self.manifest.get("exit_code")
+            raise LaunchError(f"{self.path.name} ended {state} (exit code {code}).\n{self.tail(10)}")
+        return state
+
+    def __repr__(self) -> str:
+        return f"Run({str(self.path)!r}, backend={self.backend.name})"
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
