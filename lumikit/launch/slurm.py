@@ -67,7 +67,8 @@ class SlurmBackend:
         path.write_text(script)
         folder.update(**base_manifest(spec, self.site, self.name, {"sbatch": str(path), "script": script},
                                       self.env()))
-        proc = self.run(["sbatch", "--parsable", str(path)])
+        # --no-requeue: a job whose node fails ends NODE_FAIL instead of silently starting again
+        proc = self.run(["sbatch", "--parsable", "--no-requeue", str(path)])
         if proc.returncode != 0:
             message = (proc.stderr or proc.stdout).strip()
             folder.update(state="FAILED", submit_error=message, end_time=now_iso())

@@ -1,0 +1,122 @@
+"""The Slurm backend against the real local lumi-sim cluster (`make slurm-up`): what learners will see on LUMI."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lumikit.errors import LaunchError
+from lumikit.jobs import attach_argv, render_salloc, spec
+from lumikit.launch import RunFolder, SlurmBackend, launch
+
+pytestmark = pytest.mark.slurm
+REPO = Path(__file__).resolve().parents[2]
+PY = sys.executable
+
+
+def submit(tmp_path, command, **options):
+    return launch(spec(command, **options), site="lumi-sim", runs_dir=tmp_path)
+
+
+def final_loss(text: str) -> str:
+    m = re.search(r"^FINAL loss=(\S+)$", text, re.MULTILINE)
+    assert m, f"no FINAL line in:\n{text}"
+    return m.group(1)
+
+
+def test_a_job_that_succeeds_is_completed_with_its_output(slurm_cluster, tmp_path):
+    run = submit(tmp_path, [PY, "-c", "print(42)"], partition="small-g", ntasks_per_node=1)
+    assert run.wait(timeout=120, progress=False) == "COMPLETED"
+    assert run.stdout().strip() == "42"
+    m = run.manifest
+    assert m["exit_code"] == 0 and m["job_id"].isdigit() and (run.path / "job.sbatch").is_file()
+
+
+def test_exit_3_is_failed_with_the_code_and_the_tail(slurm_cluster, tmp_path):
+    run = submit(tmp_path, [PY, "-c", "import sys; print('bad input', file=sys.stderr); sys.exit(3)"])
+    with pytest.raises(LaunchError) as err:
+        run.result(timeout=120, progress=False)
+    assert "FAILED (exit code 3)" in str(err.value) and "bad input" in str(err.value)
+
+
+def test_scancel_gives_cancelled(slurm_cluster, tmp_path):
+    run = submit(tmp_path, ["sleep", "300"])
+    for _ in range(60):
+        if run.status() == "RUNNING":
+            break
+        time.sleep(1)
+    run.cancel()
+    assert run.wait(timeout=120, progress=False) == "CANCELLED"
+
+
+def test_time_limit_gives_timeout(slurm_cluster, tmp_path):
+    run = submit(tmp_path, ["sleep", "600"], time="0:00:05")
+    assert run.wait(timeout=240, poll=2, progress=False) == "TIMEOUT"
+
+
+def test_unknown_account_is_rejected_with_slurms_words(slurm_cluster, tmp_path):
+    if not slurm_cluster.accounting:
+        pytest.skip("accounting is off: Slurm checks no accounts")
+    with pytest.raises(LaunchError, match=r"Slurm rejected the job: .*(account|Account)"):
+        submit(tmp_path, ["true"], account="project_999999999")
+
+
+def test_unknown_partition_is_rejected_by_slurm_too(slurm_cluster, tmp_path):
+    # lumikit's validator stops this first; bypass it to see that Slurm's own message reaches the learner
+    backend = SlurmBackend("lumi-sim")
+    folder = RunFolder.create("nopart", tmp_path)
+    bad = spec(["true"], partition="small-g")
+    backend.script = lambda s, f: "#!/bin/bash\n#SBATCH --partition=no-such-partition\ntrue\n"  # type: ignore
+    with pytest.raises(LaunchError, match="Slurm rejected the job: .*(partition|Partition)"):
+        backend.submit(bad, folder)
+    assert folder.read()["state"] == "FAILED"
+
+
+def test_two_nodes_two_tasks_ddp_and_the_same_loss_as_locally(slurm_cluster, tmp_path):
+    job = spec([PY, "-m", "lumikit.workloads.ddp_check"], nodes=2, ntasks_per_node=2, partition="small-g")
+    run = launch(job, site="lumi-sim", runs_dir=tmp_path)
+    assert run.wait(timeout=180, progress=False) == "COMPLETED", run.tail()
+    losses = {final_loss(run.stdout(r)) for r in range(4)}
+    assert len(losses) == 1
+    hosts = {line.split(" on ")[1].split()[0] for r in range(4) for line in run.stdout(r).splitlines()
+             if line.startswith("rank ")}
+    assert hosts  # every rank says where it ran
+    local = launch(job, site="laptop", backend="local", runs_dir=tmp_path)
+    assert local.wait(timeout=180, progress=False) == "COMPLETED", local.tail()
+    assert {final_loss(local.stdout(r)) for r in range(4)} == losses
+
+
+def test_salloc_then_attach_runs_inside_the_job(slurm_cluster):
+    backend = SlurmBackend("lumi-sim")
+    argv = list(render_salloc(spec(["bash"], partition="small-g", time="0:05:00"), "lumi-sim").argv)
+    proc = backend.run(argv[:1] + ["--no-shell"] + argv[1:], timeout=60)
+    m = re.search(r"Granted job allocation (\d+)", proc.stderr)
+    assert m, proc.stderr
+    job_id = m.group(1)
+    try:
+        out = backend.run(attach_argv(job_id, ["printenv", "SLURM_JOB_ID"], pty=False), timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == job_id
+    finally:
+        backend.run(["scancel", job_id])
+
+
+def test_killing_a_slurmd_is_reported_and_never_hangs(slurm_cluster, tmp_path):
+    run = submit(tmp_path, ["sleep", "600"], nodes=2, ntasks_per_node=1)
+    for _ in range(60):
+        if run.status() == "RUNNING":
+            break
+        time.sleep(1)
+    node = slurm_cluster.nodes[-1]
+    subprocess.run(["bash", str(REPO / "scripts/slurm-sim/kill-node.sh"), node], check=True, timeout=60)
+    try:
+        state = run.wait(timeout=300, poll=3, progress=False)
+        assert state in ("NODE_FAIL", "FAILED"), state
+    finally:
+        run.backend.run(["scancel", str(run.job_id)])
+        subprocess.run(["bash", str(REPO / "scripts/slurm-sim/up.sh")], check=True, timeout=120,
+                       capture_output=True)
