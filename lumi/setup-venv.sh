@@ -330,5 +330,5 @@ Next, in www.lumi.csc.fi -> Jupyter, Settings: Advanced, and either
 or Custom init Text:
   export LUMI_WORKBOOK_VENV=$VENV
   source $REPO/lumi/ood/jupyter-init.sh
-Working directory: $REPO. Then open notebooks/00_start_here.ipynb (docs/lumi.md walks through every screen).
+Working directory: $REPO. Then open notebooks/00_start_here.ipynb (the README's LUMI section walks through every screen).
 EOF

@@ -24,3 +24,71 @@ def shared_fixtures() -> Path:
     if not SHARED_FIXTURES.is_dir():
         pytest.skip(f"conformance fixtures not found at {SHARED_FIXTURES} (clone with ../shared beside the repo)")
     return SHARED_FIXTURES
+
+
+# ------------------------------------------------------------------------------------------------------
+# The local Slurm cluster "lumi-sim" (scripts/slurm-sim/up.sh, `make slurm-up`) for tests marked `slurm`.
+import json  # noqa: E402  (appended section: its own imports)
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+
+@dataclass(frozen=True)
+class SlurmCluster:
+    """The running lumi-sim cluster as its ``mode.json`` describes it."""
+
+    sim_dir: Path
+    conf: Path  # the SLURM_CONF to give Slurm commands
+    accounting: bool  # slurmdbd + MariaDB: sacct works and --account is checked
+    profile: str  # "real" (this machine's CPUs, binding enforced) or "lumi" (nodes claim LUMI-G's shape)
+    nodes: tuple[str, ...]
+    account: str | None  # root's default account, when accounting is on
+    reservation: str
+    mode: dict = field(default_factory=dict)  # the whole mode.json
+
+    @property
+    def env(self) -> dict[str, str]:
+        """This process's environment plus SLURM_CONF, for subprocesses that run Slurm commands."""
+        return {**os.environ, "SLURM_CONF": str(self.conf)}
+
+
+def _slurm_sim_dir() -> Path:
+    return Path(os.environ.get("LUMIKIT_SLURM_SIM_DIR") or "/tmp/lumikit-slurm-sim")
+
+
+def _find_slurm_cluster() -> tuple[SlurmCluster | None, str]:
+    """The running cluster, or None and why not."""
+    sim_dir = _slurm_sim_dir()
+    mode_file = sim_dir / "mode.json"
+    if not mode_file.is_file():
+        return None, f"lumi-sim Slurm cluster is not up (no {mode_file}); start it with `make slurm-up`"
+    try:
+        mode = json.loads(mode_file.read_text())
+        cluster = SlurmCluster(sim_dir=sim_dir, conf=Path(mode["slurm_conf"]), accounting=bool(mode["accounting"]),
+                               profile=str(mode["profile"]), nodes=tuple(mode["nodes"]),
+                               account=mode.get("default_account"), reservation=str(mode["reservation"]), mode=mode)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return None, f"{mode_file} is unreadable ({exc}); restart the cluster with `make slurm-down slurm-up`"
+    if shutil.which("sinfo") is None:
+        return None, "Slurm client commands are not installed; `make slurm-up` installs them"
+    try:
+        out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], env=cluster.env, capture_output=True, text=True,
+                             timeout=15)
+    except subprocess.TimeoutExpired:
+        return None, "lumi-sim's slurmctld does not answer `sinfo` within 15 s; restart it with `make slurm-up`"
+    if out.returncode != 0:
+        return None, f"lumi-sim's `sinfo` fails ({out.stderr.strip()}); restart it with `make slurm-up`"
+    if not set(cluster.nodes) <= set(out.stdout.split()):
+        return None, f"lumi-sim lists nodes {sorted(set(out.stdout.split()))}, expected {list(cluster.nodes)}"
+    return cluster, ""
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> SlurmCluster:
+    """The running lumi-sim cluster. Skips with the reason when it is not up, but fails when CI=true."""
+    cluster, why = _find_slurm_cluster()
+    if cluster is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and {why}", pytrace=False)
+        pytest.skip(why)
+    return cluster
