@@ -13,7 +13,8 @@ CLASSES: tuple[KernelClass, ...] = ("compute", "communication", "memory")
 
 _COMM = re.compile(r"nccl|rccl|allreduce|all_reduce|allgather|all_gather|reducescatter|reduce_scatter|"
                    r"alltoall|broadcast_kernel|sendrecv", re.IGNORECASE)
-_MEM = re.compile(r"memcpy|memset|copybuffer|fillbuffer|copy_?dtod|copy_?htod|copy_?dtoh|"
+_MEM = re.compile(r"memcpy|memset|copybuffer|fillbuffer|copy_?dtod|copy_?htod|copy_?dtoh|memory_copy|"
+                  r"copy(?:host|device)to(?:host|device)|"
                   r"^\s*(?:Memcpy|Memset)\b|hipMemcpy|hipMemset|__amd_rocclr_(?:copy|fill)", re.IGNORECASE)
 
 

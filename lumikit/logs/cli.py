@@ -1,0 +1,141 @@
+"""``lumikit logs progress|hip|rccl`` and ``lumikit doctor``: thin command-line edges over the log readers."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from dataclasses import asdict
+
+import pandas as pd
+
+from ..rocprof.names import short_kernel_name
+from .doctor import diagnose, problems
+from .hip import hip_summary, read_hip_log
+from .progress import progress_summary, read_progress
+from .rccl import rccl_transport
+
+DOCTOR_EPILOG = """exit status: 0 when no known problem was found (notes alone do not count), 1 when at least one
+problem was found, 2 when a file could not be read."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``logs`` (progress, hip, rccl) and ``doctor`` to the ``lumikit`` command."""
+    logs = subparsers.add_parser("logs", help="read training, HIP and RCCL logs",
+                                 description="Read what jobs write: training progress, HIP runtime logs, RCCL logs.")
+    sub = logs.add_subparsers(dest="logs_command", required=True, metavar="SUBCOMMAND")
+
+    progress = sub.add_parser("progress", help="throughput and loss from a training log",
+                              description="Throughput (tqdm it/s, images/sec) and loss/accuracy from a training log "
+                                          "such as slurm-<jobid>.out.")
+    progress.add_argument("file", metavar="FILE")
+    progress.add_argument("--json", action="store_true", help="print the summary and every row as JSON")
+    progress.set_defaults(func=_progress)
+
+    hip = sub.add_parser("hip", help="kernel launches and copies from an AMD_LOG_LEVEL=4 log",
+                         description="Count the kernel launches and memory copies of a HIP runtime log "
+                                     "(AMD_LOG_LEVEL=3 or 4; ROCm 5, 6 and 7 layouts; hard-wrapped copies too).")
+    hip.add_argument("file", metavar="FILE")
+    hip.add_argument("--json", action="store_true", help="print the summary as JSON")
+    hip.add_argument("--top", type=int, default=10, metavar="N", help="list the N most launched kernels (default 10)")
+    hip.set_defaults(func=_hip)
+
+    rccl = sub.add_parser("rccl", help="which network RCCL used (NCCL_DEBUG=INFO)",
+                          description="Say whether RCCL used the aws-ofi-rccl plugin (Slingshot, provider cxi) or fell "
+                                      "back to TCP sockets, from logs written with NCCL_DEBUG=INFO. Exit status 1 "
+                                      "when a file shows the socket fall-back.")
+    rccl.add_argument("files", nargs="+", metavar="FILE")
+    rccl.add_argument("--json", action="store_true", help="print JSON")
+    rccl.set_defaults(func=_rccl)
+
+    doctor = subparsers.add_parser(
+        "doctor", help="recognise known LUMI failures in job logs", epilog=DOCTOR_EPILOG,
+        description="Look for known LUMI failure signatures (container environment and binds, RCCL network "
+                    "plugin, MIOpen locks, quotas, read-only caches, time limit, out of memory, ...) in job logs "
+                    "and explain cause and fix. FILE may be a folder: its *.out, *.err, *.log and *.txt are read.")
+    doctor.add_argument("files", nargs="+", metavar="FILE")
+    doctor.add_argument("--json", action="store_true", help="print the diagnoses as JSON")
+    doctor.set_defaults(func=_doctor)
+
+
+def _clean(value: object) -> object:
+    """JSON-safe cell values: NaN/NA -> None, numpy numbers -> Python numbers."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def _progress(args: argparse.Namespace) -> int:
+    table = read_progress(args.file)
+    summary = progress_summary(table)
+    if args.json:
+        rows = [{k: _clean(v) for k, v in row.items()} for row in table.to_dict("records")]
+        print(json.dumps({"summary": summary, "rows": rows}, indent=2))
+        return 0
+    print(f"{args.file}: {len(table)} progress observations")
+    if "training" in summary:
+        t = summary["training"]
+        rate = f"{t['median_it_per_s']:.2f} it/s median" if t["median_it_per_s"] else "no rate yet"
+        print(f"  training: step {t['steps']} of {t['total']} after {t['elapsed_s']:.0f} s, {rate}")
+    for bar in summary["bars"]:
+        if "training" not in summary or (bar["series"], bar["total"]) != (summary["training"]["series"],
+                                                                          summary["training"]["total"]):
+            print(f"  bar {bar['series']!r}: {bar['steps']}/{bar['total']} ({bar['updates']} updates, {bar['unit']})")
+    for key, value in summary.items():
+        if key.startswith("last_"):
+            print(f"  {key.replace('_', ' ')}: {value:.4g}")
+    for tp in summary.get("throughput", []):
+        epoch = f" epoch {tp['epoch']:.0f}" if tp["epoch"] is not None else ""
+        print(f"  {tp['series']}{epoch}: {tp['rate']:g} {tp['unit']}")
+    return 0
+
+
+def _hip(args: argparse.Namespace) -> int:
+    table = read_hip_log(args.file)
+    summary = hip_summary(table, top=args.top)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(f"{args.file}: {summary['records']} HIP log records (layout {summary['layout'] or 'not recognised'})")
+    print(f"  {summary['launches']} kernel launches, {summary['copies']} copies, {summary['memsets']} memsets")
+    for direction, d in summary["bytes_by_direction"].items():
+        print(f"  {direction}: {d['calls']} calls, {d['bytes']} bytes")
+    if summary["kernel_classes"]:
+        print("  kernels by class: " + ", ".join(f"{c} {n}" for c, n in summary["kernel_classes"].items()))
+    for k in summary["top_kernels"]:
+        print(f"  {k['launches']:>7}  {short_kernel_name(k['name'], 90)}")
+    for f in summary["failed_calls"]:
+        print(f"  line {f['log_line']}: {f['api']} returned {f['status']}")
+    for e in summary["errors"]:
+        print(f"  line {e['log_line']}: error: {e['message'][:150]}")
+    return 0
+
+
+def _rccl(args: argparse.Namespace) -> int:
+    results = [rccl_transport(f) for f in args.files]
+    if args.json:
+        print(json.dumps([{**asdict(r), "ok": r.ok} for r in results], indent=2))
+    else:
+        for r in results:
+            print(f"{r.source}: {r.describe()}")
+            for ev in r.evidence[:4]:
+                print(f"    {ev.line_no}: {ev.text[:160]}")
+    return 1 if any(r.transport == "socket" for r in results) else 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    found = diagnose(args.files)
+    if args.json:
+        print(json.dumps([asdict(d) for d in found], indent=2))
+    else:
+        for d in found:
+            print(d.describe())
+            print()
+        bad = problems(found)
+        notes = len(found) - len(bad)
+        if found:
+            print(f"{len(bad)} problem{'s' if len(bad) != 1 else ''}, {notes} note{'s' if notes != 1 else ''}.")
+        else:
+            print("No known problem recognised.")
+    return 1 if problems(found) else 0

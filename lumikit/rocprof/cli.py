@@ -1,0 +1,80 @@
+"""``lumikit rocprof stats``: the ranked kernel table of a rocprof output file or run folder."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+import pandas as pd
+
+from .names import short_kernel_name
+from .outputs import rocprof_kernels
+from .stats import GPU_KINDS, class_totals
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``rocprof stats`` to the ``lumikit`` command."""
+    rocprof = subparsers.add_parser("rocprof", help="read rocprof / rocprofv3 outputs",
+                                    description="Read rocprof (v1) and rocprofv3 outputs.")
+    sub = rocprof.add_subparsers(dest="rocprof_command", required=True, metavar="SUBCOMMAND")
+    stats = sub.add_parser(
+        "stats", help="kernels ranked by GPU time, with their class",
+        description="Rank the kernels of a rocprof output by total GPU time and split the time into compute, "
+                    "communication and memory. PATH is results.stats.csv, *_kernel_stats.csv, "
+                    "*_kernel_trace.csv, results.json, or a run folder that holds them.")
+    stats.add_argument("path", metavar="PATH", help="a rocprof output file or a run folder")
+    stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    stats.add_argument("--top", type=int, default=20, metavar="N",
+                       help="show the N largest kernels (0: all; default 20)")
+    stats.set_defaults(func=_stats)
+
+
+def _finite(value: float) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def _class(value: object) -> str | None:
+    """The kernel class, or None for host API rows (HIP/HSA statistics)."""
+    return value if isinstance(value, str) else None
+
+
+def stats_report(table: pd.DataFrame, top: int = 20) -> dict:
+    """The JSON-ready summary of a ranked kernel table (what ``lumikit rocprof stats --json`` prints)."""
+    rows = table if top <= 0 else table.head(top)
+    totals = class_totals(table)
+    return {
+        "source": table.attrs.get("source"),
+        "generation": table.attrs.get("generation"),
+        "kernels_total": int(len(table)),
+        "total_ns": float(table["total_ns"].sum()),
+        "classes": {c: {"total_ns": float(r["total_ns"]), "calls": int(r["calls"]), "share": float(r["share"])}
+                    for c, r in totals.iterrows()},
+        "kernels": [
+            {"rank": int(r["rank"]), "name": r["name"], "class": _class(r["kernel_class"]), "calls": int(r["calls"]),
+             "total_ns": float(r["total_ns"]), "average_ns": _finite(float(r["average_ns"])),
+             "percent": _finite(float(r["percent"]))}
+            for _, r in rows.iterrows()
+        ],
+    }
+
+
+def _stats(args: argparse.Namespace) -> int:
+    table = rocprof_kernels(args.path)
+    if args.json:
+        print(json.dumps(stats_report(table, args.top), indent=2))
+        return 0
+    total_ms = table["total_ns"].sum() / 1e6
+    gpu = table.attrs.get("kind", "kernel") in GPU_KINDS
+    what = f"{len(table)} kernels, {total_ms:.3f} ms of GPU time" if gpu else \
+        f"{len(table)} {table.attrs.get('kind')} functions, {total_ms:.3f} ms of host time"
+    print(f"{table.attrs.get('source')} (rocprof {table.attrs.get('generation', '?')}): {what}")
+    if gpu:
+        print("  " + "   ".join(f"{c} {100 * r['share']:.1f} %" for c, r in class_totals(table).iterrows()))
+    rows = table if args.top <= 0 else table.head(args.top)
+    print(f"{'#':>3}  {'class':<13} {'total ms':>10} {'calls':>7} {'avg us':>9} {'%':>6}  name")
+    for _, r in rows.iterrows():
+        print(f"{r['rank']:>3}  {_class(r['kernel_class']) or 'api':<13} {r['total_ns'] / 1e6:>10.3f} {r['calls']:>7} "
+              f"{r['average_ns'] / 1e3:>9.2f} {r['percent']:>6.2f}  {short_kernel_name(r['name'], 70)}")
+    if len(rows) < len(table):
+        print(f"  ... {len(table) - len(rows)} more (--top 0 shows all)")
+    return 0

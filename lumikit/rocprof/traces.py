@@ -1,0 +1,157 @@
+"""Per-dispatch rocprof outputs: rocprofv3 ``*_kernel_trace.csv`` and rocprof v1 ``results.json``.
+
+Both list every kernel (and, for v1, every copy and HIP call) with its start and duration; the readers turn
+them into plain tables, and :func:`~lumikit.rocprof.stats.stats_from_durations` turns those into the ranked
+kernel statistics, the same as a ``--stats`` file.
+"""
+from __future__ import annotations
+
+import io
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from ..errors import LumikitError, ParseError
+from ..kernels import classify_kernel
+
+_COPY_OP = re.compile(r"^(?:Copy|Fill)[A-Za-z]*$|^MEMORY_COPY", re.IGNORECASE)
+_GPU_LABEL = re.compile(r"^GPU\s*(\d+)$")
+#: Start of the JSON that rocprof v1 writes (its first event is an empty object).
+ROCPROF_JSON_PREFIX = '{ "traceEvents":[{}'
+
+
+def _read_text(path: str | os.PathLike[str], what: str) -> str:
+    p = Path(path)
+    try:
+        return p.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise LumikitError(f"{p}: no such file; give a {what} or a run folder") from None
+
+
+def _snake(name: str) -> str:
+    return name.strip().lower()
+
+
+def parse_kernel_trace(text: str, source: str = "<text>") -> pd.DataFrame:
+    """The kernel dispatches of a rocprofv3 ``kernel_trace.csv`` given as text (see :func:`read_kernel_trace`)."""
+    lines = text.splitlines()
+    header_at = next((i for i, ln in enumerate(lines) if '"Kernel_Name"' in ln or "Kernel_Name," in ln), None)
+    if header_at is None:
+        raise ParseError('no "Kernel_Name" column found; give a rocprofv3 *_kernel_trace.csv '
+                         "(rocprofv3 --kernel-trace --output-format csv)", source=source)
+    raw = pd.read_csv(io.StringIO("\n".join(lines[header_at:])), dtype={"Kernel_Name": str})
+    raw.columns = [_snake(c) for c in raw.columns]
+    needed = ["kernel_name", "start_timestamp", "end_timestamp"]
+    missing = [c for c in needed if c not in raw.columns]
+    if missing:
+        raise ParseError(f"kernel trace lacks the columns {missing}", source=source, line_no=header_at + 1,
+                         line=lines[header_at])
+    table = raw.rename(columns={"kernel_name": "name", "start_timestamp": "start_ns", "end_timestamp": "end_ns"})
+    for col in ("start_ns", "end_ns"):
+        table[col] = pd.to_numeric(table[col], errors="raise").astype("int64")
+    if "agent_id" in table:  # "Agent 2" in newer rocprofv3, a plain number in older ones
+        table["agent_id"] = pd.to_numeric(table["agent_id"].astype(str).str.extract(r"(\d+)")[0],
+                                          errors="coerce").astype("Int64")
+    table["duration_ns"] = table["end_ns"] - table["start_ns"]
+    names = table["name"].fillna("")
+    table["kernel_class"] = [classify_kernel(n) for n in names]
+    first = ["name", "kernel_class", "start_ns", "end_ns", "duration_ns"]
+    table = table[first + [c for c in table.columns if c not in first]]
+    table = table.sort_values("start_ns", kind="stable").reset_index(drop=True)
+    table.attrs.update(source=source, kind="kernel_trace", generation="v3")
+    return table
+
+
+def read_kernel_trace(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a rocprofv3 ``*_kernel_trace.csv``: one row per kernel dispatch, in start order.
+
+    Columns: ``name``, ``kernel_class``, ``start_ns``, ``end_ns``, ``duration_ns`` and then rocprofv3's own
+    columns in lower case (``agent_id`` as a number, ``queue_id``, ``stream_id``, ``correlation_id``,
+    ``grid_size_x`` ... as far as the file has them).
+    """
+    return parse_kernel_trace(_read_text(path, "rocprofv3 *_kernel_trace.csv"), source=str(path))
+
+
+def _event_kind(label: str, name: str) -> str:
+    if _GPU_LABEL.match(label):
+        return "copy" if _COPY_OP.match(name) else "kernel"
+    if label.startswith("GPU Barriers"):
+        return "barrier"
+    if label == "COPY":
+        return "copy"
+    if label.startswith("CPU "):
+        return "api"
+    if label == "Markers and Ranges":
+        return "marker"
+    return "other"
+
+
+def parse_rocprof_json(text: str, source: str = "<text>") -> pd.DataFrame:
+    """The events of a rocprof v1 ``results.json`` given as text (see :func:`read_rocprof_json`)."""
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        # rocprof v1 closes the file with "}" only when it could not write its metadata: try the missing "]".
+        stripped = text.rstrip()
+        try:
+            doc = orjson.loads(stripped[:-1].rstrip().rstrip(",") + "]}") if stripped.endswith("}") else None
+        except orjson.JSONDecodeError:
+            doc = None
+        if doc is None:
+            raise ParseError(f"not valid JSON ({exc}); was the profiled program stopped before rocprof finished "
+                             "writing? Re-run with fewer steps so it exits normally", source=source) from None
+    events = doc.get("traceEvents") if isinstance(doc, dict) else None
+    if not isinstance(events, list):
+        raise ParseError('no "traceEvents" list; give the results.json that rocprof --hip-trace wrote',
+                         source=source)
+    labels: dict[str, str] = {}
+    for ev in events:
+        if isinstance(ev, dict) and ev.get("ph") == "M" and ev.get("name") == "process_name":
+            labels[str(ev.get("pid"))] = str((ev.get("args") or {}).get("name", ""))
+    rows = []
+    for ev in events:
+        if not isinstance(ev, dict) or ev.get("ph") != "X":
+            continue
+        pid = str(ev.get("pid"))
+        label = labels.get(pid, "")
+        name = str(ev.get("name", ""))
+        try:
+            ts, dur = float(ev.get("ts", "nan")), float(ev.get("dur", "nan"))
+        except (TypeError, ValueError):
+            raise ParseError(f"event {name!r} has a non-numeric ts/dur", source=source) from None
+        rows.append((name, _event_kind(label, name), label, pid, str(ev.get("tid", "")), ts, dur))
+    table = pd.DataFrame(rows, columns=["name", "kind", "process", "pid", "tid", "ts_us", "dur_us"])
+    table["duration_ns"] = (table["dur_us"] * 1000.0).round().astype("int64") if len(table) else np.int64(0)
+    table["kernel_class"] = [
+        "memory" if kind == "copy" else classify_kernel(name) if kind == "kernel" else None
+        for name, kind in zip(table["name"], table["kind"])
+    ]
+    table = table.sort_values("ts_us", kind="stable").reset_index(drop=True)
+    table.attrs.update(source=source, kind="json_trace", generation="v1")
+    return table
+
+
+def read_rocprof_json(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read the Chrome-trace JSON of rocprof v1 (``results.json`` from ``rocprof --hip-trace``).
+
+    One row per complete event: ``name``, ``kind`` (kernel / copy / api / marker / barrier / other, from the
+    process label "GPU0", "COPY", "CPU HIP API", ...), ``process``, ``pid``, ``tid``, ``ts_us``, ``dur_us``,
+    ``duration_ns`` and ``kernel_class`` for GPU activity. rocprof writes every number as a string; these
+    are numbers here. The durations in this file are whole microseconds; prefer ``results.stats.csv`` for
+    kernel totals when both exist.
+    """
+    return parse_rocprof_json(_read_text(path, "rocprof results.json"), source=str(path))
+
+
+def is_rocprof_json(path: str | os.PathLike[str]) -> bool:
+    """Whether a file starts like rocprof v1's JSON (and not, say, a PyTorch profiler trace)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return head.replace(" ", "").startswith(ROCPROF_JSON_PREFIX.replace(" ", ""))

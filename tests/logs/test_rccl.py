@@ -1,0 +1,45 @@
+"""NCCL_DEBUG=INFO -> which network RCCL used."""
+from __future__ import annotations
+
+from lumikit.logs import parse_rccl
+
+PREFIX = "nid007001:5811:5890 [0] NCCL INFO "
+
+
+def test_plugin_and_cxi_provider_mean_slingshot():
+    log = PREFIX + "NET/OFI Using aws-ofi-rccl 1.4.0\n" + PREFIX + "NET/OFI Selected Provider is cxi (found 4 nics)\n"
+    result = parse_rccl(log)
+    assert (result.transport, result.plugin, result.provider, result.ok) == ("ofi", "aws-ofi-rccl 1.4.0", "cxi", True)
+    assert [e.line_no for e in result.evidence] == [1, 2]
+    assert "aws-ofi-rccl 1.4.0 with provider cxi" in result.describe()
+
+
+def test_no_plugin_means_sockets():
+    log = "\n".join([
+        PREFIX + "Bootstrap : Using hsn0:10.253.6.17<0>",
+        PREFIX + "NET/Plugin : Plugin load (librccl-net.so) returned 2 : librccl-net.so: cannot open shared object file",
+        PREFIX + "NET/Plugin : No plugin found, using internal implementation",
+        PREFIX + "NET/Socket : Using [0]hsn0:10.253.6.17<0>",
+    ])
+    result = parse_rccl(log)
+    assert (result.transport, result.plugin_missing, result.ok) == ("socket", True, False)
+    assert [e.line_no for e in result.evidence] == [2, 3, 4]
+    assert "TCP sockets" in result.describe()
+
+
+def test_a_plugin_with_another_provider_is_not_ok_on_lumi():
+    result = parse_rccl(PREFIX + "NET/OFI Using aws-ofi-rccl 1.6.0\n" + PREFIX + "NET/OFI Selected Provider is tcp\n")
+    assert result.transport == "ofi" and not result.ok
+    assert "should be cxi" in result.describe()
+
+
+def test_a_failed_fabric_domain_is_reported_with_the_warning():
+    line = "nid005018:47819:47913 [0] create_component:817 NCCL WARN NET/OFI Couldn't open a fabric access domain."
+    result = parse_rccl(line)
+    assert (result.transport, result.ofi_failed, len(result.warnings)) == ("unknown", True, 1)
+
+
+def test_a_log_without_rccl_lines_says_so():
+    result = parse_rccl("Epoch 1, Training Loss: 2.0\n")
+    assert result.transport == "unknown" and result.evidence == ()
+    assert "NCCL_DEBUG=INFO" in result.describe()

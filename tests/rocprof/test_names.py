@@ -1,0 +1,22 @@
+"""Short kernel names for tables and plots."""
+from __future__ import annotations
+
+from lumikit.rocprof import short_kernel_name
+
+
+def test_templates_parameters_and_clone_suffix_are_dropped():
+    assert short_kernel_name("transpose_kernel(float*, float*, int, int) [clone .kd]") == "transpose_kernel"
+    assert short_kernel_name("void at::native::elementwise_kernel<128, 4, Lambda<float> >(int, Lambda<float>)") \
+        == "at::native::elementwise_kernel"
+
+
+def test_mangled_symbols_show_their_qualified_name():
+    assert short_kernel_name("_ZN2at6native6legacy18elementwise_kernelILi512ELi1EEviT1_") == \
+        "at::native::legacy::elementwise_kernel"
+    assert short_kernel_name("_Z9my_kernelPfi") == "my_kernel"
+
+
+def test_long_names_are_cut_to_the_width():
+    name = short_kernel_name("igemm_fwd_gtcx3_nhwc_fp16_bx0_ex0_bt128x128x32_wt32x32x8", width=20)
+    assert name == "igemm_fwd_gtcx3_nhw…"
+    assert len(name) == 20
