@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # down.sh - stop the lumi-sim cluster that up.sh started in $LUMIKIT_SLURM_SIM_DIR. Idempotent.
 #
 # Daemons are found by their PID files only (and checked by program name). Job processes left behind

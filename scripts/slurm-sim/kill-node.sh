@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # kill-node.sh NAME [--no-mark] - crash one simulated node of lumi-sim, for failure tests.
 #
 # Kills (SIGKILL) the node's slurmd, found by its PID file, and the node's job processes (its slurmstepd

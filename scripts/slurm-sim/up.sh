@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # up.sh - bring up "lumi-sim": a real Slurm 22.05 cluster on this machine (127.0.0.1) for tests and demos.
 #
 # munged, slurmctld and one slurmd per simulated node (nid005001, nid005002: `slurmd -N NAME`, own port),
@@ -93,7 +94,8 @@ start_mariadb() {
   setsid mariadbd --no-defaults --datadir="$MYSQL_DIR/data" --socket="$MYSQL_DIR/mysqld.sock" \
     --port="$MYSQL_PORT" --bind-address=127.0.0.1 --skip-name-resolve --user=root \
     --pid-file="$MYSQL_DIR/mysqld.pid" --log-error="$LOG/mariadbd.err" --skip-log-bin \
-    --innodb-buffer-pool-size=64M --innodb-lock-wait-timeout=900 </dev/null >/dev/null 2>&1 9>&- &
+    --innodb-buffer-pool-size=64M --innodb-lock-wait-timeout=900 --innodb-flush-log-at-trx-commit=0 \
+    --innodb-doublewrite=0 </dev/null >/dev/null 2>&1 9>&- &
   local i
   for i in $(seq 1 300); do mysql_cli -e 'select 1' >/dev/null 2>&1 && break; sleep 0.1; done
   mysql_cli -e "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'lumikit-sim';
@@ -112,26 +114,23 @@ start_slurmdbd() {
   say "slurmdbd up (pid $(cat "$STATE/slurmdbd.pid"))"
 }
 
-# Cluster, the course account (every user's default) and a second account. Idempotent.
+# Cluster, the course account (every user's default) and a second account. Idempotent: adding what
+# exists only makes sacctmgr say "Nothing new added"; the association check at the end is what counts.
 setup_accounts() {
-  local have u
-  have=$(sl sacctmgr -n -P show cluster format=cluster)
-  grep -qx "$CLUSTER" <<<"$have" || sl sacctmgr -i -Q add cluster "$CLUSTER" >/dev/null
-  have=$(sl sacctmgr -n -P show account format=account)
-  for a in "$COURSE_ACCOUNT" "$SECOND_ACCOUNT"; do
-    grep -qx "$a" <<<"$have" || sl sacctmgr -i -Q add account "$a" Cluster="$CLUSTER" \
-      Description="lumikit course" Organization=lumikit >/dev/null
+  local u users=${USERS//,/ }
+  sl sacctmgr -i -Q add cluster "$CLUSTER" >/dev/null 2>&1 || true
+  sl sacctmgr -i -Q add account "$COURSE_ACCOUNT,$SECOND_ACCOUNT" Cluster="$CLUSTER" \
+    Description="lumikit course" Organization=lumikit >/dev/null 2>&1 || true
+  sl sacctmgr -i -Q add user "${users// /,}" Account="$COURSE_ACCOUNT,$SECOND_ACCOUNT" Cluster="$CLUSTER" \
+    DefaultAccount="$COURSE_ACCOUNT" >/dev/null 2>&1 || true
+  sl sacctmgr -i -Q modify user where name="${users// /,}" set DefaultAccount="$COURSE_ACCOUNT" >/dev/null 2>&1 || true
+  for u in $users; do
+    sl sacctmgr -n -P show user "$u" format=defaultaccount | grep -qx "$COURSE_ACCOUNT" \
+      || die "sacctmgr could not make $COURSE_ACCOUNT the default account of $u (see $LOG/slurmdbd.log)"
   done
-  for u in ${USERS//,/ }; do
-    have=$(sl sacctmgr -n -P show assoc where user="$u" format=account)
-    for a in "$COURSE_ACCOUNT" "$SECOND_ACCOUNT"; do
-      grep -qx "$a" <<<"$have" || sl sacctmgr -i -Q add user "$u" Account="$a" Cluster="$CLUSTER" >/dev/null
-    done
-    [ "$(sl sacctmgr -n -P show user "$u" format=defaultaccount)" = "$COURSE_ACCOUNT" ] \
-      || sl sacctmgr -i -Q modify user where name="$u" set DefaultAccount="$COURSE_ACCOUNT" >/dev/null
-  done
-  sl sacctmgr -n -P show assoc format=account,user | grep -qx "$COURSE_ACCOUNT|root" \
-    || die "sacctmgr could not create the association $COURSE_ACCOUNT/root"
+  sl sacctmgr -n -P show assoc format=account,user | grep -qx "$SECOND_ACCOUNT|root" \
+    || die "sacctmgr could not create the association $SECOND_ACCOUNT/root (see $LOG/slurmdbd.log)"
+  say "accounts $COURSE_ACCOUNT (default) and $SECOND_ACCOUNT for: $users"
 }
 
 start_slurmctld() {
@@ -149,6 +148,15 @@ start_slurmd() { # NODE
   SLURM_CONF=$CONF slurmd -N "$n" 9>&- \
     || die "slurmd $n did not start: $(tail -n 3 "$LOG/slurmd-$n.log" 2>/dev/null)"
   say "slurmd $n up (pid $(new_pid "$STATE/slurmd-$n.pid"))"
+}
+
+any_alive() {
+  local f
+  for f in "$MUNGE_DIR/munged.pid:munged" "$MYSQL_DIR/mysqld.pid:mariadbd" "$STATE/slurmdbd.pid:slurmdbd" \
+           "$STATE/slurmctld.pid:slurmctld" "$STATE"/slurmd-*.pid; do
+    case $f in *:*) pid_alive "${f%:*}" "${f##*:}" >/dev/null && return 0;; *) pid_alive "$f" slurmd >/dev/null && return 0;; esac
+  done
+  return 1
 }
 
 all_alive() {
@@ -290,7 +298,7 @@ if same_config && pid_alive "$STATE/slurmctld.pid" slurmctld >/dev/null; then
   REPAIR=1
   say "same configuration, some daemons gone: restarting only those (jobs and state kept)"
 else
-  if [ -f "$CONF" ] || [ -d "$STATE/ctld" ]; then
+  if any_alive; then
     say "starting afresh (new configuration, or the controller is gone): stopping the old cluster"
     QUIET=1 LUMIKIT_SLURM_SIM_LOCKED=1 LUMIKIT_SLURM_SIM_DIR=$SIM_DIR bash "$HERE/down.sh" || true
   fi

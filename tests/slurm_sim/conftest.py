@@ -49,7 +49,7 @@ class Slurm:
         assert out.returncode == 0, out.stderr
         return dict(line.split() for line in out.stdout.splitlines())
 
-    def wait_idle(self, timeout: float = 30) -> dict[str, str]:
+    def wait_idle(self, timeout: float = 60) -> dict[str, str]:
         """Wait until every node is idle (jobs of earlier tests may still be ending) and return the states."""
         def idle() -> dict[str, str] | None:
             states = self.node_states()
