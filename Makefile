@@ -18,8 +18,10 @@ $(STAMP): pyproject.toml
 lab: venv
 	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --notebook-dir=notebooks
 
+# Unit, conformance, integration and browser tests, then every notebook of the workbook under nbval.
 test: venv
 	$(PY) -m pytest
+	$(PY) -m pytest --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg --durations=0 -p no:randomly notebooks
 
 unit: venv
 	$(PY) -m pytest -m "not slurm and not browser and not notebooks"

@@ -1,0 +1,91 @@
+# %% [markdown]
+# # 01 · A LUMI-G node and Slurm
+#
+# A LUMI-G node has 4 AMD MI250X packages; each package holds two **GCDs** (graphics compute dies), and each
+# GCD is one GPU to Slurm and PyTorch: 8 GPUs per node, 64 GB of memory each. The node's 64 CPU cores are in 8
+# groups (CCDs); the first core of each group is reserved for the system, which leaves **7 cores per GCD**.
+
+# %%
+import pandas as pd
+
+from lumikit.launch import mode_line
+from lumikit.site import load_site
+
+site = load_site("lumi")
+print(mode_line())
+pd.DataFrame([{"GCD": g.index, "package": g.package, "NUMA": g.numa, "cores": f"{g.cores[0]}-{g.cores[-1]}",
+               "mask": g.mask_hex} for g in site.node.gcds]).set_index("GCD")
+
+# %% [markdown]
+# **How to read it:** GCD 0 is *not* next to cores 0-7: it sits on NUMA domain 3 with cores 49-55. A task that
+# drives GCD 0 runs best on those cores, which is what the CPU **mask** says (bit *n* = core *n*). GCDs 0 and 1
+# share package 0: `rocm-smi` reports their power once, on GCD 0.
+#
+# ## From intent to command
+#
+# Say what you want; lumikit writes what LUMI needs and refuses what LUMI would reject.
+
+# %%
+from lumikit.jobs import render_sbatch, render_srun, spec
+
+one_gcd = spec(["python", "train.py"], partition="small-g", gpus_per_node=1, cpus_per_task=7,
+               mem_per_gpu="60G", time="0:15:00")
+print(render_srun(one_gcd, site).explain())
+
+# %% [markdown]
+# Each line is one flag and why it is there. Now a full node, one task per GCD, with CPU masks:
+
+# %%
+full_node = spec(["python", "train.py"], partition="standard-g", nodes=2, ntasks_per_node=8, gpus_per_node=8,
+                 cpus_per_task=7, exclusive=True, cpu_bind="auto", container="pytorch")
+print(render_sbatch(full_node, site))
+
+# %% [markdown]
+# **Read the script from the bottom:** `srun` starts 16 tasks; `--cpu-bind=mask_cpu:` gives task *i* the cores
+# next to GCD *i*; inside the container `$WITH_CONDA` activates PyTorch and `RANK=$SLURM_PROCID` is set per task
+# (single quotes keep `$` for the compute node). `MASTER_ADDR` is computed *before* `srun`, outside the
+# container, because there are no Slurm tools inside it. With 2 nodes, the system libraries RCCL needs are bound.
+#
+# ## When LUMI would say no
+
+# %%
+from lumikit.errors import SpecError
+from lumikit.jobs import validate
+
+try:
+    validate(spec(["python", "train.py"], partition="small-g", gpus_per_node=9), site)
+except SpecError as err:
+    print(err)
+
+# %% [markdown]
+# ## Build it yourself
+#
+# Change the controls; the command follows, and mistakes show in red before anything is submitted.
+
+# %%
+from lumikit.widgets.job_builder import JobBuilder
+
+JobBuilder(["python", "train.py"], site=site)
+
+# %% [markdown]
+# ## Run a job
+#
+# `launch` sends the job to this site's backend: Slurm on LUMI, local processes on a laptop. Every launch gets its
+# own run folder with a manifest and one log per rank.
+
+# %%
+import sys
+
+from lumikit.launch import launch
+
+job = spec([sys.executable, "-c", "import os, socket; print('rank', os.environ['RANK'], 'of', "
+            "os.environ['WORLD_SIZE'], 'on', socket.gethostname())"], ntasks_per_node=2, time="0:05:00")
+run = launch(job)
+print(mode_line(), "->", run.wait(timeout=120))
+for rank in range(2):
+    print(run.stdout(rank).strip())
+
+# %% [markdown]
+# **How to read it:** both ranks ran; each knew its `RANK` and the `WORLD_SIZE` from the environment that Slurm
+# (or the local backend, imitating it) gave it. On LUMI, `run.attach_command(["rocm-smi"])` gives the command
+# that watches the GPUs of a running job; module 04 turns that into pictures.
