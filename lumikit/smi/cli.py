@@ -1,0 +1,159 @@
+"""``lumikit smi parse | watch | record``: the GPU views on the command line (a thin edge over lumikit.smi)."""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..errors import LumikitError
+from .interpret import activity_table, interpret
+from .model import Snapshot
+from .parse import parse_smi
+from .sampler import CommandSource, ReplaySource, Sample, Sampler, Source
+from .sessions import Frame, SessionHeader, SessionWriter
+
+
+def register(subparsers: Any) -> None:
+    smi = subparsers.add_parser("smi", help="parse, watch and record rocm-smi / amd-smi / nvidia-smi output")
+    sub = smi.add_subparsers(dest="smi_command", required=True, metavar="ACTION")
+
+    p = sub.add_parser("parse", help="parse one tool output into a snapshot")
+    p.add_argument("file", help="a saved output of rocm-smi, amd-smi, nvidia-smi or gpu_check ('-' for stdin)")
+    p.add_argument("--json", action="store_true", help="print the snapshot as JSON (a 'devices' list)")
+    p.add_argument("--site", default="lumi", help="site profile for the GCD -> package pairs (default: lumi)")
+    p.set_defaults(func=cmd_parse)
+
+    w = sub.add_parser("watch", help="a refreshing table of a live command or a recorded session")
+    _add_source_args(w)
+    w.add_argument("--count", type=int, default=None, help="stop after this many samples")
+    w.set_defaults(func=cmd_watch)
+
+    r = sub.add_parser("record", help="record a session (raw tool output per sample) from a live source")
+    _add_source_args(r)
+    r.add_argument("--duration", type=float, required=True, help="seconds to record")
+    r.add_argument("-o", "--output", required=True, help="the session file to write (.jsonl)")
+    r.add_argument("--force", action="store_true", help="overwrite an existing file")
+    r.set_defaults(func=cmd_record)
+
+
+def _add_source_args(p: argparse.ArgumentParser) -> None:
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--replay", metavar="NAME", help="a shipped session name or a session file")
+    src.add_argument("--command", metavar="'CMD ...'",
+                     help="the command to run each time, e.g. 'srun --jobid 123 --overlap rocm-smi --json'")
+    p.add_argument("--interval", type=float, default=1.0, help="seconds between samples (default 1)")
+    p.add_argument("--speed", type=float, default=None,
+                   help="replay speed factor (default: one recorded frame per interval)")
+
+
+def _source(args: argparse.Namespace) -> Source:
+    if args.replay:
+        return ReplaySource(args.replay, speed=args.speed)
+    argv = shlex.split(args.command)
+    if not argv:
+        raise LumikitError("--command is empty; give the tool to run, e.g. --command 'rocm-smi --json'")
+    return CommandSource(argv)
+
+
+def cmd_parse(args: argparse.Namespace) -> int:
+    if args.file == "-":
+        text, source = sys.stdin.read(), "<stdin>"
+    else:
+        path = Path(args.file)
+        if not path.is_file():
+            raise LumikitError(f"{path}: no such file; give the path of a saved rocm-smi / amd-smi / nvidia-smi output")
+        text, source = path.read_text(encoding="utf-8", errors="replace"), str(path)
+    snap = parse_smi(text, source=source, site=args.site)
+    if args.json:
+        print(json.dumps(snap.to_dict(), indent=2))
+    else:
+        print(format_table(snap))
+    return 0
+
+
+def _cell(v: Any, fmt: str = "{:.0f}", unit: str = "") -> str:
+    return "-" if v is None else (fmt.format(v) + unit if isinstance(v, (int, float)) else str(v))
+
+
+def format_table(snap: Snapshot) -> str:
+    """A plain table of one snapshot plus its findings (what ``watch`` prints each time)."""
+    act = {r["index"]: r for r in activity_table(snap)}
+    head = f"{'task':>4} {'GCD':>3} {'pkg':>3} {'temp':>6} {'power':>7} {'sclk':>8} {'busy':>5} {'vram':>5}  activity"
+    lines = [f"{snap.format}  {snap.source}" + (f"  t={snap.timestamp:g}" if snap.timestamp is not None else ""),
+             head]
+    for d in snap.devices:
+        a = act.get(d.index, {}).get("activity", "")
+        lines.append(f"{_cell(d.task):>4} {d.index:>3} {_cell(d.package):>3} {_cell(d.temp_c, unit='C'):>6} "
+                     f"{_cell(d.power_w, unit='W'):>7} {_cell(d.sclk_mhz, unit='MHz'):>8} "
+                     f"{_cell(d.gpu_busy_pct, unit='%'):>5} {_cell(d.vram_pct, unit='%'):>5}  {a}")
+    for note in snap.notes:
+        lines.append(f"note: {note}")
+    for f in interpret(snap):
+        lines.append(f"finding [{f.kind}]: {f.message}")
+    return "\n".join(lines)
+
+
+def _run(sampler: Sampler, done: threading.Event, duration: float | None) -> None:
+    """Run the sampler until ``done`` is set, the source ends, ``duration`` seconds pass or Ctrl-C."""
+    deadline = None if duration is None else time.monotonic() + duration
+    sampler.start()
+    try:
+        while sampler.running:
+            left = 0.2 if deadline is None else min(0.2, deadline - time.monotonic())
+            if left <= 0 or done.wait(left):
+                break
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sampler.stop()
+
+
+def cmd_watch(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    stream = out or sys.stdout
+    clear = stream.isatty()
+    done = threading.Event()
+    shown = [0]
+
+    def show(sample: Sample) -> None:
+        if clear:
+            stream.write("\x1b[H\x1b[2J")
+        stream.write(format_table(sample.snapshot) + "\n\n")
+        stream.flush()
+        shown[0] += 1
+        if args.count is not None and shown[0] >= args.count:
+            done.set()
+
+    sampler = Sampler(_source(args), interval=args.interval, on_sample=[show])
+    _run(sampler, done, None)
+    if sampler.state == "error" and shown[0] == 0:
+        raise LumikitError(f"no sample could be read: {sampler.last_error}")
+    return 0
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    source = _source(args)
+    command = tuple(shlex.split(args.command)) if args.command else ("replay", args.replay)
+    header = SessionHeader(name=Path(args.output).name.split(".")[0], description=f"recorded from {source.name}",
+                           command=command, interval_s=args.interval)
+    writer = SessionWriter(args.output, header, force=args.force)
+    t0: list[float] = []
+
+    def keep(sample: Sample) -> None:
+        if sample.raw is None:
+            raise LumikitError(f"{source.name} gives no raw text to record; record a command instead")
+        ts = sample.snapshot.timestamp or 0.0
+        if not t0:
+            t0.append(ts)
+        writer.add(Frame(t=ts - t0[0], stdout=sample.raw, exit_status=sample.exit_status))
+
+    sampler = Sampler(source, interval=args.interval, on_sample=[keep])
+    _run(sampler, threading.Event(), args.duration)
+    path = writer.close()
+    print(f"wrote {writer.frames} samples to {path}" + (f" (last error: {sampler.last_error})"
+                                                        if sampler.last_error else ""))
+    return 0 if writer.frames else 1

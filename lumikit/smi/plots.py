@@ -1,0 +1,103 @@
+"""Pictures of snapshots: per-device timelines (power, busy %, VRAM %) and a node map of the GCDs.
+
+Figures are built with :class:`matplotlib.figure.Figure` (no pyplot state), so they can be drawn from a
+background thread and returned to a notebook cell, which shows them.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyBboxPatch, Rectangle
+
+from ..site import Site, load_site
+from .interpret import activity_table
+from .model import Snapshot
+from .sessions import tidy
+
+ACTIVITY_COLOURS = {
+    "busy": "#2e7d32", "idle-low-clock": "#c62828", "idle": "#f9a825", "unknown": "#9e9e9e",
+}
+PACKAGE_COLOURS = {"both": "#c8e6c9", "one": "#fff9c4", "idle": "#eeeeee", "unknown": "#fafafa"}
+
+
+def timeline(snapshots: Sequence[Snapshot] | pd.DataFrame, devices: Sequence[int] | None = None, *,
+             title: str | None = None, now: float | None = None, width: float = 9.0) -> Figure:
+    """Three stacked panels against time: power (W; the package power sits on the even GCD on MI250X), busy %
+    and VRAM %, one line per device. ``devices`` selects; ``now`` draws a cursor."""
+    df = snapshots if isinstance(snapshots, pd.DataFrame) else tidy(snapshots)
+    fig = Figure(figsize=(width, 6.0), layout="constrained")
+    axes = fig.subplots(3, 1, sharex=True)
+    if df.empty:
+        axes[0].set_title(title or "no samples yet")
+        return fig
+    if df["task"].notna().any():  # several srun tasks: show the one that sees the most devices
+        task = df.groupby("task")["index"].nunique().idxmax()
+        df = df[df["task"] == task]
+    if devices is not None:
+        df = df[df["index"].isin(list(devices))]
+    t0 = df["time"].min()
+    x = df["time"] - (t0 if t0 is not None and t0 > 1e8 else 0)  # epoch seconds -> seconds since the start
+    df = df.assign(x=x)
+    panels = (("power_w", "power (W)"), ("gpu_busy_pct", "busy (%)"), ("vram_pct", "VRAM (%)"))
+    for ax, (col, label) in zip(axes, panels):
+        for idx, g in df.groupby("index", sort=True):
+            if g[col].notna().any():
+                ax.plot(g["x"], g[col], label=f"GCD {idx}", linewidth=1.3, color=f"C{int(idx) % 10}")
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+        if now is not None:
+            ax.axvline(now, color="black", linewidth=0.8, linestyle="--")
+    axes[1].set_ylim(-5, 105)
+    axes[2].set_ylim(-5, 105)
+    axes[-1].set_xlabel("time (s)")
+    axes[0].set_title("power (on MI250X the package power shows on the even GCD)", fontsize=8, loc="left")
+    handles, labels = axes[1].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside right upper", fontsize="small")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def node_map(snapshot: Snapshot, site: str | Site = "lumi", *, title: str | None = None) -> Figure:
+    """The node's GCDs grouped by NUMA domain and package, each tile coloured by its activity (busy, idle at a low
+    clock, idle), each package shaded by what its power says (one or both GCDs busy)."""
+    s = load_site(site)
+    rows = {r["index"]: r for r in activity_table(snapshot, s.power)}
+    readings = {d.index: d for d in snapshot.devices}
+    numa_domains = sorted({g.numa for g in s.node.gcds})
+    fig = Figure(figsize=(2.3 * len(numa_domains) + 0.4, 3.4), layout="constrained")
+    ax = fig.subplots()
+    ax.set_xlim(0, len(numa_domains))
+    ax.set_ylim(0, 1.15)
+    ax.axis("off")
+    for col, numa in enumerate(numa_domains):
+        ax.add_patch(Rectangle((col + 0.03, 0.02), 0.94, 1.0, fill=False, linestyle=":", edgecolor="#607d8b"))
+        ax.text(col + 0.5, 1.06, f"NUMA {numa}", ha="center", va="center", fontsize=10, color="#37474f")
+        packages = sorted({g.package for g in s.node.gcds if g.numa == numa})
+        for p_i, pkg in enumerate(packages):
+            gcds = [g for g in s.node.gcds if g.package == pkg]
+            members = [rows[g.index] for g in gcds if g.index in rows]
+            pact = members[0]["package_activity"] if members else "unknown"
+            power = members[0]["package_power_w"] if members else None
+            height = 0.9 / len(packages)
+            y0 = 0.06 + p_i * height
+            ax.add_patch(FancyBboxPatch((col + 0.08, y0), 0.84, height - 0.04, boxstyle="round,pad=0.01",
+                                        facecolor=PACKAGE_COLOURS.get(pact, "#fafafa"), edgecolor="#455a64"))
+            watts = f"{power:.0f} W" if power is not None else "power n/a"
+            ax.text(col + 0.5, y0 + height - 0.09, f"package {pkg}: {watts}", ha="center", fontsize=8)
+            for k, g in enumerate(gcds):
+                d = readings.get(g.index)
+                act = rows.get(g.index, {}).get("activity", "unknown")
+                x0 = col + 0.13 + k * 0.39
+                ax.add_patch(Rectangle((x0, y0 + 0.05), 0.35, height - 0.2,
+                                       facecolor=ACTIVITY_COLOURS.get(str(act), "#9e9e9e"), alpha=0.85))
+                busy = f"{d.gpu_busy_pct:.0f} %" if d is not None and d.gpu_busy_pct is not None else "-"
+                clk = f"{d.sclk_mhz:.0f} MHz" if d is not None and d.sclk_mhz is not None else ""
+                ax.text(x0 + 0.175, y0 + 0.05 + (height - 0.2) / 2, f"GCD {g.index}\n{busy}\n{clk}",
+                        ha="center", va="center", fontsize=8, color="white", fontweight="bold")
+    fig.suptitle(title or "node map: GCDs by NUMA domain and package (green busy, red idle at low clock)",
+                 fontsize=9)
+    return fig

@@ -1,0 +1,369 @@
+"""A background sampler: read a source every N seconds, keep a ring buffer, append every sample to a CSV.
+
+Sources: a command (``["rocm-smi", "--json"]``, or on LUMI ``srun --jobid ID --overlap rocm-smi --json``), a
+Python library where installed (``amdsmi``, ``pynvml``), or the replay of a recorded session. Errors from the
+source become ``sampler.state == "error"`` with ``sampler.last_error``; the thread keeps sampling. ``stop()``
+wakes the thread through an Event (it never sleeps blindly), kills a command still running, and returns within
+one interval.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Protocol, Sequence
+
+from ..errors import LaunchError, LumikitError
+from ..site import Site
+from .model import DEVICE_FIELDS, DeviceReading, Snapshot
+from .parse import parse_smi
+from .sessions import Frame, list_sessions, read_session
+
+ROCM_SMI_JSON = ("rocm-smi", "--showtemp", "--showpower", "--showmaxpower", "--showclocks", "--showperflevel",
+                 "--showuse", "--showmemuse", "--showmeminfo", "vram", "--json")
+AMD_SMI_JSON = ("amd-smi", "metric", "--json")
+NVIDIA_SMI_CSV = ("nvidia-smi", "--query-gpu=timestamp,index,name,pci.bus_id,temperature.gpu,power.draw,power.limit,"
+                  "clocks.sm,clocks.mem,fan.speed,pstate,utilization.gpu,memory.used,memory.total", "--format=csv")
+CSV_COLUMNS = ("time", "format", *DEVICE_FIELDS)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What one read of a source gave: the snapshot, and the raw text when the source printed one."""
+
+    snapshot: Snapshot
+    raw: str | None = None
+    exit_status: int | None = None
+
+
+class EndOfSource(Exception):
+    """A finite source (a replay) has nothing more to give."""
+
+
+class Source(Protocol):
+    name: str
+
+    def read(self) -> Sample: ...
+
+    def cancel(self) -> None: ...
+
+
+class CommandSource:
+    """Run a command (argv list, never a shell) and parse what it prints.
+
+    A non-zero exit with parseable output is a good sample (rocm-smi 5 on LUMI exits 2 while printing a valid
+    table); a non-zero exit with nothing parseable is an error that carries the command's stderr.
+    """
+
+    def __init__(self, argv: Sequence[str], *, timeout: float = 30.0, site: str | Site | None = "lumi") -> None:
+        if isinstance(argv, str) or not argv:
+            raise LumikitError("a command source takes an argv list such as ['rocm-smi', '--json'], not a string")
+        self.argv = [str(a) for a in argv]
+        self.name = " ".join(self.argv)
+        self.timeout = timeout
+        self.site = site
+        self._proc: subprocess.Popen[str] | None = None
+        self._lock = threading.Lock()
+
+    def read(self) -> Sample:
+        try:
+            with self._lock:
+                self._proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            out, err = self._proc.communicate(timeout=self.timeout)
+        except FileNotFoundError:
+            raise LaunchError(f"command not found: {self.argv[0]!r}; is it installed and on PATH here? (on LUMI, "
+                              "run it on the compute node: srun --jobid <id> --overlap ...)") from None
+        except subprocess.TimeoutExpired:
+            self.cancel()
+            raise LaunchError(f"{self.name!r} did not answer within {self.timeout:g} s") from None
+        finally:
+            with self._lock:
+                proc, self._proc = self._proc, None
+        status = proc.returncode if proc is not None else None
+        try:
+            snap = parse_smi(out, source=self.argv[0], timestamp=time.time(), site=self.site)
+        except LumikitError as exc:
+            if status:
+                tail = (err or out).strip().splitlines()[-1:] or ["(no output)"]
+                raise LaunchError(f"{self.name!r} exited with status {status}: {tail[0][:200]}") from None
+            raise exc
+        if snap.timestamp is None:
+            snap = snap.with_timestamp(time.time())
+        return Sample(snapshot=replace(snap, exit_status=status), raw=out, exit_status=status)
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._proc is not None and self._proc.poll() is None:
+                self._proc.kill()
+
+
+class ReplaySource:
+    """Replay a recorded session.
+
+    ``speed=None`` gives the next recorded frame on every read (deterministic, for tests and ``--count``);
+    ``speed=k`` gives the frame recorded at ``k`` times the elapsed wall time since the first read. ``loop``
+    starts over at the end instead of ending.
+    """
+
+    def __init__(self, session: str | os.PathLike[str], *, speed: float | None = 1.0, loop: bool = False) -> None:
+        sess = read_session(session)
+        if not sess.frames:
+            raise LumikitError(f"session {sess.header.name!r} has no frames to replay")
+        self.session = sess
+        self.name = f"replay:{sess.header.name}"
+        self.snapshots = sess.snapshots()
+        self.speed = speed
+        self.loop = loop
+        self._next = 0
+        self._t0: float | None = None
+
+    def _position(self) -> int:
+        if self.speed is None:
+            i = self._next
+            self._next += 1
+            return i
+        now = time.monotonic()
+        if self._t0 is None:
+            self._t0 = now
+        t = (now - self._t0) * self.speed
+        span = self.session.frames[-1].t
+        if t > span and self.loop and span > 0:
+            t %= span
+        elif t > span + max(self.session.header.interval_s, 1e-9):
+            return len(self.snapshots)
+        return max(0, max((i for i, f in enumerate(self.session.frames) if f.t <= t), default=0))
+
+    def read(self) -> Sample:
+        i = self._position()
+        if i >= len(self.snapshots):
+            if not self.loop:
+                raise EndOfSource(self.name)
+            i %= len(self.snapshots)
+            self._next = i + 1
+        frame: Frame = self.session.frames[i]
+        return Sample(snapshot=self.snapshots[i], raw=frame.stdout, exit_status=frame.exit_status)
+
+    def cancel(self) -> None:
+        return None
+
+
+class LibrarySource:
+    """Read the GPUs through a Python library: ``amdsmi`` (ROCm 6+) or ``pynvml`` (NVIDIA), whichever the
+    constructor is told to use; both give the same snapshot fields as the command-line tools."""
+
+    def __init__(self, library: str) -> None:
+        if library not in ("amdsmi", "pynvml"):
+            raise LumikitError(f"unknown library {library!r}; use 'amdsmi' or 'pynvml'")
+        try:
+            self._lib = __import__(library)
+        except ImportError:
+            raise LumikitError(f"the Python library {library!r} is not installed here; use a command or a "
+                               "replay source instead") from None
+        self.library = library
+        self.name = f"library:{library}"
+        (self._lib.amdsmi_init if library == "amdsmi" else self._lib.nvmlInit)()
+
+    def read(self) -> Sample:
+        devices = self._read_amdsmi() if self.library == "amdsmi" else self._read_nvml()
+        return Sample(snapshot=Snapshot(devices=tuple(devices), format=self.library, timestamp=time.time(),
+                                        source=self.name))
+
+    def _read_nvml(self) -> list[DeviceReading]:
+        nv = self._lib
+        out = []
+        for i in range(nv.nvmlDeviceGetCount()):
+            h = nv.nvmlDeviceGetHandleByIndex(i)
+            util = nv.nvmlDeviceGetUtilizationRates(h)
+            mem = nv.nvmlDeviceGetMemoryInfo(h)
+            out.append(DeviceReading(
+                index=i, temp_c=float(nv.nvmlDeviceGetTemperature(h, 0)),
+                power_w=nv.nvmlDeviceGetPowerUsage(h) / 1000.0,
+                power_cap_w=nv.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0,
+                sclk_mhz=float(nv.nvmlDeviceGetClockInfo(h, 1)), mclk_mhz=float(nv.nvmlDeviceGetClockInfo(h, 2)),
+                gpu_busy_pct=float(util.gpu), vram_used_bytes=int(mem.used), vram_total_bytes=int(mem.total),
+                vram_pct=round(100.0 * mem.used / mem.total, 1) if mem.total else None))
+        return out
+
+    def _read_amdsmi(self) -> list[DeviceReading]:
+        am = self._lib
+        out = []
+        for i, h in enumerate(am.amdsmi_get_processor_handles()):
+            act = am.amdsmi_get_gpu_activity(h)
+            power = am.amdsmi_get_power_info(h)
+            vram = am.amdsmi_get_gpu_vram_usage(h)
+            watts = power.get("average_socket_power", power.get("current_socket_power"))
+            used = int(vram["vram_used"]) * 2**20
+            total = int(vram["vram_total"]) * 2**20
+            out.append(DeviceReading(
+                index=i, power_w=float(watts) if isinstance(watts, (int, float)) else None,
+                gpu_busy_pct=float(act["gfx_activity"]) if isinstance(act.get("gfx_activity"), (int, float))
+                else None, vram_used_bytes=used, vram_total_bytes=total,
+                vram_pct=round(100.0 * used / total, 1) if total else None))
+        return out
+
+    def cancel(self) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class SourceOption:
+    """A source the dashboard can offer: a label, and how to make it."""
+
+    label: str
+    make: Callable[[], Source]
+    live: bool
+
+
+def available_sources(*, replay_speed: float = 1.0) -> list[SourceOption]:
+    """The shipped sessions (replays) and the live sources found on this machine: local rocm-smi / amd-smi /
+    nvidia-smi, ``srun --overlap`` into the current Slurm job, amdsmi / pynvml."""
+    opts = [SourceOption(f"replay: {n}", (lambda n=n: ReplaySource(n, speed=replay_speed, loop=True)), False)
+            for n in list_sessions()]
+    job = os.environ.get("SLURM_JOB_ID")
+    if job and shutil.which("srun"):
+        argv = ("srun", "--jobid", job, "--overlap", "--ntasks=1", *ROCM_SMI_JSON)
+        opts.append(SourceOption(f"job {job}: rocm-smi --json", lambda: CommandSource(argv), True))
+    for argv in (ROCM_SMI_JSON, AMD_SMI_JSON, NVIDIA_SMI_CSV):
+        if shutil.which(argv[0]):
+            opts.append(SourceOption(f"local: {argv[0]}", (lambda a=argv: CommandSource(a)), True))
+    for lib in ("amdsmi", "pynvml"):
+        try:
+            __import__(lib)
+        except ImportError:
+            continue
+        opts.append(SourceOption(f"library: {lib}", (lambda lib=lib: LibrarySource(lib)), True))
+    return opts
+
+
+class Sampler:
+    """Read ``source`` every ``interval`` seconds in a background thread.
+
+    Keeps the last ``capacity`` snapshots (ring buffer); with ``csv_path``, appends one row per device per
+    sample and flushes (a killed process loses at most the sample being written). ``on_sample`` callbacks get
+    every :class:`Sample` (e.g. a session recorder). ``state`` is ``idle``, ``running``, ``error`` (the last read
+    failed: see ``last_error``; sampling goes on), ``finished`` (a replay ended) or ``stopped``.
+    """
+
+    def __init__(self, source: Source, *, interval: float = 1.0, capacity: int = 3600,
+                 csv_path: str | os.PathLike[str] | None = None,
+                 on_sample: Sequence[Callable[[Sample], None]] = ()) -> None:
+        if interval <= 0:
+            raise LumikitError(f"interval must be positive seconds, got {interval!r}")
+        self.source = source
+        self.interval = float(interval)
+        self.buffer: deque[Snapshot] = deque(maxlen=capacity)
+        self.csv_path = Path(csv_path) if csv_path is not None else None
+        self.on_sample = list(on_sample)
+        self.state = "idle"
+        self.last_error: str | None = None
+        self.samples = 0
+        self.errors = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    # -- control ------------------------------------------------------------------------------------------------
+    def start(self) -> "Sampler":
+        if self._thread is not None and self._thread.is_alive():
+            return self
+        self._stop.clear()
+        self.state = "running"
+        self._thread = threading.Thread(target=self._run, name=f"lumikit-sampler:{self.source.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> bool:
+        """Stop sampling; returns ``True`` once the thread has ended (within one interval)."""
+        self._stop.set()
+        self.source.cancel()
+        if self._thread is not None:
+            self._thread.join(timeout=self.interval + 0.5)
+            ended = not self._thread.is_alive()
+        else:
+            ended = True
+        if self.state in ("running", "error", "idle"):
+            self.state = "stopped"
+        return ended
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for a finite source to end (or ``timeout``); ``True`` when the thread has ended."""
+        if self._thread is None:
+            return True
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def __enter__(self) -> "Sampler":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- data ---------------------------------------------------------------------------------------------------
+    def snapshots(self) -> list[Snapshot]:
+        with self._lock:
+            return list(self.buffer)
+
+    def latest(self) -> Snapshot | None:
+        with self._lock:
+            return self.buffer[-1] if self.buffer else None
+
+    # -- the thread ---------------------------------------------------------------------------------------------
+    def _run(self) -> None:
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                sample = self.source.read()
+            except EndOfSource:
+                self.state = "finished"
+                return
+            except Exception as exc:  # noqa: BLE001 - any source failure becomes visible state
+                self.errors += 1
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                self.state = "error"
+            else:
+                if self._stop.is_set():
+                    break
+                self._record(sample)
+            next_at += self.interval
+            delay = next_at - time.monotonic()
+            if delay < 0:  # a slow source: start the next interval now, no burst of catch-up reads
+                next_at, delay = time.monotonic(), 0.0
+            self._stop.wait(delay)
+
+    def _record(self, sample: Sample) -> None:
+        with self._lock:
+            self.buffer.append(sample.snapshot)
+        self.samples += 1
+        self.state = "running"
+        try:
+            if self.csv_path is not None:
+                append_csv(self.csv_path, sample.snapshot)
+            for cb in self.on_sample:
+                cb(sample)
+        except Exception as exc:  # noqa: BLE001
+            self.errors += 1
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            self.state = "error"
+
+
+def append_csv(path: Path, snapshot: Snapshot) -> None:
+    """Append one row per device (header first when the file is new) and flush."""
+    new = not path.exists() or path.stat().st_size == 0
+    with path.open("a", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        if new:
+            w.writerow(CSV_COLUMNS)
+        for d in snapshot.devices:
+            w.writerow([snapshot.timestamp, snapshot.format, *("" if getattr(d, f) is None else getattr(d, f)
+                                                               for f in DEVICE_FIELDS)])
+        fh.flush()

@@ -1,0 +1,207 @@
+"""Recorded sessions: a tool's raw output at each sample time, kept so that views and exercises work offline.
+
+A session is a JSON-lines file (optionally gzip-compressed): a header object, then one object per sample with
+``t`` (seconds since the session start), ``exit_status`` and ``stdout`` (the tool's output, byte for byte as it
+printed it, in its real format). Keeping the raw text means that a better parser reads old sessions better.
+The sessions the workbook ships live in ``lumikit/data/smi/``.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Iterable, Sequence
+
+import pandas as pd
+
+from ..errors import LumikitError, ParseError
+from .model import DEVICE_FIELDS, Snapshot
+from .parse import parse_smi
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "smi"
+SUFFIXES = (".jsonl.gz", ".jsonl")
+MAGIC = "lumikit-smi-session"
+
+
+@dataclass(frozen=True)
+class SessionHeader:
+    """What a session was: its name, a sentence on what it shows, the command that produced it."""
+
+    name: str
+    description: str = ""
+    command: tuple[str, ...] = ()
+    interval_s: float = 1.0
+    site: str = "lumi"
+    started: float | None = None  # epoch seconds of t = 0 (None for authored sessions)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One sample of a session: when, and what the tool printed."""
+
+    t: float
+    stdout: str
+    exit_status: int | None = 0
+
+
+@dataclass
+class Session:
+    header: SessionHeader
+    frames: list[Frame] = field(default_factory=list)
+
+    def snapshots(self) -> list[Snapshot]:
+        """Every frame parsed, with ``timestamp`` = seconds since the session start."""
+        src = self.header.name
+        out = []
+        for i, fr in enumerate(self.frames):
+            snap = parse_smi(fr.stdout, source=f"{src} frame {i}", site=self.header.site)
+            out.append(snap.with_timestamp(fr.t))
+        return out
+
+
+def session_path(name_or_path: str | os.PathLike[str]) -> Path:
+    """The file of a shipped session name, or the path itself."""
+    p = Path(name_or_path)
+    if p.suffix in (".gz", ".jsonl") or p.exists():
+        if not p.exists():
+            raise LumikitError(f"no session file {str(p)!r}; record one with `lumikit smi record`")
+        return p
+    for suffix in SUFFIXES:
+        cand = DATA_DIR / f"{name_or_path}{suffix}"
+        if cand.exists():
+            return cand
+    raise LumikitError(f"no recorded session {str(name_or_path)!r}; shipped sessions: "
+                       f"{', '.join(list_sessions()) or 'none'}; or give the path of a .jsonl(.gz) file")
+
+
+def list_sessions() -> list[str]:
+    """Names of the sessions the workbook ships (``single-gcd-training``, ``ddp-8gcd-starved``, ...)."""
+    names = set()
+    for p in DATA_DIR.glob("*.jsonl*"):
+        for suffix in SUFFIXES:
+            if p.name.endswith(suffix):
+                names.add(p.name[: -len(suffix)])
+    return sorted(names)
+
+
+def _open_text(path: Path) -> IO[str]:
+    if path.name.endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return path.open("r", encoding="utf-8")
+
+
+def read_session(name_or_path: str | os.PathLike[str]) -> Session:
+    """The header and frames of a session (a shipped name or a path)."""
+    path = session_path(name_or_path)
+    with _open_text(path) as fh:
+        lines = [ln for ln in fh.read().split("\n") if ln.strip()]
+    if not lines:
+        raise ParseError("an empty session file", source=str(path))
+    try:
+        head = json.loads(lines[0])
+    except json.JSONDecodeError as exc:
+        raise ParseError(f"the first line is not a JSON header ({exc.msg})", source=str(path), line_no=1,
+                         line=lines[0]) from None
+    if not isinstance(head, dict) or head.get("format") != MAGIC:
+        raise ParseError(f"not a lumikit session (the header lacks format={MAGIC!r})", source=str(path),
+                         line_no=1, line=lines[0])
+    header = SessionHeader(name=str(head.get("name", path.stem)), description=str(head.get("description", "")),
+                           command=tuple(head.get("command", ())), interval_s=float(head.get("interval_s", 1.0)),
+                           site=str(head.get("site", "lumi")), started=head.get("started"))
+    frames = []
+    for no, ln in enumerate(lines[1:], start=2):
+        try:
+            rec = json.loads(ln)
+            frames.append(Frame(t=float(rec["t"]), stdout=str(rec["stdout"]), exit_status=rec.get("exit_status")))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            raise ParseError("a frame line that is not {'t': ..., 'stdout': ...}", source=str(path), line_no=no,
+                             line=ln[:200]) from None
+    return Session(header=header, frames=frames)
+
+
+def load_session(name_or_path: str | os.PathLike[str]) -> list[Snapshot]:
+    """Every sample of a recorded session as snapshots (``timestamp`` = seconds since its start)."""
+    return read_session(name_or_path).snapshots()
+
+
+def tidy(snapshots: Iterable[Snapshot]) -> pd.DataFrame:
+    """One row per sample x device: ``time``, ``sample``, ``format`` and the device fields."""
+    rows = []
+    for i, snap in enumerate(snapshots):
+        for d in snap.devices:
+            rows.append((snap.timestamp, i, snap.format, *(getattr(d, f) for f in DEVICE_FIELDS)))
+    return pd.DataFrame.from_records(rows, columns=["time", "sample", "format", *DEVICE_FIELDS])
+
+
+def session_frame(name_or_path: str | os.PathLike[str]) -> pd.DataFrame:
+    """:func:`tidy` of a recorded session."""
+    return tidy(load_session(name_or_path))
+
+
+def _header_json(header: SessionHeader) -> str:
+    d = asdict(header)
+    d["command"] = list(header.command)
+    return json.dumps({"format": MAGIC, **d}, sort_keys=True)
+
+
+def _frame_json(fr: Frame) -> str:
+    return json.dumps({"t": round(fr.t, 3), "exit_status": fr.exit_status, "stdout": fr.stdout}, sort_keys=True)
+
+
+def session_bytes(session: Session, *, gzip_it: bool) -> bytes:
+    """The file content of a session (gzip without a name or time in its header, so output is reproducible)."""
+    text = "\n".join([_header_json(session.header), *(_frame_json(f) for f in session.frames)]) + "\n"
+    raw = text.encode("utf-8")
+    if not gzip_it:
+        return raw
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
+        gz.write(raw)
+    return buf.getvalue()
+
+
+def write_session(session: Session, path: str | os.PathLike[str], *, force: bool = False) -> Path:
+    """Write a whole session atomically (``.gz`` names are compressed); refuses to overwrite unless ``force``."""
+    p = Path(path)
+    if p.exists() and not force:
+        raise LumikitError(f"{p} exists; choose another name or pass force=True (--force) to overwrite it")
+    data = session_bytes(session, gzip_it=p.name.endswith(".gz"))
+    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, p)
+    return p
+
+
+class SessionWriter:
+    """Write a session frame by frame as it is recorded: into ``<path>.partial`` (flushed after every frame, so
+    a killed recording keeps what it had), renamed to ``path`` on :meth:`close`. Plain JSON lines only."""
+
+    def __init__(self, path: str | os.PathLike[str], header: SessionHeader, *, force: bool = False) -> None:
+        self.path = Path(path)
+        if self.path.name.endswith(".gz"):
+            raise LumikitError(f"{self.path}: a recording is written as plain .jsonl; drop the .gz")
+        if self.path.exists() and not force:
+            raise LumikitError(f"{self.path} exists; choose another name or pass --force to overwrite it")
+        self.partial = self.path.with_name(self.path.name + ".partial")
+        self._fh = self.partial.open("w", encoding="utf-8")
+        self._fh.write(_header_json(header) + "\n")
+        self._fh.flush()
+        self.frames = 0
+
+    def add(self, frame: Frame) -> None:
+        self._fh.write(_frame_json(frame) + "\n")
+        self._fh.flush()
+        self.frames += 1
+
+    def close(self) -> Path:
+        self._fh.close()
+        os.replace(self.partial, self.path)
+        return self.path
+
+
+def snapshots_at(snapshots: Sequence[Snapshot], t: float) -> list[Snapshot]:
+    """The snapshots up to time ``t`` (what a live view would have seen at ``t``)."""
+    return [s for s in snapshots if s.timestamp is None or s.timestamp <= t]

@@ -1,0 +1,228 @@
+"""The deterministic generator of the sessions the workbook ships (``lumikit/data/smi/``).
+
+Each session is a story told in a real tool format, as rocm-smi prints it on a LUMI-G node (MI250X: package
+power on the even GCD, ``N/A`` on the odd one; ~800 MHz when idle, ~1650 MHz under load; 64 GiB per GCD):
+
+- ``single-gcd-training``: one MI250X (2 GCDs) allocated, the training runs on GCD 0 only (rocm-smi concise,
+  ROCm 6 layout);
+- ``ddp-8gcd-starved``: DDP on a full node, GCD 4 starved of input: idle at ~800 MHz / 0 % while the others
+  work (``rocm-smi --json``);
+- ``idle-node``: a full node with nothing running (rocm-smi concise, ROCm 5 layout with its WARNING line).
+
+Run ``python -m lumikit.smi.synth`` to rewrite them; the same seed gives the same bytes (a test checks it).
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .sessions import DATA_DIR, Frame, Session, SessionHeader, write_session
+
+GCD_VRAM_BYTES = 64 * 2**30
+IDLE_SCLK, BUSY_SCLK, MCLK = 800, 1650, 1600
+NODE_IDS_ROCM6 = (4, 5, 6, 7, 8, 9, 10, 11)
+GUIDS = (63582, 51740, 15961, 3099, 13395, 1553, 62036, 49174)
+
+
+@dataclass
+class Gcd:
+    """The state of one GCD at one sample (what the formatters print)."""
+
+    index: int
+    temp_c: float
+    power_w: float | None  # package power on the even GCD, None on the odd one
+    cap_w: float
+    sclk: int
+    busy: int
+    vram_pct: int
+    perf: str = "manual"
+
+
+# ---- formatters: the real layouts -----------------------------------------------------------------------------
+
+def _banner(title: str, width: int) -> str:
+    title = f" {title} " if title else ""
+    left = (width - len(title)) // 2
+    return "=" * left + title + "=" * (width - left - len(title))
+
+
+def concise_rocm5(gcds: Sequence[Gcd], *, warning: bool = False) -> str:
+    """``rocm-smi`` as ROCm 5.x prints it (``39.0c``, ``N/A`` power and ``0.0W`` cap on odd GCDs)."""
+    head = ["GPU", "Temp", "AvgPwr", "SCLK", "MCLK", "Fan", "Perf", "PwrCap", "VRAM%", "GPU%"]
+    rows = [[str(g.index), f"{g.temp_c:.1f}c", "N/A" if g.power_w is None else f"{g.power_w:.1f}W",
+             f"{g.sclk}Mhz", f"{MCLK}Mhz", "0%", g.perf, f"{g.cap_w:.1f}W", f"{g.vram_pct}%", f"{g.busy}%"]
+            for g in gcds]
+    widths = [max(len(head[i]), *(len(r[i]) for r in rows)) + 2 for i in range(len(head))]
+    widths[-1] = max(widths[-1], 6)
+
+    def line(cells: Sequence[str]) -> str:
+        out = ""
+        for i, c in enumerate(cells):
+            out += (c.rjust(widths[i] - 2) + "  ") if head[i] == "VRAM%" else c.ljust(widths[i])
+        return out
+
+    out = [_banner("ROCm System Management Interface", 80), _banner("Concise Info", 80), line(head)]
+    out += [line(r) for r in rows]
+    out.append("=" * 80)
+    if warning:
+        out.append("WARNING:                 One or more commands failed")
+    out.append(_banner("End of ROCm SMI Log", 80))
+    return "\n".join(out) + "\n"
+
+
+def concise_rocm6(gcds: Sequence[Gcd]) -> str:
+    """``rocm-smi`` as ROCm 6.1.1+ prints it on LUMI (``Device Node IDs ... Partitions``, ``°C``, 2-row header)."""
+    top = ["Device", "Node", "IDs", "Temp", "Power", "Partitions", "SCLK", "MCLK", "Fan", "Perf", "PwrCap",
+           "VRAM%", "GPU%"]
+    sub = ["", "", "(DID,     GUID)", "(Edge)", "(Avg)", "(Mem, Compute, ID)", "", "", "", "", "", "", ""]
+    rows = [[str(g.index), str(NODE_IDS_ROCM6[g.index % 8]), f"0x7408,   {GUIDS[g.index % 8]}",
+             f"{g.temp_c:.1f}\u00b0C", "N/A" if g.power_w is None else f"{g.power_w:.1f}W", "N/A, N/A, 0",
+             f"{g.sclk}Mhz", f"{MCLK}Mhz", "0%", g.perf, f"{g.cap_w:.1f}W", f"{g.vram_pct}%", f"{g.busy}%"]
+            for g in gcds]
+    widths = [max(len(top[i]), len(sub[i]), *(len(r[i]) for r in rows)) + 2 for i in range(len(top))]
+    total = max(sum(widths) - 2, 80)
+
+    def line(cells: Sequence[str], strip: bool = True) -> str:
+        s = "".join(c.ljust(w) for c, w in zip(cells, widths))
+        return s.rstrip() if strip else s[:total]
+
+    out = ["", "", _banner("ROCm System Management Interface", total), _banner("Concise Info", total), line(top),
+           line(sub, strip=False), "=" * total]
+    out += [line(r) for r in rows]
+    out += ["=" * total, _banner("End of ROCm SMI Log", total)]
+    return "\n".join(out) + "\n"
+
+
+def rocm_json(gcds: Sequence[Gcd]) -> str:
+    """``rocm-smi --showtemp --showpower --showmaxpower --showclocks --showperflevel --showuse --showmemuse
+    --showmeminfo vram --showproductname --json`` (ROCm 6 key names; one line, every value a string)."""
+    data: dict[str, dict[str, str]] = {}
+    for g in gcds:
+        used = int(GCD_VRAM_BYTES * g.vram_pct / 100) + 11_000_000 + 4096 * g.index
+        data[f"card{g.index}"] = {
+            "Temperature (Sensor edge) (C)": f"{g.temp_c:.1f}",
+            "Temperature (Sensor junction) (C)": f"{g.temp_c + 4 + g.busy / 20:.1f}",
+            "Temperature (Sensor memory) (C)": f"{g.temp_c + 6:.1f}",
+            "fclk clock speed:": "(1600Mhz)", "fclk clock level:": "0",
+            "mclk clock speed:": f"({MCLK}Mhz)", "mclk clock level:": "3",
+            "sclk clock speed:": f"({g.sclk}Mhz)", "sclk clock level:": "1" if g.sclk > IDLE_SCLK else "0",
+            "socclk clock speed:": "(1090Mhz)", "socclk clock level:": "0",
+            "Performance Level": g.perf,
+            "Max Graphics Package Power (W)": f"{g.cap_w:.1f}",
+            "Average Graphics Package Power (W)": "N/A" if g.power_w is None else f"{g.power_w:.1f}",
+            "GPU use (%)": str(g.busy),
+            "GPU Memory Allocated (VRAM%)": str(round(100 * used / GCD_VRAM_BYTES)),
+            "GPU Memory Read/Write Activity (%)": str(min(100, g.busy // 3)),
+            "Memory Activity": "N/A",
+            "VRAM Total Memory (B)": str(GCD_VRAM_BYTES),
+            "VRAM Total Used Memory (B)": str(used),
+            "Card Series": "AMD INSTINCT MI250X",
+            "Card Model": "0x7408",
+            "Card Vendor": "Advanced Micro Devices, Inc. [AMD/ATI]",
+            "Card SKU": "D65209",
+            "Node ID": str(NODE_IDS_ROCM6[g.index % 8]),
+            "GFX Version": "gfx90a",
+        }
+    data["system"] = {"Driver version": "6.7.0"}
+    return json.dumps(data) + "\n"
+
+
+# ---- stories ---------------------------------------------------------------------------------------------------
+
+def _package_power(rng: random.Random, busy: Sequence[int], level: float) -> float:
+    """Package power for the busy % of its two GCDs, with the ripple of training steps."""
+    base = 88.0 + sum(busy) / 100 * level
+    return round(base + rng.uniform(-12, 12), 0)
+
+
+def _node(rng: random.Random, busy: Sequence[int], vram: Sequence[int], temps: list[float], *,
+          cap: float = 500.0, perf: str = "manual", one_gcd_w: float = 225.0) -> list[Gcd]:
+    gcds = []
+    for i, b in enumerate(busy):
+        temps[i] += (0.3 * b / 100 - (temps[i] - 40) * 0.02) + rng.uniform(-0.3, 0.3)
+        pkg = i // 2 * 2
+        power = _package_power(rng, busy[pkg:pkg + 2], one_gcd_w) if i % 2 == 0 else None
+        sclk = (BUSY_SCLK + rng.choice((-50, 0, 0, 50))) if b > 0 else IDLE_SCLK
+        gcds.append(Gcd(index=i, temp_c=round(temps[i], 0), power_w=power, cap_w=cap if i % 2 == 0 else 0.0,
+                        sclk=sclk, busy=b, vram_pct=vram[i], perf=perf))
+    return gcds
+
+
+def single_gcd_training(seed: int = 4) -> Session:
+    rng = random.Random(seed)
+    temps = [44.0, 41.0]
+    frames = []
+    for t in range(90):
+        if t < 8 or t >= 84:  # container start and model load; the end of the run
+            busy, vram = [0, 0], [0 if t < 8 else 71, 0]
+        else:
+            eval_phase = (t - 8) % 30 >= 27
+            busy = [100 if not eval_phase else rng.choice((100, 60)), 0]
+            vram = [min(71, 8 + 9 * (t - 8)), 0]
+        gcds = _node(rng, busy, vram, temps, one_gcd_w=222.0)
+        frames.append(Frame(t=float(t), stdout=concise_rocm6(gcds)))
+    header = SessionHeader(name="single-gcd-training",
+                           description="GPT-neo fine-tuning on one GCD of a 2-GCD allocation (small-g): GCD 0 near "
+                                       "300 W and 100 %, its pair GCD 1 idle at 800 MHz",
+                           command=("srun", "--jobid", "7100665", "--overlap", "rocm-smi"), interval_s=1.0)
+    return Session(header=header, frames=frames)
+
+
+def ddp_8gcd_starved(seed: int = 9) -> Session:
+    rng = random.Random(seed)
+    temps = [42.0, 43.0, 38.0, 45.0, 41.0, 43.0, 45.0, 44.0]
+    frames = []
+    for t in range(0, 120, 2):
+        if t < 10:
+            busy, vram = [0] * 8, [0] * 8
+        else:
+            burst = (t // 2) % 5 == 0  # GCD 4 gets a batch now and then
+            busy = [100 if rng.random() > 0.05 else 97 for _ in range(8)]
+            busy[4] = 100 if burst else 0
+            vram = [78] * 8
+        gcds = _node(rng, busy, vram, temps, one_gcd_w=205.0)
+        frames.append(Frame(t=float(t), stdout=rocm_json(gcds)))
+    header = SessionHeader(name="ddp-8gcd-starved",
+                           description="ResNet-50 DDP on a full LUMI-G node: GCD 4 is starved of input (I/O bound) "
+                                       "and idles at 800 MHz / 0 % while the other seven work",
+                           command=("srun", "--jobid", "9304946", "--overlap", "rocm-smi", "--showtemp",
+                                    "--showpower", "--showmaxpower", "--showclocks", "--showperflevel", "--showuse",
+                                    "--showmemuse", "--showmeminfo", "vram", "--showproductname", "--json"),
+                           interval_s=2.0)
+    return Session(header=header, frames=frames)
+
+
+def idle_node(seed: int = 1) -> Session:
+    rng = random.Random(seed)
+    temps = [39.0, 45.0, 43.0, 41.0, 44.0, 41.0, 41.0, 40.0]
+    frames = []
+    for t in range(30):
+        gcds = _node(rng, [0] * 8, [0] * 8, temps, cap=560.0, perf="auto")
+        frames.append(Frame(t=float(t), stdout=concise_rocm5(gcds, warning=True)))
+    header = SessionHeader(name="idle-node", description="a LUMI-G node with nothing running: every package "
+                                                         "near 85 W, every GCD at 800 MHz and 0 %",
+                           command=("rocm-smi",), interval_s=1.0)
+    return Session(header=header, frames=frames)
+
+
+STORIES: dict[str, Callable[[], Session]] = {
+    "single-gcd-training": single_gcd_training,
+    "ddp-8gcd-starved": ddp_8gcd_starved,
+    "idle-node": idle_node,
+}
+
+
+def write_all(folder: Path = DATA_DIR, *, force: bool = True) -> list[Path]:
+    """(Re)write every shipped session into ``folder`` as ``<name>.jsonl.gz``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return [write_session(make(), folder / f"{name}.jsonl.gz", force=force) for name, make in STORIES.items()]
+
+
+if __name__ == "__main__":  # pragma: no cover
+    for p in write_all(Path(sys.argv[1]) if len(sys.argv) > 1 else DATA_DIR):
+        print(p)
