@@ -1,0 +1,43 @@
+"""Checked exercises: the framework check modules use, plus the generator, notebook runner and verification.
+
+Writing an exercise (the solution is the one source)::
+
+    # %% tags=["solution"]                     <- in solutions/NN_name.py (Jupytext percent format)
+    # Exercise 01.2: Which CPU mask goes with GCD 0? Store it in `mask0`.
+    # Hint: `site.node.masks()` lists them in GCD order.
+    mask0 = site.node.masks()[0]
+
+    # %% tags=["check"]
+    checks.check_mask(mask0)                   <- the cell ends with the call, so its green line is shown
+
+``make exercises`` (``python -m lumikit.checks.generate``) writes ``exercises/NN_name.py`` with the solution cell
+replaced by its comments, ``mask0 = None`` and ``raise NotImplementedError(...)``, plus both ``.ipynb`` files.
+Put imports in a cell before the exercise (a stub assigns None to names, not imports). ``lumikit verify`` proves
+that every solution passes and every check fails on the stubs with its own message.
+
+Per-module checks live in ``lumikit.checks.mNN`` (``lumikit.checks.example`` shows the pattern). Import the heavier
+pieces (``generate``, ``verify``, ``notebook``, ``pairing``) by module: they load jupytext and nbclient.
+"""
+from .framework import (
+    PASS_MIMETYPE,
+    CheckFailed,
+    Passed,
+    expect_answer,
+    expect_close,
+    expect_equal,
+    expect_in,
+    expect_type,
+    passed,
+)
+
+__all__ = [
+    "PASS_MIMETYPE",
+    "CheckFailed",
+    "Passed",
+    "expect_answer",
+    "expect_close",
+    "expect_equal",
+    "expect_in",
+    "expect_type",
+    "passed",
+]

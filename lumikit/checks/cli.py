@@ -1,0 +1,58 @@
+"""``lumikit verify`` and ``lumikit exercises generate|check``: the command-line edge of the exercise machinery.
+
+The generator and the verification import jupytext/nbformat/nbclient, which take seconds to import; they are imported
+only when their sub-command runs, so that every other ``lumikit`` command starts fast.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .conventions import DEFAULT_BUDGET_S, DEFAULT_CELL_TIMEOUT_S
+
+
+def add_folder_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--solutions DIR`` and ``--exercises DIR``, shared by every exercise command."""
+    parser.add_argument("--solutions", type=Path, default=Path("solutions"), metavar="DIR",
+                        help="folder of solution notebooks NN_name.py (default: solutions)")
+    parser.add_argument("--exercises", type=Path, default=Path("exercises"), metavar="DIR",
+                        help="folder of generated exercise notebooks (default: exercises)")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``verify`` and ``exercises`` sub-commands to the ``lumikit`` command."""
+    check = subparsers.add_parser(
+        "verify", help="run every solution (checks pass) and exercise (checks fail on the stubs); print a table",
+        description="Run every solution notebook (all checks must pass) and every exercise notebook with its "
+                    "stubs (every check must fail with its own message); print a table. Exit 0 only if both hold.")
+    add_folder_arguments(check)
+    check.add_argument("--only", action="append", default=[], metavar="NN",
+                       help="verify only notebooks whose name starts with NN (repeatable)")
+    check.add_argument("--workers", type=int, default=2, help="notebooks run at the same time (default: 2)")
+    check.add_argument("--cell-timeout", type=float, default=DEFAULT_CELL_TIMEOUT_S, metavar="S",
+                       help=f"time limit of one cell in seconds (default: {DEFAULT_CELL_TIMEOUT_S:g})")
+    check.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="S",
+                       help=f"time limit of one notebook in seconds (default: {DEFAULT_BUDGET_S:g})")
+    check.set_defaults(func=_verify)
+
+    exercises = subparsers.add_parser("exercises", help="generate exercises/ from solutions/, or check for drift")
+    actions = exercises.add_subparsers(dest="action", required=True, metavar="ACTION")
+    make = actions.add_parser("generate", help="write exercises/*.py and the paired .ipynb files")
+    add_folder_arguments(make)
+    make.set_defaults(func=_generate, check=False)
+    drift = actions.add_parser("check", help="write nothing; exit 1 naming the generated files that drift")
+    add_folder_arguments(drift)
+    drift.set_defaults(func=_generate, check=True)
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from .generate import run
+
+    return run(args.solutions, args.exercises, check=args.check)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from .verify import run
+
+    return run(args.solutions, args.exercises, only=args.only, workers=args.workers,
+                      cell_timeout_s=args.cell_timeout, budget_s=args.budget)

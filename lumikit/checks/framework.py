@@ -1,0 +1,156 @@
+"""The building blocks of exercise checks: a failure that says what to fix, and a visible success line.
+
+A check function (one per exercise, in ``lumikit/checks/mNN.py``) calls the ``expect_*`` helpers on the learner's
+answer and ends with ``return passed(...)``. Every helper treats ``None`` (the placeholder the exercise stub assigns)
+as "no answer yet", so an unanswered exercise fails with the check's own words, never a NameError or TypeError.
+"""
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from ..errors import LumikitError
+
+#: The MIME type under which a passed check announces itself; ``lumikit verify`` counts these in cell outputs.
+PASS_MIMETYPE = "application/vnd.lumikit.check+json"
+_MISSING = object()
+
+
+class CheckFailed(LumikitError, AssertionError):
+    """An exercise answer that is missing or wrong: names the exercise, what was expected, what was found, a hint."""
+
+    def __init__(self, exercise: str, problem: str, *, expected: Any = _MISSING, found: Any = _MISSING,
+                 hint: str | None = None, unanswered: bool = False) -> None:
+        self.exercise = exercise
+        self.problem = problem
+        self.expected = None if expected is _MISSING else expected
+        self.found = None if found is _MISSING else found
+        self.hint = hint
+        self.unanswered = unanswered
+        if unanswered:
+            text = (f"No answer yet for {exercise}: {problem}. Replace the `None` in the exercise cell with your "
+                    f"answer (and delete its `raise NotImplementedError` line), run it, then run this check again.")
+        else:
+            text = f"Exercise {exercise}: {problem}"
+            if expected is not _MISSING:
+                text += f"; expected {_show(expected)}"
+            if found is not _MISSING:
+                text += f"; found {_show(found)}"
+            text += "."
+        if hint:
+            text += f" Hint: {hint}"
+        super().__init__(text)
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows this instead of a traceback: one red line a learner can act on."""
+        return [f"\x1b[31m✗ {self}\x1b[0m"]
+
+
+@dataclass(frozen=True)
+class Passed:
+    """A passed check. Shown in a notebook as one green line (HTML) or ``✓ ...`` (plain text)."""
+
+    exercise: str
+    message: str = ""
+
+    def __str__(self) -> str:
+        return f"✓ Exercise {self.exercise} passed" + (f": {self.message}" if self.message else "")
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def __bool__(self) -> bool:
+        return True
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        text = html.escape(str(self))
+        return {
+            "text/plain": str(self),
+            "text/html": f'<div style="color:#1a7f37;font-weight:600">{text}</div>',
+            PASS_MIMETYPE: {"exercise": self.exercise, "passed": True, "message": self.message},
+        }
+
+
+def passed(exercise: str, message: str = "") -> Passed:
+    """The value a check returns when the answer is right; end the check cell with the call so it is shown."""
+    return Passed(exercise, message)
+
+
+def expect_answer(exercise: str, found: Any, what: str, *, hint: str | None = None) -> Any:
+    """Fail with "No answer yet for <exercise>" when ``found`` is None (the stub's placeholder); else return it."""
+    if found is None:
+        raise CheckFailed(exercise, what, hint=hint, unanswered=True)
+    return found
+
+
+def expect_equal(exercise: str, found: Any, expected: Any, *, what: str, hint: str | None = None) -> Any:
+    """Fail unless ``found == expected``; returns ``found``."""
+    expect_answer(exercise, found, what, hint=hint)
+    try:
+        same = bool(found == expected)
+    except (TypeError, ValueError):  # e.g. an array compared to a scalar
+        same = False
+    if not same:
+        raise CheckFailed(exercise, f"{what} is not right", expected=expected, found=found, hint=hint)
+    return found
+
+
+def expect_close(exercise: str, found: Any, expected: float, *, what: str, rel: float = 0.05,
+                 abs: float = 0.0, hint: str | None = None) -> float:
+    """Fail unless ``found`` is a number within ``rel`` (fraction) or ``abs`` of ``expected``; returns it as float."""
+    expect_answer(exercise, found, what, hint=hint)
+    if isinstance(found, bool):
+        raise CheckFailed(exercise, f"{what} should be a number", expected=expected, found=found, hint=hint)
+    try:
+        value = float(found)
+    except (TypeError, ValueError):
+        raise CheckFailed(exercise, f"{what} should be a number", expected=expected, found=found,
+                          hint=hint) from None
+    if not math.isclose(value, expected, rel_tol=rel, abs_tol=abs):
+        tolerance = f"within {rel:.0%}" if rel else f"within ±{abs:g}"
+        if rel and abs:
+            tolerance = f"within {rel:.0%} or ±{abs:g}"
+        raise CheckFailed(exercise, f"{what} is off", expected=_Described(f"{expected:g} ({tolerance})"),
+                          found=value, hint=hint)
+    return value
+
+
+def expect_in(exercise: str, found: Any, allowed: Iterable[Any], *, what: str, hint: str | None = None) -> Any:
+    """Fail unless ``found`` is one of ``allowed``; returns ``found``."""
+    expect_answer(exercise, found, what, hint=hint)
+    choices = list(allowed)
+    try:
+        known = found in choices
+    except (TypeError, ValueError):  # e.g. an array, whose comparison has no single truth value
+        known = False
+    if not known:
+        listed = ", ".join(_show(c) for c in choices)
+        raise CheckFailed(exercise, f"{what} is not one of the possible answers",
+                          expected=_Described(f"one of {listed}"), found=found, hint=hint)
+    return found
+
+
+def expect_type(exercise: str, found: Any, types: type | tuple[type, ...], *, what: str,
+                hint: str | None = None) -> Any:
+    """Fail unless ``found`` is an instance of ``types``; returns ``found``."""
+    expect_answer(exercise, found, what, hint=hint)
+    if not isinstance(found, types):
+        names = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+        raise CheckFailed(exercise, f"{what} has the wrong type", expected=_Described(f"type {names}"),
+                          found=_Described(f"type {type(found).__name__}: {_show(found)}"), hint=hint)
+    return found
+
+
+class _Described(str):
+    """Words describing a value (``"one of 'a', 'b'"``): shown as they are, not quoted like an answer."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _show(value: Any) -> str:
+    """A short printable form of a value for a message."""
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."

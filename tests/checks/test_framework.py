@@ -1,0 +1,135 @@
+"""The check framework: what a learner reads when an answer is missing, wrong, or right."""
+from __future__ import annotations
+
+import pytest
+
+from lumikit.checks import (
+    PASS_MIMETYPE,
+    CheckFailed,
+    expect_answer,
+    expect_close,
+    expect_equal,
+    expect_in,
+    expect_type,
+    passed,
+)
+from lumikit.checks import example
+from lumikit.errors import LumikitError
+
+
+def test_check_failed_is_both_a_lumikit_error_and_an_assertion() -> None:
+    error = CheckFailed("01.2", "the mask is wrong")
+    assert isinstance(error, LumikitError)
+    assert isinstance(error, AssertionError)
+
+
+@pytest.mark.parametrize("helper, args", [
+    (expect_answer, ()),
+    (expect_equal, (8,)),
+    (expect_close, (0.5,)),
+    (expect_in, (("compute", "memory"),)),
+    (expect_type, (int,)),
+])
+def test_every_helper_says_no_answer_yet_for_the_stub_placeholder(helper, args) -> None:
+    with pytest.raises(CheckFailed) as caught:
+        helper("01.2", None, *args, what="the number of GCDs", hint="count them")
+    assert str(caught.value).startswith("No answer yet for 01.2: the number of GCDs.")
+    assert "Hint: count them" in str(caught.value)
+    assert caught.value.unanswered
+
+
+def test_expect_equal_names_expected_found_and_hint() -> None:
+    with pytest.raises(CheckFailed) as caught:
+        expect_equal("01.1", 4, 8, what="the number of GCDs", hint="two per package")
+    assert str(caught.value) == ("Exercise 01.1: the number of GCDs is not right; expected 8; found 4. "
+                                 "Hint: two per package")
+    assert (caught.value.expected, caught.value.found) == (8, 4)
+
+
+def test_expect_equal_returns_the_answer_when_right() -> None:
+    assert expect_equal("01.1", "0x00fe", "0x00fe", what="the mask") == "0x00fe"
+
+
+def test_expect_equal_treats_an_incomparable_answer_as_wrong_not_as_a_crash() -> None:
+    class Weird:
+        def __eq__(self, other):
+            raise TypeError("cannot compare")
+
+    with pytest.raises(CheckFailed, match="is not right"):
+        expect_equal("01.1", Weird(), 8, what="the count")
+
+
+def test_expect_close_accepts_within_tolerance_and_reports_it_when_off() -> None:
+    assert expect_close("03.1", 0.505, 0.5, rel=0.02, what="the step time") == pytest.approx(0.505)
+    with pytest.raises(CheckFailed) as caught:
+        expect_close("03.1", 0.6, 0.5, rel=0.02, what="the step time (s)", hint="drop the warm-up")
+    assert str(caught.value) == ("Exercise 03.1: the step time (s) is off; expected 0.5 (within 2%); found 0.6. "
+                                 "Hint: drop the warm-up")
+
+
+def test_expect_close_with_an_absolute_tolerance() -> None:
+    assert expect_close("04.1", 3, 0, rel=0, abs=5, what="the idle GPU%") == 3.0
+    with pytest.raises(CheckFailed, match=r"expected 0 \(within ±5\)"):
+        expect_close("04.1", 9, 0, rel=0, abs=5, what="the idle GPU%")
+
+
+@pytest.mark.parametrize("answer", ["fast", True, [0.5]])
+def test_expect_close_wants_a_number(answer) -> None:
+    with pytest.raises(CheckFailed, match="should be a number"):
+        expect_close("03.1", answer, 0.5, what="the step time")
+
+
+def test_expect_in_lists_the_possible_answers() -> None:
+    with pytest.raises(CheckFailed) as caught:
+        expect_in("06.1", "network", ("compute", "memory"), what="the kernel class")
+    assert str(caught.value) == ("Exercise 06.1: the kernel class is not one of the possible answers; "
+                                 "expected one of 'compute', 'memory'; found 'network'.")
+
+
+def test_expect_type_names_both_types() -> None:
+    with pytest.raises(CheckFailed) as caught:
+        expect_type("01.1", "8", int, what="the number of GCDs")
+    assert str(caught.value) == ("Exercise 01.1: the number of GCDs has the wrong type; expected type int; "
+                                 "found type str: '8'.")
+
+
+def test_long_answers_are_shortened_in_messages() -> None:
+    with pytest.raises(CheckFailed) as caught:
+        expect_equal("09.1", "x" * 500, "y", what="the path")
+    assert len(str(caught.value)) < 300
+    assert "..." in str(caught.value)
+
+
+def test_passed_shows_a_green_line_and_a_plain_text_line() -> None:
+    result = passed("01.1", "8 GCDs")
+    bundle = result._repr_mimebundle_()
+    assert str(result) == "✓ Exercise 01.1 passed: 8 GCDs"
+    assert bundle["text/plain"] == "✓ Exercise 01.1 passed: 8 GCDs"
+    assert "color:#1a7f37" in bundle["text/html"] and "✓ Exercise 01.1 passed: 8 GCDs" in bundle["text/html"]
+    assert bundle[PASS_MIMETYPE] == {"exercise": "01.1", "passed": True, "message": "8 GCDs"}
+
+
+def test_ipython_shows_a_failed_check_as_one_line_not_a_traceback() -> None:
+    lines = CheckFailed("01.1", "the mask is wrong", expected="0xfe", found="0xff")._render_traceback_()
+    assert lines == ["\x1b[31m✗ Exercise 01.1: the mask is wrong; expected '0xfe'; found '0xff'.\x1b[0m"]
+
+
+def test_example_checks_pass_on_right_answers() -> None:
+    assert str(example.check_gcd_count(8)) == "✓ Exercise 00.1 passed: 8 GCDs, two per MI250X package"
+    assert example.check_mean_step_time(0.5, [1.9, 0.49, 0.51])
+    assert example.check_kernel_class("communication")
+
+
+@pytest.mark.parametrize("check, args, message", [
+    (example.check_gcd_count, (4,), "Exercise 00.1: the number of GCDs on one LUMI-G node is not right; "
+                                    "expected 8; found 4."),
+    (example.check_gcd_count, (8.0,), "Exercise 00.1: the number of GCDs on one LUMI-G node has the wrong type"),
+    (example.check_mean_step_time, (0.9, [1.9, 0.49, 0.51]), "Exercise 00.2: the mean step time without the "
+                                                              "warm-up step (s) is off; expected 0.5 (within 2%)"),
+    (example.check_kernel_class, ("memory",), "Exercise 00.3: the class of `ncclDevKernel_Generic` is not right"),
+    (example.check_kernel_class, (None,), "No answer yet for 00.3: the kernel class."),
+])
+def test_example_checks_fail_with_their_own_message(check, args, message) -> None:
+    with pytest.raises(CheckFailed) as caught:
+        check(*args)
+    assert str(caught.value).startswith(message)
