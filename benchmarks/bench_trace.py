@@ -1,0 +1,201 @@
+"""Trace loading benchmark: lumikit's loader + summary vs HTA's TraceAnalysis load vs plain json.load.
+
+One run on one machine over the same generated Kineto traces (about 100 MB and 300 MB, as one rank and as four
+ranks). Each contender runs in a fresh subprocess; the parent samples the proportional memory (PSS) of the whole
+process tree, workers included, every 20 ms. Prints MB/s, peak memory and the ratios against HTA, and saves
+``benchmarks/results/trace_load.json`` and ``trace_load.md``.
+
+    .venv/bin/python benchmarks/bench_trace.py            # full run (a few minutes)
+    .venv/bin/python benchmarks/bench_trace.py --quick    # small smoke run
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+CONTENDERS = ("lumikit", "hta", "json")
+
+
+# -- the measured work (runs in a child process) -------------------------------------------------------
+def run_contender(name: str, path: str) -> dict:
+    import resource
+
+    files = sorted(Path(path).glob("*.json")) if Path(path).is_dir() else [Path(path)]
+    if name == "lumikit":
+        from lumikit.trace.analyses import TraceAnalyzer
+        from lumikit.trace.loader import load_trace
+
+        start = time.perf_counter()
+        summary = TraceAnalyzer(load_trace(path)).summary()
+        seconds = time.perf_counter() - start
+        detail = {"gpu_activities": sum(r["gpu_activities"] for r in summary["ranks"].values())}
+    elif name == "hta":
+        import warnings
+
+        warnings.filterwarnings("ignore")
+        from lumikit.trace.hta_bridge import trace_analysis
+
+        import hta.trace_analysis  # noqa: F401  (import cost outside the timing)
+
+        start = time.perf_counter()
+        analysis = trace_analysis(path)
+        seconds = time.perf_counter() - start
+        detail = {"rows": int(sum(len(df) for df in analysis.t.traces.values()))}
+    elif name == "json":
+        start = time.perf_counter()
+        events = 0
+        for f in files:
+            with open(f) as fh:
+                events += len(json.load(fh)["traceEvents"])
+        seconds = time.perf_counter() - start
+        detail = {"events": events}
+    else:
+        raise SystemExit(f"unknown contender {name}")
+    self_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    child_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return {"seconds": seconds, "maxrss_self_mb": self_kb / 1024, "maxrss_children_mb": child_kb / 1024, **detail}
+
+
+# -- measuring from the parent -------------------------------------------------------------------------
+def _tree(pid: int) -> list[int]:
+    pids, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        pids.append(p)
+        try:
+            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            children = []
+        todo.extend(int(c) for c in children)
+    return pids
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def measure(name: str, path: Path) -> dict:
+    """Run one contender in a fresh interpreter; sample the process tree's PSS until it exits."""
+    proc = subprocess.Popen([sys.executable, __file__, "--run", name, str(path)], stdout=subprocess.PIPE,
+                            text=True, cwd=REPO)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, sum(_pss_kb(p) for p in _tree(proc.pid)))
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, _ = proc.communicate()
+    done.set()
+    sampler.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"{name} on {path} failed with exit status {proc.returncode}")
+    result = json.loads(out.strip().splitlines()[-1])
+    result["peak_pss_mb"] = peak / 1024
+    return result
+
+
+# -- the run ---------------------------------------------------------------------------------------------
+def generate(workdir: Path, total_mb: float, ranks: int) -> Path:
+    from lumikit.trace.synth import SynthSpec, layers_for_size, write_synthetic
+
+    folder = workdir / f"{int(total_mb)}mb_{ranks}r"
+    if folder.exists():
+        return folder
+    base = SynthSpec(ranks=ranks, steps=5, straggler=1 if ranks > 1 else None)
+    layers = layers_for_size(total_mb / ranks, base)
+    write_synthetic(folder, SynthSpec(**{**base.__dict__, "layers": layers}))
+    return folder
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small files (about 5 and 15 MB), for a smoke run")
+    parser.add_argument("--workdir", type=Path, help="where to write the generated traces (default: a temp dir)")
+    parser.add_argument("--results", type=Path, default=REPO / "benchmarks" / "results")
+    parser.add_argument("--run", nargs=2, metavar=("CONTENDER", "PATH"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.run:
+        print(json.dumps(run_contender(*args.run)))
+        return 0
+    sizes = (5, 15) if args.quick else (100, 300)
+    tmp = None
+    if args.workdir is None:
+        tmp = tempfile.TemporaryDirectory(prefix="lumikit-bench-")
+        args.workdir = Path(tmp.name)
+    rows = []
+    try:
+        for size in sizes:
+            for ranks in (1, 4):
+                t0 = time.perf_counter()
+                folder = generate(args.workdir, size, ranks)
+                mb = sum(f.stat().st_size for f in folder.glob("*.json")) / 1e6
+                print(f"{folder.name}: {mb:.1f} MB in {ranks} file(s), generated in {time.perf_counter() - t0:.1f} s",
+                      flush=True)
+                for name in CONTENDERS:
+                    r = measure(name, folder)
+                    r.update({"contender": name, "case": folder.name, "ranks": ranks, "file_mb": round(mb, 1),
+                              "mb_per_s": mb / r["seconds"]})
+                    rows.append(r)
+                    print(f"  {name:8s} {r['seconds']:7.2f} s {r['mb_per_s']:7.1f} MB/s  peak PSS "
+                          f"{r['peak_pss_mb']:7.0f} MB", flush=True)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    report = _report(rows, quick=args.quick)
+    args.results.mkdir(parents=True, exist_ok=True)
+    stem = "trace_load_quick" if args.quick else "trace_load"
+    (args.results / f"{stem}.json").write_text(json.dumps(report, indent=2))
+    (args.results / f"{stem}.md").write_text(_markdown(report))
+    print(_markdown(report))
+    return 0
+
+
+def _report(rows: list[dict], quick: bool) -> dict:
+    ratios = []
+    for case in sorted({r["case"] for r in rows}, key=lambda c: [r["case"] for r in rows].index(c)):
+        by = {r["contender"]: r for r in rows if r["case"] == case}
+        ratios.append({"case": case, "speedup_vs_hta": by["hta"]["seconds"] / by["lumikit"]["seconds"],
+                       "memory_vs_hta": by["lumikit"]["peak_pss_mb"] / by["hta"]["peak_pss_mb"]})
+    return {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+            "quick": quick, "rows": rows, "ratios": ratios,
+            "goal": "lumikit >= 10x HTA's throughput and <= 1/3 of its peak memory"}
+
+
+def _markdown(report: dict) -> str:
+    lines = ["# Trace loading: lumikit vs HTA vs json.load", "",
+             f"Machine: {report['machine']['cpus']} CPUs, Python {report['machine']['python']}. "
+             "Peak = proportional set size (PSS) of the process tree, sampled every 20 ms.", "",
+             "| case | contender | seconds | MB/s | peak MB |", "|---|---|---|---|---|"]
+    for r in report["rows"]:
+        lines.append(f"| {r['case']} ({r['file_mb']} MB) | {r['contender']} | {r['seconds']:.2f} | "
+                     f"{r['mb_per_s']:.1f} | {r['peak_pss_mb']:.0f} |")
+    lines += ["", "| case | lumikit speed-up vs HTA | lumikit peak memory / HTA |", "|---|---|---|"]
+    for q in report["ratios"]:
+        lines.append(f"| {q['case']} | {q['speedup_vs_hta']:.1f}x | {q['memory_vs_hta']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

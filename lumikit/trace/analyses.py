@@ -1,0 +1,234 @@
+"""The trace analyses, per rank and across ranks, behind one facade object with ``get_*`` methods (like HTA's).
+
+``TraceAnalyzer(load_trace(path))`` answers: step times, kernel time by class and top kernels, temporal and
+idle-time breakdowns, communication/computation overlap, kernel launch delays and the straggler rank. Every method
+returns a pandas table; ``summary()`` gathers the headline numbers as plain JSON-ready values.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from .loader import Trace, load_trace
+from .metrics import comm_comp_overlap, idle_breakdown, temporal_breakdown
+from .tables import gpu_table, launch_table, step_table
+
+CLASSES = ("compute", "communication", "memory")
+
+
+class TraceAnalyzer:
+    """Analyses over a loaded :class:`~lumikit.trace.loader.Trace` (tables are derived once per rank)."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self._gpu: dict[int, pd.DataFrame] = {}
+        self._steps: dict[int, pd.DataFrame] = {}
+
+    @classmethod
+    def from_path(cls, path: Path | str, **load_options) -> "TraceAnalyzer":
+        """Load ``path`` (file or folder) with :func:`load_trace` and analyse it."""
+        return cls(load_trace(path, **load_options))
+
+    @property
+    def ranks(self) -> list[int]:
+        return self.trace.rank_ids
+
+    def gpu(self, rank: int) -> pd.DataFrame:
+        """The GPU activity table of a rank (see :func:`lumikit.trace.tables.gpu_table`)."""
+        if rank not in self._gpu:
+            self._gpu[rank] = gpu_table(self.trace[rank].events)
+        return self._gpu[rank]
+
+    def steps(self, rank: int) -> pd.DataFrame:
+        """The host-side profiler steps of a rank."""
+        if rank not in self._steps:
+            self._steps[rank] = step_table(self.trace[rank].events)
+        return self._steps[rank]
+
+    def _selected(self, rank: int, steps: Iterable[int] | None) -> pd.DataFrame:
+        gpu = self.gpu(rank)
+        if steps is None:
+            return gpu
+        return gpu[gpu["step"].isin(list(steps))]
+
+    # -- steps -----------------------------------------------------------------------------------------
+    def get_profiler_steps(self) -> list[int]:
+        """Every ProfilerStep number seen on any rank."""
+        found: set[int] = set()
+        for r in self.ranks:
+            found.update(int(s) for s in self.steps(r)["step"])
+        return sorted(found)
+
+    def get_step_times(self) -> pd.DataFrame:
+        """Per rank and step: host start and duration (µs), GPU busy time and GPU activity count in the step."""
+        frames = []
+        for r in self.ranks:
+            steps = self.steps(r)
+            gpu = self.gpu(r)
+            busy = {int(s): _busy(g) for s, g in gpu[gpu["step"] >= 0].groupby("step")}
+            count = gpu[gpu["step"] >= 0].groupby("step").size()
+            frames.append(pd.DataFrame({
+                "rank": r, "step": steps["step"].to_numpy(), "start_us": steps["start"].to_numpy(),
+                "dur_us": steps["dur"].to_numpy(),
+                "gpu_busy_us": [busy.get(int(s), 0.0) for s in steps["step"]],
+                "gpu_activities": [int(count.get(int(s), 0)) for s in steps["step"]],
+            }))
+        return _concat(frames, ["rank", "step", "start_us", "dur_us", "gpu_busy_us", "gpu_activities"])
+
+    # -- kernels ---------------------------------------------------------------------------------------
+    def get_kernel_breakdown(self, steps: Iterable[int] | None = None) -> pd.DataFrame:
+        """Per rank and class (compute / communication / memory): total time (µs, summed durations), count, share."""
+        rows = []
+        for r in self.ranks:
+            gpu = self._selected(r, steps)
+            total = float(gpu["dur"].sum())
+            for k in CLASSES:
+                part = gpu[gpu["kclass"] == k]
+                t = float(part["dur"].sum())
+                rows.append({"rank": r, "kclass": k, "total_us": t, "count": int(len(part)),
+                             "fraction": t / total if total else 0.0})
+        return pd.DataFrame(rows, columns=["rank", "kclass", "total_us", "count", "fraction"])
+
+    def get_top_kernels(self, n: int = 10, steps: Iterable[int] | None = None) -> pd.DataFrame:
+        """The ``n`` GPU activities with the most total time on each rank."""
+        frames = []
+        for r in self.ranks:
+            gpu = self._selected(r, steps)
+            total = float(gpu["dur"].sum())
+            grouped = (gpu.groupby(["name", "kclass"], observed=True)["dur"].agg(["count", "sum", "mean"])
+                       .reset_index().sort_values("sum", ascending=False).head(n))
+            frames.append(pd.DataFrame({
+                "rank": r, "name": grouped["name"].astype(str).to_numpy(),
+                "kclass": grouped["kclass"].astype(str).to_numpy(), "count": grouped["count"].to_numpy(),
+                "total_us": grouped["sum"].to_numpy(), "mean_us": grouped["mean"].to_numpy(),
+                "fraction": grouped["sum"].to_numpy() / total if total else 0.0,
+            }))
+        return _concat(frames, ["rank", "name", "kclass", "count", "total_us", "mean_us", "fraction"])
+
+    # -- time breakdowns -------------------------------------------------------------------------------
+    def get_temporal_breakdown(self, steps: Iterable[int] | None = None) -> pd.DataFrame:
+        """Per rank: span, idle, compute and non-compute time (µs) and their fractions of the span."""
+        rows = []
+        for r in self.ranks:
+            t = temporal_breakdown(self._selected(r, steps))
+            span = t["span_us"]
+            rows.append({"rank": r, **t, **{f"{k}_fraction": (t[f"{k}_us"] / span if span else 0.0)
+                                            for k in ("idle", "compute", "non_compute")}})
+        return pd.DataFrame(rows)
+
+    def get_idle_time_breakdown(self, steps: Iterable[int] | None = None,
+                                consecutive_kernel_delay: float = 30.0) -> pd.DataFrame:
+        """Per rank, device and stream: idle time waiting for the host, between kernels, and other (µs)."""
+        frames = []
+        for r in self.ranks:
+            table = idle_breakdown(self._selected(r, steps), consecutive_kernel_delay)
+            table.insert(0, "rank", r)
+            frames.append(table)
+        return _concat(frames, ["rank", "device", "stream", "host_wait_us", "kernel_wait_us", "other_us"])
+
+    def get_comm_comp_overlap(self, steps: Iterable[int] | None = None) -> pd.DataFrame:
+        """Per rank: the share of communication time overlapped by computation (NaN without communication)."""
+        return pd.DataFrame([{"rank": r, "overlap": comm_comp_overlap(self._selected(r, steps))}
+                             for r in self.ranks], columns=["rank", "overlap"])
+
+    # -- launches and stragglers -----------------------------------------------------------------------
+    def get_kernel_launch_delays(self, steps: Iterable[int] | None = None) -> pd.DataFrame:
+        """Per launched GPU activity: launch call, its duration, the GPU duration and the launch delay (µs)."""
+        frames = []
+        for r in self.ranks:
+            table = launch_table(self._selected(r, steps))
+            table.insert(0, "rank", r)
+            frames.append(table)
+        return _concat(frames, ["rank", "correlation", "name", "kclass", "launch_name", "step", "cpu_duration", "gpu_duration",
+                                "launch_delay"])
+
+    def get_stragglers(self) -> pd.DataFrame:
+        """Per rank: mean step time, mean communication time per step, and how often it was the straggler.
+
+        In a synchronous job every rank waits in the collectives for the slowest one, so the straggler of a
+        step is the rank that spent the least time in communication kernels (it arrived last and waited least);
+        without communication, the rank with the longest step.
+        """
+        per = []
+        for r in self.ranks:
+            gpu = self.gpu(r)
+            comm = gpu[(gpu["kclass"] == "communication") & (gpu["step"] >= 0)].groupby("step")["dur"].sum()
+            for _, s in self.steps(r).iterrows():
+                per.append({"rank": r, "step": int(s["step"]), "dur_us": float(s["dur"]),
+                            "comm_us": float(comm.get(int(s["step"]), 0.0))})
+        table = pd.DataFrame(per, columns=["rank", "step", "dur_us", "comm_us"])
+        counts = dict.fromkeys(self.ranks, 0)
+        for _, g in table.groupby("step"):
+            if len(g) < 2:
+                continue
+            if (g["comm_us"] > 0).all():
+                counts[int(g.loc[g["comm_us"].idxmin(), "rank"])] += 1
+            else:
+                counts[int(g.loc[g["dur_us"].idxmax(), "rank"])] += 1
+        agg = table.groupby("rank").agg(mean_step_us=("dur_us", "mean"), mean_comm_us=("comm_us", "mean"))
+        agg = agg.reindex(self.ranks)
+        agg["straggler_steps"] = [counts[r] for r in self.ranks]
+        return agg.reset_index().rename(columns={"index": "rank"})
+
+    def get_straggler(self) -> int | None:
+        """The rank most often found to be the straggler, or None (one rank, or no step on several ranks)."""
+        table = self.get_stragglers()
+        if table.empty or table["straggler_steps"].max() == 0:
+            return None
+        return int(table.loc[table["straggler_steps"].idxmax(), "rank"])
+
+    # -- headline numbers ------------------------------------------------------------------------------
+    def summary(self, top: int = 10) -> dict:
+        """JSON-ready headline numbers per rank: step times, kernel totals by class (µs), top kernels, and the
+        idle / compute / non-compute fractions; plus the straggler rank."""
+        steps = self.get_step_times()
+        kinds = self.get_kernel_breakdown()
+        tops = self.get_top_kernels(top)
+        temporal = self.get_temporal_breakdown().set_index("rank")
+        overlap = self.get_comm_comp_overlap().set_index("rank")["overlap"]
+        ranks = {}
+        for r in self.ranks:
+            rt = self.trace[r]
+            gpu = self.gpu(r)
+            s = steps[steps["rank"] == r]
+            k = kinds[kinds["rank"] == r]
+            t = tops[tops["rank"] == r]
+            tb = temporal.loc[r]
+            ov = overlap.loc[r]
+            ranks[str(r)] = {
+                "file": str(rt.path),
+                "truncated": rt.truncated,
+                "events": int(rt.n_events),
+                "gpu_activities": int(len(gpu)),
+                "gpu_activities_in_steps": int((gpu["step"] >= 0).sum()),
+                "streams": sorted(int(x) for x in gpu["stream"].unique()),
+                "steps": [{"step": int(row.step), "dur_us": _r(row.dur_us), "gpu_busy_us": _r(row.gpu_busy_us),
+                           "gpu_activities": int(row.gpu_activities)} for row in s.itertuples()],
+                "kernel_time_us": {row.kclass: _r(row.total_us) for row in k.itertuples()},
+                "top_kernels": [{"name": row.name, "class": row.kclass, "count": int(row.count),
+                                 "total_us": _r(row.total_us)} for row in t.itertuples()],
+                "temporal": {"span_us": _r(tb["span_us"]), "idle": _r(tb["idle_fraction"], 4),
+                             "compute": _r(tb["compute_fraction"], 4),
+                             "non_compute": _r(tb["non_compute_fraction"], 4)},
+                "comm_comp_overlap": None if np.isnan(ov) else _r(ov, 4),
+            }
+        return {"ranks": ranks, "straggler": self.get_straggler()}
+
+
+def _busy(gpu: pd.DataFrame) -> float:
+    from .metrics import union_length
+
+    return union_length(gpu["ts"].to_numpy(), gpu["end"].to_numpy())
+
+
+def _r(value: float, digits: int = 3) -> float:
+    return round(float(value), digits)
+
+
+def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)

@@ -1,0 +1,92 @@
+"""``lumikit trace summary|slice``: the trace wing on the command line (a thin edge over the analyses)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..errors import TraceError
+from .analyses import TraceAnalyzer
+from .loader import load_trace
+from .slicing import slice_trace
+
+
+def _steps(text: str) -> tuple[int, int]:
+    try:
+        first, _, last = text.partition("-")
+        return int(first), int(last or first)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--steps {text!r}: write a step or a range, e.g. 3 or 3-5") from None
+
+
+def _ranks(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--ranks {text!r}: write rank numbers separated by commas") from None
+
+
+def _rank_map(text: str | None) -> dict[int, str] | None:
+    if not text:
+        return None
+    try:
+        return {int(k): v for k, v in (item.split("=", 1) for item in text.split(","))}
+    except ValueError:
+        raise TraceError(f"--rank-map {text!r}: write RANK=FILE pairs separated by commas") from None
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``lumikit trace ...`` to the main command."""
+    trace = subparsers.add_parser("trace", help="summarise or slice PyTorch profiler (Kineto) traces")
+    sub = trace.add_subparsers(dest="trace_command", required=True, metavar="ACTION")
+
+    summary = sub.add_parser("summary", help="step times, kernel time by class, top kernels, idle/compute")
+    summary.add_argument("path", help="a trace file (.json/.json.gz) or a folder of per-rank traces")
+    summary.add_argument("--json", action="store_true", help="print JSON instead of text")
+    summary.add_argument("--top", type=int, default=10, help="how many top kernels per rank (default 10)")
+    summary.add_argument("--salvage", action="store_true", help="keep the complete events of a truncated file")
+    summary.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
+    summary.set_defaults(func=run_summary)
+
+    cut = sub.add_parser("slice", help="write a smaller trace (steps, ranks, window) for Perfetto")
+    cut.add_argument("path", help="a trace file or a folder of per-rank traces")
+    cut.add_argument("--steps", type=_steps, help="ProfilerStep range, e.g. 3-4")
+    cut.add_argument("--ranks", type=_ranks, help="ranks to keep, e.g. 0,3")
+    cut.add_argument("--start-us", type=float, help="window start (trace µs)")
+    cut.add_argument("--end-us", type=float, help="window end (trace µs)")
+    cut.add_argument("-o", "--output", required=True, help="output .json.gz (one rank) or folder")
+    cut.add_argument("--force", action="store_true", help="overwrite existing output")
+    cut.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
+    cut.set_defaults(func=run_slice)
+
+
+def run_summary(args: argparse.Namespace) -> int:
+    trace = load_trace(args.path, salvage=args.salvage, rank_map=_rank_map(args.rank_map),
+                       progress=sys.stderr.isatty())
+    summary = TraceAnalyzer(trace).summary(top=args.top)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    for rank, info in summary["ranks"].items():
+        t = info["temporal"]
+        print(f"rank {rank}: {info['file']}")
+        print(f"  steps: " + (", ".join(f"#{s['step']} {s['dur_us'] / 1000:.2f} ms" for s in info["steps"])
+                              or "none (no ProfilerStep annotations)"))
+        kt = info["kernel_time_us"]
+        print(f"  GPU time: compute {kt['compute'] / 1000:.2f} ms, communication {kt['communication'] / 1000:.2f} ms,"
+              f" memory {kt['memory'] / 1000:.2f} ms on streams {info['streams']}")
+        print(f"  GPU span {t['span_us'] / 1000:.2f} ms: idle {t['idle']:.1%}, compute {t['compute']:.1%}, "
+              f"non-compute {t['non_compute']:.1%}")
+        for k in info["top_kernels"][:5]:
+            print(f"    {k['total_us'] / 1000:9.3f} ms  {k['count']:6d}x  {k['class']:<13} {k['name'][:70]}")
+    if summary["straggler"] is not None:
+        print(f"straggler: rank {summary['straggler']}")
+    return 0
+
+
+def run_slice(args: argparse.Namespace) -> int:
+    written = slice_trace(args.path, args.output, steps=args.steps, ranks=args.ranks, start_us=args.start_us,
+                          end_us=args.end_us, force=args.force, rank_map=_rank_map(args.rank_map))
+    for path in written:
+        print(path)
+    return 0

@@ -1,0 +1,161 @@
+"""Turn chunks of trace events into compact columns, and glue the chunks of one rank into a table.
+
+Only complete events (``ph == "X"``) are kept, and only the fields the analyses need. Names and categories
+become integer codes (a pandas Categorical at the end), numbers become numpy arrays: a 300 MB trace ends up as a
+table of a few tens of megabytes. ``parse_chunk`` runs in worker processes, so it uses only orjson and numpy.
+"""
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass
+
+import numpy as np
+import orjson
+import pandas as pd
+
+#: The columns of an event table, in order, with their dtypes (name and cat are categoricals).
+INT_COLUMNS = ("pid", "tid", "stream", "correlation", "external_id", "bytes")
+FLOAT_COLUMNS = ("ts", "dur")
+_EMPTY: dict = {}
+_NAN = float("nan")
+
+
+@dataclass
+class ColumnChunk:
+    """The events of one chunk as arrays; ``names``/``cats`` are the chunk's own code tables."""
+
+    names: list[str]
+    cats: list[str]
+    name_code: np.ndarray
+    cat_code: np.ndarray
+    arrays: dict[str, np.ndarray]
+    n_events: int  # every event in the chunk, X or not
+
+    def __len__(self) -> int:
+        return len(self.name_code)
+
+
+def to_int(value: object, default: int = -1) -> int:
+    """An integer from a trace field that may be an int, a float, a decimal or hex string ("0x0")."""
+    if value.__class__ is int:
+        return value  # type: ignore[return-value]
+    if isinstance(value, str):
+        try:
+            return int(value, 0)
+        except ValueError:
+            try:
+                return int(value)  # leading zeros ("007") are not valid base-0 literals
+            except ValueError:
+                return default
+    if isinstance(value, float) and value == value:
+        return int(value)
+    return default
+
+
+def _ints(values: tuple, n: int) -> np.ndarray:
+    try:
+        return np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        fixed = [v if v.__class__ is int and -2**63 <= v < 2**63 else to_int(v) for v in values]
+        return np.fromiter((v if -2**63 <= v < 2**63 else -1 for v in fixed), dtype=np.int64, count=n)
+
+
+def _floats(values: tuple, n: int) -> np.ndarray:
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return np.fromiter((float(v) if isinstance(v, (int, float)) else float(str(v) or "nan") for v in values),
+                           dtype=np.float64, count=n)
+
+
+def _codes(values: tuple) -> tuple[np.ndarray, list[str]]:
+    codes, uniques = pd.factorize(np.array(values, dtype=object))
+    return codes.astype(np.int32), [str(u) for u in uniques]
+
+
+def parse_chunk(chunk: bytes) -> ColumnChunk:
+    """Parse one array body (``b'{..},{..}'``) into columns; raises ``orjson.JSONDecodeError`` if it is broken."""
+    was_enabled = gc.isenabled()
+    gc.disable()  # millions of fresh dicts would trigger full collections for nothing
+    try:
+        events = orjson.loads(b"[" + chunk + b"]")
+        n_all = len(events)
+        rows = [(e.get("name", ""), e.get("cat") or "", e.get("pid", -1), e.get("tid", -1), e.get("ts", _NAN),
+                 e.get("dur", 0.0), e.get("args") or _EMPTY) for e in events if e.get("ph") == "X"]
+        del events
+        n = len(rows)
+        if n == 0:
+            empty_i, empty_f = np.empty(0, np.int64), np.empty(0, np.float64)
+            arrays = {c: empty_i for c in INT_COLUMNS} | {c: empty_f for c in FLOAT_COLUMNS}
+            return ColumnChunk([], [], np.empty(0, np.int32), np.empty(0, np.int32), arrays, n_all)
+        names, cats, pid, tid, ts, dur, args = zip(*rows)
+        del rows
+        stream, corr, ext, nbytes = zip(*[(a.get("stream", -1), a.get("correlation", -1), a.get("External id", -1),
+                                           a.get("bytes", a.get("size", -1))) for a in args])
+        del args
+        name_code, name_list = _codes(names)
+        cat_code, cat_list = _codes(cats)
+        arrays = {"pid": _ints(pid, n), "tid": _ints(tid, n), "ts": _floats(ts, n), "dur": _floats(dur, n),
+                  "stream": _ints(stream, n), "correlation": _ints(corr, n), "external_id": _ints(ext, n),
+                  "bytes": _ints(nbytes, n)}
+        return ColumnChunk(name_list, cat_list, name_code, cat_code, arrays, n_all)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+class TableBuilder:
+    """Collects the chunks of one rank, in order, and builds its event table."""
+
+    def __init__(self) -> None:
+        self._names: dict[str, int] = {}
+        self._cats: dict[str, int] = {}
+        self._parts: list[ColumnChunk] = []
+        self.n_events = 0
+
+    def add(self, chunk: ColumnChunk) -> None:
+        """Re-code the chunk's names and categories into this rank's tables and keep it."""
+        names = np.fromiter((self._names.setdefault(s, len(self._names)) for s in chunk.names),
+                            dtype=np.int32, count=len(chunk.names))
+        cats = np.fromiter((self._cats.setdefault(s, len(self._cats)) for s in chunk.cats),
+                           dtype=np.int32, count=len(chunk.cats))
+        if len(chunk):
+            chunk.name_code = names[chunk.name_code]
+            chunk.cat_code = cats[chunk.cat_code]
+        chunk.names, chunk.cats = [], []
+        self.n_events += chunk.n_events
+        self._parts.append(chunk)
+
+    def build(self) -> pd.DataFrame:
+        """The rank's event table, sorted by start time (columns are moved out of the chunks one at a time,
+        so the peak stays near one copy of the table)."""
+        parts = self._parts
+        self._parts = []
+        ts = _take(parts, "ts", np.float64)
+        order = np.argsort(ts, kind="stable")
+        data: dict[str, object] = {}
+        names = _cat(parts, "name_code", np.int32)[order]
+        data["name"] = pd.Categorical.from_codes(names, categories=list(self._names)) if self._names \
+            else pd.Categorical([])
+        cats = _cat(parts, "cat_code", np.int32)[order]
+        data["cat"] = pd.Categorical.from_codes(cats, categories=list(self._cats)) if self._cats \
+            else pd.Categorical([])
+        for col in ("pid", "tid"):
+            data[col] = _take(parts, col, np.int64)[order]
+        data["ts"] = ts[order]
+        del ts
+        data["dur"] = _take(parts, "dur", np.float64)[order]
+        for col in ("stream", "correlation", "external_id", "bytes"):
+            data[col] = _take(parts, col, np.int64)[order]
+        return pd.DataFrame(data, copy=False)
+
+
+def _cat(parts: list[ColumnChunk], attr: str, dtype: type) -> np.ndarray:
+    arrays = [getattr(p, attr) for p in parts]
+    return np.concatenate(arrays) if arrays else np.empty(0, dtype=dtype)
+
+
+def _take(parts: list[ColumnChunk], col: str, dtype: type) -> np.ndarray:
+    """Concatenate one column of every chunk, releasing the chunks' copies."""
+    arrays = [p.arrays.pop(col) for p in parts]
+    return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.empty(0, dtype=dtype)

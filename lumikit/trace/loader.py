@@ -1,0 +1,249 @@
+"""Load Kineto/Chrome traces (a file, a ``.json.gz``, or a folder of per-rank files) into per-rank tables.
+
+Files are found and mapped to ranks first (``distributedInfo.rank``, else the file name, else an explicit
+mapping; two files never land silently on one rank), then every file is streamed in chunks that worker processes
+parse in parallel. The result is a :class:`Trace`: one compact event table per rank plus each file's metadata.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import re
+import warnings
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import orjson
+import pandas as pd
+
+from ..errors import TraceError
+from .columns import ColumnChunk, TableBuilder, parse_chunk
+from .reader import CHUNK_BYTES, TraceStream, open_bytes, salvage_hint
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+_RANK_IN_NAME = (
+    re.compile(r"rank[-_]?(\d+)", re.IGNORECASE),
+    re.compile(r"[-_](\d+)\.(?:pt\.)?trace\.json(?:\.gz)?$"),
+    re.compile(r"[-_](\d+)\.json(?:\.gz)?$"),
+)
+
+
+@dataclass
+class RankTrace:
+    """One rank's trace: its event table (complete events only) and the file's top-level metadata."""
+
+    rank: int
+    path: Path
+    events: pd.DataFrame
+    metadata: dict = field(default_factory=dict)
+    n_events: int = 0  # all events in the file, including metadata, flows and instants
+    truncated: bool = False
+
+
+@dataclass
+class Trace:
+    """A loaded trace: ranks in increasing order, each with its table."""
+
+    ranks: dict[int, RankTrace]
+
+    @property
+    def rank_ids(self) -> list[int]:
+        return sorted(self.ranks)
+
+    def __getitem__(self, rank: int) -> RankTrace:
+        try:
+            return self.ranks[rank]
+        except KeyError:
+            raise TraceError(f"rank {rank} is not in this trace (ranks: {self.rank_ids})") from None
+
+    @property
+    def files(self) -> dict[int, Path]:
+        """The rank -> file mapping (what HTA's ``TraceAnalysis(trace_files=...)`` needs)."""
+        return {r: self.ranks[r].path for r in self.rank_ids}
+
+
+def is_trace_name(path: Path) -> bool:
+    """Whether a file name looks like a trace (``.json`` or ``.json.gz``)."""
+    return path.name.endswith(TRACE_SUFFIXES)
+
+
+def rank_from_name(path: Path) -> int | None:
+    """The rank written in a file name (``rank-3``, ``rank3``, ``worker_3.json``), or None."""
+    for pattern in _RANK_IN_NAME:
+        m = pattern.search(path.name)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _head(path: Path, size: int = 1 << 16) -> bytes:
+    with open_bytes(path) as fh:
+        try:
+            return fh.read(size)
+        except (EOFError, OSError):
+            return b""
+
+
+def rank_from_content(path: Path) -> int | None:
+    """``distributedInfo.rank`` from the start of the file (compact or spaced JSON), or None."""
+    head = _head(path)
+    m = re.search(rb'"distributedInfo"\s*:\s*(\{[^{}]*?"rank"\s*:\s*(\d+))', head)
+    return int(m.group(2)) if m else None
+
+
+def looks_like_trace(path: Path) -> bool:
+    """Whether a JSON file is a Chrome trace (has ``traceEvents`` near the top, or is a bare event array)."""
+    head = _head(path).lstrip()
+    return b'"traceEvents"' in head or head[:1] == b"["
+
+
+def find_trace_files(path: Path | str, rank_map: Mapping[int, str | Path] | None = None) -> dict[int, Path]:
+    """Map ranks to trace files under ``path`` (a file or a folder; run folders are searched recursively).
+
+    ``rank_map`` ({rank: file}) overrides discovery. Non-trace JSON files are skipped with a warning; two files
+    claiming one rank raise :class:`TraceError` that tells how to map them explicitly.
+    """
+    if rank_map:
+        files = {int(r): Path(p) for r, p in rank_map.items()}
+        for p in files.values():
+            if not p.is_file():
+                raise TraceError(f"{p}: no such trace file (from the rank mapping)")
+        return dict(sorted(files.items()))
+    root = Path(path)
+    if root.is_file():
+        rank = rank_from_content(root)
+        if rank is None:
+            rank = rank_from_name(root) or 0
+        return {rank: root}
+    if not root.is_dir():
+        raise TraceError(f"{root}: no such file or folder; give a trace file (.json/.json.gz) or a run folder")
+    candidates = sorted(p for p in root.rglob("*") if p.is_file() and is_trace_name(p))
+    found: dict[int, Path] = {}
+    unranked: list[Path] = []
+    for p in candidates:
+        if not looks_like_trace(p):
+            warnings.warn(f"{p}: skipped, not a trace file (no traceEvents)", stacklevel=2)
+            continue
+        rank = rank_from_content(p)
+        if rank is None:
+            rank = rank_from_name(p)
+        if rank is None:
+            unranked.append(p)
+            continue
+        if rank in found:
+            raise TraceError(f"{found[rank]} and {p} both claim rank {rank}; pass an explicit mapping "
+                             f"(rank_map={{0: ..., 1: ...}}, command line: --rank-map 0=FILE,1=FILE) "
+                             f"or move one of them out of {root}")
+        found[rank] = p
+    if unranked:
+        if len(unranked) > 1 or 0 in found:
+            names = ", ".join(p.name for p in unranked)
+            raise TraceError(f"{root}: cannot tell the rank of {names} (no distributedInfo.rank, no rank in the "
+                             f"file name); pass an explicit mapping (rank_map={{0: FILE, 1: FILE}})")
+        found[0] = unranked[0]
+    if not found:
+        raise TraceError(f"{root}: no trace files found (*.json, *.json.gz with traceEvents)")
+    return dict(sorted(found.items()))
+
+
+def _default_workers() -> int:
+    """Parser processes: on a small machine (2 cores) the pool's overhead eats its gain, so parse in-process."""
+    cores = os.cpu_count() or 1
+    return 1 if cores < 4 else min(8, cores - 1)
+
+
+def _expected_bytes(paths: Iterable[Path]) -> int:
+    """Rough uncompressed size of the files (gzip traces shrink about tenfold)."""
+    return sum(p.stat().st_size * (10 if p.name.endswith(".gz") else 1) for p in paths)
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method))
+
+
+def _parse_or_explain(path: Path, chunk: bytes) -> ColumnChunk:
+    try:
+        return parse_chunk(chunk)
+    except orjson.JSONDecodeError as exc:
+        raise TraceError(f"{path}: malformed trace events ({exc}); the file may be truncated or corrupted; "
+                         f"{salvage_hint(path)}") from None
+
+
+def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
+               rank_map: Mapping[int, str | Path] | None = None, salvage: bool = False,
+               workers: int | None = None, progress: bool = False) -> Trace:
+    """Load a trace file or a folder of per-rank traces into per-rank event tables.
+
+    ``ranks`` keeps only those ranks; ``rank_map`` ({rank: file}) names the files explicitly; ``salvage=True``
+    keeps the complete events of a truncated file instead of raising; ``workers`` is the number of parser
+    processes (default: one per core but one, up to 8, from 4 cores on; 1 parses in this process).
+    """
+    files = find_trace_files(path, rank_map)
+    if ranks is not None:
+        wanted = set(int(r) for r in ranks)
+        missing = wanted - set(files)
+        if missing:
+            raise TraceError(f"{path}: no trace for rank(s) {sorted(missing)} (ranks found: {sorted(files)})")
+        files = {r: p for r, p in files.items() if r in wanted}
+    if workers is None:
+        workers = _default_workers() if _expected_bytes(files.values()) > 2 * CHUNK_BYTES else 1
+    workers = max(1, workers)
+    bar = _progress(files, progress)
+    builders = {r: TableBuilder() for r in files}
+    streams = {r: TraceStream(p, salvage=salvage, chunk_bytes=CHUNK_BYTES) for r, p in files.items()}
+    pool: ProcessPoolExecutor | None = None
+    pending: deque[tuple[int, int, Future]] = deque()
+    try:
+        for rank, stream in streams.items():
+            for chunk in stream.chunks():
+                size = len(chunk)
+                if workers == 1:
+                    builders[rank].add(_parse_or_explain(stream.path, chunk))
+                    _tick(bar, size)
+                    continue
+                if pool is None:
+                    pool = _pool(workers)
+                pending.append((rank, size, pool.submit(_parse_or_explain, stream.path, chunk)))
+                del chunk
+                while len(pending) > 2 * workers:
+                    _collect(pending.popleft(), builders, bar)
+        while pending:
+            _collect(pending.popleft(), builders, bar)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        if bar is not None:
+            bar.close()
+    out = {}
+    for rank, stream in streams.items():
+        if stream.truncated:
+            warnings.warn(f"{stream.path}: truncated trace, kept the {builders[rank].n_events} complete events",
+                          stacklevel=2)
+        out[rank] = RankTrace(rank=rank, path=stream.path, events=builders[rank].build(),
+                              metadata=stream.metadata, n_events=builders[rank].n_events,
+                              truncated=stream.truncated)
+    return Trace(out)
+
+
+def _collect(item: tuple[int, int, Future], builders: dict[int, TableBuilder], bar) -> None:
+    rank, size, future = item
+    builders[rank].add(future.result())
+    _tick(bar, size)
+
+
+def _progress(files: Mapping[int, Path], enabled: bool):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    total = _expected_bytes(files.values())
+    return tqdm(total=total, unit="B", unit_scale=True, desc="parsing trace")
+
+
+def _tick(bar, size: int) -> None:
+    if bar is not None:
+        bar.update(size)

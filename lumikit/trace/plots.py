@@ -1,0 +1,115 @@
+"""Pictures of the trace analyses: kernel time by class, per-step timeline by rank and stream, temporal,
+overlap and idle-time charts.
+
+Each function takes a :class:`~lumikit.trace.analyses.TraceAnalyzer` and returns a
+:class:`matplotlib.figure.Figure` (no pyplot state), which a notebook cell shows and a widget embeds.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from .analyses import CLASSES, TraceAnalyzer
+
+CLASS_COLOURS = {"compute": "#1f77b4", "communication": "#d62728", "memory": "#2ca02c"}
+IDLE_COLOURS = {"host_wait_us": "#ff7f0e", "kernel_wait_us": "#9467bd", "other_us": "#7f7f7f"}
+
+
+def kernel_breakdown_bars(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -> Figure:
+    """Stacked bars per rank: GPU time (ms, summed durations) in compute, communication and memory work."""
+    table = analyzer.get_kernel_breakdown(steps)
+    fig = Figure(figsize=(max(4, 1.2 * len(analyzer.ranks) + 2), 3.2))
+    ax = fig.add_subplot()
+    ranks = [str(r) for r in analyzer.ranks]
+    bottom = np.zeros(len(ranks))
+    for k in CLASSES:
+        values = table[table["kclass"] == k].set_index("rank").reindex(analyzer.ranks)["total_us"].fillna(0) / 1e3
+        ax.bar(ranks, values.to_numpy(), bottom=bottom, label=k, color=CLASS_COLOURS[k])
+        bottom += values.to_numpy()
+    ax.set(xlabel="rank", ylabel="GPU time (ms)", title="Kernel time by class")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def step_timeline(analyzer: TraceAnalyzer, rank: int, step: int | None = None) -> Figure:
+    """GPU activities of one rank as bars per (device, stream) lane, coloured by class, with the host's
+    ProfilerStep spans on top; ``step`` zooms to one step (time in ms from its start)."""
+    gpu = analyzer.gpu(rank)
+    steps = analyzer.steps(rank)
+    if step is not None:
+        gpu = gpu[gpu["step"] == step]
+        steps = steps[steps["step"] == step]
+    origin = float(min(steps["start"].min() if len(steps) else np.inf, gpu["ts"].min() if len(gpu) else np.inf))
+    if not np.isfinite(origin):
+        origin = 0.0
+    lanes = sorted({(int(d), int(s)) for d, s in zip(gpu["device"], gpu["stream"])})
+    fig = Figure(figsize=(10, 1.2 + 0.45 * (len(lanes) + 1)))
+    ax = fig.add_subplot()
+    for row, (_, s) in enumerate(steps.iterrows()):
+        ax.broken_barh([((s["start"] - origin) / 1e3, s["dur"] / 1e3)], (len(lanes) - 0.4, 0.8),
+                       facecolors="#dddddd", edgecolors="#888888")
+        ax.text((s["start"] - origin) / 1e3, len(lanes), f" step {int(s['step'])}", va="center", fontsize="small")
+    for lane, (device, stream) in enumerate(lanes):
+        g = gpu[(gpu["device"] == device) & (gpu["stream"] == stream)]
+        for k in CLASSES:
+            part = g[g["kclass"] == k]
+            if len(part):
+                spans = list(zip(((part["ts"] - origin) / 1e3).to_numpy(), (part["dur"] / 1e3).to_numpy()))
+                ax.broken_barh(spans, (lane - 0.4, 0.8), facecolors=CLASS_COLOURS[k])
+    ax.set_yticks(range(len(lanes) + 1), [f"GPU {d} stream {s}" for d, s in lanes] + ["host steps"])
+    ax.set_xlabel("time (ms)" + (f" from the start of step {step}" if step is not None else ""))
+    ax.set_title(f"Rank {rank}" + (f", step {step}" if step is not None else ""))
+    ax.legend(handles=[Patch(color=CLASS_COLOURS[k], label=k) for k in CLASSES], fontsize="small",
+              loc="upper right")
+    fig.tight_layout()
+    return fig
+
+
+def temporal_bars(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -> Figure:
+    """Stacked shares per rank of idle, compute and non-compute time over the GPU span."""
+    table = analyzer.get_temporal_breakdown(steps).set_index("rank")
+    fig = Figure(figsize=(max(4, 1.2 * len(analyzer.ranks) + 2), 3.2))
+    ax = fig.add_subplot()
+    ranks = [str(r) for r in table.index]
+    bottom = np.zeros(len(ranks))
+    for key, colour in (("compute", CLASS_COLOURS["compute"]), ("non_compute", "#bcbd22"), ("idle", "#cccccc")):
+        values = 100 * table[f"{key}_fraction"].to_numpy()
+        ax.bar(ranks, values, bottom=bottom, label=key.replace("_", "-"), color=colour)
+        bottom += values
+    ax.set(xlabel="rank", ylabel="% of GPU span", ylim=(0, 100), title="Where the GPU time goes")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def overlap_chart(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -> Figure:
+    """Per rank, the share of communication time overlapped by computation (higher is better)."""
+    table = analyzer.get_comm_comp_overlap(steps)
+    fig = Figure(figsize=(max(4, 1.2 * len(analyzer.ranks) + 2), 3.0))
+    ax = fig.add_subplot()
+    ax.bar([str(r) for r in table["rank"]], 100 * table["overlap"].fillna(0).to_numpy(), color="#d62728")
+    ax.set(xlabel="rank", ylabel="% of communication overlapped", ylim=(0, 100),
+           title="Communication hidden behind computation")
+    fig.tight_layout()
+    return fig
+
+
+def idle_chart(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -> Figure:
+    """Idle time (ms) per rank and stream, split into waiting for the host, between kernels, and other."""
+    table = analyzer.get_idle_time_breakdown(steps)
+    labels = [f"r{r} s{s}" for r, s in zip(table["rank"], table["stream"])]
+    fig = Figure(figsize=(max(4, 0.9 * len(labels) + 2), 3.2))
+    ax = fig.add_subplot()
+    bottom = np.zeros(len(labels))
+    for key, colour in IDLE_COLOURS.items():
+        values = table[key].to_numpy(dtype=float) / 1e3
+        ax.bar(labels, values, bottom=bottom, label=key.removesuffix("_us").replace("_", " "), color=colour)
+        bottom += values
+    ax.set(xlabel="rank / stream", ylabel="idle time (ms)", title="Why the GPU waits")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig

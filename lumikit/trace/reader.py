@@ -1,0 +1,208 @@
+"""Streaming reader of Chrome/Kineto trace files: header, ``traceEvents`` in parseable chunks, trailer.
+
+Parsing a whole trace with one ``json.loads`` costs five to seven times the file size in memory. This reader
+splits the ``traceEvents`` array at event boundaries into chunks of a few megabytes that can be parsed one at a
+time (or in parallel), so memory stays flat whatever the file size. It also recognises truncated files (a job
+killed mid-write) and, on request, keeps the complete events of such a file.
+"""
+from __future__ import annotations
+
+import gzip
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Iterator
+
+import orjson
+
+from ..errors import TraceError
+
+CHUNK_BYTES = 2 << 20
+BLOCK_BYTES = 1 << 20
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+# A boundary between two events: "}" "," "{" followed by a key that starts an event. A quote cannot appear
+# unescaped inside a JSON string, so this never matches inside a kernel name such as "{lambda()#1}, {...}".
+_BOUNDARY = re.compile(rb'\}\s*,\s*\{\s*"(?:ph|name|cat|pid|tid|ts|dur|args|id)"\s*:')
+_MAX_END_TRIES = 64
+
+
+def salvage_hint(path: Path | str) -> str:
+    """The sentence that tells a learner how to keep what a truncated trace still holds."""
+    return (f"load it with salvage=True (command line: --salvage) to keep the complete events, "
+            f"or re-run the profiled job to get a complete {Path(path).name}")
+
+
+def open_bytes(path: Path) -> BinaryIO:
+    """Open a trace file for binary reading, decompressing gzip transparently (detected by magic bytes)."""
+    fh = open(path, "rb")
+    magic = fh.read(2)
+    fh.seek(0)
+    if magic == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
+    return fh
+
+
+@dataclass
+class TraceStream:
+    """One trace file read as a stream: ``chunks()`` yields array bodies (``b'{..},{..}'``), each parseable
+    as ``orjson.loads(b"[" + chunk + b"]")``; ``metadata`` holds the top-level keys other than ``traceEvents``
+    (complete once ``chunks()`` is exhausted); ``truncated`` tells whether events were salvaged."""
+
+    path: Path
+    salvage: bool = False
+    chunk_bytes: int = CHUNK_BYTES
+    metadata: dict = field(default_factory=dict)
+    truncated: bool = False
+
+    def chunks(self) -> Iterator[bytes]:
+        with open_bytes(self.path) as fh:
+            yield from self._chunks(fh)
+
+    # -- internals -------------------------------------------------------------------------------------
+    def _read(self, fh: BinaryIO) -> tuple[bytes, bool]:
+        try:
+            block = fh.read(BLOCK_BYTES)
+        except EOFError:  # gzip stream cut short
+            return b"", True
+        except (OSError, gzip.BadGzipFile) as exc:
+            raise TraceError(f"{self.path}: cannot read the file ({exc}); {salvage_hint(self.path)}") from exc
+        return block, not block
+
+    def _chunks(self, fh: BinaryIO) -> Iterator[bytes]:
+        buf, eof = b"", False
+        bare = False
+        while True:
+            block, eof = self._read(fh)
+            buf += block
+            m = _EVENTS_KEY.search(buf)
+            if m:
+                self.metadata.update(self._parse_header(buf[:m.start()]))
+                buf = buf[m.end():]
+                break
+            stripped = buf.lstrip()
+            if stripped[:1] == b"[":  # a bare JSON array of events is a valid Chrome trace too
+                bare = True
+                buf = stripped[1:]
+                break
+            if eof or (stripped[:1] not in (b"{", b"") and len(buf) > 0):
+                raise TraceError(f"{self.path}: not a Chrome/Kineto trace (no \"traceEvents\" array); "
+                                 f"point the loader at the profiler's *.pt.trace.json(.gz) files")
+        while not eof:
+            block, eof = self._read(fh)
+            buf += block
+            while len(buf) >= self.chunk_bytes:
+                cut = _last_boundary(buf)
+                if cut is None:
+                    break  # one event larger than a chunk: read on
+                yield buf[:cut + 1]
+                buf = buf[cut + 1:]
+                buf = buf[buf.index(b"{"):]
+        yield from self._finish(buf, bare)
+
+    def _parse_header(self, head: bytes) -> dict:
+        text = head.strip().rstrip(b",")
+        if not text.startswith(b"{"):
+            return {}
+        try:
+            return orjson.loads(text + b"}") if text != b"{" else {}
+        except orjson.JSONDecodeError:
+            return {}
+
+    def _finish(self, buf: bytes, bare: bool) -> Iterator[bytes]:
+        """The last events and the trailer; detects truncation."""
+        pos = len(buf)
+        for _ in range(_MAX_END_TRIES):
+            pos = buf.rfind(b"]", 0, pos)
+            if pos < 0:
+                break
+            trailer = _parse_trailer(buf[pos + 1:], bare)
+            if trailer is None:
+                continue
+            body = buf[:pos].strip()
+            if body and not _last_event_complete(body):
+                continue
+            if b"[" in buf[pos + 1:] and not _parses(body):  # arrays after the events make the end ambiguous
+                continue
+            self.metadata.update(trailer)
+            if body:
+                yield body
+            return
+        if not self.salvage:
+            raise TraceError(f"{self.path}: the trace is truncated (the traceEvents array never closes; the job "
+                             f"was probably stopped while writing it); {salvage_hint(self.path)}")
+        self.truncated = True
+        body = _complete_prefix(buf)
+        if body:
+            yield body
+
+
+def _parse_trailer(rest: bytes, bare: bool) -> dict | None:
+    """The keys after the ``traceEvents`` array, or None when ``rest`` is not a valid ending."""
+    text = rest.strip()
+    if bare:
+        return {} if text == b"" else None
+    if text == b"}":
+        return {}
+    if not text.startswith(b","):
+        return None
+    try:
+        value = orjson.loads(b"{" + text[1:].lstrip())
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _parses(body: bytes) -> bool:
+    try:
+        orjson.loads(b"[" + body + b"]")
+        return True
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _last_event_complete(body: bytes) -> bool:
+    """Whether the last event of an array body parses (a cheap check instead of parsing the whole body)."""
+    if not body.endswith(b"}"):
+        return False
+    cut = _last_boundary(body)
+    last = body if cut is None else body[body.index(b"{", cut + 1):]
+    try:
+        return isinstance(orjson.loads(last), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _last_boundary(buf: bytes) -> int | None:
+    """Index of the closing brace of the last complete event in ``buf`` (None when there is none)."""
+    window = 1 << 20
+    start = max(0, len(buf) - window)
+    while True:
+        last = None
+        for last in _BOUNDARY.finditer(buf, start):
+            pass
+        if last is not None:
+            return last.start()
+        if start == 0:
+            return None
+        start = max(0, start - 4 * window)
+
+
+def _complete_prefix(buf: bytes) -> bytes:
+    """The longest run of complete events at the start of a truncated array body."""
+    ends = [m.start() for m in _BOUNDARY.finditer(buf)]
+    for end in reversed(ends[-_MAX_END_TRIES:]):
+        body = buf[:end + 1].strip()
+        try:
+            orjson.loads(b"[" + body + b"]")
+            return body
+        except orjson.JSONDecodeError:
+            continue
+    return b""
+
+
+def read_metadata(path: Path) -> dict:
+    """Top-level keys of a trace (``distributedInfo``, ``deviceProperties`` ...) without building its tables."""
+    stream = TraceStream(Path(path), salvage=True)
+    for _ in stream.chunks():
+        pass
+    return stream.metadata

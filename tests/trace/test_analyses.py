@@ -1,0 +1,135 @@
+"""Analyses on hand-written traces with known answers, and on generated ROCm/CUDA runs."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from lumikit.trace.analyses import TraceAnalyzer
+from lumikit.trace.loader import load_trace
+from lumikit.trace.metrics import intersection_length, merge_intervals
+from lumikit.trace.synth import event as x
+from lumikit.trace.synth import write_events
+from lumikit.trace.tables import gpu_table, is_launch_name
+
+import numpy as np
+
+
+@pytest.fixture()
+def small(tmp_path) -> TraceAnalyzer:
+    """One step [0, 100) on the host; GPU (stream 0, ROCm style): compute [10,20) and [15,25), comm [30,40)
+    overlapping compute [35,45), a memcpy [50,55); launches via HIP names with known host times."""
+    ev = [
+        x("ProfilerStep#3", "user_annotation", 0, 100),
+        x("hipLaunchKernel", "cuda_runtime", 1, 2, stream="0x0", correlation=1),
+        x("hipExtModuleLaunchKernel", "cuda_runtime", 12, 2, stream="0x0", correlation=2),
+        x("hipLaunchKernel", "cuda_runtime", 20, 2, stream="0x0", correlation=3),
+        x("hipModuleLaunchKernel", "cuda_runtime", 21, 2, stream="0x0", correlation=4),
+        x("hipMemcpyAsync", "cuda_runtime", 48, 1, stream="0x0", correlation=5),
+        x("Cijk_Alik_gemm", "kernel", 10, 10, pid=2, tid=0, stream=0, correlation=1),
+        x("elementwise_kernel", "kernel", 15, 10, pid=2, tid=1, stream=1, correlation=2),
+        x("ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)", "kernel", 30, 10, pid=2, tid=2, stream=2,
+          correlation=3),
+        x("Cijk_Alik_gemm", "kernel", 35, 10, pid=2, tid=0, stream=0, correlation=4),
+        x("Memcpy HtoD (Host -> Device)", "gpu_memcpy", 50, 5, pid=2, tid=0, stream=0, correlation=5),
+        x("hipDeviceSynchronize", "cuda_runtime", 60, 1),
+    ]
+    return TraceAnalyzer(load_trace(write_events(tmp_path / "t.json", ev)))
+
+
+def test_intervals_merge_and_intersect():
+    s, e = merge_intervals(np.array([0.0, 5, 20]), np.array([10.0, 12, 30]))
+    assert s.tolist() == [0, 20] and e.tolist() == [12, 30]
+    assert intersection_length((np.array([0.0]), np.array([10.0])), (np.array([5.0]), np.array([20.0]))) == 5
+
+
+def test_temporal_breakdown_uses_the_gpu_span(small):
+    t = small.get_temporal_breakdown().iloc[0]
+    # span 10..55 = 45; busy = [10,25) + [30,45) + [50,55) = 35; compute = [10,25) + [35,45) = 25
+    assert t["span_us"] == 45 and t["idle_us"] == 10 and t["compute_us"] == 25 and t["non_compute_us"] == 10
+    assert t["idle_fraction"] == pytest.approx(10 / 45)
+
+
+def test_comm_comp_overlap(small):
+    assert small.get_comm_comp_overlap()["overlap"].tolist() == [0.5]  # comm [30,40) meets compute from 35
+
+
+def test_kernel_breakdown_by_class(small):
+    k = small.get_kernel_breakdown().set_index("kclass")
+    assert k.loc["compute", "total_us"] == 30 and k.loc["communication", "total_us"] == 10
+    assert k.loc["memory", "count"] == 1 and k.loc["compute", "count"] == 3
+    top = small.get_top_kernels(1).iloc[0]
+    assert (top["name"], top["count"], top["total_us"]) == ("Cijk_Alik_gemm", 2, 20)
+
+
+def test_stream_zero_kernels_belong_to_their_step(small):
+    gpu = small.gpu(0)
+    assert (gpu["step"] == 3).all() and (gpu[gpu["stream"] == 0]["kclass"] == "compute").sum() == 2
+    steps = small.get_step_times().iloc[0]
+    assert steps["gpu_activities"] == 5 and steps["gpu_busy_us"] == 35
+
+
+def test_launch_delays_join_hip_launches_by_correlation(small):
+    d = small.get_kernel_launch_delays().set_index("launch_name")
+    assert set(d.index) == {"hipLaunchKernel", "hipExtModuleLaunchKernel", "hipModuleLaunchKernel", "hipMemcpyAsync"}
+    # gemm launched at 1..3, starts at 10: 7 µs; hipModuleLaunchKernel 21..23 -> 35: 12 µs
+    assert d.loc["hipModuleLaunchKernel", "launch_delay"] == 12
+    assert sorted(d["launch_delay"]) == [1, 1, 7, 8, 12]
+
+
+@pytest.mark.parametrize("name, expected", [("hipLaunchKernel", True), ("hipExtLaunchKernel", True),
+                                            ("hipGraphLaunch", True), ("cudaLaunchKernelExC", True),
+                                            ("cuLaunchKernel", True), ("hipMemcpyWithStream", True),
+                                            ("hipGetDevicePropertiesR0600", False), ("cudaStreamSynchronize", False)])
+def test_launch_names(name, expected):
+    assert is_launch_name(name) is expected
+
+
+def test_idle_breakdown_host_wait_kernel_wait_other(tmp_path):
+    ev = [
+        x("cudaLaunchKernel", "cuda_runtime", 0, 1, correlation=1),
+        x("cudaLaunchKernel", "cuda_runtime", 2, 1, correlation=2),   # queued early: gap is kernel wait
+        x("cudaLaunchKernel", "cuda_runtime", 60, 1, correlation=3),  # host late: host wait
+        x("k1", "kernel", 5, 10, pid=0, tid=7, stream=7, correlation=1),
+        x("k2", "kernel", 20, 10, pid=0, tid=7, stream=7, correlation=2),
+        x("k3", "kernel", 70, 10, pid=0, tid=7, stream=7, correlation=3),
+        x("k4", "kernel", 200, 10, pid=0, tid=7, stream=7),  # no launch found, long gap: other
+    ]
+    a = TraceAnalyzer(load_trace(write_events(tmp_path / "t.json", ev)))
+    row = a.get_idle_time_breakdown().iloc[0]
+    assert (row["kernel_wait_us"], row["host_wait_us"], row["other_us"]) == (5, 40, 120)
+
+
+def test_generated_rocm_run(rocm_run):
+    a = TraceAnalyzer.from_path(rocm_run)
+    assert a.get_profiler_steps() == [10, 11, 12, 13]
+    for r in a.ranks:
+        gpu = a.gpu(r)
+        assert (gpu["step"] >= 10).all()  # every GPU activity, stream 0 included, has its step
+        assert set(gpu["stream"]) == {0, 2}
+        assert set(gpu["launch_name"]) >= {"hipLaunchKernel", "hipExtModuleLaunchKernel", "hipModuleLaunchKernel"}
+    assert a.get_straggler() == 1
+    s = a.get_stragglers().set_index("rank")
+    assert s.loc[0, "mean_comm_us"] > s.loc[1, "mean_comm_us"]  # rank 0 waits in the all-reduce for rank 1
+
+
+def test_steps_from_the_launch_when_the_gpu_has_no_step_annotation(cuda_run):
+    a = TraceAnalyzer.from_path(cuda_run)
+    gpu = a.gpu(0)
+    assert sorted(gpu["step"].unique()) == [10, 11, 12]
+    assert set(gpu["stream"]) == {7, 20}
+    per_step = gpu.groupby("step").size()
+    assert per_step.nunique() == 1  # identical steps, identical counts
+
+
+def test_summary_is_json_ready(rocm_run):
+    import json
+
+    s = TraceAnalyzer.from_path(rocm_run).summary(top=3)
+    text = json.dumps(s)
+    r0 = s["ranks"]["0"]
+    assert [x["step"] for x in r0["steps"]] == [10, 11, 12, 13]
+    assert r0["kernel_time_us"]["compute"] > 0 and len(r0["top_kernels"]) == 3
+    t = r0["temporal"]
+    assert math.isclose(t["idle"] + t["compute"] + t["non_compute"], 1.0, abs_tol=1e-3)
+    assert s["straggler"] == 1 and "NaN" not in text

@@ -1,0 +1,115 @@
+"""Loading traces: ranks, formats, chunking, truncation and salvage."""
+from __future__ import annotations
+
+import gzip
+import warnings
+
+import pytest
+
+from lumikit.errors import TraceError
+from lumikit.trace import loader
+from lumikit.trace.loader import find_trace_files, load_trace, rank_from_name
+from lumikit.trace.synth import event as x
+from lumikit.trace.synth import write_events
+
+
+def test_rank_comes_from_distributed_info_even_in_compact_json(tmp_path):
+    # HTA's regex needs '"rank": N' with a space; compact JSON must still give the right rank
+    write_events(tmp_path / "a.json", [x("aten::mm", "cpu_op", 0, 1)], rank=1, compact=True)
+    write_events(tmp_path / "b.json", [x("aten::mm", "cpu_op", 0, 1)], rank=0, compact=False)
+    files = find_trace_files(tmp_path)
+    assert {r: p.name for r, p in files.items()} == {0: "b.json", 1: "a.json"}
+
+
+@pytest.mark.parametrize("name, rank", [("rank-3.json", 3), ("worker_rank7.pt.trace.json.gz", 7),
+                                        ("trace_5.json", 5), ("host.1234.pt.trace.json", None)])
+def test_rank_from_file_name(tmp_path, name, rank):
+    assert rank_from_name(tmp_path / name) == rank
+
+
+def test_two_files_on_one_rank_is_an_error_unless_mapped(tmp_path):
+    a = write_events(tmp_path / "a.json", [x("k", "cpu_op", 0, 1)], rank=0)
+    b = write_events(tmp_path / "b.json", [x("k", "cpu_op", 0, 1)], rank=0)
+    with pytest.raises(TraceError, match="both claim rank 0.*explicit mapping"):
+        find_trace_files(tmp_path)
+    assert find_trace_files(tmp_path, rank_map={0: a, 1: b}) == {0: a, 1: b}
+
+
+def test_non_trace_json_in_the_folder_is_skipped_with_a_warning(tmp_path):
+    write_events(tmp_path / "rank0.json", [x("k", "cpu_op", 0, 1)], rank=0)
+    (tmp_path / "config.json").write_text('{"lr": 0.1}')
+    with pytest.warns(UserWarning, match="config.json: skipped, not a trace"):
+        files = find_trace_files(tmp_path)
+    assert list(files) == [0]
+
+
+def test_stream_ids_as_hex_strings_and_integers(tmp_path):
+    events = [x("hipLaunchKernel", "cuda_runtime", 0, 5, stream="0x0", correlation=7),
+              x("Cijk_gemm", "kernel", 6, 10, pid=2, tid=0, stream=0, correlation=7),
+              x("nccl", "kernel", 6, 10, pid=2, tid=3, stream="0x3", correlation=8)]
+    table = load_trace(write_events(tmp_path / "t.json", events)).ranks[0].events
+    assert table["stream"].tolist() == [0, 0, 3]
+    assert table["correlation"].tolist() == [7, 7, 8]
+
+
+def test_small_chunks_and_parallel_workers_give_the_same_table(rocm_run, monkeypatch):
+    whole = load_trace(rocm_run, workers=1)
+    monkeypatch.setattr(loader, "CHUNK_BYTES", 8192)  # about 40 chunks per rank
+    chunked = load_trace(rocm_run, workers=2)
+    for r in (0, 1):
+        assert chunked[r].events.equals(whole[r].events)
+        assert chunked[r].metadata["distributedInfo"]["rank"] == r
+    assert len(whole[0].events) > 300
+
+
+def test_lambda_braces_in_kernel_names_do_not_split_events(tmp_path, monkeypatch):
+    name = "void k<{lambda()#1}, {lambda()#2}>(int), {\"ph\"}"
+    events = [x(name, "kernel", i, 1, pid=0, tid=0, stream=0) for i in range(200)]
+    path = write_events(tmp_path / "t.json", events)
+    monkeypatch.setattr(loader, "CHUNK_BYTES", 1024)
+    table = load_trace(path, workers=1)[0].events
+    assert len(table) == 200 and set(table["name"].astype(str)) == {name}
+
+
+def test_gzip_and_plain_files_load_the_same(rocm_run, tmp_path):
+    plain = rocm_run / "rank0.synthetic.pt.trace.json"
+    packed = tmp_path / "rank0.pt.trace.json.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert load_trace(packed)[0].events.equals(load_trace(plain)[0].events)
+
+
+def test_truncated_file_says_so_and_salvage_keeps_complete_events(rocm_run, tmp_path):
+    data = (rocm_run / "rank0.synthetic.pt.trace.json").read_bytes()
+    cut = tmp_path / "rank0.json"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(TraceError, match="truncated.*salvage=True"):
+        load_trace(cut)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        salvaged = load_trace(cut, salvage=True)[0]
+    full = load_trace(rocm_run / "rank0.synthetic.pt.trace.json")[0].events
+    assert salvaged.truncated
+    kept = salvaged.events
+    assert 0.4 * len(full) < len(kept) < 0.6 * len(full)
+    # the kept events are exactly the first ones of the complete file
+    assert kept["ts"].max() <= full["ts"].max()
+    assert kept["correlation"].isin(full["correlation"]).all()
+
+
+def test_truncated_gzip_is_reported_too(rocm_run, tmp_path):
+    packed = gzip.compress((rocm_run / "rank1.synthetic.pt.trace.json").read_bytes())
+    cut = tmp_path / "rank1.json.gz"
+    cut.write_bytes(packed[: len(packed) // 2])
+    with pytest.raises(TraceError, match="truncated"):
+        load_trace(cut)
+
+
+def test_not_a_trace_is_a_clear_error(tmp_path):
+    (tmp_path / "x.json").write_text('{"lr": 0.1}')
+    with pytest.raises(TraceError, match="not a Chrome/Kineto trace"):
+        load_trace(tmp_path / "x.json")
+
+
+def test_unknown_rank_request_names_the_ranks_found(rocm_run):
+    with pytest.raises(TraceError, match=r"rank\(s\) \[5\].*ranks found: \[0, 1\]"):
+        load_trace(rocm_run, ranks=[5])
