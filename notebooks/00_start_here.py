@@ -45,7 +45,8 @@ from lumikit.config import config_path, load_config
 
 cfg = load_config()
 print(f"config file: {config_path()} ({'found' if cfg.source else 'not there'})")
-print(f"account: {cfg.account or '(not set: add account = \"project_4650XXXXX\" to the file)'}")
+missing = '(not set: add account = "project_4650XXXXX" to the file)'
+print(f"account: {cfg.account or missing}")
 print(f"reservation: {cfg.reservation or '(none)'}")
 
 # %% [markdown]
