@@ -6,7 +6,6 @@ returns a pandas table; ``summary()`` gathers the headline numbers as plain JSON
 """
 from __future__ import annotations
 
-from functools import cached_property
 from pathlib import Path
 from typing import Iterable
 
@@ -14,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .loader import Trace, load_trace
-from .metrics import comm_comp_overlap, idle_breakdown, temporal_breakdown
+from .metrics import comm_comp_overlap, idle_breakdown, temporal_breakdown, union_length
 from .tables import gpu_table, launch_table, step_table
 
 CLASSES = ("compute", "communication", "memory")
@@ -35,6 +34,7 @@ class TraceAnalyzer:
 
     @property
     def ranks(self) -> list[int]:
+        """The ranks of the trace, in increasing order."""
         return self.trace.rank_ids
 
     def gpu(self, rank: int) -> pd.DataFrame:
@@ -220,8 +220,6 @@ class TraceAnalyzer:
 
 
 def _busy(gpu: pd.DataFrame) -> float:
-    from .metrics import union_length
-
     return union_length(gpu["ts"].to_numpy(), gpu["end"].to_numpy())
 
 

@@ -51,6 +51,7 @@ class Trace:
 
     @property
     def rank_ids(self) -> list[int]:
+        """The ranks, in increasing order."""
         return sorted(self.ranks)
 
     def __getitem__(self, rank: int) -> RankTrace:

@@ -55,6 +55,7 @@ class TraceStream:
     truncated: bool = False
 
     def chunks(self) -> Iterator[bytes]:
+        """The ``traceEvents`` array in chunks of whole events (about ``chunk_bytes`` each)."""
         with open_bytes(self.path) as fh:
             yield from self._chunks(fh)
 

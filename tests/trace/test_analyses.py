@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from lumikit.trace.analyses import TraceAnalyzer
@@ -10,9 +11,7 @@ from lumikit.trace.loader import load_trace
 from lumikit.trace.metrics import intersection_length, merge_intervals
 from lumikit.trace.synth import event as x
 from lumikit.trace.synth import write_events
-from lumikit.trace.tables import gpu_table, is_launch_name
-
-import numpy as np
+from lumikit.trace.tables import is_launch_name
 
 
 @pytest.fixture()
