@@ -21,7 +21,9 @@ lab: venv
 # Unit, conformance, integration and browser tests, then every notebook of the workbook under nbval.
 test: venv
 	$(PY) -m pytest
-	$(PY) -m pytest --nbval-lax --nbval-sanitize-with tests/nbval_sanitize.cfg --durations=0 -p no:randomly notebooks
+	[ -z "$(wildcard notebooks/*.ipynb)" ] || $(PY) -m pytest --nbval-lax --nbval-current-env --nbval-cell-timeout=90 \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg --durations=0 -p no:cacheprovider notebooks/
+	$(VENV)/bin/lumikit verify
 
 unit: venv
 	$(PY) -m pytest -m "not slurm and not browser and not notebooks"
