@@ -151,9 +151,8 @@ def find_trace_files(path: Path | str, rank_map: Mapping[int, str | Path] | None
 
 
 def _default_workers() -> int:
-    """Parser processes: on a small machine (2 cores) the pool's overhead eats its gain, so parse in-process."""
-    cores = os.cpu_count() or 1
-    return 1 if cores < 4 else min(8, cores - 1)
+    """Parser processes: one per core, at most 8 (the reading process itself mostly waits)."""
+    return max(1, min(8, os.cpu_count() or 1))
 
 
 def _expected_bytes(paths: Iterable[Path]) -> int:
@@ -181,7 +180,7 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
 
     ``ranks`` keeps only those ranks; ``rank_map`` ({rank: file}) names the files explicitly; ``salvage=True``
     keeps the complete events of a truncated file instead of raising; ``workers`` is the number of parser
-    processes (default: one per core but one, up to 8, from 4 cores on; 1 parses in this process).
+    processes (default: one per core, up to 8; 1 parses in this process).
     """
     files = find_trace_files(path, rank_map)
     if ranks is not None:
