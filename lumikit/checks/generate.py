@@ -13,10 +13,8 @@ import ast
 import copy
 import hashlib
 import json
-import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -25,6 +23,7 @@ import jupytext
 import nbformat
 from nbformat import NotebookNode
 
+from ..files import write_atomic
 from ..errors import LumikitError, ParseError
 from .conventions import EXERCISE_TAG, NOTEBOOK_FILE, SOLUTION_TAG
 
@@ -225,21 +224,10 @@ def generate(solutions_dir: Path, exercises_dir: Path) -> list[Path]:
     for item in planned_files(solutions_dir, exercises_dir):
         if item.path.exists() and item.path.read_text(encoding="utf-8") == item.text:
             continue
-        _write_atomically(item.path, item.text)
+        write_atomic(item.path, item.text)
         written.append(item.path)
     return written
 
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def main(argv: Sequence[str] | None = None) -> int:
