@@ -3,27 +3,37 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import LumikitError
 
 
-def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> Path:
-    """Write to a temporary file beside ``path`` and rename it into place (readers never see half a file)."""
+@contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path beside ``path`` to write (streaming writers, ``torch.save``); on success it is
+    renamed into place, on any error removed, so readers never see half a file and nothing old is lost."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    data = text.encode() if isinstance(text, str) else text
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        yield Path(tmp)
         os.replace(tmp, p)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return p
+
+
+def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> Path:
+    """Write ``text`` to ``path`` through :func:`atomic_path` (flushed to disk before the rename)."""
+    data = text.encode() if isinstance(text, str) else text
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return Path(path)
 
 
 def write_new(path: str | os.PathLike[str], text: str | bytes, *, force: bool = False) -> Path:

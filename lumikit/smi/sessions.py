@@ -18,6 +18,7 @@ from typing import IO, Iterable, Sequence
 import pandas as pd
 
 from ..errors import LumikitError, ParseError
+from ..files import write_atomic
 from .model import DEVICE_FIELDS, Snapshot
 from .parse import parse_smi
 
@@ -169,10 +170,7 @@ def write_session(session: Session, path: str | os.PathLike[str], *, force: bool
     if p.exists() and not force:
         raise LumikitError(f"{p} exists; choose another name or pass force=True (--force) to overwrite it")
     data = session_bytes(session, gzip_it=p.name.endswith(".gz"))
-    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, p)
-    return p
+    return write_atomic(p, data)
 
 
 class SessionWriter:

@@ -8,7 +8,6 @@ JSON, atomically, never over an existing file unless asked.
 from __future__ import annotations
 
 import gzip
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -16,6 +15,7 @@ from typing import Iterable, Mapping
 import orjson
 
 from ..errors import TraceError
+from ..files import atomic_path
 from .loader import Trace, load_trace
 from .reader import TraceStream
 from .tables import gpu_table, step_table
@@ -64,10 +64,8 @@ def write_slice(src: Path, out: Path, window: Window, *, force: bool = False) ->
     if out.exists() and not force:
         raise TraceError(f"{out} exists; pass force=True (command line: --force) to overwrite it")
     stream = TraceStream(Path(src))
-    tmp = out.with_name(out.name + ".part")
-    out.parent.mkdir(parents=True, exist_ok=True)
     kept = 0
-    try:
+    with atomic_path(out) as tmp:
         chunks = stream.chunks()
         first_chunk = next(chunks, b"")  # reading the first chunk fills the metadata written before the events
         with gzip.open(tmp, "wb", compresslevel=6) as fh:
@@ -85,10 +83,6 @@ def write_slice(src: Path, out: Path, window: Window, *, force: bool = False) ->
                         first = False
                         kept += 1
             fh.write(b"\n],\n" + b'"traceName": ' + orjson.dumps(str(out)) + b"\n}\n")
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
     return kept
 
 

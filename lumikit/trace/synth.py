@@ -9,7 +9,6 @@ straggler (a slow data loader): the other ranks then wait longer in their all-re
 from __future__ import annotations
 
 import gzip
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
@@ -17,6 +16,7 @@ from typing import IO, Iterator
 import orjson
 
 from ..errors import TraceError
+from ..files import atomic_path
 
 
 @dataclass(frozen=True)
@@ -253,14 +253,12 @@ def write_synthetic(out_dir: Path | str, spec: SynthSpec = SynthSpec(), *, force
         path = out / rank_file_name(rank, spec.gzip)
         if path.exists() and not force:
             raise TraceError(f"{path} exists; pass force=True to overwrite it or choose another folder")
-        tmp = path.with_name(path.name + ".part")
-        with open(tmp, "wb") as raw:
+        with atomic_path(path) as tmp, open(tmp, "wb") as raw:
             fh: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=3) if spec.gzip else raw
             for piece in iter_rank_bytes(spec, rank):
                 fh.write(piece)
             if spec.gzip:
                 fh.close()
-        os.replace(tmp, path)
         paths.append(path)
     return paths
 

@@ -5,12 +5,11 @@ the data order (seed, world size, batch size, model size); a mismatch is refused
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import SpecError
+from ..files import atomic_path
 
 FORMAT = "lumikit-workload-checkpoint/1"
 # Settings that must match between the run that saved and the run that resumes.
@@ -21,16 +20,8 @@ def save_checkpoint(path: Path, state: Mapping[str, Any]) -> None:
     """Write ``state`` (torch-serialisable) to ``path`` via a temporary file and a rename."""
     import torch
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         torch.save({"format": FORMAT, **state}, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def load_checkpoint(path: Path, map_location: str | None = "cpu") -> dict[str, Any]:
