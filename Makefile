@@ -18,12 +18,10 @@ $(STAMP): pyproject.toml
 lab: venv
 	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --notebook-dir=notebooks
 
-# Unit, conformance, integration and browser tests, then every notebook of the workbook under nbval.
+# Unit, conformance, integration and browser tests, then the whole workbook (lessons, solutions, exercises), timed.
 test: venv
 	$(PY) -m pytest
-	[ -z "$(wildcard notebooks/*.ipynb)" ] || $(PY) -m pytest --nbval-lax --nbval-current-env --nbval-cell-timeout=90 \
-		--nbval-sanitize-with tests/nbval_sanitize.cfg --durations=0 -p no:cacheprovider notebooks/
-	$(VENV)/bin/lumikit verify
+	PY=$(PY) bash scripts/run-workbook.sh
 
 unit: venv
 	$(PY) -m pytest -m "not slurm and not browser and not notebooks"
