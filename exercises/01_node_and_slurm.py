@@ -1,0 +1,77 @@
+# %% [markdown]
+# # 01 · Exercises: a LUMI-G node and Slurm
+#
+# Three exercises on the node's layout and on jobs LUMI accepts. Every answer can be found with the site profile
+# (`load_site("lumi")`) and the job builder (`lumikit.jobs`); the check under each exercise says whether it is
+# right. Nothing here is submitted: these are the commands you would run on LUMI.
+
+# %%
+import lumikit.checks.m01 as checks
+from lumikit.jobs import problems, render_srun, spec
+from lumikit.launch import mode_line
+from lumikit.site import load_site
+
+site = load_site("lumi")
+print(mode_line())
+print(f"{site.node.gcd_count} GCDs per node, {site.node.cpus_per_gcd} usable cores per GCD")
+
+# %% tags=["exercise"]
+# Exercise 01.1: Build a job on 2 full nodes, one task per GCD, each task bound to the cores next to its GCD
+# (`cpu_bind="auto"`). Store the spec in `two_node_job`, render it with `render_srun(two_node_job, site)` and store
+# the CPU masks of its `--cpu-bind=mask_cpu:` option, in GCD order, in the list `masks`.
+# Hint: masks need whole nodes (standard-g, or exclusive=True); the option's value is the masks joined by commas.
+two_node_job = None
+command = None
+bind = None
+masks = None
+raise NotImplementedError("Exercise 01.1: masks need whole nodes (standard-g, or exclusive=True); the option's value is the masks joined by commas.")
+
+# %% tags=["check"]
+checks.check_full_node_job(two_node_job, masks)
+
+# %% [markdown]
+# ## Which cores sit next to a GCD?
+#
+# The GCD numbering does not follow the core numbering. The next exercise asks about one GCD, `k`.
+
+# %%
+k = 2
+print(f"GCD {k}")
+
+# %% tags=["exercise"]
+# Exercise 01.2: Which cores and which NUMA domain sit next to GCD `k`? Store the core numbers (a list) in
+# `cores_k` and the NUMA domain (an int) in `numa_k`.
+# Hint: `site.node.gcd(k)` holds both; GCD k is not next to cores 8k to 8k+7.
+gcd = None
+cores_k = None
+numa_k = None
+raise NotImplementedError("Exercise 01.2: `site.node.gcd(k)` holds both; GCD k is not next to cores 8k to 8k+7.")
+
+# %% tags=["check"]
+checks.check_gcd_neighbours(k, cores_k, numa_k)
+
+# %% [markdown]
+# ## The job LUMI rejects
+#
+# This job asks for a whole node on `small-g` and would be refused at submission.
+
+# %%
+rejected = spec(["python", "train.py"], partition="small-g", ntasks_per_node=8, gpus_per_node=8, cpus_per_task=8,
+                mem_per_gpu="60G", time="1:00:00")
+print(rejected)
+
+# %% tags=["exercise"]
+# Exercise 01.3: Which field of `rejected` breaks LUMI's rules? Store its name (e.g. "time") in `bad_field`, and a
+# corrected copy of the job (same nodes, GCDs and tasks) in `fixed_job`.
+# Hint: `problems(rejected, site)` lists every rule it breaks; `rejected.with_(name=value)` makes a changed copy.
+found = None
+err = None
+bad_field = None
+fixed_job = None
+raise NotImplementedError("Exercise 01.3: `problems(rejected, site)` lists every rule it breaks; `rejected.with_(name=value)` makes a changed copy.")
+
+# %% tags=["check"]
+checks.check_rejected_job(bad_field, fixed_job, rejected)
+
+# %% [markdown] tags=["exercise"]
+# **Your answer:** _replace this line with your answer and the numbers that support it._

@@ -1,0 +1,97 @@
+# %% [markdown]
+# # 02 · Exercises: containers and Python environments
+#
+# Four exercises: the container command of a 2-node job, the bind set RCCL needs, the Python a venv really runs,
+# and the pins that keep pip off the container's packages. The first two use the site profile and the job builder;
+# the last two use a small venv made here and the versions of this kernel's environment.
+
+# %%
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+import lumikit.checks.m02 as checks
+from lumikit.jobs import effective_binds, render_srun, spec
+from lumikit.launch import mode_line
+from lumikit.site import load_site
+
+site = load_site("lumi")
+print(mode_line())
+print("bind sets in the site profile:", ", ".join(site.binds))
+
+# %% tags=["exercise"]
+# Exercise 02.1: Render the srun command of a job on 2 standard-g nodes (8 tasks and 8 GCDs per node) that runs
+# `python train.py` in the site's PyTorch container. Store the rendered command in `two_node_command`.
+# Hint: name the container (`container="pytorch"`) and let lumikit choose the binds; `render_srun(job, site)`.
+two_node_job = None
+two_node_command = None
+raise NotImplementedError("Exercise 02.1: name the container (`container=\"pytorch\"`) and let lumikit choose the binds; `render_srun(job, site)`.")
+
+# %% tags=["check"]
+checks.check_two_node_container(two_node_command)
+
+# %% tags=["exercise"]
+# Exercise 02.2: Which of the site's bind sets does a job need once it spans several nodes (RCCL over
+# Slingshot)? Store its name in `rccl_bind_set`.
+# Hint: compare `effective_binds` of the 2-node job with that of a 1-node job.
+one_node_job = None
+extra = None
+rccl_bind_set = None
+raise NotImplementedError("Exercise 02.2: compare `effective_binds` of the 2-node job with that of a 1-node job.")
+
+# %% tags=["check"]
+checks.check_rccl_bind_set(rccl_bind_set)
+
+# %% [markdown]
+# ## A venv on top of a base Python
+#
+# The next cell makes a venv with `--system-site-packages` on top of this kernel's Python (on LUMI you make it
+# inside the container, on top of the container's Python) and reads its `pyvenv.cfg`.
+
+# %%
+Path("runs").mkdir(exist_ok=True)
+venv = Path(tempfile.mkdtemp(prefix="venv-exercise-", dir="runs")) / "venv"
+subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True,
+               timeout=60)
+pyvenv_cfg = dict(line.split(" = ", 1) for line in (venv / "pyvenv.cfg").read_text().splitlines() if " = " in line)
+print(venv / "bin" / "python")
+print(pyvenv_cfg)
+
+# %% tags=["exercise"]
+# Exercise 02.3: Which Python interpreter does the venv really run when you start `venv/bin/python`? Store its path
+# (a string) in `venv_python`.
+# Hint: `venv/bin/python` is a symbolic link; follow it (`Path.resolve()`), or look at `home` in pyvenv.cfg.
+venv_python = None
+raise NotImplementedError("Exercise 02.3: `venv/bin/python` is a symbolic link; follow it (`Path.resolve()`), or look at `home` in pyvenv.cfg.")
+
+# %% tags=["check"]
+checks.check_venv_python(venv_python, pyvenv_cfg)
+
+# %% [markdown]
+# ## Pinning what the base provides
+#
+# The versions of PyTorch and NumPy in this kernel's environment (in the container, on LUMI):
+
+# %%
+base_versions = {}
+for name in ("torch", "numpy"):
+    try:
+        base_versions[name] = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        pass
+print(base_versions)
+
+# %% tags=["exercise"]
+# Exercise 02.4: Write the lines of a pip constraints file that stop `pip install` from replacing the base's
+# torch and numpy. Store them, one string per package, in the list `pins`.
+# Hint: a constraint line is `name==version`; use the measured `base_versions`.
+pins = None
+raise NotImplementedError("Exercise 02.4: a constraint line is `name==version`; use the measured `base_versions`.")
+
+# %% tags=["check"]
+checks.check_pins(pins, base_versions)
+
+# %% [markdown] tags=["exercise"]
+# **Your answer:** _replace this line with your answer and the numbers that support it._

@@ -1,0 +1,100 @@
+"""Checks for module 01 (a LUMI-G node and Slurm): the 2-node full-node job and its masks, the cores next to a
+GCD, and the mistake LUMI rejects.
+
+Every expected value is derived from the LUMI site profile (``lumikit/sites/lumi.toml``) or from the job the
+learner was given, so the checks follow the profile when an instructor edits it.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import SpecError
+from ..jobs import JobSpec, problems, render_srun
+from ..site import Site, load_site
+from .framework import (
+    CheckFailed,
+    Passed,
+    expect_answer,
+    expect_equal,
+    expect_in,
+    expect_type,
+    passed,
+)
+
+
+def _lumi() -> Site:
+    return load_site("lumi")
+
+
+def _mask_list(command_argv: Sequence[str]) -> list[str] | None:
+    """The masks of a rendered ``--cpu-bind=mask_cpu:a,b,...`` token, or None when there is none."""
+    for token in command_argv:
+        if token.startswith("--cpu-bind=mask_cpu:"):
+            return token.split(":", 1)[1].split(",")
+    return None
+
+
+def check_full_node_job(job: JobSpec | None, masks: Sequence[str] | None) -> Passed:
+    """Exercise 01.1: a 2-node job with one task per GCD, bound with CPU masks, and its masks in GCD order."""
+    node = _lumi().node
+    n = node.gcd_count
+    what_job = "the 2-node full-node job"
+    expect_type("01.1", job, JobSpec, what=what_job,
+                hint="build it with `spec([...], partition=..., nodes=..., ...)` from lumikit.jobs.")
+    expect_equal("01.1", job.nodes, 2, what="the number of nodes", hint="the job spans two nodes: `nodes=2`.")
+    expect_equal("01.1", job.gpus_per_node, n, what="GCDs per node (`gpus_per_node`)",
+                 hint=f"a full LUMI-G node has {n} GCDs; ask for all of them.")
+    expect_equal("01.1", job.ntasks_per_node, n, what="tasks per node (`ntasks_per_node`)",
+                 hint="one task (process) per GCD.")
+    expect_equal("01.1", job.cpu_bind, "auto", what="the CPU binding (`cpu_bind`)",
+                 hint="`cpu_bind='auto'` derives the masks from the site's GCD -> core map.")
+    try:
+        command = render_srun(job, _lumi())
+    except SpecError as err:
+        raise CheckFailed("01.1", f"LUMI would reject the job ({err})",
+                          hint="read the message: it names the field and the fix.") from None
+    expected = node.masks()
+    expect_equal("01.1", _mask_list(command.argv), expected, what="the masks in the rendered srun command",
+                 hint="masks need whole nodes: use standard-g or add `exclusive=True`.")
+    expect_type("01.1", masks, (list, tuple), what="the list of masks, in GCD order",
+                hint="take them from the `--cpu-bind=mask_cpu:` token of `render_srun(job, site).argv`.")
+    expect_equal("01.1", [str(m).lower() for m in masks], expected, what="the masks in GCD order",
+                 hint="split the token after `mask_cpu:` at the commas; `site.node.masks()` lists them too.")
+    return passed("01.1", f"{job.total_tasks} tasks; task i on a node runs next to GCD i, starting with "
+                          f"{expected[0]} (cores {node.gcd(0).cores[0]}-{node.gcd(0).cores[-1]})")
+
+
+def check_gcd_neighbours(k: int, cores: Sequence[int] | None, numa: int | None) -> Passed:
+    """Exercise 01.2: the cores and the NUMA domain next to GCD ``k``."""
+    gcd = _lumi().node.gcd(k)
+    expect_answer("01.2", cores, f"the cores next to GCD {k}",
+                  hint="`site.node.gcd(k).cores` lists them.")
+    try:
+        found = sorted(int(c) for c in cores)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        raise CheckFailed("01.2", f"the cores next to GCD {k} should be a list of core numbers",
+                          expected=list(gcd.cores), found=cores,
+                          hint="a list of ints, e.g. `list(gcd.cores)`.") from None
+    expect_equal("01.2", found, sorted(gcd.cores), what=f"the cores next to GCD {k}",
+                 hint="GCD numbers are not core groups: look the GCD up in the table above, not core k*8.")
+    expect_type("01.2", numa, int, what=f"the NUMA domain of GCD {k}", hint="a whole number, 0 to 3.")
+    expect_equal("01.2", numa, gcd.numa, what=f"the NUMA domain of GCD {k}", hint="`site.node.gcd(k).numa`.")
+    return passed("01.2", f"GCD {k} sits on NUMA {gcd.numa}, cores {gcd.cores[0]}-{gcd.cores[-1]}")
+
+
+def check_rejected_job(bad_field: str | None, fixed: JobSpec | None, rejected: JobSpec) -> Passed:
+    """Exercise 01.3: name the field LUMI rejects in ``rejected``, then fix it without shrinking the job."""
+    site = _lumi()
+    found = problems(rejected, site)
+    expected_fields = [p.field for p in found]
+    expect_in("01.3", bad_field, expected_fields or ["(none)"], what="the field at fault",
+              hint="`problems(job, site)` lists what LUMI would reject; each error has a `.field`.")
+    expect_type("01.3", fixed, JobSpec, what="the fixed job",
+                hint="copy the rejected job with one field changed: `rejected.with_(field=value)`.")
+    left = problems(fixed, site)
+    if left:
+        raise CheckFailed("01.3", f"the fixed job is still rejected: {left[0]}", hint="the message says the fix.")
+    for name in ("nodes", "gpus_per_node", "ntasks_per_node"):
+        expect_equal("01.3", getattr(fixed, name), getattr(rejected, name),
+                     what=f"`{name}` of the fixed job", hint="fix the mistake; keep the job's shape.")
+    return passed("01.3", f"{bad_field}: {found[0].problem}")

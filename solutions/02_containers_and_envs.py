@@ -1,0 +1,107 @@
+# %% [markdown]
+# # 02 · Exercises: containers and Python environments
+#
+# Four exercises: the container command of a 2-node job, the bind set RCCL needs, the Python a venv really runs,
+# and the pins that keep pip off the container's packages. The first two use the site profile and the job builder;
+# the last two use a small venv made here and the versions of this kernel's environment.
+
+# %%
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+import lumikit.checks.m02 as checks
+from lumikit.jobs import effective_binds, render_srun, spec
+from lumikit.launch import mode_line
+from lumikit.site import load_site
+
+site = load_site("lumi")
+print(mode_line())
+print("bind sets in the site profile:", ", ".join(site.binds))
+
+# %% tags=["solution"]
+# Exercise 02.1: Render the srun command of a job on 2 standard-g nodes (8 tasks and 8 GCDs per node) that runs
+# `python train.py` in the site's PyTorch container. Store the rendered command in `two_node_command`.
+# Hint: name the container (`container="pytorch"`) and let lumikit choose the binds; `render_srun(job, site)`.
+two_node_job = spec(["python", "train.py"], partition="standard-g", nodes=2, ntasks_per_node=8, gpus_per_node=8,
+                    cpus_per_task=7, mem_per_gpu="60G", time="0:30:00", container="pytorch")
+two_node_command = render_srun(two_node_job, site)
+print(two_node_command.explain())
+
+# %% tags=["check"]
+checks.check_two_node_container(two_node_command)
+
+# %% tags=["solution"]
+# Exercise 02.2: Which of the site's bind sets does a job need once it spans several nodes (RCCL over
+# Slingshot)? Store its name in `rccl_bind_set`.
+# Hint: compare `effective_binds` of the 2-node job with that of a 1-node job.
+one_node_job = spec(["python", "train.py"], gpus_per_node=1, container="pytorch")
+extra = set(effective_binds(two_node_job, site)) - set(effective_binds(one_node_job, site))
+print("bound only for 2 nodes:", sorted(extra))
+rccl_bind_set = next(name for name, paths in site.binds.items() if paths and set(paths) <= extra)
+print("bind set:", rccl_bind_set)
+
+# %% tags=["check"]
+checks.check_rccl_bind_set(rccl_bind_set)
+
+# %% [markdown]
+# ## A venv on top of a base Python
+#
+# The next cell makes a venv with `--system-site-packages` on top of this kernel's Python (on LUMI you make it
+# inside the container, on top of the container's Python) and reads its `pyvenv.cfg`.
+
+# %%
+Path("runs").mkdir(exist_ok=True)
+venv = Path(tempfile.mkdtemp(prefix="venv-exercise-", dir="runs")) / "venv"
+subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True,
+               timeout=60)
+pyvenv_cfg = dict(line.split(" = ", 1) for line in (venv / "pyvenv.cfg").read_text().splitlines() if " = " in line)
+print(venv / "bin" / "python")
+print(pyvenv_cfg)
+
+# %% tags=["solution"]
+# Exercise 02.3: Which Python interpreter does the venv really run when you start `venv/bin/python`? Store its path
+# (a string) in `venv_python`.
+# Hint: `venv/bin/python` is a symbolic link; follow it (`Path.resolve()`), or look at `home` in pyvenv.cfg.
+venv_python = str((venv / "bin" / "python").resolve())
+print("venv/bin/python ->", venv_python)
+print("pyvenv.cfg home: ", pyvenv_cfg["home"])
+
+# %% tags=["check"]
+checks.check_venv_python(venv_python, pyvenv_cfg)
+
+# %% [markdown]
+# ## Pinning what the base provides
+#
+# The versions of PyTorch and NumPy in this kernel's environment (in the container, on LUMI):
+
+# %%
+base_versions = {}
+for name in ("torch", "numpy"):
+    try:
+        base_versions[name] = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        pass
+print(base_versions)
+
+# %% tags=["solution"]
+# Exercise 02.4: Write the lines of a pip constraints file that stop `pip install` from replacing the base's
+# torch and numpy. Store them, one string per package, in the list `pins`.
+# Hint: a constraint line is `name==version`; use the measured `base_versions`.
+pins = [f"{name}=={version}" for name, version in base_versions.items()]
+print("\n".join(pins))
+
+# %% tags=["check"]
+checks.check_pins(pins, base_versions)
+
+# %% [markdown] tags=["solution"]
+# **Discussion.** The command printed in 02.1 starts the tasks with `singularity exec`, binds the six user paths
+# and, because the job spans two nodes, the four paths of the `multinode` set printed in 02.2: Slurm's spool
+# folder, `/opt/cray` and the Slingshot libraries that RCCL uses to reach the other node. A 1-node job does not
+# need them, which is why the difference of the two bind lists names the set. In 02.3 the printed interpreter lives
+# in the `home` folder of pyvenv.cfg, not in the venv: the venv is a folder of links plus its own site-packages.
+# On LUMI that folder is inside the container, so the venv only works inside it. The pins printed in 02.4 are the
+# versions this base really has (here a CPU build of PyTorch; on LUMI the container's ROCm build); with them in a
+# constraints file pip may add packages but must keep those versions, or stop with a conflict you can read.

@@ -1,0 +1,87 @@
+"""Module 02 checks: each passes on the right answer and fails, naming its exercise, on a wrong one and on None."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lumikit.checks import CheckFailed, Passed
+from lumikit.checks.m02 import (
+    check_pins,
+    check_rccl_bind_set,
+    check_two_node_container,
+    check_venv_python,
+)
+from lumikit.jobs import Command, render_srun, spec
+from lumikit.site import load_site
+
+LUMI = load_site("lumi")
+TWO_NODES = spec(["python", "train.py"], partition="standard-g", nodes=2, ntasks_per_node=8, gpus_per_node=8,
+                 container="pytorch")
+
+
+def test_two_node_container_command_passes_with_user_and_multinode_binds():
+    result = check_two_node_container(render_srun(TWO_NODES, LUMI))
+    assert isinstance(result, Passed) and result.exercise == "02.1"
+    assert "10 binds (4 of them for multi-node)" in str(result)
+
+
+@pytest.mark.parametrize("job, words", [
+    (TWO_NODES.with_(nodes=1), "does not ask for two nodes"),
+    (TWO_NODES.with_(container=None), "does not run the site's PyTorch container"),
+    (TWO_NODES.with_(container="laif-pytorch"), "does not run the site's PyTorch container"),
+])
+def test_two_node_container_command_fails_on_wrong_jobs(job, words):
+    with pytest.raises(CheckFailed, match="Exercise 02.1") as err:
+        check_two_node_container(render_srun(job, LUMI))
+    assert words in str(err.value)
+
+
+def test_two_node_container_command_fails_without_the_cray_libraries():
+    argv = list(render_srun(TWO_NODES, LUMI).argv)
+    i = argv.index("/opt/cray")
+    without_cray = Command(argv=tuple(argv[: i - 1] + argv[i + 1:]))  # "-B /opt/cray" taken out
+    with pytest.raises(CheckFailed, match="02.1: some paths a 2-node job needs are not bound"):
+        check_two_node_container(without_cray)
+
+
+def test_two_node_container_needs_with_conda_for_an_exec_image():
+    path = LUMI.containers["pytorch"].path  # the image by path: lumikit cannot know it needs $WITH_CONDA
+    with pytest.raises(CheckFailed, match="02.1: nothing activates the container's conda environment"):
+        check_two_node_container(render_srun(TWO_NODES.with_(container=path), LUMI))
+    with pytest.raises(CheckFailed, match="No answer yet for 02.1"):
+        check_two_node_container(None)
+
+
+def test_rccl_bind_set_is_the_one_added_for_two_nodes():
+    assert "/opt/cray" in str(check_rccl_bind_set("multinode"))
+    with pytest.raises(CheckFailed, match="02.2: the bind set RCCL needs across nodes is not one of"):
+        check_rccl_bind_set("user")
+    with pytest.raises(CheckFailed, match="02.2: the bind set is not one of"):
+        check_rccl_bind_set("rccl")
+    with pytest.raises(CheckFailed, match="No answer yet for 02.2"):
+        check_rccl_bind_set(None)
+
+
+def test_venv_python_lives_in_the_home_of_pyvenv_cfg(tmp_path: Path):
+    cfg = {"home": "/opt/conda/envs/pytorch/bin", "include-system-site-packages": "true"}
+    assert "python3.12 from /opt/conda/envs/pytorch/bin" in str(
+        check_venv_python("/opt/conda/envs/pytorch/bin/python3.12", cfg))
+    with pytest.raises(CheckFailed, match="02.3: that python is not the one the venv runs"):
+        check_venv_python(str(tmp_path / "venv" / "bin" / "python"), cfg)
+    with pytest.raises(CheckFailed, match="02.3: the path of the python the venv runs has the wrong type"):
+        check_venv_python(3, cfg)
+    with pytest.raises(CheckFailed, match="No answer yet for 02.3"):
+        check_venv_python(None, cfg)
+
+
+def test_pins_are_the_base_versions():
+    base = {"torch": "2.6.0+rocm6.2.4", "numpy": "1.26.4"}
+    result = check_pins(["torch==2.6.0+rocm6.2.4", "numpy == 1.26.4"], base)
+    assert "numpy==1.26.4, torch==2.6.0+rocm6.2.4" in str(result)
+    with pytest.raises(CheckFailed, match="02.4: some packages of the base are not pinned"):
+        check_pins(["torch>=2.6.0", "numpy==1.26.4"], base)
+    with pytest.raises(CheckFailed, match="02.4: some packages of the base are not pinned"):
+        check_pins(["torch==2.6.0+rocm6.2.4"], base)
+    with pytest.raises(CheckFailed, match="No answer yet for 02.4"):
+        check_pins(None, base)
