@@ -1,0 +1,87 @@
+# %% [markdown]
+# # 06 · Reading traces: exercises
+#
+# Answer each question with the numbers the analyses measure on a trace. The setup cell writes a 4-rank GPU-like
+# trace with `lumikit.trace.synth` (a CPU-only profile has no kernels to analyse). One rank in it, picked at
+# random (never rank 0), has a slow data loader. Then it loads the trace with `TraceAnalyzer`.
+
+# %%
+import random
+
+import lumikit.checks.m06 as checks
+from lumikit.launch import mode_line
+from lumikit.launch.runfolder import RunFolder
+from lumikit.trace import TraceAnalyzer, slice_trace
+from lumikit.trace.synth import SynthSpec, write_synthetic
+
+print(mode_line())
+run = RunFolder.create("06-exercises")
+write_synthetic(run.path / "traces", SynthSpec(ranks=4, steps=5, layers=8, straggler=random.randrange(1, 4)))
+analyzer = TraceAnalyzer.from_path(run.path / "traces")
+print("ranks:", analyzer.ranks, "· steps:", analyzer.get_profiler_steps())
+
+# %% tags=["exercise"]
+# Exercise 06.1: Which kernel class (compute, communication or memory) takes the most GPU time on rank 0? Store it in `top_class`.
+# Hint: `analyzer.get_kernel_breakdown()` has one row per rank and class, with `total_us`.
+breakdown = None
+rank0 = None
+top_class = None
+raise NotImplementedError("Exercise 06.1: `analyzer.get_kernel_breakdown()` has one row per rank and class, with `total_us`.")
+
+# %% tags=["check"]
+checks.check_top_kernel_class(top_class, analyzer.get_kernel_breakdown(), rank=0)
+
+# %% tags=["exercise"]
+# Exercise 06.2: Which rank is the straggler, and how long (µs per step) do the other ranks wait for it? Store them in `straggler` and `wait_us`.
+# Hint: `analyzer.get_stragglers()`: the straggler arrives last at each all-reduce, so it spends the least time in communication (`mean_comm_us`).
+stragglers = None
+straggler = None
+others = None
+mine = None
+wait_us = None
+raise NotImplementedError("Exercise 06.2: `analyzer.get_stragglers()`: the straggler arrives last at each all-reduce, so it spends the least time in communication (`mean_comm_us`).")
+
+# %% tags=["check"]
+checks.check_straggler(straggler, wait_us, analyzer.get_stragglers())
+
+# %% tags=["exercise"]
+# Exercise 06.3: What fraction of the straggler's GPU span is idle, and which idle category (host_wait, kernel_wait or other) holds most of the idle time on its compute stream? Store them in `idle_fraction` and `idle_reason`.
+# Hint: the compute stream is the one with the most compute time in `analyzer.gpu(rank)`; `get_temporal_breakdown()` has `idle_fraction`; `get_idle_time_breakdown()` has one row per rank and stream.
+straggler = None
+gpu = None
+compute_stream = None
+temporal = None
+idle_fraction = None
+idle = None
+lane = None
+idle_reason = None
+raise NotImplementedError("Exercise 06.3: the compute stream is the one with the most compute time in `analyzer.gpu(rank)`; `get_temporal_breakdown()` has `idle_fraction`; `get_idle_time_breakdown()` has one row per rank and stream.")
+
+# %% tags=["check"]
+checks.check_idle(idle_fraction, idle_reason, analyzer, rank=analyzer.get_straggler())
+
+# %% tags=["exercise"]
+# Exercise 06.4: With Holistic Trace Analysis, how much of rank 0's communication overlaps computation, in percent? Store it in `hta_overlap_pct`.
+# Hint: `trace_analysis(run.path / "traces")` from `lumikit.trace.hta_bridge` builds HTA's `TraceAnalysis`; its `get_comm_comp_overlap(visualize=False)` has `comp_comm_overlap_pctg`.
+hta = None
+hta_overlap = None
+hta_overlap_pct = None
+ours = None
+raise NotImplementedError("Exercise 06.4: `trace_analysis(run.path / \"traces\")` from `lumikit.trace.hta_bridge` builds HTA's `TraceAnalysis`; its `get_comm_comp_overlap(visualize=False)` has `comp_comm_overlap_pctg`.")
+
+# %% tags=["check"]
+checks.check_overlap(hta_overlap_pct, analyzer.get_comm_comp_overlap(), rank=0)
+
+# %% tags=["exercise"]
+# Exercise 06.5: Write step 11 of the straggler rank as a gzip slice for ui.perfetto.dev under `run.path / "slices"`. Store the written file in `slice_path`.
+# Hint: `slice_trace(None, <file>.json.gz, steps=(11, 11), ranks=[rank], trace=analyzer.trace)` returns the files it wrote.
+straggler = None
+written = None
+slice_path = None
+raise NotImplementedError("Exercise 06.5: `slice_trace(None, <file>.json.gz, steps=(11, 11), ranks=[rank], trace=analyzer.trace)` returns the files it wrote.")
+
+# %% tags=["check"]
+checks.check_perfetto_slice(slice_path, rank=analyzer.get_straggler(), step=11)
+
+# %% [markdown] tags=["exercise"]
+# **Your answer:** _replace this line with your answer and the numbers that support it._

@@ -1,0 +1,264 @@
+# %% [markdown]
+# # 06 · Reading traces
+#
+# `torch.profiler` writes one JSON file per rank (Kineto's Chrome-trace format, `rank0.<id>.pt.trace.json`). Inside
+# are three kinds of events: what the **host** did (PyTorch operators, `ProfilerStep#N` spans, data loading), the
+# **runtime calls** that enqueue work (`hipLaunchKernel`, `hipMemcpyAsync`), and what the **GPU** ran: kernels,
+# copies and memsets, each on a *stream*, linked back to its launch by a correlation id. On LUMI the compute kernels
+# of a ROCm trace run on stream 0 and the RCCL collectives on a stream of their own.
+#
+# A profile taken on a CPU-only machine has the host part only: no kernels, no streams, no communication, so none
+# of the GPU questions below can be asked of it. This module therefore writes its own **multi-rank GPU-like
+# trace** with `lumikit.trace.synth`: 4 ranks of a DDP job on MI250X GCDs, 5 profiled steps, and one rank (2) whose
+# data loader is slow. The last section profiles a few real CPU steps on this machine to show the difference.
+
+# %%
+# %matplotlib inline
+from lumikit.launch import mode_line
+from lumikit.launch.runfolder import RunFolder
+from lumikit.trace import TraceAnalyzer
+from lumikit.trace.synth import SynthSpec, write_synthetic
+
+print(mode_line())
+run = RunFolder.create("06-synthetic-trace")
+files = write_synthetic(run.path / "traces", SynthSpec(ranks=4, steps=5, layers=8, straggler=2))
+for f in files:
+    print(f"{f.name}: {f.stat().st_size / 1e3:.0f} kB")
+analyzer = TraceAnalyzer.from_path(run.path / "traces")
+print("ranks:", analyzer.ranks, "· profiled steps:", analyzer.get_profiler_steps())
+
+# %% [markdown]
+# `TraceAnalyzer` is a facade with `get_*` methods in the style of Holistic Trace Analysis (HTA). Each returns a
+# pandas table, one row per rank (and per step, stream or kernel where that applies). Times are in µs.
+#
+# ## Step times
+
+# %%
+steps = analyzer.get_step_times()
+steps.pivot(index="step", columns="rank", values="dur_us")
+
+# %% [markdown]
+# **How to read it:** in a synchronous data-parallel job every rank finishes a step together, because the gradient
+# all-reduce waits for everyone. The same step time on every rank therefore does not show who is slow. The GPU busy
+# time per step does:
+
+# %%
+steps.groupby("rank")[["dur_us", "gpu_busy_us", "gpu_activities"]].mean()
+
+# %% [markdown]
+# **How to read it:** rank 2's GPU is busy for less of each step than the others. Below we find out why.
+#
+# ## Kernel time by class
+#
+# Every GPU activity has one of three classes (`lumikit.kernels.classify_kernel`): **compute** (GEMMs,
+# elementwise, optimizer), **communication** (RCCL/NCCL collectives) and **memory** (copies, memsets).
+
+# %%
+from lumikit.trace.plots import kernel_breakdown_bars
+
+breakdown = analyzer.get_kernel_breakdown()
+print(breakdown.pivot(index="kclass", columns="rank", values="fraction").round(3))
+kernel_breakdown_bars(analyzer)
+
+# %% [markdown]
+# **How to read it:** the fractions are summed kernel durations, so overlapping kernels both count. On ranks
+# 0, 1 and 3 about as much kernel time goes to communication as to compute: the all-reduce kernels sit on
+# their stream waiting for rank 2. The waiting happens *inside* the collective kernel, so a trace shows it as
+# communication time, not as idle time.
+
+# %%
+top = analyzer.get_top_kernels(n=4)
+top[top["rank"] == 0][["name", "kclass", "count", "total_us", "mean_us", "fraction"]].round(3)
+
+# %% [markdown]
+# **How to read it:** `Cijk_...` names are rocBLAS/Tensile GEMMs (the tile sizes and the `ISA90a` target, MI250X,
+# are part of the name); `ncclDevKernel_Generic` is RCCL's all-reduce. A long kernel name tells you which library
+# ran it.
+#
+# ## One step on the timeline
+
+# %%
+from lumikit.trace.plots import step_timeline
+
+step_timeline(analyzer, rank=0, step=11)
+
+# %%
+step_timeline(analyzer, rank=2, step=11)
+
+# %% [markdown]
+# **How to read it:** each lane is one GPU stream; grey is the host's `ProfilerStep`. On rank 0 the red
+# all-reduce kernels start during the backward pass and stretch out until rank 2 is ready. On rank 2 the compute
+# stream starts late: the host was still loading data, so the GPU had nothing to do.
+#
+# ## Where the GPU time goes: idle, compute, non-compute
+#
+# HTA's temporal breakdown divides the GPU's span (first activity to last) into **idle** (nothing runs),
+# **compute** (at least one compute kernel runs) and **non-compute** (only communication or memory work runs).
+
+# %%
+from lumikit.trace.plots import temporal_bars
+
+temporal = analyzer.get_temporal_breakdown()
+print(temporal[["rank", "span_us", "idle_fraction", "compute_fraction", "non_compute_fraction"]].round(3))
+temporal_bars(analyzer)
+
+# %% [markdown]
+# **How to read it:** the straggler is the rank with the *most* idle time and the *least* non-compute time. The
+# others keep the GPU busy, but partly with waiting inside the all-reduce.
+#
+# ## Why the GPU is idle
+#
+# Each gap between two activities on a stream is sorted into one of three categories, as HTA does. **host wait**:
+# the next launch came after the stream had drained, so the CPU was late. **kernel wait**: a short gap between
+# back-to-back kernels, which is launch overhead. **other**: the rest, for example a stream waiting on another stream.
+
+# %%
+from lumikit.trace.plots import idle_chart
+
+idle = analyzer.get_idle_time_breakdown()
+print(idle)
+idle_chart(analyzer)
+
+# %% [markdown]
+# **How to read it:** on rank 2's compute stream (stream 0) almost all idle time is *host wait*, the slow data
+# loader. On the other ranks the compute stream mostly waits in *other*: the optimizer has to wait until the
+# all-reduce on stream 2 is done. The communication streams (s2) are idle most of the time anyway: they only
+# work during the all-reduce.
+#
+# ## Communication hidden behind computation
+#
+# The overlap is the share of communication time during which a compute kernel also runs. Higher is better: the
+# all-reduce then costs no extra time.
+
+# %%
+from lumikit.trace.plots import overlap_chart
+
+overlap = analyzer.get_comm_comp_overlap()
+print(overlap.round(3))
+overlap_chart(analyzer)
+
+# %% [markdown]
+# **How to read it:** rank 2 seems to overlap best, but only because its collectives are short: it arrives last
+# and waits least. Overlap is meaningful when you compare ranks doing the same amount of waiting, or one rank
+# before and after a change.
+#
+# ## Launch delays
+
+# %%
+launches = analyzer.get_kernel_launch_delays()
+launches.groupby(["rank", "kclass"])["launch_delay"].describe()[["count", "50%", "max"]].round(1)
+
+# %% [markdown]
+# **How to read it:** the launch delay is the time from the end of the host's launch call to the start of the
+# kernel on the GPU. Short delays (a few µs) mean the GPU is starved: it runs each kernel as soon as it arrives.
+# Long delays mean a queue of work is waiting, which is what you want. The collectives wait longest because they
+# queue behind the other ranks.
+#
+# ## The straggler
+
+# %%
+stragglers = analyzer.get_stragglers()
+print(stragglers)
+print("straggler rank:", analyzer.get_straggler())
+
+# %% [markdown]
+# **How to read it:** the slowest rank is the one that spends the *least* time in communication kernels, because
+# it arrives last at each all-reduce and does not wait. The difference in `mean_comm_us` is how long the other
+# ranks wait for it in every step.
+#
+# ## Exploring by hand
+#
+# The explorer puts a rank and a step picker, a kernel-name filter, the timeline and the kernel table together.
+# Try rank 2, or type `nccl` into the filter. The button writes the chosen step as a small trace for Perfetto.
+
+# %%
+from lumikit.widgets.trace_explorer import TraceExplorer
+
+explorer = TraceExplorer(analyzer, export_dir=run.path / "slices")
+explorer
+
+# %% [markdown]
+# ## A slice for Perfetto
+#
+# [ui.perfetto.dev](https://ui.perfetto.dev) opens these files in the browser, and nothing is uploaded. A real
+# trace of a few hundred MB is slow to load, so cut out one step of one rank first:
+
+# %%
+from lumikit.trace import slice_trace
+
+cut = slice_trace(None, run.path / "slices" / "rank2-step11.pt.trace.json.gz", steps=(11, 11), ranks=[2],
+                  trace=analyzer.trace)
+print(f"{cut[0].name}: {cut[0].stat().st_size / 1e3:.1f} kB (gzip); open it at https://ui.perfetto.dev")
+TraceAnalyzer.from_path(cut[0]).get_step_times()
+
+# %% [markdown]
+# **How to read it:** the slice keeps every event that overlaps the step window, including the kernels that finish
+# after the host has moved on, and the metadata, so Perfetto names the lanes. From the command line, the same cut
+# is `lumikit trace slice <trace> --steps 11-11 --ranks 2 -o <out>.json.gz`.
+#
+# ## The same questions with Holistic Trace Analysis
+#
+# HTA (`import hta`) is the reference tool for these analyses. `lumikit.trace.hta_bridge.trace_analysis` gives it
+# an explicit rank → file mapping. HTA's own file discovery expects `"rank": N` with a space, and without it
+# every file silently becomes rank 0.
+
+# %%
+from lumikit.trace.hta_bridge import trace_analysis
+
+hta = trace_analysis(run.path / "traces")
+hta.get_temporal_breakdown(visualize=False)
+
+# %%
+hta.get_comm_comp_overlap(visualize=False)
+
+# %% [markdown]
+# **How to read it:** HTA leaves out the last profiled step unless asked (`include_last_profiler_step=True`) and
+# measures the span its own way, so its idle shares differ from `get_temporal_breakdown` in detail. The story is the
+# same: rank 2 idles most and waits least. The overlap per rank agrees with `get_comm_comp_overlap` above. On ROCm traces, use HTA
+# carefully. Compute kernels on stream 0 get no iteration, so its per-step views and TraceDiff drop them.
+# `get_cuda_kernel_launch_stats` knows CUDA launch names only and comes back empty. `get_potential_stragglers` looks
+# for `ncclKernel` names, and RCCL's `ncclDevKernel_*` kernels do not match. For those questions use
+# `TraceAnalyzer`.
+
+# %%
+print("HTA launch statistics on a ROCm trace:", {r: len(t) for r, t in
+                                                  hta.get_cuda_kernel_launch_stats(visualize=False).items()})
+
+# %% [markdown]
+# ## A real trace from this machine
+#
+# Five steps of a tiny model, profiled with `lumikit.profiler.profile_steps` (schedule: 1 step skipped, 1 warm-up,
+# 3 recorded). Where PyTorch sees a GPU, this cell runs on it and the trace gets kernels. On a CPU-only machine it
+# has host events only.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import torch
+
+from lumikit.profiler import profile_steps
+
+torch.set_num_threads(1)
+device = "cuda" if torch.cuda.is_available() else "cpu"  # ROCm builds of PyTorch call the GPU "cuda"
+model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(32, 64, device=device), torch.randint(0, 10, (32,), device=device)
+with profile_steps(enabled=True, rank=0, out_dir=run.path / "cpu-profile", schedule="1,1,3,1") as prof:
+    for _ in range(5):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        prof.step()
+real = TraceAnalyzer.from_path(prof.trace_dir)
+print(mode_line(), "-> device", device, "· steps", real.get_profiler_steps(),
+      "· GPU activities:", len(real.gpu(0)))
+
+# %%
+events = real.trace[0].events
+host_ops = events[events["cat"] == "cpu_op"].groupby("name", observed=True)["dur"].agg(["count", "sum"])
+host_ops.sort_values("sum", ascending=False).head(6).round(1)
+
+# %% [markdown]
+# **How to read it:** without a GPU the trace holds host operators only (`aten::addmm`, `aten::mm`, the backward
+# functions), and every GPU table above would be empty. On a LUMI GCD the same cell records the kernels as well, and
+# every analysis in this module applies to it.
