@@ -21,10 +21,10 @@ tidy(snapshots).groupby("index")[["power_w", "gpu_busy_pct", "sclk_mhz"]].mean()
 # %%
 from lumikit.smi.plots import node_map, timeline
 
-timeline(snapshots);
+timeline(snapshots)
 
 # %%
-node_map(snapshots[-1]);
+node_map(snapshots[-1])
 
 # %%
 for finding in interpret(snapshots[-1]):

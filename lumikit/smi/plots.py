@@ -9,6 +9,8 @@ from typing import Sequence
 
 import pandas as pd
 from matplotlib.figure import Figure
+
+from ..plotting import figure
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from ..site import Site, load_site
@@ -27,7 +29,7 @@ def timeline(snapshots: Sequence[Snapshot] | pd.DataFrame, devices: Sequence[int
     """Three stacked panels against time: power (W; the package power sits on the even GCD on MI250X), busy %
     and VRAM %, one line per device. ``devices`` selects; ``now`` draws a cursor."""
     df = snapshots if isinstance(snapshots, pd.DataFrame) else tidy(snapshots)
-    fig = Figure(figsize=(width, 6.0), layout="constrained")
+    fig = figure(figsize=(width, 6.0), layout="constrained")
     axes = fig.subplots(3, 1, sharex=True)
     if df.empty:
         axes[0].set_title(title or "no samples yet")
@@ -68,7 +70,7 @@ def node_map(snapshot: Snapshot, site: str | Site = "lumi", *, title: str | None
     rows = {r["index"]: r for r in activity_table(snapshot, s.power)}
     readings = {d.index: d for d in snapshot.devices}
     numa_domains = sorted({g.numa for g in s.node.gcds})
-    fig = Figure(figsize=(2.3 * len(numa_domains) + 0.4, 3.4), layout="constrained")
+    fig = figure(figsize=(2.3 * len(numa_domains) + 0.4, 3.4), layout="constrained")
     ax = fig.subplots()
     ax.set_xlim(0, len(numa_domains))
     ax.set_ylim(0, 1.15)

@@ -10,6 +10,8 @@ from typing import Iterable
 
 import numpy as np
 from matplotlib.figure import Figure
+
+from ..plotting import figure
 from matplotlib.patches import Patch
 
 from .analyses import CLASSES, TraceAnalyzer
@@ -21,7 +23,7 @@ IDLE_COLOURS = {"host_wait_us": "#ff7f0e", "kernel_wait_us": "#9467bd", "other_u
 def kernel_breakdown_bars(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -> Figure:
     """Stacked bars per rank: GPU time (ms, summed durations) in compute, communication and memory work."""
     table = analyzer.get_kernel_breakdown(steps)
-    fig = Figure(figsize=(max(4, 1.2 * len(analyzer.ranks) + 2), 3.2))
+    fig = figure(figsize=(max(4, 1.2 * len(analyzer.ranks) + 2), 3.2))
     ax = fig.add_subplot()
     ranks = [str(r) for r in analyzer.ranks]
     bottom = np.zeros(len(ranks))
@@ -47,7 +49,7 @@ def step_timeline(analyzer: TraceAnalyzer, rank: int, step: int | None = None) -
     if not np.isfinite(origin):
         origin = 0.0
     lanes = sorted({(int(d), int(s)) for d, s in zip(gpu["device"], gpu["stream"])})
-    fig = Figure(figsize=(10, 1.2 + 0.45 * (len(lanes) + 1)))
+    fig = figure(figsize=(10, 1.2 + 0.45 * (len(lanes) + 1)))
     ax = fig.add_subplot()
     for row, (_, s) in enumerate(steps.iterrows()):
         ax.broken_barh([((s["start"] - origin) / 1e3, s["dur"] / 1e3)], (len(lanes) - 0.4, 0.8),
@@ -72,7 +74,7 @@ def step_timeline(analyzer: TraceAnalyzer, rank: int, step: int | None = None) -
 def temporal_bars(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -> Figure:
     """Stacked shares per rank of idle, compute and non-compute time over the GPU span."""
     table = analyzer.get_temporal_breakdown(steps).set_index("rank")
-    fig = Figure(figsize=(max(4, 1.2 * len(analyzer.ranks) + 2), 3.2))
+    fig = figure(figsize=(max(4, 1.2 * len(analyzer.ranks) + 2), 3.2))
     ax = fig.add_subplot()
     ranks = [str(r) for r in table.index]
     bottom = np.zeros(len(ranks))
@@ -89,7 +91,7 @@ def temporal_bars(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -
 def overlap_chart(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -> Figure:
     """Per rank, the share of communication time overlapped by computation (higher is better)."""
     table = analyzer.get_comm_comp_overlap(steps)
-    fig = Figure(figsize=(max(4, 1.2 * len(analyzer.ranks) + 2), 3.0))
+    fig = figure(figsize=(max(4, 1.2 * len(analyzer.ranks) + 2), 3.0))
     ax = fig.add_subplot()
     ax.bar([str(r) for r in table["rank"]], 100 * table["overlap"].fillna(0).to_numpy(), color="#d62728")
     ax.set(xlabel="rank", ylabel="% of communication overlapped", ylim=(0, 100),
@@ -102,7 +104,7 @@ def idle_chart(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -> F
     """Idle time (ms) per rank and stream, split into waiting for the host, between kernels, and other."""
     table = analyzer.get_idle_time_breakdown(steps)
     labels = [f"r{r} s{s}" for r, s in zip(table["rank"], table["stream"])]
-    fig = Figure(figsize=(max(4, 0.9 * len(labels) + 2), 3.2))
+    fig = figure(figsize=(max(4, 0.9 * len(labels) + 2), 3.2))
     ax = fig.add_subplot()
     bottom = np.zeros(len(labels))
     for key, colour in IDLE_COLOURS.items():

@@ -7,13 +7,13 @@ thread (for nbval and CI).
 from __future__ import annotations
 
 import html
-import io
 import threading
 import time
 from typing import Any, Sequence
 
 import ipywidgets as widgets
 
+from ..plotting import figure_png
 from ..site import Site
 from ..smi.interpret import Finding, interpret_window
 from ..smi.model import Snapshot
@@ -24,12 +24,6 @@ from ..smi.sessions import load_session, snapshots_at
 CSS_DASHBOARD = "lumikit-gpu-dashboard"
 CSS_PLOTS = "lumikit-gpu-plots"
 CSS_FINDINGS = "lumikit-gpu-findings"
-
-
-def _png(fig: Any) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=72)
-    return buf.getvalue()
 
 
 def findings_html(findings: Sequence[Finding]) -> str:
@@ -111,8 +105,8 @@ class GpuDashboard:
         latest = self._snapshots[-1]
         self._set_device_options(latest)
         chosen = list(self.devices.value) or None
-        self.timeline_image.value = _png(timeline(self._snapshots, chosen, title=title, now=now))
-        self.map_image.value = _png(node_map(latest, self.site))
+        self.timeline_image.value = figure_png(timeline(self._snapshots, chosen, title=title, now=now), dpi=72)
+        self.map_image.value = figure_png(node_map(latest, self.site), dpi=72)
         self.findings.value = findings_html(interpret_window(self._snapshots[-self.window:], self.site))
         self.last_render_s = time.perf_counter() - t0
         return self.last_render_s

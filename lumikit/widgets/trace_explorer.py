@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import ipywidgets as widgets
 import pandas as pd
 
 from ..errors import LumikitError
+from ..plotting import figure_png
 from ..trace.analyses import TraceAnalyzer
 from ..trace.loader import Trace
 from ..trace.plots import step_timeline
@@ -55,12 +55,6 @@ def kernel_table_html(table: pd.DataFrame) -> str:
             f"<td>{html.escape(str(v))}</td>" for v in rec[1:]]
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return f'<table class="{CSS_KERNEL_TABLE}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
-
-
-def _png(fig: Any) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=72)
-    return buf.getvalue()
 
 
 class TraceExplorer:
@@ -117,7 +111,7 @@ class TraceExplorer:
 
     def refresh(self) -> None:
         """Redraw the timeline and the kernel table for the current rank, step and filter."""
-        self.timeline.value = _png(step_timeline(self.analyzer, self.rank.value, self.selected_step))
+        self.timeline.value = figure_png(step_timeline(self.analyzer, self.rank.value, self.selected_step), dpi=72)
         self._refresh_table()
 
     def export_slice(self) -> list[Path]:
