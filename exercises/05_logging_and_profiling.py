@@ -1,0 +1,79 @@
+# %% [markdown]
+# # 05 · Logging and profiling: exercises
+#
+# The setup cells run the lesson's profiled training run again: the course's tiny language model, 6 steps
+# unprofiled, 1 profiler warm-up step, 4 recorded steps (schedule `"6,1,4,1"`), then the run stops. The exercises
+# answer questions from what that run measured.
+
+# %%
+import sys
+
+import pandas as pd
+
+import lumikit.checks.m05 as checks
+from lumikit.jobs import spec
+from lumikit.launch import launch, mode_line
+from lumikit.profiler import parse_schedule
+from lumikit.trace import load_trace
+from lumikit.trace.host_ops import host_ops, op_summary, step_phases
+from lumikit.workloads.common import read_metrics
+
+print(mode_line())
+schedule = "6,1,4,1"
+train = spec([sys.executable, "-m", "lumikit.workloads.lm", "--model-size", "tiny", "--no-progress"],
+             name="lm-profiled", partition="small-g", gpus_per_node=1, cpus_per_task=7, mem_per_gpu="60G",
+             time="0:10:00", profile="torch", profile_steps=11,
+             env={"LUMIKIT_PROFILE_SCHEDULE": schedule, "OMP_NUM_THREADS": "1"})
+run = launch(train)
+print(mode_line(), "->", run.wait(timeout=300, poll=0.25))
+
+# %%
+trace = load_trace(run.path / "profile")
+ops = host_ops(trace[0].events)
+phases = step_phases(ops)
+steps, _ = read_metrics(run.path / "metrics.rank0.jsonl")
+step_times = pd.DataFrame(steps).set_index("step")["step_time_s"]
+print("recorded trace steps:", list(phases["step"]), "· metrics steps:", list(step_times.index))
+phases.set_index("step").round(0)
+
+# %% tags=["exercise"]
+# Exercise 05.1: In a 4-rank job, profile only rank 3 with torch.profiler, recording steps 5, 6 and 7 (counted from 1, as the metrics file does), and stop the run after step 7. Store the job spec in `job`.
+# Hint: `spec(command, ntasks_per_node=..., profile=..., profile_ranks=[...], profile_steps=..., env={"LUMIKIT_PROFILE_SCHEDULE": "wait,warmup,active,repeat"})`; torch skips `wait` steps and warms up for `warmup` before it records.
+job = None
+raise NotImplementedError("Exercise 05.1: `spec(command, ntasks_per_node=..., profile=..., profile_ranks=[...], profile_steps=..., env={\"LUMIKIT_PROFILE_SCHEDULE\": \"wait,warmup,active,repeat\"})`; torch skips `wait` steps and warms up for `warmup` before it records.")
+
+# %% tags=["check"]
+checks.check_rank_profile_spec(job)
+
+# %% tags=["exercise"]
+# Exercise 05.2: Over the recorded steps, what share (0-1) of the step time went to backward, and what share to the optimizer? Store them in `backward_share` and `optimizer_share`.
+# Hint: `phases` has one row per recorded step: its duration `dur_us` and the time of each phase.
+backward_share = None
+optimizer_share = None
+raise NotImplementedError("Exercise 05.2: `phases` has one row per recorded step: its duration `dur_us` and the time of each phase.")
+
+# %% tags=["check"]
+checks.check_step_shares(backward_share, optimizer_share, phases)
+
+# %% tags=["exercise"]
+# Exercise 05.3: Which operator spent the most self time in the recorded steps? Store its name (e.g. "aten::add") in `top_op`.
+# Hint: self time leaves out the operators called inside; `op_summary(ops)` ranks by it.
+ranking = None
+top_op = None
+raise NotImplementedError("Exercise 05.3: self time leaves out the operators called inside; `op_summary(ops)` ranks by it.")
+
+# %% tags=["check"]
+checks.check_top_self_op(top_op, ops)
+
+# %% tags=["exercise"]
+# Exercise 05.4: How much slower is a recorded step than an unprofiled one? Store the median recorded step time divided by the median unprofiled step time in `slowdown`.
+# Hint: `step_times` is indexed by step (from 1); recorded steps are the trace's ProfilerStep numbers plus one; unprofiled are steps 2-6 (step 1 warms the model up, step 7 the profiler).
+recorded = None
+slowdown = None
+raise NotImplementedError("Exercise 05.4: `step_times` is indexed by step (from 1); recorded steps are the trace's ProfilerStep numbers plus one; unprofiled are steps 2-6 (step 1 warms the model up, step 7 the profiler).")
+
+# %% tags=["check"]
+checks.check_profiler_slowdown(slowdown, step_times, schedule)
+
+# %% [markdown] tags=["exercise"]
+# **Your answer:** _replace this line with your answer and the numbers that support it._

@@ -1,0 +1,111 @@
+"""Checks for module 05 (logging and profiling): a job spec that profiles one rank for chosen steps, and the first
+numbers of a profiled run (step phases, the top operator by self time, what the profiler costs).
+
+Expected values come from the site profile, from :mod:`lumikit.profiler`'s schedule rules and from the learner's
+own measurements (the trace tables and step times passed in), never from numbers written here.
+"""
+from __future__ import annotations
+
+import statistics
+from typing import Mapping
+
+import pandas as pd
+
+from ..jobs import JobSpec, problems, resolve
+from ..profiler import DEFAULT_SCHEDULE, ProfileSchedule, parse_schedule
+from ..site import load_site
+from ..trace.host_ops import op_summary
+from .framework import CheckFailed, Passed, expect_close, expect_equal, expect_type, passed
+
+#: The rank and the (1-based) steps exercise 05.1 asks to profile.
+TARGET_RANK = 3
+TARGET_STEPS = [5, 6, 7]
+
+
+def recorded_steps(schedule: ProfileSchedule, max_steps: int) -> list[int]:
+    """The steps (counted from 1, as the metrics file does) that torch.profiler records in a run of ``max_steps``.
+
+    Each cycle skips ``wait`` steps, warms up for ``warmup`` and records ``active``; ``repeat`` 0 cycles until the
+    run ends.
+    """
+    cycle = schedule.wait + schedule.warmup + schedule.active
+    cycles = schedule.repeat if schedule.repeat > 0 else max_steps // cycle + 1
+    out = []
+    for c in range(cycles):
+        first = c * cycle + schedule.wait + schedule.warmup + 1
+        out.extend(s for s in range(first, first + schedule.active) if s <= max_steps)
+    return out
+
+
+def check_rank_profile_spec(job: JobSpec | None) -> Passed:
+    """Exercise 05.1: a job spec that profiles only rank 3 with torch.profiler, recording steps 5-7, then stops."""
+    what = "the job spec that profiles rank 3 for steps 5-7"
+    expect_type("05.1", job, JobSpec, what=what, hint="build it with `spec([...], ntasks_per_node=..., profile=...)`.")
+    site = load_site("lumi")
+    found = problems(resolve(job, site), site)
+    if found:
+        raise CheckFailed("05.1", f"LUMI would reject {what}: {found[0]}",
+                          hint="a rank 3 needs at least 4 tasks (ntasks_per_node=4 or more).")
+    expect_equal("05.1", job.profile, "torch", what="the profiling mode",
+                 hint='torch.profiler is the mode "torch"; see `lumikit.jobs.PROFILE_MODES`.')
+    expect_equal("05.1", tuple(sorted(set(job.profile_ranks))), (TARGET_RANK,), what="the profiled ranks",
+                 hint="profile_ranks lists the ranks that run with the profiler; the others run as they are.")
+    text = job.env_dict().get("LUMIKIT_PROFILE_SCHEDULE")
+    try:
+        schedule = parse_schedule(text) if text else ProfileSchedule(*DEFAULT_SCHEDULE)
+    except Exception as err:  # a SpecError naming the bad schedule
+        raise CheckFailed("05.1", f"the schedule cannot be read: {err}",
+                          hint='give env={"LUMIKIT_PROFILE_SCHEDULE": "wait,warmup,active,repeat"}.') from None
+    if job.profile_steps is None:
+        raise CheckFailed("05.1", "the run does not stop after the profiled steps (profile_steps is not set)",
+                          hint="profile_steps sets LUMIKIT_MAX_STEPS, where the workload stops.")
+    expect_equal("05.1", recorded_steps(schedule, job.profile_steps), TARGET_STEPS,
+                 what=f"the steps recorded with schedule {text or 'default'} and {job.profile_steps} steps",
+                 hint="torch skips `wait` steps, warms up for `warmup`, then records `active`; steps 5-7 come after "
+                      "4 steps that are waited or warmed up.")
+    expect_equal("05.1", job.profile_steps, TARGET_STEPS[-1], what="where the run stops (profile_steps)",
+                 hint="stop right after the last recorded step: nothing after it is profiled.")
+    return passed("05.1", f"rank {TARGET_RANK} records steps 5-7 with schedule {text}; the other ranks run "
+                          "unprofiled")
+
+
+def check_step_shares(backward_share: float | None, optimizer_share: float | None,
+                      phases: pd.DataFrame) -> Passed:
+    """Exercise 05.2: the shares of the recorded steps' time spent in backward and in the optimizer."""
+    total = float(phases["dur_us"].sum())
+    backward = float(phases["backward_us"].sum()) / total
+    optimizer = float(phases["optimizer_us"].sum()) / total
+    hint = "add up a phase's time over the recorded steps and divide by the steps' total time (`dur_us`)."
+    expect_close("05.2", backward_share, backward, rel=0.02, abs=0.005,
+                 what="the share of step time in backward (0-1)", hint=hint)
+    expect_close("05.2", optimizer_share, optimizer, rel=0.02, abs=0.005,
+                 what="the share of step time in the optimizer (0-1)", hint=hint)
+    return passed("05.2", f"backward {backward:.0%}, optimizer {optimizer:.0%} of the recorded steps")
+
+
+def check_top_self_op(answer: str | None, ops: pd.DataFrame) -> Passed:
+    """Exercise 05.3: the operator with the most self time in the recorded steps."""
+    table = op_summary(ops)
+    top = str(table.loc[0, "name"])
+    expect_type("05.3", answer, str, what="the name of the operator with the most self time",
+                hint="an operator name such as 'aten::add'.")
+    expect_equal("05.3", answer, top, what="the operator with the most self time",
+                 hint="`op_summary(ops)` ranks operators by self time; total time counts the operators inside.")
+    return passed("05.3", f"{top}: {table.loc[0, 'self_share']:.0%} of the operators' self time")
+
+
+def check_profiler_slowdown(answer: float | None, step_times: Mapping[int, float] | pd.Series,
+                            schedule: str) -> Passed:
+    """Exercise 05.4: median recorded step time over median unprofiled step time (steps 2 to ``wait``)."""
+    times = {int(k): float(v) for k, v in dict(step_times).items()}
+    plan = parse_schedule(schedule)
+    recorded = [s for s in recorded_steps(plan, max(times)) if s in times]
+    unprofiled = [s for s in range(2, plan.wait + 1) if s in times]
+    if not recorded or not unprofiled:
+        raise CheckFailed("05.4", f"the measured steps {sorted(times)} hold no recorded or no unprofiled steps for "
+                                  f"schedule {schedule}", hint="run the setup cells again.")
+    expected = (statistics.median(times[s] for s in recorded) / statistics.median(times[s] for s in unprofiled))
+    expect_close("05.4", answer, expected, rel=0.03, what="recorded / unprofiled median step time",
+                 hint=f"recorded steps are {recorded[0]}-{recorded[-1]}, unprofiled ones 2-{plan.wait} "
+                      "(step 1 warms up the model); divide the two medians.")
+    return passed("05.4", f"a recorded step took {expected:.2f}x an unprofiled one here")
