@@ -1,0 +1,1 @@
+"""Helpers for the workbook's own test suites (the browser tests drive JupyterLab through :mod:`.browser`)."""
