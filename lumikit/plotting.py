@@ -9,7 +9,11 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+#: One colour per kernel class (lumikit.kernels.CLASSES), shared by every picture of kernels.
+CLASS_COLOURS = {"compute": "#1f77b4", "communication": "#d62728", "memory": "#2ca02c"}
 
 
 
@@ -17,6 +21,11 @@ def figure(**kwargs: Any) -> Figure:
     """A new :class:`Figure` (same arguments as matplotlib's), shown inline when a notebook cell returns it."""
     enable_notebook_display()
     return Figure(**kwargs)
+
+
+def axes_or_new(ax: Axes | None, figsize: tuple[float, float]) -> Axes:
+    """``ax`` when the caller passes one (to compose panels), else the single axes of a new :func:`figure`."""
+    return ax if ax is not None else figure(figsize=figsize).add_subplot()
 
 
 def enable_notebook_display() -> bool:

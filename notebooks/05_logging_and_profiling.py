@@ -222,7 +222,7 @@ demo.mkdir(parents=True)
 stats.to_csv(demo / "rank0_kernel_stats.csv", index=False, quoting=csv.QUOTE_NONNUMERIC)
 print(find_outputs(demo.parent.parent).describe())
 kernels = rocprof_kernels(demo.parent.parent)
-plot_kernel_ranking(kernels, top=8);
+plot_kernel_ranking(kernels, top=8)
 
 # %% [markdown]
 # **How to read it:** `rocprof_kernels` found the statistics file by its name, ranked the rows by total time and

@@ -1,19 +1,17 @@
 """Pictures of log tables: throughput and loss over time, and the HIP calls of a log over time."""
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ..rocprof.plots import CLASS_COLORS
+from ..plotting import CLASS_COLOURS, axes_or_new, figure
 from .progress import training_series
 
 
-def plot_throughput(table: pd.DataFrame, ax: Axes | None = None) -> Axes:
+def plot_throughput(table: pd.DataFrame, ax: Axes | None = None) -> Figure:
     """Training throughput: the main tqdm bar's it/s against elapsed seconds, else images/sec per epoch."""
-    if ax is None:
-        _, ax = plt.subplots(figsize=(8, 3))
+    ax = axes_or_new(ax, (8, 3))
     train = training_series(table)
     if not train.empty:
         ax.plot(train["elapsed_s"], train["rate"], ".-", ms=3, lw=0.8)
@@ -28,13 +26,12 @@ def plot_throughput(table: pd.DataFrame, ax: Axes | None = None) -> Axes:
         if len(tp):
             ax.legend(fontsize=8)
     ax.set_title("Throughput")
-    return ax
+    return ax.figure
 
 
-def plot_loss(table: pd.DataFrame, ax: Axes | None = None) -> Axes:
+def plot_loss(table: pd.DataFrame, ax: Axes | None = None) -> Figure:
     """Loss per split (train, eval, validation) against the training step, or the epoch where steps are unknown."""
-    if ax is None:
-        _, ax = plt.subplots(figsize=(8, 3))
+    ax = axes_or_new(ax, (8, 3))
     rows = table[table["loss"].notna()]
     x = "step" if rows["step"].notna().any() else "epoch"
     for split, part in rows.groupby("split"):
@@ -44,29 +41,29 @@ def plot_loss(table: pd.DataFrame, ax: Axes | None = None) -> Axes:
     ax.set_title("Loss")
     if len(rows):
         ax.legend(fontsize=8)
-    return ax
+    return ax.figure
 
 
 def plot_progress(table: pd.DataFrame) -> Figure:
     """Throughput above loss, the two pictures a learner checks after a training run."""
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 5.5), constrained_layout=True)
+    fig = figure(figsize=(8, 5.5), layout="constrained")
+    top, bottom = fig.subplots(2, 1)
     plot_throughput(table, top)
     plot_loss(table, bottom)
     return fig
 
 
-def plot_hip_calls(table: pd.DataFrame, ax: Axes | None = None) -> Axes:
+def plot_hip_calls(table: pd.DataFrame, ax: Axes | None = None) -> Figure:
     """Each kernel launch and copy of a HIP log as a tick over time (ms since the first call), one row per class."""
-    if ax is None:
-        _, ax = plt.subplots(figsize=(8, 2.5))
+    ax = axes_or_new(ax, (8, 2.5))
     if len(table):
         t0 = float(table["ts_us"].min())
         classes = ["compute", "communication", "memory"]
         for y, cls in enumerate(classes):
             part = table[table["kernel_class"] == cls]
             ax.scatter((part["ts_us"].astype(float) - t0) / 1e3, [y] * len(part), marker="|", s=200,
-                       color=CLASS_COLORS[cls])
+                       color=CLASS_COLOURS[cls])
         ax.set_yticks(range(len(classes)), classes)
     ax.set_xlabel("time since first call (ms)")
     ax.set_title("HIP launches and copies")
-    return ax
+    return ax.figure

@@ -11,12 +11,11 @@ from typing import Iterable
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..plotting import figure
+from ..plotting import CLASS_COLOURS, figure
 from matplotlib.patches import Patch
 
 from .analyses import CLASSES, TraceAnalyzer
 
-CLASS_COLOURS = {"compute": "#1f77b4", "communication": "#d62728", "memory": "#2ca02c"}
 IDLE_COLOURS = {"host_wait_us": "#ff7f0e", "kernel_wait_us": "#9467bd", "other_us": "#7f7f7f"}
 
 
