@@ -1,0 +1,118 @@
+"""Checks for module 08 (several nodes): CPU masks across nodes, GPU-direct RDMA and its proof in the RCCL log,
+MIOpen's cache fix, and profiling one rank of a 2-node job.
+
+Expected values come from the site profile (GCD -> cores, environment recipes) and from the logs the solution
+notebook writes, never from numbers pasted here.
+"""
+from __future__ import annotations
+
+import re
+
+from ..jobs import JobSpec, PROFILE_MODES, render_sbatch
+from ..logs import diagnose_text
+from ..site import load_site
+from .framework import CheckFailed, Passed, expect_equal, expect_in, expect_type, passed
+
+#: A channel's transport line when RCCL moves data between the GCD and the network card directly.
+GDR_LINE = re.compile(r"NCCL INFO Channel .* via NET/.*/GDRDMA\s*$")
+
+
+def _mask_value(exercise: str, answer: object, what: str) -> int:
+    """A CPU mask given as ``"0x00fe..."`` or as an int, as an int."""
+    expect_type(exercise, answer, (str, int), what=what,
+                hint="give the mask as Slurm writes it, a string like '0x00fe000000000000'.")
+    if isinstance(answer, bool):
+        raise CheckFailed(exercise, f"{what} should be a hexadecimal string", found=answer)
+    if isinstance(answer, int):
+        return answer
+    try:
+        return int(answer.strip(), 16)
+    except ValueError:
+        raise CheckFailed(exercise, f"{what} is not a hexadecimal number", found=answer,
+                          hint="a mask looks like '0x00fe000000000000' (bit n set = core n allowed).") from None
+
+
+def check_task_mask(answer: str | int | None, task: int = 11, tasks_per_node: int = 8) -> Passed:
+    """Exercise 08.1: the CPU mask of ``task`` (SLURM_PROCID) in a job with ``tasks_per_node`` tasks per node."""
+    node = load_site("lumi").node
+    what = f"the CPU mask of task {task}"
+    local = task % tasks_per_node
+    gcd = node.gcd(local * (node.gcd_count // tasks_per_node))
+    value = _mask_value("08.1", answer, what)
+    if value != gcd.mask:
+        raise CheckFailed("08.1", f"{what} is not right", expected=gcd.mask_hex, found=answer,
+                          hint=f"task {task} is local task {task} % {tasks_per_node} = {local} on its node; masks "
+                               "repeat on every node (`cpu_masks(spec, site)` gives one node's list).")
+    return passed("08.1", f"task {task} is local task {local} -> GCD {gcd.index}, cores "
+                          f"{gcd.cores[0]}-{gcd.cores[-1]}: {gcd.mask_hex}")
+
+
+def gdr_recipes() -> list[str]:
+    """The site's environment recipes that set RCCL's GPU-direct RDMA level (``NCCL_NET_GDR_LEVEL``)."""
+    site = load_site("lumi")
+    return [name for name, values in site.env.items() if "NCCL_NET_GDR_LEVEL" in values]
+
+
+def check_gdr(recipe: str | None, line_no: int | None, log_text: str) -> Passed:
+    """Exercise 08.2: the recipe that asks for GPU-direct RDMA, and the first log line proving RCCL used it."""
+    site = load_site("lumi")
+    expect_in("08.2", recipe, sorted(site.env), what="the environment recipe",
+              hint="the recipes are `load_site('lumi').env`; look for the one that sets NCCL_NET_GDR_LEVEL.")
+    expect_in("08.2", recipe, gdr_recipes(), what="the recipe that asks RCCL for GPU-direct RDMA",
+              hint="GDR is NCCL_NET_GDR_LEVEL; which recipe sets it?")
+    lines = log_text.splitlines()
+    proof = [no for no, line in enumerate(lines, start=1) if GDR_LINE.search(line)]
+    if not proof:
+        raise CheckFailed("08.2", "the log given to the check has no channel line ending in /GDRDMA",
+                          hint="pass the text of the log written by the setup cell (the GDR one).")
+    expect_type("08.2", line_no, int, what="the line number (1-based) of the proof",
+                hint="count lines from 1, e.g. `enumerate(text.splitlines(), start=1)`.")
+    if not 1 <= line_no <= len(lines):
+        raise CheckFailed("08.2", "the line number is outside the log", expected=proof[0], found=line_no)
+    expect_equal("08.2", line_no, proof[0], what="the first line that proves GPU-direct RDMA",
+                 hint="the proof is a channel's transport line: `... via NET/AWS Libfabric/0/GDRDMA`; the "
+                      "NCCL_NET_GDR_LEVEL line only says what was asked for.")
+    return passed("08.2", f"recipe {recipe!r}; line {line_no}: {lines[line_no - 1].split('NCCL INFO ')[-1]}")
+
+
+def check_miopen_fix(recipe: str | None, log_text: str) -> Passed:
+    """Exercise 08.3: the environment recipe that fixes the problem the log doctor finds in ``log_text``."""
+    site = load_site("lumi")
+    found = [d.signature for d in diagnose_text(log_text)]
+    if "miopen-sqlite-lock" not in found:
+        raise CheckFailed("08.3", "the log given to the check shows no MIOpen SQLite locking error",
+                          hint="pass the text of the log written by the setup cell.")
+    fixes = [name for name, values in site.env.items() if "MIOPEN_USER_DB_PATH" in values]
+    expect_in("08.3", recipe, sorted(site.env), what="the environment recipe",
+              hint="the recipes are `load_site('lumi').env`.")
+    expect_in("08.3", recipe, fixes, what="the recipe that moves MIOpen's database off Lustre",
+              hint="the doctor's fix sets MIOPEN_USER_DB_PATH; which recipe sets it?")
+    values = site.env_recipe(recipe)
+    return passed("08.3", f"recipe {recipe!r}: MIOPEN_USER_DB_PATH={values['MIOPEN_USER_DB_PATH']}")
+
+
+def check_profile_one_rank(job: JobSpec | None, nodes: int = 2, tasks_per_node: int = 8) -> Passed:
+    """Exercise 08.4: a job spec of ``nodes`` x ``tasks_per_node`` ranks that profiles exactly one rank, on the
+    second node, with rocprof."""
+    what = "the job spec"
+    expect_type("08.4", job, JobSpec, what=what, hint="build it with `two_nodes.with_(...)`.")
+    expect_equal("08.4", (job.nodes, job.ntasks_per_node), (nodes, tasks_per_node),
+                 what="(nodes, tasks per node)", hint="keep the shape of `two_nodes`.")
+    expect_in("08.4", job.profile, sorted(PROFILE_MODES), what="the profiling mode",
+              hint="set `profile='rocprof'`.")
+    expect_equal("08.4", job.profile, "rocprof", what="the profiling mode", hint="the seed profiles with rocprof.")
+    ranks = sorted(set(job.profile_ranks))
+    if len(ranks) != 1:
+        raise CheckFailed("08.4", "exactly one rank should be profiled", expected=1, found=len(ranks),
+                          hint="an empty `profile_ranks` profiles every rank; give a tuple with one rank.")
+    rank = ranks[0]
+    second = range(tasks_per_node, 2 * tasks_per_node)
+    if rank not in second:
+        raise CheckFailed("08.4", f"rank {rank} is not on the second node", expected=f"a rank in {second.start}-"
+                          f"{second.stop - 1}", found=rank, hint="ranks 0-7 are on the first node.")
+    script = render_sbatch(job, "lumi")
+    if f'case "$SLURM_PROCID" in {rank})' not in script:
+        raise CheckFailed("08.4", "the rendered script does not branch on the rank",
+                          hint="set `profile_ranks=(rank,)` on the spec.")
+    return passed("08.4", f"rank {rank} (node 1, local rank {rank - tasks_per_node}) runs under rocprof, the other "
+                          f"{nodes * tasks_per_node - 1} ranks run plainly")

@@ -1,0 +1,197 @@
+# %% [markdown]
+# # 08 · Several nodes
+#
+# A model that trains on the 8 GCDs of one node trains on 16 or 1 024 GCDs without changing its code. What changes
+# is the job around it: every rank needs the CPU cores next to its GCD, RCCL must talk over the Slingshot network
+# (and you must be able to prove that it does), caches must not be shared through Lustre, every rank must find the
+# first node (`MASTER_ADDR`), and profiling every rank would drown you in data. This module takes these five in turn.
+
+# %%
+import pandas as pd
+
+from lumikit.jobs import cpu_masks, render_sbatch, spec
+from lumikit.launch import mode_line
+from lumikit.site import load_site
+
+site = load_site("lumi")
+print(mode_line())
+two_nodes = spec(["python", "train.py"], partition="standard-g", nodes=2, ntasks_per_node=8, gpus_per_node=8,
+                 cpus_per_task=7, exclusive=True, cpu_bind="auto", container="pytorch", time="1:00:00")
+masks = cpu_masks(two_nodes, site)  # one per task on a node; every node repeats them
+per_node = two_nodes.ntasks_per_node
+pd.DataFrame([{"task (SLURM_PROCID)": t, "node (SLURM_NODEID)": t // per_node, "local id": t % per_node,
+               "GCD": t % per_node, "cores": "{}-{}".format(*site.node.gcd(t % per_node).cores[::6]),
+               "mask": masks[t % per_node]} for t in range(two_nodes.total_tasks)]).set_index("task (SLURM_PROCID)")
+
+# %% [markdown]
+# **How to read it:** Slurm numbers the 16 tasks across the job (`SLURM_PROCID` 0-15) and within each node
+# (`SLURM_LOCALID` 0-7). A task drives the GCD of its *local* id, so its mask depends only on that: task 9 gets the
+# same cores as task 1. `--cpu-bind=mask_cpu:` takes one list of 8 masks and Slurm applies it on every node. Masks
+# only make sense on whole nodes (`standard-g`, or `--exclusive`).
+#
+# ## The batch script
+#
+# The same spec, with three of the site's **environment recipes** switched on: `rccl` (which network interfaces
+# RCCL uses), `rccl-debug` (RCCL writes what it chose to a file per rank) and `miopen` (MIOpen's caches in `/tmp`).
+
+# %%
+job = two_nodes.with_(env_recipes=("rccl", "rccl-debug", "miopen"))
+print(render_sbatch(job, site))
+
+# %% [markdown]
+# **Read the script:** `MASTER_ADDR` is the first host name of the job's node list, computed with `scontrol`
+# *before* `srun`, outside the container (there are no Slurm tools inside it); `MASTER_PORT` is derived from the
+# job id so two jobs on one node do not collide. The multi-node binds (`/var/spool/slurmd`, `/opt/cray`, `libcxi`)
+# were added because `nodes=2`: without them RCCL cannot reach the network from inside the container. The recipe
+# values are exported inside the rank script, so `$SLURM_NODEID` and `$USER` expand on each node.
+#
+# ## The environment recipes
+#
+# The recipes are data in the site profile (`lumikit/sites/lumi.toml`), edited once per course edition:
+
+# %%
+recipes = ["rccl", "rccl-gdr", "rccl-debug", "miopen"]
+pd.DataFrame([{"recipe": name, "variable": k, "value": v} for name in recipes
+              for k, v in site.env_recipe(name).items()]).set_index(["recipe", "variable"])
+
+# %% [markdown]
+# **How to read it:** `NCCL_SOCKET_IFNAME=hsn0,...,hsn3` points RCCL at the four Slingshot interfaces.
+# `NCCL_NET_GDR_LEVEL=PHB` (recipe `rccl-gdr`) lets RCCL move data between a GCD and the network card directly
+# (GPU-direct RDMA) instead of through host memory. Older course editions always set it; recent containers do
+# GPU-direct RDMA by themselves and the variable has been seen to hang large jobs, so the recipe is kept apart.
+# `NCCL_DEBUG=INFO` makes RCCL say what it chose, and `NCCL_DEBUG_FILE` sends that to a file in `/tmp` instead of
+# the job's output (printing from hundreds of ranks slows them down; in the name NCCL fills in `%h`, the host, and
+# `%p`, the process id).
+#
+# ## Did RCCL use the network? Read its log
+#
+# RCCL reaches Slingshot through the **aws-ofi-rccl** plugin (libfabric, provider `cxi`). The LUMI containers ship
+# the plugin; a container from the internet usually does not, and RCCL then falls back silently to TCP sockets,
+# many times slower between nodes. The only proof is the `NCCL_DEBUG=INFO` log. Here are two short logs in RCCL's
+# format (host:pid:tid [device] NCCL INFO ...): one from a good job, one from a container without the plugin.
+
+# %%
+import tempfile
+from pathlib import Path
+
+from lumikit.logs import rccl_transport
+
+
+def rccl_log(plugin: bool, gdr: bool, host: str = "nid005001", rank: int = 7, pid: int = 40121) -> str:
+    """A few NCCL_DEBUG=INFO lines of one rank of a 2-node job, as RCCL prints them."""
+    head = f"{host}:{pid}:{pid} [{rank}] NCCL INFO "
+    lines = ["RCCL version 2.20.5+hip6.2 HEAD:b0a3ddc", "NCCL_SOCKET_IFNAME set by environment to hsn0,hsn1,hsn2,hsn3",
+             "Bootstrap : Using hsn0:10.253.6.211<0>"]
+    if plugin:
+        lines += ["NET/OFI Using aws-ofi-rccl 1.4.0", "NET/OFI Selected Provider is cxi (found 4 nics)",
+                  "Using network AWS Libfabric"]
+    else:
+        lines += ["NET/Plugin : Plugin load (librccl-net.so) returned 2 : librccl-net.so: cannot open shared object "
+                  "file: No such file or directory", "NET/Socket : Using [0]hsn0:10.253.6.211<0>",
+                  "Using network Socket"]
+    if gdr:
+        lines += ["NCCL_NET_GDR_LEVEL set by environment to PHB",
+                  "GPU Direct RDMA Enabled for GPU d1000 / HCA 0 (distance 3 <= 4), read 1 mode Default"]
+    net = "AWS Libfabric/0" if plugin else "Socket/0"
+    lines += [f"Channel {c:02d}/0 : {rank}[d1000] -> {rank + 1}[c1000] [send] via NET/{net}{'/GDRDMA' if gdr else ''}"
+              for c in range(2)]
+    lines.append(f"comm 0x55d5c4a0 rank {rank} nranks 16 cudaDev {rank} busId d1000 - Init COMPLETE")
+    return "".join(head + line + "\n" for line in lines)
+
+
+Path("runs").mkdir(exist_ok=True)
+logs = Path(tempfile.mkdtemp(prefix="08-rccl-logs-", dir="runs"))
+(logs / "good-rank7.txt").write_text(rccl_log(plugin=True, gdr=True))
+(logs / "no-plugin-rank7.txt").write_text(rccl_log(plugin=False, gdr=False))
+for name in ("good-rank7.txt", "no-plugin-rank7.txt"):
+    found = rccl_transport(logs / name)
+    print(f"{name}: {found.transport}, ok={found.ok}\n  {found.describe()}")
+    for line in found.evidence:
+        print(f"  line {line.line_no}: {line.text}")
+
+# %% [markdown]
+# **How to read it:** `NET/OFI Using aws-ofi-rccl` and `Selected Provider is cxi` say that RCCL talks through the
+# plugin over Slingshot: that is the line to look for in every new container. In the second log the plugin did not
+# load and `Using network Socket` follows. And GPU-direct RDMA? That shows in the **transport line** of each
+# channel: `via NET/AWS Libfabric/0/GDRDMA` means the data goes straight from GCD memory to the network card:
+
+# %%
+good = (logs / "good-rank7.txt").read_text().splitlines()
+[(no, line.split("NCCL INFO ")[1]) for no, line in enumerate(good, start=1) if "via NET/" in line]
+
+# %% [markdown]
+# Without `/GDRDMA` at the end, the data is staged through host memory: correct, but slower.
+#
+# ## MIOpen's caches and the SQLite lock
+#
+# MIOpen (AMD's library of convolution kernels) compiles kernels on first use and keeps what it learned in SQLite
+# databases, by default under your home folder. Home is on Lustre, and Lustre does not give SQLite the file locks it
+# needs when hundreds of processes on many nodes open the same database. The job then stops with an error like the
+# one below; the log doctor recognises it:
+
+# %%
+from lumikit.logs import diagnose
+
+(logs / "slurm-miopen.out").write_text(
+    "epoch 0 step 12\n"
+    "MIOpen(HIP): Error [Prepare] SQLite prepare error: locking protocol\n"
+    "MIOpen Error: /long_pathname_so_that_rpms_can_package_the_debug_info/src/MIOpen/src/sqlite_db.cpp:220: "
+    "Internal error while accessing SQLite database: locking protocol\n")
+for d in diagnose(logs / "slurm-miopen.out"):
+    print(d.describe())
+print("recipe miopen:", dict(site.env_recipe("miopen")))
+
+# %% [markdown]
+# **How to read it:** the doctor names the cause and the fix; the site's `miopen` recipe applies it: one cache per
+# node in `/tmp` (`$SLURM_NODEID` in the path). `/tmp` on a compute node lives in memory, counts against the job's
+# memory and is not cleaned for you: copy the cache somewhere persistent at the end of the job if the next job
+# should start warm, and delete it.
+#
+# ## MASTER_ADDR: the rendezvous
+#
+# Every rank joins the process group at `MASTER_ADDR:MASTER_PORT`. On one node `$(hostname)` would do; across nodes
+# every rank must name the *first* node of the job, which only Slurm knows:
+
+# %%
+from lumikit.jobs import render_srun
+
+for name, value in render_srun(two_nodes, site).exports:
+    print(f"export {name}={value}")
+
+# %% [markdown]
+# Now a real 2-node-shaped job: 2 nodes with one task each, running `lumikit.workloads.ddp_check` (a few DDP steps
+# over gloo). On LUMI it goes to Slurm; here the local backend starts both ranks with the environment Slurm would
+# give them, `MASTER_ADDR` included.
+
+# %%
+import sys
+
+from lumikit.launch import launch
+
+ddp = spec([sys.executable, "-m", "lumikit.workloads.ddp_check", "--steps", "3"], name="ddp-2nodes", nodes=2,
+           ntasks_per_node=1, time="0:05:00")
+run = launch(ddp)
+print(mode_line(), "->", run.wait(timeout=120, progress=False))
+for rank in range(ddp.total_tasks):
+    print(run.stdout(rank).strip())
+
+# %% [markdown]
+# **How to read it:** each rank says where it runs and which master it met; both print the same `FINAL loss`,
+# because the last loss is averaged over the ranks with an all-reduce. If `MASTER_ADDR` were missing or wrong, the
+# ranks would wait at the rendezvous until the timeout and the job would fail.
+#
+# ## Profiling one rank
+#
+# Training is usually balanced, so one rank tells you about all of them, and profiling all 16 costs 16 times the
+# overhead and data. The job spec profiles only the ranks in `profile_ranks`; here rank 14, on the second node:
+
+# %%
+profiled = two_nodes.with_(profile="rocprof", profile_ranks=(14,), profile_steps=32)
+script = render_sbatch(profiled, site)
+print(script.splitlines()[-1].split("bash -c ")[1])
+
+# %% [markdown]
+# **How to read it:** the rank script branches on `$SLURM_PROCID`: rank 14 runs under `rocprof --hip-trace
+# --stats` (its output goes to the run folder's `profile/rank14/`), every other rank runs the plain command.
+# `LUMIKIT_MAX_STEPS=32` keeps the profiled run short. In the trace, watch the RCCL kernels (`ncclDevKernel...`):
+# the moment they dominate the step, the job is bound by the network, and more nodes will not make it faster.

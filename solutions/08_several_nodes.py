@@ -1,0 +1,94 @@
+# %% [markdown]
+# # 08 · Several nodes: exercises
+#
+# Four questions on a 2-node job: the CPU mask of one task, GPU-direct RDMA and its proof in RCCL's log, MIOpen's
+# cache problem, and profiling one rank. The setup cells build the job and write two short logs in the formats RCCL
+# and MIOpen print.
+
+# %%
+import tempfile
+from pathlib import Path
+
+import lumikit.checks.m08 as checks
+from lumikit.jobs import cpu_masks, render_sbatch, spec
+from lumikit.launch import mode_line
+from lumikit.logs import diagnose, rccl_transport
+from lumikit.site import load_site
+
+site = load_site("lumi")
+print(mode_line())
+two_nodes = spec(["python", "train.py"], partition="standard-g", nodes=2, ntasks_per_node=8, gpus_per_node=8,
+                 cpus_per_task=7, exclusive=True, cpu_bind="auto", container="pytorch", time="1:00:00")
+print(render_sbatch(two_nodes, site).splitlines()[-1][:160], "...")
+
+# %%
+# Two logs as a 2-node job writes them: rank 7's RCCL log (NCCL_DEBUG=INFO) and a job output with a MIOpen error.
+head = "nid005001:40121:40121 [7] NCCL INFO "
+rccl_lines = ["RCCL version 2.20.5+hip6.2 HEAD:b0a3ddc", "NCCL_SOCKET_IFNAME set by environment to hsn0,hsn1,hsn2,hsn3",
+              "Bootstrap : Using hsn0:10.253.6.211<0>", "NET/OFI Using aws-ofi-rccl 1.4.0",
+              "NET/OFI Selected Provider is cxi (found 4 nics)", "Using network AWS Libfabric",
+              "NCCL_NET_GDR_LEVEL set by environment to PHB",
+              "GPU Direct RDMA Enabled for GPU d1000 / HCA 0 (distance 3 <= 4), read 1 mode Default",
+              "Channel 00/0 : 7[d1000] -> 8[c1000] [send] via NET/AWS Libfabric/0/GDRDMA",
+              "Channel 01/0 : 7[d1000] -> 8[c1000] [send] via NET/AWS Libfabric/0/GDRDMA",
+              "comm 0x55d5c4a0 rank 7 nranks 16 cudaDev 7 busId d1000 - Init COMPLETE"]
+Path("runs").mkdir(exist_ok=True)
+logs = Path(tempfile.mkdtemp(prefix="08-exercise-logs-", dir="runs"))
+rccl_log = logs / "rccl-rank7.txt"
+rccl_log.write_text("".join(head + line + "\n" for line in rccl_lines))
+miopen_log = logs / "slurm-miopen.out"
+miopen_log.write_text("epoch 0 step 12\nMIOpen Error: /src/MIOpen/src/sqlite_db.cpp:220: Internal error while "
+                      "accessing SQLite database: locking protocol\n")
+print(rccl_transport(rccl_log).describe())
+
+# %% tags=["solution"]
+# Exercise 08.1: In `two_nodes` (2 nodes x 8 tasks), which CPU mask does task 11 (SLURM_PROCID=11) get? Store the mask string (like '0x00fe000000000000') in `mask_task11`.
+# Hint: task 11 is on the second node; `cpu_masks(two_nodes, site)` lists one node's masks, and every node repeats them.
+local_id = 11 % two_nodes.ntasks_per_node
+mask_task11 = cpu_masks(two_nodes, site)[local_id]
+print(f"task 11 = node 1, local id {local_id} -> GCD {local_id} -> {mask_task11}")
+
+# %% tags=["check"]
+checks.check_task_mask(mask_task11, task=11, tasks_per_node=two_nodes.ntasks_per_node)
+
+# %% tags=["solution"]
+# Exercise 08.2: Which of the site's environment recipes asks RCCL for GPU-direct RDMA? Store its name in `gdr_recipe`. Which line of `rccl_log` (counting from 1) is the first proof that RCCL used it? Store the number in `gdr_line`.
+# Hint: `site.env` maps recipe names to variables (GDR is NCCL_NET_GDR_LEVEL); the proof is a channel's transport line, not the line echoing the variable.
+gdr_recipe = next(name for name, values in site.env.items() if "NCCL_NET_GDR_LEVEL" in values)
+rccl_text = rccl_log.read_text()
+gdr_line = next(no for no, line in enumerate(rccl_text.splitlines(), start=1) if line.endswith("/GDRDMA"))
+print(gdr_recipe, "->", dict(site.env_recipe(gdr_recipe)))
+print(f"line {gdr_line}: {rccl_text.splitlines()[gdr_line - 1]}")
+
+# %% tags=["check"]
+checks.check_gdr(gdr_recipe, gdr_line, rccl_log.read_text())
+
+# %% tags=["solution"]
+# Exercise 08.3: Run the log doctor on `miopen_log`. Which environment recipe of the site applies the fix it suggests? Store its name in `miopen_recipe`.
+# Hint: `diagnose(miopen_log)` gives the cause and the fix; the fix sets MIOPEN_USER_DB_PATH.
+for found in diagnose(miopen_log):
+    print(found.describe())
+miopen_recipe = next(name for name, values in site.env.items() if "MIOPEN_USER_DB_PATH" in values)
+print(miopen_recipe, "->", dict(site.env_recipe(miopen_recipe)))
+
+# %% tags=["check"]
+checks.check_miopen_fix(miopen_recipe, miopen_log.read_text())
+
+# %% tags=["solution"]
+# Exercise 08.4: Profile exactly one rank of `two_nodes` with rocprof, and pick a rank on the second node. Store the job spec in `profiled`.
+# Hint: `two_nodes.with_(profile=..., profile_ranks=(...,))`; ranks 8-15 run on the second node.
+profiled = two_nodes.with_(profile="rocprof", profile_ranks=(14,), profile_steps=32)
+print(render_sbatch(profiled, site).splitlines()[-1].split("bash -c ")[1])
+
+# %% tags=["check"]
+checks.check_profile_one_rank(profiled, nodes=2, tasks_per_node=8)
+
+# %% [markdown] tags=["solution"]
+# **Discussion.** Task 11 is local task 3 on the second node, so it gets GCD 3's cores (25-31), the mask printed
+# above: masks depend on the local id only. GPU-direct RDMA is asked for with the `rccl-gdr` recipe
+# (`NCCL_NET_GDR_LEVEL=PHB`), but the line echoing the variable proves only that it was set; the proof that RCCL
+# used it is a channel's transport line ending in `/GDRDMA` (the line number printed above), next to the
+# `NET/OFI ... Selected Provider is cxi` lines that prove the Slingshot plugin was loaded. The MIOpen error is the
+# SQLite lock on Lustre; the `miopen` recipe moves the database to node-local `/tmp`. For profiling, any single rank
+# will do when the training is balanced; rank 14 is on the second node, and the rendered script runs only it
+# under `rocprof`.

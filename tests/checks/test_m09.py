@@ -1,0 +1,69 @@
+"""Module 09's checks pass on right answers and fail, naming the exercise, on wrong ones and on the stub's None."""
+from __future__ import annotations
+
+import pytest
+
+import lumikit.checks.m09 as m09
+from lumikit.checks import CheckFailed
+from lumikit.smi import DeviceReading, Snapshot
+
+
+def test_archive_speedup_is_small_files_over_one_file():
+    assert m09.check_archive_speedup(40.0, small_files_s=0.2, one_file_s=0.005).exercise == "09.1"
+
+
+@pytest.mark.parametrize("wrong", [0.025, 1 / 40, 4.0, "40"])
+def test_archive_speedup_rejects_the_inverse_and_other_numbers(wrong):
+    with pytest.raises(CheckFailed, match="Exercise 09.1"):
+        m09.check_archive_speedup(wrong, small_files_s=0.2, one_file_s=0.005)
+
+
+def test_archive_speedup_unanswered():
+    with pytest.raises(CheckFailed, match="No answer yet for 09.1"):
+        m09.check_archive_speedup(None, small_files_s=0.2, one_file_s=0.005)
+
+
+@pytest.mark.parametrize("times, expected", [
+    ({0: 0.50, 1: 0.30, 2: 0.29, 4: 0.28}, 1),  # 0.30 is within 10 % of 0.28
+    ({0: 0.50, 1: 0.40, 2: 0.20}, 2),
+    ({0: 0.10, 1: 0.12, 2: 0.15}, 0),           # workers only cost time (a few-core laptop)
+])
+def test_enough_workers_is_the_fewest_within_tolerance(times, expected):
+    assert m09.enough_workers(times) == expected
+    assert m09.check_enough_workers(expected, times).exercise == "09.2"
+
+
+def test_enough_workers_rejects_the_fastest_when_fewer_suffice():
+    times = {0: 0.50, 1: 0.30, 2: 0.29, 4: 0.28}
+    with pytest.raises(CheckFailed, match="Exercise 09.2.*fewest workers"):
+        m09.check_enough_workers(4, times)
+    with pytest.raises(CheckFailed, match="Exercise 09.2.*not one of"):
+        m09.check_enough_workers(3, times)
+    with pytest.raises(CheckFailed, match="No answer yet for 09.2"):
+        m09.check_enough_workers(None, times)
+
+
+def _snapshot(t: float, starved: int) -> Snapshot:
+    """Eight GCDs at work except ``starved``, idle at a low clock (power on the even GCD of each package)."""
+    devices = tuple(DeviceReading(index=i, power_w=(300.0 if i // 2 == starved // 2 else 500.0) if i % 2 == 0 else None,
+                                  sclk_mhz=800.0 if i == starved else 1650.0,
+                                  gpu_busy_pct=0.0 if i == starved else 100.0, package=i // 2)
+                    for i in range(8))
+    return Snapshot(devices=devices, format="rocm-smi", timestamp=t)
+
+
+def test_starved_gcd_comes_from_the_session():
+    snapshots = [_snapshot(float(t), starved=5) for t in range(4)]
+    assert m09.check_starved_gcd(5, snapshots).exercise == "09.3"
+    with pytest.raises(CheckFailed, match="Exercise 09.3.*not the starved one"):
+        m09.check_starved_gcd(4, snapshots)
+    with pytest.raises(CheckFailed, match="Exercise 09.3.*not one of"):
+        m09.check_starved_gcd(8, snapshots)
+    with pytest.raises(CheckFailed, match="No answer yet for 09.3"):
+        m09.check_starved_gcd(None, snapshots)
+
+
+def test_starved_gcd_in_the_recorded_session_is_gcd_4():
+    from lumikit.smi import load_session
+
+    assert m09.check_starved_gcd(4, load_session("ddp-8gcd-starved"))
