@@ -6,15 +6,13 @@ notebook writes, never from numbers pasted here.
 """
 from __future__ import annotations
 
-import re
 
 from ..jobs import JobSpec, PROFILE_MODES, render_sbatch
-from ..logs import diagnose_text
+from ..logs import diagnose_text, parse_rccl
 from ..site import load_site
 from .framework import CheckFailed, Passed, expect_equal, expect_in, expect_type, passed
 
 #: A channel's transport line when RCCL moves data between the GCD and the network card directly.
-GDR_LINE = re.compile(r"NCCL INFO Channel .* via NET/.*/GDRDMA\s*$")
 
 
 def _mask_value(exercise: str, answer: object, what: str) -> int:
@@ -61,7 +59,7 @@ def check_gdr(recipe: str | None, line_no: int | None, log_text: str) -> Passed:
     expect_in("08.2", recipe, gdr_recipes(), what="the recipe that asks RCCL for GPU-direct RDMA",
               hint="GDR is NCCL_NET_GDR_LEVEL; which recipe sets it?")
     lines = log_text.splitlines()
-    proof = [no for no, line in enumerate(lines, start=1) if GDR_LINE.search(line)]
+    proof = [hit.line_no for hit in parse_rccl(log_text).gdr_lines]
     if not proof:
         raise CheckFailed("08.2", "the log given to the check has no channel line ending in /GDRDMA",
                           hint="pass the text of the log written by the setup cell (the GDR one).")

@@ -23,6 +23,8 @@ _NO_PLUGIN = re.compile(r"NET/Plugin\s*:?\s*(?:No plugin found|Plugin load .*ret
 _SOCKET = re.compile(r"NET/Socket\s*:\s*Using")
 _IB = re.compile(r"NET/IB\s*:\s*Using\s*\[")
 _WARN = re.compile(r"NCCL WARN")
+# A channel whose transport ends in /GDRDMA moves data between GCD memory and the network card directly.
+_GDR = re.compile(r"Channel .* via NET/.*/GDRDMA\s*$")
 _OFI_FAILED = re.compile(r"NET/OFI Couldn't open a fabric access domain|NET/OFI .*(?:failed|Failed)")
 
 
@@ -52,6 +54,12 @@ class RcclTransport:
     ofi_failed: bool = False
     evidence: tuple[LogLine, ...] = ()
     warnings: tuple[LogLine, ...] = field(default=())
+    gdr_lines: tuple[LogLine, ...] = ()
+
+    @property
+    def gdr(self) -> bool:
+        """True when at least one channel moved data GPU-direct (RDMA from GCD memory)."""
+        return bool(self.gdr_lines)
 
     @property
     def ok(self) -> bool:
@@ -63,6 +71,7 @@ class RcclTransport:
         if self.transport == "ofi":
             via = f" with provider {self.provider}" if self.provider else " (provider not logged)"
             text = f"RCCL uses {self.plugin or 'a libfabric plugin'}{via}"
+            text += " and GPU-direct RDMA" if self.gdr else ""
             return text + ("." if self.ok else "; on LUMI the provider should be cxi.")
         if self.transport == "socket":
             return ("RCCL falls back to TCP sockets (no network plugin loaded): slow between nodes. "
@@ -81,6 +90,7 @@ def parse_rccl(text: str, source: str = "<text>") -> RcclTransport:
     plugin_missing = socket = ib = ofi_failed = False
     evidence: list[LogLine] = []
     warnings: list[LogLine] = []
+    gdr_lines: list[LogLine] = []
     for no, raw in enumerate(text.split("\n"), start=1):
         if "NCCL" not in raw and "NET/" not in raw and "ccl-net" not in raw:
             continue
@@ -103,6 +113,8 @@ def parse_rccl(text: str, source: str = "<text>") -> RcclTransport:
             ib = hit = True
         if _OFI_FAILED.search(line):
             ofi_failed = hit = True
+        if _GDR.search(line):
+            gdr_lines.append(LogLine(no, line))
         if hit:
             evidence.append(LogLine(no, line))
         if _WARN.search(line):
@@ -117,7 +129,7 @@ def parse_rccl(text: str, source: str = "<text>") -> RcclTransport:
     else:
         transport = "unknown"
     return RcclTransport(source, transport, plugin, provider, plugin_missing, ofi_failed, tuple(evidence),
-                         tuple(warnings))
+                         tuple(warnings), tuple(gdr_lines))
 
 
 def rccl_transport(path: str | os.PathLike[str]) -> RcclTransport:

@@ -43,3 +43,17 @@ def test_a_log_without_rccl_lines_says_so():
     result = parse_rccl("Epoch 1, Training Loss: 2.0\n")
     assert result.transport == "unknown" and result.evidence == ()
     assert "NCCL_DEBUG=INFO" in result.describe()
+
+
+def test_channels_ending_in_gdrdma_prove_gpu_direct_rdma():
+    log = "\n".join([
+        PREFIX + "NET/OFI Using aws-ofi-rccl 1.4.0",
+        PREFIX + "NET/OFI Selected Provider is cxi (found 4 nics)",
+        PREFIX + "NCCL_NET_GDR_LEVEL set by environment to PHB",
+        PREFIX + "Channel 00/0 : 7[d1000] -> 8[c1000] [send] via NET/AWS Libfabric/0/GDRDMA",
+        PREFIX + "Channel 01/0 : 7[d1000] -> 8[c1000] [send] via NET/AWS Libfabric/0",
+    ])
+    result = parse_rccl(log)
+    assert result.gdr and [g.line_no for g in result.gdr_lines] == [4]
+    assert result.describe().endswith("with provider cxi and GPU-direct RDMA.")
+    assert not parse_rccl(log.replace("/GDRDMA", "")).gdr
