@@ -60,3 +60,12 @@ def test_a_changed_tag_is_a_drift(tmp_path: Path) -> None:
     stem = make_pair(tmp_path)
     stem.with_suffix(".py").write_text(SOURCE.replace('tags=["check"]', 'tags=["solution"]'))
     assert "from cell 2 on" in sync_problems(stem)[0]
+
+
+def test_a_notebook_without_the_python3_kernel_is_named_with_the_fix(tmp_path: Path) -> None:
+    stem = make_pair(tmp_path)
+    notebook = nbformat.read(stem.with_suffix(".ipynb"), as_version=4)
+    del notebook.metadata["kernelspec"]
+    nbformat.write(notebook, stem.with_suffix(".ipynb"))
+    [problem] = sync_problems(stem)
+    assert "no python3 kernel" in problem and "jupytext --set-kernel python3" in problem
