@@ -16,7 +16,7 @@ def plot_throughput(table: pd.DataFrame, ax: Axes | None = None) -> Figure:
     if not train.empty:
         ax.plot(train["elapsed_s"], train["rate"], ".-", ms=3, lw=0.8)
         ax.set_xlabel("elapsed (s)")
-        ax.set_ylabel("it/s")
+        ax.set_ylabel(train["unit"].iloc[0])
     else:
         tp = table[(table["kind"] == "throughput") & table["epoch"].notna()]
         for series, rows in tp.groupby("series"):

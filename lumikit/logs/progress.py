@@ -21,6 +21,8 @@ _TQDM = re.compile(
     r"(?P<pct>\d{1,3})%\|(?P<bar>[^|]*)\|\s*(?P<n>\d+)/(?P<total>\d+)\s*"
     r"\[(?P<elapsed>(?:\d+:)?\d+:\d+)<(?P<remaining>(?:\d+:)?\d+:\d+|\?)?,\s*"
     r"(?P<rate>\?|\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z_]+/s|s/[A-Za-z_]+)(?P<postfix>,[^\]]*)?\]")
+#: Units of a bar that counts training iterations (tqdm's default, and the course workloads' own bar).
+ITERATION_UNITS = ("it/s", "step/s", "steps/s", "batch/s", "batches/s")
 _DICT = re.compile(r"\{'[A-Za-z_][\w]*':[^{}]*\}")
 _THROUGHPUT = re.compile(
     rf"(?P<rate>{_NUM})\s*(?P<what>images|imgs|img|samples|tokens|examples|sequences|seqs)\s*/\s*s(?:ec(?:ond)?)?\b",
@@ -121,7 +123,7 @@ def parse_progress(text: str, source: str = "<text>") -> pd.DataFrame:
                     unit = unit[2:] + "/s"
                     value = 1.0 / value if value else float("nan")
                 secs = _seconds(m.group("elapsed"))
-                if unit == "it/s":
+                if unit in ITERATION_UNITS:
                     step, elapsed = n, secs
                 rows.append(_row(line_no, "progress", series=_series_name(segment[:m.start()]) or "progress",
                                  epoch=epoch, step=n, total=total, elapsed_s=secs, rate=value, unit=unit))
@@ -183,8 +185,9 @@ def read_progress(path: str | os.PathLike[str]) -> pd.DataFrame:
 
 
 def training_series(table: pd.DataFrame) -> pd.DataFrame:
-    """The rows of the main training bar: the ``it/s`` series with the largest total (ties: the unnamed one)."""
-    bars = table[(table["kind"] == "progress") & (table["unit"] == "it/s")]
+    """The rows of the main training bar: the iteration-counting series (``it/s``, ``step/s``...) with the largest
+    total (ties: the one with most rows)."""
+    bars = table[(table["kind"] == "progress") & table["unit"].isin(ITERATION_UNITS)]
     if bars.empty:
         return bars
     sizes = bars.groupby(["series", "total"]).size().reset_index(name="rows")

@@ -69,3 +69,12 @@ def test_summary_of_a_run():
 def test_text_without_progress_gives_an_empty_table():
     table = parse_progress("The following modules were not unloaded:\n  1) lumi-tools\n")
     assert table.empty and list(table.columns)[:3] == ["log_line", "kind", "series"]
+
+
+def test_the_course_workloads_step_bar_is_the_training_series():
+    text = ("lm:  50%|█████     | 6/12 [00:01<00:01,  4.80step/s, loss=5.10]\r"
+            "lm: 100%|██████████| 12/12 [00:02<00:00,  5.00step/s, loss=4.70]\n"
+            "Map:  100%|██████████| 500/500 [00:01<00:00, 400.00examples/s]\n")
+    train = training_series(parse_progress(text))
+    assert train[["series", "step", "rate", "unit"]].values.tolist() == [["lm", 6, 4.8, "step/s"],
+                                                                        ["lm", 12, 5.0, "step/s"]]
