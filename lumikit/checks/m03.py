@@ -1,0 +1,106 @@
+"""Checks for module 03, a first training job: step times from the metrics, resuming, time limits.
+
+Expected values come from the learner's own runs (the step times and step numbers in ``metrics.rank0.jsonl``)
+and from the log doctor, never from numbers written here.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from numbers import Integral, Real
+
+from ..errors import LumikitError
+from ..jobs.spec import parse_time
+from ..launch.states import STATES
+from ..logs.doctor import diagnose_text
+from .framework import (
+    CheckFailed,
+    Passed,
+    expect_close,
+    expect_equal,
+    expect_in,
+    expect_type,
+    passed,
+)
+
+
+def _warm(step_times: Sequence[float]) -> list[float]:
+    """The step times without the first (warm-up) step."""
+    times = [float(t) for t in step_times]
+    if len(times) < 3:
+        raise LumikitError(f"need at least 3 measured steps to judge a warm step time, got {len(times)}; "
+                           "run the job with more --steps")
+    return times[1:]
+
+
+def _close_to_any(exercise: str, found: object, candidates: Sequence[float], *, what: str, rel: float,
+                  hint: str) -> float:
+    """Pass when ``found`` is within ``rel`` of one of the candidates (e.g. a median and a mean); returns it."""
+    target = candidates[0]
+    if isinstance(found, Real) and not isinstance(found, bool):
+        target = min(candidates, key=lambda c: abs(c - float(found)))
+    return expect_close(exercise, found, target, what=what, rel=rel, hint=hint)
+
+
+def check_warm_step_time(warm_step_s: float | None, first_step_overhead_s: float | None,
+                         step_times: Sequence[float]) -> Passed:
+    """Exercise 03.1: the step time once warm (median or mean of the steps after the first) and how much longer
+    the first step took than that."""
+    warm = _warm(step_times)
+    candidates = [statistics.median(warm), statistics.fmean(warm)]
+    hint = "leave out step 1 (`step_times[1:]`), then take the median (or the mean) of the rest."
+    value = _close_to_any("03.1", warm_step_s, candidates, what="the warm step time (s)", rel=0.03, hint=hint)
+    first = float(step_times[0])
+    expect_close("03.1", first_step_overhead_s, first - value, what="the first step's overhead (s)", rel=0.03,
+                 abs=1e-4, hint="the first step's time minus the warm step time (it may be negative if step 1 "
+                                "was not the slowest).")
+    return passed("03.1", f"warm steps take {value * 1000:.1f} ms; step 1 took {first * 1000:.1f} ms "
+                          f"({(first - value) * 1000:+.1f} ms)")
+
+
+def check_resume(continued_at: int | None, steps_trained: int | None, first_run_steps: Sequence[int],
+                 resumed_run_steps: Sequence[int]) -> Passed:
+    """Exercise 03.2: the first step number the resumed job trained, and how many steps it trained itself."""
+    saved = max(int(s) for s in first_run_steps)
+    new = [int(s) for s in resumed_run_steps]
+    hint = "the resumed job's metrics start where the checkpoint ended: look at its first `step`."
+    expect_type("03.2", continued_at, Integral, what="the first step of the resumed job", hint=hint)
+    if continued_at == 1:
+        raise CheckFailed("03.2", "step 1 would mean the job started afresh, but it resumed", expected=min(new),
+                          found=continued_at, hint=hint)
+    expect_equal("03.2", continued_at, min(new), what="the first step of the resumed job", hint=hint)
+    expect_type("03.2", steps_trained, Integral, what="the number of steps the resumed job trained",
+                hint="count the rows of its metrics (or subtract the checkpoint's step from the last step).")
+    expect_equal("03.2", steps_trained, len(new), what="the number of steps the resumed job trained",
+                 hint="count the rows of its metrics (or subtract the checkpoint's step from the last step).")
+    return passed("03.2", f"the checkpoint held step {saved}; the resumed job trained steps {min(new)}-{max(new)}")
+
+
+def check_steps_in_limit(answer: int | None, step_times: Sequence[float], time_limit: str = "0:15:00",
+                         reserve_s: float = 60.0) -> Passed:
+    """Exercise 03.3: how many whole warm steps fit into a job's ``--time`` less a reserve for start-up and the
+    final checkpoint."""
+    warm = _warm(step_times)
+    budget = parse_time(time_limit) - reserve_s
+    candidates = [math.floor(budget / statistics.median(warm)), math.floor(budget / statistics.fmean(warm))]
+    hint = (f"convert {time_limit} to seconds, subtract the {reserve_s:g} s reserve, divide by the warm step time "
+            "of 03.1 and round down.")
+    expect_type("03.3", answer, Integral, what="the number of whole steps", hint=hint)
+    _close_to_any("03.3", answer, candidates, what="the number of steps", rel=0.02, hint=hint)
+    return passed("03.3", f"about {candidates[0]:,} steps fit in {budget:g} s")
+
+
+def check_time_limit(signature: str | None, final_state: str | None, log_text: str) -> Passed:
+    """Exercise 03.4: the log doctor's signature for a job Slurm stopped at its time limit, and the state
+    ``sacct`` then reports."""
+    found = diagnose_text(log_text)
+    expected = max(found, key=lambda d: d.line_no).signature if found else None  # what the last line shows
+    hint = "run `lumikit.logs.diagnose_text` on the log and read the `signature` of what it finds."
+    expect_type("03.4", signature, str, what="the log doctor's signature id", hint=hint)
+    expect_equal("03.4", signature, expected, what="the log doctor's signature id", hint=hint)
+    state_hint = "Slurm's job states are listed in `lumikit.launch.STATES`; one of them means the --time ran out."
+    expect_in("03.4", final_state, STATES, what="the job state", hint=state_hint)
+    expect_equal("03.4", final_state, "TIMEOUT", what="the state of a job stopped at its time limit",
+                 hint=state_hint)
+    return passed("03.4", "a job stopped at --time ends TIMEOUT; its log's last line says DUE TO TIME LIMIT")

@@ -1,0 +1,109 @@
+# %% [markdown]
+# # 03 · A first training job: exercises
+#
+# The next cell runs two short jobs of the course's language model (on LUMI: Slurm jobs on one GCD; elsewhere:
+# local processes): 12 steps with a checkpoint, then a second job that resumes from it up to step 24. The
+# exercises read their logs and metrics.
+
+# %%
+import math
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import lumikit.checks.m03 as checks
+from lumikit.jobs import parse_time, spec
+from lumikit.launch import STATES, launch, mode_line
+from lumikit.logs import diagnose_text
+from lumikit.workloads.common import read_metrics
+
+print(mode_line())
+
+
+def lm_job(name: str, *options: str):
+    """The course's language model as a one-GCD job: small-g, 7 cores, 60 GB, 15 minutes, one CPU thread."""
+    return spec([sys.executable, "-m", "lumikit.workloads.lm", "--model-size", "tiny", "--no-progress", *options],
+                name=name, partition="small-g", gpus_per_node=1, cpus_per_task=7, mem_per_gpu="60G", time="0:15:00",
+                env={"OMP_NUM_THREADS": "1"})
+
+
+runs = Path("runs").resolve()
+runs.mkdir(exist_ok=True)
+checkpoint = Path(tempfile.mkdtemp(prefix="03-checkpoint-", dir=runs)) / "lm.pt"
+first = launch(lm_job("lm-first", "--steps", "12", "--checkpoint", str(checkpoint)))
+print(mode_line(), "->", first.result(timeout=240, progress=False))
+resumed = launch(lm_job("lm-resumed", "--steps", "24", "--checkpoint", str(checkpoint), "--resume"))
+print(mode_line(), "->", resumed.result(timeout=240, progress=False))
+
+first_metrics, _ = read_metrics(first.path / "metrics.rank0.jsonl")
+resumed_metrics, _ = read_metrics(resumed.path / "metrics.rank0.jsonl")
+step_times = [row["step_time_s"] for row in first_metrics]
+first_steps = [row["step"] for row in first_metrics]
+resumed_steps = [row["step"] for row in resumed_metrics]
+print(f"first job: {len(first_metrics)} metric rows; resumed job: {len(resumed_metrics)} metric rows")
+
+# %% tags=["solution"]
+# Exercise 03.1: From the first job's per-step times (`step_times`, seconds), what is the step time once warm
+# (`warm_step_s`), and how much longer than that did the first step take (`first_step_overhead_s`)?
+# Hint: leave out step 1, take the median of the rest; the overhead is step 1's time minus that.
+warm_step_s = statistics.median(step_times[1:])
+first_step_overhead_s = step_times[0] - warm_step_s
+print(f"warm step: {warm_step_s * 1000:.1f} ms, first step: {step_times[0] * 1000:.1f} ms "
+      f"(overhead {first_step_overhead_s * 1000:+.1f} ms)")
+
+# %% tags=["check"]
+checks.check_warm_step_time(warm_step_s, first_step_overhead_s, step_times)
+
+# %% tags=["solution"]
+# Exercise 03.2: The second job resumed from the first job's checkpoint. At which step number did it continue
+# (the first step it trained: `continued_at`), and how many steps did it train itself (`steps_trained`)?
+# Hint: `resumed_steps` holds the `step` of each metrics row the resumed job wrote (or read `resumed.stdout()`).
+continued_at = min(resumed_steps)
+steps_trained = len(resumed_steps)
+print(resumed.stdout().splitlines()[0])
+print(f"continued at step {continued_at}, trained {steps_trained} steps (up to {max(resumed_steps)})")
+
+# %% tags=["check"]
+checks.check_resume(continued_at, steps_trained, first_steps, resumed_steps)
+
+# %% tags=["solution"]
+# Exercise 03.3: On LUMI this job would get `--time=0:15:00`. Keeping 60 s for start-up and the last checkpoint,
+# how many whole steps at the warm step time of 03.1 fit? Store the number in `steps_that_fit`.
+# Hint: `parse_time` (from lumikit.jobs) turns a Slurm time into seconds; round down.
+steps_that_fit = math.floor((parse_time("0:15:00") - 60) / warm_step_s)
+print(f"{parse_time('0:15:00') - 60} s / {warm_step_s * 1000:.1f} ms per step -> {steps_that_fit:,} steps")
+
+# %% tags=["check"]
+checks.check_steps_in_limit(steps_that_fit, step_times, time_limit="0:15:00", reserve_s=60)
+
+# %%
+# A job that ran into its limit: the last lines of its slurm-<jobid>.out.
+slurm_log = ("epoch 0: loss 2.1043, epoch time 301.22s\n"
+             "lm:  62%|######1   | 620/1000 [14:41<09:00,  0.70step/s, loss=1.88]\n"
+             "slurmstepd: error: *** JOB 7345012 ON nid005077 CANCELLED AT 2025-05-27T11:03:44 DUE TO TIME LIMIT ***\n")
+
+# %% tags=["solution"]
+# Exercise 03.4: Which signature id does the log doctor give `slurm_log`'s last line (`time_limit_signature`), and
+# in which state does `sacct` then show the job (`final_state`)?
+# Hint: `diagnose_text(text)` (lumikit.logs) returns diagnoses with a `signature`; Slurm's states are in `STATES`.
+diagnoses = diagnose_text(slurm_log, source="slurm-7345012.out")
+time_limit_signature = diagnoses[-1].signature
+final_state = "TIMEOUT"  # one of STATES: the --time ran out
+print("job states:", ", ".join(STATES))
+print(diagnoses[-1].describe())
+
+# %% tags=["check"]
+checks.check_time_limit(time_limit_signature, final_state, slurm_log)
+
+# %% [markdown] tags=["solution"]
+# **Discussion.** The printed overhead is usually positive: the first step allocates memory and, on a GPU,
+# compiles and tunes kernels, so plan with the warm (median) step time, not with the average of a short run. The
+# resumed job continued one step after the step its checkpoint held (both printed above): model, optimizer,
+# random state and loss curve came back, and the data order depends only on the seed and the step number, so it
+# trains on the batches the uninterrupted run would have used. The number of steps that fit in 15 minutes is only
+# as good as the step time it is built on: a laptop CPU and one MI250X GCD give very different answers for the
+# same script, and a machine shared with other work gives noisy ones, so measure where the job will run and give
+# `--max-time` (a clean stop with a checkpoint) a margin below `--time`. A job that does hit its limit gets
+# `SIGTERM` and is then killed; `sacct` shows `TIMEOUT`, and the log doctor's `time-limit` signature names the
+# cure: a checkpoint, and a follow-up job with `--resume`.
