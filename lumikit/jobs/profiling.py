@@ -6,7 +6,7 @@ the readers find them without the learner naming files.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 PROFILE_DIR = "${LUMIKIT_RUN_DIR:-$PWD}/profile"
 

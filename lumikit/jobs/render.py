@@ -8,7 +8,7 @@ container, because there are no Slurm tools inside it.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..config import load_config
 from ..errors import SpecError

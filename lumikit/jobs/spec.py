@@ -6,7 +6,7 @@ profile says what the machine allows. Units follow Slurm: times as ``[D-]H:MM:SS
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping, Sequence
 
 from ..errors import SpecError

@@ -6,13 +6,16 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import LaunchError
 from ..jobs.spec import JobSpec
 from ..site import Site
 from .runfolder import RunFolder
 from .states import FINAL, normalise
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class Backend(Protocol):
@@ -67,6 +70,11 @@ class Run:
     def stdout(self, rank: int = 0) -> str:
         return _read(self.folder.rank_log(rank, "out"))
 
+    def metrics(self, rank: int = 0) -> WorkloadMetrics:
+        """What a course workload (``lumikit.workloads``) measured on ``rank``: per-step and per-epoch rows and
+        its end-of-run summary, read from the run folder (a run still going gives the rows so far)."""
+        return WorkloadMetrics.read(self.path, rank)
+
     def stderr(self, rank: int = 0) -> str:
         return _read(self.folder.rank_log(rank, "err"))
 
@@ -114,6 +122,33 @@ class Run:
 
     def __repr__(self) -> str:
         return f"Run({str(self.path)!r}, backend={self.backend.name})"
+
+
+@dataclass(frozen=True)
+class WorkloadMetrics:
+    """One rank's measurements: ``steps`` (one row per step: ``step``, ``loss``, ``step_time_s``...),
+    ``epochs`` (one row per epoch end) and ``result`` (the summary; empty while the run is going)."""
+
+    steps: pd.DataFrame
+    epochs: pd.DataFrame
+    result: dict
+
+    @classmethod
+    def read(cls, folder: Path, rank: int = 0) -> WorkloadMetrics:
+        import json
+
+        import pandas as pd
+
+        from ..workloads.common import metrics_path, read_metrics, result_path
+
+        path = metrics_path(folder, rank)
+        if not path.exists():
+            raise LaunchError(f"{path}: no metrics. Fix: is this the run folder of a `lumikit.workloads` job, and "
+                              f"did rank {rank} start? Look at `run.tail()`.")
+        steps, epochs = read_metrics(path)
+        summary = result_path(folder, rank)
+        result = json.loads(summary.read_text()) if summary.exists() else {}
+        return cls(pd.DataFrame(steps), pd.DataFrame(epochs), result)
 
 
 def _read(path: Path) -> str:
