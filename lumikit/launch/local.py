@@ -5,7 +5,6 @@ limit and writes the final state to the manifest, so a notebook, a terminal and 
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket

@@ -14,7 +14,6 @@ Run ``python -m lumikit.smi.synth`` to rewrite them; the same seed gives the sam
 from __future__ import annotations
 
 import json
-import math
 import random
 import sys
 from dataclasses import dataclass

@@ -70,7 +70,7 @@ def run_summary(args: argparse.Namespace) -> int:
     for rank, info in summary["ranks"].items():
         t = info["temporal"]
         print(f"rank {rank}: {info['file']}")
-        print(f"  steps: " + (", ".join(f"#{s['step']} {s['dur_us'] / 1000:.2f} ms" for s in info["steps"])
+        print("  steps: " + (", ".join(f"#{s['step']} {s['dur_us'] / 1000:.2f} ms" for s in info["steps"])
                               or "none (no ProfilerStep annotations)"))
         kt = info["kernel_time_us"]
         print(f"  GPU time: compute {kt['compute'] / 1000:.2f} ms, communication {kt['communication'] / 1000:.2f} ms,"
