@@ -2,21 +2,22 @@
 
 Only complete events (``ph == "X"``) are kept, and only the fields the analyses need. Names and categories
 become integer codes (a pandas Categorical at the end), numbers become numpy arrays: a 300 MB trace ends up as a
-table of a few tens of megabytes. ``parse_chunk`` runs in worker processes, so it uses only orjson and numpy.
+table of a few tens of megabytes. ``parse_chunk`` runs in worker processes; it decodes with msgspec into slotted
+records holding only those fields, which is about twice as fast as building every event as a dict.
 """
 from __future__ import annotations
 
 import gc
 from dataclasses import dataclass
+from typing import Any
 
+import msgspec
 import numpy as np
-import orjson
 import pandas as pd
 
 #: The columns of an event table, in order, with their dtypes (name and cat are categoricals).
 INT_COLUMNS = ("pid", "tid", "stream", "correlation", "external_id", "bytes")
 FLOAT_COLUMNS = ("ts", "dur")
-_EMPTY: dict = {}
 _NAN = float("nan")
 
 
@@ -52,15 +53,22 @@ def to_int(value: object, default: int = -1) -> int:
     return default
 
 
-def _ints(values: tuple, n: int) -> np.ndarray:
+def _ints(values: list, n: int) -> np.ndarray:
     try:
         return np.array(values, dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
-        fixed = [v if v.__class__ is int and -2**63 <= v < 2**63 else to_int(v) for v in values]
+        pass
+    # Mixed column (stream ids as "0x0" beside integers): convert each distinct string once.
+    distinct = {v for v in values if v.__class__ is str}
+    strings = {v: to_int(v) for v in distinct}
+    fixed = [v if v.__class__ is int else strings[v] if v.__class__ is str else to_int(v) for v in values]
+    try:
+        return np.array(fixed, dtype=np.int64)
+    except OverflowError:  # integers beyond 64 bits count as missing
         return np.fromiter((v if -2**63 <= v < 2**63 else -1 for v in fixed), dtype=np.int64, count=n)
 
 
-def _floats(values: tuple, n: int) -> np.ndarray:
+def _floats(values: list, n: int) -> np.ndarray:
     try:
         return np.array(values, dtype=np.float64)
     except (TypeError, ValueError):
@@ -68,36 +76,70 @@ def _floats(values: tuple, n: int) -> np.ndarray:
                            dtype=np.float64, count=n)
 
 
-def _codes(values: tuple) -> tuple[np.ndarray, list[str]]:
+def _codes(values: list) -> tuple[np.ndarray, list[str]]:
     codes, uniques = pd.factorize(np.array(values, dtype=object))
     return codes.astype(np.int32), [str(u) for u in uniques]
 
 
+class _Args(msgspec.Struct, frozen=True, gc=False):
+    """The ``args`` keys the analyses use; msgspec skips every other key without building it."""
+
+    stream: Any = -1
+    correlation: Any = -1
+    external_id: Any = msgspec.field(default=-1, name="External id")
+    bytes: Any = msgspec.UNSET  # UNSET: absent, so ``size`` counts (rocprof-style copies)
+    size: Any = -1
+
+
+_NO_ARGS = _Args()
+
+
+class _Event(msgspec.Struct, gc=False):
+    """One trace event, only the fields we keep (values untyped: traces write ids as ints, floats or strings)."""
+
+    ph: Any = None
+    name: Any = ""
+    cat: Any = None
+    pid: Any = -1
+    tid: Any = -1
+    ts: Any = _NAN
+    dur: Any = 0.0
+    args: _Args | list | str | int | float | bool | None = None  # anything but an object counts as no args
+
+
+_DECODER = msgspec.json.Decoder(list[_Event])
+
+
+def decode_events(chunk: bytes) -> list:
+    """Decode an array body (``b'{..},{..}'``) into lightweight event records; raises ``msgspec.DecodeError``
+    when the JSON is broken or an event is not an object."""
+    return _DECODER.decode(b"[" + chunk + b"]")
+
+
 def parse_chunk(chunk: bytes) -> ColumnChunk:
-    """Parse one array body (``b'{..},{..}'``) into columns; raises ``orjson.JSONDecodeError`` if it is broken."""
+    """Parse one array body (``b'{..},{..}'``) into columns; raises ``msgspec.DecodeError`` if it is broken."""
     was_enabled = gc.isenabled()
-    gc.disable()  # millions of fresh dicts would trigger full collections for nothing
+    gc.disable()  # hundreds of thousands of fresh objects would trigger full collections for nothing
     try:
-        events = orjson.loads(b"[" + chunk + b"]")
+        events = decode_events(chunk)
         n_all = len(events)
-        rows = [(e.get("name", ""), e.get("cat") or "", e.get("pid", -1), e.get("tid", -1), e.get("ts", _NAN),
-                 e.get("dur", 0.0), e.get("args") or _EMPTY) for e in events if e.get("ph") == "X"]
+        kept = [e for e in events if e.ph == "X"]
         del events
-        n = len(rows)
+        n = len(kept)
         if n == 0:
             empty_i, empty_f = np.empty(0, np.int64), np.empty(0, np.float64)
             arrays = {c: empty_i for c in INT_COLUMNS} | {c: empty_f for c in FLOAT_COLUMNS}
             return ColumnChunk([], [], np.empty(0, np.int32), np.empty(0, np.int32), arrays, n_all)
-        names, cats, pid, tid, ts, dur, args = zip(*rows)
-        del rows
-        stream, corr, ext, nbytes = zip(*[(a.get("stream", -1), a.get("correlation", -1), a.get("External id", -1),
-                                           a.get("bytes", a.get("size", -1))) for a in args])
-        del args
-        name_code, name_list = _codes(names)
-        cat_code, cat_list = _codes(cats)
-        arrays = {"pid": _ints(pid, n), "tid": _ints(tid, n), "ts": _floats(ts, n), "dur": _floats(dur, n),
-                  "stream": _ints(stream, n), "correlation": _ints(corr, n), "external_id": _ints(ext, n),
-                  "bytes": _ints(nbytes, n)}
+        name_code, name_list = _codes([e.name for e in kept])
+        cat_code, cat_list = _codes([e.cat or "" for e in kept])
+        arrays = {"pid": _ints([e.pid for e in kept], n), "tid": _ints([e.tid for e in kept], n),
+                  "ts": _floats([e.ts for e in kept], n), "dur": _floats([e.dur for e in kept], n)}
+        args = [a if a.__class__ is _Args else _NO_ARGS for a in [e.args for e in kept]]
+        del kept
+        arrays["stream"] = _ints([a.stream for a in args], n)
+        arrays["correlation"] = _ints([a.correlation for a in args], n)
+        arrays["external_id"] = _ints([a.external_id for a in args], n)
+        arrays["bytes"] = _ints([a.size if a.bytes is msgspec.UNSET else a.bytes for a in args], n)
         return ColumnChunk(name_list, cat_list, name_code, cat_code, arrays, n_all)
     finally:
         if was_enabled:

@@ -1,8 +1,10 @@
 """Load Kineto/Chrome traces (a file, a ``.json.gz``, or a folder of per-rank files) into per-rank tables.
 
 Files are found and mapped to ranks first (``distributedInfo.rank``, else the file name, else an explicit
-mapping; two files never land silently on one rank), then every file is streamed in chunks that worker processes
-parse in parallel. The result is a :class:`Trace`: one compact event table per rank plus each file's metadata.
+mapping; two files never land silently on one rank), then every file is cut into chunks of whole events that
+worker processes parse in parallel (an uncompressed file as byte ranges each worker reads itself, a gzip file
+streamed through this process). The result is a :class:`Trace`: one compact event table per rank plus each file's
+metadata.
 """
 from __future__ import annotations
 
@@ -16,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
-import orjson
+import msgspec
 import pandas as pd
 
 from ..errors import TraceError
 from .columns import ColumnChunk, TableBuilder, parse_chunk
-from .reader import CHUNK_BYTES, TraceStream, open_bytes, salvage_hint
+from .reader import CHUNK_BYTES, FileRange, TraceStream, open_bytes, salvage_hint
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = (
@@ -165,10 +167,11 @@ def _pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method))
 
 
-def _parse_or_explain(path: Path, chunk: bytes) -> ColumnChunk:
+def _parse_or_explain(path: Path, piece: bytes | FileRange) -> ColumnChunk:
+    """Parse a chunk (bytes, or a byte range of the file read here, in the worker) into columns."""
     try:
-        return parse_chunk(chunk)
-    except orjson.JSONDecodeError as exc:
+        return parse_chunk(piece.read() if isinstance(piece, FileRange) else piece)
+    except msgspec.DecodeError as exc:
         raise TraceError(f"{path}: malformed trace events ({exc}); the file may be truncated or corrupted; "
                          f"{salvage_hint(path)}") from None
 
@@ -199,16 +202,16 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
     pending: deque[tuple[int, int, Future]] = deque()
     try:
         for rank, stream in streams.items():
-            for chunk in stream.chunks():
-                size = len(chunk)
+            for piece in stream.pieces():
+                size = piece.stop - piece.start if isinstance(piece, FileRange) else len(piece)
                 if workers == 1:
-                    builders[rank].add(_parse_or_explain(stream.path, chunk))
+                    builders[rank].add(_parse_or_explain(stream.path, piece))
                     _tick(bar, size)
                     continue
                 if pool is None:
                     pool = _pool(workers)
-                pending.append((rank, size, pool.submit(_parse_or_explain, stream.path, chunk)))
-                del chunk
+                pending.append((rank, size, pool.submit(_parse_or_explain, stream.path, piece)))
+                del piece
                 while len(pending) > 2 * workers:
                     _collect(pending.popleft(), builders, bar)
         while pending:

@@ -8,6 +8,7 @@ killed mid-write) and, on request, keeps the complete events of such a file.
 from __future__ import annotations
 
 import gzip
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ import orjson
 
 from ..errors import TraceError
 
-CHUNK_BYTES = 2 << 20
+CHUNK_BYTES = 1 << 20
 BLOCK_BYTES = 1 << 20
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 # A boundary between two events: "}" "," "{" followed by a key that starts an event. A quote cannot appear
@@ -42,11 +43,26 @@ def open_bytes(path: Path) -> BinaryIO:
     return fh
 
 
+@dataclass(frozen=True)
+class FileRange:
+    """Bytes ``start:stop`` of an uncompressed trace file: a chunk of whole events for a worker to read."""
+
+    path: Path
+    start: int
+    stop: int
+
+    def read(self) -> bytes:
+        """The chunk's bytes."""
+        with open(self.path, "rb") as fh:
+            return os.pread(fh.fileno(), self.stop - self.start, self.start)
+
+
 @dataclass
 class TraceStream:
     """One trace file read as a stream: ``chunks()`` yields array bodies (``b'{..},{..}'``), each parseable
-    as ``orjson.loads(b"[" + chunk + b"]")``; ``metadata`` holds the top-level keys other than ``traceEvents``
-    (complete once ``chunks()`` is exhausted); ``truncated`` tells whether events were salvaged."""
+    as ``orjson.loads(b"[" + chunk + b"]")``, and ``pieces()`` the same as byte ranges where the file allows;
+    ``metadata`` holds the top-level keys other than ``traceEvents`` (complete once the iterator is exhausted);
+    ``truncated`` tells whether events were salvaged."""
 
     path: Path
     salvage: bool = False
@@ -69,25 +85,27 @@ class TraceStream:
             raise TraceError(f"{self.path}: cannot read the file ({exc}); {salvage_hint(self.path)}") from exc
         return block, not block
 
-    def _chunks(self, fh: BinaryIO) -> Iterator[bytes]:
-        buf, eof = b"", False
-        bare = False
+    def _open_events(self, fh: BinaryIO) -> tuple[bytes, bool, bool, int]:
+        """Read up to the start of the events array: (the bytes read past it, bare array?, end of file?, the
+        offset in the file where the events start)."""
+        buf = b""
         while True:
             block, eof = self._read(fh)
             buf += block
             m = _EVENTS_KEY.search(buf)
             if m:
                 self.metadata.update(self._parse_header(buf[:m.start()]))
-                buf = buf[m.end():]
-                break
+                return buf[m.end():], False, eof, m.end()
             stripped = buf.lstrip()
             if stripped[:1] == b"[":  # a bare JSON array of events is a valid Chrome trace too
-                bare = True
-                buf = stripped[1:]
-                break
+                skip = len(buf) - len(stripped) + 1
+                return buf[skip:], True, eof, skip
             if eof or (stripped[:1] not in (b"{", b"") and len(buf) > 0):
                 raise TraceError(f"{self.path}: not a Chrome/Kineto trace (no \"traceEvents\" array); "
                                  f"point the loader at the profiler's *.pt.trace.json(.gz) files")
+
+    def _chunks(self, fh: BinaryIO) -> Iterator[bytes]:
+        buf, bare, eof, _ = self._open_events(fh)
         while not eof:
             block, eof = self._read(fh)
             buf += block
@@ -99,6 +117,26 @@ class TraceStream:
                 buf = buf[cut + 1:]
                 buf = buf[buf.index(b"{"):]
         yield from self._finish(buf, bare)
+
+    def pieces(self) -> Iterator[bytes | FileRange]:
+        """Like :meth:`chunks`, but for an uncompressed file every chunk except the last is a
+        :class:`FileRange` that a worker process reads itself, so the events never pass through this process.
+        The cut points come from reading a small window at each one."""
+        with open_bytes(self.path) as fh:
+            if isinstance(fh, gzip.GzipFile):
+                yield from self._chunks(fh)
+                return
+            _, bare, _, start = self._open_events(fh)
+            size = fh.seek(0, os.SEEK_END)
+            while size - start > 2 * self.chunk_bytes:
+                cut = _next_boundary(fh, start + self.chunk_bytes, size)
+                if cut is None:
+                    break  # no event ends in the rest of the file (a truncated one): the end handles it
+                yield FileRange(self.path, start, cut[0])
+                start = cut[1]
+            fh.seek(start)
+            rest = fh.read()
+        yield from self._finish(rest, bare)
 
     def _parse_header(self, head: bytes) -> dict:
         text = head.strip().rstrip(b",")
@@ -175,7 +213,7 @@ def _last_event_complete(body: bytes) -> bool:
 
 def _last_boundary(buf: bytes) -> int | None:
     """Index of the closing brace of the last complete event in ``buf`` (None when there is none)."""
-    window = 1 << 20
+    window = 1 << 16
     start = max(0, len(buf) - window)
     while True:
         last = None
@@ -186,6 +224,20 @@ def _last_boundary(buf: bytes) -> int | None:
         if start == 0:
             return None
         start = max(0, start - 4 * window)
+
+
+def _next_boundary(fh: BinaryIO, pos: int, size: int) -> tuple[int, int] | None:
+    """The first boundary between two events at or after ``pos``: (end of the event before it, start of the
+    event after it), or None when there is none before the end of the file."""
+    window = 1 << 16
+    while pos < size:
+        fh.seek(pos)
+        data = fh.read(window + 256)  # the overlap keeps a boundary that straddles two windows whole
+        m = _BOUNDARY.search(data)
+        if m and m.start() < window:
+            return pos + m.start() + 1, pos + data.index(b"{", m.start() + 1)
+        pos += window
+    return None
 
 
 def _complete_prefix(buf: bytes) -> bytes:
