@@ -1,0 +1,149 @@
+# %% [markdown]
+# # 07 · Several GPUs: exercises
+#
+# The summer school's three tasks (one GPU, DDP on two, DataParallel on two) and its seven questions, answered with
+# numbers from runs of the course ResNet that the cells below start. Off LUMI the runs are tiny CPU runs (a small
+# ResNet on 128 generated images, one CPU thread per process so that one core plays one device; DDP ranks talk
+# through `gloo`); on LUMI the same
+# cells train the seed's ResNet-152 on CIFAR-100 on real GCDs. The exercises compute the answers from the run
+# folders, so they hold in both places; the numbers differ.
+
+# %%
+import pandas as pd
+
+import lumikit.checks.m07 as checks
+from lumikit.jobs import workload_spec
+from lumikit.launch import get_backend, launch, mode_line
+
+print(mode_line())
+on_slurm = get_backend().name == "slurm"
+size = (dict(model="resnet152", other="resnet50", batch=128, samples=None, epochs=2, steps=50) if on_slurm else
+        dict(model="tiny", other="small", batch=8, samples=128, epochs=2, steps=5))
+limit = 3600 if on_slurm else 180
+
+
+def resnet_job(mode: str, *, tasks: int = 1, gpus: int = 1, batch: int = size["batch"], model: str = size["model"],
+               epochs: int | None = size["epochs"], steps: int | None = None):
+    """A job that trains the course ResNet in `mode` with `tasks` Slurm tasks on `gpus` GCDs."""
+    args = ["--mode", mode, "--model-size", model, "--batch-size", str(batch), "--no-progress"]
+    args += ["--epochs", str(epochs)] if epochs else []
+    args += ["--steps", str(steps)] if steps else []
+    args += [] if size["samples"] is None else ["--samples", str(size["samples"])]
+    return workload_spec("resnet", *args, name=f"resnet-{mode}-{model}-b{batch}", partition="small-g",
+                         ntasks_per_node=tasks, gpus_per_node=gpus, cpus_per_task=7 * gpus // tasks,
+                         mem_per_gpu="60G", time="0:30:00")
+
+
+def run_and_read(job) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """Launch `job`, wait for it, and read rank 0's step rows, epoch rows and summary from its run folder."""
+    run = launch(job)
+    print(mode_line(), "->", run.result(timeout=limit), "|", run.stdout().strip().splitlines()[0])
+    metrics = run.metrics()
+    return metrics.steps, metrics.epochs, metrics.result
+
+
+# %% [markdown]
+# ## The three tasks
+#
+# Task 1 runs two epochs on one device; Tasks 2 and 3 one epoch each on two.
+
+# %%
+single_steps, single_epochs, single = run_and_read(resnet_job("single"))
+
+# %%
+_, ddp_epochs, ddp = run_and_read(resnet_job("ddp", tasks=2, gpus=2, epochs=1))
+
+# %%
+_, _, dp = run_and_read(resnet_job("dp", gpus=2, epochs=1))
+
+# %%
+columns = ["mode", "world_size", "batch_size", "global_batch_size", "steps_per_epoch", "mean_step_time_s",
+           "global_samples_per_s", "elapsed_s"]
+pd.DataFrame([{c: s[c] for c in columns} for s in (single, ddp, dp)]).set_index("mode").round(3)
+
+# %% tags=["exercise"]
+# Exercise 07.1: (question 3) How many steps make one epoch for each DDP rank? Store it in `ddp_steps_per_rank`.
+# And which --batch-size per device would give the DDP run the same global batch as the single run? Store it in
+# `same_global_batch`.
+# Hint: one DDP step uses (batch per device x ranks) samples; the summaries hold dataset_size, batch_size, world_size.
+ddp_steps_per_rank = None
+same_global_batch = None
+raise NotImplementedError("Exercise 07.1: one DDP step uses (batch per device x ranks) samples; the summaries hold dataset_size, batch_size, world_size.")
+
+# %% tags=["check"]
+checks.check_ddp_steps(ddp_steps_per_rank, same_global_batch, single, ddp)
+
+# %% tags=["exercise"]
+# Exercise 07.2: (question 2) How many seconds longer was the first epoch of the single run than the second? Store
+# it in `first_epoch_extra_s`. How much longer was its first step than the median of the other first-epoch steps?
+# Store that in `first_step_extra_s`.
+# Hint: `single_epochs` has one row per epoch (`epoch_time_s`); `single_steps` one per step (`epoch`, `step_time_s`).
+first_epoch_extra_s = None
+first_step_extra_s = None
+raise NotImplementedError("Exercise 07.2: `single_epochs` has one row per epoch (`epoch_time_s`); `single_steps` one per step (`epoch`, `step_time_s`).")
+
+# %% tags=["check"]
+checks.check_first_epoch(first_epoch_extra_s, first_step_extra_s, single_epochs, single_steps)
+
+# %% tags=["exercise"]
+# Exercise 07.3: (question 4) How many times the single run's samples/s did DDP reach (`ddp_speedup`), and what
+# fraction of perfect scaling is that per rank (`ddp_efficiency`, 1.0 = two ranks give twice the samples/s)?
+# Hint: compare `global_samples_per_s`; divide the speed-up by `world_size`.
+ddp_speedup = None
+ddp_efficiency = None
+raise NotImplementedError("Exercise 07.3: compare `global_samples_per_s`; divide the speed-up by `world_size`.")
+
+# %% tags=["check"]
+checks.check_ddp_gain(ddp_speedup, ddp_efficiency, single, ddp)
+
+# %% tags=["exercise"]
+# Exercise 07.4: (question 5) How many times the single run's samples/s did DataParallel reach (`dp_speedup`), and
+# how much longer was each DP step than a single-device step (`dp_overhead`, 0.25 = 25 % longer)?
+# Hint: `global_samples_per_s` for the first, `mean_step_time_s` for the second.
+dp_speedup = None
+dp_overhead = None
+raise NotImplementedError("Exercise 07.4: `global_samples_per_s` for the first, `mean_step_time_s` for the second.")
+
+# %% tags=["check"]
+checks.check_dp_cost(dp_speedup, dp_overhead, single, dp)
+
+# %% [markdown]
+# ## Model size and batch size (questions 6 and 7)
+#
+# A few steps on one device with another model size (off LUMI a larger one, to keep the runs short; on LUMI the
+# seed's smaller ResNet-50 against ResNet-152), then with twice the batch.
+
+# %%
+_, _, other = run_and_read(resnet_job("single", model=size["other"], epochs=None, steps=size["steps"]))
+
+# %%
+_, _, big_batch = run_and_read(resnet_job("single", batch=2 * size["batch"], epochs=1))
+# Model state in float32: weights + gradients + SGD momentum = 12 bytes per parameter (activations come on top).
+pd.DataFrame([{"model": s["model_size"], "batch": s["batch_size"], "parameters": s["parameters"],
+               "model state (MB)": s["parameters"] * 12 / 1e6, "mean step (s)": s["mean_step_time_s"],
+               "samples/s": s["global_samples_per_s"]} for s in (single, other, big_batch)]).round(3)
+
+# %% tags=["exercise"]
+# Exercise 07.5: (question 6) How many times the parameters of the base model has the other model (`param_ratio`),
+# and how many times its mean step time (`step_time_ratio`)?
+# Hint: the summaries `single` and `other` hold `parameters` and `mean_step_time_s`.
+param_ratio = None
+step_time_ratio = None
+raise NotImplementedError("Exercise 07.5: the summaries `single` and `other` hold `parameters` and `mean_step_time_s`.")
+
+# %% tags=["check"]
+checks.check_model_size(param_ratio, step_time_ratio, single, other)
+
+# %% tags=["exercise"]
+# Exercise 07.6: (question 7) With twice the batch per device, how many times the step time (`batch_step_ratio`)
+# and how many times the samples/s (`batch_throughput_ratio`)?
+# Hint: compare `big_batch` with `single`.
+batch_step_ratio = None
+batch_throughput_ratio = None
+raise NotImplementedError("Exercise 07.6: compare `big_batch` with `single`.")
+
+# %% tags=["check"]
+checks.check_batch_size(batch_step_ratio, batch_throughput_ratio, single, big_batch)
+
+# %% [markdown] tags=["exercise"]
+# **Your answer:** _replace this line with your answer and the numbers that support it._

@@ -1,0 +1,115 @@
+"""Checks for module 07 (several GPUs on one node): steps per DDP rank, the slower first epoch, DDP and
+DataParallel against one device, and how step time follows model size and batch size.
+
+Every expected value is computed from the learner's own runs: the ``result.rank0.json`` summaries the ResNet
+workload writes (``mean_step_time_s``, ``global_samples_per_s``, ``parameters``, ...) and its per-step and
+per-epoch rows from ``metrics.rank0.jsonl``. Nothing measured on one machine is pasted here.
+"""
+from __future__ import annotations
+
+import statistics
+from typing import Any, Mapping
+
+from .framework import CheckFailed, Passed, expect_close, expect_equal, expect_type, passed
+
+Summary = Mapping[str, Any]
+
+
+def _field(exercise: str, summary: Summary, key: str) -> Any:
+    """A value of a run summary, with a message that names the run file when it is missing."""
+    try:
+        return summary[key]
+    except (KeyError, TypeError):
+        raise CheckFailed(exercise, f"the run summary passed to the check has no {key!r}",
+                          hint="pass `run.metrics().result`, the summary in the run's result.rank0.json") from None
+
+
+def check_ddp_steps(steps_per_rank: int | None, per_device_batch: int | None, single: Summary,
+                    ddp: Summary) -> Passed:
+    """Exercise 07.1: steps per epoch of one DDP rank, and the per-device batch that keeps the single run's
+    global batch."""
+    n, batch, world = (_field("07.1", ddp, k) for k in ("dataset_size", "batch_size", "world_size"))
+    expected = n // (batch * world)
+    expect_type("07.1", steps_per_rank, int, what="the steps per epoch of one DDP rank",
+                hint="a whole number: data set size // (batch per device x ranks).")
+    expect_equal("07.1", steps_per_rank, expected, what="the steps per epoch of one DDP rank",
+                 hint="every rank takes its own batch in every step, so one step uses batch x ranks samples.")
+    expect_equal("07.1", steps_per_rank, _field("07.1", ddp, "steps_per_epoch"),
+                 what="the steps per epoch the DDP run printed", hint="compare with the first line of its output.")
+    same = _field("07.1", single, "global_batch_size") // world
+    expect_type("07.1", per_device_batch, int, what="the --batch-size that keeps the single run's global batch",
+                hint="a whole number of samples per device.")
+    expect_equal("07.1", per_device_batch, same, what="the --batch-size that keeps the single run's global batch",
+                 hint="global batch = batch per device x ranks; divide the single run's global batch by the ranks.")
+    return passed("07.1", f"{n} samples / ({batch} x {world} ranks) = {expected} steps per rank; "
+                          f"--batch-size {same} would keep the global batch of the single run")
+
+
+def check_first_epoch(first_epoch_extra_s: float | None, first_step_extra_s: float | None, epochs: Any,
+                      steps: Any) -> Passed:
+    """Exercise 07.2: how much longer the first epoch took than the second, and how much longer the first step
+    took than the median of the other steps of the first epoch."""
+    times = list(epochs["epoch_time_s"])
+    if len(times) < 2:
+        raise CheckFailed("07.2", "the epoch table has fewer than two epochs", hint="run the job with --epochs 2")
+    expected_epoch = times[0] - times[1]
+    first = [float(t) for t, e in zip(steps["step_time_s"], steps["epoch"]) if e == 0]
+    expected_step = first[0] - statistics.median(first[1:])
+    expect_close("07.2", first_epoch_extra_s, expected_epoch, rel=0.02, abs=1e-3,
+                 what="first epoch time minus second epoch time (s)",
+                 hint="take `epoch_time_s` of the two epoch rows and subtract; it may come out negative.")
+    expect_close("07.2", first_step_extra_s, expected_step, rel=0.02, abs=1e-3,
+                 what="first step time minus the median of the other first-epoch steps (s)",
+                 hint="use the step rows with epoch == 0: the first `step_time_s` minus the median of the rest.")
+    return passed("07.2", f"first epoch {expected_epoch:+.3f} s against the second; "
+                          f"the first step alone {expected_step:+.3f} s against a typical step")
+
+
+def check_ddp_gain(ddp_speedup: float | None, ddp_efficiency: float | None, single: Summary,
+                   ddp: Summary) -> Passed:
+    """Exercise 07.3: DDP's throughput against one device, and that gain per rank (1.0 = perfect scaling)."""
+    speedup = _field("07.3", ddp, "global_samples_per_s") / _field("07.3", single, "global_samples_per_s")
+    efficiency = speedup / _field("07.3", ddp, "world_size")
+    expect_close("07.3", ddp_speedup, speedup, rel=0.02, what="DDP samples/s divided by the single run's samples/s",
+                 hint="compare `global_samples_per_s` (all ranks together), not the step times.")
+    expect_close("07.3", ddp_efficiency, efficiency, rel=0.02, what="the speed-up per rank",
+                 hint="divide the speed-up by the number of ranks (`world_size`).")
+    return passed("07.3", f"DDP on {ddp['world_size']} ranks: {speedup:.2f}x the samples/s of one device, "
+                          f"{efficiency:.0%} of perfect scaling")
+
+
+def check_dp_cost(dp_speedup: float | None, dp_overhead: float | None, single: Summary, dp: Summary) -> Passed:
+    """Exercise 07.4: DataParallel's throughput against one device, and how much longer its step is."""
+    speedup = _field("07.4", dp, "global_samples_per_s") / _field("07.4", single, "global_samples_per_s")
+    overhead = _field("07.4", dp, "mean_step_time_s") / _field("07.4", single, "mean_step_time_s") - 1
+    expect_close("07.4", dp_speedup, speedup, rel=0.02, what="DP samples/s divided by the single run's samples/s",
+                 hint="compare `global_samples_per_s` of the two summaries.")
+    expect_close("07.4", dp_overhead, overhead, rel=0.02, abs=0.005,
+                 what="the DP step time over the single step time, minus 1",
+                 hint="`mean_step_time_s` of DP / that of the single run - 1 (0.25 means 25 % longer steps).")
+    return passed("07.4", f"DataParallel: {speedup:.2f}x the samples/s of one device; each step {overhead:+.0%}")
+
+
+def check_model_size(param_ratio: float | None, step_time_ratio: float | None, base: Summary,
+                     other: Summary) -> Passed:
+    """Exercise 07.5: the parameter ratio of two model sizes and the ratio of their measured step times."""
+    params = _field("07.5", other, "parameters") / _field("07.5", base, "parameters")
+    times = _field("07.5", other, "mean_step_time_s") / _field("07.5", base, "mean_step_time_s")
+    expect_close("07.5", param_ratio, params, rel=0.01, what="parameters of the other model / of the base model",
+                 hint="the summaries' `parameters` count every weight.")
+    expect_close("07.5", step_time_ratio, times, rel=0.02, what="mean step time of the other model / of the base",
+                 hint="use `mean_step_time_s` (the first, warm-up step is already left out).")
+    return passed("07.5", f"{params:.1f}x the parameters, {times:.1f}x the step time")
+
+
+def check_batch_size(step_time_ratio: float | None, throughput_ratio: float | None, small: Summary,
+                     large: Summary) -> Passed:
+    """Exercise 07.6: how the step time and the samples/s change when the batch per device grows."""
+    times = _field("07.6", large, "mean_step_time_s") / _field("07.6", small, "mean_step_time_s")
+    rate = _field("07.6", large, "global_samples_per_s") / _field("07.6", small, "global_samples_per_s")
+    expect_close("07.6", step_time_ratio, times, rel=0.02, what="step time at the large batch / at the small batch",
+                 hint="divide the `mean_step_time_s` values.")
+    expect_close("07.6", throughput_ratio, rate, rel=0.02, what="samples/s at the large batch / at the small batch",
+                 hint="divide the `global_samples_per_s` values.")
+    factor = _field("07.6", large, "batch_size") / _field("07.6", small, "batch_size")
+    return passed("07.6", f"{factor:g}x the batch: {times:.2f}x the step time, {rate:.2f}x the samples/s")

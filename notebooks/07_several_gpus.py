@@ -1,0 +1,157 @@
+# %% [markdown]
+# # 07 · Several GPUs on one node
+#
+# A LUMI-G node has 8 GCDs, and PyTorch sees each one as a GPU. There are three common ways to train one model on
+# two (or eight) of them:
+#
+# | way | processes | what happens in every step |
+# |---|---|---|
+# | `nn.DataParallel` (DP) | **one** | the batch is split over the GPUs; the model is copied to every GPU, the outputs and gradients are gathered on GPU 0; one Python process (one GIL) drives all GPUs with threads |
+# | `DistributedDataParallel` (DDP), one task per GCD | **one per GCD** (`srun --ntasks-per-node=2`) | each process owns a model replica and its own batch; only the gradients travel, summed by an all-reduce (RCCL on LUMI) that overlaps the backward pass |
+# | DDP started by `torchrun` | one Slurm task that starts one process per GCD | the same DDP, with `torchrun` (not Slurm) setting `RANK`, `LOCAL_RANK` and `WORLD_SIZE` |
+#
+# PyTorch recommends DDP even on one node. The CSC summer school compares the three with ResNet-152 on CIFAR-100;
+# here we do the same with the course's ResNet workload (`python -m lumikit.workloads.resnet`), which reads the real
+# CIFAR-100 where it is installed and generates a stand-in of the same shape (3×32×32, 100 classes) elsewhere.
+#
+# Every process gets **one CPU thread** (`OMP_NUM_THREADS=1`, as in the summer school's DDP script). On LUMI the GCD
+# does the arithmetic; without GPUs it makes one core play the part of one device, so two ranks have two "devices".
+
+# %%
+import sys
+
+import pandas as pd
+
+from lumikit.jobs import render_sbatch, workload_spec
+from lumikit.launch import get_backend, launch, mode_line
+
+print(mode_line())
+on_slurm = get_backend().name == "slurm"
+# On LUMI: the seed's ResNet-152 and batch 128 on the full data set. Elsewhere: a tiny ResNet on 128 generated images.
+size = (dict(model="resnet152", batch=128, samples=None, epochs=2) if on_slurm else
+        dict(model="tiny", batch=8, samples=128, epochs=2))
+
+
+def resnet_job(mode: str, *, tasks: int = 1, gpus: int = 1, batch: int = size["batch"],
+               model: str = size["model"], epochs: int = size["epochs"]):
+    """A job that trains the course ResNet in `mode` (single, dp or ddp) with `tasks` Slurm tasks on `gpus` GCDs."""
+    args = ["--mode", mode, "--model-size", model, "--batch-size", str(batch), "--epochs", str(epochs),
+            "--no-progress"] + ([] if size["samples"] is None else ["--samples", str(size["samples"])])
+    return workload_spec("resnet", *args, name=f"resnet-{mode}", partition="small-g", ntasks_per_node=tasks,
+                         gpus_per_node=gpus, cpus_per_task=7 * gpus // tasks, mem_per_gpu="60G", time="0:30:00")
+
+
+print(size)
+
+# %% [markdown]
+# ## Task 1: one GPU
+#
+# `--batch-size` is the batch **per device**. One GCD, so the global batch is the same number.
+
+# %%
+single = launch(resnet_job("single"))
+print(mode_line(), "->", single.wait(timeout=3600 if on_slurm else 180))
+print(single.stdout().strip())
+single_metrics = single.metrics()  # rank 0's rows per step (.steps) and per epoch (.epochs), its summary (.result)
+single_metrics.epochs[["epoch_end", "steps", "epoch_time_s", "loss"]]
+
+# %% [markdown]
+# **How to read it:** the first line says the model, the batch per device and the global batch, and how many steps
+# make an epoch (data set size ÷ global batch; the tail that does not fill a batch is dropped). The table has one row
+# per epoch. The first epoch is usually the slower one: on LUMI it carries MIOpen's search for the fastest
+# convolution kernels (cached per node afterwards), the first reads of the data set and memory allocation; on a CPU
+# only the first step or two are slower, so the gap is small and noise on a busy machine can hide it.
+
+# %%
+ax = single_metrics.steps.plot(x="step", y="step_time_s", marker=".", legend=False,
+                               title="single device: time per step")
+ax.set_ylabel("seconds");
+
+# %% [markdown]
+# ## Task 2: DDP on two GPUs, one task per GCD
+#
+# Two Slurm tasks, one per GCD; each is a full Python process with its own model replica. With the same
+# `--batch-size` per device the **global** batch doubles, so each rank takes **half as many steps** per epoch.
+# (To keep the global batch of Task 1, give `--batch-size` ÷ 2 instead.) Without GPUs the ranks use the `gloo`
+# backend on the CPU and share this machine's cores.
+
+# %%
+ddp = launch(resnet_job("ddp", tasks=2, gpus=2))
+print(mode_line(), "->", ddp.wait(timeout=3600 if on_slurm else 180))
+print(ddp.stdout().strip())
+ddp_metrics = ddp.metrics()
+ddp_metrics.epochs[["epoch_end", "steps", "epoch_time_s", "loss"]]
+
+# %% [markdown]
+# ## Task 3: DataParallel on two GPUs
+#
+# One task with two GCDs; `nn.DataParallel` splits each batch of `--batch-size` × GPUs samples over them.
+# **Without a GPU there is nothing to split over**: PyTorch's `DataParallel` then just calls the model in the one
+# process, so here Task 3 measures only the wrapper's cost (about nothing) and the global batch stays at one device's.
+# On LUMI it uses both GCDs.
+
+# %%
+dp = launch(resnet_job("dp", gpus=2, epochs=1))
+print(mode_line(), "->", dp.wait(timeout=3600 if on_slurm else 180))
+print(dp.stdout().strip())
+dp_metrics = dp.metrics()
+
+# %% [markdown]
+# ## The three side by side
+
+# %%
+keys = {"mode": "mode", "ranks": "world_size", "device": "device", "batch per device": "batch_size",
+        "global batch": "global_batch_size", "steps per epoch": "steps_per_epoch",
+        "mean step (s)": "mean_step_time_s", "samples/s (all ranks)": "global_samples_per_s"}
+summaries = [m.result for m in (single_metrics, ddp_metrics, dp_metrics)]
+table = pd.DataFrame([{k: s[v] for k, v in keys.items()} for s in summaries]).set_index("mode")
+ax = table["samples/s (all ranks)"].plot.barh(title="training throughput")
+ax.set_xlabel("samples per second")
+table.round(3)
+
+# %% [markdown]
+# **How to read it:** *steps per epoch* halves with two DDP ranks because the global batch doubles; *samples/s* is
+# the number to compare, not the step time. Here each DDP rank has one core of its own and the ranks sum their
+# gradients through `gloo`, so DDP can approach, but not reach, twice the single run's samples/s (less on a busy
+# machine); DP on a CPU has one process and one device, so it runs like the single run. On LUMI each rank has its own
+# GCD: DDP gets close to twice the throughput of one GCD, while DP is held back by the one process that scatters the
+# batch, copies the model to every GPU and gathers the outputs on GPU 0 in every step.
+#
+# ## The torchrun way
+#
+# Instead of one Slurm task per GCD, start **one** task with all the node's cores and let `torchrun` start one
+# process per GCD. It sets `RANK`, `LOCAL_RANK` and `WORLD_SIZE` for each process; the training script is the same.
+# `torchrun` is `python -m torch.distributed.run`: run it with the job's own Python (this notebook's), and the
+# processes it starts use that Python too.
+
+# %%
+torchrun = (sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1", "--nproc-per-node=2")
+one_task = resnet_job("ddp", tasks=1, gpus=2, epochs=1)
+# The workload's own command without its Python (`-m lumikit.workloads.resnet ...`), behind torchrun.
+torchrun_job = one_task.with_(name="resnet-torchrun", command=(*torchrun, *one_task.command[1:]))
+print(render_sbatch(torchrun_job, "lumi"))
+
+# %% [markdown]
+# **Read it as:** one task with 14 cores (7 per GCD) and 2 GCDs; `torchrun --standalone` needs no `MASTER_ADDR` on one
+# node. On LUMI torchrun and one-task-per-GCD `srun` train equally fast; `srun` lets Slurm bind each rank's cores
+# (module 08), `torchrun` is the easier step to several nodes with a rendezvous.
+#
+# The same job runs here too (one epoch):
+
+# %%
+via_torchrun = launch(torchrun_job)
+print(mode_line(), "->", via_torchrun.wait(timeout=3600 if on_slurm else 180))
+print(via_torchrun.stdout().strip().splitlines()[0])
+ranks = sorted(p.name for p in via_torchrun.path.glob("metrics.rank*.jsonl"))
+print("metrics files:", ", ".join(ranks))
+
+# %% [markdown]
+# **How to read it:** one task, yet two metrics files: `torchrun` started two ranks, and each wrote its own timings.
+#
+# ## What to expect on LUMI
+#
+# - Each GCD has 64 GB of memory; watch it with `rocm-smi` (module 04). DP keeps more on GCD 0, where it gathers.
+# - One GCD doing useful work draws around 300 W (shown once per MI250X package, on the even GCD).
+# - The summer school's estimate for ResNet-152 on one GCD: 60.2 M parameters, 11.5 GFLOP per forward pass, about
+#   3 × that per trained image, about 180 s for one epoch of CIFAR-100 at 224×224 at 40 % of peak.
+# - Larger batches use more of the GCD's memory and usually more of its compute; the exercises measure it.
