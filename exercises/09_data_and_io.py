@@ -5,16 +5,15 @@
 # many DataLoader workers are enough, and which GCD of a recorded session is starved.
 
 # %%
-import json
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 import lumikit.checks.m09 as checks
 from lumikit.launch import mode_line
+from lumikit.launch import WorkloadMetrics
 from lumikit.smi import load_session, tidy
 from lumikit.workloads import resnet
 
@@ -50,7 +49,7 @@ for workers in (0, 1, 2):
     out = data / f"workers-{workers}"
     resnet.main(["--model-size", "tiny", "--steps", "6", "--batch-size", "16", "--samples", "256",
                  "--workers", str(workers), "--no-progress", "--out", str(out)])
-    step_times[workers] = json.loads((out / "result.rank0.json").read_text())["mean_step_time_s"]
+    step_times[workers] = WorkloadMetrics.read(out).result["mean_step_time_s"]
 print({w: round(t, 4) for w, t in step_times.items()})
 
 # %%

@@ -8,14 +8,12 @@
 # to write movie reviews, byte by byte (`python -m lumikit.workloads.lm`, the course's GPT-neo run scaled down).
 
 # %%
-import sys
 import tempfile
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-import pandas as pd
 
-from lumikit.jobs import render_sbatch, spec
+from lumikit.jobs import render_sbatch, workload_spec
 from lumikit.launch import launch, mode_line
 from lumikit.site import load_site
 
@@ -25,9 +23,8 @@ print(mode_line(site))
 
 def lm_job(name: str, *options: str):
     """The course's language model as a one-GCD job: small-g, 7 cores, 60 GB, 15 minutes, one CPU thread."""
-    return spec([sys.executable, "-m", "lumikit.workloads.lm", "--model-size", "tiny", *options], name=name,
-                partition="small-g", gpus_per_node=1, cpus_per_task=7, mem_per_gpu="60G", time="0:15:00",
-                env={"OMP_NUM_THREADS": "1"})
+    return workload_spec("lm", "--model-size", "tiny", *options, name=name, partition="small-g",
+                         gpus_per_node=1, cpus_per_task=7, mem_per_gpu="60G", time="0:15:00")
 
 
 # The checkpoint must outlive the job that writes it: keep it in a folder of its own under runs/.
@@ -39,8 +36,9 @@ print(render_sbatch(first, site))
 
 # %% [markdown]
 # **How to read it:** this is the batch script `sbatch` gets on LUMI. The `#SBATCH` lines ask for one GCD of a
-# shared `small-g` node with its 7 cores and 60 GB for 15 minutes; `srun` starts the program once. The program
-# trains 12 steps and saves a **checkpoint** (model, optimizer, step, loss curve) every 6 steps and at the end.
+# shared `small-g` node with its 7 cores and 60 GB for 15 minutes; `srun` starts the program once, inside the
+# course's PyTorch container (`singularity exec`) and with this notebook's Python. The program trains 12 steps
+# and saves a **checkpoint** (model, optimizer, step, loss curve) every 6 steps and at the end.
 # `OMP_NUM_THREADS=1` keeps PyTorch to one CPU thread: the work is on the GPU, and on a small shared machine
 # threads that fight over the same cores make every step many times slower.
 #
@@ -74,13 +72,11 @@ bar[["series", "step", "total", "elapsed_s", "rate", "unit"]].tail(4)
 # ## What each step cost
 #
 # The workload also writes one JSON line per step to `metrics.rank0.jsonl` in the run folder: the loss, the step
-# time and the time spent waiting for data. These are the numbers to reason with.
+# time and the time spent waiting for data. `run.metrics()` reads them as a table, one row per step: these are
+# the numbers to reason with.
 
 # %%
-from lumikit.workloads.common import read_metrics
-
-steps, _ = read_metrics(run.path / "metrics.rank0.jsonl")
-first_steps = pd.DataFrame(steps).set_index("step")
+first_steps = run.metrics().steps.set_index("step")
 fig, ax = plt.subplots(figsize=(7, 2.8))
 ax.bar(first_steps.index, first_steps["step_time_s"] * 1000, color="#4c72b0", label="whole step")
 ax.bar(first_steps.index, first_steps["data_time_s"] * 1000, color="#dd8452", label="of which waiting for data")
@@ -108,13 +104,11 @@ first_steps[["loss", "step_time_s", "data_time_s"]].describe().loc[["mean", "50%
 # Here a run that asks for far more steps than fit gets `--max-time 5`:
 
 # %%
-import json
-
 capped_checkpoint = checkpoint.with_name("capped.pt")
 capped = launch(lm_job("lm-capped", "--steps", "100000", "--max-time", "5", "--no-progress",
                        "--checkpoint", str(capped_checkpoint)))
 print(mode_line(), "->", capped.wait(timeout=240))
-capped_result = json.loads((capped.path / "result.rank0.json").read_text())
+capped_result = capped.metrics().result
 print(f"stopped by {capped_result['stopped_by']} after {capped_result['steps']} steps: "
       f"{capped_result['elapsed_s']:.1f} s of training out of the 5 s; checkpoint saved: {capped_checkpoint.exists()}")
 
@@ -145,8 +139,7 @@ print(mode_line(), "->", resumed.wait(timeout=240))
 print(resumed.stdout().splitlines()[0])
 
 # %%
-steps, _ = read_metrics(resumed.path / "metrics.rank0.jsonl")
-resumed_steps = pd.DataFrame(steps).set_index("step")
+resumed_steps = resumed.metrics().steps.set_index("step")
 fig, ax = plt.subplots(figsize=(7, 3))
 ax.plot(first_steps.index, first_steps["loss"], "o-", label=f"first job ({run.path.name[-6:]})")
 ax.plot(resumed_steps.index, resumed_steps["loss"], "s-", label=f"resumed job ({resumed.path.name[-6:]})")

@@ -40,7 +40,6 @@ pd.DataFrame([{"mode": m.name, "what you get": m.summary, "wraps the command wit
 # there is no HIP runtime to log, so the cell writes a few records in the same format (ROCm 6 layout) instead.
 
 # %%
-import sys
 from pathlib import Path
 
 from lumikit.jobs import spec
@@ -98,11 +97,12 @@ summary = hip_summary(hip, top=5)
 # work on a shared machine does not make the step times jump; on LUMI the same spec gets a GCD.
 
 # %%
+from lumikit.jobs import workload_spec
+
 schedule = "6,1,4,1"
-train = spec([sys.executable, "-m", "lumikit.workloads.lm", "--model-size", "tiny", "--no-progress"],
-             name="lm-profiled", partition="small-g", gpus_per_node=1, cpus_per_task=7, mem_per_gpu="60G",
-             time="0:10:00", profile="torch", profile_steps=11,
-             env={"LUMIKIT_PROFILE_SCHEDULE": schedule, "OMP_NUM_THREADS": "1"})
+train = workload_spec("lm", "--model-size", "tiny", "--no-progress", name="lm-profiled", partition="small-g",
+                      gpus_per_node=1, cpus_per_task=7, mem_per_gpu="60G", time="0:10:00", profile="torch",
+                      profile_steps=11, env={"LUMIKIT_PROFILE_SCHEDULE": schedule})
 run = launch(train)
 print(mode_line(), "->", run.wait(timeout=300, poll=0.25))
 print(run.stdout(0))
@@ -158,14 +158,11 @@ op_summary(ops).head(8).round({"total_us": 0, "self_us": 0, "self_share": 3})
 #
 # ### What the profiler costs
 #
-# The run wrote every step's time to `metrics.rank0.jsonl`. Steps 2-6 ran before the profiler started, step 7 was
-# its warm-up, steps 8-11 were recorded.
+# The run wrote every step's time to `metrics.rank0.jsonl` (`run.metrics().steps` reads it). Steps 2-6 ran before
+# the profiler started, step 7 was its warm-up, steps 8-11 were recorded.
 
 # %%
-from lumikit.workloads.common import read_metrics
-
-steps, _ = read_metrics(run.path / "metrics.rank0.jsonl")
-times = pd.DataFrame(steps).set_index("step")["step_time_s"]
+times = run.metrics().steps.set_index("step")["step_time_s"]
 recorded = [int(s) + 1 for s in phases["step"]]
 kind = ["first step" if s == 1 else "recorded" if s in recorded else "warm-up" if s == min(recorded) - 1
         else "not profiled" for s in times.index]
@@ -191,9 +188,8 @@ from lumikit.jobs import rank_script
 from lumikit.site import load_site
 
 lumi = load_site("lumi")
-gpu_run = spec(["python", "-m", "lumikit.workloads.lm", "--model-size", "medium"], partition="small-g",
-               gpus_per_node=1, cpus_per_task=7, mem_per_gpu="60G", time="0:15:00", container="pytorch",
-               profile_steps=10)
+gpu_run = workload_spec("lm", "--model-size", "medium", partition="small-g", gpus_per_node=1, cpus_per_task=7,
+                        mem_per_gpu="60G", time="0:15:00", profile_steps=10)
 for mode in ("rocprof", "rocprofv3"):
     print(f"{mode}:\n  {rank_script(gpu_run.with_(profile=mode), lumi)}\n")
 
@@ -245,6 +241,7 @@ pd.DataFrame([{"signature": s.id, "what": s.title, "severity": s.severity} for s
 
 # %%
 import subprocess
+import sys
 
 print("diagnoses of the profiled run:", diagnose(run.path))
 broken = run.path.parent / f"{run.path.name}-broken.log"

@@ -164,12 +164,10 @@ for name, value in render_srun(two_nodes, site).exports:
 # give them, `MASTER_ADDR` included.
 
 # %%
-import sys
-
+from lumikit.jobs import workload_spec
 from lumikit.launch import launch
 
-ddp = spec([sys.executable, "-m", "lumikit.workloads.ddp_check", "--steps", "3"], name="ddp-2nodes", nodes=2,
-           ntasks_per_node=1, time="0:05:00")
+ddp = workload_spec("ddp_check", "--steps", "3", name="ddp-2nodes", nodes=2, ntasks_per_node=1, time="0:05:00")
 run = launch(ddp)
 print(mode_line(), "->", run.wait(timeout=120, progress=False))
 for rank in range(ddp.total_tasks):

@@ -110,21 +110,20 @@ print(f"unpacked {len(staged)} files ({(data / 'images.tar').stat().st_size / 1e
 # they use its GPU); the job that runs the same on LUMI is printed first:
 
 # %%
-import json
-
-from lumikit.jobs import render_srun, spec
+from lumikit.jobs import render_srun, workload_spec
+from lumikit.launch import WorkloadMetrics
 from lumikit.workloads import resnet
 
 options = ["--model-size", "tiny", "--steps", "6", "--batch-size", "16", "--samples", "256", "--no-progress"]
-print(render_srun(spec(["python", "-m", "lumikit.workloads.resnet", *options, "--workers", "7"],
-                       gpus_per_node=1, cpus_per_task=7, time="0:10:00", container="pytorch"), "lumi").text())
+print(render_srun(workload_spec("resnet", *options, "--workers", "7", gpus_per_node=1, cpus_per_task=7,
+                                time="0:10:00"), "lumi").text())
 step_times, data_times = {}, {}
 for workers in (0, 1, 2):
     out = data / f"workers-{workers}"
     resnet.main([*options, "--workers", str(workers), "--out", str(out)])
-    rows = [json.loads(line) for line in (out / "metrics.rank0.jsonl").read_text().splitlines()]
-    step_times[workers] = json.loads((out / "result.rank0.json").read_text())["mean_step_time_s"]
-    data_times[workers] = float(np.mean([r["data_time_s"] for r in rows if "data_time_s" in r][1:]))
+    metrics = WorkloadMetrics.read(out)  # what a launched run's `run.metrics()` reads
+    step_times[workers] = metrics.result["mean_step_time_s"]
+    data_times[workers] = float(metrics.steps["data_time_s"].iloc[1:].mean())
 loading = pd.DataFrame({"mean step time (s)": step_times, "waiting for data (s)": data_times})
 loading.index.name = "workers"
 loading.round(4)

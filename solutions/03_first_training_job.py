@@ -8,24 +8,21 @@
 # %%
 import math
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
 import lumikit.checks.m03 as checks
-from lumikit.jobs import parse_time, spec
+from lumikit.jobs import parse_time, workload_spec
 from lumikit.launch import STATES, launch, mode_line
 from lumikit.logs import diagnose_text
-from lumikit.workloads.common import read_metrics
 
 print(mode_line())
 
 
 def lm_job(name: str, *options: str):
     """The course's language model as a one-GCD job: small-g, 7 cores, 60 GB, 15 minutes, one CPU thread."""
-    return spec([sys.executable, "-m", "lumikit.workloads.lm", "--model-size", "tiny", "--no-progress", *options],
-                name=name, partition="small-g", gpus_per_node=1, cpus_per_task=7, mem_per_gpu="60G", time="0:15:00",
-                env={"OMP_NUM_THREADS": "1"})
+    return workload_spec("lm", "--model-size", "tiny", "--no-progress", *options, name=name, partition="small-g",
+                         gpus_per_node=1, cpus_per_task=7, mem_per_gpu="60G", time="0:15:00")
 
 
 runs = Path("runs").resolve()
@@ -36,11 +33,10 @@ print(mode_line(), "->", first.result(timeout=240, progress=False))
 resumed = launch(lm_job("lm-resumed", "--steps", "24", "--checkpoint", str(checkpoint), "--resume"))
 print(mode_line(), "->", resumed.result(timeout=240, progress=False))
 
-first_metrics, _ = read_metrics(first.path / "metrics.rank0.jsonl")
-resumed_metrics, _ = read_metrics(resumed.path / "metrics.rank0.jsonl")
-step_times = [row["step_time_s"] for row in first_metrics]
-first_steps = [row["step"] for row in first_metrics]
-resumed_steps = [row["step"] for row in resumed_metrics]
+first_metrics, resumed_metrics = first.metrics().steps, resumed.metrics().steps
+step_times = first_metrics["step_time_s"].tolist()
+first_steps = first_metrics["step"].tolist()
+resumed_steps = resumed_metrics["step"].tolist()
 print(f"first job: {len(first_metrics)} metric rows; resumed job: {len(resumed_metrics)} metric rows")
 
 # %% tags=["solution"]

@@ -40,7 +40,8 @@ def recorded_steps(schedule: ProfileSchedule, max_steps: int) -> list[int]:
 def check_rank_profile_spec(job: JobSpec | None) -> Passed:
     """Exercise 05.1: a job spec that profiles only rank 3 with torch.profiler, recording steps 5-7, then stops."""
     what = "the job spec that profiles rank 3 for steps 5-7"
-    expect_type("05.1", job, JobSpec, what=what, hint="build it with `spec([...], ntasks_per_node=..., profile=...)`.")
+    expect_type("05.1", job, JobSpec, what=what,
+                hint='build it with `workload_spec("lm", ..., ntasks_per_node=..., profile=...)`.')
     site = load_site("lumi")
     found = problems(resolve(job, site), site)
     if found:

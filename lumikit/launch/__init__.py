@@ -12,7 +12,7 @@ from ..jobs.render import resolve
 from ..jobs.spec import JobSpec
 from ..jobs.validate import validate
 from ..site import Site, load_site
-from .backend import Backend, Run
+from .backend import Backend, Run, WorkloadMetrics
 from .dryrun import DryRunBackend
 from .local import LocalBackend
 from .runfolder import RunFolder
@@ -61,5 +61,5 @@ def mode_line(site: Site | str | None = None, backend: str | None = None) -> str
     return f"Mode: {b.site.name} - dry run: commands are recorded, nothing runs"
 
 
-__all__ = ["BACKENDS", "FINAL", "STATES", "Backend", "DryRunBackend", "LocalBackend", "Run", "RunFolder",
+__all__ = ["BACKENDS", "FINAL", "STATES", "Backend", "DryRunBackend", "LocalBackend", "Run", "RunFolder", "WorkloadMetrics",
            "SlurmBackend", "get_backend", "launch", "mode_line", "open_run"]
