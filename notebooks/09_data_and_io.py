@@ -30,43 +30,23 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
+from lumikit.io_bench import time_reads, write_image_files
 from lumikit.launch import mode_line
 
 print(mode_line())
-N_IMAGES, IMAGE_BYTES = 1500, 3 * 32 * 32
 Path("runs").mkdir(exist_ok=True)
-data = Path(tempfile.mkdtemp(prefix="09-io-", dir="runs"))
-images = np.random.default_rng(0).integers(0, 256, size=(N_IMAGES, IMAGE_BYTES), dtype=np.uint8)
-(data / "small-files").mkdir()
-for i, image in enumerate(images):
-    (data / "small-files" / f"img{i:05d}.bin").write_bytes(image.tobytes())
-np.save(data / "images.npy", images)
-
-
-def best_of(read, repeat: int = 3) -> float:
-    """The fastest of a few timed calls of ``read()`` (seconds): the least disturbed by other work."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        read()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-read_times = {
-    "many small files": best_of(lambda: [p.read_bytes() for p in sorted((data / "small-files").iterdir())]),
-    "one .npy file": best_of(lambda: np.load(data / "images.npy")),
-}
-io = pd.DataFrame({"files": [N_IMAGES, 1], "read time (s)": list(read_times.values())}, index=list(read_times))
-io["MB/s"] = N_IMAGES * IMAGE_BYTES / 1e6 / io["read time (s)"]
+files = write_image_files(tempfile.mkdtemp(prefix="09-io-", dir="runs"), 1500)
+data = files.one_file.parent
+read_times = time_reads(files)
+io = pd.DataFrame({"files": [files.count, 1], "read time (s)": list(read_times.values())}, index=list(read_times))
+io["MB/s"] = files.megabytes / io["read time (s)"]
 print(f"one file is {read_times['many small files'] / read_times['one .npy file']:.0f} times faster to read")
 io.round(4)
 
 # %%
-ax = io["read time (s)"].plot.barh(logx=True, title=f"Reading {N_IMAGES} images (log scale)")
+ax = io["read time (s)"].plot.barh(logx=True, title=f"Reading {files.count} images (log scale)")
 ax.set_xlabel("seconds");
 
 # %% [markdown]

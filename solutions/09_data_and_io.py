@@ -6,41 +6,22 @@
 
 # %%
 import tempfile
-import time
 from pathlib import Path
 
-import numpy as np
 
 import lumikit.checks.m09 as checks
-from lumikit.launch import mode_line
-from lumikit.launch import WorkloadMetrics
+from lumikit.io_bench import time_reads, write_image_files
+from lumikit.launch import WorkloadMetrics, mode_line
 from lumikit.smi import load_session, tidy
 from lumikit.workloads import resnet
 
 print(mode_line())
-N_IMAGES, IMAGE_BYTES = 1000, 3 * 32 * 32
 Path("runs").mkdir(exist_ok=True)
-data = Path(tempfile.mkdtemp(prefix="09-exercise-", dir="runs"))
-images = np.random.default_rng(1).integers(0, 256, size=(N_IMAGES, IMAGE_BYTES), dtype=np.uint8)
-(data / "small-files").mkdir()
-for i, image in enumerate(images):
-    (data / "small-files" / f"img{i:05d}.bin").write_bytes(image.tobytes())
-np.save(data / "images.npy", images)
-
-
-def best_of(read, repeat: int = 3) -> float:
-    """The fastest of a few timed calls of ``read()`` (seconds)."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        read()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-small_files_s = best_of(lambda: [p.read_bytes() for p in sorted((data / "small-files").iterdir())])
-one_file_s = best_of(lambda: np.load(data / "images.npy"))
-print(f"{N_IMAGES} small files: {small_files_s:.4f} s; one .npy file: {one_file_s:.5f} s")
+files = write_image_files(tempfile.mkdtemp(prefix="09-exercise-", dir="runs"), 1000, seed=1)
+data = files.one_file.parent
+times = time_reads(files)
+small_files_s, one_file_s = times["many small files"], times["one .npy file"]
+print(f"{files.count} small files: {small_files_s:.4f} s; one .npy file: {one_file_s:.5f} s")
 
 # %%
 # The ResNet workload (tiny model, CPU here) with 0, 1 and 2 DataLoader workers, run in this process.
