@@ -15,8 +15,8 @@ from lumikit.trace.host_ops import host_ops, op_summary, step_phases
 
 print(mode_line())
 schedule = "6,1,4,1"
-train = workload_spec("lm", "--model-size", "tiny", "--no-progress", name="lm-profiled", partition="small-g",
-                      gpus_per_node=1, cpus_per_task=7, mem_per_gpu="60G", time="0:10:00", profile="torch",
+train = workload_spec("lm", "--model-size", "tiny", "--no-progress", name="lm-profiled", gcds=1,
+                      time="0:10:00", profile="torch",
                       profile_steps=11, env={"LUMIKIT_PROFILE_SCHEDULE": schedule})
 run = launch(train)
 print(mode_line(), "->", run.wait(timeout=300, poll=0.25))
@@ -31,9 +31,9 @@ phases.set_index("step").round(0)
 
 # %% tags=["exercise"]
 # Exercise 05.1: In a 4-rank job, profile only rank 3 with torch.profiler, recording steps 5, 6 and 7 (counted from 1, as the metrics file does), and stop the run after step 7. Store the job spec in `job`.
-# Hint: `workload_spec("lm", "--mode", "ddp", ntasks_per_node=..., profile=..., profile_ranks=[...], profile_steps=..., env={"LUMIKIT_PROFILE_SCHEDULE": "wait,warmup,active,repeat"})`; torch skips `wait` steps and warms up for `warmup` before it records.
+# Hint: `workload_spec("lm", "--mode", "ddp", gcds=..., ntasks_per_node=..., profile=..., profile_ranks=[...], profile_steps=..., env={"LUMIKIT_PROFILE_SCHEDULE": "wait,warmup,active,repeat"})`; torch skips `wait` steps and warms up for `warmup` before it records.
 job = None
-raise NotImplementedError("Exercise 05.1: `workload_spec(\"lm\", \"--mode\", \"ddp\", ntasks_per_node=..., profile=..., profile_ranks=[...], profile_steps=..., env={\"LUMIKIT_PROFILE_SCHEDULE\": \"wait,warmup,active,repeat\"})`; torch skips `wait` steps and warms up for `warmup` before it records.")
+raise NotImplementedError("Exercise 05.1: `workload_spec(\"lm\", \"--mode\", \"ddp\", gcds=..., ntasks_per_node=..., profile=..., profile_ranks=[...], profile_steps=..., env={\"LUMIKIT_PROFILE_SCHEDULE\": \"wait,warmup,active,repeat\"})`; torch skips `wait` steps and warms up for `warmup` before it records.")
 
 # %% tags=["check"]
 checks.check_rank_profile_spec(job)

@@ -23,8 +23,8 @@ print(mode_line(site))
 
 def lm_job(name: str, *options: str):
     """The course's language model as a one-GCD job: small-g, 7 cores, 60 GB, 15 minutes, one CPU thread."""
-    return workload_spec("lm", "--model-size", "tiny", *options, name=name, partition="small-g",
-                         gpus_per_node=1, cpus_per_task=7, mem_per_gpu="60G", time="0:15:00")
+    return workload_spec("lm", "--model-size", "tiny", *options, name=name, gcds=1,
+                         time="0:15:00")
 
 
 # The checkpoint must outlive the job that writes it: keep it in a folder of its own under runs/.

@@ -100,8 +100,8 @@ summary = hip_summary(hip, top=5)
 from lumikit.jobs import workload_spec
 
 schedule = "6,1,4,1"
-train = workload_spec("lm", "--model-size", "tiny", "--no-progress", name="lm-profiled", partition="small-g",
-                      gpus_per_node=1, cpus_per_task=7, mem_per_gpu="60G", time="0:10:00", profile="torch",
+train = workload_spec("lm", "--model-size", "tiny", "--no-progress", name="lm-profiled", gcds=1,
+                      time="0:10:00", profile="torch",
                       profile_steps=11, env={"LUMIKIT_PROFILE_SCHEDULE": schedule})
 run = launch(train)
 print(mode_line(), "->", run.wait(timeout=300, poll=0.25))
@@ -188,8 +188,7 @@ from lumikit.jobs import rank_script
 from lumikit.site import load_site
 
 lumi = load_site("lumi")
-gpu_run = workload_spec("lm", "--model-size", "medium", partition="small-g", gpus_per_node=1, cpus_per_task=7,
-                        mem_per_gpu="60G", time="0:15:00", profile_steps=10)
+gpu_run = workload_spec("lm", "--model-size", "medium", gcds=1, time="0:15:00", profile_steps=10)
 for mode in ("rocprof", "rocprofv3"):
     print(f"{mode}:\n  {rank_script(gpu_run.with_(profile=mode), lumi)}\n")
 

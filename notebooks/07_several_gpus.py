@@ -37,8 +37,7 @@ def resnet_job(mode: str, *, tasks: int = 1, gpus: int = 1, batch: int = size["b
     """A job that trains the course ResNet in `mode` (single, dp or ddp) with `tasks` Slurm tasks on `gpus` GCDs."""
     args = ["--mode", mode, "--model-size", model, "--batch-size", str(batch), "--epochs", str(epochs),
             "--no-progress"] + ([] if size["samples"] is None else ["--samples", str(size["samples"])])
-    return workload_spec("resnet", *args, name=f"resnet-{mode}", partition="small-g", ntasks_per_node=tasks,
-                         gpus_per_node=gpus, cpus_per_task=7 * gpus // tasks, mem_per_gpu="60G", time="0:30:00")
+    return workload_spec("resnet", *args, name=f"resnet-{mode}", gcds=gpus, ntasks_per_node=tasks, time="0:30:00")
 
 
 print(size)

@@ -21,8 +21,8 @@ print(mode_line())
 
 def lm_job(name: str, *options: str):
     """The course's language model as a one-GCD job: small-g, 7 cores, 60 GB, 15 minutes, one CPU thread."""
-    return workload_spec("lm", "--model-size", "tiny", "--no-progress", *options, name=name, partition="small-g",
-                         gpus_per_node=1, cpus_per_task=7, mem_per_gpu="60G", time="0:15:00")
+    return workload_spec("lm", "--model-size", "tiny", "--no-progress", *options, name=name, gcds=1,
+                         time="0:15:00")
 
 
 runs = Path("runs").resolve()

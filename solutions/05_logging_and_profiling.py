@@ -15,8 +15,8 @@ from lumikit.trace.host_ops import host_ops, op_summary, step_phases
 
 print(mode_line())
 schedule = "6,1,4,1"
-train = workload_spec("lm", "--model-size", "tiny", "--no-progress", name="lm-profiled", partition="small-g",
-                      gpus_per_node=1, cpus_per_task=7, mem_per_gpu="60G", time="0:10:00", profile="torch",
+train = workload_spec("lm", "--model-size", "tiny", "--no-progress", name="lm-profiled", gcds=1,
+                      time="0:10:00", profile="torch",
                       profile_steps=11, env={"LUMIKIT_PROFILE_SCHEDULE": schedule})
 run = launch(train)
 print(mode_line(), "->", run.wait(timeout=300, poll=0.25))
@@ -31,9 +31,9 @@ phases.set_index("step").round(0)
 
 # %% tags=["solution"]
 # Exercise 05.1: In a 4-rank job, profile only rank 3 with torch.profiler, recording steps 5, 6 and 7 (counted from 1, as the metrics file does), and stop the run after step 7. Store the job spec in `job`.
-# Hint: `workload_spec("lm", "--mode", "ddp", ntasks_per_node=..., profile=..., profile_ranks=[...], profile_steps=..., env={"LUMIKIT_PROFILE_SCHEDULE": "wait,warmup,active,repeat"})`; torch skips `wait` steps and warms up for `warmup` before it records.
-job = workload_spec("lm", "--mode", "ddp", partition="small-g", ntasks_per_node=4, gpus_per_node=4,
-                    cpus_per_task=7, mem_per_gpu="60G", time="0:15:00", profile="torch", profile_ranks=[3],
+# Hint: `workload_spec("lm", "--mode", "ddp", gcds=..., ntasks_per_node=..., profile=..., profile_ranks=[...], profile_steps=..., env={"LUMIKIT_PROFILE_SCHEDULE": "wait,warmup,active,repeat"})`; torch skips `wait` steps and warms up for `warmup` before it records.
+job = workload_spec("lm", "--mode", "ddp", gcds=4, ntasks_per_node=4, time="0:15:00", profile="torch",
+                    profile_ranks=[3],
                     profile_steps=7, env={"LUMIKIT_PROFILE_SCHEDULE": "3,1,3,1"})
 print("recorded steps:", checks.recorded_steps(parse_schedule("3,1,3,1"), job.profile_steps))
 

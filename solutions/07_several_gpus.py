@@ -29,9 +29,8 @@ def resnet_job(mode: str, *, tasks: int = 1, gpus: int = 1, batch: int = size["b
     args += ["--epochs", str(epochs)] if epochs else []
     args += ["--steps", str(steps)] if steps else []
     args += [] if size["samples"] is None else ["--samples", str(size["samples"])]
-    return workload_spec("resnet", *args, name=f"resnet-{mode}-{model}-b{batch}", partition="small-g",
-                         ntasks_per_node=tasks, gpus_per_node=gpus, cpus_per_task=7 * gpus // tasks,
-                         mem_per_gpu="60G", time="0:30:00")
+    return workload_spec("resnet", *args, name=f"resnet-{mode}-{model}-b{batch}", gcds=gpus,
+                         ntasks_per_node=tasks, time="0:30:00")
 
 
 def run_and_read(job) -> tuple[pd.DataFrame, pd.DataFrame, dict]:

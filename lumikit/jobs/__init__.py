@@ -4,9 +4,9 @@ from .render import (Command, Flag, allocation_flags, attach_argv, cpu_masks, ef
                      rank_script, render_salloc, render_sbatch, render_srun, resolve)
 from .spec import JobSpec, format_time, parse_mem_mb, parse_time, spec
 from .validate import problems, validate
-from .workload import WORKLOADS, workload_spec
+from .workload import WORKLOADS, gcd_resources, workload_spec
 
 __all__ = ["PROFILE_MODES", "Command", "Flag", "JobSpec", "allocation_flags", "attach_argv", "cpu_masks",
            "effective_binds", "format_time", "parse_mem_mb", "parse_time", "payload", "problems", "rank_script",
-           "render_salloc", "render_sbatch", "render_srun", "resolve", "spec", "validate", "WORKLOADS",
+           "render_salloc", "render_sbatch", "render_srun", "resolve", "spec", "validate", "WORKLOADS", "gcd_resources",
            "workload_spec"]

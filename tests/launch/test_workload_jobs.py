@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from lumikit.errors import LaunchError, SpecError
-from lumikit.jobs import render_srun, workload_spec
+from lumikit.jobs import gcd_resources, render_srun, workload_spec
 from lumikit.launch import launch
 from lumikit.site import load_site
 
@@ -39,3 +39,11 @@ def test_a_folder_without_metrics_says_what_to_look_at(tmp_path) -> None:
     run.wait(timeout=120, progress=False)
     with pytest.raises(LaunchError, match="no metrics.*run.tail"):
         run.metrics(rank=0)
+
+
+def test_gcds_fill_the_resources_from_the_site_and_explicit_fields_win() -> None:
+    assert gcd_resources(2, tasks=2, site="lumi") == {"partition": "small-g", "gpus_per_node": 2, "cpus_per_task": 7,
+                                                      "mem_per_gpu": "60G"}
+    job = workload_spec("resnet", gcds=2, ntasks_per_node=1, time="0:30:00")
+    assert (job.partition, job.gpus_per_node, job.cpus_per_task, job.mem_per_gpu) == ("small-g", 2, 14, "60G")
+    assert workload_spec("lm", gcds=1, partition="dev-g").partition == "dev-g"
