@@ -13,6 +13,7 @@ import lumikit.checks.m08 as checks
 from lumikit.jobs import cpu_masks, render_sbatch, spec
 from lumikit.launch import mode_line
 from lumikit.logs import diagnose, rccl_transport
+from lumikit.logs.samples import rccl_debug_log
 from lumikit.site import load_site
 
 site = load_site("lumi")
@@ -23,19 +24,10 @@ print(render_sbatch(two_nodes, site).splitlines()[-1][:160], "...")
 
 # %%
 # Two logs as a 2-node job writes them: rank 7's RCCL log (NCCL_DEBUG=INFO) and a job output with a MIOpen error.
-head = "nid005001:40121:40121 [7] NCCL INFO "
-rccl_lines = ["RCCL version 2.20.5+hip6.2 HEAD:b0a3ddc", "NCCL_SOCKET_IFNAME set by environment to hsn0,hsn1,hsn2,hsn3",
-              "Bootstrap : Using hsn0:10.253.6.211<0>", "NET/OFI Using aws-ofi-rccl 1.4.0",
-              "NET/OFI Selected Provider is cxi (found 4 nics)", "Using network AWS Libfabric",
-              "NCCL_NET_GDR_LEVEL set by environment to PHB",
-              "GPU Direct RDMA Enabled for GPU d1000 / HCA 0 (distance 3 <= 4), read 1 mode Default",
-              "Channel 00/0 : 7[d1000] -> 8[c1000] [send] via NET/AWS Libfabric/0/GDRDMA",
-              "Channel 01/0 : 7[d1000] -> 8[c1000] [send] via NET/AWS Libfabric/0/GDRDMA",
-              "comm 0x55d5c4a0 rank 7 nranks 16 cudaDev 7 busId d1000 - Init COMPLETE"]
 Path("runs").mkdir(exist_ok=True)
 logs = Path(tempfile.mkdtemp(prefix="08-exercise-logs-", dir="runs"))
 rccl_log = logs / "rccl-rank7.txt"
-rccl_log.write_text("".join(head + line + "\n" for line in rccl_lines))
+rccl_log.write_text(rccl_debug_log(plugin=True, gdr=True))
 miopen_log = logs / "slurm-miopen.out"
 miopen_log.write_text("epoch 0 step 12\nMIOpen Error: /src/MIOpen/src/sqlite_db.cpp:220: Internal error while "
                       "accessing SQLite database: locking protocol\n")

@@ -57,3 +57,12 @@ def test_channels_ending_in_gdrdma_prove_gpu_direct_rdma():
     assert result.gdr and [g.line_no for g in result.gdr_lines] == [4]
     assert result.describe().endswith("with provider cxi and GPU-direct RDMA.")
     assert not parse_rccl(log.replace("/GDRDMA", "")).gdr
+
+
+def test_the_sample_logs_read_as_what_they_stand_for():
+    from lumikit.logs.samples import rccl_debug_log
+
+    good = parse_rccl(rccl_debug_log(plugin=True, gdr=True))
+    assert (good.transport, good.provider, good.ok, [g.line_no for g in good.gdr_lines]) == ("ofi", "cxi", True, [9, 10])
+    fallback = parse_rccl(rccl_debug_log(plugin=False, gdr=False))
+    assert (fallback.transport, fallback.plugin_missing, fallback.gdr) == ("socket", True, False)
