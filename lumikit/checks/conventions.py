@@ -14,6 +14,8 @@ EXERCISE_TAG = "exercise"
 CHECK_TAG = "check"
 #: Notebook sources are ``NN_name.py`` (Jupytext percent format), ``NN`` the module number.
 NOTEBOOK_FILE = re.compile(r"^(?P<prefix>\d\d)_\w+\.py$")
+#: The kernel every workbook ``.ipynb`` names: ``python3``, which Jupyter starts with its own environment's Python.
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 #: The CI machine has 2 cores; each notebook must run in this many seconds, and so must any one cell.
 DEFAULT_BUDGET_S = 90.0
 DEFAULT_CELL_TIMEOUT_S = 90.0

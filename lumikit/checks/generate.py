@@ -25,10 +25,9 @@ from nbformat import NotebookNode
 
 from ..files import write_atomic
 from ..errors import LumikitError, ParseError
-from .conventions import EXERCISE_TAG, NOTEBOOK_FILE, SOLUTION_TAG
+from .conventions import EXERCISE_TAG, KERNELSPEC, NOTEBOOK_FILE, SOLUTION_TAG
 
 ANSWER_PLACEHOLDER = "**Your answer:** _replace this line with your answer and the numbers that support it._"
-KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
 _EXERCISE_LINE = re.compile(r"^#\s*Exercise\s+(?P<id>[\w.-]+?)\s*:\s*(?P<text>.*)$")
 _HINT_LINE = re.compile(r"^#\s*Hint\s*:\s*(?P<hint>.+?)\s*$")

@@ -10,6 +10,8 @@ from pathlib import Path
 import jupytext
 import nbformat
 
+from .conventions import KERNELSPEC
+
 NOTEBOOK_SUFFIXES = (".py", ".ipynb")
 
 
@@ -36,7 +38,7 @@ def sync_problems(stem: Path) -> list[str]:
         if cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count") is not None):
             problems.append(f"{ipynb_path}, cell {number}: has outputs. Fix: clear them before committing "
                             f"(`jupyter nbconvert --clear-output --inplace {ipynb_path}`)")
-    if notebook.metadata.get("kernelspec", {}).get("name") != "python3":
+    if notebook.metadata.get("kernelspec", {}).get("name") != KERNELSPEC["name"]:
         problems.append(f"{ipynb_path}: no python3 kernel in its metadata, so Jupyter asks which kernel to use. "
                         f"Fix: `jupytext --set-kernel python3 {ipynb_path}`")
     ipynb_cells = [_cell_key(c) for c in notebook.cells]

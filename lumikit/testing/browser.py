@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..checks.conventions import KERNELSPEC
 from ..errors import LumikitError
 from ..files import write_atomic
 
@@ -38,8 +39,6 @@ LAB_SETTINGS = {
                                                                       "checkForUpdates": False},
 }
 
-# The kernel every notebook of the browser tests runs: jupyter_client starts ``python3`` with the server's Python.
-KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -72,7 +71,7 @@ def copy_notebooks(source: Path, dest: Path, names: Iterable[str] | None = None)
                 cell["outputs"], cell["execution_count"] = [], None
         meta = data.setdefault("metadata", {})
         meta.pop("widgets", None)
-        meta["kernelspec"] = KERNELSPEC  # the workbook's .ipynb carry none: JupyterLab would ask which kernel
+        meta["kernelspec"] = KERNELSPEC  # whatever a copy names, it runs the server's own python3
         copied.append(write_atomic(dest / nb.name, json.dumps(data, indent=1, ensure_ascii=False) + "\n"))
     skip = {"runs", ".ipynb_checkpoints", "__pycache__"}
     for item in source.iterdir():
