@@ -202,19 +202,13 @@ for mode in ("rocprof", "rocprofv3"):
 # `rocprof_kernels` at the run folder of a `profile="rocprofv3"` job instead.
 
 # %%
-import csv
-
-from lumikit.rocprof import find_outputs, rocprof_kernels
+from lumikit.rocprof import find_outputs, rocprof_kernels, stats_from_durations, write_rocprof_stats
 from lumikit.rocprof.plots import plot_kernel_ranking
 
-self_us = ops[(ops["cat"] == "cpu_op") & (ops["step"] >= 0)].groupby("name")["self_us"]
-stats = pd.DataFrame({"Calls": self_us.size(), "TotalDurationNs": self_us.sum() * 1e3,
-                      "AverageNs": self_us.mean() * 1e3, "Percentage": 100 * self_us.sum() / self_us.sum().sum(),
-                      "MinNs": self_us.min() * 1e3, "MaxNs": self_us.max() * 1e3,
-                      "StdDev": self_us.std().fillna(0) * 1e3}).round(1).rename_axis("Name").reset_index()
+host = ops[(ops["cat"] == "cpu_op") & (ops["step"] >= 0)]
+stats = stats_from_durations(pd.DataFrame({"name": host["name"], "duration_ns": host["self_us"] * 1e3}))
 demo = Path("runs") / f"{run.path.name}-as-rocprofv3" / "localhost" / "0"
-demo.mkdir(parents=True)
-stats.to_csv(demo / "rank0_kernel_stats.csv", index=False, quoting=csv.QUOTE_NONNUMERIC)
+write_rocprof_stats(stats, demo / "rank0_kernel_stats.csv")
 print(find_outputs(demo.parent.parent).describe())
 kernels = rocprof_kernels(demo.parent.parent)
 plot_kernel_ranking(kernels, top=8)

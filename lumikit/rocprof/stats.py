@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import LumikitError, ParseError
+from ..files import write_new
 from ..kernels import classify_kernel
 
 #: Column names of rocprof's statistics files -> our column names.
@@ -159,6 +160,14 @@ def stats_from_durations(activities: pd.DataFrame, kind: str = "kernel") -> pd.D
     table = _finish(table, kind)
     table.attrs.update(kind=kind)
     return table
+
+
+def write_rocprof_stats(table: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
+    """Write a table of this module back in rocprofv3's ``kernel_stats.csv`` layout (every field quoted but the
+    numbers, as rocprof writes it), so the readers treat it like rocprof's own file; refuses to overwrite."""
+    columns = {ours: theirs for theirs, ours in STATS_COLUMNS.items()}
+    out = table[list(columns)].rename(columns=columns)
+    return write_new(path, out.to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC))
 
 
 def combine_stats(tables: Iterable[pd.DataFrame]) -> pd.DataFrame:

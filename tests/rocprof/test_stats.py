@@ -1,6 +1,7 @@
 """rocprof statistics CSVs (v1 and v3) become one ranked, classified table."""
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from lumikit.errors import ParseError
@@ -98,3 +99,19 @@ def test_tables_of_several_processes_combine_by_name():
     assert (gemm["calls"], gemm["total_ns"], gemm["min_ns"], gemm["max_ns"]) == (4, 1050, 150, 400)
     assert gemm["average_ns"] == pytest.approx(262.5)
     assert both["stddev_ns"].isna().all()
+
+
+def test_a_table_written_in_rocprofv3_layout_reads_back_the_same(tmp_path):
+    from lumikit.errors import LumikitError
+    from lumikit.rocprof import read_rocprof_stats, write_rocprof_stats
+
+    durations = pd.DataFrame({"name": ["gemm", "gemm", "ncclDevKernel_Generic"], "duration_ns": [300.0, 100.0, 50.0]})
+    table = stats_from_durations(durations)
+    path = write_rocprof_stats(table, tmp_path / "0" / "rank0_kernel_stats.csv")
+    assert path.read_text().splitlines()[0] == ('"Name","Calls","TotalDurationNs","AverageNs","Percentage","MinNs",'
+                                                '"MaxNs","StdDev"')
+    back = read_rocprof_stats(path)
+    assert back[["name", "calls", "total_ns", "kernel_class"]].values.tolist() == [
+        ["gemm", 2, 400.0, "compute"], ["ncclDevKernel_Generic", 1, 50.0, "communication"]]
+    with pytest.raises(LumikitError, match="already exists"):
+        write_rocprof_stats(table, path)
