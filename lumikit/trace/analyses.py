@@ -40,7 +40,7 @@ class TraceAnalyzer:
     def gpu(self, rank: int) -> pd.DataFrame:
         """The GPU activity table of a rank (see :func:`lumikit.trace.tables.gpu_table`)."""
         if rank not in self._gpu:
-            self._gpu[rank] = gpu_table(self.trace[rank].events)
+            self._gpu[rank] = gpu_table(self.trace[rank].events, self.steps(rank))
         return self._gpu[rank]
 
     def steps(self, rank: int) -> pd.DataFrame:
@@ -69,13 +69,13 @@ class TraceAnalyzer:
         for r in self.ranks:
             steps = self.steps(r)
             gpu = self.gpu(r)
-            busy = {int(s): _busy(g) for s, g in gpu[gpu["step"] >= 0].groupby("step")}
-            count = gpu[gpu["step"] >= 0].groupby("step").size()
+            step, ts, end = gpu["step"].to_numpy(), gpu["ts"].to_numpy(), gpu["end"].to_numpy()
+            numbers = steps["step"].to_numpy()
+            masks = [step == s for s in numbers]
             frames.append(pd.DataFrame({
-                "rank": r, "step": steps["step"].to_numpy(), "start_us": steps["start"].to_numpy(),
-                "dur_us": steps["dur"].to_numpy(),
-                "gpu_busy_us": [busy.get(int(s), 0.0) for s in steps["step"]],
-                "gpu_activities": [int(count.get(int(s), 0)) for s in steps["step"]],
+                "rank": r, "step": numbers, "start_us": steps["start"].to_numpy(), "dur_us": steps["dur"].to_numpy(),
+                "gpu_busy_us": [union_length(ts[m], end[m]) for m in masks],
+                "gpu_activities": [int(m.sum()) for m in masks],
             }))
         return _concat(frames, ["rank", "step", "start_us", "dur_us", "gpu_busy_us", "gpu_activities"])
 
@@ -85,11 +85,13 @@ class TraceAnalyzer:
         rows = []
         for r in self.ranks:
             gpu = self._selected(r, steps)
-            total = float(gpu["dur"].sum())
-            for k in CLASSES:
-                part = gpu[gpu["kclass"] == k]
-                t = float(part["dur"].sum())
-                rows.append({"rank": r, "kclass": k, "total_us": t, "count": int(len(part)),
+            dur, codes = gpu["dur"].to_numpy(), gpu["kclass"].cat.codes.to_numpy()
+            totals = np.bincount(codes, weights=dur, minlength=len(CLASSES))
+            counts = np.bincount(codes, minlength=len(CLASSES))
+            total = float(dur.sum())
+            for i, k in enumerate(CLASSES):
+                t = float(totals[i])
+                rows.append({"rank": r, "kclass": k, "total_us": t, "count": int(counts[i]),
                              "fraction": t / total if total else 0.0})
         return pd.DataFrame(rows, columns=["rank", "kclass", "total_us", "count", "fraction"])
 
@@ -98,14 +100,19 @@ class TraceAnalyzer:
         frames = []
         for r in self.ranks:
             gpu = self._selected(r, steps)
-            total = float(gpu["dur"].sum())
-            grouped = (gpu.groupby(["name", "kclass"], observed=True)["dur"].agg(["count", "sum", "mean"])
-                       .reset_index().sort_values("sum", ascending=False).head(n))
+            dur = gpu["dur"].to_numpy()
+            names = gpu["name"].cat.categories
+            key = gpu["name"].cat.codes.to_numpy().astype(np.int64) * len(CLASSES) + gpu["kclass"].cat.codes.to_numpy()
+            sums = np.bincount(key, weights=dur)
+            counts = np.bincount(key)
+            present = np.flatnonzero(counts)
+            best = present[np.argsort(-sums[present], kind="stable")][:n]
+            total = float(dur.sum())
             frames.append(pd.DataFrame({
-                "rank": r, "name": grouped["name"].astype(str).to_numpy(),
-                "kclass": grouped["kclass"].astype(str).to_numpy(), "count": grouped["count"].to_numpy(),
-                "total_us": grouped["sum"].to_numpy(), "mean_us": grouped["mean"].to_numpy(),
-                "fraction": grouped["sum"].to_numpy() / total if total else 0.0,
+                "rank": r, "name": np.array([str(names[k // len(CLASSES)]) for k in best], dtype=object),
+                "kclass": np.array([CLASSES[k % len(CLASSES)] for k in best], dtype=object),
+                "count": counts[best], "total_us": sums[best], "mean_us": sums[best] / counts[best],
+                "fraction": sums[best] / total if total else 0.0,
             }))
         return _concat(frames, ["rank", "name", "kclass", "count", "total_us", "mean_us", "fraction"])
 
@@ -156,10 +163,12 @@ class TraceAnalyzer:
         per = []
         for r in self.ranks:
             gpu = self.gpu(r)
-            comm = gpu[(gpu["kclass"] == "communication") & (gpu["step"] >= 0)].groupby("step")["dur"].sum()
-            for _, s in self.steps(r).iterrows():
-                per.append({"rank": r, "step": int(s["step"]), "dur_us": float(s["dur"]),
-                            "comm_us": float(comm.get(int(s["step"]), 0.0))})
+            comm = (gpu["kclass"] == "communication").to_numpy()
+            step, dur = gpu["step"].to_numpy(), gpu["dur"].to_numpy()
+            steps = self.steps(r)
+            for s, d in zip(steps["step"].to_numpy().tolist(), steps["dur"].to_numpy().tolist()):
+                per.append({"rank": r, "step": s, "dur_us": float(d),
+                            "comm_us": float(dur[comm & (step == s)].sum())})
         table = pd.DataFrame(per, columns=["rank", "step", "dur_us", "comm_us"])
         counts = dict.fromkeys(self.ranks, 0)
         for _, g in table.groupby("step"):
@@ -217,10 +226,6 @@ class TraceAnalyzer:
                 "comm_comp_overlap": None if np.isnan(ov) else _r(ov, 4),
             }
         return {"ranks": ranks, "straggler": self.get_straggler()}
-
-
-def _busy(gpu: pd.DataFrame) -> float:
-    return union_length(gpu["ts"].to_numpy(), gpu["end"].to_numpy())
 
 
 def _r(value: float, digits: int = 3) -> float:

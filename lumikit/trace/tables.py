@@ -39,28 +39,39 @@ def step_number(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _category_mask(column: pd.Series, wanted) -> np.ndarray:
+    """Rows of a categorical column whose value satisfies ``wanted`` (a tuple of values or a predicate), tested
+    once per category instead of once per row."""
+    categories = column.cat.categories
+    if callable(wanted):
+        ok = np.fromiter((bool(wanted(c)) for c in categories), dtype=bool, count=len(categories))
+    else:
+        ok = np.asarray(categories.isin(wanted), dtype=bool)
+    codes = column.cat.codes.to_numpy()
+    return np.append(ok, False)[codes]  # code -1 (missing) lands on the appended False
+
+
 def _in_categories(events: pd.DataFrame, cats: tuple[str, ...]) -> np.ndarray:
-    return events["cat"].isin(cats).to_numpy()
+    return _category_mask(events["cat"], cats)
 
 
 def _step_rows(events: pd.DataFrame, cats: tuple[str, ...]) -> pd.DataFrame:
-    names = events["name"]
-    cats_ok = _in_categories(events, cats)
-    step_names = [c for c in names.cat.categories if _STEP.match(c)]
-    mask = cats_ok & names.isin(step_names).to_numpy()
-    rows = events.loc[mask, ["name", "pid", "ts", "dur"]]
+    mask = _in_categories(events, cats) & _category_mask(events["name"], _STEP.match)
+    idx = np.flatnonzero(mask)
+    names = events["name"].cat.categories
+    ts, dur = events["ts"].to_numpy()[idx], events["dur"].to_numpy()[idx]
     return pd.DataFrame({
-        "step": np.array([step_number(n) for n in rows["name"].astype(str)], dtype=np.int64),
-        "pid": rows["pid"].to_numpy(),
-        "start": rows["ts"].to_numpy(),
-        "end": (rows["ts"] + rows["dur"]).to_numpy(),
+        "step": np.array([step_number(names[c]) for c in events["name"].cat.codes.to_numpy()[idx]], dtype=np.int64),
+        "pid": events["pid"].to_numpy()[idx],
+        "start": ts,
+        "end": ts + dur,
     })
 
 
 def step_table(events: pd.DataFrame) -> pd.DataFrame:
     """Host-side profiler steps: step, start, end, dur (µs), one row per ``ProfilerStep#N``, by start time."""
     steps = _step_rows(events, HOST_STEP_CATEGORIES).drop(columns="pid")
-    steps = steps.sort_values("start").drop_duplicates("step", keep="first").reset_index(drop=True)
+    steps = steps.sort_values("start", kind="stable").drop_duplicates("step", keep="first").reset_index(drop=True)
     steps["dur"] = steps["end"] - steps["start"]
     return steps
 
@@ -76,53 +87,67 @@ def assign_steps(ts: np.ndarray, starts: np.ndarray, ends: np.ndarray, steps: np
     return np.where(ok, steps[safe], -1).astype(np.int64)
 
 
-def _class_of_names(events: pd.DataFrame) -> np.ndarray:
-    return np.array([classify_kernel(n) for n in events["name"].cat.categories], dtype=object)
+def _class_of_names(names: pd.Index) -> np.ndarray:
+    return np.array([classify_kernel(n) for n in names], dtype=object)
 
 
-def gpu_table(events: pd.DataFrame) -> pd.DataFrame:
+def _first_match(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each wanted key, the position of its first occurrence in ``keys``, and whether there is one."""
+    if len(keys) == 0:
+        return np.zeros(len(wanted), dtype=np.int64), np.zeros(len(wanted), dtype=bool)
+    uniq, first = np.unique(keys, return_index=True)
+    pos = np.minimum(np.searchsorted(uniq, wanted), len(uniq) - 1)
+    return first[pos], uniq[pos] == wanted
+
+
+def gpu_table(events: pd.DataFrame, host_steps: pd.DataFrame | None = None) -> pd.DataFrame:
     """GPU activities of one rank with their launch and step.
 
     Columns: name, cat, kclass (compute/communication/memory), device (pid), stream, ts, dur, end, correlation,
     bytes, step, launch_name, launch_ts, launch_dur, launch_tid. ``step`` comes from the GPU-side
     ``ProfilerStep#N`` annotation holding the activity when there is one, else from the step of the host call
-    that launched it; -1 when neither is known.
+    that launched it; -1 when neither is known. ``host_steps`` is the rank's :func:`step_table` when the caller
+    already has it.
     """
-    gmask = _in_categories(events, GPU_CATEGORIES)
-    gpu = events.loc[gmask, ["name", "cat", "pid", "stream", "ts", "dur", "correlation", "bytes"]]
-    gpu = gpu.rename(columns={"pid": "device"}).reset_index(drop=True)
-    gpu["end"] = gpu["ts"] + gpu["dur"]
-    names_class = _class_of_names(events)
-    codes = gpu["name"].cat.codes.to_numpy()
-    kclass = names_class[codes] if len(codes) else np.empty(0, dtype=object)
+    idx = np.flatnonzero(_in_categories(events, GPU_CATEGORIES))
+    col = {c: events[c].to_numpy() for c in ("pid", "tid", "stream", "ts", "dur", "correlation", "bytes")}
+    names, name_codes = events["name"].cat.categories, events["name"].cat.codes.to_numpy()
+    codes = name_codes[idx]
+    ts, dur = col["ts"][idx], col["dur"][idx]
+    gpu = pd.DataFrame({
+        "name": pd.Categorical.from_codes(codes, categories=names).remove_unused_categories(),
+        "cat": pd.Categorical.from_codes(events["cat"].cat.codes.to_numpy()[idx], dtype=events["cat"].dtype),
+        "device": col["pid"][idx], "stream": col["stream"][idx], "ts": ts, "dur": dur,
+        "correlation": col["correlation"][idx], "bytes": col["bytes"][idx], "end": ts + dur,
+    })
+    kclass = _class_of_names(names)[codes] if len(codes) else np.empty(0, dtype=object)
     is_mem_cat = gpu["cat"].isin(("gpu_memcpy", "gpu_memset")).to_numpy()
-    kclass = np.where(is_mem_cat, "memory", kclass)
-    gpu["kclass"] = pd.Categorical(kclass, categories=["compute", "communication", "memory"])
-    gpu["name"] = gpu["name"].cat.remove_unused_categories()
+    gpu["kclass"] = pd.Categorical(np.where(is_mem_cat, "memory", kclass),
+                                   categories=["compute", "communication", "memory"])
 
-    # launches: runtime/driver events joined on correlation id
-    rmask = _in_categories(events, RUNTIME_CATEGORIES) & (events["correlation"].to_numpy() >= 0)
-    runtime = events.loc[rmask, ["name", "tid", "ts", "dur", "correlation"]]
-    runtime = runtime.drop_duplicates("correlation", keep="first").set_index("correlation")
-    joined = runtime.reindex(gpu["correlation"].to_numpy())
-    launch_names = joined["name"].astype(object).to_numpy()
-    gpu["launch_name"] = np.where(pd.isna(launch_names), "", launch_names).astype(str)
-    gpu["launch_ts"] = joined["ts"].to_numpy()
-    gpu["launch_dur"] = joined["dur"].to_numpy()
-    gpu["launch_tid"] = joined["tid"].fillna(-1).astype(np.int64).to_numpy()
+    # launches: the first runtime/driver event with the same correlation id
+    ridx = np.flatnonzero(_in_categories(events, RUNTIME_CATEGORIES) & (col["correlation"] >= 0))
+    where, found = _first_match(col["correlation"][ridx], gpu["correlation"].to_numpy())
+    launch = ridx[where]
+    launch_names = np.append(np.asarray(names, dtype=object), "")
+    gpu["launch_name"] = pd.array(launch_names[np.where(found, name_codes[launch], len(names))] if len(ridx)
+                                  else np.full(len(gpu), "", dtype=object), dtype="str")
+    gpu["launch_ts"] = np.where(found, col["ts"][launch], np.nan) if len(ridx) else np.full(len(gpu), np.nan)
+    gpu["launch_dur"] = np.where(found, col["dur"][launch], np.nan) if len(ridx) else np.full(len(gpu), np.nan)
+    gpu["launch_tid"] = np.where(found, col["tid"][launch], -1) if len(ridx) else np.full(len(gpu), -1)
 
     # steps: host steps for launches, GPU-side annotations where present
-    host = step_table(events)
+    host = step_table(events) if host_steps is None else host_steps
     launch_step = assign_steps(np.nan_to_num(gpu["launch_ts"].to_numpy(), nan=-np.inf), host["start"].to_numpy(),
                                host["end"].to_numpy(), host["step"].to_numpy())
     step = launch_step
-    gsteps = _step_rows(events, (GPU_STEP_CATEGORY,)).sort_values("start")
+    gsteps = _step_rows(events, (GPU_STEP_CATEGORY,)).sort_values("start", kind="stable")
     if len(gsteps):
         on_gpu = np.full(len(gpu), -1, dtype=np.int64)
         dev = gpu["device"].to_numpy()
         for device, rows in gsteps.groupby("pid"):
             sel = dev == device
-            on_gpu[sel] = assign_steps(gpu["ts"].to_numpy()[sel], rows["start"].to_numpy(), rows["end"].to_numpy(),
+            on_gpu[sel] = assign_steps(ts[sel], rows["start"].to_numpy(), rows["end"].to_numpy(),
                                        rows["step"].to_numpy())
         step = np.where(on_gpu >= 0, on_gpu, launch_step)
     gpu["step"] = step
