@@ -35,10 +35,9 @@ def run_contender(name: str, path: str) -> dict:
     files = sorted(Path(path).glob("*.json")) if Path(path).is_dir() else [Path(path)]
     if name == "lumikit":
         from lumikit.trace.analyses import TraceAnalyzer
-        from lumikit.trace.loader import load_trace
 
         start = time.perf_counter()
-        summary = TraceAnalyzer(load_trace(path)).summary()
+        summary = TraceAnalyzer.from_path(path).summary()
         seconds = time.perf_counter() - start
         detail = {"gpu_activities": sum(r["gpu_activities"] for r in summary["ranks"].values())}
     elif name == "hta":

@@ -7,7 +7,6 @@ import sys
 
 from ..errors import TraceError
 from .analyses import TraceAnalyzer
-from .loader import load_trace
 from .slicing import slice_trace
 
 
@@ -61,9 +60,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_summary(args: argparse.Namespace) -> int:
-    trace = load_trace(args.path, salvage=args.salvage, rank_map=_rank_map(args.rank_map),
-                       progress=sys.stderr.isatty())
-    summary = TraceAnalyzer(trace).summary(top=args.top)
+    analyzer = TraceAnalyzer.from_path(args.path, salvage=args.salvage, rank_map=_rank_map(args.rank_map),
+                                       progress=sys.stderr.isatty())
+    summary = analyzer.summary(top=args.top)
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
