@@ -5,7 +5,7 @@ ranks). Each contender runs in a fresh subprocess; the parent samples the propor
 process tree, workers included, every 20 ms. Prints MB/s, peak memory and the ratios against HTA, and saves
 ``benchmarks/results/trace_load.json`` and ``trace_load.md``.
 
-    .venv/bin/python benchmarks/bench_trace.py            # full run (a few minutes)
+    .venv/bin/python benchmarks/bench_trace.py            # full run (about ten minutes on 2 cores)
     .venv/bin/python benchmarks/bench_trace.py --quick    # small smoke run
 """
 from __future__ import annotations

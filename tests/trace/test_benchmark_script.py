@@ -1,0 +1,29 @@
+"""The trace benchmark script runs from a checkout and prints the ratios against HTA (a quick smoke run: the
+numbers themselves belong to ``benchmarks/results``, never to a test)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+pytest.importorskip("hta", reason="Holistic Trace Analysis (traceinsight) is the benchmark's reference")
+
+
+def test_quick_benchmark_prints_and_saves_the_ratios_against_hta(tmp_path):
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_trace.py"), "--quick", "--repeat", "1",
+                          "--workdir", str(tmp_path / "traces"), "--results", str(tmp_path / "results")],
+                         capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "lumikit speed-up vs HTA" in run.stdout
+    report = json.loads((tmp_path / "results" / "trace_load_quick.json").read_text())
+    assert [q["case"] for q in report["ratios"]] == ["5mb_1r", "5mb_4r", "15mb_1r", "15mb_4r"]
+    for q in report["ratios"]:
+        assert q["speedup_vs_hta"] > 0 and 0 < q["memory_vs_hta"]
+        assert f"| {q['case']} | {q['speedup_vs_hta']:.1f}x" in run.stdout
+    lumikit = [r for r in report["rows"] if r["contender"] == "lumikit"]
+    assert all(r["gpu_activities"] > 0 for r in lumikit)  # the summary really ran over the kernels
