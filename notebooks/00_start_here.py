@@ -9,7 +9,7 @@
 
 # %%
 from lumikit.launch import mode_line
-from lumikit.site import detect_site, load_site
+from lumikit.site import load_site
 
 site = load_site()
 print(mode_line(site))

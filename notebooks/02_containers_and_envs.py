@@ -154,14 +154,9 @@ print(look.stdout.strip())
 # `pip install -c constraints.txt ...` may then add packages but never replace those.
 
 # %%
-from importlib import metadata
+from lumikit.packages import installed_versions
 
-base_versions = {}
-for name in ("torch", "numpy"):
-    try:
-        base_versions[name] = metadata.version(name)
-    except metadata.PackageNotFoundError:
-        pass
+base_versions = installed_versions(("torch", "numpy"))
 constraints = [f"{name}=={version}" for name, version in base_versions.items()]
 print("lumi-constraints.txt:", *constraints, sep="\n  ")
 print("pip line:", shlex.join(["python", "-m", "pip", "install", "-c", "lumi-constraints.txt", "-r",

@@ -9,12 +9,12 @@
 import subprocess
 import sys
 import tempfile
-from importlib import metadata
 from pathlib import Path
 
 import lumikit.checks.m02 as checks
 from lumikit.jobs import effective_binds, render_srun, spec
 from lumikit.launch import mode_line
+from lumikit.packages import installed_versions
 from lumikit.site import load_site
 
 site = load_site("lumi")
@@ -78,12 +78,7 @@ checks.check_venv_python(venv_python, pyvenv_cfg)
 # The versions of PyTorch and NumPy in this kernel's environment (in the container, on LUMI):
 
 # %%
-base_versions = {}
-for name in ("torch", "numpy"):
-    try:
-        base_versions[name] = metadata.version(name)
-    except metadata.PackageNotFoundError:
-        pass
+base_versions = installed_versions(("torch", "numpy"))
 print(base_versions)
 
 # %% tags=["solution"]

@@ -12,7 +12,7 @@ from ..errors import LaunchError
 from ..jobs.spec import JobSpec
 from ..site import Site
 from .runfolder import RunFolder
-from .states import FINAL, normalise
+from .states import is_final
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -100,7 +100,7 @@ class Run:
         bar = tqdm(total=None, desc=f"{self.path.name}: {state}", bar_format="{desc} [{elapsed}]",
                    disable=not progress, leave=True)
         try:
-            while normalise(state) not in FINAL:
+            while not is_final(state):
                 bar.set_description_str(f"{self.path.name}: {state}")
                 if timeout is not None and time.monotonic() - start > timeout:
                     raise LaunchError(f"{self.path.name}: still {state} after {timeout:.0f} s; it keeps running — "

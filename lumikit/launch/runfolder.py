@@ -11,12 +11,12 @@ import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import LaunchError
 from ..files import write_atomic
+from ..packages import installed_versions
 
 SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 REDACTED = "<redacted>"
@@ -37,13 +37,8 @@ def now_iso() -> str:
 
 
 def versions() -> dict[str, str]:
-    out = {"python": platform.python_version(), "platform": platform.platform()}
-    for dist in ("lumikit", "torch", "numpy", "pandas"):
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
+    return {"python": platform.python_version(), "platform": platform.platform(),
+            **installed_versions(("lumikit", "torch", "numpy", "pandas"))}
 
 
 def git_revision(cwd: Path | None = None) -> str | None:

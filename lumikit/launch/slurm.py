@@ -17,7 +17,7 @@ from ..jobs.spec import JobSpec
 from ..site import Site, load_site
 from .backend import python_path_env
 from .runfolder import RunFolder, base_manifest, now_iso
-from .states import FINAL, normalise
+from .states import FINAL, is_final, normalise
 
 _DEFAULTED = re.compile(r"\$\{(\w+):-([^}]*)\}")
 
@@ -81,12 +81,12 @@ class SlurmBackend:
         """(state, exit code, extra) from squeue, then sacct (if accounting), then scontrol."""
         q = self.run(["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T"])
         squeue_state = q.stdout.strip().splitlines()[0] if q.returncode == 0 and q.stdout.strip() else None
-        if squeue_state and normalise(squeue_state) not in FINAL:
+        if squeue_state and not is_final(squeue_state):
             return normalise(squeue_state), None, {}
         a = self.run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "State,ExitCode,Start,End,NodeList"])
         if a.returncode == 0 and a.stdout.strip():
             state, code, start, end, nodes = (a.stdout.strip().splitlines()[0].split("|") + [""] * 5)[:5]
-            if normalise(state) in FINAL or not squeue_state:
+            if is_final(state) or not squeue_state:
                 return normalise(state), _exit(code), {"start_time": start, "end_time": end, "nodes": nodes}
         s = self.run(["scontrol", "show", "job", "-o", job_id])
         if s.returncode == 0 and "JobState=" in s.stdout:

@@ -19,4 +19,5 @@ def normalise(state: str) -> str:
 
 
 def is_final(state: str) -> bool:
+    """Whether a job in this state (any Slurm spelling) has ended."""
     return normalise(state) in FINAL

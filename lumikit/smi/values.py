@@ -44,17 +44,6 @@ def integer(cell: str | None) -> int | None:
     return None if v is None else int(v)
 
 
-def hex_or_int(cell: str | None) -> int | None:
-    """``0x7408`` or ``7408`` as an int; ``None`` otherwise."""
-    if cell is None:
-        return None
-    c = cell.strip().rstrip(",")
-    try:
-        return int(c, 16) if c.lower().startswith("0x") else int(c)
-    except ValueError:
-        return None
-
-
 def nbytes(cell: str | None, default_unit: str = "b") -> int | None:
     """A memory size in bytes: ``4976 MB``, ``40960 MiB``, ``1.1 GB``, ``297611264`` (``default_unit`` when bare).
 

@@ -72,9 +72,6 @@ def comm_comp_overlap(gpu: pd.DataFrame) -> float:
     return intersection_length(comm, comp) / total
 
 
-IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
-
-
 def idle_breakdown(gpu: pd.DataFrame, consecutive_kernel_delay: float = 30.0) -> pd.DataFrame:
     """Idle gaps between consecutive activities of each stream, split as HTA does (µs, per stream).
 

@@ -251,11 +251,3 @@ def _complete_prefix(buf: bytes) -> bytes:
         except orjson.JSONDecodeError:
             continue
     return b""
-
-
-def read_metadata(path: Path) -> dict:
-    """Top-level keys of a trace (``distributedInfo``, ``deviceProperties`` ...) without building its tables."""
-    stream = TraceStream(Path(path), salvage=True)
-    for _ in stream.chunks():
-        pass
-    return stream.metadata
