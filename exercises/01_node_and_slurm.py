@@ -75,3 +75,73 @@ checks.check_rejected_job(bad_field, fixed_job, rejected)
 
 # %% [markdown] tags=["exercise"]
 # **Your answer:** _replace this line with your answer and the numbers that support it._
+
+# %% [markdown]
+# ## In a terminal: masks from the machine's own outputs, then checked inside a job
+#
+# So far the site profile gave the masks. On LUMI you can derive them yourself from two commands run on a GPU
+# node: `rocm-smi --showtoponuma` says which NUMA domain each GCD hangs off, and `lscpu` says which cores form each
+# NUMA domain. Each domain has two groups of 8 cores (two CCDs) and two GCDs; the lower GCD takes the lower group,
+# and the first core of every group is reserved for the system. The cell below shows both outputs and where they
+# come from (measured on this node, recorded on LUMI, or generated from the site profile).
+
+# %%
+import lumikit.checks.terminal as terminal_checks
+from lumikit.launch.terminal import find_cluster, sh
+from lumikit.smi import parse_smi
+from lumikit.smi.topology import lscpu_numa_output, toponuma_output
+
+topo = toponuma_output()
+cpus = lscpu_numa_output(on_lumi=site.name == "lumi" and topo.origin == "measured here")
+for out in (topo, cpus):
+    print(f"$ {out.command}    # {out.origin}\n{out.text}")
+
+# %% tags=["exercise"]
+# Exercise 01.T1: From the two outputs above, derive the CPU mask of every GCD (GCD 0 first) as hex strings such as
+# "0x00fe000000000000", and store the list in `derived_masks`.
+# Hint: GCD -> NUMA from the first output; a NUMA domain's first 16 cores (lscpu) are two groups of 8; drop the
+# first core of each group.
+numa_of = None
+first_core = None
+line = None
+domain = None
+derived_masks = None
+gcd_index = None
+second = None
+group = None
+raise NotImplementedError("Exercise 01.T1: GCD -> NUMA from the first output; a NUMA domain's first 16 cores (lscpu) are two groups of 8; drop the")
+
+# %% tags=["check"]
+terminal_checks.check_topology_masks(derived_masks)
+
+# %% [markdown]
+# Now check that Slurm applies a mask. One of the course's seeds ran this test on LUMI with one mask per GCD but
+# without a task count, so Slurm started **one** task, which printed **one** mask, and the test proved nothing.
+# Below, the same test runs on the Slurm cluster this notebook reaches (LUMI, or the local lumi-sim cluster whose
+# nodes have 2 cores, so its masks are `0x1` and `0x2`). Each task prints its rank and the `Cpus_allowed_list`
+# line of `/proc/self/status`, which is what the kernel lets it run on (`taskset -p $$` prints the same as a mask).
+# You can type the same command in a JupyterLab terminal (File → New → Terminal; on lumi-sim first
+# `source /tmp/lumikit-slurm-sim/env.sh`).
+
+# %%
+cluster, why = find_cluster()
+print(cluster or f"no Slurm cluster here: {why}")
+if cluster is not None and cluster.name == "lumi-sim":
+    task_masks = [f"0x{1 << i:x}" for i in range(cluster.cpus_per_node)]
+else:  # LUMI, or shown only: one mask per GCD, from the site profile
+    task_masks = site.node.masks()
+seed_command = (f"srun --partition=standard-g --nodes=1 --time=05:00 --cpu-bind=mask_cpu:{','.join(task_masks)} "
+                "bash -c 'echo $SLURM_PROCID $(grep Cpus_allowed_list /proc/self/status)'")
+print("the seed's test:", seed_command)
+
+# %% tags=["exercise"]
+# Exercise 01.T2: Fix the seed's test so it starts one task per mask, run it with `sh(...)` and store the command
+# line in `bind_command` and `sh`'s result in `bind_run`. On lumi-sim use partition `small-g` and `--time=1`.
+# Hint: `--ntasks` (or `--ntasks-per-node`) equal to the number of masks; read the printed lists: one line per rank.
+partition = None
+bind_command = None
+bind_run = None
+raise NotImplementedError("Exercise 01.T2: `--ntasks` (or `--ntasks-per-node`) equal to the number of masks; read the printed lists: one line per rank.")
+
+# %% tags=["check"]
+terminal_checks.check_bind_test(bind_command, bind_run)

@@ -91,3 +91,75 @@ checks.check_time_limit(time_limit_signature, final_state, slurm_log)
 
 # %% [markdown] tags=["exercise"]
 # **Your answer:** _replace this line with your answer and the numbers that support it._
+
+# %% [markdown]
+# ## In a terminal: a broken batch script, fixed and submitted
+#
+# Until now lumikit wrote and submitted the scripts. Here you do it with Slurm's own commands. The script below is
+# built from two mistakes found in the course's seed notes: an account option written twice
+# (`--account=--account=...`), and one task for all the GPUs of the node, so only one process runs and it sees
+# every GPU. It is written for the Slurm cluster this notebook reaches (LUMI, or the local lumi-sim cluster with
+# 2 cores and 8 GPUs per node); on a laptop without Slurm the cells show the commands without running them. You
+# can type every command below in a JupyterLab terminal instead (File → New → Terminal; on lumi-sim run
+# `source /tmp/lumikit-slurm-sim/env.sh` first).
+
+# %%
+import lumikit.checks.terminal as terminal_checks
+from lumikit.launch.terminal import find_cluster, sh, wait_for_job
+
+cluster, why = find_cluster()
+print(cluster or f"no Slurm cluster here: {why}")
+gpus = cluster.tasks_per_node if cluster else 8           # one task per GPU fits on the node
+cores_per_task = cluster.cpus_per_node // gpus if cluster else 7
+partition = cluster.gpu_partition if cluster else "standard-g"
+account = (cluster.account if cluster else None) or "project_4650XXXXX"
+workdir = Path("runs/terminal").resolve()
+workdir.mkdir(parents=True, exist_ok=True)
+broken_script = f"""#!/bin/bash
+#SBATCH --job-name=first-sbatch
+#SBATCH --account=--account={account}
+#SBATCH --partition={partition}
+#SBATCH --nodes=1
+#SBATCH --tasks-per-node=1
+#SBATCH --cpus-per-task={cores_per_task * gpus}
+#SBATCH --gpus-per-node={gpus}
+#SBATCH --time=00:05:00
+#SBATCH --output=%x-%j.out
+srun bash -c 'echo "rank $SLURM_PROCID on $(hostname) sees GPU(s) $ROCR_VISIBLE_DEVICES"'
+"""
+(workdir / "broken.sh").write_text(broken_script)
+print(broken_script)
+sh("sbatch broken.sh", cluster, cwd=workdir);  # Slurm's own answer to the first mistake
+
+# %% tags=["exercise"]
+# Exercise 03.T1: Fix both mistakes (one `--account`, one task per GPU with `--cpus-per-task` divided to match),
+# write the script to `workdir / "fixed.sh"` and store its path in `fixed_script`. Submit it with
+# `sh("sbatch --parsable fixed.sh", cluster, cwd=workdir)` and store the result in `fixed_submit`; wait for the job
+# (`wait_for_job(job_id, cluster)`) and print its output file.
+# Hint: the value of `--account` must be the project itself; `--tasks-per-node` must equal `--gpus-per-node`.
+fixed_text = None
+fixed_script = None
+fixed_submit = None
+fixed_id = None
+raise NotImplementedError("Exercise 03.T1: the value of `--account` must be the project itself; `--tasks-per-node` must equal `--gpus-per-node`.")
+
+# %% tags=["check"]
+terminal_checks.check_fixed_script(fixed_script, fixed_submit)
+
+# %% [markdown]
+# ### squeue, then scancel
+#
+# A job you no longer want should be cancelled, not left to run into its time limit (it is billed until then).
+
+# %% tags=["exercise"]
+# Exercise 03.T2: Submit `sbatch --parsable --wrap "sleep 300"` (with the partition above and `--time=00:06:00`),
+# store `sh`'s result in `to_cancel`; while it is queued or running, store `sh("squeue -j <id>")` in
+# `squeue_seen`; then stop it with `scancel <id>` and wait until sacct says it ended.
+# Hint: the job id is the first word `sbatch --parsable` prints; sacct shows `CANCELLED by <uid>` afterwards.
+to_cancel = None
+cancel_id = None
+squeue_seen = None
+raise NotImplementedError("Exercise 03.T2: the job id is the first word `sbatch --parsable` prints; sacct shows `CANCELLED by <uid>` afterwards.")
+
+# %% tags=["check"]
+terminal_checks.check_cancelled_job(to_cancel, squeue_seen)

@@ -77,3 +77,42 @@ checks.check_busy_without_power(finding_kind, computing, waiting)
 
 # %% [markdown] tags=["exercise"]
 # **Your answer:** _replace this line with your answer and the numbers that support it._
+
+# %% [markdown]
+# ## In a terminal: salloc, then `srun --overlap` into the job
+#
+# The recorded session was taken the way the course does it on LUMI: `salloc` reserves a GPU node, the training
+# runs as one job step, and a second step (`srun --jobid=<id> --overlap rocm-smi`) looks at the same GPUs while it
+# runs. Here you do the same with Slurm's own commands on the cluster this notebook reaches (LUMI, or the local
+# lumi-sim cluster, which has no `rocm-smi`: its watch step prints the node's load instead). On a laptop without
+# Slurm the cells show the commands without running them. The same commands work in a JupyterLab terminal
+# (File → New → Terminal; on lumi-sim run `source /tmp/lumikit-slurm-sim/env.sh` first).
+
+# %%
+import re
+from pathlib import Path
+
+import lumikit.checks.terminal as terminal_checks
+from lumikit.launch.terminal import find_cluster, sh, wait_for_job
+
+cluster, why = find_cluster()
+print(cluster or f"no Slurm cluster here: {why}")
+partition = cluster.gpu_partition if cluster else "small-g"
+watch_command = "cat /proc/loadavg" if cluster is not None and cluster.name == "lumi-sim" else "rocm-smi"
+workdir = Path("runs/terminal").resolve()
+workdir.mkdir(parents=True, exist_ok=True)
+# the "training": a step that works for 8 seconds, printing one line a second
+training = "bash -c 'for i in $(seq 8); do echo step $i; sleep 1; done'"
+
+# %% tags=["exercise"]
+# Exercise 04.T1: Allocate one task on one GPU node with `salloc --no-shell` (partition above, `--time=00:05:00`) and
+# store `sh`'s result in `allocation`. Start `training` as a step in the background (`srun --jobid=<id> ... &`,
+# output to a file), then run `watch_command` as a second step with `srun --jobid=<id> --overlap` while it runs.
+# Show the steps with `squeue -s -j <id>`, then release the allocation with `scancel <id>`.
+# Hint: salloc prints "Granted job allocation <id>"; without --overlap the second srun waits for the first to end.
+allocation = None
+alloc_id = None
+raise NotImplementedError("Exercise 04.T1: salloc prints \"Granted job allocation <id>\"; without --overlap the second srun waits for the first to end.")
+
+# %% tags=["check"]
+terminal_checks.check_overlap_steps(allocation)

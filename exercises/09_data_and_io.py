@@ -68,3 +68,34 @@ checks.check_starved_gcd(starved_gcd, snapshots)
 
 # %% [markdown] tags=["exercise"]
 # **Your answer:** _replace this line with your answer and the numbers that support it._
+
+# %% [markdown]
+# ## The spawn start method
+#
+# On Linux a DataLoader starts its workers with `fork`: each worker is a copy of the training process. In a
+# multi-node job that process has already started the GPU runtime and RCCL (threads, locks, open devices), and a
+# forked copy of that state can hang or crash. The course's multi-node scripts therefore call
+# `torch.multiprocessing.set_start_method('spawn')`. A loader can also choose it for its own workers.
+
+# %%
+from lumikit.workloads.lm import TextWindows, encode, load_corpus
+
+import lumikit.checks.seeds as seed_checks
+
+windows = TextWindows(encode(load_corpus(None)[:20000]), 32)
+print(f"{len(windows)} windows of 32 bytes")
+
+# %% tags=["exercise"]
+# Exercise 09.S1: Build a DataLoader over `windows` (batch size 8) with 2 workers started by `spawn`, store it in
+# `spawn_loader`, read one batch into `first_batch`. Then: why spawn? Store the letter in `why_spawn`:
+#  (a) fork copies the parent's threads, locks and GPU/RCCL state into each worker; spawn starts fresh interpreters.
+#  (b) spawn starts workers faster than fork.
+#  (c) fork does not work on Linux.
+# Hint: `DataLoader(..., num_workers=2, multiprocessing_context="spawn")`.
+spawn_loader = None
+first_batch = None
+why_spawn = None
+raise NotImplementedError("Exercise 09.S1: `DataLoader(..., num_workers=2, multiprocessing_context=\"spawn\")`.")
+
+# %% tags=["check"]
+seed_checks.check_spawn_loader(spawn_loader, first_batch, why_spawn)

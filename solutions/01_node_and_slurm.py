@@ -83,3 +83,78 @@ checks.check_rejected_job(bad_field, fixed_job, rejected)
 # the first core of every group of 8 (here 16) is reserved for the system, which is why a GCD has 7 cores, not 8.
 # In 01.3 the printed problem is the CPU count: 8 tasks × 8 cores = 64 cores for 8 GCDs, but only 7 per GCD (56)
 # are usable, so `--cpus-per-task=7` is the fix; fewer GCDs would also pass, but it would be a different job.
+
+# %% [markdown]
+# ## In a terminal: masks from the machine's own outputs, then checked inside a job
+#
+# So far the site profile gave the masks. On LUMI you can derive them yourself from two commands run on a GPU
+# node: `rocm-smi --showtoponuma` says which NUMA domain each GCD hangs off, and `lscpu` says which cores form each
+# NUMA domain. Each domain has two groups of 8 cores (two CCDs) and two GCDs; the lower GCD takes the lower group,
+# and the first core of every group is reserved for the system. The cell below shows both outputs and where they
+# come from (measured on this node, recorded on LUMI, or generated from the site profile).
+
+# %%
+import lumikit.checks.terminal as terminal_checks
+from lumikit.launch.terminal import find_cluster, sh
+from lumikit.smi import parse_smi
+from lumikit.smi.topology import lscpu_numa_output, toponuma_output
+
+topo = toponuma_output()
+cpus = lscpu_numa_output(on_lumi=site.name == "lumi" and topo.origin == "measured here")
+for out in (topo, cpus):
+    print(f"$ {out.command}    # {out.origin}\n{out.text}")
+
+# %% tags=["solution"]
+# Exercise 01.T1: From the two outputs above, derive the CPU mask of every GCD (GCD 0 first) as hex strings such as
+# "0x00fe000000000000", and store the list in `derived_masks`.
+# Hint: GCD -> NUMA from the first output; a NUMA domain's first 16 cores (lscpu) are two groups of 8; drop the
+# first core of each group.
+numa_of = {d.index: d.numa_node for d in parse_smi(topo.text).devices}
+first_core = {}
+for line in cpus.text.splitlines():
+    if "NUMA node" in line and "CPU(s)" in line:
+        domain = int(line.split("node", 1)[1].split()[0])
+        first_core[domain] = int(line.split(":", 1)[1].strip().split("-")[0])
+derived_masks = []
+for gcd_index in sorted(numa_of):
+    domain = numa_of[gcd_index]
+    second = [g for g in sorted(numa_of) if numa_of[g] == domain].index(gcd_index)  # 0: lower GCD of the pair
+    group = first_core[domain] + 8 * second
+    derived_masks.append(f"0x{sum(1 << c for c in range(group + 1, group + 8)):016x}")
+print(derived_masks)
+
+# %% tags=["check"]
+terminal_checks.check_topology_masks(derived_masks)
+
+# %% [markdown]
+# Now check that Slurm applies a mask. One of the course's seeds ran this test on LUMI with one mask per GCD but
+# without a task count, so Slurm started **one** task, which printed **one** mask, and the test proved nothing.
+# Below, the same test runs on the Slurm cluster this notebook reaches (LUMI, or the local lumi-sim cluster whose
+# nodes have 2 cores, so its masks are `0x1` and `0x2`). Each task prints its rank and the `Cpus_allowed_list`
+# line of `/proc/self/status`, which is what the kernel lets it run on (`taskset -p $$` prints the same as a mask).
+# You can type the same command in a JupyterLab terminal (File → New → Terminal; on lumi-sim first
+# `source /tmp/lumikit-slurm-sim/env.sh`).
+
+# %%
+cluster, why = find_cluster()
+print(cluster or f"no Slurm cluster here: {why}")
+if cluster is not None and cluster.name == "lumi-sim":
+    task_masks = [f"0x{1 << i:x}" for i in range(cluster.cpus_per_node)]
+else:  # LUMI, or shown only: one mask per GCD, from the site profile
+    task_masks = site.node.masks()
+seed_command = (f"srun --partition=standard-g --nodes=1 --time=05:00 --cpu-bind=mask_cpu:{','.join(task_masks)} "
+                "bash -c 'echo $SLURM_PROCID $(grep Cpus_allowed_list /proc/self/status)'")
+print("the seed's test:", seed_command)
+
+# %% tags=["solution"]
+# Exercise 01.T2: Fix the seed's test so it starts one task per mask, run it with `sh(...)` and store the command
+# line in `bind_command` and `sh`'s result in `bind_run`. On lumi-sim use partition `small-g` and `--time=1`.
+# Hint: `--ntasks` (or `--ntasks-per-node`) equal to the number of masks; read the printed lists: one line per rank.
+partition = cluster.gpu_partition if cluster else "standard-g"
+bind_command = (f"srun --partition={partition} --nodes=1 --ntasks={len(task_masks)} --time=1 "
+                f"--cpu-bind=mask_cpu:{','.join(task_masks)} "
+                "bash -c 'echo $SLURM_PROCID $(grep Cpus_allowed_list /proc/self/status)' | sort -n")
+bind_run = sh(bind_command, cluster, timeout=80)
+
+# %% tags=["check"]
+terminal_checks.check_bind_test(bind_command, bind_run)

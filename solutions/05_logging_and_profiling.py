@@ -91,3 +91,114 @@ checks.check_profiler_slowdown(slowdown, step_times, schedule)
 # shared machine a few per cent is within the noise, which is why the medians are compared. On LUMI, with a model
 # that keeps a GCD busy, the LUMI course quotes a few per cent. Either way: take step times from unprofiled steps,
 # and profile a few steps of one rank.
+
+# %% [markdown]
+# ## torch.profiler without the wrapper
+#
+# `profile_steps` hides the profiler behind one call. Underneath it is `torch.profiler.profile` with a
+# `schedule` and an `on_trace_ready` handler, and a loop that calls `prof.step()` at the end of every training step.
+# The cell below gives a small model and one training step; you write the profiling around it.
+
+# %%
+import json
+import tempfile
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+from torch.profiler import schedule as profiler_schedule
+
+import lumikit.checks.seeds as seed_checks
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+
+
+def train_step() -> float:
+    """One step on a random batch: forward, backward, optimizer."""
+    inputs, labels = torch.randn(64, 128), torch.randint(0, 10, (64,))
+    loss = torch.nn.functional.cross_entropy(model(inputs), labels)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+Path("runs").mkdir(exist_ok=True)
+raw_dir = Path(tempfile.mkdtemp(prefix="05-raw-profiler-", dir="runs"))
+print("write the trace into", raw_dir)
+
+# %% tags=["solution"]
+# Exercise 05.S1: Profile `train_step` with `torch.profiler.profile` (CPU activity) and the schedule wait=1,
+# warmup=1, active=2, repeat=1. Run 6 steps, calling `prof.step()` after each; let `on_trace_ready` write a chrome
+# trace to `raw_dir / "trace.json"`. Store the trace's path in `raw_trace` and the number of steps run in `steps_run`.
+# Hint: `on_trace_ready=lambda p: p.export_chrome_trace(str(path))`; the trace names each recorded step ProfilerStep#N.
+raw_trace = raw_dir / "trace.json"
+steps_run = 6
+with profile(activities=[ProfilerActivity.CPU],
+             schedule=profiler_schedule(wait=1, warmup=1, active=2, repeat=1),
+             on_trace_ready=lambda p: p.export_chrome_trace(str(raw_trace))) as prof:
+    for _ in range(steps_run):
+        train_step()
+        prof.step()
+recorded = sorted({e["name"] for e in json.loads(raw_trace.read_text())["traceEvents"]
+                   if e.get("name", "").startswith("ProfilerStep#")})
+print(recorded)
+
+# %% tags=["check"]
+seed_checks.check_raw_profiler(raw_trace, steps_run)
+
+# %% [markdown]
+# ## Reading the HIP log by hand
+#
+# `parse_hip_log` turned the log into a table above. Read one yourself: the log below was generated for this
+# exercise in the ROCm 6 layout of `AMD_LOG_LEVEL=4` (no GPU is needed). Each call has a record when it starts and a
+# `Returned` record when it returns, both with a timestamp in microseconds.
+
+# %%
+hip_log_text = seed_checks.hip_exercise_log()
+print(hip_log_text)
+
+# %% tags=["solution"]
+# Exercise 05.S2: How many kernels does the log launch (`hip_launches`, an int), and which HIP call took longest from
+# its record to its `Returned` record (`slowest_call`, e.g. "hipMemcpyAsync")?
+# Hint: a launch returns at once; look for the call that has to wait for the GPU.
+import re
+
+hip_launches = len(re.findall(r"\bhipLaunchKernel \(", hip_log_text))
+started, durations = {}, {}
+for line in hip_log_text.splitlines():
+    stamp = int(re.search(r"(\d+) us:", line).group(1))
+    call = re.search(r"\]\s+(hip\w+) \(", line)
+    returned = re.search(r"\] (hip\w+): Returned", line)
+    if call:
+        started[call.group(1)] = stamp
+    elif returned:
+        durations[returned.group(1)] = max(durations.get(returned.group(1), 0), stamp - started[returned.group(1)])
+slowest_call = max(durations, key=durations.get)
+print(hip_launches, durations)
+
+# %% tags=["check"]
+seed_checks.check_hip_log_reading(hip_launches, slowest_call)
+
+# %% [markdown]
+# ## TensorBoard in LUMI's web interface
+#
+# LUMI's web interface (Open OnDemand) has a TensorBoard app (Apps → TensorBoard): its form asks for a project, the
+# resources and the "TensorBoard log directory", and it starts TensorBoard as an interactive session. PyTorch's
+# older profiler tutorials open traces in TensorBoard's *PyTorch Profiler* tab; the tutorial now says that plugin is
+# deprecated and points to Holistic Trace Analysis.
+
+# %% tags=["solution"]
+# Exercise 05.S3: Which statement is right? Store its letter in `tensorboard_answer`.
+#  (a) The PyTorch Profiler tab of the TensorBoard app shows the traces `tensorboard_trace_handler` wrote.
+#  (b) The app shows the scalars written with SummaryWriter; the profiler traces are read in Perfetto or analysed
+#      with lumikit.trace / HTA.
+#  (c) Closing the browser tab stops the TensorBoard session.
+#  (d) The app uploads the log directory to a TensorBoard server outside LUMI.
+# Hint: the app is an interactive session (a Slurm job), and the profiler plugin is deprecated.
+tensorboard_answer = "b"
+
+# %% tags=["check"]
+seed_checks.check_tensorboard_choice(tensorboard_answer)

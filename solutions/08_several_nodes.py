@@ -84,3 +84,70 @@ checks.check_profile_one_rank(profiled, nodes=2, tasks_per_node=8)
 # SQLite lock on Lustre; the `miopen` recipe moves the database to node-local `/tmp`. For profiling, any single rank
 # will do when the training is balanced; rank 14 is on the second node, and the rendered script runs only it
 # under `rocprof`.
+
+# %% [markdown]
+# ## In a terminal: which GPU does each rank see?
+#
+# Three layers decide which GPU a process uses. **Slurm** gives a job step its GPUs and, with `--gpus-per-task=1`
+# (or a GPU binding), sets `ROCR_VISIBLE_DEVICES` per task. **ROCR_VISIBLE_DEVICES** is read by the ROCm runtime
+# underneath HIP: devices it leaves out do not exist for the process, and those left are renumbered from 0.
+# **HIP_VISIBLE_DEVICES** is read by HIP on top of that, counting among the devices ROCR left. PyTorch's `cuda:0`
+# is the first device left after both. The seeds set `HIP_VISIBLE_DEVICES=0` by hand in a 2-GCD allocation, and
+# printed `$ROCR_VISIBLE_DEVICES` in a binding test.
+#
+# Run a 2-node job on the Slurm cluster this notebook reaches (LUMI, or lumi-sim: 2 nodes with 2 cores each, so 2
+# tasks per node there and 8 on LUMI); on a laptop without Slurm the cell shows the command only.
+
+# %%
+import lumikit.checks.seeds as seed_checks
+import lumikit.checks.terminal as terminal_checks
+from lumikit.launch.terminal import find_cluster, sh
+
+cluster, why = find_cluster()
+print(cluster or f"no Slurm cluster here: {why}")
+tasks_per_node = cluster.tasks_per_node if cluster else 8
+partition = "standard-g" if cluster is None or cluster.name != "lumi-sim" else cluster.gpu_partition
+report = "echo $SLURM_PROCID $SLURMD_NODENAME ROCR_VISIBLE_DEVICES=$ROCR_VISIBLE_DEVICES"
+
+# %% tags=["solution"]
+# Exercise 08.T1: Run `report` in every task of a job on 2 nodes with `tasks_per_node` tasks per node and one GPU per
+# task, with `sh(...)`; store the result in `visibility_run`.
+# Hint: `srun --nodes=2 --ntasks-per-node=N --gpus-per-task=1 --partition=... --time=1 bash -c "<report>"`.
+visibility_run = sh(f"srun --partition={partition} --nodes=2 --ntasks-per-node={tasks_per_node} --gpus-per-task=1 "
+                    f"--time=1 bash -c '{report}' | sort -n", cluster, timeout=80)
+
+# %% tags=["check"]
+terminal_checks.check_gpu_visibility(visibility_run, nodes=2)
+
+# %% tags=["solution"]
+# Exercise 08.S1: A task runs with ROCR_VISIBLE_DEVICES=4,5 and HIP_VISIBLE_DEVICES=1. How many devices does
+# `torch.cuda.device_count()` return (`device_count`), and which GCD of the node (0-7) is `cuda:0` (`physical_gcd`)?
+# Hint: ROCR first (it leaves GCDs 4 and 5, renumbered 0 and 1), then HIP on that numbering.
+rocr_visible, hip_visible = [4, 5], [1]
+device_count = len(hip_visible)
+physical_gcd = rocr_visible[hip_visible[0]]
+print(device_count, physical_gcd)
+
+# %% tags=["check"]
+seed_checks.check_visible_gcd(physical_gcd, device_count)
+
+# %% [markdown]
+# ## A reading: DeepSpeed
+#
+# The course's last day ran DeepSpeed's ImageNet example in the PyTorch container (which ships DeepSpeed) with the
+# config `ds_fp16_z1_config.json`: fp16 training with **ZeRO stage 1**. ZeRO (DeepSpeed's Zero Redundancy Optimizer)
+# removes copies that plain DDP keeps on every rank: stage 1 partitions the optimizer states across the ranks,
+# stage 2 the gradients too, stage 3 the parameters too (gathered when a layer needs them). The launch is the one
+# of this module: one task per GCD, the same binding and RCCL environment; DeepSpeed reads `RANK`, `LOCAL_RANK`,
+# `WORLD_SIZE`, `MASTER_ADDR` and `MASTER_PORT` like `torch.distributed` does. The seed also asks to set the
+# `spawn` start method for its data loaders (module 09).
+
+# %% tags=["solution"]
+# Exercise 08.S2: With `ds_fp16_z1_config.json`, what is split across the ranks? Store the letter in `zero_answer`.
+#  (a) the optimizer states  (b) gradients and optimizer states  (c) parameters, gradients and optimizer states
+#  (d) nothing: it is plain data parallelism
+# Hint: z1 is ZeRO stage 1.
+zero_answer = "a"
+
+# %% tags=["check"]
+seed_checks.check_zero_stage(zero_answer)

@@ -1,0 +1,40 @@
+# %% [markdown]
+# # 10 · JAX on LUMI: exercise
+#
+# One exercise on a JAX job: build it, predict what JAX will list, then run it where JAX is installed (on LUMI, in
+# the JAX container; on a laptop only when this kernel has JAX). Where it cannot run, the cell shows the command and
+# the check grades the job and your prediction.
+
+# %%
+import importlib.util
+import sys
+
+import lumikit.checks.seeds as seed_checks
+from lumikit.jobs import render_srun, spec
+from lumikit.launch import get_backend, launch, mode_line
+from lumikit.site import load_site
+
+site = load_site("lumi")
+backend = get_backend()
+jax_here = importlib.util.find_spec("jax") is not None
+print(mode_line(), "· JAX in this kernel:", jax_here)
+JAX_PROGRAM = 'import jax; print("devices:", jax.devices())'
+
+# %% tags=["exercise"]
+# Exercise 10.S1: Build a job (`jax_job`) that runs `JAX_PROGRAM` with `python -c` in the JAX container on small-g,
+# one task with 2 GCDs (`gpus_per_node=2`), 5 minutes. Predict how many devices `jax.devices()` lists in it
+# (`devices_expected`). Then run it where you can (Slurm, or this kernel when it has JAX) and store what it printed in
+# `jax_output` ("" where it cannot run).
+# Hint: `spec(["python", "-c", JAX_PROGRAM], partition=..., gpus_per_node=2, time="0:05:00", container="jax")`.
+jax_job = None
+devices_expected = None
+jax_output = None
+job = None
+run = None
+raise NotImplementedError("Exercise 10.S1: `spec([\"python\", \"-c\", JAX_PROGRAM], partition=..., gpus_per_node=2, time=\"0:05:00\", container=\"jax\")`.")
+
+# %% tags=["check"]
+seed_checks.check_jax_job(jax_job, devices_expected, jax_output)
+
+# %% [markdown] tags=["exercise"]
+# **Your answer:** _replace this line with your answer and the numbers that support it._
