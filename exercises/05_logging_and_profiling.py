@@ -117,7 +117,7 @@ raw_trace = None
 steps_run = None
 prof = None
 _ = None
-recorded = None
+profiled_steps = None
 raise NotImplementedError("Exercise 05.S1: `on_trace_ready=lambda p: p.export_chrome_trace(str(path))`; the trace names each recorded step ProfilerStep#N.")
 
 # %% tags=["check"]

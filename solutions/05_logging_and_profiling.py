@@ -142,9 +142,9 @@ with profile(activities=[ProfilerActivity.CPU],
     for _ in range(steps_run):
         train_step()
         prof.step()
-recorded = sorted({e["name"] for e in json.loads(raw_trace.read_text())["traceEvents"]
-                   if e.get("name", "").startswith("ProfilerStep#")})
-print(recorded)
+profiled_steps = sorted({e["name"] for e in json.loads(raw_trace.read_text())["traceEvents"]
+                         if e.get("name", "").startswith("ProfilerStep#")})
+print(profiled_steps)
 
 # %% tags=["check"]
 seed_checks.check_raw_profiler(raw_trace, steps_run)

@@ -9,7 +9,7 @@ from ..site import Site, load_site
 from .spec import JobSpec, spec
 
 #: The runnable modules of :mod:`lumikit.workloads`.
-WORKLOADS = ("lm", "resnet", "ddp_check")
+WORKLOADS = ("lm", "resnet", "ddp_check", "capstone")
 
 
 def gcd_resources(gcds: int, tasks: int = 1, site: Site | str | None = None) -> dict[str, Any]:

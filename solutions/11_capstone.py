@@ -1,0 +1,149 @@
+# %% [markdown]
+# # 11 · Capstone: find the bottleneck, fix it, measure: exercises
+#
+# A 2-rank DDP training run of the course's language model is slower than it should be: one rank loads its data
+# from slow storage (the bottleneck is planted; which rank it is depends on your user name). Find it the way you
+# would on LUMI, with each tool in turn, then fix it without touching the storage and report the numbers:
+#
+# 1. **GPU view** (module 04): what does a run with this problem look like on a LUMI-G node?
+# 2. **Profiler** (module 05): which rank spends its steps loading data?
+# 3. **Trace analysis** (module 06): where do the other ranks lose the same time?
+# 4. **Fix and measure** (modules 07 and 09): the step time before and after.
+#
+# The runs are local processes here (2 ranks on the CPU, `gloo`) and Slurm jobs on LUMI; each takes about a minute
+# to start on a busy machine.
+
+# %%
+import json
+import statistics
+from pathlib import Path
+
+import lumikit.checks.m11 as checks
+from lumikit.jobs import workload_spec
+from lumikit.launch import launch, mode_line
+from lumikit.smi import load_session, tidy
+from lumikit.smi.plots import timeline
+from lumikit.trace import TraceAnalyzer
+from lumikit.trace.host_ops import host_ops, step_phases
+from lumikit.workloads.capstone import case_for
+
+case = case_for()
+print(mode_line(), "· your case:", case)
+
+
+def capstone_job(name: str, workers: int):
+    """The capstone run: 2 ranks of DDP, 12 steps, steps 8-11 profiled (schedule 6,1,4,1)."""
+    return workload_spec("capstone", "--model-size", "tiny", "--no-progress", "--steps", "12", "--mode", "ddp",
+                         "--case", str(case), "--workers", str(workers), name=name, gcds=2, ntasks_per_node=2,
+                         time="0:10:00", profile="torch", profile_steps=12,
+                         env={"LUMIKIT_PROFILE_SCHEDULE": "6,1,4,1"})
+
+
+# %% [markdown]
+# ## 1 · The GPU view
+#
+# There is no GPU here, so this step reads the generated session `ddp-8gcd-starved`: the `rocm-smi` readings of a
+# LUMI-G node running an 8-rank DDP job in which one rank's input is late (module 04 shows how to record your own
+# with `srun --overlap`).
+
+# %%
+snapshots = load_session("ddp-8gcd-starved")
+session_table = tidy(snapshots)
+timeline(snapshots);
+
+# %% tags=["solution"]
+# Exercise 11.1: Which GCD idles while the others work (`starved`, its index)? Which hypothesis fits (`hypothesis`)?
+#  (a) that GCD is broken  (b) its rank gets its batches late, and the other ranks wait for it at each step
+#  (c) the model is too small for the GPUs
+# Hint: group `session_table` by "index" and compare the median clock (`sclk_mhz`) and power.
+per_gcd = session_table.groupby("index")[["sclk_mhz", "gpu_busy_pct", "power_w"]].median()
+starved = int(per_gcd["sclk_mhz"].idxmin())
+hypothesis = "b"
+per_gcd
+
+# %% tags=["check"]
+checks.check_starved_gcd(starved, hypothesis)
+
+# %% [markdown]
+# ## 2 · The profiler
+#
+# Run the job with `torch.profiler` on every rank (the run prints where its folder is).
+
+# %%
+before = launch(capstone_job("capstone-before", workers=0))
+print(mode_line(), "->", before.wait(timeout=85, progress=False), before.path)
+analyzer = TraceAnalyzer.from_path(before.path / "profile")
+analyzer.get_step_times().pivot(index="step", columns="rank", values="dur_us").div(1000).round(1)
+
+# %% [markdown]
+# **How to read it:** milliseconds per recorded step and rank. The columns agree: DDP keeps the ranks in step, so
+# the step time alone does not say which rank is slow. The phases of each step do.
+
+# %% tags=["solution"]
+# Exercise 11.2: Which rank spends most of its steps loading data (`slow_rank_found`), and what share (0-1) of its
+# recorded step time is the data phase (`data_share`)?
+# Hint: `step_phases(host_ops(analyzer.trace[rank].events))` gives per step `dur_us` and `data_us`.
+phases = {rank: step_phases(host_ops(analyzer.trace[rank].events)) for rank in analyzer.ranks}
+shares = {rank: table["data_us"].sum() / table["dur_us"].sum() for rank, table in phases.items()}
+slow_rank_found = int(max(shares, key=shares.get))
+data_share = float(shares[slow_rank_found])
+print({rank: round(share, 3) for rank, share in shares.items()})
+
+# %% tags=["check"]
+checks.check_slow_rank(before.path, slow_rank_found, data_share)
+
+# %% [markdown]
+# ## 3 · The trace analysis
+
+# %% tags=["solution"]
+# Exercise 11.3: The fast rank's steps last as long as the slow rank's. In which phase ("forward", "backward",
+# "optimizer" or "other") does it spend the time the slow rank spends loading? Store it in `waiting_phase`.
+# Hint: compare each phase's share of step time on the two ranks; DDP's collectives run in forward and backward.
+phase_names = ["forward", "backward", "optimizer", "other"]
+share_table = {rank: {p: table[f"{p}_us"].sum() / table["dur_us"].sum() for p in phase_names}
+               for rank, table in phases.items()}
+fast_rank = next(rank for rank in phases if rank != slow_rank_found)
+waiting_phase = max(phase_names, key=lambda p: share_table[fast_rank][p] - share_table[slow_rank_found][p])
+print({rank: {p: round(v, 2) for p, v in row.items()} for rank, row in share_table.items()})
+
+# %% tags=["check"]
+checks.check_waiting_phase(before.path, waiting_phase)
+
+# %% [markdown]
+# ## 4 · Fix it and measure
+#
+# The storage stays slow (`--case` and the delay stay as they are). What you can change is *when* the slow rank
+# reads: with DataLoader workers (module 09) the next batches load in other processes while the current step
+# computes.
+
+# %% tags=["solution"]
+# Exercise 11.4: Run the same job with DataLoader workers (`capstone_job("capstone-after", workers=...)`), store the
+# run in `after`, and the speed-up (median over ranks of the first run's mean step time divided by the fixed
+# run's) in `speedup`.
+# Hint: each `result.rank<R>.json` in a run folder holds `mean_step_time_s`; 2 workers are enough here.
+after = launch(capstone_job("capstone-after", workers=2))
+print(mode_line(), "->", after.wait(timeout=85, progress=False), after.path)
+
+
+def median_step(run) -> float:
+    return statistics.median(json.loads(p.read_text())["mean_step_time_s"]
+                             for p in Path(run.path).glob("result.rank*.json"))
+
+
+speedup = median_step(before) / median_step(after)
+print(f"before {median_step(before) * 1000:.0f} ms/step, after {median_step(after) * 1000:.0f} ms/step: "
+      f"{speedup:.1f}x")
+
+# %% tags=["check"]
+checks.check_fix(before.path, after, speedup)
+
+# %% [markdown] tags=["solution"]
+# **Discussion.** The GPU view shows the symptom, not the cause: one GCD at a low clock and low power while seven
+# work means its rank is late with something, and input is the usual suspect. The profiler's step times cannot
+# find the rank, because DDP's collectives hold every rank to the slowest one; the phases can: on the slow rank the
+# data phase takes most of the step, and on the fast rank the same time reappears as waiting in the phase where DDP
+# first synchronises (here `forward`, where DDP broadcasts the model's buffers; with no buffers it would be the
+# gradient all-reduce in `backward`). The fix does not make the storage faster: two workers load the next batches
+# while the current step computes, so the delay hides behind the computation, and every rank speeds up because
+# none has to wait any more. On LUMI the same three views come from `rocm-smi` through `srun --overlap`, the
+# profiler on one rank per node, and the trace analysis of module 06.
