@@ -1,11 +1,57 @@
 # %% [markdown]
+# > **Module 00 at a glance.** About **15 minutes** (lesson and exercises). Before it: module(s) none.
+# >
+# > **Objectives.** After it you can:
+# > - find out where the workbook runs (LUMI, lumi-sim, laptop) and what falls back
+# > - set your project and reservation outside the code
+# > - plan a route through the modules
+
+# %% [markdown]
 # # 00 · Start here
 #
 # This workbook runs in three places: on **LUMI** (real Slurm, real MI250X GPUs), on a **laptop or CI machine**
-# (no Slurm, no GPU: jobs run as local processes and GPU views replay recorded sessions), and against a
+# (no Slurm, no GPU: jobs run as local processes and GPU views replay generated sessions), and against a
 # **local Slurm cluster** (`make slurm-up`). Every cell that runs something says where it ran, in one line.
+
+# %% [markdown]
+# ## The map
 #
-# Where am I? The next cell asks lumikit.
+# Each module is three notebooks, in this order: the **lesson** (read and run it), the **exercise** (the same
+# questions with the answers left out; a check under each answer says whether it is right and why not), and the
+# **solution** (the answers and a discussion; open it after trying). The links open in JupyterLab. The minutes are
+# estimates for the lesson and its exercises together; "After" names the modules to do first.
+#
+# | Module | Minutes | After | Objectives | Path |
+# |---|---|---|---|---|
+# | **00** Start here | 15 | - | find out where the workbook runs (LUMI, lumi-sim, laptop) and what falls back; set your project and reservation outside the code; plan a route through the modules | [lesson](00_start_here.ipynb) |
+# | **01** A LUMI-G node and Slurm | 60 | 00 | read a LUMI-G node's layout: 8 GCDs, their cores and NUMA domains; write srun/sbatch commands LUMI accepts, and fix the ones it rejects; derive CPU masks from rocm-smi --showtoponuma and lscpu, and verify them inside a job | [lesson](01_node_and_slurm.ipynb) → [exercise](../exercises/01_node_and_slurm.ipynb) → [solution](../solutions/01_node_and_slurm.ipynb) |
+# | **02** Containers and Python environments | 45 | 01 | run a job inside LUMI's PyTorch container with the right binds; add packages in a venv on top of the container without replacing its PyTorch | [lesson](02_containers_and_envs.ipynb) → [exercise](../exercises/02_containers_and_envs.ipynb) → [solution](../solutions/02_containers_and_envs.ipynb) |
+# | **03** A first training job | 60 | 01, 02 | submit a training job and follow it with squeue and sacct; plan --time from measured step times, and checkpoint and resume; fix a broken #SBATCH script and cancel a job with Slurm's own commands | [lesson](03_first_training_job.ipynb) → [exercise](../exercises/03_first_training_job.ipynb) → [solution](../solutions/03_first_training_job.ipynb) |
+# | **04** Watching the GPU | 45 | 01 | read rocm-smi: power, clock, busy %, memory per GCD and package; tell a working GCD from a waiting one; look at a running job with salloc and srun --overlap | [lesson](04_watching_the_gpu.ipynb) → [exercise](../exercises/04_watching_the_gpu.ipynb) → [solution](../solutions/04_watching_the_gpu.ipynb) |
+# | **05** Logging and profiling | 60 | 03 | read a HIP log (AMD_LOG_LEVEL=4) and rocprof's tables; profile a few steps with torch.profiler, with and without lumikit's wrapper; diagnose a failed job from its log | [lesson](05_logging_and_profiling.ipynb) → [exercise](../exercises/05_logging_and_profiling.ipynb) → [solution](../solutions/05_logging_and_profiling.ipynb) |
+# | **06** Reading traces | 60 | 05 | split GPU time into compute, communication and idle; find a straggler rank and hidden communication in multi-rank traces | [lesson](06_reading_traces.ipynb) → [exercise](../exercises/06_reading_traces.ipynb) → [solution](../solutions/06_reading_traces.ipynb) |
+# | **07** Several GPUs on one node | 45 | 03, 05 | run DDP with one task per GCD, and compare it with DataParallel; start DDP with srun or torchrun | [lesson](07_several_gpus.ipynb) → [exercise](../exercises/07_several_gpus.ipynb) → [solution](../solutions/07_several_gpus.ipynb) |
+# | **08** Several nodes | 60 | 07 | write a multi-node batch script with binding and RCCL's environment; prove from RCCL's log that the network was used; know which GPU each rank sees (Slurm, ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES) | [lesson](08_several_nodes.ipynb) → [exercise](../exercises/08_several_nodes.ipynb) → [solution](../solutions/08_several_nodes.ipynb) |
+# | **09** Data and I/O | 45 | 03 | choose where data lives on LUMI and why one file beats many small ones; size DataLoader workers, and start them with spawn in multi-node jobs | [lesson](09_data_and_io.ipynb) → [exercise](../exercises/09_data_and_io.ipynb) → [solution](../solutions/09_data_and_io.ipynb) |
+# | **10** JAX on LUMI | 30 | 02 | run JAX from LUMI's JAX container with a pinned venv; launch one JAX process per GCD | [lesson](10_jax_on_lumi.ipynb) → [exercise](../exercises/10_jax_on_lumi.ipynb) → [solution](../solutions/10_jax_on_lumi.ipynb) |
+# | **11** Capstone: find a bottleneck, fix it, measure | 60 | 04, 05, 06, 07, 09 | find a planted bottleneck with the GPU view, the profiler and the trace analysis; fix it and report before/after numbers | [lesson](11_capstone.ipynb) → [exercise](../exercises/11_capstone.ipynb) → [solution](../solutions/11_capstone.ipynb) |
+#
+# In all about 10 hours.
+#
+# **Prerequisites for the whole workbook:** Python and a little PyTorch (a training loop: model, loss, optimizer),
+# and a Unix shell. No Slurm or GPU experience is assumed. Three routes:
+#
+# - **A one-day course on LUMI:** 00, 01, 03, 04, 05, 07, then the capstone 11.
+# - **Profiling first:** 00, 04, 05, 06, then 11.
+# - **Scaling out:** 01, 02, 03, 07, 08, 09 (and 10 for JAX).
+#
+# Several exercises (01, 03, 04, 08) are done with Slurm's own commands (`sbatch`, `squeue`, `sacct`, `scancel`,
+# `salloc`, `srun --overlap`). They run against LUMI, or the local `lumi-sim` cluster where it is up; on a laptop
+# without Slurm they show the commands, and the checks grade what they can and say what they could not.
+#
+# ## Where am I?
+#
+# The next cell asks lumikit.
 
 # %%
 from lumikit.launch import mode_line
@@ -70,5 +116,12 @@ pd.Series(checks, name="available here").to_frame()
 
 # %% [markdown]
 # Where something is missing, the workbook falls back: jobs run as local processes, the GPU dashboard replays a
-# session recorded on LUMI, and profiles come from small runs on the CPU. The next module, **01**, builds your
+# session generated in the format LUMI's `rocm-smi` prints, and profiles come from small runs on the CPU. The next module, **01**, builds your
 # first LUMI job.
+
+# %% [markdown]
+# ## Key points
+#
+# - Every cell that runs something says where it ran.
+# - Your account and reservation live in ~/.config/lumikit/config.toml or LUMIKIT_* variables.
+# - Each module is a lesson, then an exercise notebook with checks, then its solution.

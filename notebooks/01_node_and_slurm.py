@@ -1,4 +1,12 @@
 # %% [markdown]
+# > **Module 01 at a glance.** About **60 minutes** (lesson and exercises). Before it: module(s) 00.
+# >
+# > **Objectives.** After it you can:
+# > - read a LUMI-G node's layout: 8 GCDs, their cores and NUMA domains
+# > - write srun/sbatch commands LUMI accepts, and fix the ones it rejects
+# > - derive CPU masks from rocm-smi --showtoponuma and lscpu, and verify them inside a job
+
+# %% [markdown]
 # # 01 · A LUMI-G node and Slurm
 #
 # A LUMI-G node has 4 AMD MI250X packages; each package holds two **GCDs** (graphics compute dies), and each
@@ -89,3 +97,10 @@ for rank in range(2):
 # **How to read it:** both ranks ran; each knew its `RANK` and the `WORLD_SIZE` from the environment that Slurm
 # (or the local backend, imitating it) gave it. On LUMI, `run.attach_command(["rocm-smi"])` gives the command
 # that watches the GPUs of a running job; module 04 turns that into pictures.
+
+# %% [markdown]
+# ## Key points
+#
+# - GCD numbers are not core numbers: GCD 0 sits next to cores 49-55 on NUMA 3.
+# - One task per GCD, 7 cores each; the first core of every group of 8 is reserved.
+# - A binding is proven by what each task prints (Cpus_allowed_list), with one task per mask.

@@ -1,4 +1,11 @@
 # %% [markdown]
+# > **Module 02 at a glance.** About **45 minutes** (lesson and exercises). Before it: module(s) 01.
+# >
+# > **Objectives.** After it you can:
+# > - run a job inside LUMI's PyTorch container with the right binds
+# > - add packages in a venv on top of the container without replacing its PyTorch
+
+# %% [markdown]
 # # 02 · Containers and Python environments
 #
 # On LUMI, PyTorch does not come from `pip install torch`: it comes in a **Singularity container** built for the
@@ -167,3 +174,10 @@ print("pip line:", shlex.join(["python", "-m", "pip", "install", "-c", "lumi-con
 # set-up script writes exactly this file from inside the container before it installs anything. Pin versions in
 # your own `requirements.txt` too (`package==X.Y.Z`), so that the next course edition gets the same environment;
 # module 10 does the same for JAX, whose version is part of the container's name.
+
+# %% [markdown]
+# ## Key points
+#
+# - The container brings ROCm's PyTorch; your venv adds only what is missing.
+# - Binds decide which host folders exist inside the container.
+# - Pin torch to the container's version, or pip will replace it.

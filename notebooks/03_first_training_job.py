@@ -1,4 +1,12 @@
 # %% [markdown]
+# > **Module 03 at a glance.** About **60 minutes** (lesson and exercises). Before it: module(s) 01, 02.
+# >
+# > **Objectives.** After it you can:
+# > - submit a training job and follow it with squeue and sacct
+# > - plan --time from measured step times, and checkpoint and resume
+# > - fix a broken #SBATCH script and cancel a job with Slurm's own commands
+
+# %% [markdown]
 # # 03 · A first training job
 #
 # On LUMI you do not train in the notebook: you write a **batch script** (`#SBATCH` lines for the resources, then
@@ -155,3 +163,10 @@ print(f"first job: steps {first_steps.index.min()}-{first_steps.index.max()}, "
 # continues the first job's curve instead of jumping back to about 5.5 (ln 256, a model that knows nothing). Its
 # `result.rank0.json` holds the whole curve of both jobs. The exercises of this module use these measurements:
 # the warm step time, where a resumed run continues, and how many steps fit in a time limit.
+
+# %% [markdown]
+# ## Key points
+#
+# - Plan with the warm step time, not the first step.
+# - A job at its time limit ends TIMEOUT: checkpoint, then resume.
+# - sbatch, squeue, sacct and scancel are what lumikit runs underneath.

@@ -1,4 +1,12 @@
 # %% [markdown]
+# > **Module 04 at a glance.** About **45 minutes** (lesson and exercises). Before it: module(s) 01.
+# >
+# > **Objectives.** After it you can:
+# > - read rocm-smi: power, clock, busy %, memory per GCD and package
+# > - tell a working GCD from a waiting one
+# > - look at a running job with salloc and srun --overlap
+
+# %% [markdown]
 # # 04 · Watching the GPU
 #
 # On LUMI you watch a running job's GPUs with `rocm-smi` in a step that overlaps the job
@@ -42,3 +50,10 @@ from lumikit.widgets.gpu_dashboard import GpuDashboard
 dashboard = GpuDashboard(session="ddp-8gcd-starved")
 dashboard.show_frame(60)
 dashboard.widget
+
+# %% [markdown]
+# ## Key points
+#
+# - Read power before GPU%: a waiting kernel can show 100 % busy.
+# - On MI250X the package power is reported on the even GCD.
+# - srun --overlap runs a second step in a job whose first step holds its CPUs.

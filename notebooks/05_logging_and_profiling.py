@@ -1,4 +1,12 @@
 # %% [markdown]
+# > **Module 05 at a glance.** About **60 minutes** (lesson and exercises). Before it: module(s) 03.
+# >
+# > **Objectives.** After it you can:
+# > - read a HIP log (AMD_LOG_LEVEL=4) and rocprof's tables
+# > - profile a few steps with torch.profiler, with and without lumikit's wrapper
+# > - diagnose a failed job from its log
+
+# %% [markdown]
 # # 05 · Logging and profiling
 #
 # Module 04 watched the GPU from outside. This one looks inside a run, in the order the LUMI courses climb:
@@ -249,3 +257,10 @@ print(doctor.stdout, "exit status", doctor.returncode)
 # **How to read it:** each diagnosis gives the file and line, the evidence, the cause and the fix; the exit status
 # is 1 when a problem was found, so a batch script can run `lumikit doctor slurm-$SLURM_JOB_ID.out` at its end.
 # Next, module **06** reads GPU traces: kernels, streams, idle time and the rank that holds everyone back.
+
+# %% [markdown]
+# ## Key points
+#
+# - Profile a few steps of one rank after a warm-up; take step times from unprofiled steps.
+# - A kernel launch returns at once; a copy to the host waits for the GPU.
+# - TensorBoard's profiler plugin is deprecated: read traces in Perfetto or with an analysis.

@@ -1,4 +1,11 @@
 # %% [markdown]
+# > **Module 06 at a glance.** About **60 minutes** (lesson and exercises). Before it: module(s) 05.
+# >
+# > **Objectives.** After it you can:
+# > - split GPU time into compute, communication and idle
+# > - find a straggler rank and hidden communication in multi-rank traces
+
+# %% [markdown]
 # # 06 · Reading traces
 #
 # `torch.profiler` writes one JSON file per rank (Kineto's Chrome-trace format, `rank0.<id>.pt.trace.json`). Inside
@@ -262,3 +269,10 @@ host_ops.sort_values("sum", ascending=False).head(6).round(1)
 # **How to read it:** without a GPU the trace holds host operators only (`aten::addmm`, `aten::mm`, the backward
 # functions), and every GPU table above would be empty. On a LUMI GCD the same cell records the kernels as well, and
 # every analysis in this module applies to it.
+
+# %% [markdown]
+# ## Key points
+#
+# - Idle time says the GPU waited; the host side says for what.
+# - Communication that overlaps computation costs nothing extra.
+# - One slow rank makes every rank's step slow.

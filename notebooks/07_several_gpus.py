@@ -1,4 +1,11 @@
 # %% [markdown]
+# > **Module 07 at a glance.** About **45 minutes** (lesson and exercises). Before it: module(s) 03, 05.
+# >
+# > **Objectives.** After it you can:
+# > - run DDP with one task per GCD, and compare it with DataParallel
+# > - start DDP with srun or torchrun
+
+# %% [markdown]
 # # 07 · Several GPUs on one node
 #
 # A LUMI-G node has 8 GCDs, and PyTorch sees each one as a GPU. There are three common ways to train one model on
@@ -154,3 +161,9 @@ print("metrics files:", ", ".join(ranks))
 # - The summer school's estimate for ResNet-152 on one GCD: 60.2 M parameters, 11.5 GFLOP per forward pass, about
 #   3 × that per trained image, about 180 s for one epoch of CIFAR-100 at 224×224 at 40 % of peak.
 # - Larger batches use more of the GCD's memory and usually more of its compute; the exercises measure it.
+
+# %% [markdown]
+# ## Key points
+#
+# - One process per GCD (DDP) beats one process driving several (DataParallel).
+# - Slurm sets RANK, LOCAL_RANK and WORLD_SIZE; torchrun is optional on LUMI.

@@ -1,4 +1,12 @@
 # %% [markdown]
+# > **Module 08 at a glance.** About **60 minutes** (lesson and exercises). Before it: module(s) 07.
+# >
+# > **Objectives.** After it you can:
+# > - write a multi-node batch script with binding and RCCL's environment
+# > - prove from RCCL's log that the network was used
+# > - know which GPU each rank sees (Slurm, ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES)
+
+# %% [markdown]
 # # 08 · Several nodes
 #
 # A model that trains on the 8 GCDs of one node trains on 16 or 1 024 GCDs without changing its code. What changes
@@ -171,3 +179,10 @@ print(script.splitlines()[-1].split("bash -c ")[1])
 # --stats` (its output goes to the run folder's `profile/rank14/`), every other rank runs the plain command.
 # `LUMIKIT_MAX_STEPS=32` keeps the profiled run short. In the trace, watch the RCCL kernels (`ncclDevKernel...`):
 # the moment they dominate the step, the job is bound by the network, and more nodes will not make it faster.
+
+# %% [markdown]
+# ## Key points
+#
+# - Masks depend on the local task id; the same list repeats on every node.
+# - ROCR_VISIBLE_DEVICES filters first, HIP_VISIBLE_DEVICES counts among what is left.
+# - DeepSpeed's ZeRO partitions optimizer state (stage 1), gradients (2), parameters (3).

@@ -1,4 +1,11 @@
 # %% [markdown]
+# > **Module 09 at a glance.** About **45 minutes** (lesson and exercises). Before it: module(s) 03.
+# >
+# > **Objectives.** After it you can:
+# > - choose where data lives on LUMI and why one file beats many small ones
+# > - size DataLoader workers, and start them with spawn in multi-node jobs
+
+# %% [markdown]
 # # 09 · Data and I/O
 #
 # A GPU that waits for data is as wasted as an idle one, and on a parallel file system it is easy to make it wait.
@@ -141,3 +148,10 @@ timeline(snapshots);
 # work, and its package draws less power. In DDP every rank waits for the slowest at each all-reduce, so the busy
 # GCDs are partly waiting too. A rank starves when its loader falls behind: too few workers, small files on Lustre,
 # or a shared file system under load. The fixes are the ones above: pack the data, stage it to `/tmp`, add workers.
+
+# %% [markdown]
+# ## Key points
+#
+# - Lustre dislikes many small files: pack them, or stage to /tmp.
+# - Enough workers hide loading; more only cost memory.
+# - spawn starts clean workers; fork copies GPU and RCCL state.

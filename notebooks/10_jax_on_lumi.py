@@ -1,4 +1,11 @@
 # %% [markdown]
+# > **Module 10 at a glance.** About **30 minutes** (lesson and exercises). Before it: module(s) 02.
+# >
+# > **Objectives.** After it you can:
+# > - run JAX from LUMI's JAX container with a pinned venv
+# > - launch one JAX process per GCD
+
+# %% [markdown]
 # # 10 · JAX on LUMI
 #
 # JAX runs on LUMI's MI250X the same way PyTorch does: from a container built by LUMI's staff for LUMI's ROCm.
@@ -115,3 +122,9 @@ print(render_sbatch(two_nodes, site))
 # RCCL needs (module 02). The program is the venv's Python, started inside the container after `$WITH_CONDA`.
 # Submit it with `sbatch` on a login node, follow it with `squeue --me`, and attach to it with
 # `srun --jobid=<id> --overlap --pty bash` to watch `rocm-smi` (module 04).
+
+# %% [markdown]
+# ## Key points
+#
+# - Never let pip change jax or jaxlib.
+# - JAX lists the GCDs Slurm made visible; check the list before timing.

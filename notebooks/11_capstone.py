@@ -1,13 +1,15 @@
 # %% [markdown]
+# > **Module 11 at a glance.** About **60 minutes** (lesson and exercises). Before it: module(s) 04, 05, 06, 07, 09.
+# >
+# > **Objectives.** After it you can:
+# > - find a planted bottleneck with the GPU view, the profiler and the trace analysis
+# > - fix it and report before/after numbers
+
+# %% [markdown]
 # # 11 · Capstone: find a bottleneck, fix it, measure
 #
-# **Objectives.** By the end of this module you can take a slow multi-rank run and (1) read the symptom in the GPU
-# view, (2) locate the rank and the phase with the profiler, (3) explain with the trace analysis why every rank is
-# slow when one is, (4) fix the cause and report before/after numbers a colleague can check.
-#
-# **Estimated time:** 60 minutes (15 for this lesson, 45 for the exercise).
-#
-# **Prerequisites:** modules 04 (GPU view), 05 (profiler), 06 (traces), 07 and 09 (DDP, data loaders).
+# A slow multi-rank run, and the four views that find why: the GPU view, the profiler, the trace analysis, then a
+# measured fix.
 
 # %% [markdown]
 # ## The method
@@ -87,9 +89,6 @@ for workers in (0, 2):
 # %% [markdown]
 # ## Key points
 #
-# - Start from the symptom (GPU view), then locate (profiler phases per rank), then explain (where the fast ranks
-#   wait), then change one thing and measure again.
-# - Under DDP every rank shows the slowest rank's step time; compare phases, not step times, to find it.
-# - The waiting shows up where the ranks first meet: a collective in forward (buffers) or backward (gradients).
-# - A fix is a number: the same job before and after, with the cause still present and hidden (here by loader
-#   workers), not removed from the test.
+# - Symptom, location, explanation, then one change and a new measurement.
+# - Under DDP every rank shows the slowest rank's step time: compare phases.
+# - A fix is a number measured with the cause still present.

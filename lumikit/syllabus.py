@@ -1,0 +1,162 @@
+"""The workbook's map: for each module its objectives, prerequisites, estimated minutes and key points.
+
+Module 00 renders the whole map (:func:`syllabus_markdown`); each module opens with its own line from here
+(:func:`glance_markdown`) and closes with its key points. One source, so the map and the modules cannot disagree
+(``tests/test_syllabus.py`` compares them). Minutes are estimates for a learner working through the lesson, then the
+exercises, on LUMI or a laptop.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The repository folders a module's three files live in, relative to each other.
+NOTEBOOKS, EXERCISES, SOLUTIONS = "notebooks", "exercises", "solutions"
+
+
+@dataclass(frozen=True)
+class Module:
+    """One module of the workbook."""
+
+    number: str  # "01"
+    stem: str  # file name without suffix: "01_node_and_slurm"
+    title: str
+    minutes: int  # lesson and exercises together
+    objectives: tuple[str, ...]
+    prerequisites: tuple[str, ...]  # module numbers
+    key_points: tuple[str, ...]
+    has_exercises: bool = True
+
+
+MODULES: tuple[Module, ...] = (
+    Module("00", "00_start_here", "Start here", 15,
+           ("find out where the workbook runs (LUMI, lumi-sim, laptop) and what falls back",
+            "set your project and reservation outside the code",
+            "plan a route through the modules"),
+           (), ("Every cell that runs something says where it ran.",
+                "Your account and reservation live in ~/.config/lumikit/config.toml or LUMIKIT_* variables.",
+                "Each module is a lesson, then an exercise notebook with checks, then its solution."),
+           has_exercises=False),
+    Module("01", "01_node_and_slurm", "A LUMI-G node and Slurm", 60,
+           ("read a LUMI-G node's layout: 8 GCDs, their cores and NUMA domains",
+            "write srun/sbatch commands LUMI accepts, and fix the ones it rejects",
+            "derive CPU masks from rocm-smi --showtoponuma and lscpu, and verify them inside a job"),
+           ("00",), ("GCD numbers are not core numbers: GCD 0 sits next to cores 49-55 on NUMA 3.",
+                     "One task per GCD, 7 cores each; the first core of every group of 8 is reserved.",
+                     "A binding is proven by what each task prints (Cpus_allowed_list), with one task per mask.")),
+    Module("02", "02_containers_and_envs", "Containers and Python environments", 45,
+           ("run a job inside LUMI's PyTorch container with the right binds",
+            "add packages in a venv on top of the container without replacing its PyTorch"),
+           ("01",), ("The container brings ROCm's PyTorch; your venv adds only what is missing.",
+                     "Binds decide which host folders exist inside the container.",
+                     "Pin torch to the container's version, or pip will replace it.")),
+    Module("03", "03_first_training_job", "A first training job", 60,
+           ("submit a training job and follow it with squeue and sacct",
+            "plan --time from measured step times, and checkpoint and resume",
+            "fix a broken #SBATCH script and cancel a job with Slurm's own commands"),
+           ("01", "02"), ("Plan with the warm step time, not the first step.",
+                          "A job at its time limit ends TIMEOUT: checkpoint, then resume.",
+                          "sbatch, squeue, sacct and scancel are what lumikit runs underneath.")),
+    Module("04", "04_watching_the_gpu", "Watching the GPU", 45,
+           ("read rocm-smi: power, clock, busy %, memory per GCD and package",
+            "tell a working GCD from a waiting one",
+            "look at a running job with salloc and srun --overlap"),
+           ("01",), ("Read power before GPU%: a waiting kernel can show 100 % busy.",
+                     "On MI250X the package power is reported on the even GCD.",
+                     "srun --overlap runs a second step in a job whose first step holds its CPUs.")),
+    Module("05", "05_logging_and_profiling", "Logging and profiling", 60,
+           ("read a HIP log (AMD_LOG_LEVEL=4) and rocprof's tables",
+            "profile a few steps with torch.profiler, with and without lumikit's wrapper",
+            "diagnose a failed job from its log"),
+           ("03",), ("Profile a few steps of one rank after a warm-up; take step times from unprofiled steps.",
+                     "A kernel launch returns at once; a copy to the host waits for the GPU.",
+                     "TensorBoard's profiler plugin is deprecated: read traces in Perfetto or with an analysis.")),
+    Module("06", "06_reading_traces", "Reading traces", 60,
+           ("split GPU time into compute, communication and idle",
+            "find a straggler rank and hidden communication in multi-rank traces"),
+           ("05",), ("Idle time says the GPU waited; the host side says for what.",
+                     "Communication that overlaps computation costs nothing extra.",
+                     "One slow rank makes every rank's step slow.")),
+    Module("07", "07_several_gpus", "Several GPUs on one node", 45,
+           ("run DDP with one task per GCD, and compare it with DataParallel",
+            "start DDP with srun or torchrun"),
+           ("03", "05"), ("One process per GCD (DDP) beats one process driving several (DataParallel).",
+                          "Slurm sets RANK, LOCAL_RANK and WORLD_SIZE; torchrun is optional on LUMI.")),
+    Module("08", "08_several_nodes", "Several nodes", 60,
+           ("write a multi-node batch script with binding and RCCL's environment",
+            "prove from RCCL's log that the network was used",
+            "know which GPU each rank sees (Slurm, ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES)"),
+           ("07",), ("Masks depend on the local task id; the same list repeats on every node.",
+                     "ROCR_VISIBLE_DEVICES filters first, HIP_VISIBLE_DEVICES counts among what is left.",
+                     "DeepSpeed's ZeRO partitions optimizer state (stage 1), gradients (2), parameters (3).")),
+    Module("09", "09_data_and_io", "Data and I/O", 45,
+           ("choose where data lives on LUMI and why one file beats many small ones",
+            "size DataLoader workers, and start them with spawn in multi-node jobs"),
+           ("03",), ("Lustre dislikes many small files: pack them, or stage to /tmp.",
+                     "Enough workers hide loading; more only cost memory.",
+                     "spawn starts clean workers; fork copies GPU and RCCL state.")),
+    Module("10", "10_jax_on_lumi", "JAX on LUMI", 30,
+           ("run JAX from LUMI's JAX container with a pinned venv",
+            "launch one JAX process per GCD"),
+           ("02",), ("Never let pip change jax or jaxlib.",
+                     "JAX lists the GCDs Slurm made visible; check the list before timing.")),
+    Module("11", "11_capstone", "Capstone: find a bottleneck, fix it, measure", 60,
+           ("find a planted bottleneck with the GPU view, the profiler and the trace analysis",
+            "fix it and report before/after numbers"),
+           ("04", "05", "06", "07", "09"),
+           ("Symptom, location, explanation, then one change and a new measurement.",
+            "Under DDP every rank shows the slowest rank's step time: compare phases.",
+            "A fix is a number measured with the cause still present.")),
+)
+
+
+def module(number: str) -> Module:
+    """The module with this number ("01")."""
+    for m in MODULES:
+        if m.number == number:
+            return m
+    raise KeyError(f"no module {number!r}; the workbook has {', '.join(m.number for m in MODULES)}")
+
+
+def total_minutes() -> int:
+    return sum(m.minutes for m in MODULES)
+
+
+def _link(folder: str, stem: str, text: str, here: str) -> str:
+    target = f"{stem}.ipynb" if folder == here else f"../{folder}/{stem}.ipynb"
+    return f"[{text}]({target})"
+
+
+def syllabus_markdown(here: str = NOTEBOOKS) -> str:
+    """The map as a Markdown table: module, minutes, prerequisites, objectives, and the lesson -> exercise ->
+    solution links (relative to a notebook in ``here``, so they open in JupyterLab)."""
+    rows = ["| Module | Minutes | After | Objectives | Path |", "|---|---|---|---|---|"]
+    for m in MODULES:
+        path = _link(NOTEBOOKS, m.stem, "lesson", here)
+        if m.has_exercises:
+            path += " → " + _link(EXERCISES, m.stem, "exercise", here) + " → " + _link(SOLUTIONS, m.stem,
+                                                                                           "solution", here)
+        after = ", ".join(m.prerequisites) or "-"
+        rows.append(f"| **{m.number}** {m.title} | {m.minutes} | {after} | {'; '.join(m.objectives)} | {path} |")
+    return "\n".join(rows) + f"\n\nIn all about {total_minutes() / 60:.0f} hours."
+
+
+def glance_markdown(number: str) -> str:
+    """A module's opening lines: objectives, estimated time and prerequisites."""
+    m = module(number)
+    after = ", ".join(m.prerequisites) or "none"
+    lines = [f"> **Module {m.number} at a glance.** About **{m.minutes} minutes** (lesson and exercises). "
+             f"Before it: module(s) {after}.", ">", "> **Objectives.** After it you can:"]
+    lines += [f"> - {o}" for o in m.objectives]
+    return "\n".join(lines)
+
+
+def key_points_markdown(number: str) -> str:
+    """A module's closing cell: its key points."""
+    m = module(number)
+    return "\n".join(["## Key points", ""] + [f"- {p}" for p in m.key_points])
+
+
+def stems(root: Path) -> list[str]:
+    """The module stems that have a lesson in ``root/notebooks``."""
+    return sorted(p.stem for p in (Path(root) / NOTEBOOKS).glob("[0-9][0-9]_*.py"))
