@@ -260,13 +260,14 @@ def compare(estimate: ModelEstimate, step_time_s: float, *, peak_memory_bytes: f
                       source=str(_hardware(site).get("source", "")))
 
 
-def largest_batch(workload: str, size: str, *, site: Site | str | None = "lumi") -> int:
-    """The largest batch whose estimate fits one GCD's memory: activations grow linearly with the batch, so two
-    estimates (batch 1 and 2) give the slope and the fixed part (parameters, gradients, optimizer state)."""
-    one, two = (estimate_workload(workload, size, b) for b in (1, 2))
-    per_sample = two.total_bytes - one.total_bytes
-    fixed = one.total_bytes - per_sample
+def largest_batch(estimate: ModelEstimate, site: Site | str | None = "lumi") -> int:
+    """The largest batch whose estimate fits one GCD's memory: parameters, gradients and optimizer state stay,
+    activations grow with the batch (batch norm's per-channel statistics, which do not, make it err on the safe
+    side)."""
+    fixed = estimate.parameter_bytes + estimate.gradient_bytes + estimate.optimizer_bytes
+    per_sample = estimate.activation_bytes / max(estimate.batch_size, 1)
     room = gcd_memory_gb(site) * GB - fixed
     if per_sample <= 0 or room <= 0:
-        raise LumikitError(f"{workload} {size}: its fixed memory alone ({fixed / GB:.1f} GB) fills a GCD")
+        raise LumikitError(f"{estimate.name}: parameters, gradients and optimizer state ({fixed / GB:.1f} GB) "
+                           "leave no room on a GCD")
     return int(room // per_sample)

@@ -57,9 +57,11 @@ def test_course_workloads_scale_with_the_batch():
 
 
 def test_largest_batch_fills_a_gcd_and_one_more_does_not():
-    n = largest_batch("resnet", "tiny")
-    assert estimate_workload("resnet", "tiny", n).gcd_fraction() <= 1 < estimate_workload("resnet", "tiny",
-                                                                                         n + 1).gcd_fraction()
+    e = estimate_model(mlp(), torch.randn(B, I), optimizer="adamw")
+    n = largest_batch(e)
+    assert n == int((64 * GB - 16 * e.parameters) // (4 * (I + H)))
+    assert estimate_model(mlp(), torch.empty(n, I, device="meta")).gcd_fraction() <= 1
+    assert estimate_model(mlp(), torch.empty(n + 1, I, device="meta")).gcd_fraction() > 1
 
 
 def test_peaks_come_from_the_site_profile():
