@@ -237,7 +237,8 @@ class Comparison:
         lines = [f"{self.estimate.name}, batch {self.estimate.batch_size}: {self.estimate.step_flops / 1e12:.3f} "
                  f"TFLOP per step in {self.step_time_s:.3f} s = {self.achieved_flops / 1e12:.2f} TFLOP/s, "
                  f"MFU {100 * self.mfu:.1f} % of one GCD's {self.peak_flops / 1e12:.1f} TFLOP/s ({self.precision})"]
-        mem = f"estimated {self.estimate.total_bytes / GB:.2f} GB = {100 * self.estimated_fraction_of_gcd:.1f} % of a GCD"
+        mem = (f"estimated {self.estimate.total_bytes / GB:.2f} GB = {100 * self.estimated_fraction_of_gcd:.1f} % "
+               "of a GCD")
         if self.measured_peak_bytes is not None:
             mem += (f"; measured peak {self.measured_peak_bytes / GB:.2f} GB = "
                     f"{100 * self.measured_fraction_of_gcd:.1f} %")

@@ -1,4 +1,5 @@
-"""rocprof outputs (v1, rocprofv3 CSV, rocpd databases, Perfetto traces) as ranked kernel tables: read, find in a run folder, summarise, draw."""
+"""rocprof outputs (v1, rocprofv3 CSV, rocpd databases, Perfetto traces) as ranked kernel tables: read, find,
+summarise, draw."""
 from __future__ import annotations
 
 from .activities import Activities
