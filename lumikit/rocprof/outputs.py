@@ -3,7 +3,8 @@
 rocprof v1 writes ``results.*`` (or ``<name>.*`` with ``-o <name>.csv``) beside the program; rocprofv3 writes
 ``<host>/<pid>/<pid>_kernel_stats.csv`` and friends, and since ROCm 7 by default ``<host>/<pid>/<pid>_results.db``
 (rocpd, :mod:`.rocpd`) or, with ``--output-format pftrace``, ``<host>/<pid>_results.pftrace`` (:mod:`.pftrace`).
-:func:`find_outputs` sorts what it finds by role and :func:`rocprof_kernels` turns a file or a folder into the one ranked kernel table.
+:func:`find_outputs` sorts what it finds by role and :func:`rocprof_kernels` turns a file or a folder into the one
+ranked kernel table.
 """
 from __future__ import annotations
 
