@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -98,15 +99,22 @@ def _cluster(exercise: str) -> Cluster | None:
     return cluster
 
 
-def _job_rows(exercise: str, job_id: str, cluster: Cluster) -> list[dict[str, str]]:
-    try:
-        rows = sacct_rows(job_id, cluster)
-    except LaunchError as err:
-        raise CheckFailed(exercise, f"Slurm has no record of job {job_id!r} ({err})",
-                          hint="give the job id that sbatch/salloc printed.") from None
+def _job_rows(exercise: str, job_id: str, cluster: Cluster, settle_s: float = 15) -> list[dict[str, str]]:
+    """The job's sacct rows; waits up to ``settle_s`` for the accounting database to fill in the submit line."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        try:
+            rows = sacct_rows(job_id, cluster)
+        except LaunchError as err:
+            raise CheckFailed(exercise, f"Slurm has no record of job {job_id!r} ({err})",
+                              hint="give the job id that sbatch/salloc printed.") from None
+        if (rows and rows[0]["SubmitLine"]) or time.monotonic() > deadline - (0 if rows else settle_s * 2 / 3):
+            break
+        time.sleep(1)
     if not rows:
-        raise CheckFailed(exercise, f"`sacct -j {job_id}` lists no job", hint="give the job id that sbatch/salloc "
-                                                                              "printed, on this cluster.")
+        raise CheckFailed(exercise, f"`sacct -j {job_id}` lists no job (yet)",
+                          hint="give the job id that sbatch/salloc printed, on this cluster; a job appears in "
+                               "sacct once Slurm has recorded it.")
     return rows
 
 
@@ -293,7 +301,7 @@ def check_overlap_steps(allocation: ShellResult | str | int | None) -> Passed:
         for work in steps:
             if work is watch or "--overlap" in work["SubmitLine"]:
                 continue
-            begin, end = _when(work["Start"]), _when(work["End"])
+            begin, end = _when(work["Start"]), _when(work["End"]) or datetime.now()  # "Unknown": still running
             if start and begin and end and begin <= start <= end:
                 state = rows[0]["State"].split()[0]
                 if state not in ("CANCELLED", "COMPLETED"):

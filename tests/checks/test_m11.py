@@ -1,0 +1,89 @@
+"""The capstone's checks against real runs of the capstone workload (2 local DDP ranks, profiled): the slow rank
+and phases come from the traces, the fix from the results. The two runs take 10-50 s on 2 busy cores; they are the
+capstone itself, so nothing cheaper would test what the checks read."""
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+
+import pytest
+
+from lumikit.checks import CheckFailed
+from lumikit.checks import m11
+from lumikit.jobs import workload_spec
+from lumikit.launch import launch
+from lumikit.workloads.capstone import case_for, slow_rank
+
+
+def _run(tmp_path_factory, case: int, workers: int):
+    job = workload_spec("capstone", "--model-size", "tiny", "--no-progress", "--steps", "12", "--mode", "ddp",
+                        "--case", str(case), "--workers", str(workers), name=f"capstone-w{workers}", gcds=2,
+                        ntasks_per_node=2, profile="torch", profile_steps=12,
+                        env={"LUMIKIT_PROFILE_SCHEDULE": "6,1,4,1"})
+    run = launch(job, backend="local", runs_dir=tmp_path_factory.mktemp("runs"))
+    assert run.wait(timeout=300, progress=False) == "COMPLETED", run.tail()
+    return run.path
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    return _run(tmp_path_factory, 3, 0), _run(tmp_path_factory, 3, 2)
+
+
+def test_cases_vary_with_the_user_and_pick_a_rank() -> None:
+    assert {case_for(f"learner{i}") for i in range(10)} != {case_for("learner0")}
+    assert {slow_rank(c, 2) for c in range(4)} == {0, 1}
+
+
+def test_starved_gcd_is_read_from_the_session() -> None:
+    gcd = m11.starved_gcd()
+    assert m11.check_starved_gcd(gcd, "b")
+    with pytest.raises(CheckFailed, match="starved GCD"):
+        m11.check_starved_gcd((gcd + 1) % 8, "b")
+    with pytest.raises(CheckFailed, match="broken GPU"):
+        m11.check_starved_gcd(gcd, "a")
+
+
+def test_slow_rank_and_its_data_share_come_from_the_traces(runs) -> None:
+    before, _ = runs
+    slow = slow_rank(3, 2)
+    shares = m11._phases(before, "11.2")
+    assert shares[slow]["data"] > 0.3 > shares[1 - slow]["data"]
+    assert m11.check_slow_rank(before, slow, shares[slow]["data"])
+    with pytest.raises(CheckFailed, match="waits for its data"):
+        m11.check_slow_rank(before, 1 - slow, shares[slow]["data"])
+    with pytest.raises(CheckFailed, match="data share is off"):
+        m11.check_slow_rank(before, slow, shares[slow]["data"] + 0.2)
+
+
+def test_waiting_phase_is_where_the_fast_rank_grows(runs) -> None:
+    before, _ = runs
+    shares = m11._phases(before, "11.3")
+    slow = slow_rank(3, 2)
+    expected = max(("forward", "backward", "optimizer", "other"),
+                   key=lambda p: shares[1 - slow][p] - shares[slow][p])
+    assert m11.check_waiting_phase(before, expected)
+    with pytest.raises(CheckFailed):
+        m11.check_waiting_phase(before, "optimizer" if expected != "optimizer" else "other")
+    with pytest.raises(CheckFailed, match="possible answers"):
+        m11.check_waiting_phase(before, "data")
+
+
+def test_fix_needs_the_same_slow_input_more_workers_and_the_measured_speedup(runs, tmp_path) -> None:
+    before, after = runs
+    steps = [statistics.median(json.loads(p.read_text())["mean_step_time_s"] for p in d.glob("result.rank*.json"))
+             for d in (before, after)]
+    speedup = steps[0] / steps[1]
+    assert speedup > m11.MIN_SPEEDUP
+    assert m11.check_fix(before, after, speedup)
+    with pytest.raises(CheckFailed, match="same way"):
+        m11.check_fix(before, before, 1.0)
+    with pytest.raises(CheckFailed, match="speed-up"):
+        m11.check_fix(before, after, speedup * 1.5)
+    changed = shutil.copytree(after, tmp_path / "changed")
+    for path in changed.glob("result.rank*.json"):
+        data = json.loads(path.read_text())
+        path.write_text(json.dumps({**data, "input_ms": 0.0}))
+    with pytest.raises(CheckFailed, match="changed `input_ms`"):
+        m11.check_fix(before, changed, speedup)
