@@ -112,7 +112,7 @@ print(cluster or f"no Slurm cluster here: {why}")
 gpus = cluster.tasks_per_node if cluster else 8           # one task per GPU fits on the node
 cores_per_task = cluster.cpus_per_node // gpus if cluster else 7
 partition = cluster.gpu_partition if cluster else "standard-g"
-account = (cluster.account if cluster else None) or "project_4650XXXXX"
+account = (cluster.account if cluster else None) or "project_465000000"  # an example where none is configured
 workdir = Path("runs/terminal").resolve()
 workdir.mkdir(parents=True, exist_ok=True)
 broken_script = f"""#!/bin/bash

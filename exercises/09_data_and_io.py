@@ -86,16 +86,16 @@ windows = TextWindows(encode(load_corpus(None)[:20000]), 32)
 print(f"{len(windows)} windows of 32 bytes")
 
 # %% tags=["exercise"]
-# Exercise 09.S1: Build a DataLoader over `windows` (batch size 8) with 2 workers started by `spawn`, store it in
+# Exercise 09.S1: Build a DataLoader over `windows` (batch size 8) with a worker started by `spawn`, store it in
 # `spawn_loader`, read one batch into `first_batch`. Then: why spawn? Store the letter in `why_spawn`:
 #  (a) fork copies the parent's threads, locks and GPU/RCCL state into each worker; spawn starts fresh interpreters.
 #  (b) spawn starts workers faster than fork.
 #  (c) fork does not work on Linux.
-# Hint: `DataLoader(..., num_workers=2, multiprocessing_context="spawn")`.
+# Hint: `DataLoader(..., num_workers=1, multiprocessing_context="spawn")`; each spawned worker imports torch anew.
 spawn_loader = None
 first_batch = None
 why_spawn = None
-raise NotImplementedError("Exercise 09.S1: `DataLoader(..., num_workers=2, multiprocessing_context=\"spawn\")`.")
+raise NotImplementedError("Exercise 09.S1: `DataLoader(..., num_workers=1, multiprocessing_context=\"spawn\")`; each spawned worker imports torch anew.")
 
 # %% tags=["check"]
 seed_checks.check_spawn_loader(spawn_loader, first_batch, why_spawn)

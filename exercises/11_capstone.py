@@ -116,9 +116,9 @@ checks.check_waiting_phase(before.path, waiting_phase)
 # computes.
 
 # %% tags=["exercise"]
-# Exercise 11.4: Run the same job with DataLoader workers (`capstone_job("capstone-after", workers=...)`), store the
-# run in `after`, and the speed-up (median over ranks of the first run's mean step time divided by the fixed
-# run's) in `speedup`.
+# Exercise 11.4: Run the same job (profiled too, so both runs pay the same overhead) with DataLoader workers
+# (`capstone_job("capstone-after", workers=...)`), store the run in `after`, and the speed-up (median over ranks of
+# the first run's mean step time divided by the fixed run's) in `speedup`.
 # Hint: each `result.rank<R>.json` in a run folder holds `mean_step_time_s`; 2 workers are enough here.
 after = None
 median_step = None

@@ -93,9 +93,9 @@ checks.check_busy_without_power(finding_kind, computing, waiting)
 #
 # The session above is generated in the format of the course's way of watching on LUMI: `salloc` reserves a GPU
 # node, the training runs as one job step, and a second step (`srun --jobid=<id> --overlap rocm-smi`) looks at the
-# same GPUs while it runs. Here you do the same with Slurm's own commands on the cluster this notebook reaches (LUMI, or the local
-# lumi-sim cluster, which has no `rocm-smi`: its watch step prints the node's load instead). On a laptop without
-# Slurm the cells show the commands without running them. The same commands work in a JupyterLab terminal
+# same GPUs while it runs. Here you do the same with Slurm's own commands on the cluster this notebook reaches
+# (LUMI, or the local lumi-sim cluster, which has no `rocm-smi`: its watch step prints the node's load instead). On
+# a laptop without Slurm the cells show the commands without running them. The same commands work in a JupyterLab terminal
 # (File → New → Terminal; on lumi-sim run `source /tmp/lumikit-slurm-sim/env.sh` first).
 
 # %%

@@ -93,15 +93,15 @@ windows = TextWindows(encode(load_corpus(None)[:20000]), 32)
 print(f"{len(windows)} windows of 32 bytes")
 
 # %% tags=["solution"]
-# Exercise 09.S1: Build a DataLoader over `windows` (batch size 8) with 2 workers started by `spawn`, store it in
+# Exercise 09.S1: Build a DataLoader over `windows` (batch size 8) with a worker started by `spawn`, store it in
 # `spawn_loader`, read one batch into `first_batch`. Then: why spawn? Store the letter in `why_spawn`:
 #  (a) fork copies the parent's threads, locks and GPU/RCCL state into each worker; spawn starts fresh interpreters.
 #  (b) spawn starts workers faster than fork.
 #  (c) fork does not work on Linux.
-# Hint: `DataLoader(..., num_workers=2, multiprocessing_context="spawn")`.
+# Hint: `DataLoader(..., num_workers=1, multiprocessing_context="spawn")`; each spawned worker imports torch anew.
 from torch.utils.data import DataLoader
 
-spawn_loader = DataLoader(windows, batch_size=8, num_workers=2, multiprocessing_context="spawn")
+spawn_loader = DataLoader(windows, batch_size=8, num_workers=1, multiprocessing_context="spawn")
 first_batch = next(iter(spawn_loader))
 why_spawn = "a"
 print([tuple(t.shape) for t in first_batch])

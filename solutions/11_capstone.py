@@ -117,9 +117,9 @@ checks.check_waiting_phase(before.path, waiting_phase)
 # computes.
 
 # %% tags=["solution"]
-# Exercise 11.4: Run the same job with DataLoader workers (`capstone_job("capstone-after", workers=...)`), store the
-# run in `after`, and the speed-up (median over ranks of the first run's mean step time divided by the fixed
-# run's) in `speedup`.
+# Exercise 11.4: Run the same job (profiled too, so both runs pay the same overhead) with DataLoader workers
+# (`capstone_job("capstone-after", workers=...)`), store the run in `after`, and the speed-up (median over ranks of
+# the first run's mean step time divided by the fixed run's) in `speedup`.
 # Hint: each `result.rank<R>.json` in a run folder holds `mean_step_time_s`; 2 workers are enough here.
 after = launch(capstone_job("capstone-after", workers=2))
 print(mode_line(), "->", after.wait(timeout=85, progress=False), after.path)

@@ -152,7 +152,7 @@ def check_spawn_loader(spawn_loader: Any, first_batch: Any, why_spawn: str | Non
     expect_type("09.S1", spawn_loader, DataLoader, what="the data loader")
     if spawn_loader.num_workers < 1:
         raise CheckFailed("09.S1", "with num_workers=0 there are no worker processes to start",
-                          found=spawn_loader.num_workers, hint="give num_workers=2.")
+                          found=spawn_loader.num_workers, hint="give num_workers=1 or more.")
     context = spawn_loader.multiprocessing_context
     method = context.get_start_method() if context is not None else None
     expect_equal("09.S1", method, "spawn", what="the workers' start method",
@@ -203,7 +203,8 @@ def check_jax_job(jax_job: JobSpec | None, devices_expected: int | None, jax_out
     """Exercise 10.S1: a one-task JAX job on 2 GCDs in the JAX container, how many devices JAX lists, and (where
     it ran) the device list it printed."""
     site = load_site("lumi")
-    expect_type("10.S1", jax_job, JobSpec, what="the JAX job", hint="build it with `spec([...], container=\"jax\", ...)`.")
+    expect_type("10.S1", jax_job, JobSpec, what="the JAX job",
+                hint="build it with `spec([...], container=\"jax\", ...)`.")
     expect_equal("10.S1", jax_job.container, "jax", what="the container", hint="the JAX image, not PyTorch's.")
     expect_equal("10.S1", jax_job.gpus_per_node, 2, what="GCDs per node", hint="ask for 2 with gpus_per_node=2.")
     tasks = jax_job.ntasks_per_node or 1

@@ -181,8 +181,9 @@ def check_bind_test(bind_command: str | None, bind_run: ShellResult | str | None
     started = int(tasks) if tasks else int(per_node) * int(nodes) if per_node else int(nodes)
     if started < len(masks):
         raise CheckFailed("01.T2", f"the command starts {started} task(s) for {len(masks)} masks, so only "
-                                   f"{started} mask(s) can be printed", hint="this was the seed's mistake: ask for one task "
-                                                                             "per mask with --ntasks (or --ntasks-per-node).")
+                                   f"{started} mask(s) can be printed",
+                          hint="this was the seed's mistake: ask for one task per mask with --ntasks (or "
+                               "--ntasks-per-node).")
     text, skipped = _output_text(bind_run, "01.T2", "the output of the binding test")
     if skipped:
         return passed("01.T2", f"the command starts {started} tasks for {len(masks)} masks; its output was not "
@@ -200,8 +201,8 @@ def check_bind_test(bind_command: str | None, bind_run: ShellResult | str | None
         got = cpus_of_list(allowed)
         if got != want:
             raise CheckFailed("01.T2", f"task {rank} may run on CPUs {sorted(got)}, not on the CPUs of its mask "
-                                       f"{masks[int(rank) % len(masks)]}", hint="was the binding applied? Slurm "
-                                                                             "warns when a mask names CPUs the job lacks.")
+                                       f"{masks[int(rank) % len(masks)]}",
+                              hint="was the binding applied? Slurm warns when a mask names CPUs the job lacks.")
     return passed("01.T2", f"{started} tasks, each bound to its own mask, as /proc/self/status shows")
 
 

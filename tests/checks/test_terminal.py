@@ -82,7 +82,8 @@ def test_unanswered_tasks_fail_with_no_answer_yet(tmp_path) -> None:
 
 
 def test_visibility_lines_need_one_distinct_gpu_per_rank_on_two_nodes() -> None:
-    good = "0 nid005001 ROCR_VISIBLE_DEVICES=0\n1 nid005001 ROCR_VISIBLE_DEVICES=1\n2 nid005002 ROCR_VISIBLE_DEVICES=0\n"
+    good = ("0 nid005001 ROCR_VISIBLE_DEVICES=0\n1 nid005001 ROCR_VISIBLE_DEVICES=1\n"
+            "2 nid005002 ROCR_VISIBLE_DEVICES=0\n")
     assert "3 ranks on 2 nodes" in str(t.check_gpu_visibility(good))
     with pytest.raises(CheckFailed, match="sees 8 GPUs"):
         t.check_gpu_visibility(good.replace("=1\n", "=0,1,2,3,4,5,6,7\n"))
