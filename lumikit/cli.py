@@ -26,8 +26,18 @@ WINGS = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse without prefix abbreviations: ``--gpus`` must never silently become ``--gpus-per-node``.
+
+    Sub-commands get the same class (argparse makes subparsers of the parser's own type)."""
+
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003 - argparse's own signature
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lumikit", description="Helpers for the LUMI AI workbook.")
+    parser = Parser(prog="lumikit", description="Helpers for the LUMI AI workbook.")
     parser.add_argument("--version", action="version", version=f"lumikit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in WINGS:
