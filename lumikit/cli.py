@@ -50,9 +50,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:
+    """Unknown options are reported by the sub-command that got them, with the nearest real option names."""
+    import difflib
+
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
+    known = [o for a in sub._actions for o in a.option_strings]
+    hints = []
+    for word in extra:
+        close = difflib.get_close_matches(word.split("=", 1)[0], known, n=3, cutoff=0.7)
+        if word.startswith("-") and close:
+            hints.append(f"{word}: did you mean {' or '.join(close)}?")
+    sub.error(f"unrecognized arguments: {' '.join(extra)}" + (" (" + "; ".join(hints) + ")" if hints else ""))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _refuse_unknown(parser, args, extra)
     try:
         return int(args.func(args) or 0)
     except LumikitError as exc:

@@ -1,6 +1,7 @@
 """The `lumikit srun|sbatch|salloc|attach` commands, as a reviewer would type them."""
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -117,3 +118,23 @@ def test_secret_values_are_never_printed(form, capsys):
     assert not [v for v in SECRETS.values() if v in out + err]
     if form[0] != "salloc":
         assert "HF_TOKEN" in out and "COURSE_PASS" in out  # named (checked in the rank script), never valued
+
+
+def test_no_parser_of_the_cli_takes_abbreviations():
+    from lumikit.cli import build_parser
+
+    def walk(parser):
+        yield parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    yield from walk(sub)
+    parsers = list(walk(build_parser()))
+    assert len(parsers) > 20 and all(not p.allow_abbrev for p in parsers)
+
+
+def test_an_unknown_option_names_the_nearest_real_one(capsys):
+    with pytest.raises(SystemExit):
+        main(["srun", "--gpu", "2", "--", "true"])
+    err = capsys.readouterr().err
+    assert "usage: lumikit srun" in err and "did you mean --gpus?" in err

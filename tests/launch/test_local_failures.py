@@ -161,3 +161,16 @@ def test_concurrent_manifest_updates_lose_nothing(tmp_path):
     for t in threads:
         t.join()
     assert len([k for k in folder.read() if k.startswith("w")]) == 160
+
+
+@pytest.mark.parametrize("backend", ["dry-run", "local"])
+def test_a_launch_validates_once(backend, tmp_path, monkeypatch):
+    import lumikit.jobs.validate as validation
+
+    calls = []
+    real = validation.problems
+    monkeypatch.setattr(validation, "problems", lambda s, site: calls.append(s) or real(s, site))
+    run = launch(spec([PY, "-c", "pass"], ntasks_per_node=2), site="laptop", backend=backend,
+                 runs_dir=tmp_path / "runs")
+    assert run.wait(timeout=60, progress=False) == "COMPLETED"
+    assert len(calls) == 1
