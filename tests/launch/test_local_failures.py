@@ -165,8 +165,7 @@ def test_concurrent_manifest_updates_lose_nothing(tmp_path):
 
 @pytest.mark.parametrize("backend", ["dry-run", "local"])
 def test_a_launch_validates_once(backend, tmp_path, monkeypatch):
-    import lumikit.jobs.validate as validation
-
+    validation = sys.modules["lumikit.jobs.validate"]  # the package's `validate` name is the function
     calls = []
     real = validation.problems
     monkeypatch.setattr(validation, "problems", lambda s, site: calls.append(s) or real(s, site))
