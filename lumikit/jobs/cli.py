@@ -11,7 +11,7 @@ from ..errors import SpecError
 from ..site import Site, load_site
 from .profiling import MODES
 from .render import attach_argv, render_salloc, render_sbatch, render_srun, resolve
-from .spec import JobSpec
+from .spec import JobSpec, is_secret
 from .validate import advice, missing_account, validate
 
 
@@ -88,6 +88,16 @@ def warn(message: str) -> None:
     print(f"lumikit: warning: {message}", file=sys.stderr)
 
 
+def command_line_secrets(args: argparse.Namespace) -> list[str]:
+    """A warning for secret values typed as ``--env NAME=value``: lumikit's own argv is visible to ps."""
+    names = [item.split("=", 1)[0] for item in args.env if "=" in item]
+    secret = [n for n in names if is_secret(n, args.secret)]
+    if not secret:
+        return []
+    return [f"{', '.join(secret)}: the value is on lumikit's own command line, which ps shows while it runs; "
+            f"export it in your shell and pass --secret {secret[0]} instead of --env {secret[0]}=..."]
+
+
 def edge_spec(args: argparse.Namespace, *, launching: bool) -> tuple[JobSpec, Site]:
     """The spec from the options, resolved against the site and the user's config (read here, once), validated.
 
@@ -99,7 +109,7 @@ def edge_spec(args: argparse.Namespace, *, launching: bool) -> tuple[JobSpec, Si
     lack = missing_account(job, site, str(config_path()))
     if lack and launching:
         raise lack
-    for line in advice(job, site) + ([str(lack)] if lack else []):
+    for line in command_line_secrets(args) + advice(job, site) + ([str(lack)] if lack else []):
         warn(line)
     return job, site
 

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import threading
 import warnings
 from pathlib import Path
 
-from ..jobs.cli import add_job_options, spec_from_args, warn
+from ..jobs.cli import add_job_options, command_line_secrets, spec_from_args, warn
 from . import BACKENDS, launch, open_run
 from .backend import Run
 
@@ -42,13 +43,19 @@ class _Follower(threading.Thread):
         self.copy()  # what came after the last look
 
 
+_SRUN_TASK_EXIT = re.compile(r"task (\d+): Exited with exit code \d+")
+
+
 def failure_report(run: Run, lines: int = 10) -> str:
     """Why a run did not complete: its state, exit code and the failing rank's last stderr lines."""
     m = run.manifest
     rank = m.get("failed_rank")
-    if not isinstance(rank, int):  # Slurm does not say which rank: the first one that wrote to stderr
-        ranks = range(int(m.get("command", {}).get("ranks") or (m.get("spec") or {}).get("ntasks_per_node") or 1))
-        rank = next((r for r in ranks if run.stderr(r).strip()), 0)
+    if not isinstance(rank, int):  # Slurm's backend: srun names the failed tasks in the batch output, first first
+        said = "".join(p.read_text(errors="replace") for p in sorted(run.path.glob("slurm-*.out")))
+        found = _SRUN_TASK_EXIT.search(said)
+        shape = m.get("spec") or {}
+        ranks = range(int(shape.get("nodes") or 1) * int(shape.get("ntasks_per_node") or 1))
+        rank = int(found.group(1)) if found else next((r for r in ranks if run.stderr(r).strip()), 0)
     out = [f"{run.path.name}: {m.get('state')}, exit code {m.get('exit_code')} (rank {rank})"]
     if m.get("note"):
         out.append(f"note: {m['note']}")
@@ -64,6 +71,8 @@ def _run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always", UserWarning)
         run = launch(spec_from_args(args), site=args.site, backend=args.backend, runs_dir=args.runs_dir)
+    for line in command_line_secrets(args):
+        warn(line)
     for w in said:
         if issubclass(w.category, UserWarning):
             warn(str(w.message))

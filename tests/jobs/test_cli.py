@@ -116,6 +116,7 @@ def test_secret_values_are_never_printed(form, capsys):
     assert main([*form, "-p", "small-g", "-A", "project_465000000", *options, "--", "python", "t.py"]) == 0
     out, err = capsys.readouterr()
     assert not [v for v in SECRETS.values() if v in out + err]
+    assert "which ps shows" in err  # and the values typed on lumikit's own command line are pointed out
     if form[0] != "salloc":
         assert "HF_TOKEN" in out and "COURSE_PASS" in out  # named (checked in the rank script), never valued
 
