@@ -17,7 +17,7 @@ import pytest
 
 from lumikit.cli import main
 from lumikit.jobs import spec
-from lumikit.launch import RunFolder, launch, open_run
+from lumikit.launch import RunFolder, launch
 
 PY = sys.executable
 SECRETS = {"HF_TOKEN": "hf_l0cal_s3cret_one", "WANDB_API_KEY": "wandb-l0cal-s3cret-two",
