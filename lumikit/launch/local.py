@@ -83,7 +83,7 @@ class LocalBackend:
     def status(self, folder: RunFolder) -> str:
         m = folder.read()
         state = m.get("state") or "PENDING"
-        if state not in FINAL and m.get("supervisor_pid") and not _supervisor_alive(m):
+        if state not in FINAL and m.get("supervisor_pid") and not _supervisor_alive(m, folder):
             time.sleep(0.2)  # the supervisor may be writing its last words
             ended = end_group(folder, m)
             m = folder.update(lambda cur: cur.get("state") not in FINAL, state="FAILED", end_time=now_iso(),
@@ -100,7 +100,7 @@ class LocalBackend:
         if m.get("state") in FINAL:
             end_group(folder, m)  # nothing of ours should be left; if something is, it goes
             return
-        if m.get("supervisor_pid") and _supervisor_alive(m):
+        if m.get("supervisor_pid") and _supervisor_alive(m, folder):
             os.kill(m["supervisor_pid"], signal.SIGTERM)
             return
         ended = end_group(folder, m)
@@ -126,14 +126,20 @@ def process_start(pid: int) -> str | None:
     return out.stdout.strip() or None
 
 
-def _supervisor_alive(m: dict) -> bool:
+def _supervisor_alive(m: dict, folder: RunFolder) -> bool:
     """Whether the recorded supervisor still runs: its PID alive and started when it was recorded to (a PID that
-    now belongs to another process is not ours to signal)."""
+    now belongs to another process is not ours to signal). Without a recorded start, its command line must name
+    the run folder (where /proc tells)."""
     pid = m["supervisor_pid"]
     if not _alive(pid):
         return False
     recorded = m.get("supervisor_start")
-    return recorded is None or process_start(pid) == recorded
+    if recorded is not None:
+        return process_start(pid) == recorded
+    try:
+        return os.fsencode(str(folder.path.resolve())) in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return not Path("/proc/self").exists()
 
 
 def _group_members(pgid: int, run_dir: Path) -> list[int]:

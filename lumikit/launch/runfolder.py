@@ -133,6 +133,9 @@ class RunFolder:
             value = data.get(key)
             if value is not None and (not isinstance(value, types) or isinstance(value, bool)):
                 raise self._damaged(f"field {key!r} is {value!r}")
+        pid = data.get("supervisor_pid")
+        if pid is not None and pid <= 1:  # 0 and -1 would signal whole process groups; 1 is init
+            raise self._damaged(f"field 'supervisor_pid' is {pid}")
         return data
 
     def _damaged(self, why: str) -> LaunchError:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from lumikit.cli import main
+from lumikit.errors import LaunchError
 from lumikit.jobs import spec
 from lumikit.launch import RunFolder, launch
 
@@ -146,6 +147,36 @@ def test_a_damaged_manifest_is_one_clear_line(content, command, tmp_path, capsys
     assert main([command, str(folder)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("lumikit: error: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("pid", [-1, 0, 1])
+def test_a_pid_that_would_signal_a_whole_group_is_damage(pid, tmp_path):
+    (tmp_path / "manifest.json").write_text(json.dumps({"backend": "local", "site": "laptop", "supervisor_pid": pid}))
+    with pytest.raises(LaunchError, match="supervisor_pid"):
+        RunFolder(tmp_path).read()
+
+
+def test_cancel_without_a_recorded_start_checks_the_command_line(tmp_path):
+    run = run_local(tmp_path, [PY, "-c", "pass"])
+    assert run.wait(timeout=60, progress=False) == "COMPLETED"
+    stranger = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        run.folder.update(supervisor_pid=stranger.pid, supervisor_start=None, state="RUNNING")
+        run.cancel()
+        time.sleep(0.3)
+        assert stranger.poll() is None, "cancel killed an unrelated process"
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_a_supervisor_without_a_recorded_start_is_known_by_its_command_line(tmp_path):
+    run = run_local(tmp_path, [PY, "-c", "import time; print('up', flush=True); time.sleep(60)"])
+    wait_for(lambda: run.stdout().strip())
+    run.folder.update(supervisor_start=None)  # a manifest from before start times were recorded
+    assert run.status() == "RUNNING"
+    run.cancel()
+    assert run.wait(timeout=30, progress=False) == "CANCELLED"
 
 
 def test_concurrent_manifest_updates_lose_nothing(tmp_path):
