@@ -97,6 +97,10 @@ class LocalBackend:
         """SIGTERM to the supervisor (it ends the ranks), only if that PID is still our supervisor; ranks left
         behind by a killed supervisor are found by process group and run folder, and ended."""
         m = folder.read()
+        deadline = time.monotonic() + 5
+        while not m.get("supervisor_pid") and m.get("state") not in FINAL and time.monotonic() < deadline:
+            time.sleep(0.05)  # launched a moment ago: submit() is about to record the supervisor
+            m = folder.read()
         if m.get("state") in FINAL:
             end_group(folder, m)  # nothing of ours should be left; if something is, it goes
             return
