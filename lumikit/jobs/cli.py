@@ -9,8 +9,9 @@ from typing import Any
 from ..config import config_path, load_config
 from ..errors import SpecError
 from ..site import Site, load_site
+from .billing import billing_lines
 from .profiling import MODES
-from .render import attach_argv, render_salloc, render_sbatch, render_srun, resolve
+from .render import Command, allocation_flags, attach_argv, render_salloc, render_sbatch, render_srun, resolve
 from .spec import JobSpec, is_secret
 from .validate import advice, missing_account, validate
 
@@ -114,7 +115,19 @@ def edge_spec(args: argparse.Namespace, *, launching: bool) -> tuple[JobSpec, Si
     return job, site
 
 
-def _print_command(cmd: Any, args: argparse.Namespace) -> int:
+def _cost(job: JobSpec, site: Site, args: argparse.Namespace) -> None:
+    """The job's cost with ``--explain``; its billing warnings on stderr otherwise (never with ``--json``)."""
+    lines = billing_lines(job, site)
+    if getattr(args, "explain", False):
+        print()
+        print("\n".join(lines))
+    elif not getattr(args, "json", False):
+        for line in lines:
+            if line.startswith("warning:"):
+                print(line, file=sys.stderr)
+
+
+def _print_command(cmd: Any, job: JobSpec, site: Site, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(list(cmd.argv)))
     elif args.explain:
@@ -123,19 +136,20 @@ def _print_command(cmd: Any, args: argparse.Namespace) -> int:
         print(cmd.explain())
     else:
         print(cmd.text())
+    _cost(job, site, args)
     return 0
 
 
 def _srun(args: argparse.Namespace) -> int:
     job, site = edge_spec(args, launching=False)
-    return _print_command(render_srun(job, site, check=False), args)
+    return _print_command(render_srun(job, site, check=False), job, site, args)
 
 
 def _salloc(args: argparse.Namespace) -> int:
     if not [c for c in args.cmd if c != "--"]:
         args.cmd = ["bash"]  # salloc needs no command; the allocation is what is printed
     job, site = edge_spec(args, launching=False)
-    return _print_command(render_salloc(job, site, check=False), args)
+    return _print_command(render_salloc(job, site, check=False), job, site, args)
 
 
 def _sbatch(args: argparse.Namespace) -> int:
@@ -147,6 +161,10 @@ def _sbatch(args: argparse.Namespace) -> int:
         print(args.write)
     else:
         print(script, end="")
+    if args.explain:
+        print()
+        print(Command(argv=(), flags=tuple(allocation_flags(job, site))).explain())
+    _cost(job, site, args)
     return 0
 
 
@@ -179,6 +197,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_job_options(p)
     p.add_argument("--write", metavar="FILE", help="write the script to FILE (refuses to overwrite)")
     p.add_argument("--force", action="store_true", help="overwrite FILE")
+    p.add_argument("--explain", action="store_true", help="add one line per #SBATCH option saying why, and the cost")
     p.set_defaults(func=_sbatch)
     p = sub.add_parser("attach", help="print the command that attaches to a running job (srun --overlap)")
     p.add_argument("jobid")

@@ -116,11 +116,12 @@ def allocation_flags(spec: JobSpec, site: Site) -> list[Flag]:
         f.append(Flag((f"--gpus-per-node={spec.gpus_per_node}",), f"GCDs per node ({gcd_note})"))
     if spec.cpus_per_task is not None:
         f.append(Flag((f"--cpus-per-task={spec.cpus_per_task}",),
-                      f"cores per task; at most {site.node.cpus_per_gcd} per GCD (one core per CCD is reserved)"))
+                      f"cores per task; {site.node.cpus_per_gcd} per GCD sit next to it (one core per CCD is "
+                      "reserved); more are billed as more GCDs"))
     if spec.mem_per_gpu is not None:
         f.append(Flag((f"--mem-per-gpu={spec.mem_per_gpu}",),
                       _mem_why(spec.mem_per_gpu, "host memory per GCD") +
-                      f"; at most {site.node.usable_memory_per_gcd_gb} GB"))
+                      f"; {site.node.usable_memory_per_gcd_gb} GB is its share, more is billed as more GCDs"))
     if spec.mem is not None:
         f.append(Flag((f"--mem={spec.mem}",), "host memory per node: all of it" if spec.mem.strip() == "0"
                       else _mem_why(spec.mem, "host memory per node")))

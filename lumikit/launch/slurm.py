@@ -89,11 +89,13 @@ class SlurmBackend:
         squeue_state = q.stdout.strip().splitlines()[0] if q.returncode == 0 and q.stdout.strip() else None
         if squeue_state and not is_final(squeue_state):
             return normalise(squeue_state), None, {}
-        a = self.run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "State,ExitCode,Start,End,NodeList"])
+        a = self.run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o",
+                      "State,ExitCode,Start,End,NodeList,ElapsedRaw"])
         if a.returncode == 0 and a.stdout.strip():
-            state, code, start, end, nodes = (a.stdout.strip().splitlines()[0].split("|") + [""] * 5)[:5]
+            state, code, start, end, nodes, elapsed = (a.stdout.strip().splitlines()[0].split("|") + [""] * 6)[:6]
             if is_final(state) or not squeue_state:
-                return normalise(state), _exit(code), {"start_time": start, "end_time": end, "nodes": nodes}
+                return normalise(state), _exit(code), {"start_time": start, "end_time": end, "nodes": nodes,
+                                                       "elapsed_s": elapsed}
         s = self.run(["scontrol", "show", "job", "-o", job_id])
         if s.returncode == 0 and "JobState=" in s.stdout:
             fields = dict(kv.split("=", 1) for kv in s.stdout.split() if "=" in kv)
@@ -114,6 +116,7 @@ class SlurmBackend:
             changes["start_time"] = extra.get("start_time") or now_iso()
         if state in FINAL:
             changes.update(exit_code=code, end_time=extra.get("end_time") or now_iso(), nodes=extra.get("nodes"))
+            changes.update(_billing_actual(m, self.site, extra.get("elapsed_s", "")))
             remove_secrets(folder)  # the batch script removes it too; a job cancelled while pending never ran that
         folder.update(**changes)
         return state
@@ -128,6 +131,16 @@ class SlurmBackend:
 
     def attach_command(self, folder: RunFolder, command: list[str]) -> list[str]:
         return attach_argv(folder.read().get("job_id"), command, pty=False)
+
+
+def _billing_actual(manifest: dict, site: object, elapsed: str) -> dict[str, object]:
+    """The bill of the elapsed time sacct reports (``ElapsedRaw``, seconds), beside the manifest's estimate."""
+    from ..jobs.billing import estimate
+
+    if not elapsed.strip().isdigit() or not manifest.get("spec"):
+        return {}
+    bill = estimate(JobSpec.from_dict(manifest["spec"]), site, hours=int(elapsed) / 3600)
+    return {} if bill is None else {"elapsed_s": int(elapsed), "billing_actual": bill.to_dict()}
 
 
 def _exit(code: str) -> int | None:
