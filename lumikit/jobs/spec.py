@@ -175,7 +175,8 @@ class JobSpec:
                 raise SpecError(name, f"got {value!r}", f"give {name} as True or False")
         env = self.env.items() if isinstance(self.env, Mapping) else self.env
         if isinstance(env, (str, bytes)):
-            raise SpecError("env", f"got the string {self.env!r}", "give env as a dict, e.g. env={'OMP_NUM_THREADS': '1'}")
+            raise SpecError("env", f"got the string {self.env!r}",
+                            "give env as a dict, e.g. env={'OMP_NUM_THREADS': '1'}")
         pairs = []
         for item in env:
             if isinstance(item, (str, bytes)) or len(item) != 2:
@@ -217,7 +218,8 @@ class JobSpec:
                 raise SpecError("gpus", f"{self.gpus} GPUs", "ask for 0 or more GPUs")
             if nodes > 1:
                 raise SpecError("gpus", f"--gpus={self.gpus} on {nodes} nodes: Slurm may split a job's GPUs unevenly "
-                                "over its nodes", f"use --gpus-per-node (e.g. --gpus-per-node={max(1, self.gpus // nodes)})")
+                                "over its nodes",
+                                f"use --gpus-per-node (e.g. --gpus-per-node={max(1, self.gpus // nodes)})")
             derived = self.gpus
         elif self.gpus_per_task is not None:
             if self.gpus_per_task < 1:
