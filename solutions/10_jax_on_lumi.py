@@ -42,7 +42,10 @@ print(jax_output or "not run here: no Slurm and no JAX in this kernel")
 seed_checks.check_jax_job(jax_job, devices_expected, jax_output)
 
 # %% [markdown] tags=["solution"]
-# **Discussion.** Slurm gives the one task both GCDs, so JAX lists two devices (on a laptop with JAX it lists the
+# **Question 10.A.** Why does JAX list two devices in this job, what would it list with
+# `--ntasks-per-node=2 --gpus-per-task=1`, and what happens to a job that forgets `--gpus-per-node`?
+#
+# **Answer.** Slurm gives the one task both GCDs, so JAX lists two devices (on a laptop with JAX it lists the
 # CPU instead: the check then only reads that a device list was printed). With `--ntasks-per-node=2 --gpus-per-task=1`
 # each process would see one GCD and list one device, which is the layout a multi-node JAX run needs (one process per
 # GCD, `jax.distributed.initialize`). A job without `--gpus-per-node` gets no GPU and JAX quietly falls back to the

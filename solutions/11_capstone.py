@@ -138,7 +138,10 @@ print(f"before {median_step(before) * 1000:.0f} ms/step, after {median_step(afte
 checks.check_fix(before.path, after, speedup)
 
 # %% [markdown] tags=["solution"]
-# **Discussion.** The GPU view shows the symptom, not the cause: one GCD at a low clock and low power while seven
+# **Question 11.A.** Why can the GPU view and the step times not name the slow rank, what does, and why does every
+# rank get faster when only one rank's loading changed?
+#
+# **Answer.** The GPU view shows the symptom, not the cause: one GCD at a low clock and low power while seven
 # work means its rank is late with something, and input is the usual suspect. The profiler's step times cannot
 # find the rank, because DDP's collectives hold every rank to the slowest one; the phases can: on the slow rank the
 # data phase takes most of the step, and on the fast rank the same time reappears as waiting in the phase where DDP
