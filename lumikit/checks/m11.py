@@ -15,6 +15,7 @@ from ..smi import load_session, tidy
 from ..trace import TraceAnalyzer
 from ..trace.host_ops import PHASES, host_ops, step_phases
 from ..workloads.capstone import slow_rank
+from .declare import check, wrong
 from .framework import CheckFailed, Passed, expect_answer, expect_close, expect_equal, expect_in, expect_type, passed
 
 #: The session the GPU-view step reads.
@@ -29,6 +30,10 @@ def starved_gcd(session: str = SESSION) -> int:
     return int(table.groupby("index")["sclk_mhz"].median().idxmin())
 
 
+@check("11.1",
+       wrong("the GCD next to the starved one", gcd=lambda a: (starved_gcd() + 1) % 8, mentions="starved GCD"),
+       wrong("a broken GPU", hypothesis="a", mentions="broken"),
+       wrong("a model too small", hypothesis="c"))
 def check_starved_gcd(gcd: int | None, hypothesis: str | None) -> Passed:
     """Exercise 11.1: which GCD of the session idles while the others work, and what that suggests."""
     expected = starved_gcd()
@@ -78,6 +83,28 @@ def _phases(run_dir: Path, exercise: str) -> dict[int, dict[str, float]]:
     return shares
 
 
+def _other_rank(run_dir: object) -> int:
+    """A rank that is not the case's slow rank (for the wrong answers)."""
+    _, results = _results(run_dir, "11.2", "the profiled run's folder")
+    first = results[min(results)]
+    return (slow_rank(int(first["case"]), int(first["world_size"])) + 1) % int(first["world_size"])
+
+
+def _least_grown(run_dir: object) -> str:
+    """The phase whose share grows least on the fast rank (for the wrong answers)."""
+    path, results = _results(run_dir, "11.3", "the profiled run's folder")
+    first = results[min(results)]
+    slow = slow_rank(int(first["case"]), int(first["world_size"]))
+    shares = _phases(path, "11.3")
+    fast = [r for r in shares if r != slow] or [slow]
+    growth = {p: statistics.mean(shares[r][p] for r in fast) - shares[slow][p] for p in PHASES if p != "data"}
+    return min(growth, key=growth.get)
+
+
+@check("11.2",
+       wrong("the fast rank", slow_rank_found=lambda a: _other_rank(a.before_dir), mentions="waits for its data"),
+       wrong("the share of the fast rank", data_share=lambda a: _phases(Path(getattr(a.before_dir, "path",
+             a.before_dir)), "11.2")[_other_rank(a.before_dir)]["data"], mentions="data share"))
 def check_slow_rank(before_dir: str | Path | None, slow_rank_found: int | None,
                     data_share: float | None) -> Passed:
     """Exercise 11.2: from the profiled run, the rank whose steps go to loading data, and that share."""
@@ -93,6 +120,9 @@ def check_slow_rank(before_dir: str | Path | None, slow_rank_found: int | None,
     return passed("11.2", f"rank {expected} spends {shares[expected]['data']:.0%} of its steps loading data")
 
 
+@check("11.3",
+       wrong("the phase that grows least", waiting_phase=lambda a: _least_grown(a.before_dir)),
+       wrong("data, the slow rank's phase", waiting_phase="data", mentions="possible answers"))
 def check_waiting_phase(before_dir: str | Path | None, waiting_phase: str | None) -> Passed:
     """Exercise 11.3: in which phase the fast ranks absorb the slow rank's delay."""
     path, results = _results(before_dir, "11.3", "the profiled run's folder")
@@ -112,6 +142,10 @@ def check_waiting_phase(before_dir: str | Path | None, waiting_phase: str | None
                           f"waiting for the slow rank at a collective")
 
 
+@check("11.4",
+       wrong("the first run given as the fix", after_dir=lambda a: a.before_dir, mentions="same way"),
+       wrong("a speed-up rounded up", speedup=lambda a: float(a.speedup) * 1.5 if a.speedup else 9.0,
+             mentions="speed-up"))
 def check_fix(before_dir: object, after_dir: object, speedup: float | None) -> Passed:
     """Exercise 11.4: a fixed run (same case, same slow input) and its speed-up over the first run."""
     _, before = _results(before_dir, "11.4", "the first run's folder")

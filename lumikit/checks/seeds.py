@@ -16,6 +16,7 @@ from typing import Any
 from ..jobs import JobSpec, render_srun
 from ..logs import parse_hip_log
 from ..site import load_site
+from .declare import check, wrong
 from .framework import CheckFailed, Passed, expect_answer, expect_equal, expect_in, expect_type, passed
 
 
@@ -36,6 +37,20 @@ def expect_choice(exercise: str, found: Any, options: Mapping[str, tuple[bool, s
 RAW_SCHEDULE = {"wait": 1, "warmup": 1, "active": 2}
 
 
+def _trace_without_warmup(path: Any) -> Path:
+    """A copy of the learner's trace with its steps numbered as a schedule without warm-up records them."""
+    source = Path(path)
+    text = re.sub(r"ProfilerStep#(\d+)", lambda m: f"ProfilerStep#{int(m.group(1)) - 1}", source.read_text())
+    target = source.with_name("trace-no-warmup.json")
+    target.write_text(text)
+    return target
+
+
+@check("05.S1",
+       wrong("no warm-up step: steps 1 and 2 recorded", raw_trace=lambda a: _trace_without_warmup(a.raw_trace),
+             mentions="steps the trace recorded"),
+       wrong("fewer steps than the schedule needs", steps_run=3, mentions="too few"),
+       wrong("a trace that was never written", raw_trace=lambda a: Path(a.raw_trace).with_name("none.json")))
 def check_raw_profiler(raw_trace: str | Path | None, steps_run: int | None) -> Passed:
     """Exercise 05.S1: a chrome trace written by ``torch.profiler.profile`` with ``schedule(wait=1, warmup=1,
     active=2)`` around ``steps_run`` training steps, each ending in ``prof.step()``."""
@@ -98,6 +113,10 @@ def hip_exercise_log() -> str:
     return "".join(f":{level}:{where}: {text}\n" for level, where, text in rows)
 
 
+@check("05.S2",
+       wrong("every line naming hipLaunchKernel counted (calls and returns)", launches=6, mentions="launches"),
+       wrong("the launch taken for the slow call", slowest_call="hipLaunchKernel", mentions="returns at once"),
+       wrong("the first copy", slowest_call="hipMemcpyAsync"))
 def check_hip_log_reading(launches: int | None, slowest_call: str | None) -> Passed:
     """Exercise 05.S2: the number of kernel launches in :func:`hip_exercise_log`, and the HIP call that took longest
     from its record to its ``Returned`` record."""
@@ -129,6 +148,10 @@ TENSORBOARD_OPTIONS = {
 }
 
 
+@check("05.S3",
+       wrong("the deprecated profiler tab", answer="a", mentions="deprecated"),
+       wrong("closing the tab ends the session", answer="c", mentions="interactive session"),
+       wrong("an upload", answer="d"))
 def check_tensorboard_choice(answer: str | None) -> Passed:
     """Exercise 05.S3: what TensorBoard in LUMI's web interface does and does not do (multiple choice)."""
     expect_choice("05.S3", answer, TENSORBOARD_OPTIONS, what="your choice")
@@ -145,6 +168,20 @@ SPAWN_OPTIONS = {
 }
 
 
+def _loader_like(loader: Any, method: str | None) -> Any:
+    """The learner's loader rebuilt with another start method (None: no worker processes)."""
+    from torch.utils.data import DataLoader
+
+    if method is None:
+        return DataLoader(loader.dataset, batch_size=loader.batch_size)
+    return DataLoader(loader.dataset, batch_size=loader.batch_size, num_workers=max(1, loader.num_workers),
+                      multiprocessing_context=method)
+
+
+@check("09.S1",
+       wrong("spawn chosen for speed", why_spawn="b", mentions="slower"),
+       wrong("the default fork", spawn_loader=lambda a: _loader_like(a.spawn_loader, "fork"), mentions="start method"),
+       wrong("no workers at all", spawn_loader=lambda a: _loader_like(a.spawn_loader, None), mentions="no worker"))
 def check_spawn_loader(spawn_loader: Any, first_batch: Any, why_spawn: str | None) -> Passed:
     """Exercise 09.S1: a DataLoader whose workers start with ``spawn``, one batch read through it, and why."""
     from torch.utils.data import DataLoader
@@ -165,6 +202,10 @@ def check_spawn_loader(spawn_loader: Any, first_batch: Any, why_spawn: str | Non
 
 # --- 08.S1: GPU visibility, ROCR then HIP ---------------------------------------------------------------------------
 
+@check("08.S1",
+       wrong("HIP's index read as the node's GCD", physical_gcd=1, mentions="ROCR left"),
+       wrong("the first GCD ROCR leaves", physical_gcd=4),
+       wrong("both ROCR devices counted", device_count=2, mentions="how many devices"))
 def check_visible_gcd(physical_gcd: int | None, device_count: int | None) -> Passed:
     """Exercise 08.S1: with ROCR_VISIBLE_DEVICES=4,5 and HIP_VISIBLE_DEVICES=1, which GCD is ``cuda:0``?"""
     rocr, hip = [4, 5], [1]
@@ -191,6 +232,9 @@ ZERO_OPTIONS = {
 }
 
 
+@check("08.S2",
+       wrong("stage 2", answer="b", mentions="stage 2"), wrong("stage 3", answer="c", mentions="stage 3"),
+       wrong("plain data parallelism", answer="d"))
 def check_zero_stage(answer: str | None) -> Passed:
     """Exercise 08.S2: what ZeRO stage 1 (``ds_fp16_z1_config.json``) partitions across ranks (multiple choice)."""
     expect_choice("08.S2", answer, ZERO_OPTIONS, what="your choice")
@@ -199,6 +243,11 @@ def check_zero_stage(answer: str | None) -> Passed:
 
 # --- 10.S1: a JAX job ----------------------------------------------------------------------------------------------
 
+@check("10.S1",
+       wrong("every GCD of a node expected", devices_expected=8),
+       wrong("the PyTorch container", jax_job=lambda a: a.jax_job.with_(container="pytorch"), mentions="container"),
+       wrong("an error taken for a device list", jax_output="ModuleNotFoundError: No module named 'jax'",
+             mentions="no JAX device"))
 def check_jax_job(jax_job: JobSpec | None, devices_expected: int | None, jax_output: str | None) -> Passed:
     """Exercise 10.S1: a one-task JAX job on 2 GCDs in the JAX container, how many devices JAX lists, and (where
     it ran) the device list it printed."""

@@ -10,13 +10,15 @@ from __future__ import annotations
 import re
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from ..errors import LaunchError
 from ..launch.terminal import Cluster, ShellResult, find_cluster, sacct_rows
 from ..site import load_site
+from .declare import check, wrong
 from .framework import CheckFailed, Passed, expect_answer, expect_equal, expect_type, passed
 
 _PROJECT = re.compile(r"^project_\d{9}$")
@@ -134,8 +136,38 @@ def _job_id(exercise: str, value: ShellResult | str | int | None, what: str) -> 
     return match.group(1), None
 
 
+# --- known-wrong answers, derived from the check's own data or from the learner's right answer -------------------------
+
+def _lumi_masks(cores_of: Callable[[Any], Sequence[int]]) -> list[str]:
+    """One mask per GCD of the LUMI profile, from a rule giving each GCD's cores (the rule is the mistake)."""
+    return [f"0x{sum(1 << c for c in cores_of(g)):016x}" for g in load_site("lumi").node.gcds]
+
+
+def _numa_wide(gcd: Any) -> list[int]:
+    return [c for g in load_site("lumi").node.gcds if g.numa == gcd.numa for c in g.cores]
+
+
+def _without_task_count(command: str) -> str:
+    """The seed's binding test: the same srun line without its task count."""
+    return re.sub(r"\s(?:--ntasks(?:-per-node)?[= ]\d+|-n\s*\d+)", "", command)
+
+
+def _script_variant(path: Any, old: str, new: str, name: str) -> Path:
+    """A copy of the learner's script beside it with one text change (a known mistake put back)."""
+    source = Path(path)
+    target = source.with_name(name)
+    target.write_text(re.sub(old, new, source.read_text(), flags=re.M))
+    return target
+
+
 # --- 01: masks from the topology, then verified inside a job --------------------------------------------------------
 
+@check("01.T1",
+       wrong("GCD i next to cores 8i+1..8i+7 (the GCD numbering taken for the core numbering)",
+             masks=lambda a: _lumi_masks(lambda g: range(8 * g.index + 1, 8 * g.index + 8))),
+       wrong("the reserved first core of each group included", masks=lambda a: _lumi_masks(
+           lambda g: [g.cores[0] - 1, *g.cores]), mentions="reserved"),
+       wrong("the whole NUMA domain for each GCD", masks=lambda a: _lumi_masks(_numa_wide), mentions="NUMA"))
 def check_topology_masks(masks: Sequence[str] | None) -> Passed:
     """Exercise 01.T1: the 8 CPU masks, in GCD order, derived from ``rocm-smi --showtoponuma`` and ``lscpu``."""
     node = load_site("lumi").node
@@ -164,6 +196,11 @@ def check_topology_masks(masks: Sequence[str] | None) -> Passed:
                            f"{node.gcd(0).cores[-1]}, NUMA {node.gcd(0).numa}), the seed's masks")
 
 
+@check("01.T2",
+       wrong("the seed's test: no task count, so one task prints one mask",
+             bind_command=lambda a: _without_task_count(a.bind_command), mentions="task"),
+       wrong("an output with one line", bind_run="0 Cpus_allowed_list: 0\n", mentions="fewer than two"),
+       wrong("no binding asked", bind_command=lambda a: re.sub(r"--cpu-bind=\S+\s*", "", a.bind_command)))
 def check_bind_test(bind_command: str | None, bind_run: ShellResult | str | None) -> Passed:
     """Exercise 01.T2: an srun binding test that starts one task per mask and prints each task's CPUs."""
     expect_type("01.T2", bind_command, str, what="the srun command line", hint="a string starting with `srun`.")
@@ -208,6 +245,13 @@ def check_bind_test(bind_command: str | None, bind_run: ShellResult | str | None
 
 # --- 03: the broken batch script, fixed and submitted ---------------------------------------------------------------
 
+@check("03.T1",
+       wrong("the doubled --account put back", script_path=lambda a: _script_variant(
+           a.script_path, r"--account=", "--account=--account=", "wrong-account.sh"), mentions="--account"),
+       wrong("one task for all the GPUs", script_path=lambda a: _script_variant(
+           a.script_path, r"--(?:n)?tasks-per-node=\d+", "--ntasks-per-node=1", "wrong-tasks.sh"),
+             mentions="one task per GPU"),
+       wrong("a file that does not exist", script_path=lambda a: Path(a.script_path).with_name("missing.sh")))
 def check_fixed_script(script_path: str | Path | None, submit: ShellResult | str | int | None) -> Passed:
     """Exercise 03.T1: the seed's script with its two mistakes fixed, submitted and completed."""
     expect_answer("03.T1", script_path, "the path of your fixed script")
@@ -251,12 +295,18 @@ def check_fixed_script(script_path: str | Path | None, submit: ShellResult | str
                            f"{steps[-1]['NTasks']} tasks")
 
 
+@check("03.T2",
+       wrong("a job id that Slurm never gave", job_id="99999999"),
+       wrong("text without a job id", job_id="sbatch: error: Batch job submission failed", mentions="no job id"))
 def check_cancelled_job(job_id: ShellResult | str | int | None, squeue_seen: ShellResult | str | None) -> Passed:
     """Exercise 03.T2: a job seen in squeue, then stopped with scancel (its sacct record says CANCELLED)."""
     found_id, skipped = _job_id("03.T2", job_id, "the job you cancelled")
     text, squeue_skipped = _output_text(squeue_seen, "03.T2", "what squeue printed before scancel")
+    if skipped and squeue_skipped:
+        return passed("03.T2", f"not checked against Slurm here ({skipped})")
     if skipped or squeue_skipped:
-        return passed("03.T2", f"not checked against Slurm here ({skipped or squeue_skipped})")
+        raise CheckFailed("03.T2", "one of the two answers was not run on a Slurm cluster",
+                          hint="submit, look with squeue and cancel on the same cluster, in this order.")
     if not re.search(rf"^\s*{found_id}\s", text, flags=re.M):
         raise CheckFailed("03.T2", f"job {found_id} is not in what squeue printed", found=text.strip()[:200],
                           hint="store the squeue output taken while the job was queued or running.")
@@ -279,6 +329,10 @@ def _when(stamp: str) -> datetime | None:
         return None
 
 
+@check("04.T1",
+       wrong("a job id that Slurm never gave", allocation="99999999"),
+       wrong("salloc still waiting, no allocation yet", allocation="salloc: Pending job allocation",
+             mentions="no job id"))
 def check_overlap_steps(allocation: ShellResult | str | int | None) -> Passed:
     """Exercise 04.T1: an allocation (salloc) with a long step and an ``srun --overlap`` step that ran during it."""
     job_id, skipped = _job_id("04.T1", allocation, "the allocation's job id")
@@ -317,6 +371,13 @@ def check_overlap_steps(allocation: ShellResult | str | int | None) -> Passed:
 
 # --- 08: which GPU each rank sees ----------------------------------------------------------------------------------
 
+@check("08.T1",
+       wrong("every rank sees both GPUs of its node (--gpus-per-node without one per task)",
+             visibility_run="0 nid005001 ROCR_VISIBLE_DEVICES=0,1\n1 nid005001 ROCR_VISIBLE_DEVICES=0,1\n"
+                            "2 nid005002 ROCR_VISIBLE_DEVICES=0,1\n3 nid005002 ROCR_VISIBLE_DEVICES=0,1\n",
+             mentions="sees 2 GPUs"),
+       wrong("all ranks on one node", visibility_run="0 nid005001 ROCR_VISIBLE_DEVICES=0\n"
+                                                     "1 nid005001 ROCR_VISIBLE_DEVICES=1\n", mentions="too few"))
 def check_gpu_visibility(visibility_run: ShellResult | str | None, nodes: int | None = 2) -> Passed:
     """Exercise 08.T1: a 2-node job in which Slurm gives each task one GPU (``ROCR_VISIBLE_DEVICES``)."""
     text, skipped = _output_text(visibility_run, "08.T1", "the output of the visibility job")

@@ -87,3 +87,20 @@ def test_fix_needs_the_same_slow_input_more_workers_and_the_measured_speedup(run
         path.write_text(json.dumps({**data, "input_ms": 0.0}))
     with pytest.raises(CheckFailed, match="changed `input_ms`"):
         m11.check_fix(before, changed, speedup)
+
+
+def test_declared_wrong_answers_fail_on_real_runs(runs) -> None:
+    from .test_declared_wrong import assert_wrong_answers_fail
+
+    before, after = runs
+    shares = m11._phases(before, "11.2")
+    slow = slow_rank(3, 2)
+    steps = [statistics.median(json.loads(p.read_text())["mean_step_time_s"] for p in d.glob("result.rank*.json"))
+             for d in (before, after)]
+    phase = max(("forward", "backward", "optimizer", "other"), key=lambda p: shares[1 - slow][p] - shares[slow][p])
+    total = assert_wrong_answers_fail(m11.check_starved_gcd, gcd=m11.starved_gcd(), hypothesis="b")
+    total += assert_wrong_answers_fail(m11.check_slow_rank, before_dir=before, slow_rank_found=slow,
+                                       data_share=shares[slow]["data"])
+    total += assert_wrong_answers_fail(m11.check_waiting_phase, before_dir=before, waiting_phase=phase)
+    total += assert_wrong_answers_fail(m11.check_fix, before_dir=before, after_dir=after, speedup=steps[0] / steps[1])
+    assert total >= 9
