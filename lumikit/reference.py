@@ -25,7 +25,7 @@ from .errors import LumikitError
 
 REFERENCE_DIR = Path(__file__).resolve().parent / "data" / "reference"
 SOURCES_FILE = REFERENCE_DIR / "SOURCES.toml"
-KINDS = ("rocm-smi", "rocm-smi-text", "amd-smi", "trace", "hip-log", "rccl-log", "slurm", "slurm-log", "rocprof")
+KINDS = ("rocm-smi", "rocm-smi-text", "amd-smi", "trace", "hip-log", "rccl-log", "squeue", "training-log", "rocprof")
 
 
 @dataclass(frozen=True)
@@ -62,11 +62,11 @@ class Reference:
         raw = self.file_path.read_bytes()
         if self.file.endswith(".gz"):
             raw = gzip.decompress(raw)
-        return raw.decode("utf-8")
+        return raw.decode("utf-8", errors="replace")  # job logs may hold partial multi-byte progress bars
 
     def parsed(self) -> Any:
         """The output read by lumikit's own reader of its kind: a Snapshot (rocm-smi/amd-smi), a HIP table, an
-        RCCL transport, a progress table, a rocprof table or a Trace; ``text`` for kinds with no reader."""
+        RCCL transport, a training progress table, a rocprof table or a Trace; ``text`` for the others."""
         src = f"{self.name} ({self.repo})"
         if self.kind in ("rocm-smi", "amd-smi"):
             from .smi.parse import parse_smi
@@ -80,7 +80,7 @@ class Reference:
         if self.kind == "rccl-log":
             from .logs.rccl import parse_rccl
             return parse_rccl(self.text, source=src)
-        if self.kind in ("slurm", "slurm-log"):
+        if self.kind == "training-log":
             from .logs.progress import parse_progress
             return parse_progress(self.text, source=src)
         if self.kind == "rocprof":
