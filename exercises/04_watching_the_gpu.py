@@ -1,9 +1,10 @@
 # %% [markdown]
 # # 04 · Watching the GPU: exercises
 #
-# These exercises read the `rocm-smi` session `ddp-8gcd-starved`, recorded in the format of a LUMI-G node running
-# a DDP job on all 8 GCDs (it ships with the workbook, so it works anywhere; on LUMI, `lumikit smi record` records
-# your own). `tidy` turns a session into one row per sample and GCD.
+# These exercises read the `rocm-smi` session `ddp-8gcd-starved`: a **generated** session (`lumikit.smi.synth`) in
+# the format of a LUMI-G node running a DDP job on all 8 GCDs, its readings calibrated on real LUMI tables
+# (`lumikit.reference`). It ships with the workbook, so it works anywhere; on LUMI, `lumikit smi record` records
+# your own. `tidy` turns a session into one row per sample and GCD.
 
 # %%
 import lumikit.checks.m04 as checks

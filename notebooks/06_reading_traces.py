@@ -28,6 +28,28 @@ analyzer = TraceAnalyzer.from_path(run.path / "traces")
 print("ranks:", analyzer.ranks, "· profiled steps:", analyzer.get_profiler_steps())
 
 # %% [markdown]
+# The trace above is **generated**. Before using it, a **real** ROCm trace read the same way: the PyTorch profiler
+# on a small training run on an MI250 with ROCm 6.2 (test data of Holistic Trace Analysis, MIT licence):
+
+# %%
+from lumikit import reference
+
+real = reference.load("trace-mi250")
+print(real.source_line)
+real_analyzer = TraceAnalyzer.from_path(real.file_path)
+print("ranks:", real_analyzer.ranks, "· profiled steps:", real_analyzer.get_profiler_steps())
+print(real_analyzer.get_temporal_breakdown()[["span_us", "idle_fraction", "compute_fraction"]].round(3))
+real_top = real_analyzer.get_top_kernels(n=4)
+real_top.assign(name=real_top["name"].str.slice(0, 70))[["name", "kclass", "count", "total_us"]]
+
+# %% [markdown]
+# **How to read it:** real kernels from a ROCm run: host-to-device copies, Tensile GEMMs (`Cijk_...`) and a PyTorch
+# reduction, each on stream 0 as ROCm runs compute. The toy
+# model leaves the GPU idle for most of the profiled span (`idle_fraction` above): a few microseconds of work per
+# launch from Python. That is the real-world counterpart of the "idle" category below. The generated trace adds
+# what this one lacks: several ranks, RCCL collectives and a straggler.
+
+# %% [markdown]
 # `TraceAnalyzer` is a facade with `get_*` methods in the style of Holistic Trace Analysis (HTA). Each returns a
 # pandas table, one row per rank (and per step, stream or kernel where that applies). Times are in µs.
 #

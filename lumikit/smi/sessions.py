@@ -199,7 +199,7 @@ def write_session(session: Session, path: str | os.PathLike[str], *, force: bool
 
 
 class SessionWriter:
-    """Write a session frame by frame as it is recorded: into ``<path>.partial`` (flushed after every frame, so
+    """Write a session frame by frame as `lumikit smi record` reads it: into ``<path>.partial`` (flushed after every frame, so
     a killed recording keeps what it had), renamed to ``path`` on :meth:`close`. Plain JSON lines only."""
 
     def __init__(self, path: str | os.PathLike[str], header: SessionHeader, *, force: bool = False) -> None:

@@ -1,6 +1,6 @@
 """The deterministic generator of the GENERATED sessions the workbook ships (``lumikit/data/smi/``).
 
-None of them was recorded: each is a story told in a real tool format, with readings calibrated on real LUMI
+None of them is a recording: each is a story told in a real tool format, with readings calibrated on real LUMI
 outputs (``lumikit/data/reference``; MI250X: package power on the even GCD, ``N/A`` on the odd one; ~800 MHz when
 idle, ~1650 MHz under load; 64 GiB per GCD). Their headers say ``kind = "generated"``:
 
