@@ -34,7 +34,7 @@ from pathlib import Path
 import pandas as pd
 
 from lumikit.io_bench import measure_reads, write_image_files
-from lumikit.measure import compare, interleaved
+from lumikit.measure import compare, measured
 from lumikit.launch import mode_line
 
 print(mode_line())
@@ -104,21 +104,28 @@ from lumikit.workloads import resnet
 options = ["--model-size", "tiny", "--steps", "6", "--batch-size", "16", "--samples", "256", "--no-progress"]
 print(render_srun(workload_spec("resnet", *options, "--workers", "7", gpus_per_node=1, cpus_per_task=7,
                                 time="0:10:00"), "lumi").text())
+step_times: dict[int, list[float]] = {0: [], 1: [], 2: []}
 data_times: dict[int, list[float]] = {0: [], 1: [], 2: []}
 
 
-def workers_run(workers: int):
-    """One short training run with `workers` DataLoader workers; returns its mean step time."""
-    def run() -> float:
-        out = data / f"workers-{workers}-round{len(data_times[workers])}"
+def one_round() -> None:
+    """One short training run each with 0, 1 and 2 DataLoader workers, in that order."""
+    for workers in (0, 1, 2):
+        out = data / f"workers-{workers}-round{len(step_times[workers])}"
         resnet.main([*options, "--workers", str(workers), "--out", str(out)])
         metrics = WorkloadMetrics.read(out)  # what a launched run's `run.metrics()` reads
+        step_times[workers].append(metrics.result["mean_step_time_s"])
         data_times[workers].append(float(metrics.steps["data_time_s"].iloc[1:].mean()))
-        return metrics.result["mean_step_time_s"]
-    return run
 
 
-runs = interleaved({f"{w} workers": workers_run(w) for w in (0, 1, 2)}, repeats=3)
+one_round()
+
+# %%
+one_round()
+
+# %%
+one_round()
+runs = {f"{w} workers": measured(f"{w} workers", step_times[w]) for w in (0, 1, 2)}
 loading = pd.DataFrame({"mean step time (s)": [m.median for m in runs.values()],
                         "fastest": [m.lo for m in runs.values()], "slowest": [m.hi for m in runs.values()],
                         "waiting for data (s)": [pd.Series(data_times[w]).median() for w in (0, 1, 2)]},

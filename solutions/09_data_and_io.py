@@ -11,7 +11,7 @@ from pathlib import Path
 
 import lumikit.checks.m09 as checks
 from lumikit.io_bench import time_reads, write_image_files
-from lumikit.measure import interleaved
+from lumikit.measure import measured
 from lumikit.launch import WorkloadMetrics, mode_line
 from lumikit.smi import load_session, tidy
 from lumikit.workloads import resnet
@@ -26,20 +26,27 @@ print(f"{files.count} small files: {small_files_s:.4f} s; one .npy file: {one_fi
 
 # %%
 # The ResNet workload (tiny model, CPU here) with 0, 1 and 2 DataLoader workers, run in this process: three rounds
-# interleaved (0, 1, 2, 0, 1, 2, ...); `step_times` keeps each worker count's median.
-def workers_run(workers: int):
-    rounds = iter(range(100))
+# interleaved (0, 1, 2, 0, 1, 2, ...), one per cell; `step_times` keeps each worker count's median.
+rounds: dict[int, list[float]] = {0: [], 1: [], 2: []}
 
-    def run() -> float:
-        out = data / f"workers-{workers}-round{next(rounds)}"
+
+def one_round() -> None:
+    for workers in (0, 1, 2):
+        out = data / f"workers-{workers}-round{len(rounds[workers])}"
         resnet.main(["--model-size", "tiny", "--steps", "6", "--batch-size", "16", "--samples", "256",
                      "--workers", str(workers), "--no-progress", "--out", str(out)])
-        return WorkloadMetrics.read(out).result["mean_step_time_s"]
-    return run
+        rounds[workers].append(WorkloadMetrics.read(out).result["mean_step_time_s"])
 
 
-runs = interleaved({f"{w} workers": workers_run(w) for w in (0, 1, 2)}, repeats=3)
-step_times = {w: runs[f"{w} workers"].median for w in (0, 1, 2)}
+one_round()
+
+# %%
+one_round()
+
+# %%
+one_round()
+runs = {w: measured(f"{w} workers", rounds[w]) for w in (0, 1, 2)}
+step_times = {w: m.median for w, m in runs.items()}
 for m in runs.values():
     print(m.describe("{:.4f}", "s/step"))
 
