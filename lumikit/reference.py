@@ -52,7 +52,8 @@ class Reference:
     @property
     def source_line(self) -> str:
         """One line naming the source, as lessons print it under the output."""
-        where = f"{self.path}, lines {self.lines}" if self.lines else self.path
+        word = "lines" if any(c in self.lines for c in "-,") else "line"
+        where = f"{self.path}, {word} {self.lines}" if self.lines else self.path
         return (f"real output ({self.machine}) from {self.repo}, {where} @ {self.commit[:10]} "
                 f"({self.date}, {self.licence})")
 

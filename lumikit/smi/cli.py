@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from .. import reference
 from ..errors import LumikitError
 from .interpret import activity_table, interpret
 from .model import Snapshot
@@ -144,6 +145,11 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         print(f"{row['name']:<22} {row['kind']:<10} {row['samples']:>4} samples  {row['format']:<17} "
               f"{row['description']}")
         print(f"{'':<22} source: {row['source']}")
+    print("\nreal single outputs to compare with (lumikit.reference):")
+    for ref in reference.catalogue():
+        if ref.kind in ("rocm-smi", "amd-smi"):
+            print(f"{ref.name:<22} real       1 sample   {ref.what}")
+            print(f"{'':<22} source: {ref.source_line}")
     return 0
 
 
