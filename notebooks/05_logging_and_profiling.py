@@ -190,8 +190,10 @@ pd.Series(kind, index=times.index).to_frame("kind").assign(ms=(times * 1e3).roun
 # **How to read it:** compare the red (recorded) steps with the blue ones, and both with how much the blue ones
 # vary among themselves: a difference smaller than that spread is noise. The profiler pays a little for every
 # operator call, so its cost grows with the number of small operators per step; on a GPU, where each kernel runs
-# long, the LUMI course quotes a few per cent. The first step (and the profiler's warm-up) are slow for other
-# reasons. Take step times from unprofiled steps.
+# long, the LUMI AI course's Q&A puts profiling overhead "in the order of a few percent - say 2-5%"
+# (LUMI-training-materials, `docs/ai-20251008/extra_04_CheckingGPU.md`; an instructor's estimate, not a
+# measurement). The first step (and the profiler's warm-up) are slow for other reasons. Take step times from
+# unprofiled steps.
 #
 # ## 3 · rocprof: the command, then the tables
 #

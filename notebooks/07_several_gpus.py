@@ -10,7 +10,7 @@
 # | `DistributedDataParallel` (DDP), one task per GCD | **one per GCD** (`srun --ntasks-per-node=2`) | each process owns a model replica and its own batch; only the gradients travel, summed by an all-reduce (RCCL on LUMI) that overlaps the backward pass |
 # | DDP started by `torchrun` | one Slurm task that starts one process per GCD | the same DDP, with `torchrun` (not Slurm) setting `RANK`, `LOCAL_RANK` and `WORLD_SIZE` |
 #
-# PyTorch recommends DDP even on one node. The CSC summer school compares the three with ResNet-152 on CIFAR-100;
+# PyTorch's documentation of `DataParallel` recommends DDP instead, even on one node. The CSC summer school compares the three with ResNet-152 on CIFAR-100;
 # here we do the same with the course's ResNet workload (`python -m lumikit.workloads.resnet`), which reads the real
 # CIFAR-100 where it is installed and generates a stand-in of the same shape (3×32×32, 100 classes) elsewhere.
 #
