@@ -16,6 +16,11 @@
 # | `/flash/<project>` | LUMI-F: Lustre on SSDs, ~1.7 GB/s per storage target | data read every epoch | billed at 3 times the rate of scratch |
 # | `/tmp` on a compute node | a RAM disk: ~7.8 GB/s read, ~2.9 GB/s write | staging a data set for one job | counts as the job's memory (a shared `small-g` job sees 64 GB unless it asks `--mem 0 --exclusive`); gone at the end |
 #
+# The bandwidths and the flash billing factor are the LUMI AI Guide's (Lumi-supercomputer/LUMI-AI-Guide,
+# `04-data-storage/README.md`: 161 MB/s per LUMI-P and 1,710 MB/s per LUMI-F storage target, RAM 7,800 MB/s read
+# and 2,900 MB/s write, LUMI-F accounting "at the time of writing 3x higher"); the 20 GB home quota is the LUMI
+# user guide's (Lumi-supercomputer/lumi-userguide, `docs/storage/index.md`).
+#
 # `lumi-quota` shows your quotas: space **and number of files**. Lustre keeps every file's name and place on a
 # metadata server, so each `open()` is a network round trip, shared by everyone on the machine. A data set of
 # a million small images is a million round trips per epoch. `/scratch` and `/flash` are symbolic links into
