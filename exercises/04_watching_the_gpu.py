@@ -57,7 +57,8 @@ raise NotImplementedError("Exercise 04.3: `package_activity(watts, thresholds)` 
 checks.check_package_activity(activity, ddp)
 
 # %%
-# A DDP job stuck in an all-reduce: both GCDs of package 0 show 100 % GPU%, yet the package draws 115 W.
+# A hand-made snapshot of a DDP job stuck in an all-reduce: both GCDs of package 0 show 100 % GPU%, yet the
+# package draws 115 W (the real LUMI table `lumikit.reference.load("rocm-smi-8gcd-one-starved")` reads 111-132 W).
 waiting = Snapshot(devices=(
     DeviceReading(index=0, package=0, power_w=115.0, sclk_mhz=1650, gpu_busy_pct=100.0, vram_pct=38.0),
     DeviceReading(index=1, package=0, power_w=None, sclk_mhz=1650, gpu_busy_pct=100.0, vram_pct=38.0),
