@@ -9,8 +9,8 @@
 #
 # A profile taken on a CPU-only machine has the host part only: no kernels, no streams, no communication, so none
 # of the GPU questions below can be asked of it. This module therefore writes its own **generated multi-rank
-# GPU-like trace** with `lumikit.trace.synth`: 4 ranks of a DDP job on MI250X GCDs, 5 profiled steps, and one rank (2) whose
-# data loader is slow. The last section profiles a few real CPU steps on this machine to show the difference.
+# GPU-like trace** with `lumikit.trace.synth`: 4 ranks of a DDP job on MI250X GCDs, 5 profiled steps, and one
+# rank (2) whose data loader is slow. The last section profiles a few real CPU steps on this machine to show the difference.
 
 # %%
 # %matplotlib inline

@@ -10,9 +10,10 @@
 # | `DistributedDataParallel` (DDP), one task per GCD | **one per GCD** (`srun --ntasks-per-node=2`) | each process owns a model replica and its own batch; only the gradients travel, summed by an all-reduce (RCCL on LUMI) that overlaps the backward pass |
 # | DDP started by `torchrun` | one Slurm task that starts one process per GCD | the same DDP, with `torchrun` (not Slurm) setting `RANK`, `LOCAL_RANK` and `WORLD_SIZE` |
 #
-# PyTorch's documentation of `DataParallel` recommends DDP instead, even on one node. The CSC summer school compares the three with ResNet-152 on CIFAR-100;
-# here we do the same with the course's ResNet workload (`python -m lumikit.workloads.resnet`), which reads the real
-# CIFAR-100 where it is installed and generates a stand-in of the same shape (3×32×32, 100 classes) elsewhere.
+# PyTorch's documentation of `DataParallel` recommends DDP instead, even on one node. The CSC summer school compares
+# the three with ResNet-152 on CIFAR-100; here we do the same with the course's ResNet workload (`python -m
+# lumikit.workloads.resnet`), which reads the real CIFAR-100 where it is installed and generates a stand-in of the
+# same shape (3×32×32, 100 classes) elsewhere.
 #
 # Every process gets **one CPU thread** (`OMP_NUM_THREADS=1`, as in the summer school's DDP script). On LUMI the GCD
 # does the arithmetic; without GPUs it makes one core play the part of one device, so two ranks have two "devices".
@@ -141,7 +142,7 @@ rounds = [{"single": single_metrics, "ddp": ddp_metrics, "dp": dp_metrics}, one_
 rounds.append(one_round())
 
 # %%
-from lumikit.measure import compare, measured
+from lumikit.measure import compare as compare_runs, measured
 
 throughput = {mode: measured(mode, [r[mode].result["global_samples_per_s"] for r in rounds])
               for mode in ("single", "ddp", "dp")}
@@ -149,14 +150,14 @@ pd.DataFrame([{"mode": m.label, "median samples/s": m.median, "lowest": m.lo, "h
                "runs": len(m.values)} for m in throughput.values()]).set_index("mode").round(1)
 
 # %%
-ddp_vs_single = compare(throughput["ddp"], throughput["single"])
-dp_vs_single = compare(throughput["dp"], throughput["single"])
-ddp_vs_dp = compare(throughput["ddp"], throughput["dp"])
+ddp_vs_single = compare_runs(throughput["ddp"], throughput["single"])
+dp_vs_single = compare_runs(throughput["dp"], throughput["single"])
+ddp_vs_dp = compare_runs(throughput["ddp"], throughput["dp"])
 for c in (ddp_vs_single, dp_vs_single, ddp_vs_dp):
     print(c.sentence(unit="samples/s", fmt="{:.0f}", higher="faster", lower="slower"))
 print()
 print("DDP against one device here:", ddp_vs_single.verdict("faster", "slower"))
-print("DP against DDP here:", compare(throughput["dp"], throughput["ddp"]).verdict("faster", "slower"))
+print("DP against DDP here:", compare_runs(throughput["dp"], throughput["ddp"]).verdict("faster", "slower"))
 
 # %% [markdown]
 # **How to read it:** each line gives the median and the range of three runs; a difference counts only when the
@@ -216,6 +217,41 @@ print("metrics files:", ", ".join(ranks))
 # %% [markdown]
 # **How to read it:** one task, yet two metrics files: `torchrun` started two ranks, and each wrote its own timings.
 #
+# ## Before the run: what the model needs from one GCD
+#
+# The seed asks how much of the GCD's memory (VRAM) ResNet-152 uses and whether ResNet-50 should be faster "by the
+# number of parameters". Both can be computed before any job: `estimate_workload` builds the workload's model on
+# PyTorch's `meta` device (shapes, no data, no GPU), counts parameters, gradients, the optimizer's state (SGD with
+# momentum: one value per parameter) and the activations kept for the backward pass, and counts the FLOPs of one
+# training step with PyTorch's `FlopCounterMode`.
+
+# %%
+from lumikit.model_estimate import compare, estimate_workload, largest_batch
+
+seed_models = {name: estimate_workload("resnet", name, 128) for name in ("resnet152", "resnet50")}
+estimates = pd.concat({name: e.table()["value"] for name, e in seed_models.items()}, axis=1)
+estimates["unit"] = seed_models["resnet50"].table()["unit"]
+print("largest batch that fits one GCD (64 GB):", {n: largest_batch(e) for n, e in seed_models.items()})
+estimates.round(3)
+
+# %% [markdown]
+# **How to read it:** at batch 128 on CIFAR's 32×32 images ResNet-152 needs about 8 GB of the GCD's 64 GB, and
+# almost all of it is activations, which grow with the batch: that is the answer to "how to use more of the VRAM"
+# (a larger batch, up to the printed largest one), while parameters, gradients and optimizer state stay under 1 GB.
+# ResNet-50 has 2.5× fewer parameters but its step costs 2.9× fewer FLOPs: the speed follows the FLOPs, not the
+# parameter count. These are estimates (the allocator's caches and MIOpen's workspaces come on top); on LUMI,
+# `rocm-smi` (module 04) and the run's `peak_memory_bytes` show the measured side.
+#
+# The same estimate for the model this notebook trained, set against its measured step time: on LUMI the model FLOP
+# utilisation (MFU) is against one GCD's peak (FP32 on the matrix cores, from AMD's MI250X data sheet, in the site
+# profile); on a CPU the same line only shows how far one core is from a GCD.
+
+# %%
+trained = estimate_workload("resnet", size["model"], size["batch"])
+print(compare(trained, single_metrics.result["mean_step_time_s"],
+              peak_memory_bytes=single_metrics.result.get("peak_memory_bytes")).text())
+
+# %% [markdown]
 # ## What to expect on LUMI
 #
 # - Each GCD has 64 GB of memory; watch it with `rocm-smi` (module 04). DP is expected to keep more on GCD 0, where

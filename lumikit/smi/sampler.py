@@ -2,9 +2,9 @@
 
 Sources: a command (``["rocm-smi", "--json"]``, or on LUMI ``srun --jobid ID --overlap rocm-smi --json``), a
 Python library where installed (``amdsmi``, ``pynvml``), or the replay of a session (generated or recorded).
-Errors from the source become ``sampler.state == "error"`` with ``sampler.last_error``; the thread keeps sampling. ``stop()``
-wakes the thread through an Event (it never sleeps blindly), kills a command still running, and returns within
-one interval.
+Errors from the source become ``sampler.state == "error"`` with ``sampler.last_error``; the thread keeps
+sampling. ``stop()`` wakes the thread through an Event (it never sleeps blindly), kills a command still running,
+and returns within one interval.
 """
 from __future__ import annotations
 

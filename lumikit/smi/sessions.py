@@ -199,8 +199,8 @@ def write_session(session: Session, path: str | os.PathLike[str], *, force: bool
 
 
 class SessionWriter:
-    """Write a session frame by frame as `lumikit smi record` reads it: into ``<path>.partial`` (flushed after every frame, so
-    a killed recording keeps what it had), renamed to ``path`` on :meth:`close`. Plain JSON lines only."""
+    """Write a session frame by frame as `lumikit smi record` reads it: into ``<path>.partial`` (flushed after
+    every frame, so a killed recording keeps what it had), renamed to ``path`` on :meth:`close`. JSON lines only."""
 
     def __init__(self, path: str | os.PathLike[str], header: SessionHeader, *, force: bool = False) -> None:
         self.path = Path(path)
