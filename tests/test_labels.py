@@ -15,10 +15,10 @@ REPO = Path(__file__).resolve().parents[1]
 SCANNED = sorted([*REPO.glob("notebooks/*.py"), *REPO.glob("solutions/*.py"), *REPO.glob("exercises/*.py"),
                   *(p for p in (REPO / "lumikit").rglob("*") if p.suffix in (".py", ".toml", ".md")),
                   REPO / "README.md"])
-# what a real recording is: the profiler's recorded steps (the learner's own run), lumikit's `smi record`, or a
-# sentence that names both kinds
-REAL_RECORDING = re.compile(r"step|profil|smi record|generated|kind|recorded from|recorded with|\(recorded\)",
-                            re.IGNORECASE)
+# what a real recording is: the profiler's recorded steps (the learner's own run), what rocprof recorded, lumikit's
+# `smi record`, what a run folder's manifest recorded about its supervisor, or a sentence that names both kinds
+REAL_RECORDING = re.compile(r"step|profil|rocprof|smi record|supervisor|manifest|generated|kind|recorded from|"
+                            r"recorded with|\(recorded\)", re.IGNORECASE)
 GENERATED_THINGS = re.compile(r"ddp-8gcd-starved|single-gcd-training|idle-node|rccl_debug_log|lumikit\.smi\.synth|"
                               r"trace\.synth|write_synthetic")
 REAL_CLAIMS = re.compile(r"\brecorded\b|taken on LUMI|from a real|real job|real run", re.IGNORECASE)
@@ -46,7 +46,7 @@ def test_recorded_appears_only_next_to_real_recordings() -> None:
         for i, line in enumerate(lines):
             if "recorded" not in line.lower():
                 continue
-            context = " ".join(lines[max(0, i - 1): i + 1])
+            context = " ".join([path.name, *lines[max(0, i - 3): i + 1]])
             if not REAL_RECORDING.search(context):
                 bad.append(f"{_where(path, i + 1)}: {line.strip()}")
     assert not bad, "'recorded' away from a real recording:\n" + "\n".join(bad)
