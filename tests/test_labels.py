@@ -17,7 +17,7 @@ SCANNED = sorted([*REPO.glob("notebooks/*.py"), *REPO.glob("solutions/*.py"), *R
                   REPO / "README.md"])
 # what a real recording is: the profiler's recorded steps (the learner's own run), what rocprof recorded, lumikit's
 # `smi record`, what a run folder's manifest recorded about its supervisor, or a sentence that names both kinds
-REAL_RECORDING = re.compile(r"step|profil|rocprof|smi record|supervisor|manifest|generated|kind|recorded from|"
+REAL_RECORDING = re.compile(r"step|profiler|profiled|profiling|rocprof|smi record|supervisor|manifest|generated|kind|recorded from|"
                             r"recorded with|\(recorded\)", re.IGNORECASE)
 GENERATED_THINGS = re.compile(r"ddp-8gcd-starved|single-gcd-training|idle-node|rccl_debug_log|lumikit\.smi\.synth|"
                               r"trace\.synth|write_synthetic")
@@ -46,7 +46,7 @@ def test_recorded_appears_only_next_to_real_recordings() -> None:
         for i, line in enumerate(lines):
             if "recorded" not in line.lower():
                 continue
-            context = " ".join([path.name, *lines[max(0, i - 3): i + 1]])
+            context = " ".join([path.name, *lines[max(0, i - 2): i + 1]])
             if not REAL_RECORDING.search(context):
                 bad.append(f"{_where(path, i + 1)}: {line.strip()}")
     assert not bad, "'recorded' away from a real recording:\n" + "\n".join(bad)
