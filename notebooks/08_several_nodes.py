@@ -58,8 +58,8 @@ pd.DataFrame([{"recipe": name, "variable": k, "value": v} for name in recipes
 # **How to read it:** `NCCL_SOCKET_IFNAME=hsn0,...,hsn3` points RCCL at the four Slingshot interfaces.
 # `NCCL_NET_GDR_LEVEL=PHB` (recipe `rccl-gdr`) lets RCCL move data between a GCD and the network card directly
 # (GPU-direct RDMA) instead of through host memory. Older course editions always set it (the LUMI AI workshop's
-# module 09 still does). The recipe is kept apart because the course material has since advised against it: the
-# May 2025 course notes say it is not needed from ROCm 6.2 on (LUMI-training-materials,
+# module 09 still does). The recipe is kept apart because the course material has grown wary of it: the May 2025
+# course Q&A says it is not needed "from ROCm 6.2 on" though it "does not harm" (LUMI-training-materials,
 # `docs/ai-20250527/extra_08_MultipleGPUs.md`), the workshop's 2024 bonus scripts warn that it is "known to cause
 # crashes/hangs when using more than 256 nodes", and the LUMI AI Guide removed it after multi-node hangs
 # (its PR #97, laifs-container-recipes issue #30).

@@ -95,7 +95,8 @@ def check_package_activity(answer: Mapping[int, str] | None, snapshots: Sequence
         expect_in("04.3", found, ACTIVITY, what=f"the activity of package {pkg}", hint=hint)
         expect_equal("04.3", found, activity, what=f"the activity of package {pkg}", hint=hint)
     halves = [p for p, a in expected.items() if a == "one"]
-    note = f"package {', '.join(map(str, halves))} works with one GCD only" if halves else "no package is half used"
+    note = (f"package {', '.join(map(str, halves))} averages one GCD's worth of power" if halves
+            else "no package averages one GCD's worth")
     return passed("04.3", note)
 
 
