@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from lumikit.cli import main
+from lumikit.smi.sessions import read_session
 
 
 def test_parse_json_prints_devices(rocm5_table: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,6 +45,8 @@ def test_record_writes_a_session_and_refuses_to_overwrite(tmp_path: Path,
     out = tmp_path / "rec.jsonl"
     args = ["smi", "record", "--replay", "idle-node", "--interval", "0.02", "--duration", "0.3", "-o", str(out)]
     assert main(args) == 0
+    header = read_session(out).header   # a copy of a generated session's replay stays generated
+    assert header.kind == "generated" and header.source.startswith("replay of idle-node")
     assert main(["smi", "watch", "--replay", str(out), "--interval", "0.01", "--count", "1"]) == 0
     assert "rocm-smi-concise" in capsys.readouterr().out
     assert main(args) == 2 and "--force" in capsys.readouterr().err
