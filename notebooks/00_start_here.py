@@ -116,8 +116,19 @@ pd.Series(checks, name="available here").to_frame()
 
 # %% [markdown]
 # Where something is missing, the workbook falls back: jobs run as local processes, the GPU dashboard replays a
-# session generated in the format LUMI's `rocm-smi` prints, and profiles come from small runs on the CPU. The next module, **01**, builds your
-# first LUMI job.
+# **generated** session (written by `lumikit.smi.synth` in `rocm-smi`'s format, its readings calibrated on real LUMI
+# outputs), and profiles come from small runs on the CPU. Whatever is generated says so where you meet it. Beside
+# it the modules show **real outputs** taken on LUMI and on AMD GPUs, each with the page and commit it comes from
+# (`lumikit.reference`, files in `lumikit/data/reference/` with their licences in `SOURCES.toml`):
+
+# %%
+from lumikit import reference
+
+pd.DataFrame([{"real output": r.name, "kind": r.kind, "machine": r.machine, "source": f"{r.repo} ({r.licence})"}
+              for r in reference.catalogue()]).set_index("real output")
+
+# %% [markdown]
+# The next module, **01**, builds your first LUMI job.
 
 # %% [markdown]
 # ## Key points
