@@ -92,7 +92,8 @@ checks.check_rejected_job(bad_field, fixed_job, rejected)
 # node: `rocm-smi --showtoponuma` says which NUMA domain each GCD hangs off, and `lscpu` says which cores form each
 # NUMA domain. Each domain has two groups of 8 cores (two CCDs) and two GCDs; the lower GCD takes the lower group,
 # and the first core of every group is reserved for the system. The cell below shows both outputs and where they
-# come from (measured on this node, recorded on LUMI, or generated from the site profile).
+# come from: measured on this node, a real LUMI output that ships with the workbook, or generated from the site
+# profile.
 
 # %%
 import lumikit.checks.terminal as terminal_checks

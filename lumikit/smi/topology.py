@@ -1,22 +1,21 @@
 """The two outputs a learner reads to derive CPU masks: ``rocm-smi --showtoponuma`` (GCD -> NUMA domain) and
 ``lscpu`` (NUMA domain -> cores), with where each came from.
 
-On a LUMI-G compute node both commands run for real. Elsewhere the topology is the recorded LUMI output from the
-shared fixtures (the LUMI user guide's ``--showtoponuma``) when that folder is beside the checkout, and otherwise
-text generated from the site profile in the same layout, labelled "generated".
+On a LUMI-G compute node both commands run for real. Elsewhere the topology is the real LUMI output that ships
+with the workbook (:mod:`lumikit.reference`: the LUMI user guide's ``--showtoponuma``, with its source), and the
+NUMA lines of ``lscpu`` are generated from the site profile in the same layout, labelled "generated".
 """
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
+from .. import reference
 from ..site import Site, load_site
 
-#: The recorded ``rocm-smi --showtoponuma`` of a LUMI-G node (provenance: ../shared/fixtures/SOURCES.md).
-RECORDED_TOPONUMA = "smi/rocm_smi_showtoponuma_lumi_userguide.txt"
+#: The real ``rocm-smi --showtoponuma`` of a LUMI-G node in :mod:`lumikit.reference`.
+RECORDED_TOPONUMA = "rocm-smi-showtoponuma"
 
 
 @dataclass(frozen=True)
@@ -26,17 +25,6 @@ class TopologyText:
     command: str
     text: str
     origin: str
-
-
-def generated_toponuma(site: Site | str | None = "lumi") -> str:
-    """``rocm-smi --showtoponuma``'s layout, generated from the site profile's GCD -> NUMA map."""
-    node = load_site(site).node
-    lines = ["", "=" * 22 + " Numa Nodes " + "=" * 22]
-    for gcd in node.gcds:
-        lines += [f"GPU[{gcd.index}]\t\t: (Topology) Numa Node: {gcd.numa}",
-                  f"GPU[{gcd.index}]\t\t: (Topology) Numa Affinity: {gcd.numa}"]
-    lines.append("=" * 17 + " End of ROCm SMI Log " + "=" * 18)
-    return "\n".join(lines) + "\n"
 
 
 def generated_lscpu_numa(site: Site | str | None = "lumi") -> str:
@@ -54,12 +42,6 @@ def generated_lscpu_numa(site: Site | str | None = "lumi") -> str:
     return "\n".join(lines) + "\n"
 
 
-def _shared_fixture(relative: str) -> Path | None:
-    root = Path(os.environ.get("LUMIKIT_SHARED_FIXTURES", Path(__file__).resolve().parents[3] / "shared" / "fixtures"))
-    path = root / relative
-    return path if path.is_file() else None
-
-
 def _run(argv: list[str]) -> str | None:
     if shutil.which(argv[0]) is None:
         return None
@@ -73,16 +55,12 @@ def _run(argv: list[str]) -> str | None:
 
 
 def toponuma_output() -> TopologyText:
-    """``rocm-smi --showtoponuma``: measured on this node, else recorded on LUMI, else generated."""
+    """``rocm-smi --showtoponuma``: measured on this node, else the real LUMI output shipped with the workbook."""
     text = _run(["rocm-smi", "--showtoponuma"])
     if text:
         return TopologyText("rocm-smi --showtoponuma", text, "measured here")
-    recorded = _shared_fixture(RECORDED_TOPONUMA)
-    if recorded:
-        return TopologyText("rocm-smi --showtoponuma", recorded.read_text(),
-                            "recorded on a LUMI-G node (LUMI user guide, distribution-binding page)")
-    return TopologyText("rocm-smi --showtoponuma", generated_toponuma(),
-                        "generated from the LUMI site profile (no GPU and no recording here)")
+    recorded = reference.load(RECORDED_TOPONUMA)
+    return TopologyText("rocm-smi --showtoponuma", recorded.text, recorded.source_line)
 
 
 def lscpu_numa_output(on_lumi: bool) -> TopologyText:
