@@ -66,17 +66,17 @@ def check_raw_profiler(raw_trace: str | Path | None, steps_run: int | None) -> P
     except (ValueError, KeyError, TypeError):
         raise CheckFailed("05.S1", f"{path} is not a chrome trace (no traceEvents)",
                           hint="use `prof.export_chrome_trace(path)`.") from None
-    recorded = sorted({int(e["name"].split("#", 1)[1]) for e in events
+    steps_seen = sorted({int(e["name"].split("#", 1)[1]) for e in events
                        if str(e.get("name", "")).startswith("ProfilerStep#")})
     first = RAW_SCHEDULE["wait"] + RAW_SCHEDULE["warmup"]
     expected = list(range(first, first + RAW_SCHEDULE["active"]))
     if steps_run < first + RAW_SCHEDULE["active"]:
         raise CheckFailed("05.S1", f"{steps_run} steps are too few for the schedule",
                           expected=f"at least {first + RAW_SCHEDULE['active']}", found=steps_run)
-    if not recorded:
+    if not steps_seen:
         raise CheckFailed("05.S1", "the trace holds no ProfilerStep#N ranges", hint="call `prof.step()` at the "
                                                                                    "end of every step.")
-    expect_equal("05.S1", recorded, expected, what="the steps the trace recorded",
+    expect_equal("05.S1", steps_seen, expected, what="the steps the trace recorded",
                  hint="wait=1 skips step 0, warmup=1 runs step 1 with the profiler on but discards it, "
                       "active=2 records steps 2 and 3.")
     ops = sum(1 for e in events if str(e.get("name", "")).startswith("aten::"))

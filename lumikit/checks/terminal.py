@@ -3,7 +3,7 @@ reads the outcome (the script file, the job's ``sacct`` record, the masks a job 
 
 Where no Slurm cluster is reachable (a laptop), a task's command is graded as text and the check says, in its
 passed line, which part it could not check here. Reference values come from the site profile (``lumi``) or from
-what Slurm recorded, never from the learner's namespace.
+Slurm's accounting, never from the learner's namespace.
 """
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def _job_rows(exercise: str, job_id: str, cluster: Cluster, settle_s: float = 15
     if not rows:
         raise CheckFailed(exercise, f"`sacct -j {job_id}` lists no job (yet)",
                           hint="give the job id that sbatch/salloc printed, on this cluster; a job appears in "
-                               "sacct once Slurm has recorded it.")
+                               "sacct once it is in Slurm's accounting.")
     return rows
 
 

@@ -15,12 +15,12 @@ from .. import reference
 from ..site import Site, load_site
 
 #: The real ``rocm-smi --showtoponuma`` of a LUMI-G node in :mod:`lumikit.reference`.
-RECORDED_TOPONUMA = "rocm-smi-showtoponuma"
+REAL_TOPONUMA = "rocm-smi-showtoponuma"
 
 
 @dataclass(frozen=True)
 class TopologyText:
-    """One command's output and a few words on its origin ("measured here", "recorded on LUMI", "generated")."""
+    """One command's output and where it comes from ("measured here", a real output's source line, "generated")."""
 
     command: str
     text: str
@@ -59,8 +59,8 @@ def toponuma_output() -> TopologyText:
     text = _run(["rocm-smi", "--showtoponuma"])
     if text:
         return TopologyText("rocm-smi --showtoponuma", text, "measured here")
-    recorded = reference.load(RECORDED_TOPONUMA)
-    return TopologyText("rocm-smi --showtoponuma", recorded.text, recorded.source_line)
+    real = reference.load(REAL_TOPONUMA)
+    return TopologyText("rocm-smi --showtoponuma", real.text, real.source_line)
 
 
 def lscpu_numa_output(on_lumi: bool) -> TopologyText:
