@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from ..errors import SpecError
@@ -71,15 +72,31 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         profile_ranks=tuple(args.profile_rank), profile_steps=args.profile_steps)
 
 
+def inside_job_note(argv0: str) -> str | None:
+    """One line when this shell is itself inside a Slurm job: a pasted srun becomes a step of that job."""
+    from ..launch.slurm import enclosing_job
+
+    job = enclosing_job()
+    if argv0 != "srun" or not job:
+        return None
+    return (f"note: this shell is inside Slurm job {job}: pasted here, this srun becomes a step of that job (limited "
+            "to its nodes and resources), not a new job; paste it in a login-node shell for a job of its own")
+
+
 def _print_command(cmd: Any, args: argparse.Namespace) -> int:
+    note = inside_job_note(cmd.argv[0])
     if args.json:
         print(json.dumps(list(cmd.argv)))
     elif args.explain:
         print(cmd.text())
         print()
         print(cmd.explain())
+        if note:
+            print(note)
     else:
         print(cmd.text())
+    if note and not args.explain:
+        print(note, file=sys.stderr)
     return 0
 
 

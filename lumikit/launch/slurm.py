@@ -2,6 +2,11 @@
 
 All Slurm commands run as argv lists. A site may name its cluster's configuration (``[slurm] conf``), which is
 then put in ``SLURM_CONF`` for every Slurm command, so the learner exports nothing.
+
+A notebook on LUMI runs inside a Slurm job (Open OnDemand starts JupyterLab with sbatch), and an ``salloc`` shell
+is one too: their ``SLURM_*``/``SBATCH_*``/``SRUN_*`` variables describe *that* job. Handed to a new sbatch they
+would shape the new job (``srun: fatal: SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, and SLURM_MEM_PER_NODE are mutually
+exclusive``, an inherited ``SLURM_CPU_BIND``), so every Slurm command here runs with :func:`submission_env`.
 """
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Iterable, Mapping
 
 from ..errors import LaunchError
 from ..jobs.render import attach_argv, render_sbatch
@@ -18,6 +24,12 @@ from ..site import Site, load_site
 from .backend import python_path_env
 from .runfolder import RunFolder, base_manifest, now_iso
 from .states import FINAL, is_final, normalise
+
+#: Prefixes of the variables an enclosing job or allocation leaves behind (input and output variables of
+#: sbatch, srun and salloc, and the PMIx wire-up of its steps).
+INHERITED_PREFIXES = ("SLURM_", "SBATCH_", "SRUN_", "SALLOC_", "PMIX_")
+#: Kept even so: where the cluster's configuration is (not a property of the enclosing job).
+KEPT = frozenset({"SLURM_CONF"})
 
 _DEFAULTED = re.compile(r"\$\{(\w+):-([^}]*)\}")
 
@@ -28,6 +40,19 @@ def expand(text: str) -> str:
     return os.path.expanduser(os.path.expandvars(text))
 
 
+def submission_env(env: Mapping[str, str], keep: Iterable[str] = ()) -> dict[str, str]:
+    """``env`` without the variables an enclosing Slurm job left (:data:`INHERITED_PREFIXES`), except
+    ``SLURM_CONF`` and the names in ``keep`` (what the learner set on purpose, e.g. through the spec's env)."""
+    kept = KEPT | set(keep)
+    return {k: v for k, v in env.items() if k in kept or not k.startswith(INHERITED_PREFIXES)}
+
+
+def enclosing_job(env: Mapping[str, str] | None = None) -> str | None:
+    """The id of the Slurm job this process runs in (an Open OnDemand session, an salloc shell), or None."""
+    e = os.environ if env is None else env
+    return e.get("SLURM_JOB_ID") or e.get("SLURM_JOBID") or None
+
+
 class SlurmBackend:
     name = "slurm"
 
@@ -35,8 +60,10 @@ class SlurmBackend:
         self.site = load_site(site)
 
     # --- running Slurm's commands -------------------------------------------------------------------------
-    def env(self) -> dict[str, str]:
-        env = python_path_env(dict(os.environ))
+    def env(self, keep: Iterable[str] = ()) -> dict[str, str]:
+        """The environment for Slurm's commands: this one without an enclosing job's variables (see
+        :func:`submission_env`), this Python first on PATH, and the site's ``SLURM_CONF``."""
+        env = python_path_env(submission_env(os.environ, keep))
         conf = self.site.slurm.get("conf")
         if conf:
             path = expand(str(conf))

@@ -14,6 +14,7 @@ import pytest
 
 from lumikit.jobs import attach_argv, render_salloc, render_sbatch, render_srun, spec
 from lumikit.jobs.spec import parse_mem_mb, parse_time
+from lumikit.jobs.render import MASTER_IN_STEP
 
 SEEDS = Path(__file__).resolve().parents[2].parent / "shared" / "seeds"
 SHORT = {"-N": "nodes", "-n": "ntasks", "-p": "partition", "-t": "time", "-A": "account", "-c": "cpus-per-task"}
@@ -94,6 +95,9 @@ def meaning(argv: list[str] | tuple[str, ...]) -> dict:
             continue
         break
     rest = argv[i:]
+    wrapper = f"{MASTER_IN_STEP} && exec "
+    if rest[:2] == ["bash", "-c"] and rest[2].startswith(wrapper):  # the step's own shell, around the container
+        rest = shlex.split(rest[2][len(wrapper):])
     m: dict[str, object] = {}
     nodes = int(opts.get("nodes", 1))
     m["nodes"] = nodes
@@ -270,10 +274,11 @@ def test_seed_imagenet_run_with_rank_arguments():
     ours = meaning(cmd.argv)
     ours["binds"] = ours["binds"] - {"/usr/lib64/libjansson.so.4"}
     seed["image"] = ours["image"]
-    # the seed computes the master's address inside the argument; lumikit exports MASTER_ADDR before srun
+    # the seed computes the master's address inside the argument; lumikit's step computes MASTER_ADDR outside
+    # the container, before it starts
     seed["program"] = [w.replace("$(scontrol show hostname $SLURM_NODELIST | head -n1)", "${MASTER_ADDR}")
                        for w in seed["program"]]
-    assert dict(cmd.exports)["MASTER_ADDR"].startswith("$(scontrol show hostnames")
+    assert cmd.argv[cmd.argv.index("bash") + 2].startswith("export MASTER_ADDR=$(scontrol show hostnames")
     same_meaning(seed, ours)
 
 
