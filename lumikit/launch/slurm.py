@@ -55,6 +55,8 @@ def enclosing_job(env: Mapping[str, str] | None = None) -> str | None:
 
 class SlurmBackend:
     name = "slurm"
+    #: Each status is a query to the cluster's controller: :meth:`Run.wait` backs off (see ``next_poll``).
+    queries_controller = True
 
     def __init__(self, site: Site | str | None = None) -> None:
         self.site = load_site(site)
@@ -148,6 +150,29 @@ class SlurmBackend:
 
     def attach_command(self, folder: RunFolder, command: list[str]) -> list[str]:
         return attach_argv(folder.read().get("job_id"), command, pty=False)
+
+    def job_nodes(self, folder: RunFolder) -> list[str]:
+        """The nodes of the run's job while it runs (one ``scontrol show job``; the list expands locally)."""
+        job_id = folder.read().get("job_id")
+        if not job_id:
+            raise LaunchError(f"{folder.path.name} has no job id: it was never submitted")
+        s = self.run(["scontrol", "show", "job", "-o", str(job_id)])
+        fields = dict(kv.split("=", 1) for kv in s.stdout.split() if "=" in kv) if s.returncode == 0 else {}
+        state = normalise(fields.get("JobState", "")) if fields else "unknown to Slurm"
+        if state != "RUNNING" or fields.get("NodeList", "(null)") in ("", "(null)"):
+            raise LaunchError(f"{folder.path.name} (job {job_id}) is {state}: its nodes can be watched only while it "
+                              "runs; wait until `run.status()` says RUNNING")
+        h = self.run(["scontrol", "show", "hostnames", fields["NodeList"]])
+        return h.stdout.split() if h.returncode == 0 and h.stdout.strip() else [fields["NodeList"]]
+
+    def watch_steps(self, folder: RunFolder, command: list[str],
+                    nodes: Iterable[str] | None = None) -> list[tuple[str, list[str]]]:
+        """(node, argv) per node of the run's job: one overlapping step that runs ``command`` there (a
+        long-lived reader: a watch costs one step per node, not one per sample)."""
+        job_id = folder.read().get("job_id")
+        chosen = list(nodes) if nodes else self.job_nodes(folder)
+        return [(node, attach_argv(job_id, (), node=node, pty=False) + ["--nodes=1", "--ntasks=1", "--quiet", *command])
+                for node in chosen]
 
 
 def _exit(code: str) -> int | None:
