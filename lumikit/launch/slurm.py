@@ -23,7 +23,7 @@ from ..jobs.spec import JobSpec
 from ..site import Site, load_site
 from .backend import python_path_env
 from .runfolder import RunFolder, base_manifest, now_iso
-from .states import FINAL, is_final, normalise
+from .states import FINAL, normalise
 
 #: Prefixes of the variables an enclosing job or allocation leaves behind (input and output variables of
 #: sbatch, srun and salloc, and the PMIx wire-up of its steps).
@@ -107,25 +107,25 @@ class SlurmBackend:
         return job_id
 
     def query(self, job_id: str) -> tuple[str, int | None, dict[str, str]]:
-        """(state, exit code, extra) from squeue, then sacct (if accounting), then scontrol."""
-        q = self.run(["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T"])
-        squeue_state = q.stdout.strip().splitlines()[0] if q.returncode == 0 and q.stdout.strip() else None
-        if squeue_state and not is_final(squeue_state):
-            return normalise(squeue_state), None, {}
+        """(state, exit code, extra) from ``scontrol --local show job`` (one controller RPC: squeue costs three),
+        then from sacct (the accounting database) once the controller has forgotten the job."""
+        fields = self._show_job(job_id)
+        if fields:
+            return normalise(fields.get("JobState", "PENDING")), _exit(fields.get("ExitCode", "")), {
+                "start_time": _time(fields.get("StartTime")), "end_time": _time(fields.get("EndTime")),
+                "nodes": _time(fields.get("NodeList"))}
         a = self.run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "State,ExitCode,Start,End,NodeList"])
         if a.returncode == 0 and a.stdout.strip():
             state, code, start, end, nodes = (a.stdout.strip().splitlines()[0].split("|") + [""] * 5)[:5]
-            if is_final(state) or not squeue_state:
-                return normalise(state), _exit(code), {"start_time": start, "end_time": end, "nodes": nodes}
-        s = self.run(["scontrol", "show", "job", "-o", job_id])
-        if s.returncode == 0 and "JobState=" in s.stdout:
-            fields = dict(kv.split("=", 1) for kv in s.stdout.split() if "=" in kv)
-            return normalise(fields.get("JobState", "PENDING")), _exit(fields.get("ExitCode", "")), {
-                "start_time": fields.get("StartTime", ""), "end_time": fields.get("EndTime", ""),
-                "nodes": fields.get("NodeList", "")}
-        if squeue_state:
-            return normalise(squeue_state), None, {}
-        raise LaunchError(f"Slurm knows no job {job_id} any more (squeue, sacct and scontrol are silent)")
+            return normalise(state), _exit(code), {"start_time": start, "end_time": end, "nodes": nodes}
+        raise LaunchError(f"Slurm knows no job {job_id} any more (scontrol and sacct are silent)")
+
+    def _show_job(self, job_id: str) -> dict[str, str]:
+        """``scontrol --local -o show job``'s fields (``--local``: no federation lookup, one RPC); {} if unknown."""
+        s = self.run(["scontrol", "--local", "-o", "show", "job", str(job_id)])
+        if s.returncode != 0 or "JobState=" not in s.stdout:
+            return {}
+        return dict(kv.split("=", 1) for kv in s.stdout.split() if "=" in kv)
 
     def status(self, folder: RunFolder) -> str:
         m = folder.read()
@@ -156,8 +156,7 @@ class SlurmBackend:
         job_id = folder.read().get("job_id")
         if not job_id:
             raise LaunchError(f"{folder.path.name} has no job id: it was never submitted")
-        s = self.run(["scontrol", "show", "job", "-o", str(job_id)])
-        fields = dict(kv.split("=", 1) for kv in s.stdout.split() if "=" in kv) if s.returncode == 0 else {}
+        fields = self._show_job(str(job_id))
         state = normalise(fields.get("JobState", "")) if fields else "unknown to Slurm"
         if state != "RUNNING" or fields.get("NodeList", "(null)") in ("", "(null)"):
             raise LaunchError(f"{folder.path.name} (job {job_id}) is {state}: its nodes can be watched only while it "
@@ -173,6 +172,11 @@ class SlurmBackend:
         chosen = list(nodes) if nodes else self.job_nodes(folder)
         return [(node, attach_argv(job_id, (), node=node, pty=False) + ["--nodes=1", "--ntasks=1", "--quiet", *command])
                 for node in chosen]
+
+
+def _time(value: str | None) -> str:
+    """scontrol's ``Unknown``/``None``/``(null)`` placeholders -> ''."""
+    return "" if value in (None, "Unknown", "None", "(null)") else str(value)
 
 
 def _exit(code: str) -> int | None:
