@@ -59,9 +59,10 @@ pd.DataFrame([{"recipe": name, "variable": k, "value": v} for name in recipes
 # `NCCL_NET_GDR_LEVEL=PHB` (recipe `rccl-gdr`) lets RCCL move data between a GCD and the network card directly
 # (GPU-direct RDMA) instead of through host memory. Older course editions always set it; recent containers do
 # GPU-direct RDMA by themselves and the variable has been seen to hang large jobs, so the recipe is kept apart.
-# `NCCL_DEBUG=INFO` makes RCCL say what it chose, and `NCCL_DEBUG_FILE` sends that to a file in `/tmp` instead of
-# the job's output (printing from hundreds of ranks slows them down; in the name NCCL fills in `%h`, the host, and
-# `%p`, the process id).
+# `NCCL_DEBUG=INFO` makes RCCL say what it chose, and `NCCL_DEBUG_FILE` sends that to a file in the run folder
+# instead of the job's output (printing from hundreds of ranks slows them down; in the name NCCL fills in `%h`, the
+# host, and `%p`, the process id). `rccl` and `miopen` are switched on for every multi-node job anyway; naming them
+# here only makes that visible.
 #
 # ## Did RCCL use the network? Read its log
 #

@@ -181,9 +181,22 @@ def command_text(command: tuple[str, ...]) -> str:
     return " ".join(words)
 
 
+#: Environment recipes every multi-node job gets when the site has them (as the course's multi-node runs set them:
+#: RCCL on the Slingshot interfaces, MIOpen's caches per node in /tmp).
+MULTINODE_RECIPES = ("rccl", "miopen")
+
+
+def effective_recipes(spec: JobSpec, site: Site) -> list[str]:
+    """The spec's environment recipes, plus :data:`MULTINODE_RECIPES` (those the site has) when nodes > 1."""
+    names = list(spec.env_recipes)
+    if spec.nodes > 1:
+        names += [n for n in MULTINODE_RECIPES if n in site.env]
+    return list(dict.fromkeys(names))
+
+
 def _env_lines(spec: JobSpec, site: Site) -> list[str]:
     lines = []
-    for name in spec.env_recipes:
+    for name in effective_recipes(spec, site):
         for k, v in site.env_recipe(name).items():
             lines.append(f'export {k}="{v}"')  # site data: expands on the compute node
     if spec.profile_steps is not None:
