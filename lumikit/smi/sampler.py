@@ -355,9 +355,9 @@ def available_sources(*, replay_speed: float = 1.0) -> list[SourceOption]:
             for n in list_sessions()]
     job = os.environ.get("SLURM_JOB_ID")
     if job and shutil.which("srun"):
-        argv = ("srun", f"--jobid={job}", "--overlap", "--nodes=1", "--ntasks=1", *stream_loop(ROCM_SMI_JSON, 2.0))
+        own = ("srun", f"--jobid={job}", "--overlap", "--nodes=1", "--ntasks=1", *stream_loop(ROCM_SMI_JSON, 2.0))
         opts.append(SourceOption(f"this session's own job {job}: rocm-smi --json",
-                                 lambda: StreamSource(argv, name=f"job {job}: rocm-smi"), True))
+                                 lambda: StreamSource(own, name=f"job {job}: rocm-smi"), True))
     for argv in (ROCM_SMI_JSON, AMD_SMI_JSON, NVIDIA_SMI_CSV):
         if shutil.which(argv[0]):
             opts.append(SourceOption(f"local: {argv[0]}", (lambda a=argv: CommandSource(a)), True))

@@ -70,3 +70,27 @@ def test_a_job_submitted_from_inside_a_job_gets_its_own_memory_and_binding(slurm
     assert seen["SLURM_CPUS_PER_TASK"] != "7"
     assert seen["SLURM_MEM_PER_NODE"] == "None" and seen["SLURM_MEM_PER_GPU"] == "500"
     assert seen["SBATCH_PARTITION"] == "None"
+
+
+def test_srun_explain_inside_a_job_ends_with_the_note(monkeypatch, capsys):
+    from lumikit.cli import main
+
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    assert main(["srun", "--explain", "--site", "lumi", "-A", "project_465000000", "-p", "small-g", "--",
+                 "true"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip().splitlines()[-1].startswith("note: this shell is inside Slurm job 4242")
+    assert main(["srun", "--site", "lumi", "-A", "project_465000000", "-p", "small-g", "--", "true"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("srun ") and "step of that job" in captured.err  # the text stays pasteable
+
+
+def test_the_dashboards_own_job_source_says_whose_job_it_is(monkeypatch):
+    from lumikit.smi import sampler
+
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    monkeypatch.setattr(sampler.shutil, "which", lambda name: "/usr/bin/" + name if name == "srun" else None)
+    opts = [o for o in sampler.available_sources() if o.live]
+    assert [o.label for o in opts] == ["this session's own job 4242: rocm-smi --json"]
+    src = opts[0].make()
+    assert isinstance(src, sampler.StreamSource) and src.argv[:3] == ["srun", "--jobid=4242", "--overlap"]
