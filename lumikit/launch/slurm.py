@@ -112,8 +112,8 @@ class SlurmBackend:
         fields = self._show_job(job_id)
         if fields:
             return normalise(fields.get("JobState", "PENDING")), _exit(fields.get("ExitCode", "")), {
-                "start_time": _time(fields.get("StartTime")), "end_time": _time(fields.get("EndTime")),
-                "nodes": _time(fields.get("NodeList"))}
+                "start_time": _known(fields.get("StartTime")), "end_time": _known(fields.get("EndTime")),
+                "nodes": _known(fields.get("NodeList"))}
         a = self.run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "State,ExitCode,Start,End,NodeList"])
         if a.returncode == 0 and a.stdout.strip():
             state, code, start, end, nodes = (a.stdout.strip().splitlines()[0].split("|") + [""] * 5)[:5]
@@ -174,7 +174,7 @@ class SlurmBackend:
                 for node in chosen]
 
 
-def _time(value: str | None) -> str:
+def _known(value: str | None) -> str:
     """scontrol's ``Unknown``/``None``/``(null)`` placeholders -> ''."""
     return "" if value in (None, "Unknown", "None", "(null)") else str(value)
 
