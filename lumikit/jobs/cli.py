@@ -8,8 +8,9 @@ from typing import Any
 
 from ..errors import SpecError
 from ..site import load_site
+from .billing import billing_lines
 from .profiling import MODES
-from .render import attach_argv, render_salloc, render_sbatch, render_srun
+from .render import Command, allocation_flags, attach_argv, render_salloc, render_sbatch, render_srun, resolve
 from .spec import JobSpec
 
 
@@ -83,6 +84,20 @@ def inside_job_note(argv0: str) -> str | None:
             "to its nodes and resources), not a new job; paste it in a login-node shell for a job of its own")
 
 
+def _cost(args: argparse.Namespace) -> None:
+    """The job's cost with ``--explain``; its billing warnings on stderr otherwise (never with ``--json``)."""
+    import sys
+
+    lines = billing_lines(resolve(spec_from_args(args), load_site(args.site)), args.site)
+    if getattr(args, "explain", False):
+        print()
+        print("\n".join(lines))
+    elif not getattr(args, "json", False):
+        for line in lines:
+            if line.startswith("warning:"):
+                print(line, file=sys.stderr)
+
+
 def _print_command(cmd: Any, args: argparse.Namespace) -> int:
     note = inside_job_note(cmd.argv[0])
     if args.json:
@@ -91,12 +106,11 @@ def _print_command(cmd: Any, args: argparse.Namespace) -> int:
         print(cmd.text())
         print()
         print(cmd.explain())
-        if note:
-            print(note)
     else:
         print(cmd.text())
-    if note and not args.explain:
-        print(note, file=sys.stderr)
+    _cost(args)
+    if note:  # after the cost lines: the last word of --explain; on stderr otherwise, so the text stays pasteable
+        print(note, file=sys.stdout if args.explain else sys.stderr)
     return 0
 
 
@@ -118,6 +132,11 @@ def _sbatch(args: argparse.Namespace) -> int:
         print(args.write)
     else:
         print(script, end="")
+    if args.explain:
+        spec = resolve(spec_from_args(args), load_site(args.site))
+        print()
+        print(Command(argv=(), flags=tuple(allocation_flags(spec, load_site(args.site)))).explain())
+    _cost(args)
     return 0
 
 
@@ -150,6 +169,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_job_options(p)
     p.add_argument("--write", metavar="FILE", help="write the script to FILE (refuses to overwrite)")
     p.add_argument("--force", action="store_true", help="overwrite FILE")
+    p.add_argument("--explain", action="store_true", help="add one line per #SBATCH option saying why, and the cost")
     p.set_defaults(func=_sbatch)
     p = sub.add_parser("attach", help="print the command that attaches to a running job (srun --overlap)")
     p.add_argument("jobid")

@@ -101,10 +101,11 @@ def allocation_flags(spec: JobSpec, site: Site) -> list[Flag]:
                       f"GCDs per node (a LUMI-G node has {site.node.gcd_count}; each is one GPU to PyTorch)"))
     if spec.cpus_per_task is not None:
         f.append(Flag((f"--cpus-per-task={spec.cpus_per_task}",),
-                      f"cores per task; at most {site.node.cpus_per_gcd} per GCD (one core per CCD is reserved)"))
+                      f"cores per task; {site.node.cpus_per_gcd} per GCD sit next to it (one core per CCD is "
+                      "reserved); more are billed as more GCDs"))
     if spec.mem_per_gpu is not None:
         f.append(Flag((f"--mem-per-gpu={spec.mem_per_gpu}",),
-                      f"host memory per GCD; at most {site.node.usable_memory_per_gcd_gb} GB"))
+                      f"host memory per GCD; {site.node.usable_memory_per_gcd_gb} GB is its share, more is billed as more GCDs"))
     if spec.mem is not None:
         f.append(Flag((f"--mem={spec.mem}",), "host memory per node (0 = all of it)"))
     if spec.mem_per_cpu is not None:

@@ -105,4 +105,13 @@ def base_manifest(spec: Any, site: Any, backend: str, command: Any, env: Mapping
     return {"spec": spec.to_dict(), "site": site.name, "backend": backend, "command": command,
             "environment": redact(env), "versions": versions(), "git_revision": git_revision(),
             "submit_time": now_iso(), "start_time": None, "end_time": None, "state": "PENDING",
-            "exit_code": None, "job_id": None, "argv0": sys.argv[0] if sys.argv else None}
+            "exit_code": None, "job_id": None, "argv0": sys.argv[0] if sys.argv else None,
+            "billing_estimate": _billing(spec, site)}
+
+
+def _billing(spec: Any, site: Any) -> dict[str, Any] | None:
+    """The job's estimated bill (see jobs/billing.py), or None where the site has no GPU billing rule."""
+    from ..jobs.billing import estimate
+
+    bill = estimate(spec, site)
+    return None if bill is None else bill.to_dict()

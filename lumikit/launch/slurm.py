@@ -17,9 +17,9 @@ import subprocess
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from ..errors import LaunchError
+from ..errors import LaunchError, SpecError
 from ..jobs.render import attach_argv, render_sbatch
-from ..jobs.spec import JobSpec
+from ..jobs.spec import JobSpec, parse_time
 from ..site import Site, load_site
 from .backend import python_path_env
 from .runfolder import RunFolder, base_manifest, now_iso
@@ -113,11 +113,13 @@ class SlurmBackend:
         if fields:
             return normalise(fields.get("JobState", "PENDING")), _exit(fields.get("ExitCode", "")), {
                 "start_time": _known(fields.get("StartTime")), "end_time": _known(fields.get("EndTime")),
-                "nodes": _known(fields.get("NodeList"))}
-        a = self.run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "State,ExitCode,Start,End,NodeList"])
+                "nodes": _known(fields.get("NodeList")), "elapsed_s": _seconds(fields.get("RunTime", ""))}
+        a = self.run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o",
+                      "State,ExitCode,Start,End,NodeList,ElapsedRaw"])
         if a.returncode == 0 and a.stdout.strip():
-            state, code, start, end, nodes = (a.stdout.strip().splitlines()[0].split("|") + [""] * 5)[:5]
-            return normalise(state), _exit(code), {"start_time": start, "end_time": end, "nodes": nodes}
+            state, code, start, end, nodes, elapsed = (a.stdout.strip().splitlines()[0].split("|") + [""] * 6)[:6]
+            return normalise(state), _exit(code), {"start_time": start, "end_time": end, "nodes": nodes,
+                                                   "elapsed_s": elapsed}
         raise LaunchError(f"Slurm knows no job {job_id} any more (scontrol and sacct are silent)")
 
     def _show_job(self, job_id: str) -> dict[str, str]:
@@ -137,6 +139,7 @@ class SlurmBackend:
             changes["start_time"] = extra.get("start_time") or now_iso()
         if state in FINAL:
             changes.update(exit_code=code, end_time=extra.get("end_time") or now_iso(), nodes=extra.get("nodes"))
+            changes.update(_billing_actual(m, self.site, extra.get("elapsed_s", "")))
         folder.update(**changes)
         return state
 
@@ -177,6 +180,24 @@ class SlurmBackend:
 def _known(value: str | None) -> str:
     """scontrol's ``Unknown``/``None``/``(null)`` placeholders -> ''."""
     return "" if value in (None, "Unknown", "None", "(null)") else str(value)
+
+
+def _seconds(run_time: str) -> str:
+    """scontrol's ``RunTime`` (``[D-]HH:MM:SS``) as seconds, the way sacct's ``ElapsedRaw`` gives it; '' if none."""
+    try:
+        return str(parse_time(run_time, "RunTime"))
+    except SpecError:
+        return ""
+
+
+def _billing_actual(manifest: dict, site: object, elapsed: str) -> dict[str, object]:
+    """The bill of the elapsed time sacct reports (``ElapsedRaw``, seconds), beside the manifest's estimate."""
+    from ..jobs.billing import estimate
+
+    if not elapsed.strip().isdigit() or not manifest.get("spec"):
+        return {}
+    bill = estimate(JobSpec.from_dict(manifest["spec"]), site, hours=int(elapsed) / 3600)
+    return {} if bill is None else {"elapsed_s": int(elapsed), "billing_actual": bill.to_dict()}
 
 
 def _exit(code: str) -> int | None:

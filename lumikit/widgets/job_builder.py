@@ -13,6 +13,7 @@ import ipywidgets as W
 from ..errors import LumikitError
 from ..files import write_new
 from ..jobs import JobSpec, problems, render_sbatch, render_srun
+from ..jobs.billing import estimate
 from ..jobs.render import resolve
 from ..jobs.profiling import MODES
 from ..site import Site, load_site
@@ -48,6 +49,8 @@ class JobBuilder(W.VBox):
         self.out.add_class("lumikit-job-command")
         self.errors = W.HTML()
         self.errors.add_class("lumikit-job-errors")
+        self.cost = W.HTML()
+        self.cost.add_class("lumikit-job-cost")
         self.filename = W.Text(value="job.sh", description="save as")
         self.save = W.Button(description="Save batch script", icon="save")
         self.saved = W.HTML()
@@ -60,7 +63,7 @@ class JobBuilder(W.VBox):
             W.HTML(f"<b>Job builder</b> &mdash; site <code>{html.escape(self.site.name)}</code>, command "
                    f"<code>{html.escape(' '.join(self.command))}</code>"),
             W.HBox([W.VBox(controls[:6]), W.VBox(controls[6:])]),
-            self.errors, self.out, W.HBox([self.filename, self.save]), self.saved])
+            self.errors, self.cost, self.out, W.HBox([self.filename, self.save]), self.saved])
         self.add_class("lumikit-job-builder")
         self.refresh()
 
@@ -93,12 +96,22 @@ class JobBuilder(W.VBox):
             items = "".join(f"<li>{html.escape(str(e))}</li>" for e in found)
             self.errors.value = f"<div style='color:#b00020'><b>LUMI would refuse this job:</b><ul>{items}</ul></div>"
             self.out.value = ""
+            self.cost.value = ""
             self.save.disabled = True
             return
         self.errors.value = ""
+        self.cost.value = self._cost_html(spec)
         self.save.disabled = False
         text = render_srun(spec, self.site).text() if self.kind.value == "srun" else render_sbatch(spec, self.site)
         self.out.value = f"<pre style='white-space:pre-wrap'>{html.escape(text)}</pre>"
+
+    def _cost_html(self, spec: JobSpec) -> str:
+        """The job's bill (LUMI's billing rule from the site profile) and its warnings, live with every change."""
+        bill = estimate(spec, self.site)
+        if bill is None:
+            return ""
+        warn = "".join(f"<li style='color:#a05a00'>{html.escape(w)}</li>" for w in bill.warnings)
+        return f"<div><b>cost:</b> {html.escape(bill.text())}" + (f"<ul>{warn}</ul>" if warn else "") + "</div>"
 
     def _save(self, _button: object = None) -> Path | None:
         try:

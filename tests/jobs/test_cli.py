@@ -39,7 +39,7 @@ def test_json_is_the_argv(capsys):
 def test_explain_gives_reasons(capsys):
     main(["srun", "--explain", "-p", "small-g", "--gpus-per-node", "1", "--cpus-per-task", "7", "--", "true"])
     out = capsys.readouterr().out
-    assert "--cpus-per-task=7" in out and "at most 7 per GCD" in out
+    assert "--cpus-per-task=7" in out and "7 per GCD sit next to it" in out
 
 
 def test_sbatch_writes_a_script_and_never_overwrites(tmp_path, capsys):
