@@ -122,7 +122,10 @@ class Run:
                     raise LaunchError(f"{self.path.name}: still {state} after {timeout:.0f} s; it keeps running — "
                                       f"cancel it with `lumikit cancel {self.path}` or wait longer")
                 pause = poll if timeout is None else max(0.0, min(poll, start + timeout - time.monotonic()))
-                time.sleep(pause)
+                while pause > 0:  # the elapsed time keeps ticking between two (rarer) queries
+                    time.sleep(min(pause, 1.0))
+                    pause -= 1.0
+                    bar.refresh()
                 state = self.status()
                 if getattr(self.backend, "queries_controller", False):
                     poll = next_poll(poll, time.monotonic() - start)
