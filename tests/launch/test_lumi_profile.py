@@ -78,3 +78,9 @@ def test_the_rccl_debug_log_goes_to_the_run_folder(slurm_cluster, tmp_path):
     run = launch(spec([sys.executable, "-c", code], env_recipes=("rccl-debug",)), site="lumi-sim", runs_dir=tmp_path)
     assert run.wait(timeout=120, progress=False) == "COMPLETED", run.tail()
     assert run.stdout().strip() == f"{run.path}/rccl-%h-%p.txt"
+
+
+def test_lumi_sim_has_only_the_partitions_its_cluster_has():
+    sim = load_site("lumi-sim")
+    assert set(LUMI.partitions) - set(sim.partitions) == {"interactive", "largemem", "lumid"}
+    assert sim.partition("small-g") == LUMI.partition("small-g")
