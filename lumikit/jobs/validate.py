@@ -11,7 +11,7 @@ from typing import Callable, Iterator
 from ..errors import SiteError, SpecError
 from ..site import Site
 from .profiling import MODES
-from .spec import JobSpec, format_time, parse_mem_mb, parse_time
+from .spec import JobSpec, format_time, mem_without_unit, parse_mem_mb, parse_time
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 Rule = Callable[[JobSpec, Site], Iterator[SpecError]]
@@ -223,6 +223,31 @@ def _profiling(spec: JobSpec, site: Site) -> Iterator[SpecError]:
                             f"pick ranks 0..{spec.total_tasks - 1}")
     if spec.profile_steps is not None and spec.profile_steps < 1:
         yield SpecError("profile_steps", f"{spec.profile_steps} steps", "profile at least 1 step (10 is plenty)")
+
+
+def missing_account(spec: JobSpec, site: Site, config_file: str) -> SpecError | None:
+    """On a site that bills a project (``[slurm] account_required``), a spec without one; ``config_file`` is where
+    the user's account belongs (named in the fix). Launching refuses it; printing a command only warns."""
+    if spec.account or site.scheduler != "slurm" or not site.slurm.get("account_required"):
+        return None
+    return SpecError("account", f"site {site.name} bills every job to a project, and none is set",
+                     f"add --account=project_<number>, or put account = \"project_<number>\" in {config_file} "
+                     "(or export LUMIKIT_ACCOUNT)")
+
+
+def advice(spec: JobSpec, site: Site) -> list[str]:
+    """Things that are allowed but probably not meant (a memory value without a unit), one sentence each."""
+    out = []
+    for name in ("mem", "mem_per_gpu", "mem_per_cpu"):
+        value = getattr(spec, name)
+        if mem_without_unit(value):
+            opt = "--" + name.replace("_", "-")
+            out.append(f"{opt}={value} has no unit: Slurm reads it as {value} MB; write {value}G for gigabytes")
+    secret = spec.secret_names()
+    if secret:
+        out.append(f"{', '.join(secret)}: secret, so not printed; export it in the shell where you run the command "
+                   "(srun and sbatch pass your environment on to the job)")
+    return out
 
 
 def problems(spec: JobSpec, site: Site) -> list[SpecError]:

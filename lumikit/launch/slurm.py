@@ -22,7 +22,7 @@ from ..jobs.render import attach_argv, render_sbatch
 from ..jobs.spec import JobSpec, parse_time
 from ..site import Site, load_site
 from .backend import python_path_env
-from .runfolder import RunFolder, base_manifest, now_iso
+from .runfolder import RunFolder, base_manifest, now_iso, remove_secrets, write_secrets
 from .states import FINAL, normalise
 
 #: Prefixes of the variables an enclosing job or allocation leaves behind (input and output variables of
@@ -85,13 +85,18 @@ class SlurmBackend:
             raise LaunchError(f"`{' '.join(argv[:3])} ...` did not answer within {timeout:.0f} s; is slurmctld up?") from None
 
     # --- the protocol ---------------------------------------------------------------------------------------
-    def script(self, spec: JobSpec, folder: RunFolder) -> str:
+    def script(self, spec: JobSpec, folder: RunFolder, secrets_file: Path | None = None) -> str:
+        exports = {"LUMIKIT_RUN_DIR": str(folder.path), "LUMIKIT_BACKEND": "slurm"}
+        if secrets_file:
+            exports["LUMIKIT_SECRETS_FILE"] = str(secrets_file)  # a path; the values stay in that 0600 file
         return render_sbatch(spec, self.site, output=str(folder.path / "slurm-%j.out"),
                              step_options=(f"--output={folder.path}/rank%t.out", f"--error={folder.path}/rank%t.err"),
-                             exports={"LUMIKIT_RUN_DIR": str(folder.path), "LUMIKIT_BACKEND": "slurm"})
+                             exports=exports, check=False)  # launch() has validated the spec
 
     def submit(self, spec: JobSpec, folder: RunFolder) -> str:
-        script = self.script(spec, folder)
+        secret = spec.secret_names()
+        secrets_file = write_secrets(folder, {k: v for k, v in spec.env if k in secret})
+        script = self.script(spec, folder, secrets_file) if secrets_file else self.script(spec, folder)
         path = folder.path / "job.sbatch"
         path.write_text(script)
         folder.update(**base_manifest(spec, self.site, self.name, {"sbatch": str(path), "script": script},
@@ -101,6 +106,7 @@ class SlurmBackend:
         if proc.returncode != 0:
             message = (proc.stderr or proc.stdout).strip()
             folder.update(state="FAILED", submit_error=message, end_time=now_iso())
+            remove_secrets(folder)
             raise LaunchError(f"Slurm rejected the job: {message}")
         job_id = proc.stdout.strip().split(";")[0]
         folder.update(job_id=job_id)
@@ -140,6 +146,7 @@ class SlurmBackend:
         if state in FINAL:
             changes.update(exit_code=code, end_time=extra.get("end_time") or now_iso(), nodes=extra.get("nodes"))
             changes.update(_billing_actual(m, self.site, extra.get("elapsed_s", "")))
+            remove_secrets(folder)  # the batch script removes it too; a job cancelled while pending never ran that
         folder.update(**changes)
         return state
 

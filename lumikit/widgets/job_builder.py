@@ -10,6 +10,7 @@ from pathlib import Path
 
 import ipywidgets as W
 
+from ..config import UserConfig, load_config
 from ..errors import LumikitError
 from ..files import write_new
 from ..jobs import JobSpec, problems, render_sbatch, render_srun
@@ -23,8 +24,10 @@ class JobBuilder(W.VBox):
     """``JobBuilder(command=["python", "train.py"])``; ``.spec`` is the current job, ``.command_text`` its srun."""
 
     def __init__(self, command: list[str] | tuple[str, ...] = ("python", "train.py"),
-                 site: Site | str | None = None, **initial: object) -> None:
+                 site: Site | str | None = None, config: UserConfig | None = None, **initial: object) -> None:
+        # the edge: site and user config are read once here; every refresh renders from these values only
         self.site = load_site(site)
+        self.config = load_config() if config is None else config
         self.command = tuple(command)
         gpu_parts = [p.name for p in self.site.partitions.values()]
         self.partition = W.Dropdown(options=gpu_parts, value=initial.get("partition", self.site.default_partition),
@@ -80,7 +83,8 @@ class JobBuilder(W.VBox):
             time=self.time.value or None, exclusive=self.exclusive.value,
             cpu_bind="auto" if self.masks.value else None,
             container=None if self.container.value == "(none)" else self.container.value,
-            profile=None if self.profile.value == "(none)" else self.profile.value, profile_ranks=ranks), self.site)
+            profile=None if self.profile.value == "(none)" else self.profile.value, profile_ranks=ranks),
+            self.site, self.config)
 
     @property
     def command_text(self) -> str:
@@ -102,7 +106,9 @@ class JobBuilder(W.VBox):
         self.errors.value = ""
         self.cost.value = self._cost_html(spec)
         self.save.disabled = False
-        text = render_srun(spec, self.site).text() if self.kind.value == "srun" else render_sbatch(spec, self.site)
+        # problems() above is this refresh's one validation
+        text = (render_srun(spec, self.site, check=False).text() if self.kind.value == "srun"
+                else render_sbatch(spec, self.site, check=False))
         self.out.value = f"<pre style='white-space:pre-wrap'>{html.escape(text)}</pre>"
 
     def _cost_html(self, spec: JobSpec) -> str:

@@ -65,8 +65,8 @@ def _lumikit(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_sbatch_explain_states_the_cost_and_names_memory():
-    proc = _lumikit("sbatch", "--site", "lumi", "-p", "small-g", "--gpus-per-node", "1", "-c", "16", "--mem", "256G",
-                    "-t", "2:00:00", "--explain", "--", "python", "x.py")
+    proc = _lumikit("sbatch", "--site", "lumi", "-A", "project_465000000", "-p", "small-g", "--gpus-per-node", "1",
+                    "-c", "16", "--mem", "256G", "-t", "2:00:00", "--explain", "--", "python", "x.py")
     assert proc.returncode == 0, proc.stderr
     assert "#SBATCH --mem=256G" in proc.stdout
     assert "cost: 4 GPU-hours (4 GCD-equivalents x 0.5 x 2 h, set by memory)" in proc.stdout
@@ -75,8 +75,8 @@ def test_sbatch_explain_states_the_cost_and_names_memory():
 
 
 def test_standard_g_two_nodes_cost_eight_gpu_hours():
-    proc = _lumikit("sbatch", "--site", "lumi", "-p", "standard-g", "-N", "2", "--gpus-per-node", "8", "-t",
-                    "1:00:00", "--explain", "--", "python", "x.py")
+    proc = _lumikit("sbatch", "--site", "lumi", "-A", "project_465000000", "-p", "standard-g", "-N", "2",
+                    "--gpus-per-node", "8", "-t", "1:00:00", "--explain", "--", "python", "x.py")
     assert proc.returncode == 0, proc.stderr
     assert "cost: 8 GPU-hours (8 GCD-equivalents x 2 nodes x 0.5 x 1 h" in proc.stdout
     assert "warning" not in proc.stdout
