@@ -2,10 +2,10 @@
 
 Sources: a command run once per sample (``["rocm-smi", "--json"]``), a stream (one long-lived process printing a
 reading per interval: on LUMI one ``srun --jobid ID --overlap`` step per node of a running job, see
-:func:`watch_job`), a Python library where installed (``amdsmi``, ``pynvml``), or the replay of a recorded session. Errors from the
-source become ``sampler.state == "error"`` with ``sampler.last_error``; the thread keeps sampling. ``stop()``
-wakes the thread through an Event (it never sleeps blindly), kills a command still running, and returns within
-one interval.
+:func:`watch_job`), a Python library where installed (``amdsmi``, ``pynvml``), or the replay of a session
+(generated or recorded). Errors from the source become ``sampler.state == "error"`` with ``sampler.last_error``;
+the thread keeps sampling. ``stop()`` wakes the thread through an Event (it never sleeps blindly), kills a command
+still running, and returns within one interval.
 """
 from __future__ import annotations
 
@@ -231,10 +231,10 @@ def watch_job(run: Any, *, tool: Sequence[str] | None = None, interval: float = 
 
 
 class ReplaySource:
-    """Replay a recorded session.
+    """Replay a session (a shipped generated one, or one recorded with ``lumikit smi record``).
 
-    ``speed=None`` gives the next recorded frame on every read (deterministic, for tests and ``--count``);
-    ``speed=k`` gives the frame recorded at ``k`` times the elapsed wall time since the first read. ``loop``
+    ``speed=None`` gives the session's next frame on every read (deterministic, for tests and ``--count``);
+    ``speed=k`` gives the frame at ``k`` times the elapsed wall time since the first read. ``loop``
     starts over at the end instead of ending.
     """
 
