@@ -1,4 +1,5 @@
-"""``lumikit verify`` and ``lumikit exercises generate|check``: the command-line edge of the exercise machinery.
+"""``lumikit verify``, ``lumikit exercises generate|check`` and ``lumikit progress``: the command-line edge of the
+exercise machinery.
 
 The generator and the verification import jupytext/nbformat/nbclient, which take seconds to import; they are imported
 only when their sub-command runs, so that every other ``lumikit`` command starts fast.
@@ -44,6 +45,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_folder_arguments(drift)
     drift.set_defaults(func=_generate, check=True)
 
+    progress = subparsers.add_parser(
+        "progress", help="summarise your recorded check results per module, or a class's as CSV",
+        description="Summarise the check results recorded in your progress folder, per module. With --class DIR, "
+                    "read every learner's folder under DIR (one sub-folder per learner, e.g. a LUMI project "
+                    "directory) and write one CSV row per learner.")
+    progress.add_argument("--dir", type=Path, default=None, metavar="DIR",
+                          help="your progress folder (default: progress/ in this workbook, or $LUMIKIT_PROGRESS_DIR)")
+    progress.add_argument("--class", dest="class_dir", type=Path, default=None, metavar="DIR",
+                          help="a class folder holding one folder per learner; writes a CSV")
+    progress.add_argument("--csv", type=Path, default=None, metavar="FILE",
+                          help="with --class: write the CSV to FILE instead of stdout")
+    progress.set_defaults(func=_progress)
+
 
 def _generate(args: argparse.Namespace) -> int:
     from .generate import run
@@ -56,3 +70,32 @@ def _verify(args: argparse.Namespace) -> int:
 
     return run(args.solutions, args.exercises, only=args.only, workers=args.workers,
                       cell_timeout_s=args.cell_timeout, budget_s=args.budget)
+
+
+def _progress(args: argparse.Namespace) -> int:
+    from ..errors import LumikitError
+    from ..files import write_atomic
+    from . import progress
+    from .learner import learner_name, workbook_root
+
+    root = workbook_root()
+    exercises = progress.workbook_exercises(root)
+    if args.class_dir is not None:
+        results = progress.read_class(args.class_dir)
+        if not results:
+            raise LumikitError(f"{args.class_dir}: no learner folder holds a progress/ folder. Fix: give the folder "
+                               f"whose sub-folders are the learners' workbooks")
+        text = progress.class_csv(results, exercises)
+        if args.csv is None:
+            print(text, end="")
+        else:
+            write_atomic(args.csv, text)
+            print(f"wrote {args.csv}: {len(results)} learner(s), {len(text.splitlines()[0].split(',')) - 3} "
+                  f"exercise(s)")
+        return 0
+    folder = args.dir or progress.progress_dir()
+    if folder is None:
+        raise LumikitError("recording is off (LUMIKIT_PROGRESS=off). Fix: unset it, or pass --dir DIR")
+    results = progress.read_results(folder)
+    print(progress.format_summary(progress.summary_table(results, exercises), learner_name(), folder))
+    return 0
