@@ -32,11 +32,12 @@ checks.check_full_node_job(two_node_job, masks)
 # %% [markdown]
 # ## Which cores sit next to a GCD?
 #
-# The GCD numbering does not follow the core numbering. The next exercise asks about one GCD, `k`.
+# The GCD numbering does not follow the core numbering. The next exercise asks about one GCD, `k`, chosen for
+# you (each learner gets their own).
 
 # %%
-k = 2
-print(f"GCD {k}")
+k = checks.gcd_to_study()
+print(f"your GCD: k = {k}")
 
 # %% tags=["exercise"]
 # Exercise 01.2: Which cores and which NUMA domain sit next to GCD `k`? Store the core numbers (a list) in
@@ -48,7 +49,7 @@ numa_k = None
 raise NotImplementedError("Exercise 01.2: `site.node.gcd(k)` holds both; GCD k is not next to cores 8k to 8k+7.")
 
 # %% tags=["check"]
-checks.check_gcd_neighbours(k, cores_k, numa_k)
+checks.check_gcd_neighbours(cores_k, numa_k)
 
 # %% [markdown]
 # ## The job LUMI rejects

@@ -21,6 +21,8 @@ print(mode_line())
 two_nodes = spec(["python", "train.py"], partition="standard-g", nodes=2, ntasks_per_node=8, gpus_per_node=8,
                  cpus_per_task=7, exclusive=True, cpu_bind="auto", container="pytorch", time="1:00:00")
 print(render_sbatch(two_nodes, site).splitlines()[-1][:160], "...")
+task = checks.task_to_study()
+print(f"your task for 08.1: SLURM_PROCID={task}")
 
 # %%
 # Two logs as a 2-node job writes them: rank 7's RCCL log (NCCL_DEBUG=INFO) and a job output with a MIOpen error.
@@ -34,14 +36,14 @@ miopen_log.write_text("epoch 0 step 12\nMIOpen Error: /src/MIOpen/src/sqlite_db.
 print(rccl_transport(rccl_log).describe())
 
 # %% tags=["exercise"]
-# Exercise 08.1: In `two_nodes` (2 nodes x 8 tasks), which CPU mask does task 11 (SLURM_PROCID=11) get? Store the mask string (like '0x00fe000000000000') in `mask_task11`.
-# Hint: task 11 is on the second node; `cpu_masks(two_nodes, site)` lists one node's masks, and every node repeats them.
+# Exercise 08.1: In `two_nodes` (2 nodes x 8 tasks), which CPU mask does your task (SLURM_PROCID=`task`, printed above) get? Store the mask string (like '0x00fe000000000000') in `mask_task`.
+# Hint: your task is on the second node; `cpu_masks(two_nodes, site)` lists one node's masks, and every node repeats them.
 local_id = None
-mask_task11 = None
-raise NotImplementedError("Exercise 08.1: task 11 is on the second node; `cpu_masks(two_nodes, site)` lists one node's masks, and every node repeats them.")
+mask_task = None
+raise NotImplementedError("Exercise 08.1: your task is on the second node; `cpu_masks(two_nodes, site)` lists one node's masks, and every node repeats them.")
 
 # %% tags=["check"]
-checks.check_task_mask(mask_task11, task=11, tasks_per_node=two_nodes.ntasks_per_node)
+checks.check_task_mask(mask_task, tasks_per_node=two_nodes.ntasks_per_node)
 
 # %% tags=["exercise"]
 # Exercise 08.2: Which of the site's environment recipes asks RCCL for GPU-direct RDMA? Store its name in `gdr_recipe`. Which line of `rccl_log` (counting from 1) is the first proof that RCCL used it? Store the number in `gdr_line`.

@@ -12,7 +12,7 @@ from pathlib import Path
 import lumikit.checks.m09 as checks
 from lumikit.io_bench import time_reads, write_image_files
 from lumikit.launch import WorkloadMetrics, mode_line
-from lumikit.smi import load_session, tidy
+from lumikit.smi import tidy
 from lumikit.workloads import resnet
 
 print(mode_line())
@@ -34,7 +34,7 @@ for workers in (0, 1, 2):
 print({w: round(t, 4) for w, t in step_times.items()})
 
 # %%
-snapshots = load_session("ddp-8gcd-starved")
+snapshots = checks.exercise_session()  # generated for you: another starved GCD than in module 04
 print(f"{len(snapshots)} snapshots of {len(snapshots[0].devices)} GCDs")
 
 # %% tags=["exercise"]
@@ -57,14 +57,14 @@ raise NotImplementedError("Exercise 09.2: find the best (smallest) time, then th
 checks.check_enough_workers(workers_enough, step_times, tolerance=0.10)
 
 # %% tags=["exercise"]
-# Exercise 09.3: Which GCD is starved in the recorded session `snapshots`? Store its index in `starved_gcd`.
+# Exercise 09.3: Which GCD is starved in your generated session `snapshots`? Store its index in `starved_gcd`.
 # Hint: group `tidy(snapshots)` by "index"; the starved GCD has a low busy % and a low clock while the others work.
 per_gcd = None
 starved_gcd = None
 raise NotImplementedError("Exercise 09.3: group `tidy(snapshots)` by \"index\"; the starved GCD has a low busy % and a low clock while the others work.")
 
 # %% tags=["check"]
-checks.check_starved_gcd(starved_gcd, snapshots)
+checks.check_starved_gcd(starved_gcd)
 
 # %% [markdown] tags=["exercise"]
 # **Your answer:** _replace this line with your answer and the numbers that support it._

@@ -1,28 +1,29 @@
 # %% [markdown]
 # # 04 · Watching the GPU: exercises
 #
-# These exercises read the `rocm-smi` session `ddp-8gcd-starved`, recorded in the format of a LUMI-G node running
-# a DDP job on all 8 GCDs (it ships with the workbook, so it works anywhere; on LUMI, `lumikit smi record` records
-# your own). `tidy` turns a session into one row per sample and GCD.
+# These exercises read a generated `rocm-smi` session in the format of a LUMI-G node running a DDP job on all 8
+# GCDs: the workbook's generated `ddp-8gcd-starved` session with its packages shuffled for you, so your starved GCD
+# and package powers are your own (on LUMI, `lumikit smi record` records a real session). `tidy` turns a session
+# into one row per sample and GCD.
 
 # %%
 import lumikit.checks.m04 as checks
 from lumikit.launch import mode_line
 from lumikit.site import load_site
-from lumikit.smi import DeviceReading, Snapshot, interpret, load_session, tidy
+from lumikit.smi import DeviceReading, Snapshot, interpret, tidy
 from lumikit.smi.interpret import package_activity
 
 print(mode_line())
-ddp = load_session("ddp-8gcd-starved")
+ddp = checks.exercise_session()
 ddp_table = tidy(ddp)
 thresholds = load_site("lumi").power
-print(f"ddp-8gcd-starved: {len(ddp)} samples of {ddp_table['index'].nunique()} GCDs")
+print(f"your generated session: {len(ddp)} samples of {ddp_table['index'].nunique()} GCDs")
 print(f"site power thresholds: idle below {thresholds.idle_below_w:g} W, one GCD busy ~{thresholds.one_gcd_busy_w:g} W, "
       f"both busy ~{thresholds.both_gcds_busy_w:g} W per package")
 ddp_table[["sample", "index", "package", "power_w", "gpu_busy_pct", "sclk_mhz"]].head(8)
 
 # %% tags=["solution"]
-# Exercise 04.1: In `ddp-8gcd-starved` one GCD is starved: it waits for input data while the others work. Which?
+# Exercise 04.1: In your session `ddp` one GCD is starved: it waits for input data while the others work. Which?
 # Store its index in `starved_gcd`.
 # Hint: average `gpu_busy_pct` (and `sclk_mhz`) per GCD over the whole session; one stands out.
 per_gcd = ddp_table.groupby("index")[["gpu_busy_pct", "sclk_mhz"]].mean()
@@ -31,7 +32,7 @@ print(per_gcd.round(0).T)
 print("starved:", starved_gcd)
 
 # %% tags=["check"]
-checks.check_starved_gcd(starved_gcd, ddp)
+checks.check_starved_gcd(starved_gcd)
 
 # %% tags=["solution"]
 # Exercise 04.2: Which GCDs print a power reading at all (`power_gcds`, a list), and what is each package's mean
@@ -44,7 +45,7 @@ print("GCDs with a power reading:", power_gcds)
 print({p: round(w) for p, w in package_power_w.items()})
 
 # %% tags=["check"]
-checks.check_power_reporting(power_gcds, package_power_w, ddp)
+checks.check_power_reporting(power_gcds, package_power_w)
 
 # %% tags=["solution"]
 # Exercise 04.3: An MI250X package draws about 300 W with one GCD busy and about 500 W with both (the site's
@@ -55,7 +56,7 @@ activity = {p: package_activity(w, thresholds) for p, w in package_power_w.items
 print(activity)
 
 # %% tags=["check"]
-checks.check_package_activity(activity, ddp)
+checks.check_package_activity(activity)
 
 # %%
 # A DDP job stuck in an all-reduce: both GCDs of package 0 show 100 % GPU%, yet the package draws 115 W.

@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
 
-from ..jobs import Command, effective_binds, spec
+from ..jobs import Command, effective_binds, render_srun, spec
 from ..site import Site, load_site
-from .framework import CheckFailed, Passed, expect_in, expect_type, passed
+from .framework import CheckFailed, Passed, check, expect_in, expect_type, passed, wrong
 
 
 def _lumi() -> Site:
@@ -29,6 +29,22 @@ def _bound(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _two_node_command(**changes: object) -> Command:
+    """The 2-node container job of exercise 02.1 with ``changes``, rendered: material for its wrong answers."""
+    site = _lumi()
+    job = spec(["python", "train.py"], partition="standard-g", nodes=2, ntasks_per_node=8, gpus_per_node=8,
+               cpus_per_task=7, time="0:30:00", container=site.default_container)
+    return render_srun(job.with_(**changes), site)
+
+
+@check("02.1",
+       wrong("a 1-node job", command=lambda a: _two_node_command(nodes=1), mentions="two nodes"),
+       wrong("no bind sets: the user file systems are missing", command=lambda a: _two_node_command(bind_sets=()),
+             mentions="not bound"),
+       wrong("the image by its path: nothing activates its conda environment",
+             command=lambda a: _two_node_command(container=_lumi().container("pytorch").path), mentions="conda"),
+       wrong("no container at all", command=lambda a: _two_node_command(container=None)),
+       wrong("the spec instead of the rendered command", command=lambda a: spec(["python", "train.py"], nodes=2)))
 def check_two_node_container(command: Command | None) -> Passed:
     """Exercise 02.1: the ``srun`` command of a 2-node job in the site's default (PyTorch) container."""
     site = _lumi()
@@ -62,6 +78,10 @@ def check_two_node_container(command: Command | None) -> Passed:
                           f"multi-node) around {Path(container.path).name}")
 
 
+@check("02.2",
+       wrong("the user file systems, needed on one node too", answer="user", mentions="Slingshot"),
+       wrong("a set the site does not have", answer="rccl"),
+       wrong("a path instead of the set's name", answer="/opt/cray"))
 def check_rccl_bind_set(answer: str | None) -> Passed:
     """Exercise 02.2: the name of the bind set a job needs once it spans nodes (RCCL over Slingshot)."""
     site = _lumi()
@@ -78,6 +98,13 @@ def check_rccl_bind_set(answer: str | None) -> Passed:
     return passed("02.2", f"'{answer}' binds {', '.join(site.binds[answer])}")
 
 
+@check("02.3",
+       wrong("pip from the home folder, not python", answer=lambda a: str(Path(a.pyvenv_cfg["home"]) / "pip"),
+             mentions="python"),
+       wrong("a python that does not exist", answer=lambda a: str(Path(a.pyvenv_cfg["home"]) / "python9.99"),
+             mentions="does not exist"),
+       wrong("the home folder itself", answer=lambda a: a.pyvenv_cfg["home"]),
+       wrong("the pyvenv.cfg file", answer=lambda a: str(Path(a.pyvenv_cfg["home"]).parent / "pyvenv.cfg")))
 def check_venv_python(answer: str | os.PathLike[str] | None, pyvenv_cfg: Mapping[str, str]) -> Passed:
     """Exercise 02.3: the interpreter a venv really runs (its ``bin/python`` is a link into ``home``)."""
     expect_type("02.3", answer, (str, os.PathLike), what="the path of the python the venv runs",
@@ -86,7 +113,14 @@ def check_venv_python(answer: str | os.PathLike[str] | None, pyvenv_cfg: Mapping
     if not home:
         raise CheckFailed("02.3", "the pyvenv.cfg passed to the check has no `home` line",
                           hint="pass the parsed pyvenv.cfg of the venv made above.")
-    folder = Path(os.path.abspath(answer)).parent
+    path = Path(os.path.abspath(answer))
+    if not path.is_file():
+        raise CheckFailed("02.3", f"{path} does not exist or is not a file",
+                          hint="give the path of an interpreter that exists: follow the link with `.resolve()`.")
+    if not path.name.startswith("python"):
+        raise CheckFailed("02.3", f"{path.name} is not a python interpreter", found=str(answer),
+                          hint="the venv runs `python` (or `python3.X`) from pyvenv.cfg's `home`, not another tool.")
+    folder = path.parent
     allowed = {Path(home), Path(home).resolve()}
     if folder not in allowed:
         raise CheckFailed("02.3", "that python is not the one the venv runs", expected=f"a python in {home}",
@@ -95,6 +129,12 @@ def check_venv_python(answer: str | os.PathLike[str] | None, pyvenv_cfg: Mapping
     return passed("02.3", f"the venv runs {Path(answer).name} from {home}")
 
 
+@check("02.4",
+       wrong("lower bounds, which let pip upgrade torch",
+             pins=lambda a: [f"{n}>={v}" for n, v in a.base_versions.items()], mentions="=="),
+       wrong("names without versions", pins=lambda a: list(a.base_versions)),
+       wrong("only torch pinned", pins=lambda a: [f"{n}=={v}" for n, v in a.base_versions.items()][:1]),
+       wrong("one string with every pin", pins=lambda a: " ".join(f"{n}=={v}" for n, v in a.base_versions.items())))
 def check_pins(pins: Sequence[str] | None, base_versions: Mapping[str, str]) -> Passed:
     """Exercise 02.4: the ``name==version`` constraint lines that stop pip replacing the base's packages."""
     expected = sorted(f"{name}=={version}" for name, version in base_versions.items())

@@ -1,7 +1,9 @@
 """Checks for module 04, watching the GPU: a starved GCD, who reports power, and power against GPU%.
 
-Expected values are computed from the snapshots the exercise passes in (the recorded sessions in
-``lumikit/data/smi``) and from the site's power thresholds (``[power]`` in ``lumikit/sites/lumi.toml``).
+Each learner reads their own generated session (:func:`exercise_session`: the shipped generated
+``ddp-8gcd-starved`` session with its packages shuffled, seeded by the learner); the checks make the same session
+themselves and derive every expected value from it and from the site's power thresholds (``[power]`` in
+``lumikit/sites/lumi.toml``), never from values in the learner's notebook.
 """
 from __future__ import annotations
 
@@ -13,18 +15,35 @@ from ..site import load_site
 from ..smi.interpret import KINDS, interpret, interpret_window, package_activity
 from ..smi.model import Snapshot
 from ..smi.sessions import tidy
+from .datasets import starved_gcd, starved_session
 from .framework import (
     CheckFailed,
     Passed,
+    check,
     expect_answer,
     expect_close,
     expect_equal,
     expect_in,
     expect_type,
     passed,
+    wrong,
 )
 
 ACTIVITY = ("idle", "one", "both")
+TOPIC = "04"
+
+
+def exercise_session() -> list[Snapshot]:
+    """This learner's generated 8-GCD DDP session with one starved GCD (the same every time for the same learner)."""
+    return starved_session(TOPIC)
+
+
+def _busiest(snapshots: Sequence[Snapshot]) -> int:
+    return int(tidy(snapshots).groupby("index")["gpu_busy_pct"].mean().idxmax())
+
+
+def _swap(activity: str) -> str:
+    return {"one": "both", "both": "one", "idle": "one"}[activity]
 
 
 def _package_power(snapshots: Sequence[Snapshot]) -> dict[int, float]:
@@ -45,8 +64,14 @@ def _as_index_list(exercise: str, found: object, what: str, hint: str) -> list[i
     return sorted(int(i) for i in items)
 
 
-def check_starved_gcd(answer: int | None, snapshots: Sequence[Snapshot]) -> Passed:
-    """Exercise 04.1: which GCD of the recorded DDP session is starved (idle while the others work)?"""
+@check("04.1",
+       wrong("the busiest GCD", answer=lambda a: _busiest(exercise_session())),
+       wrong("the other GCD of the starved one's package", answer=lambda a: starved_gcd(TOPIC) ^ 1),
+       wrong("GCD 4, the starved GCD of the shipped session (yours is another)", answer=4),
+       wrong("counted from 1", answer=lambda a: starved_gcd(TOPIC) + 1))
+def check_starved_gcd(answer: int | None) -> Passed:
+    """Exercise 04.1: which GCD of the learner's DDP session is starved (idle while the others work)?"""
+    snapshots = exercise_session()
     starved = [f.devices for f in interpret_window(snapshots) if f.kind == "starved"]
     if len(starved) != 1 or len(starved[0]) != 1:
         raise LumikitError("this session does not show exactly one starved GCD; pass the 'ddp-8gcd-starved' session")
@@ -57,9 +82,16 @@ def check_starved_gcd(answer: int | None, snapshots: Sequence[Snapshot]) -> Pass
     return passed("04.1", f"GCD {expected} idles at low clock while the other GCDs work")
 
 
-def check_power_reporting(power_gcds: Sequence[int] | None, package_power_w: Mapping[int, float] | None,
-                          snapshots: Sequence[Snapshot]) -> Passed:
+@check("04.2",
+       wrong("every GCD, as if each printed its own power", power_gcds=list(range(8))),
+       wrong("N/A counted as 0 W: half the package power",
+             package_power_w=lambda a: {p: w / 2 for p, w in _package_power(exercise_session()).items()}),
+       wrong("keyed by GCD index instead of package",
+             package_power_w=lambda a: {2 * p: w for p, w in _package_power(exercise_session()).items()}),
+       wrong("the odd GCDs", power_gcds=[1, 3, 5, 7]))
+def check_power_reporting(power_gcds: Sequence[int] | None, package_power_w: Mapping[int, float] | None) -> Passed:
     """Exercise 04.2: which GCDs print a power reading, and each package's mean power over the session."""
+    snapshots = exercise_session()
     frame = tidy(snapshots)
     expected_gcds = sorted(int(i) for i in frame.dropna(subset=["power_w"])["index"].unique())
     hint = "keep the rows where `power_w` is not missing (`dropna`) and list their `index` values."
@@ -69,29 +101,34 @@ def check_power_reporting(power_gcds: Sequence[int] | None, package_power_w: Map
     power_hint = "group the rows that have a power reading by `package` and average `power_w`."
     expect_type("04.2", package_power_w, Mapping, what="the mean power per package (a dict package -> W)",
                 hint=power_hint)
-    expect_equal("04.2", sorted(int(k) for k in package_power_w), sorted(expected_power),  # type: ignore[union-attr]
-                 what="the packages in your dict", hint=power_hint)
+    given = {int(k): w for k, w in package_power_w.items()}  # type: ignore[union-attr]
+    expect_equal("04.2", sorted(given), sorted(expected_power), what="the packages in your dict", hint=power_hint)
     for pkg, watts in expected_power.items():
-        expect_close("04.2", package_power_w[pkg], watts, what=f"the mean power of package {pkg} (W)",  # type: ignore[index]
-                     rel=0.02, hint=power_hint)
+        expect_close("04.2", given[pkg], watts, what=f"the mean power of package {pkg} (W)", rel=0.02,
+                     hint=power_hint)
     return passed("04.2", f"GCDs {', '.join(map(str, expected_gcds))} report their package's power "
                           f"({min(expected_power.values()):.0f}-{max(expected_power.values()):.0f} W)")
 
 
-def check_package_activity(answer: Mapping[int, str] | None, snapshots: Sequence[Snapshot],
-                           site: str = "lumi") -> Passed:
+@check("04.3",
+       wrong("every package fully used", answer={p: "both" for p in range(4)}),
+       wrong("300 W read as both GCDs busy (the course's rule for a whole GPU)",
+             answer=lambda a: {p: _swap(x) for p, x in _activity(exercise_session(), "lumi").items()}),
+       wrong("GPU% instead of counts", answer={p: 100 for p in range(4)}))
+def check_package_activity(answer: Mapping[int, str] | None, site: str = "lumi") -> Passed:
     """Exercise 04.3: from each package's mean power and the site's thresholds, how many of its GCDs work:
     ``"idle"``, ``"one"`` or ``"both"``?"""
+    snapshots = exercise_session()
     thresholds = load_site(site).power
     expected = {pkg: package_activity(w, thresholds) for pkg, w in _package_power(snapshots).items()}
     hint = ("compare each package's mean power with `load_site('lumi').power`: about one_gcd_busy_w for one busy "
             "GCD, both_gcds_busy_w for two; `lumikit.smi.interpret.package_activity` does the comparison.")
     expect_type("04.3", answer, Mapping, what="the activity per package (a dict package -> 'idle'/'one'/'both')",
                 hint=hint)
-    expect_equal("04.3", sorted(int(k) for k in answer), sorted(expected), what="the packages in your dict",  # type: ignore[union-attr]
-                 hint=hint)
+    given = {int(k): v for k, v in answer.items()}  # type: ignore[union-attr]
+    expect_equal("04.3", sorted(given), sorted(expected), what="the packages in your dict", hint=hint)
     for pkg, activity in expected.items():
-        found = answer[pkg]  # type: ignore[index]
+        found = given[pkg]
         expect_in("04.3", found, ACTIVITY, what=f"the activity of package {pkg}", hint=hint)
         expect_equal("04.3", found, activity, what=f"the activity of package {pkg}", hint=hint)
     halves = [p for p, a in expected.items() if a == "one"]
@@ -99,6 +136,15 @@ def check_package_activity(answer: Mapping[int, str] | None, snapshots: Sequence
     return passed("04.3", note)
 
 
+def _activity(snapshots: Sequence[Snapshot], site: str) -> dict[int, str]:
+    thresholds = load_site(site).power
+    return {pkg: package_activity(w, thresholds) for pkg, w in _package_power(snapshots).items()}
+
+
+@check("04.4",
+       wrong("trusts GPU%: computing", computing=True, mentions="power"),
+       wrong("calls it starved", finding_kind="starved"),
+       wrong("'no' as text instead of False", computing="no"))
 def check_busy_without_power(finding_kind: str | None, computing: bool | None, snapshot: Snapshot) -> Passed:
     """Exercise 04.4: a GCD at 100 % GPU% whose package draws little power: what does lumikit's interpretation
     call it, and is the GCD computing?"""

@@ -15,7 +15,7 @@ from ..jobs import JobSpec, problems, resolve
 from ..profiler import DEFAULT_SCHEDULE, ProfileSchedule, parse_schedule
 from ..site import load_site
 from ..trace.host_ops import op_summary
-from .framework import CheckFailed, Passed, expect_close, expect_equal, expect_type, passed
+from .framework import CheckFailed, Passed, check, expect_close, expect_equal, expect_type, passed, wrong
 
 #: The rank and the (1-based) steps exercise 05.1 asks to profile.
 TARGET_RANK = 3
@@ -37,6 +37,18 @@ def recorded_steps(schedule: ProfileSchedule, max_steps: int) -> list[int]:
     return out
 
 
+def _with_schedule(job: JobSpec, schedule: str) -> JobSpec:
+    return job.with_(env={**job.env_dict(), "LUMIKIT_PROFILE_SCHEDULE": schedule})
+
+
+@check("05.1",
+       wrong("schedule 4,0,3,1: no profiler warm-up, so step 5 carries the profiler's start-up",
+             job=lambda a: _with_schedule(a.job, "4,0,3,1"), mentions="warm"),
+       wrong("no profile_steps: the run goes on after step 7", job=lambda a: a.job.with_(profile_steps=None),
+             mentions="profile_steps"),
+       wrong("every rank profiled", job=lambda a: a.job.with_(profile_ranks=())),
+       wrong("records steps 4-6 (schedule counted from 0)", job=lambda a: _with_schedule(a.job, "2,1,3,1")),
+       wrong("only 3 tasks, so there is no rank 3", job=lambda a: a.job.with_(ntasks_per_node=3, gpus_per_node=3)))
 def check_rank_profile_spec(job: JobSpec | None) -> Passed:
     """Exercise 05.1: a job spec that profiles only rank 3 with torch.profiler, recording steps 5-7, then stops."""
     what = "the job spec that profiles rank 3 for steps 5-7"
@@ -57,6 +69,10 @@ def check_rank_profile_spec(job: JobSpec | None) -> Passed:
     except Exception as err:  # a SpecError naming the bad schedule
         raise CheckFailed("05.1", f"the schedule cannot be read: {err}",
                           hint='give env={"LUMIKIT_PROFILE_SCHEDULE": "wait,warmup,active,repeat"}.') from None
+    if schedule.warmup < 1:
+        raise CheckFailed("05.1", f"schedule {text} has no warm-up step, so the first recorded step carries the "
+                                  "profiler's own start-up cost", hint="give the profiler one warm-up step: "
+                                                                      "`wait,1,active,repeat`.")
     if job.profile_steps is None:
         raise CheckFailed("05.1", "the run does not stop after the profiled steps (profile_steps is not set)",
                           hint="profile_steps sets LUMIKIT_MAX_STEPS, where the workload stops.")
@@ -70,6 +86,13 @@ def check_rank_profile_spec(job: JobSpec | None) -> Passed:
                           "unprofiled")
 
 
+@check("05.2",
+       wrong("percentages instead of shares", backward_share=lambda a: 100 * a.phases["backward_us"].sum()
+             / a.phases["dur_us"].sum(), mentions="0-1"),
+       wrong("backward's time in µs, not its share", backward_share=lambda a: float(a.phases["backward_us"].sum())),
+       wrong("the optimizer's time relative to backward, not to the step",
+             backward_share=lambda a: a.phases["backward_us"].sum() / a.phases["dur_us"].sum(),
+             optimizer_share=lambda a: a.phases["optimizer_us"].sum() / a.phases["backward_us"].sum()))
 def check_step_shares(backward_share: float | None, optimizer_share: float | None,
                       phases: pd.DataFrame) -> Passed:
     """Exercise 05.2: the shares of the recorded steps' time spent in backward and in the optimizer."""
@@ -84,6 +107,14 @@ def check_step_shares(backward_share: float | None, optimizer_share: float | Non
     return passed("05.2", f"backward {backward:.0%}, optimizer {optimizer:.0%} of the recorded steps")
 
 
+def _by_self(ops: pd.DataFrame, place: int) -> str:
+    return str(op_summary(ops).loc[place, "name"])
+
+
+@check("05.3",
+       wrong("the runner-up by self time", answer=lambda a: _by_self(a.ops, 1)),
+       wrong("the profiler's step annotation, first by total time", answer="ProfilerStep#5"),
+       wrong("the operator's short name without its namespace", answer=lambda a: _by_self(a.ops, 0).split("::")[-1]))
 def check_top_self_op(answer: str | None, ops: pd.DataFrame) -> Passed:
     """Exercise 05.3: the operator with the most self time in the recorded steps."""
     table = op_summary(ops)
@@ -95,6 +126,19 @@ def check_top_self_op(answer: str | None, ops: pd.DataFrame) -> Passed:
     return passed("05.3", f"{top}: {table.loc[0, 'self_share']:.0%} of the operators' self time")
 
 
+def _slowdown(step_times: Mapping[int, float] | pd.Series, schedule: str) -> float:
+    times = {int(k): float(v) for k, v in dict(step_times).items()}
+    plan = parse_schedule(schedule)
+    recorded = [times[s] for s in recorded_steps(plan, max(times)) if s in times]
+    unprofiled = [times[s] for s in range(2, plan.wait + 1) if s in times]
+    return statistics.median(recorded) / statistics.median(unprofiled)
+
+
+@check("05.4",
+       wrong("the extra fraction instead of the ratio", answer=lambda a: _slowdown(a.step_times, a.schedule) - 1),
+       wrong("the difference of the medians in seconds", answer=lambda a: (_slowdown(a.step_times, a.schedule) - 1)
+             * statistics.median(list(dict(a.step_times).values())[1:])),
+       wrong("a percentage", answer=lambda a: 100 * _slowdown(a.step_times, a.schedule)))
 def check_profiler_slowdown(answer: float | None, step_times: Mapping[int, float] | pd.Series,
                             schedule: str) -> Passed:
     """Exercise 05.4: median recorded step time over median unprofiled step time (steps 2 to ``wait``)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Mapping
 
-from .framework import CheckFailed, Passed, expect_close, expect_equal, expect_type, passed
+from .framework import CheckFailed, Passed, check, expect_close, expect_equal, expect_type, passed, wrong
 
 Summary = Mapping[str, Any]
 
@@ -24,6 +24,18 @@ def _field(exercise: str, summary: Summary, key: str) -> Any:
                           hint="pass `run.metrics().result`, the summary in the run's result.rank0.json") from None
 
 
+def _ratio(a: Summary, b: Summary, key: str) -> float:
+    return float(a[key]) / float(b[key])
+
+
+@check("07.1",
+       wrong("the single run's steps per epoch: each rank sees only its share of the data",
+             steps_per_rank=lambda a: a.single["steps_per_epoch"], mentions="steps per epoch"),
+       wrong("the single run's global batch on every device (the global batch doubles)",
+             per_device_batch=lambda a: a.single["global_batch_size"],
+             steps_per_rank=lambda a: a.ddp["dataset_size"] // (a.ddp["batch_size"] * a.ddp["world_size"])),
+       wrong("steps per epoch as a division that is not rounded down",
+             steps_per_rank=lambda a: a.ddp["dataset_size"] / (a.ddp["batch_size"] * a.ddp["world_size"])))
 def check_ddp_steps(steps_per_rank: int | None, per_device_batch: int | None, single: Summary,
                     ddp: Summary) -> Passed:
     """Exercise 07.1: steps per epoch of one DDP rank, and the per-device batch that keeps the single run's
@@ -45,6 +57,17 @@ def check_ddp_steps(steps_per_rank: int | None, per_device_batch: int | None, si
                           f"--batch-size {same} would keep the global batch of the single run")
 
 
+def _epochs(epochs: Any) -> list[float]:
+    return [float(t) for t in epochs["epoch_time_s"]]
+
+
+@check("07.2",
+       wrong("the ratio of the epoch times instead of their difference",
+             first_epoch_extra_s=lambda a: _epochs(a.epochs)[0] / _epochs(a.epochs)[1]),
+       wrong("the first epoch's whole time", first_epoch_extra_s=lambda a: _epochs(a.epochs)[0]),
+       wrong("the first step's whole time instead of its extra",
+             first_epoch_extra_s=lambda a: _epochs(a.epochs)[0] - _epochs(a.epochs)[1],
+             first_step_extra_s=lambda a: float(list(a.steps["step_time_s"])[0])))
 def check_first_epoch(first_epoch_extra_s: float | None, first_step_extra_s: float | None, epochs: Any,
                       steps: Any) -> Passed:
     """Exercise 07.2: how much longer the first epoch took than the second, and how much longer the first step
@@ -65,6 +88,12 @@ def check_first_epoch(first_epoch_extra_s: float | None, first_step_extra_s: flo
                           f"the first step alone {expected_step:+.3f} s against a typical step")
 
 
+@check("07.3",
+       wrong("the step-time ratio instead of the samples/s ratio (each DDP step does twice the work)",
+             ddp_speedup=lambda a: _ratio(a.single, a.ddp, "mean_step_time_s"), mentions="samples/s"),
+       wrong("the speed-up given as the efficiency",
+             ddp_speedup=lambda a: _ratio(a.ddp, a.single, "global_samples_per_s"),
+             ddp_efficiency=lambda a: _ratio(a.ddp, a.single, "global_samples_per_s"), mentions="per rank"))
 def check_ddp_gain(ddp_speedup: float | None, ddp_efficiency: float | None, single: Summary,
                    ddp: Summary) -> Passed:
     """Exercise 07.3: DDP's throughput against one device, and that gain per rank (1.0 = perfect scaling)."""
@@ -78,6 +107,13 @@ def check_ddp_gain(ddp_speedup: float | None, ddp_efficiency: float | None, sing
                           f"{efficiency:.0%} of perfect scaling")
 
 
+@check("07.4",
+       wrong("the step-time ratio without the minus 1",
+             dp_speedup=lambda a: _ratio(a.dp, a.single, "global_samples_per_s"),
+             dp_overhead=lambda a: _ratio(a.dp, a.single, "mean_step_time_s"), mentions="minus 1"),
+       wrong("DataParallel assumed to scale like DDP: twice the samples/s", dp_speedup=2.0),
+       wrong("the overhead in per cent", dp_speedup=lambda a: _ratio(a.dp, a.single, "global_samples_per_s"),
+             dp_overhead=lambda a: 100 * (_ratio(a.dp, a.single, "mean_step_time_s") - 1)))
 def check_dp_cost(dp_speedup: float | None, dp_overhead: float | None, single: Summary, dp: Summary) -> Passed:
     """Exercise 07.4: DataParallel's throughput against one device, and how much longer its step is."""
     speedup = _field("07.4", dp, "global_samples_per_s") / _field("07.4", single, "global_samples_per_s")
@@ -90,6 +126,13 @@ def check_dp_cost(dp_speedup: float | None, dp_overhead: float | None, single: S
     return passed("07.4", f"DataParallel: {speedup:.2f}x the samples/s of one device; each step {overhead:+.0%}")
 
 
+@check("07.5",
+       wrong("the ratio upside down (base / other)", param_ratio=lambda a: _ratio(a.base, a.other, "parameters")),
+       wrong("the parameter difference instead of the ratio",
+             param_ratio=lambda a: float(a.other["parameters"] - a.base["parameters"])),
+       wrong("the step time assumed to follow the parameter count",
+             param_ratio=lambda a: _ratio(a.other, a.base, "parameters"),
+             step_time_ratio=lambda a: _ratio(a.other, a.base, "parameters")))
 def check_model_size(param_ratio: float | None, step_time_ratio: float | None, base: Summary,
                      other: Summary) -> Passed:
     """Exercise 07.5: the parameter ratio of two model sizes and the ratio of their measured step times."""
@@ -102,6 +145,12 @@ def check_model_size(param_ratio: float | None, step_time_ratio: float | None, b
     return passed("07.5", f"{params:.1f}x the parameters, {times:.1f}x the step time")
 
 
+@check("07.6",
+       wrong("the ratio upside down (small / large)",
+             step_time_ratio=lambda a: _ratio(a.small, a.large, "mean_step_time_s")),
+       wrong("samples/s assumed to double with the batch",
+             step_time_ratio=lambda a: _ratio(a.large, a.small, "mean_step_time_s"),
+             throughput_ratio=lambda a: _ratio(a.large, a.small, "batch_size")))
 def check_batch_size(step_time_ratio: float | None, throughput_ratio: float | None, small: Summary,
                      large: Summary) -> Passed:
     """Exercise 07.6: how the step time and the samples/s change when the batch per device grows."""

@@ -2,14 +2,27 @@
 workers are enough, and the starved GCD of a recorded rocm-smi session.
 
 The expected values are computed from the measurements the solution notebook passes in (read times, step times)
-and from the recorded session through :func:`lumikit.smi.interpret_window`.
+and, for 09.3, from the learner's own generated session (:func:`exercise_session`, another one than module 04's)
+through :func:`lumikit.smi.interpret_window`.
 """
 from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ..smi import Snapshot, interpret_window
-from .framework import CheckFailed, Passed, expect_close, expect_equal, expect_in, expect_type, passed
+from ..smi import Snapshot, interpret_window, tidy
+from .datasets import starved_gcd, starved_session
+from .framework import CheckFailed, Passed, check, expect_close, expect_equal, expect_in, expect_type, passed, wrong
+
+
+def exercise_session() -> list[Snapshot]:
+    """This learner's generated session for 09.3: its starved GCD differs from the one in their module 04 session."""
+    return starved_session("09.3", avoid=starved_gcd("04"))
+
+
+@check("09.1",
+       wrong("the ratio upside down (one file / small files)", answer=lambda a: a.one_file_s / a.small_files_s),
+       wrong("the time saved in seconds instead of the ratio", answer=lambda a: a.small_files_s - a.one_file_s),
+       wrong("a percentage", answer=lambda a: 100 * a.small_files_s / a.one_file_s))
 
 
 def check_archive_speedup(answer: float | None, small_files_s: float, one_file_s: float) -> Passed:
@@ -33,6 +46,16 @@ def enough_workers(step_times: Mapping[int, float], tolerance: float = 0.10) -> 
     return min(w for w, t in step_times.items() if t <= best * (1 + tolerance))
 
 
+def _another_count(step_times: Mapping[int, float], tolerance: float) -> int:
+    expected = enough_workers(step_times, tolerance)
+    return next(w for w in sorted(step_times, reverse=True) if w != expected)
+
+
+@check("09.2",
+       wrong("another measured worker count than the fewest within 10 % of the best",
+             answer=lambda a: _another_count(a.step_times, a.tolerance)),
+       wrong("the 7 cores of a GCD, which were not measured here", answer=7, mentions="measured"),
+       wrong("the best step time instead of the worker count", answer=lambda a: min(a.step_times.values())))
 def check_enough_workers(answer: int | None, step_times: Mapping[int, float], tolerance: float = 0.10) -> Passed:
     """Exercise 09.2: the fewest workers after which the step time stops improving (within ``tolerance``)."""
     expected = enough_workers(step_times, tolerance)
@@ -47,12 +70,17 @@ def check_enough_workers(answer: int | None, step_times: Mapping[int, float], to
     return passed("09.2", f"{expected} worker(s): {step_times[expected]:.4f} s per step, best {best:.4f} s")
 
 
-def check_starved_gcd(answer: int | None, snapshots: Sequence[Snapshot]) -> Passed:
-    """Exercise 09.3: the GCD that waits for data in a recorded session (the one found starved most of the time)."""
+@check("09.3",
+       wrong("the starved GCD of the module 04 session, not this one", answer=lambda a: starved_gcd("04")),
+       wrong("the busiest GCD",
+             answer=lambda a: int(tidy(exercise_session()).groupby("index")["gpu_busy_pct"].mean().idxmax())),
+       wrong("counted from 1", answer=lambda a: starved_gcd("09.3", avoid=starved_gcd("04")) + 1))
+def check_starved_gcd(answer: int | None) -> Passed:
+    """Exercise 09.3: the GCD that waits for data in the learner's session (the one found starved most of the time)."""
+    snapshots = exercise_session()
     starved = [f for f in interpret_window(snapshots) if f.kind == "starved"]
     if not starved:
-        raise CheckFailed("09.3", "no GCD is starved in the session given to the check",
-                          hint="pass the snapshots of the recorded session 'ddp-8gcd-starved'.")
+        raise CheckFailed("09.3", "no GCD is starved in the session", hint="report this to the course's instructor.")
     devices = starved[0].devices
     expect_type("09.3", answer, int, what="the starved GCD's index", hint="a GCD index, 0-7.")
     indices = sorted({d.index for s in snapshots for d in s.devices})

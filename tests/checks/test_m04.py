@@ -10,14 +10,22 @@ from lumikit.checks.m04 import (
     check_power_reporting,
     check_starved_gcd,
 )
+from lumikit.checks import m04
 from lumikit.errors import LumikitError
 from lumikit.smi import DeviceReading, Snapshot, load_session
 
 
-@pytest.fixture(scope="module")
-def starved() -> list[Snapshot]:
-    """The shipped DDP session in which GCD 4 waits for data."""
-    return load_session("ddp-8gcd-starved")
+@pytest.fixture
+def starved(monkeypatch) -> list[Snapshot]:
+    """The shipped DDP session in which GCD 4 waits for data, as the learner's session the checks make."""
+    session = load_session("ddp-8gcd-starved")
+    monkeypatch.setattr(m04, "exercise_session", lambda: session)
+    return session
+
+
+def use(monkeypatch, session) -> None:
+    """Make ``session`` the learner's session for the checks."""
+    monkeypatch.setattr(m04, "exercise_session", lambda: session)
 
 
 def node(power: dict[int, float], busy: dict[int, float], sclk: dict[int, float]) -> Snapshot:
@@ -31,10 +39,11 @@ def node(power: dict[int, float], busy: dict[int, float], sclk: dict[int, float]
 SMALL = [node({0: 310.0, 2: 495.0}, {0: 97, 1: 0, 2: 98, 3: 99}, {0: 1650, 1: 800, 2: 1650, 3: 1650})] * 3
 
 
-def test_starved_gcd_is_the_one_the_session_interpretation_finds(starved):
-    result = check_starved_gcd(4, starved)
+def test_starved_gcd_is_the_one_the_session_interpretation_finds(starved, monkeypatch):
+    result = check_starved_gcd(4)
     assert isinstance(result, Passed) and result.exercise == "04.1" and "GCD 4" in str(result)
-    assert check_starved_gcd(1, SMALL)
+    use(monkeypatch, SMALL)
+    assert check_starved_gcd(1)
 
 
 @pytest.mark.parametrize("answer, words", [
@@ -44,19 +53,21 @@ def test_starved_gcd_is_the_one_the_session_interpretation_finds(starved):
 ])
 def test_starved_gcd_fails_on_wrong_answers(starved, answer, words):
     with pytest.raises(CheckFailed, match="04.1") as err:
-        check_starved_gcd(answer, starved)
+        check_starved_gcd(answer)
     assert words in str(err.value)
 
 
-def test_starved_gcd_refuses_a_session_without_a_starved_gcd():
+def test_starved_gcd_refuses_a_session_without_a_starved_gcd(monkeypatch):
+    use(monkeypatch, load_session("idle-node"))
     with pytest.raises(LumikitError, match="ddp-8gcd-starved"):
-        check_starved_gcd(0, load_session("idle-node"))
+        check_starved_gcd(0)
 
 
-def test_power_reporting_lists_the_even_gcds_and_the_mean_package_power(starved):
-    result = check_power_reporting([0, 2, 4, 6], {0: 462.0, 1: 462.9, 2: 311.8, 3: 462.3}, starved)
+def test_power_reporting_lists_the_even_gcds_and_the_mean_package_power(starved, monkeypatch):
+    result = check_power_reporting([0, 2, 4, 6], {0: 462.0, 1: 462.9, 2: 311.8, 3: 462.3})
     assert "GCDs 0, 2, 4, 6" in str(result)
-    assert check_power_reporting((2, 0), {0: 310.0, 1: 495.0}, SMALL)
+    use(monkeypatch, SMALL)
+    assert check_power_reporting((2, 0), {0: 310.0, 1: 495.0})
 
 
 @pytest.mark.parametrize("gcds, power, words", [
@@ -69,14 +80,15 @@ def test_power_reporting_lists_the_even_gcds_and_the_mean_package_power(starved)
 ])
 def test_power_reporting_fails_on_wrong_answers(starved, gcds, power, words):
     with pytest.raises(CheckFailed, match="04.2") as err:
-        check_power_reporting(gcds, power, starved)
+        check_power_reporting(gcds, power)
     assert words in str(err.value)
 
 
-def test_package_activity_follows_the_site_thresholds(starved):
-    result = check_package_activity({0: "both", 1: "both", 2: "one", 3: "both"}, starved)
+def test_package_activity_follows_the_site_thresholds(starved, monkeypatch):
+    result = check_package_activity({0: "both", 1: "both", 2: "one", 3: "both"})
     assert "package 2 works with one GCD only" in str(result)
-    assert check_package_activity({0: "one", 1: "both"}, SMALL)
+    use(monkeypatch, SMALL)
+    assert check_package_activity({0: "one", 1: "both"})
 
 
 @pytest.mark.parametrize("answer, words", [
@@ -87,7 +99,7 @@ def test_package_activity_follows_the_site_thresholds(starved):
 ])
 def test_package_activity_fails_on_wrong_answers(starved, answer, words):
     with pytest.raises(CheckFailed, match="04.3") as err:
-        check_package_activity(answer, starved)
+        check_package_activity(answer)
     assert words in str(err.value)
 
 
@@ -118,3 +130,16 @@ def test_busy_without_power_fails_on_wrong_answers(kind, computing, words):
 def test_busy_without_power_refuses_a_snapshot_that_does_not_show_it(starved):
     with pytest.raises(LumikitError, match="snapshot built above"):
         check_busy_without_power("busy-without-power", False, starved[-1])
+
+
+def test_each_learner_gets_a_session_of_their_own_and_the_check_follows_it(monkeypatch):
+    from lumikit.checks.datasets import starved_gcd
+
+    answers = {}
+    for learner in ("ada", "bob", "cy", "dan", "eve", "fay"):
+        monkeypatch.setenv("LUMIKIT_SEED", learner)
+        answers[learner] = starved_gcd("04")
+        assert check_starved_gcd(answers[learner]).exercise == "04.1"
+        with pytest.raises(CheckFailed, match="04.1"):
+            check_starved_gcd(4)  # the shipped session's GCD is never a learner's
+    assert len(set(answers.values())) > 1

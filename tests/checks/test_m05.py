@@ -52,8 +52,9 @@ def test_recorded_steps_follow_torch_schedule_counted_from_one() -> None:
 
 def test_rank_profile_spec_passes_for_rank_3_and_steps_5_to_7() -> None:
     assert "rank 3 records steps 5-7" in str(m05.check_rank_profile_spec(_rank3_job()))
-    # Waiting 4 steps without a warm-up records the same steps.
-    assert m05.check_rank_profile_spec(_rank3_job(env={"LUMIKIT_PROFILE_SCHEDULE": "4,0,3,1"}))
+    # Waiting 4 steps without a warm-up records the same steps, but the first carries the profiler's start-up.
+    with pytest.raises(CheckFailed, match="05.1: schedule 4,0,3,1 has no warm-up step"):
+        m05.check_rank_profile_spec(_rank3_job(env={"LUMIKIT_PROFILE_SCHEDULE": "4,0,3,1"}))
 
 
 @pytest.mark.parametrize("changes, words", [
