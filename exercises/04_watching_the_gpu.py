@@ -4,7 +4,9 @@
 # These exercises read a generated `rocm-smi` session in the format of a LUMI-G node running a DDP job on all 8
 # GCDs: the workbook's generated `ddp-8gcd-starved` session with its packages shuffled for you, so your starved GCD
 # and package powers are your own (on LUMI, `lumikit smi record` records a real session). `tidy` turns a session
-# into one row per sample and GCD.
+# into one row per sample and GCD. What to find, and why it matters: which GCD holds the whole node back, what
+# the power readings of an MI250X really measure, and why GPU% alone can call a waiting GPU busy (the course's
+# central lesson: read power before GPU%).
 
 # %%
 import lumikit.checks.m04 as checks
@@ -45,6 +47,18 @@ raise NotImplementedError("Exercise 04.2: drop the rows whose `power_w` is missi
 # %% tags=["check"]
 checks.check_power_reporting(power_gcds, package_power_w)
 
+# %%
+checks.WHY_NA  # the question and its options
+
+# %% tags=["exercise"]
+# Exercise 04.q1: Why do the odd GCDs print `N/A` for power? Pick one of the options shown above and store its letter in `why_na`.
+# Hint: compare the odd GCDs' GPU% and clock with their power column.
+why_na = None
+raise NotImplementedError("Exercise 04.q1: compare the odd GCDs' GPU% and clock with their power column.")
+
+# %% tags=["check"]
+checks.check_why_na(why_na)
+
 # %% tags=["exercise"]
 # Exercise 04.3: An MI250X package draws about 300 W with one GCD busy and about 500 W with both (the site's
 # thresholds, printed above). From the mean powers of 04.2, how many GCDs of each package work? Store a dict
@@ -56,12 +70,37 @@ raise NotImplementedError("Exercise 04.3: `package_activity(watts, thresholds)` 
 # %% tags=["check"]
 checks.check_package_activity(activity)
 
+# %% [markdown]
+# ## Predict, then read: the power of a waiting GCD
+
+# %%
+checks.WAITING_POWER  # the question and its options
+
+# %% tags=["exercise"]
+# Exercise 04.q2: Predict before you read the next cell: what will the package power of a GCD that waits in an all-reduce at 100 % GPU% be? Store the letter of your prediction in `waiting_prediction`.
+# Hint: there is no wrong prediction here; think of what the arithmetic units do while a collective waits.
+waiting_prediction = None
+raise NotImplementedError("Exercise 04.q2: there is no wrong prediction here; think of what the arithmetic units do while a collective waits.")
+
+# %% tags=["check"]
+checks.check_waiting_prediction(waiting_prediction)
+
 # %%
 # A DDP job stuck in an all-reduce: both GCDs of package 0 show 100 % GPU%, yet the package draws 115 W.
 waiting = Snapshot(devices=(
     DeviceReading(index=0, package=0, power_w=115.0, sclk_mhz=1650, gpu_busy_pct=100.0, vram_pct=38.0),
     DeviceReading(index=1, package=0, power_w=None, sclk_mhz=1650, gpu_busy_pct=100.0, vram_pct=38.0),
 ), format="rocm-smi")
+
+# %% tags=["exercise"]
+# Exercise 04.q3: Now read the `waiting` snapshot above: which option does its package power show? Store the letter in `waiting_outcome`; the check compares it with your prediction.
+# Hint: compare `waiting.device(0).power_w` with the site's thresholds (printed at the top).
+waiting_outcome = None
+raise NotImplementedError("Exercise 04.q3: compare `waiting.device(0).power_w` with the site's thresholds (printed at the top).")
+
+# %% tags=["check"]
+checks.check_waiting_outcome(waiting_outcome, waiting_prediction,
+                             measured={"package_power_w": waiting.device(0).power_w})
 
 # %% tags=["exercise"]
 # Exercise 04.4: What does lumikit's interpretation call the `waiting` snapshot (`finding_kind`, the finding's
@@ -77,4 +116,17 @@ raise NotImplementedError("Exercise 04.4: `interpret(waiting)` returns findings 
 checks.check_busy_without_power(finding_kind, computing, waiting)
 
 # %% [markdown] tags=["exercise"]
-# **Your answer:** _replace this line with your answer and the numbers that support it._
+# **Question 04.A.** Why does one starved GCD slow down the whole node, not only itself?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Question 04.B.** Why does "about 300 W means the GPU is fully used" need care on LUMI? Use your package powers
+# of 04.2 and the activities of 04.3.
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Question 04.C.** Why is GPU% no proof that a GCD computes, and what should you read first?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._

@@ -2,7 +2,9 @@
 # # 09 · Data and I/O: exercises
 #
 # Three questions answered with numbers measured here: how much faster one file reads than many small ones, how
-# many DataLoader workers are enough, and which GCD of a recorded session is starved.
+# many DataLoader workers are enough, and which GCD of a generated session is starved; a question on why, a
+# prediction to check against a measurement, and the discussion questions at the end. Why it matters: a GPU that
+# waits for data is paid for and idle, and on LUMI the file system is often where the wait comes from.
 
 # %%
 import tempfile
@@ -22,6 +24,18 @@ data = files.one_file.parent
 times = time_reads(files)
 small_files_s, one_file_s = times["many small files"], times["one .npy file"]
 print(f"{files.count} small files: {small_files_s:.4f} s; one .npy file: {one_file_s:.5f} s")
+
+# %%
+checks.MORE_WORKERS  # the question and its options
+
+# %% tags=["exercise"]
+# Exercise 09.q2: Predict before the next cell measures it: with 2 DataLoader workers instead of 0, what will the mean step time do? Store the letter of your prediction in `workers_prediction`.
+# Hint: there is no wrong prediction here; think of how much work preparing these tiny in-memory images takes.
+workers_prediction = None
+raise NotImplementedError("Exercise 09.q2: there is no wrong prediction here; think of how much work preparing these tiny in-memory images takes.")
+
+# %% tags=["check"]
+checks.check_more_workers_prediction(workers_prediction)
 
 # %%
 # The ResNet workload (tiny model, CPU here) with 0, 1 and 2 DataLoader workers, run in this process.
@@ -46,6 +60,18 @@ raise NotImplementedError("Exercise 09.1: divide the small-files time by the one
 # %% tags=["check"]
 checks.check_archive_speedup(speedup, small_files_s, one_file_s)
 
+# %%
+checks.WHY_SMALL_FILES  # the question and its options
+
+# %% tags=["exercise"]
+# Exercise 09.q1: Why are many small files slow on Lustre? Pick one of the options shown above and store its letter in `why_small_files`.
+# Hint: what does every open() of a file on Lustre have to ask, and of whom?
+why_small_files = None
+raise NotImplementedError("Exercise 09.q1: what does every open() of a file on Lustre have to ask, and of whom?")
+
+# %% tags=["check"]
+checks.check_why_small_files(why_small_files)
+
 # %% tags=["exercise"]
 # Exercise 09.2: From `step_times` (workers -> mean step time), how many workers are enough: the fewest whose step time is within 10 % of the best? Store it in `workers_enough`.
 # Hint: find the best (smallest) time, then the smallest worker count with a time of at most 1.1 times that.
@@ -55,6 +81,16 @@ raise NotImplementedError("Exercise 09.2: find the best (smallest) time, then th
 
 # %% tags=["check"]
 checks.check_enough_workers(workers_enough, step_times, tolerance=0.10)
+
+# %% tags=["exercise"]
+# Exercise 09.q3: Now compare with your prediction: which option does the measurement show (mean step time with 2 workers against 0)? Store the letter in `workers_outcome`.
+# Hint: divide `step_times[2]` by `step_times[0]`: below 0.9 is a clear drop, above 1.1 a clear rise.
+ratio = None
+workers_outcome = None
+raise NotImplementedError("Exercise 09.q3: divide `step_times[2]` by `step_times[0]`: below 0.9 is a clear drop, above 1.1 a clear rise.")
+
+# %% tags=["check"]
+checks.check_more_workers_outcome(workers_outcome, workers_prediction, measured=step_times)
 
 # %% tags=["exercise"]
 # Exercise 09.3: Which GCD is starved in your generated session `snapshots`? Store its index in `starved_gcd`.
@@ -67,4 +103,17 @@ raise NotImplementedError("Exercise 09.3: group `tidy(snapshots)` by \"index\"; 
 checks.check_starved_gcd(starved_gcd)
 
 # %% [markdown] tags=["exercise"]
-# **Your answer:** _replace this line with your answer and the numbers that support it._
+# **Question 09.A.** Why would the speed-up of 09.1 be larger still on LUMI's Lustre, and why does the seed's data
+# set come as one tar to unpack into `/tmp`?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Question 09.B.** Why do workers buy little here, and why would they matter on LUMI?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Question 09.C.** Why does one starved GCD (09.3) cost the time of all eight?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._

@@ -4,7 +4,9 @@
 # These exercises read a generated `rocm-smi` session in the format of a LUMI-G node running a DDP job on all 8
 # GCDs: the workbook's generated `ddp-8gcd-starved` session with its packages shuffled for you, so your starved GCD
 # and package powers are your own (on LUMI, `lumikit smi record` records a real session). `tidy` turns a session
-# into one row per sample and GCD.
+# into one row per sample and GCD. What to find, and why it matters: which GCD holds the whole node back, what
+# the power readings of an MI250X really measure, and why GPU% alone can call a waiting GPU busy (the course's
+# central lesson: read power before GPU%).
 
 # %%
 import lumikit.checks.m04 as checks
@@ -47,6 +49,17 @@ print({p: round(w) for p, w in package_power_w.items()})
 # %% tags=["check"]
 checks.check_power_reporting(power_gcds, package_power_w)
 
+# %%
+checks.WHY_NA  # the question and its options
+
+# %% tags=["solution"]
+# Exercise 04.q1: Why do the odd GCDs print `N/A` for power? Pick one of the options shown above and store its letter in `why_na`.
+# Hint: compare the odd GCDs' GPU% and clock with their power column.
+why_na = "b"
+
+# %% tags=["check"]
+checks.check_why_na(why_na)
+
 # %% tags=["solution"]
 # Exercise 04.3: An MI250X package draws about 300 W with one GCD busy and about 500 W with both (the site's
 # thresholds, printed above). From the mean powers of 04.2, how many GCDs of each package work? Store a dict
@@ -58,12 +71,36 @@ print(activity)
 # %% tags=["check"]
 checks.check_package_activity(activity)
 
+# %% [markdown]
+# ## Predict, then read: the power of a waiting GCD
+
+# %%
+checks.WAITING_POWER  # the question and its options
+
+# %% tags=["solution"]
+# Exercise 04.q2: Predict before you read the next cell: what will the package power of a GCD that waits in an all-reduce at 100 % GPU% be? Store the letter of your prediction in `waiting_prediction`.
+# Hint: there is no wrong prediction here; think of what the arithmetic units do while a collective waits.
+waiting_prediction = "c"
+
+# %% tags=["check"]
+checks.check_waiting_prediction(waiting_prediction)
+
 # %%
 # A DDP job stuck in an all-reduce: both GCDs of package 0 show 100 % GPU%, yet the package draws 115 W.
 waiting = Snapshot(devices=(
     DeviceReading(index=0, package=0, power_w=115.0, sclk_mhz=1650, gpu_busy_pct=100.0, vram_pct=38.0),
     DeviceReading(index=1, package=0, power_w=None, sclk_mhz=1650, gpu_busy_pct=100.0, vram_pct=38.0),
 ), format="rocm-smi")
+
+# %% tags=["solution"]
+# Exercise 04.q3: Now read the `waiting` snapshot above: which option does its package power show? Store the letter in `waiting_outcome`; the check compares it with your prediction.
+# Hint: compare `waiting.device(0).power_w` with the site's thresholds (printed at the top).
+waiting_outcome = {"both": "a", "one": "b", "idle": "c"}[package_activity(waiting.device(0).power_w, thresholds)]
+print(f"package 0 draws {waiting.device(0).power_w:g} W at 100 % GPU%")
+
+# %% tags=["check"]
+checks.check_waiting_outcome(waiting_outcome, waiting_prediction,
+                             measured={"package_power_w": waiting.device(0).power_w})
 
 # %% tags=["solution"]
 # Exercise 04.4: What does lumikit's interpretation call the `waiting` snapshot (`finding_kind`, the finding's
@@ -79,12 +116,24 @@ computing = package_activity(waiting.device(0).power_w, thresholds) != "idle"
 checks.check_busy_without_power(finding_kind, computing, waiting)
 
 # %% [markdown] tags=["solution"]
-# **Discussion.** The starved GCD is the one whose average GPU% and clock (printed in 04.1) sit far below the
-# others': it waits for its next batch, and at every all-reduce the seven others wait for it, so the whole node
-# runs at its pace. Only the even GCDs print a power reading (04.2): `rocm-smi` on an MI250X reports power per
-# *package*, on its first GCD, and `N/A` on the second. That is why the course's "about 300 W means the GPU is
-# fully used" needs care on LUMI: 300 W is one GCD's worth of a two-GCD package. With the site's thresholds, the
-# packages near 460 W (printed in 04.2) run both GCDs, while the starved GCD's package draws about 310 W: its other GCD
-# works, it does not. GPU% is no proof of work (04.4): it counts the time a kernel is resident, and a kernel
-# spinning on a wait (a collective waiting for a slow rank, a copy waiting for data) counts as 100 % busy. Power
-# near the idle level says the arithmetic units are resting; read power first, then GPU%.
+# **Question 04.A.** Why does one starved GCD slow down the whole node, not only itself?
+#
+# **Answer.** The starved GCD is the one whose average GPU% and clock (printed in 04.1) sit far below the others':
+# it waits for its next batch, and at every all-reduce the seven others wait for it, so the whole node runs at its
+# pace.
+
+# %% [markdown] tags=["solution"]
+# **Question 04.B.** Why does "about 300 W means the GPU is fully used" need care on LUMI? Use your package powers
+# of 04.2 and the activities of 04.3.
+#
+# **Answer.** Only the even GCDs print a power reading (04.2): `rocm-smi` on an MI250X reports power per
+# *package*, on its first GCD, and `N/A` on the second. 300 W is one GCD's worth of a two-GCD package. With the
+# site's thresholds, the packages near 460 W (printed in 04.2) run both GCDs, while the starved GCD's package draws
+# about 310 W: its other GCD works, it does not.
+
+# %% [markdown] tags=["solution"]
+# **Question 04.C.** Why is GPU% no proof that a GCD computes, and what should you read first?
+#
+# **Answer.** GPU% counts the time a kernel is resident, and a kernel spinning on a wait (a collective waiting for
+# a slow rank, a copy waiting for data) counts as 100 % busy (04.4). Power near the idle level says the arithmetic
+# units are resting; read power first, then GPU%.

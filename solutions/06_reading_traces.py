@@ -4,7 +4,9 @@
 # Answer each question with the numbers the analyses measure on a trace. The setup cell writes a generated 4-rank
 # GPU-like trace with `lumikit.trace.synth` (a CPU-only profile has no kernels to analyse). Your trace is your own:
 # which rank has a slow data loader (never rank 0), how slow, and the model's size are chosen for you. Then it
-# loads the trace with `TraceAnalyzer`.
+# loads the trace with `TraceAnalyzer`. What to find, and why it matters: where the GPU time goes, which rank holds
+# the others back and by how much (the time every other rank could save), why that rank's GPU idles, what HTA
+# says and why it can differ from lumikit, and how to cut one step out for Perfetto.
 
 # %%
 import lumikit.checks.m06 as checks
@@ -45,6 +47,17 @@ print(f"straggler: rank {straggler}; the others wait {wait_us:.0f} µs per step 
 
 # %% tags=["check"]
 checks.check_straggler(straggler, wait_us, analyzer.get_stragglers())
+
+# %%
+checks.WHY_NOT_STEP_TIME  # the question and its options
+
+# %% tags=["solution"]
+# Exercise 06.q1: Why can the step time not name the straggler? Pick one of the options shown above and store its letter in `why_not_step_time`.
+# Hint: compare `mean_step_us` of the ranks in the table printed by 06.2.
+why_not_step_time = "b"
+
+# %% tags=["check"]
+checks.check_why_not_step_time(why_not_step_time)
 
 # %% tags=["solution"]
 # Exercise 06.3: What fraction of the straggler's GPU span is idle, and which idle category (host_wait, kernel_wait or other) holds most of the idle time on its compute stream? Store them in `idle_fraction` and `idle_reason`.
@@ -95,22 +108,39 @@ print(f"{slice_path.name}: {slice_path.stat().st_size / 1e3:.1f} kB, to open at 
 checks.check_perfetto_slice(slice_path, rank=analyzer.get_straggler(), step=11)
 
 # %% [markdown] tags=["solution"]
-# **Discussion.** Read the printed values above.
+# **Question 06.A.** Why is communication so large on rank 0 (compare the fractions printed in 06.1) when the
+# network is not that busy?
 #
-# * 06.1: compute is on top on rank 0, but communication is close behind (compare the printed fractions). The
-#   network is not that busy. The all-reduce kernels sit on their stream waiting for the straggler, and the trace
-#   counts that waiting as communication time.
-# * 06.2: every rank has the same step time (the collectives synchronise them), so the step time cannot name the
-#   straggler. The time spent in communication can: the straggler arrives last and waits least. The printed
-#   `wait_us` is what the other three ranks lose in every step. Fixing the one slow rank (here a slow data loader)
-#   would save that much on all of them.
-# * 06.3: the straggler's GPU is idle for a large part of its span, and on its compute stream that idle time is
-#   *host wait*: the GPU drained its queue and the host had not launched the next kernel yet, because it was still
-#   loading data. On a real run the next step is the data loader: more workers, pinned memory, data staged to
-#   local storage (module 09).
-# * 06.4: HTA and lumikit define overlap the same way (communication time during which a compute kernel runs,
-#   over all communication time), so they agree even though HTA leaves out the last step. Where they disagree on
-#   a ROCm trace, check the stream-0 kernels: HTA gives them no iteration.
-# * 06.5: the slice holds one step of one rank, a few kB instead of the whole file, and Perfetto opens it at once.
-#   In Perfetto, look at the gap at the start of the compute stream (the host wait of 06.3) and at the long
-#   collectives on the other ranks' slices.
+# **Answer.** Compute and communication are close on rank 0 (which one is on top depends on your trace). The
+# all-reduce kernels sit on their stream waiting for the straggler, and the trace counts that waiting as
+# communication time.
+
+# %% [markdown] tags=["solution"]
+# **Question 06.B.** What would fixing the straggler save, and on which ranks?
+#
+# **Answer.** The printed `wait_us` is what each of the other three ranks loses in every step, waiting for the
+# straggler at the all-reduce. Fixing the one slow rank (here a slow data loader) would save that much on all of
+# them.
+
+# %% [markdown] tags=["solution"]
+# **Question 06.C.** Why is the straggler's idle time *host wait*, and what would you change on a real run?
+#
+# **Answer.** The straggler's GPU is idle for a large part of its span, and on its compute stream that idle time is
+# *host wait*: the GPU drained its queue and the host had not launched the next kernel yet, because it was still
+# loading data. On a real run the next step is the data loader: more workers, pinned memory, data staged to local
+# storage (module 09).
+
+# %% [markdown] tags=["solution"]
+# **Question 06.D.** Why does HTA's idle share of 06.4 differ from lumikit's, and why do their overlaps agree?
+#
+# **Answer.** HTA leaves out the last step (printed: HTA's steps against lumikit's), so its temporal breakdown
+# covers fewer steps and gives another share. Both define communication/computation overlap the same way
+# (communication time during which a compute kernel runs, over all communication time), so for the overlap they
+# agree. Where they disagree on a ROCm trace, check the stream-0 kernels: HTA gives them no iteration.
+
+# %% [markdown] tags=["solution"]
+# **Question 06.E.** What do you look at first when you open the slice of 06.5 in Perfetto?
+#
+# **Answer.** The slice holds one step of one rank, a few kB instead of the whole file, and Perfetto opens it at
+# once. Look at the gap at the start of the compute stream (the host wait of 06.3) and at the long collectives on
+# the other ranks' slices.

@@ -2,7 +2,9 @@
 # # 09 · Data and I/O: exercises
 #
 # Three questions answered with numbers measured here: how much faster one file reads than many small ones, how
-# many DataLoader workers are enough, and which GCD of a recorded session is starved.
+# many DataLoader workers are enough, and which GCD of a generated session is starved; a question on why, a
+# prediction to check against a measurement, and the discussion questions at the end. Why it matters: a GPU that
+# waits for data is paid for and idle, and on LUMI the file system is often where the wait comes from.
 
 # %%
 import tempfile
@@ -22,6 +24,17 @@ data = files.one_file.parent
 times = time_reads(files)
 small_files_s, one_file_s = times["many small files"], times["one .npy file"]
 print(f"{files.count} small files: {small_files_s:.4f} s; one .npy file: {one_file_s:.5f} s")
+
+# %%
+checks.MORE_WORKERS  # the question and its options
+
+# %% tags=["solution"]
+# Exercise 09.q2: Predict before the next cell measures it: with 2 DataLoader workers instead of 0, what will the mean step time do? Store the letter of your prediction in `workers_prediction`.
+# Hint: there is no wrong prediction here; think of how much work preparing these tiny in-memory images takes.
+workers_prediction = "b"
+
+# %% tags=["check"]
+checks.check_more_workers_prediction(workers_prediction)
 
 # %%
 # The ResNet workload (tiny model, CPU here) with 0, 1 and 2 DataLoader workers, run in this process.
@@ -46,6 +59,17 @@ print(f"one file is {speedup:.1f} times faster")
 # %% tags=["check"]
 checks.check_archive_speedup(speedup, small_files_s, one_file_s)
 
+# %%
+checks.WHY_SMALL_FILES  # the question and its options
+
+# %% tags=["solution"]
+# Exercise 09.q1: Why are many small files slow on Lustre? Pick one of the options shown above and store its letter in `why_small_files`.
+# Hint: what does every open() of a file on Lustre have to ask, and of whom?
+why_small_files = "b"
+
+# %% tags=["check"]
+checks.check_why_small_files(why_small_files)
+
 # %% tags=["solution"]
 # Exercise 09.2: From `step_times` (workers -> mean step time), how many workers are enough: the fewest whose step time is within 10 % of the best? Store it in `workers_enough`.
 # Hint: find the best (smallest) time, then the smallest worker count with a time of at most 1.1 times that.
@@ -55,6 +79,16 @@ print(f"best {best:.4f} s per step; {workers_enough} worker(s) are enough")
 
 # %% tags=["check"]
 checks.check_enough_workers(workers_enough, step_times, tolerance=0.10)
+
+# %% tags=["solution"]
+# Exercise 09.q3: Now compare with your prediction: which option does the measurement show (mean step time with 2 workers against 0)? Store the letter in `workers_outcome`.
+# Hint: divide `step_times[2]` by `step_times[0]`: below 0.9 is a clear drop, above 1.1 a clear rise.
+ratio = step_times[2] / step_times[0]
+workers_outcome = "a" if ratio < 0.9 else "c" if ratio > 1.1 else "b"
+print(f"2 workers / 0 workers: {ratio:.2f} -> ({workers_outcome})")
+
+# %% tags=["check"]
+checks.check_more_workers_outcome(workers_outcome, workers_prediction, measured=step_times)
 
 # %% tags=["solution"]
 # Exercise 09.3: Which GCD is starved in your generated session `snapshots`? Store its index in `starved_gcd`.
@@ -67,11 +101,23 @@ print(per_gcd.round(0))
 checks.check_starved_gcd(starved_gcd)
 
 # %% [markdown] tags=["solution"]
-# **Discussion.** The speed-up printed above comes from a local disk, where an `open()` costs microseconds; the
-# ratio is set by the per-file cost against the bytes read, and on Lustre, where every `open()` asks the metadata
-# server, the same data set in small files is far slower still. That is why the seed's data set comes as one tar
-# to unpack into `/tmp`. The worker counts printed above are for a tiny in-memory data set on a few CPU cores: the
-# images need almost no preparation, so workers buy little and may even cost time; on LUMI, with images decoded
-# from files and 7 cores per GCD, the step time keeps improving up to several workers. In the recorded session one
-# GCD (printed above) averages far lower busy % and clock than the seven others: that rank waits for its data, and
-# at every all-reduce the other seven wait for it.
+# **Question 09.A.** Why would the speed-up of 09.1 be larger still on LUMI's Lustre, and why does the seed's data
+# set come as one tar to unpack into `/tmp`?
+#
+# **Answer.** The speed-up printed above comes from a local disk, where an `open()` costs microseconds; the ratio is
+# set by the per-file cost against the bytes read, and on Lustre, where every `open()` asks the metadata server, the
+# same data set in small files is far slower still. One tar is one open; unpacked into `/tmp` (memory on a LUMI
+# node) the small files no longer touch Lustre at all.
+
+# %% [markdown] tags=["solution"]
+# **Question 09.B.** Why do workers buy little here, and why would they matter on LUMI?
+#
+# **Answer.** The worker counts printed above are for a tiny in-memory data set on a few CPU cores: the images need
+# almost no preparation, so workers buy little and may even cost time; on LUMI, with images decoded from files and
+# 7 cores per GCD, the step time keeps improving up to several workers.
+
+# %% [markdown] tags=["solution"]
+# **Question 09.C.** Why does one starved GCD (09.3) cost the time of all eight?
+#
+# **Answer.** In your session one GCD (printed above) averages far lower busy % and clock than the seven others:
+# that rank waits for its data, and at every all-reduce the other seven wait for it.

@@ -12,6 +12,7 @@ from ..errors import SpecError
 from ..jobs import JobSpec, problems, render_srun
 from ..site import Site, load_site
 from .datasets import pick
+from .concepts import Choice, Option, choice_check
 from .framework import (
     CheckFailed,
     Passed,
@@ -139,3 +140,34 @@ def check_rejected_job(bad_field: str | None, fixed: JobSpec | None, rejected: J
                           hint=f"LUMI accepts fewer cores too (none given means 1), but then each GCD's task leaves "
                                f"cores idle: give each task all {node.cpus_per_gcd} usable cores next to its GCD.")
     return passed("01.3", f"{bad_field}: {found[0].problem}")
+
+
+# --- Conceptual questions ----------------------------------------------------------------------------------------
+
+WHY_SEVEN_CORES = Choice("01.q1", "Why does each GCD's task get 7 cores on LUMI-G, not 8?", {
+    "a": Option("Slurm keeps one core of every task for itself.", False,
+                "Slurm reserves no core per task: the missing core is the same one in every group of 8, whatever "
+                "the number of tasks."),
+    "b": Option("The first core of every group of 8 is reserved for the system, so 56 of the 64 cores are usable.",
+                True, "LUMI-G runs in low-noise mode: cores 0, 8, 16, ... are kept for the operating system, which "
+                      "is why your GCD's cores in 01.2 start one after a multiple of 8."),
+    "c": Option("The eighth core of each group drives the GCD.", False,
+                "no core drives a GCD; look at 01.2: the core missing from your GCD's group is its first, not its "
+                "eighth."),
+    "d": Option("Hyper-threading halves the cores.", False,
+                "hardware threads are a second set of numbers (64-127) on top of the 64 cores; they do not remove "
+                "a core from each group."),
+})
+check_why_seven_cores = choice_check(WHY_SEVEN_CORES)
+
+WHY_BIND = Choice("01.q2", "Why bind each task to the cores next to its own GCD, not to any 7 free cores?", {
+    "a": Option("Slurm refuses a GPU job without CPU binding.", False,
+                "Slurm accepts it (the rejected job of 01.3 was refused for its core count, not for its binding); "
+                "binding is about speed."),
+    "b": Option("Copies between host and GCD, and the task's memory, then stay in the GCD's NUMA domain.", True,
+                "a task on far cores crosses the Infinity Fabric between NUMA domains for every host-device copy "
+                "and every page it touches, which slows data loading and transfers."),
+    "c": Option("A GCD can only be reached from the cores of its own NUMA domain.", False,
+                "every core can reach every GCD; from another NUMA domain it is only slower."),
+})
+check_why_bind = choice_check(WHY_BIND)

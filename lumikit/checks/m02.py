@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..jobs import Command, effective_binds, render_srun, spec
 from ..site import Site, load_site
+from .concepts import Choice, Option, choice_check
 from .framework import CheckFailed, Passed, check, expect_in, expect_type, passed, wrong
 
 
@@ -147,3 +148,18 @@ def check_pins(pins: Sequence[str] | None, base_versions: Mapping[str, str]) -> 
                           expected=expected, found=found,
                           hint="use `==` and the versions measured in the base (`importlib.metadata.version`).")
     return passed("02.4", f"pip may add packages but keeps {', '.join(expected)}")
+
+
+# --- Conceptual questions ----------------------------------------------------------------------------------------
+
+WHY_PIN = Choice("02.q1", "Why must `pip install` in the venv never replace the container's torch?", {
+    "a": Option("pip cannot write inside a container.", False,
+                "the venv lives outside the image and pip writes there without trouble; that is exactly how a new "
+                "torch would shadow the container's one."),
+    "b": Option("The container's torch is built for ROCm and LUMI's libraries; a torch from PyPI is another build.",
+                True, "a wheel from PyPI is built for CUDA, for the CPU or for another ROCm; installed in the venv "
+                      "it comes first on the path, so the job silently loses the GCDs or mixes libraries."),
+    "c": Option("A newer torch would make the training slower.", False,
+                "speed is not the point: the build must match the container's ROCm, RCCL and MIOpen."),
+})
+check_why_pin = choice_check(WHY_PIN)

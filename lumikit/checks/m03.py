@@ -14,6 +14,7 @@ from ..errors import LumikitError
 from ..jobs.spec import parse_time
 from ..launch.states import STATES
 from ..logs.doctor import diagnose_text
+from .concepts import Choice, Option, choice_check
 from .framework import (
     CheckFailed,
     Passed,
@@ -128,3 +129,17 @@ def check_time_limit(signature: str | None, final_state: str | None, log_text: s
     expect_equal("03.4", final_state, "TIMEOUT", what="the state of a job stopped at its time limit",
                  hint=state_hint)
     return passed("03.4", "a job stopped at --time ends TIMEOUT; its log's last line says DUE TO TIME LIMIT")
+
+
+# --- Conceptual questions ----------------------------------------------------------------------------------------
+
+AT_THE_LIMIT = Choice("03.q1", "A training job reaches its `--time` limit. What happens?", {
+    "a": Option("Slurm lets the current training step finish, then stops the job.", False,
+                "Slurm knows nothing of training steps; only your script can stop cleanly (`--max-time`)."),
+    "b": Option("Slurm signals the job, kills it after a short grace time, and `sacct` shows TIMEOUT.", True,
+                "whatever was not in a checkpoint is lost, which is why 03.3 keeps a reserve below `--time` and "
+                "the job resumes from its checkpoint."),
+    "c": Option("Slurm puts the job back in the queue to continue later.", False,
+                "a time limit ends the job; a new job (with `--resume`) has to continue it."),
+})
+check_at_the_limit = choice_check(AT_THE_LIMIT)

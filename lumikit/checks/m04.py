@@ -16,6 +16,7 @@ from ..smi.interpret import KINDS, interpret, interpret_window, package_activity
 from ..smi.model import Snapshot
 from ..smi.sessions import tidy
 from .datasets import starved_gcd, starved_session
+from .concepts import Choice, Option, Prediction, choice_check, outcome_check, prediction_check
 from .framework import (
     CheckFailed,
     Passed,
@@ -160,3 +161,37 @@ def check_busy_without_power(finding_kind: str | None, computing: bool | None, s
     expect_equal("04.4", computing, False, what="whether the GCD is computing",
                  hint="GPU% counts time a kernel is resident, even one spinning on a wait; power shows work.")
     return passed("04.4", "100 % GPU% at near-idle power is a GPU waiting, not computing")
+
+
+# --- Conceptual questions ----------------------------------------------------------------------------------------
+
+WHY_NA = Choice("04.q1", "Why does `rocm-smi` print `N/A` for the power of every odd GCD of an MI250X?", {
+    "a": Option("The odd GCDs are idle.", False,
+                "they work like the others (their GPU% and clock in 04.1 say so); the N/A is there even when busy."),
+    "b": Option("Power is measured per package of two GCDs and shown on the package's first GCD.", True,
+                "so a reading of about 300 W is one busy GCD's worth of a two-GCD package, not a full GPU."),
+    "c": Option("The job has no permission to read the odd GCDs' sensors.", False,
+                "the same job reads their clocks, temperatures and GPU%; only power is missing."),
+})
+check_why_na = choice_check(WHY_NA)
+
+WAITING_POWER = Prediction("04.q2", "A GCD waits in an all-reduce for a slow rank, and `rocm-smi` shows it at "
+                                    "100 % GPU%. What will its package's power be?", {
+    "a": "near 500 W, like a package with both GCDs computing",
+    "b": "about 300 W, like a package with one GCD computing",
+    "c": "near the idle level, about 100 W",
+})
+check_waiting_prediction = prediction_check(WAITING_POWER)
+
+
+def _waiting_truth(measured: Mapping[str, object]) -> str:
+    activity = package_activity(float(measured["package_power_w"]), load_site("lumi").power)  # type: ignore[arg-type]
+    return {"both": "a", "one": "b", "idle": "c"}[activity]
+
+
+check_waiting_outcome = outcome_check("04.q3", WAITING_POWER, _waiting_truth, {
+    "a": "the package works with both GCDs.",
+    "b": "one GCD of the package computes.",
+    "c": "GPU% counts the time a kernel is resident, and a collective spinning on a wait is resident: power shows "
+         "the arithmetic units resting. Read power first, then GPU%.",
+})

@@ -15,6 +15,7 @@ from ..jobs import JobSpec, problems, resolve
 from ..profiler import DEFAULT_SCHEDULE, ProfileSchedule, parse_schedule
 from ..site import load_site
 from ..trace.host_ops import op_summary
+from .concepts import Choice, Option, choice_check
 from .framework import CheckFailed, Passed, check, expect_close, expect_equal, expect_type, passed, wrong
 
 #: The rank and the (1-based) steps exercise 05.1 asks to profile.
@@ -154,3 +155,29 @@ def check_profiler_slowdown(answer: float | None, step_times: Mapping[int, float
                  hint=f"recorded steps are {recorded[0]}-{recorded[-1]}, unprofiled ones 2-{plan.wait} "
                       "(step 1 warms up the model); divide the two medians.")
     return passed("05.4", f"a recorded step took {expected:.2f}x an unprofiled one here")
+
+
+# --- Conceptual questions ----------------------------------------------------------------------------------------
+
+WHY_FEW_STEPS = Choice("05.q1", "Why profile a few steps of one rank, not the whole run on every rank?", {
+    "a": Option("torch.profiler can only trace one process.", False,
+                "each rank can run its own profiler; the job builder simply gives it to the ranks you list."),
+    "b": Option("The profiler slows the steps it records and writes large traces; balanced ranks behave alike.",
+                True, "a few steps of one rank show what every rank does, at a fraction of the cost and the trace "
+                      "size (05.4 measured the cost)."),
+    "c": Option("Profiling every rank would change the model the training computes.", False,
+                "it changes the timing, not the numbers computed."),
+})
+check_why_few_steps = choice_check(WHY_FEW_STEPS)
+
+WHY_WARMUP = Choice("05.q2", "Why does the schedule of 05.1 give the profiler a warm-up step before it records?", {
+    "a": Option("The model needs a step to compile its kernels.", False,
+                "that is what the waited steps (and step 1) are for; the profiler's warm-up is about the profiler."),
+    "b": Option("The profiler's own start-up is costly; a warm-up step keeps that cost out of the recorded steps.",
+                True, "torch.profiler starts tracing during warm-up and throws those results away, so the first "
+                      "recorded step is a normal one, not one that carries the profiler's start."),
+    "c": Option("Without a warm-up step no trace file is written.", False,
+                "a schedule without warm-up still writes a trace (05.1's wrong answer 4,0,3,1 does), only a worse "
+                "one."),
+})
+check_why_warmup = choice_check(WHY_WARMUP)

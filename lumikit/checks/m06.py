@@ -16,6 +16,7 @@ from ..kernels import CLASSES
 from ..trace.analyses import TraceAnalyzer
 from ..trace.synth import SynthSpec
 from .datasets import trace_spec
+from .concepts import Choice, Option, choice_check
 from .framework import (CheckFailed, Passed, check, expect_answer, expect_close, expect_equal, expect_in, expect_type,
                         passed, wrong)
 
@@ -198,3 +199,17 @@ def check_perfetto_slice(path: str | Path | None, rank: int, step: int) -> Passe
         raise CheckFailed("06.5", "the slice holds no GPU activity of the step",
                           hint="slice a trace with GPU kernels (the synthetic one), not the CPU-only one.")
     return passed("06.5", f"{file.name}: step {step} of rank {rank} with {kernels} GPU activities")
+
+
+# --- Conceptual questions ----------------------------------------------------------------------------------------
+
+WHY_NOT_STEP_TIME = Choice("06.q1", "Why can the step time not tell you which rank is the straggler?", {
+    "a": Option("The trace has no step times.", False,
+                "it has: the ProfilerStep annotations give every rank's steps (`mean_step_us` in 06.2)."),
+    "b": Option("Every rank waits at the all-reduce for the slowest, so all ranks end each step together.", True,
+                "the straggler is the rank that arrives last and so waits least in communication; the others' "
+                "extra communication time is what they lose to it."),
+    "c": Option("The straggler's steps are shorter than the others'.", False,
+                "they are just as long: the collectives make every rank's step end at the same time."),
+})
+check_why_not_step_time = choice_check(WHY_NOT_STEP_TIME)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Mapping
 
+from .concepts import Choice, Option, Prediction, choice_check, outcome_check, prediction_check
 from .framework import CheckFailed, Passed, check, expect_close, expect_equal, expect_type, passed, wrong
 
 Summary = Mapping[str, Any]
@@ -111,7 +112,8 @@ def check_ddp_gain(ddp_speedup: float | None, ddp_efficiency: float | None, sing
        wrong("the step-time ratio without the minus 1",
              dp_speedup=lambda a: _ratio(a.dp, a.single, "global_samples_per_s"),
              dp_overhead=lambda a: _ratio(a.dp, a.single, "mean_step_time_s"), mentions="minus 1"),
-       wrong("DataParallel assumed to scale like DDP: twice the samples/s", dp_speedup=2.0),
+       wrong("the samples/s per device instead of in all",
+             dp_speedup=lambda a: _ratio(a.dp, a.single, "global_samples_per_s") / 2),
        wrong("the overhead in per cent", dp_speedup=lambda a: _ratio(a.dp, a.single, "global_samples_per_s"),
              dp_overhead=lambda a: 100 * (_ratio(a.dp, a.single, "mean_step_time_s") - 1)))
 def check_dp_cost(dp_speedup: float | None, dp_overhead: float | None, single: Summary, dp: Summary) -> Passed:
@@ -162,3 +164,40 @@ def check_batch_size(step_time_ratio: float | None, throughput_ratio: float | No
                  hint="divide the `global_samples_per_s` values.")
     factor = _field("07.6", large, "batch_size") / _field("07.6", small, "batch_size")
     return passed("07.6", f"{factor:g}x the batch: {times:.2f}x the step time, {rate:.2f}x the samples/s")
+
+
+# --- Conceptual questions ----------------------------------------------------------------------------------------
+
+FEWER_STEPS = Choice("07.q1", "(seed question 3) Why does each DDP rank run fewer iterations per epoch than the "
+                              "single run?", {
+    "a": Option("DDP leaves part of the data set out.", False,
+                "the distributed sampler gives each rank its own share; together the ranks cover the whole set."),
+    "b": Option("Each rank takes its own batch in every step, so one step uses batch x ranks samples.", True,
+                "an epoch then has data set / (batch x ranks) steps per rank (07.1); keep the global batch by "
+                "dividing --batch-size by the ranks."),
+    "c": Option("DDP uses a larger batch per device.", False,
+                "--batch-size is per device and stays what you give (compare `batch_size` in the table)."),
+})
+check_fewer_steps = choice_check(FEWER_STEPS)
+
+DP_OR_DDP = Prediction("07.q2", "(seed question 5) On two devices, which will reach more samples per second?", {
+    "a": "DistributedDataParallel (DDP)",
+    "b": "DataParallel (DP)",
+    "c": "about the same (within 5 %)",
+})
+check_dp_or_ddp_prediction = prediction_check(DP_OR_DDP)
+
+
+def _dp_or_ddp_truth(measured: Mapping[str, Any]) -> str:
+    ddp, dp = float(measured["ddp_samples_per_s"]), float(measured["dp_samples_per_s"])
+    return "a" if ddp > 1.05 * dp else "b" if dp > 1.05 * ddp else "c"
+
+
+check_dp_or_ddp_outcome = outcome_check("07.q3", DP_OR_DDP, _dp_or_ddp_truth, {
+    "a": "DDP runs one process per device and overlaps the all-reduce of the gradients with the backward pass; "
+         "DataParallel drives every device from one Python process and copies the model, scatters the inputs and "
+         "gathers the outputs in every step.",
+    "b": "here DataParallel came out ahead: without real devices it runs the one process with the global batch, so "
+         "this measures the CPU, not how GPUs scale; on LUMI expect DDP ahead.",
+    "c": "here both share the same few CPU cores, so neither can scale; on LUMI expect DDP clearly ahead.",
+})

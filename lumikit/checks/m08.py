@@ -11,6 +11,7 @@ from ..jobs import JobSpec, PROFILE_MODES, render_sbatch
 from ..logs import diagnose_text, parse_rccl
 from ..site import load_site
 from .datasets import pick
+from .concepts import Choice, Option, choice_check
 from .framework import CheckFailed, Passed, check, expect_equal, expect_in, expect_type, passed, wrong
 
 
@@ -155,3 +156,29 @@ def check_profile_one_rank(job: JobSpec | None, nodes: int = 2, tasks_per_node: 
                           hint="set `profile_ranks=(rank,)` on the spec.")
     return passed("08.4", f"rank {rank} (node 1, local rank {rank - tasks_per_node}) runs under rocprof, the other "
                           f"{nodes * tasks_per_node - 1} ranks run plainly")
+
+
+# --- Conceptual questions ----------------------------------------------------------------------------------------
+
+WHY_NOT_PROOF = Choice("08.q1", "Why is the log line `NCCL_NET_GDR_LEVEL set by environment to PHB` no proof that "
+                                "RCCL used GPU-direct RDMA?", {
+    "a": Option("It only echoes what was asked for; RCCL can still choose another path.", True,
+                "what RCCL did is in the channels' transport lines: `... via NET/.../GDRDMA` (08.2)."),
+    "b": Option("The variable's name is misspelt.", False, "the name is right; the line is simply the request."),
+    "c": Option("RCCL ignores every NCCL_ variable on AMD GPUs.", False,
+                "RCCL reads the NCCL_ names (the log echoes them); it may still fall back when GDR is not possible."),
+})
+check_why_not_proof = choice_check(WHY_NOT_PROOF)
+
+WHY_MIOPEN_LOCK = Choice("08.q2", "Why does MIOpen's database fail with a SQLite `locking protocol` error when it "
+                                  "sits on Lustre?", {
+    "a": Option("SQLite needs file locks that the parallel file system does not give it reliably when many ranks "
+                "on many nodes open the same database.", True,
+                "a node-local folder (`/tmp`, the `miopen` recipe) gives each node its own database, with no "
+                "locking across nodes."),
+    "b": Option("The home quota is full.", False,
+                "a full quota says `Disk quota exceeded` (the doctor's `disk-quota` signature), not a locking error."),
+    "c": Option("MIOpen needs root rights to write its database.", False,
+                "it writes to a user folder; the error is about locks, not permissions."),
+})
+check_why_miopen_lock = choice_check(WHY_MIOPEN_LOCK)

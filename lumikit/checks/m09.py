@@ -11,6 +11,7 @@ from typing import Mapping, Sequence
 
 from ..smi import Snapshot, interpret_window, tidy
 from .datasets import starved_gcd, starved_session
+from .concepts import Choice, Option, Prediction, choice_check, outcome_check, prediction_check
 from .framework import CheckFailed, Passed, check, expect_close, expect_equal, expect_in, expect_type, passed, wrong
 
 
@@ -90,3 +91,39 @@ def check_starved_gcd(answer: int | None) -> Passed:
                           hint="look for the GCD whose busy % and clock stay low while the others work "
                                "(group `tidy(snapshots)` by 'index').")
     return passed("09.3", starved[0].message)
+
+
+# --- Conceptual questions ----------------------------------------------------------------------------------------
+
+WHY_SMALL_FILES = Choice("09.q1", "Why is a data set of many small files slow on LUMI's Lustre file systems?", {
+    "a": Option("Lustre compresses small files.", False, "it does not; the cost is per file, not per byte."),
+    "b": Option("Every open() asks the metadata server, a service shared by every user; for small files that "
+                "per-file cost dominates.", True,
+                "one large file (or a tar unpacked to `/tmp`, in memory) pays it once; 09.1 measured the per-file "
+                "cost even on a local disk."),
+    "c": Option("Small files are kept on tape.", False, "LUMI's Lustre file systems keep every file on disk or "
+                                                         "flash."),
+})
+check_why_small_files = choice_check(WHY_SMALL_FILES)
+
+MORE_WORKERS = Prediction("09.q2", "Here (tiny model, tiny in-memory images, a few CPU cores), going from 0 to 2 "
+                                   "DataLoader workers, the mean step time will:", {
+    "a": "drop by more than 10 %",
+    "b": "stay within 10 %",
+    "c": "rise by more than 10 %",
+})
+check_more_workers_prediction = prediction_check(MORE_WORKERS)
+
+
+def _more_workers_truth(measured: Mapping[int, float]) -> str:
+    ratio = float(measured[2]) / float(measured[0])
+    return "a" if ratio < 0.9 else "c" if ratio > 1.1 else "b"
+
+
+check_more_workers_outcome = outcome_check("09.q3", MORE_WORKERS, _more_workers_truth, {
+    "a": "the workers prepared batches while the model trained: data loading was the bottleneck.",
+    "b": "the tiny images need almost no preparation, so there was little for workers to hide; on LUMI, with "
+         "images decoded from files and 7 cores per GCD, workers matter.",
+    "c": "starting worker processes and passing batches between processes cost more than the little work they "
+         "took over, on cores shared with the training.",
+})

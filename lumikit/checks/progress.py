@@ -127,9 +127,12 @@ def read_results(folder: Path, *, learner: str | None = None) -> list[Result]:
     return sorted(results, key=lambda r: _exercise_key(r.exercise))
 
 
-def _exercise_key(exercise: str) -> tuple[int, int | str]:
+def _exercise_key(exercise: str) -> tuple[int, int, int, str]:
+    """Sort key: module, then numbered exercises (01.2 before 01.10), then named ones (01.q1, 01.q2)."""
     module, _, number = exercise.partition(".")
-    return int(module), (int(number) if number.isdigit() else number)
+    if number.isdigit():
+        return int(module), 0, int(number), ""
+    return int(module), 1, 0, number
 
 
 def workbook_exercises(root: Path | None) -> list[str]:
