@@ -56,6 +56,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           help="a class folder holding one folder per learner; writes a CSV")
     progress.add_argument("--csv", type=Path, default=None, metavar="FILE",
                           help="with --class: write the CSV to FILE instead of stdout")
+    progress.add_argument("--grade", action="store_true",
+                          help="with --class: re-run the checks on each learner's recorded answers, with references "
+                               "computed here from the learner's seed (never stored in their folder)")
     progress.set_defaults(func=_progress)
 
 
@@ -73,6 +76,8 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _progress(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from ..errors import LumikitError
     from ..files import write_atomic
     from . import progress
@@ -81,11 +86,18 @@ def _progress(args: argparse.Namespace) -> int:
     root = workbook_root()
     exercises = progress.workbook_exercises(root)
     if args.class_dir is not None:
-        results = progress.read_class(args.class_dir)
+        folders = progress.learner_folders(args.class_dir)
+        results = {name: progress.read_results(folder, learner=None) for name, folder in folders.items()}
         if not results:
             raise LumikitError(f"{args.class_dir}: no learner folder holds a progress/ folder. Fix: give the folder "
                                f"whose sub-folders are the learners' workbooks")
-        text = progress.class_csv(results, exercises)
+        grades = None
+        if args.grade:
+            from .grading import grade_class
+
+            grades = grade_class(folders, results)
+        named = {name: [replace(r, learner=name) for r in rows] for name, rows in results.items()}
+        text = progress.class_csv(named, exercises, grades)
         if args.csv is None:
             print(text, end="")
         else:

@@ -50,6 +50,11 @@ def learner_seed() -> str:
     return learner_name()
 
 
+def seed_digest(seed: str | None = None) -> str:
+    """A short digest of a seed (default: this learner's), recorded with each result instead of the seed itself."""
+    return hashlib.sha256((learner_seed() if seed is None else seed).encode()).hexdigest()[:12]
+
+
 def seed_for(topic: str, seed: str | None = None) -> int:
     """A stable integer seed for one topic (``"06.straggler"``) of one learner's data."""
     text = f"{learner_seed() if seed is None else seed}\0{topic}"

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import LumikitError
 from ..files import write_atomic
-from .learner import learner_name, workbook_root
+from .learner import learner_name, seed_digest, workbook_root
 
 #: Outcomes, best first: a check that passed once counts as passed even if a later attempt failed.
 STATUSES = ("passed", "failed", "unanswered")
@@ -40,6 +40,8 @@ class Result:
     updated: str
     message: str
     answers: Mapping[str, Any]
+    seed_digest: str = ""
+    answers_exact: bool = False
 
     @property
     def module(self) -> str:
@@ -78,6 +80,18 @@ def _readable(value: Any, limit: int = 300) -> Any:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def _exact(value: Any, readable: Any) -> bool:
+    """True when the readable form of an answer is the answer itself (so it can be checked again from the JSON)."""
+    if isinstance(value, tuple):
+        value = list(value)
+    if isinstance(value, Mapping):
+        value = {str(k): v for k, v in value.items()}
+    try:
+        return json.loads(json.dumps(value)) == readable
+    except (TypeError, ValueError):
+        return False
+
+
 def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswered: bool, message: str,
            folder: Path | None = None) -> Path | None:
     """Record one check outcome in the learner's folder (``<exercise>.json``); returns the file, or None if off."""
@@ -92,6 +106,7 @@ def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswere
         except (OSError, ValueError):
             previous = {}
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    readable = {k: _readable(v) for k, v in answers.items()}
     status = "passed" if passed else ("unanswered" if unanswered else "failed")
     data = {
         "exercise": exercise,
@@ -101,7 +116,9 @@ def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswere
         "first_passed": previous.get("first_passed") or (now if passed else None),
         "updated": now,
         "message": message[:500],
-        "answers": {k: _readable(v) for k, v in answers.items()},
+        "answers": readable,
+        "answers_exact": all(_exact(answers[k], readable[k]) for k in answers),
+        "seed_digest": seed_digest(),
     }
     write_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     return path
@@ -123,7 +140,8 @@ def read_results(folder: Path, *, learner: str | None = None) -> list[Result]:
             continue
         results.append(Result(learner or str(data.get("learner", "")), path.stem, status,
                               int(data.get("attempts", 0)), data.get("first_passed"), str(data.get("updated", "")),
-                              str(data.get("message", "")), data.get("answers") or {}))
+                              str(data.get("message", "")), data.get("answers") or {},
+                              str(data.get("seed_digest", "")), bool(data.get("answers_exact", False))))
     return sorted(results, key=lambda r: _exercise_key(r.exercise))
 
 
@@ -203,14 +221,28 @@ def read_class(class_dir: Path) -> dict[str, list[Result]]:
     return {name: read_results(folder, learner=name) for name, folder in learner_folders(class_dir).items()}
 
 
-def class_csv(results: Mapping[str, Sequence[Result]], exercises: Iterable[str] = ()) -> str:
-    """One row per learner: passed and tried counts, then one column per exercise (passed/failed/unanswered/empty)."""
+def class_csv(results: Mapping[str, Sequence[Result]], exercises: Iterable[str] = (),
+              grades: Mapping[str, Sequence[Any]] | None = None) -> str:
+    """One row per learner: passed and tried counts, then one column per exercise (passed/failed/unanswered/empty).
+
+    With ``grades`` (from :func:`lumikit.checks.grading.grade_class`) an exercise the instructor re-ran shows the
+    instructor's verdict, and two more columns count the re-run results and list those that disagree with the
+    learner's record.
+    """
     ids = sorted(set(exercises) | {r.exercise for rs in results.values() for r in rs}, key=_exercise_key)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["learner", "passed", "tried", *ids])
+    extra = ["regraded", "disagree"] if grades is not None else []
+    writer.writerow(["learner", "passed", "tried", *extra, *ids])
     for learner, rows in sorted(results.items()):
         status = {r.exercise: ("passed" if r.ever_passed else r.status) for r in rows}
+        more: list[Any] = []
+        if grades is not None:
+            mine = [g for g in grades.get(learner, ()) if g.regraded in ("passed", "failed")]
+            for g in mine:
+                status[g.exercise] = g.regraded
+            more = [len(mine), " ".join(g.exercise for g in grades.get(learner, ()) if g.disagrees)]
         writer.writerow([learner, sum(s == "passed" for s in status.values()),
-                         sum(s in ("passed", "failed") for s in status.values()), *(status.get(e, "") for e in ids)])
+                         sum(s in ("passed", "failed") for s in status.values()), *more,
+                         *(status.get(e, "") for e in ids)])
     return out.getvalue()

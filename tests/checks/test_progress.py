@@ -1,6 +1,7 @@
 """Progress: one JSON per check in the learner's folder, a per-module summary, and a class CSV that matches them."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -106,3 +107,42 @@ def test_progress_command_summarises_one_learner_and_rejects_a_missing_class(mon
     assert out.startswith(f"progress of ada ({tmp_path})") and "00" in out
     assert main(["progress", "--class", str(tmp_path / "nowhere")]) == 2
     assert "no such folder" in capsys.readouterr().err
+
+
+def test_the_instructor_regrades_recorded_answers_with_references_from_each_learners_seed(monkeypatch, tmp_path,
+                                                                                          capsys) -> None:
+    from lumikit.checks import m01, m04, m08
+    from lumikit.checks.datasets import starved_gcd
+    from lumikit.jobs import spec
+    from lumikit.site import load_site
+
+    node = load_site("lumi").node
+    job = spec(["python", "train.py"], partition="standard-g", nodes=2, ntasks_per_node=8, gpus_per_node=8)
+    for n in range(5):
+        learner = f"learner{n}"
+        folder = tmp_path / "class" / learner / "lumi-ai-workbook" / "progress"
+        monkeypatch.setenv("LUMIKIT_PROGRESS_DIR", str(folder))
+        monkeypatch.setenv("LUMIKIT_LEARNER", learner)
+        monkeypatch.delenv("LUMIKIT_SEED", raising=False)  # the seed is the learner's name
+        m04.check_starved_gcd(starved_gcd("04"))  # right, for this learner's own session
+        task = m08.task_to_study()
+        answer = node.gcd(task % 8).mask_hex if n % 2 == 0 else node.gcd(0).mask_hex  # odd learners answer wrong
+        with pytest.raises(CheckFailed) if n % 2 else contextlib.nullcontext():
+            m08.check_task_mask(answer)
+        m01.check_why_seven_cores("b")
+        m08.check_profile_one_rank(job.with_(profile="rocprof", profile_ranks=(9 + n,), profile_steps=20))
+    # learner3 edits their record of 08.1 to "passed": the instructor's re-run does not trust it
+    forged = tmp_path / "class" / "learner3" / "lumi-ai-workbook" / "progress" / "08.1.json"
+    data = json.loads(forged.read_text())
+    forged.write_text(json.dumps({**data, "status": "passed", "first_passed": data["updated"]}))
+    monkeypatch.setenv("LUMIKIT_SEED", "the-instructor")  # the instructor's own seed must not matter
+    assert main(["progress", "--class", str(tmp_path / "class"), "--grade", "--csv", str(tmp_path / "g.csv")]) == 0
+    rows = {r["learner"]: r for r in csv.DictReader(io.StringIO((tmp_path / "g.csv").read_text()))}
+    for n in range(5):
+        row = rows[f"learner{n}"]
+        assert (row["04.1"], row["01.q1"]) == ("passed", "passed")
+        assert row["08.1"] == ("passed" if n % 2 == 0 else "failed")
+        assert row["regraded"] == "3"  # a job spec is recorded as text: its recorded result stands
+        assert row["08.4"] == "passed"
+    assert rows["learner3"]["disagree"] == "08.1" and rows["learner1"]["disagree"] == ""
+    capsys.readouterr()
