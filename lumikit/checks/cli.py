@@ -23,9 +23,11 @@ def add_folder_arguments(parser: argparse.ArgumentParser) -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``verify`` and ``exercises`` sub-commands to the ``lumikit`` command."""
     check = subparsers.add_parser(
-        "verify", help="run every solution (checks pass) and exercise (checks fail on the stubs); print a table",
-        description="Run every solution notebook (all checks must pass) and every exercise notebook with its "
-                    "stubs (every check must fail with its own message); print a table. Exit 0 only if both hold.")
+        "verify", help="run every solution (checks pass, known-wrong answers fail) and exercise (checks fail on "
+                       "the stubs); print a table per notebook and per check",
+        description="Run every solution notebook (all checks must pass, and each check's known-wrong answers, at "
+                    "least two, must fail) and every exercise notebook with its stubs (every check must fail with "
+                    "its own message); print a table per notebook and one per check. Exit 0 only if all hold.")
     add_folder_arguments(check)
     check.add_argument("--only", action="append", default=[], metavar="NN",
                        help="verify only notebooks whose name starts with NN (repeatable)")
