@@ -119,4 +119,5 @@ checks.check_why_bind(why_bind)
 # **Answer.** 8 tasks × 8 cores = 64 cores for 8 GCDs, but only 7 per GCD (56) are usable: the first core of every
 # group of 8 is reserved for the system. With 7 cores per task the job keeps its shape and uses every usable
 # core. One core per task (or none given, which Slurm reads as one) is accepted but leaves 6 of each GCD's 7
-# cores idle, starving data loading; fewer GCDs would pass too, but it would be a different, smaller job.
+# cores idle, starving data loading. Fewer GCDs would be a different, smaller job, and would not help: the node
+# still has 56 usable cores. More cores than 8 per GCD are allowed, but billed as more GCDs.
