@@ -88,7 +88,7 @@ def choice_check(question: Choice) -> Callable[[str | None], Passed]:
         key = _letter(question.exercise, answer, question.options, "your answer")
         option = question.options[key]
         if not option.right:
-            raise CheckFailed(question.exercise, f"({key}) is not the best answer: {option.why}",
+            raise CheckFailed(question.exercise, f"({key}) is not the best answer: {option.why.rstrip('.')}",
                               hint="read the question again with this in mind, and try another option.")
         return passed(question.exercise, f"({key}) {option.why}")
 
@@ -126,7 +126,7 @@ def outcome_check(exercise: str, prediction: Prediction, truth: Callable[[Mappin
         key = _letter(exercise, outcome, prediction.options, "what the measurement shows")
         shown = truth(measured)
         if key != shown:
-            raise CheckFailed(exercise, f"the measurement does not show ({key}) {prediction.options[key]}",
+            raise CheckFailed(exercise, f"the measurement does not show ({key}) {prediction.options[key].rstrip('.')}",
                               hint="read the numbers printed above again; which option do they support?")
         guess = str(predicted).strip().strip("()").lower() if isinstance(predicted, str) else None
         verdict = ("as you predicted" if guess == shown else
