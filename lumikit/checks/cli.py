@@ -53,7 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "read every learner's folder under DIR (one sub-folder per learner, e.g. a LUMI project "
                     "directory) and write one CSV row per learner.")
     progress.add_argument("--dir", type=Path, default=None, metavar="DIR",
-                          help="your progress folder (default: progress/ in this workbook, or $LUMIKIT_PROGRESS_DIR)")
+                          help="your progress folder (default: progress/ in this workbook, or "
+                               "$LUMIKIT_PROGRESS_DIR)")
     progress.add_argument("--class", dest="class_dir", type=Path, default=None, metavar="DIR",
                           help="a class folder holding one folder per learner; writes a CSV")
     progress.add_argument("--csv", type=Path, default=None, metavar="FILE",

@@ -1,8 +1,9 @@
 """Conceptual checks: multiple-choice questions with feedback for every option, and predict-then-measure pairs.
 
-A :class:`Choice` holds a question, its options and, for each option, why it is right or wrong; the learner sees the
-question as a cell's value (``checks.WHY_BIND`` renders as Markdown) and answers with a letter. :func:`choice_check` turns
-a Choice into a check whose known-wrong answers are its wrong options, so ``lumikit verify`` proves each is refused.
+A :class:`Choice` holds a question, its options and, for each option, why it is right or wrong; the learner sees
+the question as a cell's value (``checks.WHY_BIND`` renders as Markdown) and answers with a letter.
+:func:`choice_check` turns a Choice into a check whose known-wrong answers are its wrong options, so
+``lumikit verify`` proves each is refused.
 
 A :class:`Prediction` is asked *before* a measurement: :func:`prediction_check` accepts any listed option (a
 prediction cannot be wrong yet) and records it; :func:`outcome_check` then asks what the measurement showed, judges
@@ -78,7 +79,7 @@ def _letter(exercise: str, answer: Any, options: Mapping[str, Any], what: str) -
 
 
 def choice_check(question: Choice) -> Callable[[str | None], Passed]:
-    """The check of a multiple-choice question; every wrong option (and a letter not offered) is a known-wrong answer."""
+    """The check of a multiple-choice question; each wrong option (and a letter not offered) is a known-wrong answer."""
     wrongs = [wrong(f"option {key}: {option.text}", answer=key, mentions=option.why[:40])
               for key, option in question.options.items() if not option.right]
     wrongs.append(wrong("a letter that is not offered", answer="z", mentions="one of the letters"))
@@ -126,7 +127,8 @@ def outcome_check(exercise: str, prediction: Prediction, truth: Callable[[Mappin
         key = _letter(exercise, outcome, prediction.options, "what the measurement shows")
         shown = truth(measured)
         if key != shown:
-            raise CheckFailed(exercise, f"the measurement does not show ({key}) {prediction.options[key].rstrip('.')}",
+            shows = prediction.options[key].rstrip(".")
+            raise CheckFailed(exercise, f"the measurement does not show ({key}) {shows}",
                               hint="read the numbers printed above again; which option do they support?")
         guess = str(predicted).strip().strip("()").lower() if isinstance(predicted, str) else None
         verdict = ("as you predicted" if guess == shown else

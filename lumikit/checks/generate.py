@@ -4,8 +4,9 @@ A code cell tagged ``solution`` becomes a stub tagged ``exercise``: its leading 
 and ``# Hint:``), then ``name = None`` for every name the solution binds at module scope, then
 ``raise NotImplementedError("Exercise NN.k: <hint>")``. A markdown cell tagged ``solution`` opens with the
 question(s) it answers, then a line starting ``**Answer.**``: the exercise keeps the question and puts a place to
-answer where the answer was. Every other cell is copied unchanged. The paired ``.ipynb`` files (no outputs) are written for both
-folders. ``python -m lumikit.checks.generate --check`` writes nothing and exits 1 naming the files that drift.
+answer where the answer was. Every other cell is copied unchanged. The paired ``.ipynb`` files (no outputs) are
+written for both folders. ``python -m lumikit.checks.generate --check`` writes nothing and exits 1 naming the files
+that drift.
 """
 from __future__ import annotations
 

@@ -3,9 +3,10 @@ instructor computes from the learner's seed, so no reference value ever sits in 
 
 A check can be re-run when every input it needs besides the answers is made by the check itself (the learner's
 generated session, task, GCD, a multiple-choice key...) or has a default, and its answers were recorded exactly
-(numbers, text, lists, dicts; not a job spec): then only the recorded answers and the learner's seed are needed. The seed is the learner's ``progress/seed`` file if there is one, else the name recorded
-with their results (:mod:`lumikit.checks.learner`); a seed digest recorded with each result says whether it is the
-same seed the learner's notebook used. A recorded "passed" that does not pass again is reported, not trusted.
+(numbers, text, lists, dicts; not a job spec): then only the recorded answers and the learner's seed are needed.
+The seed is the learner's ``progress/seed`` file if there is one, else the name recorded with their results
+(:mod:`lumikit.checks.learner`); a seed digest recorded with each result says whether it is the same seed the
+learner's notebook used. A recorded "passed" that does not pass again is reported, not trusted.
 """
 from __future__ import annotations
 

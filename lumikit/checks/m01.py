@@ -81,13 +81,18 @@ def check_full_node_job(job: JobSpec | None, masks: Sequence[str] | None) -> Pas
                           f"{expected[0]} (cores {node.gcd(0).cores[0]}-{node.gcd(0).cores[-1]})")
 
 
+def _studied():
+    """The learner's GCD of exercise 01.2, as the site profile describes it."""
+    return _lumi().node.gcd(gcd_to_study())
+
+
 @check("01.2",
        wrong("cores 8k to 8k+7, as if the GCDs followed the core numbering",
              cores=lambda a: list(range(8 * gcd_to_study(), 8 * gcd_to_study() + 8))),
        wrong("the group's reserved first core included",
-             cores=lambda a: [_lumi().node.gcd(gcd_to_study()).cores[0] - 1, *_lumi().node.gcd(gcd_to_study()).cores]),
-       wrong("the NUMA domain of the next pair of GCDs", numa=lambda a: (_lumi().node.gcd(gcd_to_study()).numa + 1) % 4),
-       wrong("the GCD's mask instead of its core list", cores=lambda a: _lumi().node.gcd(gcd_to_study()).mask_hex))
+             cores=lambda a: [_studied().cores[0] - 1, *_studied().cores]),
+       wrong("the NUMA domain of the next pair of GCDs", numa=lambda a: (_studied().numa + 1) % 4),
+       wrong("the GCD's mask instead of its core list", cores=lambda a: _studied().mask_hex))
 def check_gcd_neighbours(cores: Sequence[int] | None, numa: int | None) -> Passed:
     """Exercise 01.2: the cores and the NUMA domain next to this learner's GCD ``k`` (:func:`gcd_to_study`)."""
     k = gcd_to_study()

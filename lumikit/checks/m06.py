@@ -1,4 +1,5 @@
-"""Checks for module 06, reading traces: the top kernel class, the straggler, idle time, HTA's view, a Perfetto slice.
+"""Checks for module 06, reading traces: the top kernel class, the straggler, idle time, HTA's view, a Perfetto
+slice.
 
 Each learner's trace is generated from their own :func:`exercise_trace_spec` (straggler, its delay and the model
 size vary, so the numbers differ between learners, not only their order). Every expected value is derived from the
@@ -158,7 +159,8 @@ def _lumikit_idle_pct(trace_dir: str | Path, rank: int) -> float:
 @check("06.4",
        wrong("lumikit's number (every step) instead of HTA's",
              hta_idle_pct=lambda a: _lumikit_idle_pct(a.trace_dir, a.rank), mentions="HTA"),
-       wrong("a fraction instead of a percentage", hta_idle_pct=lambda a: _hta_idle_pct(str(a.trace_dir), a.rank) / 100),
+       wrong("a fraction instead of a percentage",
+             hta_idle_pct=lambda a: _hta_idle_pct(str(a.trace_dir), a.rank) / 100),
        wrong("HTA's idle share of rank 0 instead of the straggler's",
              hta_idle_pct=lambda a: _hta_idle_pct(str(a.trace_dir), 0)))
 def check_hta_idle(hta_idle_pct: float | None, trace_dir: str | Path, rank: int) -> Passed:

@@ -182,7 +182,8 @@ def test_sample_solutions_in_the_test_data_have_no_generated_files_committed(sam
     assert not list(sample_data.glob("*/exercises")) and not list(sample_data.glob("*/solutions/*.ipynb"))
 
 
-@pytest.mark.parametrize("source", ["**Answer.** no question above", "Why? but no answer line", "A remark.\n**Answer.** x"])
+@pytest.mark.parametrize("source", ["**Answer.** no question above", "Why? but no answer line",
+                                    "A remark.\n**Answer.** x"])
 def test_a_discussion_cell_without_its_question_or_answer_line_is_refused(source: str) -> None:
     with pytest.raises(ParseError, match="must open with the question"):
         gen.question_source(source, where="solutions/01_x.py, cell 9")
