@@ -31,9 +31,14 @@ step_times = run.metrics().steps.set_index("step")["step_time_s"]
 print("recorded trace steps:", list(phases["step"]), "· metrics steps:", list(step_times.index))
 phases.set_index("step").round(0)
 
+# %%
+target_rank, target_steps = checks.profile_target()  # chosen for you
+print(f"05.1: profile rank {target_rank}, recording steps {target_steps}")
+
 # %% tags=["exercise"]
-# Exercise 05.1: In a 4-rank job, profile only rank 3 with torch.profiler, recording steps 5, 6 and 7 (counted from 1, as the metrics file does), and stop the run after step 7. Store the job spec in `job`.
+# Exercise 05.1: In a 4-rank job, profile only rank `target_rank` with torch.profiler, recording the steps `target_steps` (printed above, counted from 1 as the metrics file does), with one profiler warm-up step before them, and stop the run after the last of them. Store the job spec in `job`.
 # Hint: `workload_spec("lm", "--mode", "ddp", gcds=..., ntasks_per_node=..., profile=..., profile_ranks=[...], profile_steps=..., env={"LUMIKIT_PROFILE_SCHEDULE": "wait,warmup,active,repeat"})`; torch skips `wait` steps and warms up for `warmup` before it records.
+schedule_05_1 = None
 job = None
 raise NotImplementedError("Exercise 05.1: `workload_spec(\"lm\", \"--mode\", \"ddp\", gcds=..., ntasks_per_node=..., profile=..., profile_ranks=[...], profile_steps=..., env={\"LUMIKIT_PROFILE_SCHEDULE\": \"wait,warmup,active,repeat\"})`; torch skips `wait` steps and warms up for `warmup` before it records.")
 
@@ -95,7 +100,7 @@ raise NotImplementedError("Exercise 05.q2: whose start-up does the profiler's wa
 checks.check_why_warmup(why_warmup)
 
 # %% [markdown] tags=["exercise"]
-# **Question 05.A.** Which steps does the schedule of 05.1 record, why does the trace call them `ProfilerStep#4`
+# **Question 05.A.** Which steps does a schedule `"3,1,3,1"` record, why does the trace call them `ProfilerStep#4`
 # to `#6`, and why is `"4,0,3,1"` a worse schedule for the same steps?
 #
 # **Your answer:** _write it here, with the numbers from the cells above that support it._

@@ -31,13 +31,19 @@ step_times = run.metrics().steps.set_index("step")["step_time_s"]
 print("recorded trace steps:", list(phases["step"]), "· metrics steps:", list(step_times.index))
 phases.set_index("step").round(0)
 
+# %%
+target_rank, target_steps = checks.profile_target()  # chosen for you
+print(f"05.1: profile rank {target_rank}, recording steps {target_steps}")
+
 # %% tags=["solution"]
-# Exercise 05.1: In a 4-rank job, profile only rank 3 with torch.profiler, recording steps 5, 6 and 7 (counted from 1, as the metrics file does), and stop the run after step 7. Store the job spec in `job`.
+# Exercise 05.1: In a 4-rank job, profile only rank `target_rank` with torch.profiler, recording the steps `target_steps` (printed above, counted from 1 as the metrics file does), with one profiler warm-up step before them, and stop the run after the last of them. Store the job spec in `job`.
 # Hint: `workload_spec("lm", "--mode", "ddp", gcds=..., ntasks_per_node=..., profile=..., profile_ranks=[...], profile_steps=..., env={"LUMIKIT_PROFILE_SCHEDULE": "wait,warmup,active,repeat"})`; torch skips `wait` steps and warms up for `warmup` before it records.
+schedule_05_1 = f"{target_steps[0] - 2},1,{len(target_steps)},1"
 job = workload_spec("lm", "--mode", "ddp", gcds=4, ntasks_per_node=4, time="0:15:00", profile="torch",
-                    profile_ranks=[3],
-                    profile_steps=7, env={"LUMIKIT_PROFILE_SCHEDULE": "3,1,3,1"})
-print("recorded steps:", checks.recorded_steps(parse_schedule("3,1,3,1"), job.profile_steps))
+                    profile_ranks=[target_rank], profile_steps=target_steps[-1],
+                    env={"LUMIKIT_PROFILE_SCHEDULE": schedule_05_1})
+print(f"schedule {schedule_05_1}: recorded steps",
+      checks.recorded_steps(parse_schedule(schedule_05_1), job.profile_steps))
 
 # %% tags=["check"]
 checks.check_rank_profile_spec(job)
@@ -98,7 +104,7 @@ why_warmup = "b"
 checks.check_why_warmup(why_warmup)
 
 # %% [markdown] tags=["solution"]
-# **Question 05.A.** Which steps does the schedule of 05.1 record, why does the trace call them `ProfilerStep#4`
+# **Question 05.A.** Which steps does a schedule `"3,1,3,1"` record, why does the trace call them `ProfilerStep#4`
 # to `#6`, and why is `"4,0,3,1"` a worse schedule for the same steps?
 #
 # **Answer.** With schedule `"3,1,3,1"` torch skips steps 1-3, warms up on step 4 and records 5-7

@@ -17,10 +17,10 @@ from ..site import load_site
 from ..trace.host_ops import op_summary
 from .concepts import Choice, Option, choice_check
 from .framework import CheckFailed, Passed, check, expect_close, expect_equal, expect_type, passed, wrong
+from .learner import rng_for
 
-#: The rank and the (1-based) steps exercise 05.1 asks to profile.
-TARGET_RANK = 3
-TARGET_STEPS = [5, 6, 7]
+#: How many steps exercise 05.1 records, in a 4-rank job.
+RECORDED = 3
 
 
 def recorded_steps(schedule: ProfileSchedule, max_steps: int) -> list[int]:
@@ -38,31 +38,49 @@ def recorded_steps(schedule: ProfileSchedule, max_steps: int) -> list[int]:
     return out
 
 
+def profile_target() -> tuple[int, list[int]]:
+    """Exercise 05.1's rank (1 to 3) and its three (1-based) steps to record (starting at step 4 to 7), for this
+    learner."""
+    rng = rng_for("05.1")
+    rank, first = rng.randrange(1, 4), rng.randrange(4, 8)
+    return rank, list(range(first, first + RECORDED))
+
+
+def _schedule(wait: int, warmup: int) -> str:
+    return f"{wait},{warmup},{RECORDED},1"
+
+
 def _with_schedule(job: JobSpec, schedule: str) -> JobSpec:
     return job.with_(env={**job.env_dict(), "LUMIKIT_PROFILE_SCHEDULE": schedule})
 
 
 @check("05.1",
-       wrong("schedule 4,0,3,1: no profiler warm-up, so step 5 carries the profiler's start-up",
-             job=lambda a: _with_schedule(a.job, "4,0,3,1"), mentions="warm"),
-       wrong("no profile_steps: the run goes on after step 7", job=lambda a: a.job.with_(profile_steps=None),
-             mentions="profile_steps"),
+       wrong("no profiler warm-up (like 4,0,3,1 for steps 5-7): the first recorded step carries the profiler's "
+             "start-up", job=lambda a: _with_schedule(a.job, _schedule(profile_target()[1][0] - 1, 0)),
+             mentions="warm"),
+       wrong("no profile_steps: the run goes on after the last recorded step",
+             job=lambda a: a.job.with_(profile_steps=None), mentions="profile_steps"),
        wrong("every rank profiled", job=lambda a: a.job.with_(profile_ranks=())),
-       wrong("records steps 4-6 (schedule counted from 0)", job=lambda a: _with_schedule(a.job, "2,1,3,1")),
-       wrong("only 3 tasks, so there is no rank 3", job=lambda a: a.job.with_(ntasks_per_node=3, gpus_per_node=3)))
+       wrong("records one step early (steps counted from 0)",
+             job=lambda a: _with_schedule(a.job, _schedule(profile_target()[1][0] - 3, 1))),
+       wrong("too few tasks for the rank", job=lambda a: a.job.with_(ntasks_per_node=profile_target()[0],
+                                                                     gpus_per_node=profile_target()[0])),
+       wrong("another rank", job=lambda a: a.job.with_(profile_ranks=[profile_target()[0] % 3 + 1])))
 def check_rank_profile_spec(job: JobSpec | None) -> Passed:
-    """Exercise 05.1: a job spec that profiles only rank 3 with torch.profiler, recording steps 5-7, then stops."""
-    what = "the job spec that profiles rank 3 for steps 5-7"
+    """Exercise 05.1: a job spec that profiles only this learner's rank with torch.profiler, recording their three
+    steps (:func:`profile_target`), then stops."""
+    rank, steps = profile_target()
+    what = f"the job spec that profiles rank {rank} for steps {steps[0]}-{steps[-1]}"
     expect_type("05.1", job, JobSpec, what=what,
                 hint='build it with `workload_spec("lm", ..., ntasks_per_node=..., profile=...)`.')
     site = load_site("lumi")
     found = problems(resolve(job, site), site)
     if found:
         raise CheckFailed("05.1", f"LUMI would reject {what}: {found[0]}",
-                          hint="a rank 3 needs at least 4 tasks (ntasks_per_node=4 or more).")
+                          hint=f"a rank {rank} needs at least {rank + 1} tasks (ntasks_per_node).")
     expect_equal("05.1", job.profile, "torch", what="the profiling mode",
                  hint='torch.profiler is the mode "torch"; see `lumikit.jobs.PROFILE_MODES`.')
-    expect_equal("05.1", tuple(sorted(set(job.profile_ranks))), (TARGET_RANK,), what="the profiled ranks",
+    expect_equal("05.1", tuple(sorted(set(job.profile_ranks))), (rank,), what="the profiled ranks",
                  hint="profile_ranks lists the ranks that run with the profiler; the others run as they are.")
     text = job.env_dict().get("LUMIKIT_PROFILE_SCHEDULE")
     try:
@@ -77,14 +95,14 @@ def check_rank_profile_spec(job: JobSpec | None) -> Passed:
     if job.profile_steps is None:
         raise CheckFailed("05.1", "the run does not stop after the profiled steps (profile_steps is not set)",
                           hint="profile_steps sets LUMIKIT_MAX_STEPS, where the workload stops.")
-    expect_equal("05.1", recorded_steps(schedule, job.profile_steps), TARGET_STEPS,
+    expect_equal("05.1", recorded_steps(schedule, job.profile_steps), steps,
                  what=f"the steps recorded with schedule {text or 'default'} and {job.profile_steps} steps",
-                 hint="torch skips `wait` steps, warms up for `warmup`, then records `active`; steps 5-7 come after "
-                      "4 steps that are waited or warmed up.")
-    expect_equal("05.1", job.profile_steps, TARGET_STEPS[-1], what="where the run stops (profile_steps)",
+                 hint=f"torch skips `wait` steps, warms up for `warmup`, then records `active`; steps "
+                      f"{steps[0]}-{steps[-1]} come after {steps[0] - 1} steps that are waited or warmed up.")
+    expect_equal("05.1", job.profile_steps, steps[-1], what="where the run stops (profile_steps)",
                  hint="stop right after the last recorded step: nothing after it is profiled.")
-    return passed("05.1", f"rank {TARGET_RANK} records steps 5-7 with schedule {text}; the other ranks run "
-                          "unprofiled")
+    return passed("05.1", f"rank {rank} records steps {steps[0]}-{steps[-1]} with schedule {text}; the other ranks "
+                          "run unprofiled")
 
 
 @check("05.2",
