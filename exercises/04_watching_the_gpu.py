@@ -1,12 +1,13 @@
 # %% [markdown]
 # # 04 · Watching the GPU: exercises
 #
-# These exercises read a generated `rocm-smi` session in the format of a LUMI-G node running a DDP job on all 8
-# GCDs: the workbook's generated `ddp-8gcd-starved` session with its packages shuffled for you, so your starved GCD
-# and package powers are your own (on LUMI, `lumikit smi record` records a real session). `tidy` turns a session
-# into one row per sample and GCD. What to find, and why it matters: which GCD holds the whole node back, what
-# the power readings of an MI250X really measure, and why GPU% alone can call a waiting GPU busy (the course's
-# central lesson: read power before GPU%).
+# These exercises read a **generated** `rocm-smi` session (`lumikit.smi.synth`) in the format of a LUMI-G node
+# running a DDP job on all 8 GCDs, its readings calibrated on real LUMI tables (`lumikit.reference`): the
+# workbook's generated `ddp-8gcd-starved` session with its packages shuffled for you, so your starved GCD and
+# package powers are your own. It ships with the workbook, so it works anywhere; on LUMI, `lumikit smi record`
+# records your own. `tidy` turns a session into one row per sample and GCD. What to find, and why it matters: which
+# GCD holds the whole node back, what the power readings of an MI250X really measure, and why GPU% alone can call
+# a waiting GPU busy (the course's central lesson: read power before GPU%).
 
 # %%
 import lumikit.checks.m04 as checks
@@ -61,14 +62,18 @@ checks.check_why_na(why_na)
 
 # %% tags=["exercise"]
 # Exercise 04.3: An MI250X package draws about 300 W with one GCD busy and about 500 W with both (the site's
-# thresholds, printed above). From the mean powers of 04.2, how many GCDs of each package work? Store a dict
-# package -> "idle", "one" or "both" in `activity`.
-# Hint: `package_activity(watts, thresholds)` from lumikit.smi.interpret makes the comparison for one package.
+# thresholds, printed above). A mean over the session mixes long waits with short bursts, so read one sample: the
+# first one in which your starved GCD computes (its GPU% at or above `thresholds.busy_pct`). Store that sample's
+# number in `sample`, and in `activity` a dict package -> "idle", "one" or "both" by each package's power in it.
+# Hint: filter `ddp_table` on the starved GCD and `gpu_busy_pct`, take the smallest `sample`; then apply `package_activity(watts, thresholds)` from lumikit.smi.interpret to each package's `power_w` in that sample.
+catching_up = None
+sample = None
+in_sample = None
 activity = None
-raise NotImplementedError("Exercise 04.3: `package_activity(watts, thresholds)` from lumikit.smi.interpret makes the comparison for one package.")
+raise NotImplementedError("Exercise 04.3: filter `ddp_table` on the starved GCD and `gpu_busy_pct`, take the smallest `sample`; then apply `package_activity(watts, thresholds)` from lumikit.smi.interpret to each package's `power_w` in that sample.")
 
 # %% tags=["check"]
-checks.check_package_activity(activity)
+checks.check_package_activity(sample, activity)
 
 # %% [markdown]
 # ## Predict, then read: the power of a waiting GCD
@@ -86,7 +91,8 @@ raise NotImplementedError("Exercise 04.q2: there is no wrong prediction here; th
 checks.check_waiting_prediction(waiting_prediction)
 
 # %%
-# A DDP job stuck in an all-reduce: both GCDs of package 0 show 100 % GPU%, yet the package draws 115 W.
+# A hand-made snapshot of a DDP job stuck in an all-reduce: both GCDs of package 0 show 100 % GPU%, yet the
+# package draws 115 W (the real LUMI table `lumikit.reference.load("rocm-smi-8gcd-one-starved")` reads 111-132 W).
 waiting = Snapshot(devices=(
     DeviceReading(index=0, package=0, power_w=115.0, sclk_mhz=1650, gpu_busy_pct=100.0, vram_pct=38.0),
     DeviceReading(index=1, package=0, power_w=None, sclk_mhz=1650, gpu_busy_pct=100.0, vram_pct=38.0),
@@ -121,8 +127,8 @@ checks.check_busy_without_power(finding_kind, computing, waiting)
 # **Your answer:** _write it here, with the numbers from the cells above that support it._
 
 # %% [markdown] tags=["exercise"]
-# **Question 04.B.** Why does "about 300 W means the GPU is fully used" need care on LUMI? Use your package powers
-# of 04.2 and the activities of 04.3.
+# **Question 04.B.** Why does "about 300 W means the GPU is fully used" need care on LUMI, and why read power sample
+# by sample rather than its mean? Use your package powers of 04.2 and the sample of 04.3.
 #
 # **Your answer:** _write it here, with the numbers from the cells above that support it._
 

@@ -186,9 +186,10 @@ checks.check_batch_size(batch_step_ratio, batch_throughput_ratio, single, big_ba
 # %% [markdown]
 # ## Discussion: the seven questions
 #
-# The numbers are the ones printed above. Off LUMI they come from CPU runs on a machine with two cores (often
-# shared), so they are noisy, and the comparisons say more about the CPU than about GPUs; each answer says what
-# LUMI shows instead.
+# The numbers are the ones printed above, from one run of each kind. Off LUMI they come from CPU runs on a machine
+# with two cores (often shared), so one run of each is mostly noise: the lesson (module 07) repeats the three
+# runs, interleaved, and says which differences are beyond the noise. Read the ratios printed here with that in
+# mind; each answer says what LUMI is expected to show instead, and where a real LUMI number exists, which.
 
 # %% [markdown] tags=["exercise"]
 # **Seed question 1 (utilisation and VRAM).** For each task, look at the GPU utilisation and the VRAM. How could you

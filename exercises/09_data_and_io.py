@@ -13,6 +13,7 @@ from pathlib import Path
 
 import lumikit.checks.m09 as checks
 from lumikit.io_bench import time_reads, write_image_files
+from lumikit.measure import compare, measured
 from lumikit.launch import WorkloadMetrics, mode_line
 from lumikit.smi import tidy
 from lumikit.workloads import resnet
@@ -29,7 +30,7 @@ print(f"{files.count} small files: {small_files_s:.4f} s; one .npy file: {one_fi
 checks.MORE_WORKERS  # the question and its options
 
 # %% tags=["exercise"]
-# Exercise 09.q2: Predict before the next cell measures it: with 2 DataLoader workers instead of 0, what will the mean step time do? Store the letter of your prediction in `workers_prediction`.
+# Exercise 09.q2: Predict before the next cells measure it: with 2 DataLoader workers instead of 0, what will the mean step time do? Store the letter of your prediction in `workers_prediction`.
 # Hint: there is no wrong prediction here; think of how much work preparing these tiny in-memory images takes.
 workers_prediction = None
 raise NotImplementedError("Exercise 09.q2: there is no wrong prediction here; think of how much work preparing these tiny in-memory images takes.")
@@ -38,14 +39,30 @@ raise NotImplementedError("Exercise 09.q2: there is no wrong prediction here; th
 checks.check_more_workers_prediction(workers_prediction)
 
 # %%
-# The ResNet workload (tiny model, CPU here) with 0, 1 and 2 DataLoader workers, run in this process.
-step_times = {}
-for workers in (0, 1, 2):
-    out = data / f"workers-{workers}"
-    resnet.main(["--model-size", "tiny", "--steps", "6", "--batch-size", "16", "--samples", "256",
-                 "--workers", str(workers), "--no-progress", "--out", str(out)])
-    step_times[workers] = WorkloadMetrics.read(out).result["mean_step_time_s"]
-print({w: round(t, 4) for w, t in step_times.items()})
+# The ResNet workload (tiny model, CPU here) with 0, 1 and 2 DataLoader workers, run in this process: three rounds
+# interleaved (0, 1, 2, 0, 1, 2, ...), one per cell; `step_times` keeps each worker count's median.
+rounds: dict[int, list[float]] = {0: [], 1: [], 2: []}
+
+
+def one_round() -> None:
+    for workers in (0, 1, 2):
+        out = data / f"workers-{workers}-round{len(rounds[workers])}"
+        resnet.main(["--model-size", "tiny", "--steps", "6", "--batch-size", "16", "--samples", "256",
+                     "--workers", str(workers), "--no-progress", "--out", str(out)])
+        rounds[workers].append(WorkloadMetrics.read(out).result["mean_step_time_s"])
+
+
+one_round()
+
+# %%
+one_round()
+
+# %%
+one_round()
+runs = {w: measured(f"{w} workers", rounds[w]) for w in (0, 1, 2)}
+step_times = {w: m.median for w, m in runs.items()}
+for m in runs.values():
+    print(m.describe("{:.4f}", "s/step"))
 
 # %%
 snapshots = checks.exercise_session()  # generated for you: another starved GCD than in module 04
@@ -83,14 +100,14 @@ raise NotImplementedError("Exercise 09.2: find the best (smallest) time, then th
 checks.check_enough_workers(workers_enough, step_times, tolerance=0.10)
 
 # %% tags=["exercise"]
-# Exercise 09.q3: Now compare with your prediction: which option does the measurement show (mean step time with 2 workers against 0)? Store the letter in `workers_outcome`.
-# Hint: divide `step_times[2]` by `step_times[0]`: below 0.9 is a clear drop, above 1.1 a clear rise.
-ratio = None
+# Exercise 09.q3: Now compare with your prediction: which option do the three rounds show (step time with 2 workers against 0)? Store the letter in `workers_outcome`.
+# Hint: `compare(runs[2], runs[0])` from lumikit.measure says whether the difference is within the noise; if not, its `ratio` says which way.
+workers_vs_none = None
 workers_outcome = None
-raise NotImplementedError("Exercise 09.q3: divide `step_times[2]` by `step_times[0]`: below 0.9 is a clear drop, above 1.1 a clear rise.")
+raise NotImplementedError("Exercise 09.q3: `compare(runs[2], runs[0])` from lumikit.measure says whether the difference is within the noise; if not, its `ratio` says which way.")
 
 # %% tags=["check"]
-checks.check_more_workers_outcome(workers_outcome, workers_prediction, measured=step_times)
+checks.check_more_workers_outcome(workers_outcome, workers_prediction, measured=rounds)
 
 # %% tags=["exercise"]
 # Exercise 09.3: Which GCD is starved in your generated session `snapshots`? Store its index in `starved_gcd`.
@@ -109,7 +126,7 @@ checks.check_starved_gcd(starved_gcd)
 # **Your answer:** _write it here, with the numbers from the cells above that support it._
 
 # %% [markdown] tags=["exercise"]
-# **Question 09.B.** Why do workers buy little here, and why would they matter on LUMI?
+# **Question 09.B.** What did the DataLoader workers buy here, beyond the noise, and why would they matter on LUMI?
 #
 # **Your answer:** _write it here, with the numbers from the cells above that support it._
 

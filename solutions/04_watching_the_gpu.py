@@ -1,12 +1,13 @@
 # %% [markdown]
 # # 04 · Watching the GPU: exercises
 #
-# These exercises read a generated `rocm-smi` session in the format of a LUMI-G node running a DDP job on all 8
-# GCDs: the workbook's generated `ddp-8gcd-starved` session with its packages shuffled for you, so your starved GCD
-# and package powers are your own (on LUMI, `lumikit smi record` records a real session). `tidy` turns a session
-# into one row per sample and GCD. What to find, and why it matters: which GCD holds the whole node back, what
-# the power readings of an MI250X really measure, and why GPU% alone can call a waiting GPU busy (the course's
-# central lesson: read power before GPU%).
+# These exercises read a **generated** `rocm-smi` session (`lumikit.smi.synth`) in the format of a LUMI-G node
+# running a DDP job on all 8 GCDs, its readings calibrated on real LUMI tables (`lumikit.reference`): the
+# workbook's generated `ddp-8gcd-starved` session with its packages shuffled for you, so your starved GCD and
+# package powers are your own. It ships with the workbook, so it works anywhere; on LUMI, `lumikit smi record`
+# records your own. `tidy` turns a session into one row per sample and GCD. What to find, and why it matters: which
+# GCD holds the whole node back, what the power readings of an MI250X really measure, and why GPU% alone can call
+# a waiting GPU busy (the course's central lesson: read power before GPU%).
 
 # %%
 import lumikit.checks.m04 as checks
@@ -62,14 +63,20 @@ checks.check_why_na(why_na)
 
 # %% tags=["solution"]
 # Exercise 04.3: An MI250X package draws about 300 W with one GCD busy and about 500 W with both (the site's
-# thresholds, printed above). From the mean powers of 04.2, how many GCDs of each package work? Store a dict
-# package -> "idle", "one" or "both" in `activity`.
-# Hint: `package_activity(watts, thresholds)` from lumikit.smi.interpret makes the comparison for one package.
-activity = {p: package_activity(w, thresholds) for p, w in package_power_w.items()}
+# thresholds, printed above). A mean over the session mixes long waits with short bursts, so read one sample: the
+# first one in which your starved GCD computes (its GPU% at or above `thresholds.busy_pct`). Store that sample's
+# number in `sample`, and in `activity` a dict package -> "idle", "one" or "both" by each package's power in it.
+# Hint: filter `ddp_table` on the starved GCD and `gpu_busy_pct`, take the smallest `sample`; then apply `package_activity(watts, thresholds)` from lumikit.smi.interpret to each package's `power_w` in that sample.
+catching_up = ddp_table[(ddp_table["index"] == starved_gcd) & (ddp_table["gpu_busy_pct"] >= thresholds.busy_pct)]
+sample = int(catching_up["sample"].min())
+in_sample = ddp_table[ddp_table["sample"] == sample].dropna(subset=["power_w"])
+activity = {int(r.package): package_activity(r.power_w, thresholds) for r in in_sample.itertuples()}
+print(f"sample {sample}:")
+print(ddp_table[ddp_table["sample"] == sample][["index", "package", "power_w", "gpu_busy_pct"]].to_string(index=False))
 print(activity)
 
 # %% tags=["check"]
-checks.check_package_activity(activity)
+checks.check_package_activity(sample, activity)
 
 # %% [markdown]
 # ## Predict, then read: the power of a waiting GCD
@@ -86,7 +93,8 @@ waiting_prediction = "c"
 checks.check_waiting_prediction(waiting_prediction)
 
 # %%
-# A DDP job stuck in an all-reduce: both GCDs of package 0 show 100 % GPU%, yet the package draws 115 W.
+# A hand-made snapshot of a DDP job stuck in an all-reduce: both GCDs of package 0 show 100 % GPU%, yet the
+# package draws 115 W (the real LUMI table `lumikit.reference.load("rocm-smi-8gcd-one-starved")` reads 111-132 W).
 waiting = Snapshot(devices=(
     DeviceReading(index=0, package=0, power_w=115.0, sclk_mhz=1650, gpu_busy_pct=100.0, vram_pct=38.0),
     DeviceReading(index=1, package=0, power_w=None, sclk_mhz=1650, gpu_busy_pct=100.0, vram_pct=38.0),
@@ -123,17 +131,21 @@ checks.check_busy_without_power(finding_kind, computing, waiting)
 # pace.
 
 # %% [markdown] tags=["solution"]
-# **Question 04.B.** Why does "about 300 W means the GPU is fully used" need care on LUMI? Use your package powers
-# of 04.2 and the activities of 04.3.
+# **Question 04.B.** Why does "about 300 W means the GPU is fully used" need care on LUMI, and why read power sample
+# by sample rather than its mean? Use your package powers of 04.2 and the sample of 04.3.
 #
 # **Answer.** Only the even GCDs print a power reading (04.2): `rocm-smi` on an MI250X reports power per
-# *package*, on its first GCD, and `N/A` on the second. 300 W is one GCD's worth of a two-GCD package. With the
-# site's thresholds, the packages near 460 W (printed in 04.2) run both GCDs, while the starved GCD's package draws
-# about 310 W: its other GCD works, it does not.
+# *package*, on its first GCD, and `N/A` on the second. That is why the courses' "around 300 W" for a fully used
+# GPU (the CSC summer school's demo; the LUMI AI workshop's module 04 shows 324 W with one GCD busy) needs care on
+# LUMI: 300 W is one GCD's worth of a two-GCD package. The mean powers of 04.2 all sit between the idle level and
+# one GCD's worth, so the thresholds would call every package "one": a mean over a run mixes long waits (100 % at
+# ~130 W, as in the real LUMI table of module 04) with short bursts where every GCD computes (~500 W). One sample
+# tells them apart (04.3): when the starved GCD catches up, its package alone draws one GCD's worth while the other
+# packages sit near idle power at 100 % GPU%, waiting for it. Read power over time, not only its mean.
 
 # %% [markdown] tags=["solution"]
 # **Question 04.C.** Why is GPU% no proof that a GCD computes, and what should you read first?
 #
 # **Answer.** GPU% counts the time a kernel is resident, and a kernel spinning on a wait (a collective waiting for
-# a slow rank, a copy waiting for data) counts as 100 % busy (04.4). Power near the idle level says the arithmetic
-# units are resting; read power first, then GPU%.
+# a slow rank, a copy waiting for data) counts as 100 % busy (04.3, 04.4). Power near the idle level says the
+# arithmetic units are resting; read power first, then GPU%.

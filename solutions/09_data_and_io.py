@@ -13,6 +13,7 @@ from pathlib import Path
 
 import lumikit.checks.m09 as checks
 from lumikit.io_bench import time_reads, write_image_files
+from lumikit.measure import compare, measured
 from lumikit.launch import WorkloadMetrics, mode_line
 from lumikit.smi import tidy
 from lumikit.workloads import resnet
@@ -29,7 +30,7 @@ print(f"{files.count} small files: {small_files_s:.4f} s; one .npy file: {one_fi
 checks.MORE_WORKERS  # the question and its options
 
 # %% tags=["solution"]
-# Exercise 09.q2: Predict before the next cell measures it: with 2 DataLoader workers instead of 0, what will the mean step time do? Store the letter of your prediction in `workers_prediction`.
+# Exercise 09.q2: Predict before the next cells measure it: with 2 DataLoader workers instead of 0, what will the mean step time do? Store the letter of your prediction in `workers_prediction`.
 # Hint: there is no wrong prediction here; think of how much work preparing these tiny in-memory images takes.
 workers_prediction = "b"
 
@@ -37,14 +38,30 @@ workers_prediction = "b"
 checks.check_more_workers_prediction(workers_prediction)
 
 # %%
-# The ResNet workload (tiny model, CPU here) with 0, 1 and 2 DataLoader workers, run in this process.
-step_times = {}
-for workers in (0, 1, 2):
-    out = data / f"workers-{workers}"
-    resnet.main(["--model-size", "tiny", "--steps", "6", "--batch-size", "16", "--samples", "256",
-                 "--workers", str(workers), "--no-progress", "--out", str(out)])
-    step_times[workers] = WorkloadMetrics.read(out).result["mean_step_time_s"]
-print({w: round(t, 4) for w, t in step_times.items()})
+# The ResNet workload (tiny model, CPU here) with 0, 1 and 2 DataLoader workers, run in this process: three rounds
+# interleaved (0, 1, 2, 0, 1, 2, ...), one per cell; `step_times` keeps each worker count's median.
+rounds: dict[int, list[float]] = {0: [], 1: [], 2: []}
+
+
+def one_round() -> None:
+    for workers in (0, 1, 2):
+        out = data / f"workers-{workers}-round{len(rounds[workers])}"
+        resnet.main(["--model-size", "tiny", "--steps", "6", "--batch-size", "16", "--samples", "256",
+                     "--workers", str(workers), "--no-progress", "--out", str(out)])
+        rounds[workers].append(WorkloadMetrics.read(out).result["mean_step_time_s"])
+
+
+one_round()
+
+# %%
+one_round()
+
+# %%
+one_round()
+runs = {w: measured(f"{w} workers", rounds[w]) for w in (0, 1, 2)}
+step_times = {w: m.median for w, m in runs.items()}
+for m in runs.values():
+    print(m.describe("{:.4f}", "s/step"))
 
 # %%
 snapshots = checks.exercise_session()  # generated for you: another starved GCD than in module 04
@@ -81,14 +98,14 @@ print(f"best {best:.4f} s per step; {workers_enough} worker(s) are enough")
 checks.check_enough_workers(workers_enough, step_times, tolerance=0.10)
 
 # %% tags=["solution"]
-# Exercise 09.q3: Now compare with your prediction: which option does the measurement show (mean step time with 2 workers against 0)? Store the letter in `workers_outcome`.
-# Hint: divide `step_times[2]` by `step_times[0]`: below 0.9 is a clear drop, above 1.1 a clear rise.
-ratio = step_times[2] / step_times[0]
-workers_outcome = "a" if ratio < 0.9 else "c" if ratio > 1.1 else "b"
-print(f"2 workers / 0 workers: {ratio:.2f} -> ({workers_outcome})")
+# Exercise 09.q3: Now compare with your prediction: which option do the three rounds show (step time with 2 workers against 0)? Store the letter in `workers_outcome`.
+# Hint: `compare(runs[2], runs[0])` from lumikit.measure says whether the difference is within the noise; if not, its `ratio` says which way.
+workers_vs_none = compare(runs[2], runs[0])
+print(workers_vs_none.sentence(unit="s/step", fmt="{:.4f}"))
+workers_outcome = "b" if workers_vs_none.within_noise else "a" if workers_vs_none.ratio < 1 else "c"
 
 # %% tags=["check"]
-checks.check_more_workers_outcome(workers_outcome, workers_prediction, measured=step_times)
+checks.check_more_workers_outcome(workers_outcome, workers_prediction, measured=rounds)
 
 # %% tags=["solution"]
 # Exercise 09.3: Which GCD is starved in your generated session `snapshots`? Store its index in `starved_gcd`.
@@ -110,14 +127,17 @@ checks.check_starved_gcd(starved_gcd)
 # node) the small files no longer touch Lustre at all.
 
 # %% [markdown] tags=["solution"]
-# **Question 09.B.** Why do workers buy little here, and why would they matter on LUMI?
+# **Question 09.B.** What did the DataLoader workers buy here, beyond the noise, and why would they matter on LUMI?
 #
-# **Answer.** The worker counts printed above are for a tiny in-memory data set on a few CPU cores: the images need
-# almost no preparation, so workers buy little and may even cost time; on LUMI, with images decoded from files and
-# 7 cores per GCD, the step time keeps improving up to several workers.
+# **Answer.** The worker counts printed above are medians of three interleaved rounds for a tiny in-memory data set
+# on a few CPU cores: the images need almost no preparation, so workers have little loading to hide, and 09.q3's
+# comparison (built from the ranges printed above) says whether the difference is beyond the noise at all. On LUMI, with JPEG images decoded
+# from files and 7 cores per GCD, workers are expected to help (no real LUMI timing of this is shipped; the LUMI AI
+# workshop runs ResNet-50 with 7 workers per GCD).
 
 # %% [markdown] tags=["solution"]
 # **Question 09.C.** Why does one starved GCD (09.3) cost the time of all eight?
 #
-# **Answer.** In your session one GCD (printed above) averages far lower busy % and clock than the seven others:
-# that rank waits for its data, and at every all-reduce the other seven wait for it.
+# **Answer.** In your generated session one GCD (printed above) averages far lower busy % and clock than the seven
+# others: that rank waits for its data, and at every all-reduce the other seven wait for it, as in the real LUMI
+# table of module 09.

@@ -99,7 +99,7 @@ def choice_check(question: Choice) -> Callable[[str | None], Passed]:
 
 
 def prediction_check(prediction: Prediction) -> Callable[[str | None], Passed]:
-    """The check of a prediction: any listed option passes (and is recorded); anything else fails."""
+    """The check of a prediction: any listed option passes (and goes to the progress folder); anything else fails."""
     @check(prediction.exercise,
            wrong("a number instead of one of the options", answer=2, mentions="one of the letters"),
            wrong("a letter that is not offered", answer="z", mentions="one of the letters"))

@@ -211,7 +211,7 @@ class CheckInfo:
 def check(exercise: str, *cases: Wrong) -> Callable[[F], F]:
     """Declare a check function: its exercise id and (at least two) known-wrong answers.
 
-    The answer arguments are the ones the wrong answers replace; they, the outcome and the message are recorded
+    The answer arguments are the ones the wrong answers replace; they, the outcome and the message are saved
     in the learner's progress folder on every call (not while ``lumikit verify`` tries the wrong answers).
     """
     def decorate(func: F) -> F:

@@ -30,11 +30,12 @@ class Grade:
     """The instructor's verdict on one recorded result: ``passed``, ``failed``, or why it was not re-run."""
 
     exercise: str
-    recorded: str
+    recorded: str  # the outcome found in the learner's progress folder
     regraded: str  # passed | failed | not regradable | seed differs | no answers
 
     @property
     def disagrees(self) -> bool:
+        """The progress folder says passed and the re-run fails, or the other way round."""
         return self.regraded in ("passed", "failed") and (self.recorded == "passed") != (self.regraded == "passed")
 
 

@@ -1,9 +1,10 @@
 """Checks for module 04, watching the GPU: a starved GCD, who reports power, and power against GPU%.
 
 Each learner reads their own generated session (:func:`exercise_session`: the shipped generated
-``ddp-8gcd-starved`` session with its packages shuffled, seeded by the learner); the checks make the same session
-themselves and derive every expected value from it and from the site's power thresholds (``[power]`` in
-``lumikit/sites/lumi.toml``), never from values in the learner's notebook.
+``ddp-8gcd-starved`` session in ``lumikit/data/smi``, calibrated on real LUMI tables, with its packages shuffled,
+seeded by the learner); the checks make the same session themselves and derive every expected value from it and
+from the site's power thresholds (``[power]`` in ``lumikit/sites/lumi.toml``), never from values in the learner's
+notebook.
 """
 from __future__ import annotations
 
@@ -43,8 +44,13 @@ def _busiest(snapshots: Sequence[Snapshot]) -> int:
     return int(tidy(snapshots).groupby("index")["gpu_busy_pct"].mean().idxmax())
 
 
-def _swap(activity: str) -> str:
-    return {"one": "both", "both": "one", "idle": "one"}[activity]
+def _starved(snapshots: Sequence[Snapshot]) -> int:
+    """The one GCD lumikit's interpretation of the whole session calls starved."""
+    starved = [f.devices for f in interpret_window(snapshots) if f.kind == "starved"]
+    if len(starved) != 1 or len(starved[0]) != 1:
+        raise LumikitError("this session does not show exactly one starved GCD; read checks.exercise_session() "
+                           "(made from the generated 'ddp-8gcd-starved' session)")
+    return starved[0][0]
 
 
 def _package_power(snapshots: Sequence[Snapshot]) -> dict[int, float]:
@@ -72,11 +78,7 @@ def _as_index_list(exercise: str, found: object, what: str, hint: str) -> list[i
        wrong("counted from 1", answer=lambda a: starved_gcd(TOPIC) + 1))
 def check_starved_gcd(answer: int | None) -> Passed:
     """Exercise 04.1: which GCD of the learner's DDP session is starved (idle while the others work)?"""
-    snapshots = exercise_session()
-    starved = [f.devices for f in interpret_window(snapshots) if f.kind == "starved"]
-    if len(starved) != 1 or len(starved[0]) != 1:
-        raise LumikitError("this session does not show exactly one starved GCD; pass the 'ddp-8gcd-starved' session")
-    expected = starved[0][0]
+    expected = _starved(exercise_session())
     hint = "average `gpu_busy_pct` (or `sclk_mhz`) per GCD over the session: one stands out, low."
     expect_type("04.1", answer, Integral, what="the index of the starved GCD", hint=hint)
     expect_equal("04.1", int(answer), expected, what="the index of the starved GCD", hint=hint)  # type: ignore[arg-type]
@@ -111,19 +113,65 @@ def check_power_reporting(power_gcds: Sequence[int] | None, package_power_w: Map
                           f"({min(expected_power.values()):.0f}-{max(expected_power.values()):.0f} W)")
 
 
-@check("04.3",
-       wrong("every package fully used", answer={p: "both" for p in range(4)}),
-       wrong("300 W read as both GCDs busy (the course's rule for a whole GPU)",
-             answer=lambda a: {p: _swap(x) for p, x in _activity(exercise_session(), "lumi").items()}),
-       wrong("GPU% instead of counts", answer={p: 100 for p in range(4)}))
-def check_package_activity(answer: Mapping[int, str] | None, site: str = "lumi") -> Passed:
-    """Exercise 04.3: from each package's mean power and the site's thresholds, how many of its GCDs work:
-    ``"idle"``, ``"one"`` or ``"both"``?"""
-    snapshots = exercise_session()
+def _first_lone_sample(snapshots: Sequence[Snapshot], site: str = "lumi") -> int:
+    """The first sample in which the starved GCD computes (GPU% at or above the site's ``busy_pct``)."""
+    frame = tidy(snapshots)
+    gcd = _starved(snapshots)
+    rows = frame[(frame["index"] == gcd) & (frame["gpu_busy_pct"] >= load_site(site).power.busy_pct)]
+    if rows.empty:
+        raise LumikitError(f"GCD {gcd} never computes in this session; use checks.exercise_session()")
+    return int(rows["sample"].min())
+
+
+def _sample_activity(snapshots: Sequence[Snapshot], sample: int, site: str = "lumi") -> dict[int, str]:
+    """Package -> ``idle``/``one``/``both`` from its power in one sample (the even GCD's reading)."""
     thresholds = load_site(site).power
-    expected = {pkg: package_activity(w, thresholds) for pkg, w in _package_power(snapshots).items()}
-    hint = ("compare each package's mean power with `load_site('lumi').power`: about one_gcd_busy_w for one busy "
-            "GCD, both_gcds_busy_w for two; `lumikit.smi.interpret.package_activity` does the comparison.")
+    return {int(d.package): package_activity(d.power_w, thresholds)
+            for d in snapshots[sample].devices if d.power_w is not None and d.package is not None}
+
+
+def _mean_activity(snapshots: Sequence[Snapshot], site: str = "lumi") -> dict[int, str]:
+    thresholds = load_site(site).power
+    return {pkg: package_activity(w, thresholds) for pkg, w in _package_power(snapshots).items()}
+
+
+def _by_gpu_pct(snapshots: Sequence[Snapshot], sample: int, site: str = "lumi") -> dict[int, str]:
+    """What GPU% alone would say: a package counts the GCDs at or above ``busy_pct``."""
+    busy_pct = load_site(site).power.busy_pct
+    counts: dict[int, int] = {}
+    for d in snapshots[sample].devices:
+        if d.package is not None:
+            counts[int(d.package)] = counts.get(int(d.package), 0) + int((d.gpu_busy_pct or 0) >= busy_pct)
+    return {pkg: ("idle", "one", "both")[n] for pkg, n in counts.items()}
+
+
+@check("04.3",
+       wrong("the mean power over the session (it mixes long waits with short bursts)",
+             answer=lambda a: _mean_activity(exercise_session())),
+       wrong("GPU% read as work: every GCD at 100 % counted as busy",
+             answer=lambda a: _by_gpu_pct(exercise_session(), _first_lone_sample(exercise_session()))),
+       wrong("300 W read as both GCDs busy (the course's rule for a whole GPU)",
+             answer=lambda a: {p: "both" if x == "one" else x
+                               for p, x in _sample_activity(exercise_session(),
+                                                            _first_lone_sample(exercise_session())).items()}),
+       wrong("the next sample, where every GCD computes (sample numbers counted from 1)",
+             sample=lambda a: _first_lone_sample(exercise_session()) + 1,
+             answer=lambda a: _sample_activity(exercise_session(), _first_lone_sample(exercise_session()) + 1)),
+       wrong("GPU% instead of counts", answer=lambda a: {p: 100 for p in range(4)}))
+def check_package_activity(sample: int | None, answer: Mapping[int, str] | None, site: str = "lumi") -> Passed:
+    """Exercise 04.3: in the first sample where the learner's starved GCD computes, how many GCDs of each package
+    work by its power: ``"idle"``, ``"one"`` or ``"both"``?"""
+    snapshots = exercise_session()
+    first = _first_lone_sample(snapshots, site)
+    gcd = _starved(snapshots)
+    sample_hint = (f"keep the rows of GCD {gcd} whose `gpu_busy_pct` is at or above `thresholds.busy_pct` and take "
+                   "the smallest `sample` (samples count from 0, as `tidy` numbers them).")
+    expect_type("04.3", sample, Integral, what="the sample number", hint=sample_hint)
+    expect_equal("04.3", int(sample), first, what="the sample number", hint=sample_hint)  # type: ignore[arg-type]
+    expected = _sample_activity(snapshots, first, site)
+    hint = (f"compare each package's `power_w` in sample {first} with `load_site('lumi').power`: below "
+            "idle_below_w nothing computes (whatever GPU% says), about one_gcd_busy_w is one busy GCD, "
+            "both_gcds_busy_w two; `lumikit.smi.interpret.package_activity` does the comparison.")
     expect_type("04.3", answer, Mapping, what="the activity per package (a dict package -> 'idle'/'one'/'both')",
                 hint=hint)
     given = {int(k): v for k, v in answer.items()}  # type: ignore[union-attr]
@@ -132,14 +180,13 @@ def check_package_activity(answer: Mapping[int, str] | None, site: str = "lumi")
         found = given[pkg]
         expect_in("04.3", found, ACTIVITY, what=f"the activity of package {pkg}", hint=hint)
         expect_equal("04.3", found, activity, what=f"the activity of package {pkg}", hint=hint)
-    halves = [p for p, a in expected.items() if a == "one"]
-    note = f"package {', '.join(map(str, halves))} works with one GCD only" if halves else "no package is half used"
+    lone = [p for p, a in expected.items() if a == "one"]
+    waiting = [p for p, a in expected.items() if a == "idle"]
+    note = (f"in sample {first} package {', '.join(map(str, lone))} draws one GCD's worth (GCD {gcd} catches up)"
+            if lone else f"in sample {first} no package draws one GCD's worth")
+    if waiting:
+        note += f"; package {', '.join(map(str, waiting))} near idle power at 100 % GPU%: waiting, not computing"
     return passed("04.3", note)
-
-
-def _activity(snapshots: Sequence[Snapshot], site: str) -> dict[int, str]:
-    thresholds = load_site(site).power
-    return {pkg: package_activity(w, thresholds) for pkg, w in _package_power(snapshots).items()}
 
 
 @check("04.4",

@@ -20,7 +20,7 @@ from .framework import CheckFailed, Passed, check, expect_close, expect_equal, e
 from .learner import rng_for
 
 #: How many steps exercise 05.1 records, in a 4-rank job.
-RECORDED = 3
+PROFILED_STEPS = 3
 
 
 def recorded_steps(schedule: ProfileSchedule, max_steps: int) -> list[int]:
@@ -43,11 +43,11 @@ def profile_target() -> tuple[int, list[int]]:
     learner."""
     rng = rng_for("05.1")
     rank, first = rng.randrange(1, 4), rng.randrange(4, 8)
-    return rank, list(range(first, first + RECORDED))
+    return rank, list(range(first, first + PROFILED_STEPS))
 
 
 def _schedule(wait: int, warmup: int) -> str:
-    return f"{wait},{warmup},{RECORDED},1"
+    return f"{wait},{warmup},{PROFILED_STEPS},1"
 
 
 def _with_schedule(job: JobSpec, schedule: str) -> JobSpec:

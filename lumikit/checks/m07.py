@@ -194,9 +194,10 @@ def _dp_or_ddp_truth(measured: Mapping[str, Any]) -> str:
 
 
 check_dp_or_ddp_outcome = outcome_check("07.q3", DP_OR_DDP, _dp_or_ddp_truth, {
-    "a": "DDP runs one process per device and overlaps the all-reduce of the gradients with the backward pass; "
-         "DataParallel drives every device from one Python process and copies the model, scatters the inputs and "
-         "gathers the outputs in every step.",
+    "a": "DDP came out ahead in this run. DDP runs one process per device and overlaps the all-reduce of the "
+         "gradients with the backward pass; DataParallel drives every device from one Python process and copies the "
+         "model, scatters the inputs and gathers the outputs in every step. Off LUMI one run of each on shared CPU "
+         "cores is noisy: the lesson's repeated runs say whether such a difference is beyond the noise.",
     "b": "here DataParallel came out ahead: without real devices it runs the one process with the global batch, so "
          "this measures the CPU, not how GPUs scale; on LUMI expect DDP ahead.",
     "c": "here both share the same few CPU cores, so neither can scale; on LUMI expect DDP clearly ahead.",

@@ -188,7 +188,8 @@ def _common_problems(run: NotebookRun, budget_s: float) -> list[Problem]:
         problems.append(Problem("stopped", f"{run.path}: stopped early: {run.stopped}"))
     if run.seconds > budget_s:
         problems.append(Problem("over time", f"{run.path}: took {run.seconds:.1f} s, over the {budget_s:g} s "
-                                             f"budget. Fix: make its runs smaller"))
+                                             f"budget. Fix: make its runs smaller "
+                                             f"(or, on a loaded machine, pass a larger --budget)"))
     return problems
 
 

@@ -10,12 +10,13 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from .. import reference
 from ..errors import LumikitError
 from .interpret import activity_table, interpret
 from .model import Snapshot
 from .parse import parse_smi
 from .sampler import CommandSource, ReplaySource, Sample, Sampler, Source
-from .sessions import Frame, SessionHeader, SessionWriter
+from .sessions import Frame, SessionHeader, SessionWriter, read_session, session_listing
 
 
 def register(subparsers: Any) -> None:
@@ -28,10 +29,13 @@ def register(subparsers: Any) -> None:
     p.add_argument("--site", default="lumi", help="site profile for the GCD -> package pairs (default: lumi)")
     p.set_defaults(func=cmd_parse)
 
-    w = sub.add_parser("watch", help="a refreshing table of a live command or a recorded session")
+    w = sub.add_parser("watch", help="a refreshing table of a live command or a session's replay")
     _add_source_args(w)
     w.add_argument("--count", type=int, default=None, help="stop after this many samples")
     w.set_defaults(func=cmd_watch)
+
+    ls = sub.add_parser("sessions", help="list the shipped sessions: generated or recorded, and their source")
+    ls.set_defaults(func=cmd_sessions)
 
     r = sub.add_parser("record", help="record a session (raw tool output per sample) from a live source")
     _add_source_args(r)
@@ -48,7 +52,7 @@ def _add_source_args(p: argparse.ArgumentParser) -> None:
                      help="the command to run each time, e.g. 'srun --jobid 123 --overlap rocm-smi --json'")
     p.add_argument("--interval", type=float, default=1.0, help="seconds between samples (default 1)")
     p.add_argument("--speed", type=float, default=None,
-                   help="replay speed factor (default: one recorded frame per interval)")
+                   help="replay speed factor (default: one frame of the session per interval)")
 
 
 def _source(args: argparse.Namespace) -> Source:
@@ -135,11 +139,30 @@ def cmd_watch(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return 0
 
 
+def cmd_sessions(args: argparse.Namespace) -> int:
+    """Print each shipped session with its kind (generated / recorded), size, format and source."""
+    for row in session_listing():
+        print(f"{row['name']:<22} {row['kind']:<10} {row['samples']:>4} samples  {row['format']:<17} "
+              f"{row['description']}")
+        print(f"{'':<22} source: {row['source']}")
+    print("\nreal single outputs to compare with (lumikit.reference):")
+    for ref in reference.catalogue():
+        if ref.kind in ("rocm-smi", "amd-smi"):
+            print(f"{ref.name:<22} real       1 sample   {ref.what}")
+            print(f"{'':<22} source: {ref.source_line}")
+    return 0
+
+
 def cmd_record(args: argparse.Namespace) -> int:
     source = _source(args)
     command = tuple(shlex.split(args.command)) if args.command else ("replay", args.replay)
-    header = SessionHeader(name=Path(args.output).name.split(".")[0], description=f"recorded from {source.name}",
-                           command=command, interval_s=args.interval)
+    if args.replay:  # a copy of a replay is what it replays: generated stays generated
+        replayed = read_session(args.replay).header
+        kind, origin = replayed.kind, f"replay of {replayed.name}: {replayed.source}"
+    else:
+        kind, origin = "recorded", f"recorded from `{' '.join(command)}`"
+    header = SessionHeader(name=Path(args.output).name.split(".")[0], description=f"{kind}: {origin}",
+                           command=command, interval_s=args.interval, kind=kind, source=origin)
     writer = SessionWriter(args.output, header, force=args.force)
     t0: list[float] = []
 

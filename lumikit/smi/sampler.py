@@ -1,10 +1,10 @@
 """A background sampler: read a source every N seconds, keep a ring buffer, append every sample to a CSV.
 
 Sources: a command (``["rocm-smi", "--json"]``, or on LUMI ``srun --jobid ID --overlap rocm-smi --json``), a
-Python library where installed (``amdsmi``, ``pynvml``), or the replay of a recorded session. Errors from the
-source become ``sampler.state == "error"`` with ``sampler.last_error``; the thread keeps sampling. ``stop()``
-wakes the thread through an Event (it never sleeps blindly), kills a command still running, and returns within
-one interval.
+Python library where installed (``amdsmi``, ``pynvml``), or the replay of a session (generated or recorded).
+Errors from the source become ``sampler.state == "error"`` with ``sampler.last_error``; the thread keeps
+sampling. ``stop()`` wakes the thread through an Event (it never sleeps blindly), kills a command still running,
+and returns within one interval.
 """
 from __future__ import annotations
 
@@ -104,10 +104,10 @@ class CommandSource:
 
 
 class ReplaySource:
-    """Replay a recorded session.
+    """Replay a session (a shipped generated one, or one recorded with ``lumikit smi record``).
 
-    ``speed=None`` gives the next recorded frame on every read (deterministic, for tests and ``--count``);
-    ``speed=k`` gives the frame recorded at ``k`` times the elapsed wall time since the first read. ``loop``
+    ``speed=None`` gives the session's next frame on every read (deterministic, for tests and ``--count``);
+    ``speed=k`` gives the frame at ``k`` times the elapsed wall time since the first read. ``loop``
     starts over at the end instead of ending.
     """
 

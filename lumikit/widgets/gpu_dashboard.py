@@ -19,19 +19,27 @@ from ..smi.interpret import Finding, interpret_window
 from ..smi.model import Snapshot
 from ..smi.plots import node_map, timeline
 from ..smi.sampler import Sampler, Source, SourceOption, available_sources
-from ..smi.sessions import load_session, snapshots_at
+from ..smi.sessions import read_session, snapshots_at
 
 CSS_DASHBOARD = "lumikit-gpu-dashboard"
 CSS_PLOTS = "lumikit-gpu-plots"
 CSS_FINDINGS = "lumikit-gpu-findings"
 
 
-def findings_html(findings: Sequence[Finding]) -> str:
-    """The findings as an HTML list (one line each), or a sentence saying there is nothing to report."""
+def _window_words(window: Sequence[Snapshot]) -> str:
+    """``the last N samples (S s)``: the span the findings look at (the node map shows only the latest)."""
+    stamps = [s.timestamp for s in window if s.timestamp is not None]
+    span = f", {stamps[-1] - stamps[0]:g} s" if len(stamps) > 1 else ""
+    return f"the last {len(window)} samples{span}"
+
+
+def findings_html(findings: Sequence[Finding], window: str = "the last samples") -> str:
+    """The findings as an HTML list (one line each), or a sentence saying there is nothing to report; ``window``
+    names the samples they hold in (at least half of them)."""
     if not findings:
-        return "<p><b>Findings:</b> nothing unusual in the last samples.</p>"
+        return f"<p><b>Findings</b> (over {html.escape(window)}): nothing unusual.</p>"
     items = "".join(f"<li><b>{html.escape(f.kind)}</b>: {html.escape(f.message)}</li>" for f in findings)
-    return f"<p><b>Findings:</b></p><ul>{items}</ul>"
+    return f"<p><b>Findings</b> (holding in at least half of {html.escape(window)}):</p><ul>{items}</ul>"
 
 
 class GpuDashboard:
@@ -87,7 +95,7 @@ class GpuDashboard:
         live = [o.label for o in self._options if o.live]
         if live:
             return f"live sources here: {html.escape(', '.join(live))}"
-        return "no GPU tool or library found here: showing recorded sessions"
+        return "no GPU tool or library found here: replaying generated sessions (not recordings)"
 
     # -- rendering ----------------------------------------------------------------------------------------------
     def _set_device_options(self, snap: Snapshot) -> None:
@@ -106,8 +114,10 @@ class GpuDashboard:
         self._set_device_options(latest)
         chosen = list(self.devices.value) or None
         self.timeline_image.value = figure_png(timeline(self._snapshots, chosen, title=title, now=now), dpi=72)
-        self.map_image.value = figure_png(node_map(latest, self.site), dpi=72)
-        self.findings.value = findings_html(interpret_window(self._snapshots[-self.window:], self.site))
+        when = f" (t = {latest.timestamp:g} s)" if latest.timestamp is not None and latest.timestamp < 1e6 else ""
+        self.map_image.value = figure_png(node_map(latest, self.site, title=f"node map: latest sample{when}"), dpi=72)
+        window = self._snapshots[-self.window:]
+        self.findings.value = findings_html(interpret_window(window, self.site), _window_words(window))
         self.last_render_s = time.perf_counter() - t0
         return self.last_render_s
 
@@ -121,9 +131,12 @@ class GpuDashboard:
         name = session or self.session
         if name is None:
             raise ValueError("show_frame needs a session: GpuDashboard(session='ddp-8gcd-starved').show_frame(30)")
-        snaps = snapshots_at(load_session(name), t)
-        self.render(snaps, title=f"{name} at t = {t:g} s")
-        self.status.value = f"recorded session <b>{html.escape(name)}</b>, frame at t = {t:g} s ({len(snaps)} samples)"
+        session_ = read_session(name)
+        snaps = snapshots_at(session_.snapshots(), t)
+        kind = session_.header.kind
+        self.render(snaps, title=f"{name} ({kind}) at t = {t:g} s")
+        self.status.value = (f"{html.escape(kind)} session <b>{html.escape(name)}</b>, frame at t = {t:g} s "
+                             f"({len(snaps)} samples); source: {html.escape(session_.header.source or '-')}")
         return self
 
     # -- live ---------------------------------------------------------------------------------------------------

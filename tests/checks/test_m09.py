@@ -74,3 +74,15 @@ def test_the_09_session_is_the_learners_own_and_not_the_04_one(monkeypatch):
         assert m09.check_starved_gcd(mine).exercise == "09.3"
         with pytest.raises(CheckFailed, match="Exercise 09.3"):
             m09.check_starved_gcd(starved_gcd("04"))
+
+
+@pytest.mark.parametrize("rounds, shown", [
+    ({0: [0.10, 0.11, 0.12], 2: [0.05, 0.06, 0.055]}, "a"),   # ranges apart, medians 2x apart: a drop
+    ({0: [0.10, 0.11, 0.12], 2: [0.09, 0.13, 0.10]}, "b"),    # ranges overlap: within the noise
+    ({"0": [0.10, 0.11, 0.12], "2": [0.20, 0.22, 0.21]}, "c"),  # keys as read back from JSON
+    ({0: 0.10, 2: 0.05}, "b"),                                # one run each is never beyond the noise
+])
+def test_more_workers_outcome_follows_lumikit_measure(rounds, shown):
+    assert str(m09.check_more_workers_outcome(shown, "b", measured=rounds)).count(f"({shown})") >= 1
+    with pytest.raises(CheckFailed, match="09.q3"):
+        m09.check_more_workers_outcome({"a": "c", "b": "a", "c": "b"}[shown], "b", measured=rounds)
