@@ -2,7 +2,8 @@
 
 Each wing of the package contributes its sub-commands through a ``register(subparsers)`` function in its own
 ``cli`` module; every sub-command's handler takes the parsed arguments and returns the exit status.
-A :class:`~lumikit.errors.LumikitError` becomes its message on stderr and exit status 2.
+A :class:`~lumikit.errors.LumikitError` (or a file that cannot be opened) becomes one line on stderr and exit
+status 2, never a traceback.
 """
 from __future__ import annotations
 
@@ -40,16 +41,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def one_line(text: str) -> str:
+    """A message on one line (a quoted input line may carry line breaks)."""
+    return " ".join(text.split("\n")).strip()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except LumikitError as exc:
-        print(f"lumikit: error: {exc}", file=sys.stderr)
+        print(f"lumikit: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a file that exists but cannot be read (permissions, a folder, a broken disk)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"lumikit: error: {where}{exc.strerror or exc}; check the path and its permissions", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

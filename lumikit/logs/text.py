@@ -31,4 +31,4 @@ def looks_binary(path: str | os.PathLike[str]) -> bool:
 
 def clean(segment: str) -> str:
     """A log segment without terminal control sequences and surrounding blanks."""
-    return ANSI.sub("", segment).strip()
+    return (ANSI.sub("", segment) if "\x1b" in segment else segment).strip()

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 
 import pandas as pd
 
+from ..json_output import print_json
 from .names import short_kernel_name
 from .outputs import rocprof_kernels
 from .stats import GPU_KINDS, class_totals
@@ -61,7 +61,7 @@ def stats_report(table: pd.DataFrame, top: int = 20) -> dict:
 def _stats(args: argparse.Namespace) -> int:
     table = rocprof_kernels(args.path)
     if args.json:
-        print(json.dumps(stats_report(table, args.top), indent=2))
+        print_json(stats_report(table, args.top))
         return 0
     total_ms = table["total_ns"].sum() / 1e6
     gpu = table.attrs.get("kind", "kernel") in GPU_KINDS

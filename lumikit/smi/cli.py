@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 import threading
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..errors import LumikitError
+from ..json_output import print_json
 from .interpret import activity_table, interpret
 from .model import Snapshot
 from .parse import parse_smi
@@ -70,7 +70,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
         text, source = path.read_text(encoding="utf-8", errors="replace"), str(path)
     snap = parse_smi(text, source=source, site=args.site)
     if args.json:
-        print(json.dumps(snap.to_dict(), indent=2))
+        print_json(snap.to_dict())
     else:
         print(format_table(snap))
     return 0

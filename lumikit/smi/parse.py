@@ -80,13 +80,6 @@ _PARSERS: dict[str, Callable[[list[Line], str], list[Snapshot]]] = {
 }
 
 
-def _with_source(err: ParseError, source: str) -> ParseError:
-    if err.source == source:
-        return err
-    msg = str(err).split(": ", 1)[-1] if err.line is None else str(err.args[0])
-    return ParseError(msg, source=source, line_no=err.line_no, line=err.line)
-
-
 def parse_smi_series(text: str, *, source: str = "<text>", timestamp: float | None = None,
                      site: str | Site | None = "lumi") -> list[Snapshot]:
     """Every sample in ``text`` (a CSV of several timestamps gives several; most outputs give one).
@@ -111,7 +104,7 @@ def parse_smi_series(text: str, *, source: str = "<text>", timestamp: float | No
             fmt = detect_format(task_lines)
             per_task.append((task, _PARSERS[fmt](task_lines, source)))
         except ParseError as err:
-            raise _with_source(err, source) from None
+            raise err.at(source) from None
     site_obj = load_site(site) if site is not None else None
     series_len = max(len(snaps) for _, snaps in per_task)
     out = []
