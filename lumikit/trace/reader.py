@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Iterator
@@ -69,6 +70,8 @@ class TraceStream:
     chunk_bytes: int = CHUNK_BYTES
     metadata: dict = field(default_factory=dict)
     truncated: bool = False
+    lost_bytes: int = 0  # bytes after the last complete event of a salvaged file
+    damage: str = ""  # what stopped a salvaged read early (corrupt gzip data), when not a plain cut
 
     def chunks(self) -> Iterator[bytes]:
         """The ``traceEvents`` array in chunks of whole events (about ``chunk_bytes`` each)."""
@@ -81,8 +84,14 @@ class TraceStream:
             block = fh.read(BLOCK_BYTES)
         except EOFError:  # gzip stream cut short
             return b"", True
-        except (OSError, gzip.BadGzipFile) as exc:
-            raise TraceError(f"{self.path}: cannot read the file ({exc}); {salvage_hint(self.path)}") from exc
+        except (OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+            where = f" after {fh.tell():,} bytes" if isinstance(fh, gzip.GzipFile) else ""
+            if self.salvage and isinstance(fh, gzip.GzipFile):
+                self.damage = f"corrupt gzip data{where} ({exc})"
+                return b"", True  # keep what came before the damage, as for a cut file
+            raise TraceError(f"{self.path}: corrupt compressed data{where} ({exc}): the file is damaged, not just "
+                             f"cut; salvage=True (command line: --salvage) keeps the events before the damage, "
+                             f"or copy the trace again") from None
         return block, not block
 
     def _open_events(self, fh: BinaryIO) -> tuple[bytes, bool, bool, int]:
@@ -167,12 +176,27 @@ class TraceStream:
                 yield body
             return
         if not self.salvage:
+            bad = _invalid_utf8(buf)
+            if bad is not None:
+                raise TraceError(f"{self.path}: bytes that are not UTF-8 near the end of the events ({bad}); the file "
+                                 f"is corrupted, not cut short; salvage=True (command line: --salvage) keeps the "
+                                 f"events before them")
             raise TraceError(f"{self.path}: the trace is truncated (the traceEvents array never closes; the job "
                              f"was probably stopped while writing it); {salvage_hint(self.path)}")
         self.truncated = True
         body = _complete_prefix(buf)
+        self.lost_bytes = len(buf) - len(body)
         if body:
             yield body
+
+
+def _invalid_utf8(buf: bytes) -> str | None:
+    """Where ``buf`` stops being UTF-8 ("offset N: b'...'"), or None when it is valid."""
+    try:
+        buf.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"{buf[exc.start:exc.start + 8]!r}, {len(buf) - exc.start:,} bytes before the end"
+    return None
 
 
 def _parse_trailer(rest: bytes, bare: bool) -> dict | None:
