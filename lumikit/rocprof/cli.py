@@ -44,6 +44,7 @@ def stats_report(table: pd.DataFrame, top: int = 20) -> dict:
     totals = class_totals(table)
     return {
         "source": table.attrs.get("source"),
+        "notes": list(table.attrs.get("notes", [])),
         "generation": table.attrs.get("generation"),
         "kernels_total": int(len(table)),
         "total_ns": float(table["total_ns"].sum()),
@@ -77,4 +78,6 @@ def _stats(args: argparse.Namespace) -> int:
               f"{r['average_ns'] / 1e3:>9.2f} {r['percent']:>6.2f}  {short_kernel_name(r['name'], 70)}")
     if len(rows) < len(table):
         print(f"  ... {len(table) - len(rows)} more (--top 0 shows all)")
+    for note in table.attrs.get("notes", []):
+        print(f"note: {note}")
     return 0

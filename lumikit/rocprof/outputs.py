@@ -89,14 +89,15 @@ def find_outputs(folder: str | os.PathLike[str]) -> RocprofOutputs:
 def _kernels_from_file(path: Path) -> pd.DataFrame:
     name = path.name.lower()
     if name.endswith("kernel_trace.csv"):
-        trace = read_kernel_trace(path)
-        table = stats_from_durations(trace[["name", "duration_ns"]])
+        events = read_kernel_trace(path)
+        table = stats_from_durations(events[["name", "duration_ns"]])
     elif name.endswith(".json"):
         events = read_rocprof_json(path)
         table = stats_from_durations(events.loc[events["kind"] == "kernel", ["name", "duration_ns"]])
     else:
         return read_rocprof_stats(path)
-    table.attrs.update(source=str(path), generation="v3" if name.endswith(".csv") else "v1")
+    table.attrs.update(source=str(path), generation="v3" if name.endswith(".csv") else "v1",
+                       notes=[f"{path}: {note}" for note in events.attrs.get("notes", [])])
     return table
 
 
