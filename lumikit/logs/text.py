@@ -32,3 +32,18 @@ def looks_binary(path: str | os.PathLike[str]) -> bool:
 def clean(segment: str) -> str:
     """A log segment without terminal control sequences and surrounding blanks."""
     return (ANSI.sub("", segment) if "\x1b" in segment else segment).strip()
+
+
+#: Characters of one line that the pattern-based readers (doctor, RCCL, HIP) look at: the first and the last half.
+#: Real messages are far shorter; a longer line is a progress bar or binary debris, and bounding it keeps every
+#: reader linear whatever a job printed.
+MAX_LINE_CHARS = 1 << 16
+
+
+def bound_lines(text: str, limit: int = MAX_LINE_CHARS) -> str:
+    """``text`` with each line longer than ``limit`` cut to its first and last ``limit // 2`` characters (joined
+    by " … "), so line numbers stay the same."""
+    if len(text) <= limit or max(map(len, text.split("\n"))) <= limit:
+        return text
+    half = limit // 2
+    return "\n".join(line if len(line) <= limit else f"{line[:half]} … {line[-half:]}" for line in text.split("\n"))
