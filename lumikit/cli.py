@@ -46,9 +46,10 @@ def one_line(text: str) -> str:
     return " ".join(text.split("\n")).strip()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def main(argv: Sequence[str] | None = None, *, parser: argparse.ArgumentParser | None = None) -> int:
+    """Run the command line; ``parser`` reuses one :func:`build_parser` made already (the fuzz tests run
+    thousands of commands)."""
+    args = (parser or build_parser()).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except LumikitError as exc:

@@ -43,10 +43,11 @@ _INT64_MAX = 2**63 - 1
 def _as_int(cell: object) -> int | None:
     """A timestamp cell as an integer, or None unless it is a whole number from 0 to 2**63 - 1."""
     if isinstance(cell, (int, np.integer)) and not isinstance(cell, bool):
-        return int(cell)
+        value = int(cell)
+        return value if 0 <= value <= _INT64_MAX else None
     text = str(cell).strip()
     try:
-        value = int(text)
+        value = int(text[:40])
     except ValueError:
         try:
             number = float(text)
