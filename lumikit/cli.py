@@ -11,6 +11,7 @@ import argparse
 import importlib
 import importlib.util
 import sys
+import warnings
 from typing import Sequence
 
 from . import __version__
@@ -50,6 +51,17 @@ def main(argv: Sequence[str] | None = None, *, parser: argparse.ArgumentParser |
     """Run the command line; ``parser`` reuses one :func:`build_parser` made already (the fuzz tests run
     thousands of commands)."""
     args = (parser or build_parser()).parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _run(args)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    """Warnings (a salvaged trace, a torn recording) as one line each, like the errors."""
+    print(f"lumikit: warning: {one_line(str(message))}", file=sys.stderr)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or 0)
     except LumikitError as exc:

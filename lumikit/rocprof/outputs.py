@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import LumikitError
+from ..errors import LumikitError, ParseError
+from ..sniff import looks_like_sentence
 from .stats import combine_stats, read_rocprof_stats, stats_from_durations, stats_kind
 from .traces import is_rocprof_json, read_kernel_trace, read_rocprof_json
 
@@ -92,6 +93,10 @@ def _kernels_from_file(path: Path) -> pd.DataFrame:
         events = read_kernel_trace(path)
         table = stats_from_durations(events[["name", "duration_ns"]])
     elif name.endswith(".json"):
+        if not is_rocprof_json(path):
+            head = path.read_bytes()[:8192]
+            raise ParseError("not rocprof v1's results.json (that starts with '{ \"traceEvents\":[{}')"
+                             + looks_like_sentence(head, unless="results.json"), source=str(path))
         events = read_rocprof_json(path)
         table = stats_from_durations(events.loc[events["kind"] == "kernel", ["name", "duration_ns"]])
     else:

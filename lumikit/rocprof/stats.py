@@ -108,7 +108,8 @@ def parse_rocprof_stats(text: str, source: str = "<text>", kind: str = "kernel")
                     row[STATS_COLUMNS[col]] = _number(cell, source, line_no, raw)
             _check_calls(row["calls"], source, line_no, raw)  # type: ignore[arg-type]
         except ParseError:
-            if offset == len(records) - 1 and line_no >= last_line:  # a file cut in its last row
+            cut = len(cells) != len(header) or not text.endswith("\n")
+            if cut and offset == len(records) - 1 and line_no >= last_line:  # a file cut in its last row
                 notes.append(f"{source}: the last row (line {line_no}) is cut short or damaged; kept the {len(rows)} rows "
                              f"before it")
                 break

@@ -91,8 +91,13 @@ def parse_kernel_trace(text: str, source: str = "<text>") -> pd.DataFrame:
         raise ParseError('no "Kernel_Name" column found; give a rocprofv3 *_kernel_trace.csv '
                          "(rocprofv3 --kernel-trace --output-format csv)" + looks_like_sentence(text, unless="kernel"),
                          source=source)
+    notes = []
+    if not text.endswith(("\n", "\r")) and len(lines) > header_at + 2:  # rocprofv3 ends every row with one
+        notes.append(f"the file does not end with a line break: its last line (line {len(lines)}, "
+                     f"{len(lines[-1])} characters) is cut short and was dropped")
+        lines = lines[:-1]
     raw, note = _read_csv("\n".join(lines[header_at:]) + "\n", source, header_at + 1)
-    notes = [note] if note else []
+    notes += [note] if note else []
     raw.columns = [_snake(str(c)) for c in raw.columns]
     needed = ["kernel_name", "start_timestamp", "end_timestamp"]
     missing = [c for c in needed if c not in raw.columns]

@@ -66,7 +66,8 @@ def cmd_parse(args: argparse.Namespace) -> int:
     else:
         path = Path(args.file)
         if not path.is_file():
-            raise LumikitError(f"{path}: no such file; give the path of a saved rocm-smi / amd-smi / nvidia-smi output")
+            what = "is a folder" if path.is_dir() else "no such file"
+            raise LumikitError(f"{path}: {what}; give the path of a saved rocm-smi / amd-smi / nvidia-smi output")
         text, source = path.read_text(encoding="utf-8", errors="replace"), str(path)
     snap = parse_smi(text, source=source, site=args.site)
     if args.json:

@@ -40,7 +40,8 @@ def open_bytes(path: Path) -> BinaryIO:
     magic = fh.read(2)
     fh.seek(0)
     if magic == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
+        fh.close()
+        return gzip.open(path, "rb")  # type: ignore[return-value]  # owns (and closes) its file
     return fh
 
 
@@ -72,6 +73,7 @@ class TraceStream:
     truncated: bool = False
     lost_bytes: int = 0  # bytes after the last complete event of a salvaged file
     damage: str = ""  # what stopped a salvaged read early (corrupt gzip data), when not a plain cut
+    _read_bytes: int = 0  # decompressed bytes read so far
 
     def chunks(self) -> Iterator[bytes]:
         """The ``traceEvents`` array in chunks of whole events (about ``chunk_bytes`` each)."""
@@ -85,13 +87,16 @@ class TraceStream:
         except EOFError:  # gzip stream cut short
             return b"", True
         except (OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
-            where = f" after {fh.tell():,} bytes" if isinstance(fh, gzip.GzipFile) else ""
+            where = f" after {self._read_bytes:,} decompressed bytes" if isinstance(fh, gzip.GzipFile) else ""
             if self.salvage and isinstance(fh, gzip.GzipFile):
                 self.damage = f"corrupt gzip data{where} ({exc})"
-                return b"", True  # keep what came before the damage, as for a cut file
+                rest = _gzip_prefix(self.path)[self._read_bytes:]
+                self._read_bytes += len(rest)
+                return rest, True  # keep what came before the damage, as for a cut file
             raise TraceError(f"{self.path}: corrupt compressed data{where} ({exc}): the file is damaged, not just "
                              f"cut; salvage=True (command line: --salvage) keeps the events before the damage, "
                              f"or copy the trace again") from None
+        self._read_bytes += len(block)
         return block, not block
 
     def _open_events(self, fh: BinaryIO) -> tuple[bytes, bool, bool, int]:
@@ -188,6 +193,20 @@ class TraceStream:
         self.lost_bytes = len(buf) - len(body)
         if body:
             yield body
+
+
+def _gzip_prefix(path: Path, piece: int = 256) -> bytes:
+    """Everything that decompresses in a damaged gzip file before the damage (fed in small pieces, so at most
+    one piece's output is lost with it)."""
+    out = []
+    unzip = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    with open(path, "rb") as fh:
+        while data := fh.read(piece):
+            try:
+                out.append(unzip.decompress(data))
+            except zlib.error:
+                break
+    return b"".join(out)
 
 
 def _invalid_utf8(buf: bytes) -> str | None:
