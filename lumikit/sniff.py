@@ -14,7 +14,8 @@ HEAD_CHARS = 8192
 _RULES: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     ("a lumikit GPU session recording", "lumikit smi watch --replay FILE",
      re.compile(r'^\s*\{[^\n]{0,2000}"format"\s*:\s*"lumikit-smi-session"')),
-    ("rocprof v1's results.json", "lumikit rocprof stats FILE", re.compile(r'^\s*\{\s*"traceEvents"\s*:\s*\[\s*\{\s*\}')),
+    ("rocprof v1's results.json", "lumikit rocprof stats FILE",
+     re.compile(r'^\s*\{\s*"traceEvents"\s*:\s*\[\s*\{\s*\}')),
     ("a Chrome/Kineto profiler trace", "lumikit trace summary FILE",
      re.compile(r'^\s*(?:\{[\s\S]{0,4000}?"traceEvents"|\[\s*\{\s*"(?:ph|name|cat|pid|ts)"\s*:)')),
     ("a rocprof statistics CSV", "lumikit rocprof stats FILE",

@@ -104,7 +104,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "'NET/OFI Selected Provider is cxi'."),
     Signature(
         "rccl-socket-fallback", "RCCL without its network plugin (TCP sockets)",
-        (r"NET/Plugin\s*:?\s*(?:No plugin found|Plugin load (?:(?!Plugin load ).){0,500}returned|Using internal network plugin)",
+        (r"NET/Plugin\s*:?\s*(?:No plugin found|Plugin load (?:(?!Plugin load ).){0,500}returned"
+         r"|Using internal network plugin)",
          r"lib[rn]ccl-net\.so: cannot open shared object file", r"NCCL INFO NET/Socket\s*:\s*Using",
          r"NCCL INFO Using network Socket"),
         "RCCL did not load the aws-ofi-rccl plugin and falls back to TCP sockets: traffic between nodes is many "
@@ -122,7 +123,8 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "miopen-sqlite-lock", "MIOpen's database locked on Lustre",
         (r"MIOpen(?:(?!MIOpen).){0,500}SQLite database: locking protocol",
-         r"sqlite_db\.cpp(?:(?!sqlite_db\.cpp).){0,500}locking protocol", r"MIOpen(?:(?!MIOpen).){0,500}database is locked"),
+         r"sqlite_db\.cpp(?:(?!sqlite_db\.cpp).){0,500}locking protocol",
+         r"MIOpen(?:(?!MIOpen).){0,500}database is locked"),
         "MIOpen keeps its kernel database in SQLite under your home folder; many processes use it at once on "
         "Lustre, which does not support SQLite's file locking.",
         "Give each process its own database on node-local /tmp: export MIOPEN_USER_DB_PATH=/tmp/$USER-miopen-"

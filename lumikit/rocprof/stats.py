@@ -110,8 +110,8 @@ def parse_rocprof_stats(text: str, source: str = "<text>", kind: str = "kernel")
         except ParseError:
             cut = len(cells) != len(header) or not text.endswith("\n")
             if cut and offset == len(records) - 1 and line_no >= last_line:  # a file cut in its last row
-                notes.append(f"{source}: the last row (line {line_no}) is cut short or damaged; kept the {len(rows)} rows "
-                             f"before it")
+                notes.append(f"{source}: the last row (line {line_no}) is cut short or damaged; kept the "
+                             f"{len(rows)} rows before it")
                 break
             raise
         rows.append(row)

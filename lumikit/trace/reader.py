@@ -18,6 +18,7 @@ from typing import BinaryIO, Iterator
 import orjson
 
 from ..errors import TraceError
+from ..sniff import looks_like_sentence
 
 CHUNK_BYTES = 1 << 20
 BLOCK_BYTES = 1 << 20
@@ -87,10 +88,11 @@ class TraceStream:
         except EOFError:  # gzip stream cut short
             return b"", True
         except (OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
-            where = f" after {self._read_bytes:,} decompressed bytes" if isinstance(fh, gzip.GzipFile) else ""
+            good = _gzip_prefix(self.path) if isinstance(fh, gzip.GzipFile) else b""
+            where = f" after {len(good):,} readable bytes" if isinstance(fh, gzip.GzipFile) else ""
             if self.salvage and isinstance(fh, gzip.GzipFile):
                 self.damage = f"corrupt gzip data{where} ({exc})"
-                rest = _gzip_prefix(self.path)[self._read_bytes:]
+                rest = good[self._read_bytes:]
                 self._read_bytes += len(rest)
                 return rest, True  # keep what came before the damage, as for a cut file
             raise TraceError(f"{self.path}: corrupt compressed data{where} ({exc}): the file is damaged, not just "
@@ -115,8 +117,9 @@ class TraceStream:
                 skip = len(buf) - len(stripped) + 1
                 return buf[skip:], True, eof, skip
             if eof or (stripped[:1] not in (b"{", b"") and len(buf) > 0):
+                what = "; the file is empty" if not stripped else looks_like_sentence(buf[:8192], unless="trace")
                 raise TraceError(f"{self.path}: not a Chrome/Kineto trace (no \"traceEvents\" array); "
-                                 f"point the loader at the profiler's *.pt.trace.json(.gz) files")
+                                 f"point the loader at the profiler's *.pt.trace.json(.gz) files{what}")
 
     def _chunks(self, fh: BinaryIO) -> Iterator[bytes]:
         buf, bare, eof, _ = self._open_events(fh)
