@@ -228,7 +228,8 @@ def parse_hip_log(text: str, source: str = "<text>") -> pd.DataFrame:
                 open_kernel.pop(thread, None)
     table = pd.DataFrame(rows, columns=COLUMNS)
     kernels = table["kind"] == "kernel"
-    table.loc[kernels, "kernel_class"] = [classify_kernel(n or "") for n in table.loc[kernels, "name"]]
+    table.loc[kernels, "kernel_class"] = [classify_kernel(n if isinstance(n, str) else "")
+                                          for n in table.loc[kernels, "name"]]
     for col in ("bytes", "api_us", "pid"):
         table[col] = table[col].astype("Int64")
     layouts = sorted({r.layout for r in records if r.layout})
