@@ -28,8 +28,18 @@ WINGS = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse without prefix abbreviations: ``--gpus`` must never silently become ``--gpus-per-node``.
+
+    Sub-commands get the same class (argparse makes subparsers of the parser's own type)."""
+
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003 - argparse's own signature
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lumikit", description="Helpers for the LUMI AI workbook.")
+    parser = Parser(prog="lumikit", description="Helpers for the LUMI AI workbook.")
     parser.add_argument("--version", action="version", version=f"lumikit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in WINGS:
@@ -47,10 +57,27 @@ def one_line(text: str) -> str:
     return " ".join(text.split("\n")).strip()
 
 
+def _refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:
+    """Unknown options are reported by the sub-command that got them, with the nearest real option names."""
+    import difflib
+
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
+    known = [o for a in sub._actions for o in a.option_strings]
+    hints = []
+    for word in extra:
+        close = difflib.get_close_matches(word.split("=", 1)[0], known, n=3, cutoff=0.7)
+        if word.startswith("-") and close:
+            hints.append(f"{word}: did you mean {' or '.join(close)}?")
+    sub.error(f"unrecognized arguments: {' '.join(extra)}" + (" (" + "; ".join(hints) + ")" if hints else ""))
+
+
 def main(argv: Sequence[str] | None = None, *, parser: argparse.ArgumentParser | None = None) -> int:
     """Run the command line; ``parser`` reuses one :func:`build_parser` made already (the fuzz tests run
     thousands of commands)."""
-    args = (parser or build_parser()).parse_args(argv)
+    parser = parser or build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _refuse_unknown(parser, args, extra)
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         return _run(args)

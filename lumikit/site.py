@@ -121,6 +121,8 @@ class Site:
     env: Mapping[str, Mapping[str, str]]
     detect: Mapping[str, Any] = field(default_factory=dict)
     slurm: Mapping[str, Any] = field(default_factory=dict)
+    billing: Mapping[str, Any] = field(default_factory=dict)  # the billing rule, see jobs/billing.py
+    hardware: Mapping[str, Any] = field(default_factory=dict)  # sourced peak figures, see lumikit/model_estimate.py
     source: str = ""
 
     @property
@@ -210,7 +212,8 @@ def _build(raw: dict[str, Any], source: str) -> Site:
             power=PowerThresholds(**raw.get("power", {})), partitions=partitions, containers=containers,
             binds={k: tuple(v) for k, v in raw.get("binds", {}).items()},
             env={k: {ek: str(ev) for ek, ev in v.items()} for k, v in raw.get("env", {}).items()},
-            detect=raw.get("detect", {}), slurm=raw.get("slurm", {}), source=source)
+            detect=raw.get("detect", {}), slurm=raw.get("slurm", {}), billing=raw.get("billing", {}),
+            hardware=raw.get("hardware", {}), source=source)
     except (KeyError, TypeError, ValueError) as exc:
         raise SiteError(f"{source}: malformed site profile ({type(exc).__name__}: {exc}); "
                         "compare it with lumikit/sites/lumi.toml") from None
