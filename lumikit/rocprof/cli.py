@@ -109,7 +109,8 @@ def _summary(args: argparse.Namespace) -> int:
     from .outputs import activities
 
     if not _has_activities(args.path):
-        print("(CSV or v1 outputs: kernels only; copies and API calls are in the rocpd database or .pftrace)")
+        if not args.json:  # --json prints JSON only
+            print("(CSV or v1 outputs: kernels only; copies and API calls are in the rocpd database or .pftrace)")
         return _stats(args)
     acts = activities(args.path)
     tables = {"kernels": acts.kernel_stats(), "copies": acts.copy_stats(), "api": acts.api_stats()}

@@ -254,6 +254,12 @@ def rocprof_seeds(fixtures: Path | None) -> list[Seed]:
     seeds = [Seed("run_kernel_trace.csv", ("\n".join(trace) + "\n").encode()),
              Seed("results.json", ("\n".join(events) + "\n").encode()),
              Seed("results.stats.csv", stats.encode())]
+    from . import rocprof_outputs as gen  # rocprofv3's ROCm 7 outputs: a rocpd database and a Perfetto trace
+
+    run = gen.generated_run(nodes=1, processes_per_node=1, steps=1)
+    with tempfile.TemporaryDirectory(prefix="lumikit-fuzz-seeds-") as tmp:
+        for name, write in (("run_results.db", gen.write_rocpd), ("run.pftrace", gen.write_pftrace)):
+            seeds.append(Seed(name, write(Path(tmp) / name, run).read_bytes()))
     for s in _fixture_seeds(fixtures, ("rocprof",)):
         name = s.name.lower()
         if "hsa_stats" in name:
@@ -349,7 +355,7 @@ def _logs_target(path: Path, rng: random.Random) -> None:
 
 
 def _rocprof_target(path: Path, rng: random.Random) -> None:
-    _check_cli(["rocprof", "stats", str(path), "--json", "--top", "0"])
+    _check_cli(["rocprof", rng.choice(("stats", "summary")), str(path), "--json", "--top", "0"])
 
 
 _TARGETS: dict[str, Callable[[Path, random.Random], None]] = {
