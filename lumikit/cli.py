@@ -98,7 +98,8 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     except OSError as exc:  # a file that exists but cannot be read (permissions, a folder, a broken disk)
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"lumikit: error: {where}{exc.strerror or exc}; check the path and its permissions", file=sys.stderr)
+        print(f"lumikit: error: {where}{one_line(str(exc.strerror or exc))}; check the path and its permissions",
+              file=sys.stderr)
         return 2
 
 

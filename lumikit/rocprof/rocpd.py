@@ -136,9 +136,9 @@ def read_rocpd(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]])
             for sfx in suffixes(con, str(path)):
                 for key, table in _read_suffix(con, sfx, str(path)).items():
                     parts[key].append(table)
-        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a damaged page, or text that is not UTF-8
-            raise ParseError(f"unreadable rocpd database ({exc}); was it copied while rocprofv3 was still "
-                             "writing?", source=str(path)) from None
+        except (sqlite3.DatabaseError, pd.errors.DatabaseError, UnicodeDecodeError) as exc:  # damaged page or text
+            raise ParseError(f"unreadable rocpd database ({str(exc).splitlines()[0][:200]}); was it copied while "
+                             "rocprofv3 was still writing?", source=str(path)) from None
         finally:
             con.close()
     source = ", ".join(str(p) for p in files)
