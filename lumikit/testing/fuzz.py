@@ -196,8 +196,9 @@ def smi_seeds(fixtures: Path | None) -> list[Seed]:
     from ..smi import synth
     from ..smi.sessions import session_bytes
 
-    rng = random.Random(0)
-    gcds = synth._node(rng, [100, 0, 80, 5, 100, 100, 0, 0], [60] * 8, [45.0] * 8)
+    busy = (100, 0, 80, 5, 100, 100, 0, 0)
+    gcds = [synth.Gcd(index=i, temp_c=45.0 + i, power_w=None if i % 2 else 90.0 + 3 * busy[i], cap_w=500.0,
+                      sclk=1700 if busy[i] else 800, busy=busy[i], vram_pct=60) for i in range(8)]
     seeds = [Seed("concise5.txt", synth.concise_rocm5(gcds, warning=True).encode()),
              Seed("concise6.txt", synth.concise_rocm6(gcds).encode()),
              Seed("rocm.json", synth.rocm_json(gcds).encode())]
