@@ -63,9 +63,10 @@ pd.DataFrame([{"recipe": name, "variable": k, "value": v} for name in recipes
 # `docs/ai-20250527/extra_08_MultipleGPUs.md`), the workshop's 2024 bonus scripts warn that it is "known to cause
 # crashes/hangs when using more than 256 nodes", and the LUMI AI Guide removed it after multi-node hangs
 # (its PR #97, laifs-container-recipes issue #30).
-# `NCCL_DEBUG=INFO` makes RCCL say what it chose, and `NCCL_DEBUG_FILE` sends that to a file in `/tmp` instead of
-# the job's output (printing from hundreds of ranks slows them down; in the name NCCL fills in `%h`, the host, and
-# `%p`, the process id).
+# `NCCL_DEBUG=INFO` makes RCCL say what it chose, and `NCCL_DEBUG_FILE` sends that to a file in the run folder
+# instead of the job's output (printing from hundreds of ranks slows them down; in the name NCCL fills in `%h`, the
+# host, and `%p`, the process id). `rccl` and `miopen` are switched on for every multi-node job anyway; naming them
+# here only makes that visible.
 #
 # ## Did RCCL use the network? Read its log
 #
@@ -148,13 +149,21 @@ print("recipe miopen:", dict(site.env_recipe("miopen")))
 # ## MASTER_ADDR: the rendezvous
 #
 # Every rank joins the process group at `MASTER_ADDR:MASTER_PORT`. On one node `$(hostname)` would do; across nodes
-# every rank must name the *first* node of the job, which only Slurm knows:
+# every rank must name the *first* node of the job, which only Slurm knows. In a batch script (the `srun` of a job
+# that already has its nodes) two exports before `srun` say it:
 
 # %%
 from lumikit.jobs import render_srun
 
-for name, value in render_srun(two_nodes, site).exports:
+for name, value in render_srun(two_nodes, site, in_allocation=True).exports:
     print(f"export {name}={value}")
+step_shell = render_srun(two_nodes, site).argv[-1]  # what a printed srun starts on each node
+print(step_shell.split(" && exec ")[0] + " && exec ...")
+
+# %% [markdown]
+# A `srun` typed on a login node has no job yet, so there is nothing to take the first node of: the `srun` that
+# `lumikit srun` prints computes the same two lines *inside* the step, in a shell on each node that then starts the
+# container (the last line above, which goes on with `exec singularity exec ...`).
 
 # %% [markdown]
 # Now a real 2-node-shaped job: 2 nodes with one task each, running `lumikit.workloads.ddp_check` (a few DDP steps

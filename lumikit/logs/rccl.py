@@ -11,21 +11,24 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .text import clean, read_log_text
+from .text import bound_lines, clean, read_log_text
 
 Transport = Literal["ofi", "socket", "ib", "unknown"]
 
+# Linear patterns (they run over whole logs): repeats bounded, and a gap between two words is A(?:(?!A).){0,N}B.
 _PLUGIN = re.compile(r"NET/OFI (?:Using|Initializing) (?P<plugin>aws-ofi-[rn]ccl)(?:\s+(?P<version>[\w.\-]+))?")
 _PROVIDER = re.compile(r"NET/OFI Selected [Pp]rovider is (?P<provider>[\w;+\-]+)")
-_NETWORK = re.compile(r"Using network (?P<net>[\w ]+?)\s*$")
-_NO_PLUGIN = re.compile(r"NET/Plugin\s*:?\s*(?:No plugin found|Plugin load .*returned|Using internal network plugin)"
+_NETWORK = re.compile(r"Using network (?P<net>[\w ]{1,100}?)\s{0,100}$")
+_NO_PLUGIN = re.compile(r"NET/Plugin\s*:?\s*(?:No plugin found|Plugin load (?:(?!Plugin load ).){0,500}returned"
+                        r"|Using internal network plugin)"
                         r"|lib[rn]ccl-net\.so: cannot open shared object file")
 _SOCKET = re.compile(r"NET/Socket\s*:\s*Using")
 _IB = re.compile(r"NET/IB\s*:\s*Using\s*\[")
 _WARN = re.compile(r"NCCL WARN")
 # A channel whose transport ends in /GDRDMA moves data between GCD memory and the network card directly.
-_GDR = re.compile(r"Channel .* via NET/.*/GDRDMA\s*$")
-_OFI_FAILED = re.compile(r"NET/OFI Couldn't open a fabric access domain|NET/OFI .*(?:failed|Failed)")
+_GDR = re.compile(r"Channel (?:(?!Channel ).){0,500} via NET/(?:(?! via NET/).){0,200}/GDRDMA\s{0,100}$")
+_OFI_FAILED = re.compile(r"NET/OFI Couldn't open a fabric access domain"
+                         r"|NET/OFI (?:(?!NET/OFI ).){0,500}(?:failed|Failed)")
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ def parse_rccl(text: str, source: str = "<text>") -> RcclTransport:
     evidence: list[LogLine] = []
     warnings: list[LogLine] = []
     gdr_lines: list[LogLine] = []
-    for no, raw in enumerate(text.split("\n"), start=1):
+    for no, raw in enumerate(bound_lines(text).split("\n"), start=1):
         if "NCCL" not in raw and "NET/" not in raw and "ccl-net" not in raw:
             continue
         line = clean(raw)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 import threading
@@ -12,10 +11,11 @@ from typing import Any, TextIO
 
 from .. import reference
 from ..errors import LumikitError
+from ..json_output import print_json
 from .interpret import activity_table, interpret
 from .model import Snapshot
 from .parse import parse_smi
-from .sampler import CommandSource, ReplaySource, Sample, Sampler, Source
+from .sampler import CommandSource, ReplaySource, Sample, Sampler, Source, watch_job
 from .sessions import Frame, SessionHeader, SessionWriter, read_session, session_listing
 
 
@@ -29,8 +29,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--site", default="lumi", help="site profile for the GCD -> package pairs (default: lumi)")
     p.set_defaults(func=cmd_parse)
 
-    w = sub.add_parser("watch", help="a refreshing table of a live command or a session's replay")
-    _add_source_args(w)
+    w = sub.add_parser("watch", help="a refreshing table of a launched run's GPUs, a live command or a session's replay")
+    w.add_argument("run", nargs="?", help="a run folder (as `lumikit run` prints it): watch that job's node(s) "
+                                          "through one long-lived `srun --overlap` step per node")
+    _add_source_args(w, required=False)
+    w.add_argument("--node", action="append", metavar="NAME", help="with RUN: only this node (repeatable)")
     w.add_argument("--count", type=int, default=None, help="stop after this many samples")
     w.set_defaults(func=cmd_watch)
 
@@ -45,8 +48,8 @@ def register(subparsers: Any) -> None:
     r.set_defaults(func=cmd_record)
 
 
-def _add_source_args(p: argparse.ArgumentParser) -> None:
-    src = p.add_mutually_exclusive_group(required=True)
+def _add_source_args(p: argparse.ArgumentParser, required: bool = True) -> None:
+    src = p.add_mutually_exclusive_group(required=required)
     src.add_argument("--replay", metavar="NAME", help="a shipped session name or a session file")
     src.add_argument("--command", metavar="'CMD ...'",
                      help="the command to run each time, e.g. 'srun --jobid 123 --overlap rocm-smi --json'")
@@ -70,11 +73,12 @@ def cmd_parse(args: argparse.Namespace) -> int:
     else:
         path = Path(args.file)
         if not path.is_file():
-            raise LumikitError(f"{path}: no such file; give the path of a saved rocm-smi / amd-smi / nvidia-smi output")
+            what = "is a folder" if path.is_dir() else "no such file"
+            raise LumikitError(f"{path}: {what}; give the path of a saved rocm-smi / amd-smi / nvidia-smi output")
         text, source = path.read_text(encoding="utf-8", errors="replace"), str(path)
     snap = parse_smi(text, source=source, site=args.site)
     if args.json:
-        print(json.dumps(snap.to_dict(), indent=2))
+        print_json(snap.to_dict())
     else:
         print(format_table(snap))
     return 0
@@ -117,25 +121,49 @@ def _run(sampler: Sampler, done: threading.Event, duration: float | None) -> Non
         sampler.stop()
 
 
+def _run_sources(args: argparse.Namespace) -> list[Source]:
+    """``watch RUN``: one stream per node of that run's job (see :func:`lumikit.smi.sampler.watch_job`)."""
+    from ..launch import open_run
+
+    if args.replay or args.command:
+        raise LumikitError("give a run folder, or --replay, or --command: one source at a time")
+    return watch_job(open_run(args.run), interval=args.interval, nodes=args.node)
+
+
 def cmd_watch(args: argparse.Namespace, out: TextIO | None = None) -> int:
     stream = out or sys.stdout
     clear = stream.isatty()
     done = threading.Event()
     shown = [0]
+    lock = threading.Lock()
+    if getattr(args, "run", None):
+        sources = _run_sources(args)
+    elif args.replay or args.command:
+        sources = [_source(args)]
+    else:
+        raise LumikitError("nothing to watch: give a run folder, --replay NAME or --command 'rocm-smi --json'")
 
     def show(sample: Sample) -> None:
-        if clear:
-            stream.write("\x1b[H\x1b[2J")
-        stream.write(format_table(sample.snapshot) + "\n\n")
-        stream.flush()
-        shown[0] += 1
-        if args.count is not None and shown[0] >= args.count:
-            done.set()
+        with lock:
+            if clear and len(sources) == 1:
+                stream.write("\x1b[H\x1b[2J")
+            stream.write(format_table(sample.snapshot) + "\n\n")
+            stream.flush()
+            shown[0] += 1
+            if args.count is not None and shown[0] >= args.count * len(sources):
+                done.set()
 
-    sampler = Sampler(_source(args), interval=args.interval, on_sample=[show])
-    _run(sampler, done, None)
-    if sampler.state == "error" and shown[0] == 0:
-        raise LumikitError(f"no sample could be read: {sampler.last_error}")
+    samplers = [Sampler(src, interval=args.interval, on_sample=[show]) for src in sources]
+    for extra in samplers[1:]:
+        extra.start()
+    try:
+        _run(samplers[0], done, None)
+    finally:
+        for extra in samplers[1:]:
+            extra.stop()
+    errors = [s.last_error for s in samplers if s.last_error]
+    if shown[0] == 0 and errors:
+        raise LumikitError(f"no sample could be read: {errors[0]}")
     return 0
 
 

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..errors import TraceError
+from ..json_output import print_json
 from .analyses import TraceAnalyzer
 from .slicing import slice_trace
 
@@ -64,7 +64,7 @@ def run_summary(args: argparse.Namespace) -> int:
                                        progress=sys.stderr.isatty())
     summary = analyzer.summary(top=args.top)
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print_json(summary)
         return 0
     for rank, info in summary["ranks"].items():
         t = info["temporal"]

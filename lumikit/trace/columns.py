@@ -73,12 +73,26 @@ def _ints(values: list, n: int) -> np.ndarray:
                            count=n)
 
 
+def to_float(value: object) -> float:
+    """A float from a trace field (a number or a numeric string); anything else (text, an object) is NaN."""
+    if isinstance(value, (int, float)):
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond float range
+            return _NAN
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return _NAN
+    return _NAN
+
+
 def _floats(values: list, n: int) -> np.ndarray:
     try:
         return np.array(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        return np.fromiter((float(v) if isinstance(v, (int, float)) else float(str(v) or "nan") for v in values),
-                           dtype=np.float64, count=n)
+    except (TypeError, ValueError, OverflowError):
+        return np.fromiter(map(to_float, values), dtype=np.float64, count=n)
 
 
 def _codes(values: list) -> tuple[np.ndarray, list[str]]:

@@ -12,6 +12,7 @@ import multiprocessing as mp
 import os
 import re
 import warnings
+import zlib
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -86,7 +87,7 @@ def _head(path: Path, size: int = 1 << 16) -> bytes:
     with open_bytes(path) as fh:
         try:
             return fh.read(size)
-        except (EOFError, OSError):
+        except (EOFError, OSError, zlib.error):
             return b""
 
 
@@ -171,7 +172,7 @@ def _parse_or_explain(path: Path, piece: bytes | FileRange) -> ColumnChunk:
     """Parse a chunk (bytes, or a byte range of the file read here, in the worker) into columns."""
     try:
         return parse_chunk(piece.read() if isinstance(piece, FileRange) else piece)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise TraceError(f"{path}: malformed trace events ({exc}); the file may be truncated or corrupted; "
                          f"{salvage_hint(path)}") from None
 
@@ -224,7 +225,8 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
     out = {}
     for rank, stream in streams.items():
         if stream.truncated:
-            warnings.warn(f"{stream.path}: truncated trace, kept the {builders[rank].n_events} complete events",
+            warnings.warn(f"{stream.path}: {stream.damage or 'truncated trace'}, kept the {builders[rank].n_events} "
+                          f"complete events; {stream.lost_bytes:,} bytes after the last one were dropped",
                           stacklevel=2)
         out[rank] = RankTrace(rank=rank, path=stream.path, events=builders[rank].build(),
                               metadata=stream.metadata, n_events=builders[rank].n_events,

@@ -77,8 +77,13 @@ def write_slice(src: Path, out: Path, window: Window, *, force: bool = False) ->
             fh.write(b'"traceEvents": [\n')
             first = True
             for chunk in _chain(first_chunk, chunks):
-                for ev in orjson.loads(b"[" + chunk + b"]"):
-                    if _keep(ev, window):
+                try:
+                    events = orjson.loads(b"[" + chunk + b"]")
+                except orjson.JSONDecodeError as exc:
+                    raise TraceError(f"{src}: events that cannot be copied into a slice ({exc}); the file is "
+                                     f"damaged: copy or record the trace again") from None
+                for ev in events:
+                    if isinstance(ev, dict) and _keep(ev, window):
                         fh.write((b"" if first else b",\n") + orjson.dumps(ev))
                         first = False
                         kept += 1

@@ -128,7 +128,7 @@ def gpu_table(events: pd.DataFrame, host_steps: pd.DataFrame | None = None) -> p
     # launches: the first runtime/driver event with the same correlation id
     ridx = np.flatnonzero(_in_categories(events, RUNTIME_CATEGORIES) & (col["correlation"] >= 0))
     where, found = _first_match(col["correlation"][ridx], gpu["correlation"].to_numpy())
-    launch = ridx[where]
+    launch = ridx[where] if len(ridx) else where  # no launch events (a slice that starts after them): none found
     launch_names = np.append(np.asarray(names, dtype=object), "")
     gpu["launch_name"] = pd.array(launch_names[np.where(found, name_codes[launch], len(names))] if len(ridx)
                                   else np.full(len(gpu), "", dtype=object), dtype="str")

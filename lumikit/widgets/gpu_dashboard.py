@@ -13,12 +13,13 @@ from typing import Any, Sequence
 
 import ipywidgets as widgets
 
+from ..errors import LumikitError
 from ..plotting import figure_png
 from ..site import Site
 from ..smi.interpret import Finding, interpret_window
 from ..smi.model import Snapshot
 from ..smi.plots import node_map, timeline
-from ..smi.sampler import Sampler, Source, SourceOption, available_sources
+from ..smi.sampler import Sampler, Source, SourceOption, available_sources, watch_job
 from ..smi.sessions import read_session, snapshots_at
 
 CSS_DASHBOARD = "lumikit-gpu-dashboard"
@@ -47,11 +48,14 @@ class GpuDashboard:
 
     ``session`` preselects a shipped recording; ``source`` adds a ready-made :class:`~lumikit.smi.sampler.Source`
     (e.g. ``CommandSource(["srun", "--jobid", ID, "--overlap", "rocm-smi", "--json"])``). ``speed`` is the
-    replay speed, ``window`` how many recent samples the findings look at.
+    replay speed, ``window`` how many recent samples the findings look at. ``run`` (a launched
+    :class:`~lumikit.launch.Run`) preselects that job's GPUs: one long-lived ``srun --overlap`` step on its first
+    node (or ``node``) streams a reading every ``interval`` seconds (see :func:`~lumikit.smi.sampler.watch_job`).
     """
 
     def __init__(self, session: str | None = None, *, source: Source | None = None, interval: float = 1.0,
-                 speed: float = 1.0, window: int = 30, site: str | Site = "lumi") -> None:
+                 speed: float = 1.0, window: int = 30, site: str | Site = "lumi", run: Any = None,
+                 node: str | None = None) -> None:
         self.session = session
         self.interval = interval
         self.window = window
@@ -61,6 +65,11 @@ class GpuDashboard:
         self._options: list[SourceOption] = available_sources(replay_speed=speed)
         if source is not None:
             self._options.insert(0, SourceOption(f"given: {source.name}", lambda: source, True))
+        if run is not None:
+            where = node or "first node"
+            self._options.insert(0, SourceOption(
+                f"run {run.path.name}: job {run.job_id}, {where}",
+                lambda: watch_job(run, interval=interval, nodes=[node] if node else None)[0], True))
         labels = [o.label for o in self._options]
         initial = f"replay: {session}" if session and f"replay: {session}" in labels else (labels[0] if labels
                                                                                              else None)
@@ -144,7 +153,12 @@ class GpuDashboard:
         """Start sampling the picked source and refreshing the view."""
         self.stop()
         opt = next(o for o in self._options if o.label == self.picker.value)
-        self.sampler = Sampler(opt.make(), interval=self.interval).start()
+        try:
+            source = opt.make()
+        except LumikitError as exc:  # e.g. the run is still PENDING: say so where the learner looks
+            self.status.value = f"<span style='color:#c62828'>{html.escape(str(exc))}</span>"
+            return
+        self.sampler = Sampler(source, interval=self.interval).start()
         self._stop.clear()
         self._seen = -1
         self._refresher = threading.Thread(target=self._refresh_loop, name="lumikit-gpu-dashboard", daemon=True)
