@@ -7,6 +7,7 @@ the notebook measured (``pyvenv.cfg`` and the base environment's package version
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
@@ -27,6 +28,17 @@ def _bound(argv: Sequence[str]) -> list[str]:
     for flag, value in pairwise(argv):
         if flag in ("-B", "--bind"):
             out.extend(v.split(":", 1)[0] for v in value.split(","))
+    return out
+
+
+def _words(argv: Sequence[str]) -> list[str]:
+    """The argv with the script of an outer ``bash -c`` split into words too (a multi-node step sets MASTER_ADDR
+    in a shell around ``singularity``), so the image, its binds and $WITH_CONDA are found either way."""
+    out = list(argv)
+    for i in range(len(argv) - 2):
+        if argv[i] == "bash" and argv[i + 1] == "-c":
+            out += shlex.split(argv[i + 2])
+            break
     return out
 
 
@@ -52,7 +64,7 @@ def check_two_node_container(command: Command | None) -> Passed:
     container = site.container(site.default_container or "pytorch")
     expect_type("02.1", command, Command, what="the rendered srun command",
                 hint="render your job spec with `render_srun(job, site)`.")
-    argv = list(command.argv)
+    argv = _words(command.argv)
     if "--nodes=2" not in argv:
         raise CheckFailed("02.1", "the command does not ask for two nodes", expected="--nodes=2",
                           found=next((a for a in argv if a.startswith("--nodes=")), "no --nodes"),
