@@ -45,6 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     summary.add_argument("--top", type=int, default=10, help="how many top kernels per rank (default 10)")
     summary.add_argument("--salvage", action="store_true", help="keep the complete events of a truncated file")
     summary.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
+    summary.add_argument("--include-last-step", action="store_true",
+                         help="count the last ProfilerStep too (HTA and lumikit leave it out by default)")
     summary.set_defaults(func=run_summary)
 
     cut = sub.add_parser("slice", help="write a smaller trace (steps, ranks, window) for Perfetto")
@@ -61,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_summary(args: argparse.Namespace) -> int:
     analyzer = TraceAnalyzer.from_path(args.path, salvage=args.salvage, rank_map=_rank_map(args.rank_map),
-                                       progress=sys.stderr.isatty())
+                                       progress=sys.stderr.isatty(), include_last_step=args.include_last_step)
     summary = analyzer.summary(top=args.top)
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -74,12 +76,24 @@ def run_summary(args: argparse.Namespace) -> int:
         kt = info["kernel_time_us"]
         print(f"  GPU time: compute {kt['compute'] / 1000:.2f} ms, communication {kt['communication'] / 1000:.2f} ms,"
               f" memory {kt['memory'] / 1000:.2f} ms on streams {info['streams']}")
-        print(f"  GPU span {t['span_us'] / 1000:.2f} ms: idle {t['idle']:.1%}, compute {t['compute']:.1%}, "
-              f"non-compute {t['non_compute']:.1%}")
+        for device, d in info["devices"].items():
+            t = d["temporal"]
+            where = f"device {device} " if len(info["devices"]) > 1 else ""
+            overlap = "" if d["comm_comp_overlap"] is None else \
+                f"; communication overlapped by compute {d['comm_comp_overlap']:.1%}"
+            print(f"  {where}GPU span {t['span_us'] / 1000:.2f} ms: idle {t['idle']:.1%}, compute {t['compute']:.1%}, "
+                  f"non-compute {t['non_compute']:.1%}{overlap}")
+        ld = info["launch_delays"]
+        if ld["negative"]:
+            print(f"  launch delays: {ld['negative']} of {ld['count']} negative (down to {ld['min_us']} µs): GPU work "
+                  f"timed before its launch returned, host/GPU clock skew")
+        for text in info["warnings"]:
+            print(f"  warning: {text}")
         for k in info["top_kernels"][:5]:
             print(f"    {k['total_us'] / 1000:9.3f} ms  {k['count']:6d}x  {k['class']:<13} {k['name'][:70]}")
     if summary["straggler"] is not None:
         print(f"straggler: rank {summary['straggler']}")
+    print(f"window: {summary['window']}")
     return 0
 
 

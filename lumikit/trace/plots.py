@@ -71,17 +71,20 @@ def step_timeline(analyzer: TraceAnalyzer, rank: int, step: int | None = None) -
 
 
 def temporal_bars(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -> Figure:
-    """Stacked shares per rank of idle, compute and non-compute time over the GPU span."""
-    table = analyzer.get_temporal_breakdown(steps).set_index("rank")
-    fig = figure(figsize=(max(4, 1.2 * len(analyzer.ranks) + 2), 3.2))
+    """Stacked shares per rank (per rank and device where a process drove several) of idle, compute and
+    non-compute time over the GPU span."""
+    table = analyzer.get_temporal_breakdown(steps)
+    several = table["rank"].duplicated().any()
+    fig = figure(figsize=(max(4, 1.2 * len(table) + 2), 3.2))
     ax = fig.add_subplot()
-    ranks = [str(r) for r in table.index]
+    ranks = [f"{r}/d{d}" if several else str(r) for r, d in zip(table["rank"], table["device"])]
     bottom = np.zeros(len(ranks))
     for key, colour in (("compute", CLASS_COLOURS["compute"]), ("non_compute", "#bcbd22"), ("idle", "#cccccc")):
         values = 100 * table[f"{key}_fraction"].to_numpy()
         ax.bar(ranks, values, bottom=bottom, label=key.replace("_", "-"), color=colour)
         bottom += values
-    ax.set(xlabel="rank", ylabel="% of GPU span", ylim=(0, 100), title="Where the GPU time goes")
+    ax.set(xlabel="rank/device" if several else "rank", ylabel="% of GPU span", ylim=(0, 100),
+           title="Where the GPU time goes")
     ax.legend(fontsize="small")
     fig.tight_layout()
     return fig
