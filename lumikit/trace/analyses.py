@@ -238,6 +238,22 @@ class TraceAnalyzer:
             return None
         return int(table.loc[table["straggler_steps"].idxmax(), "rank"])
 
+    # -- collectives and memory ----------------------------------------------------------------------
+    def get_collectives(self) -> pd.DataFrame:
+        """One row per RCCL/NCCL kernel: collective, bytes, group size, algorithm and bus bandwidth (GB/s)
+        (see :mod:`lumikit.trace.comms`; reads the files again for the communication args)."""
+        from .comms import collective_table
+
+        return collective_table(self.trace)
+
+    def get_collective_bandwidth(self, site=None) -> pd.DataFrame:
+        """Per rank and collective: calls, bytes, time and bus bandwidth, as a share of each link speed of the
+        site profile (``site``: a name, a :class:`~lumikit.site.Site`, or None for LUMI's figures)."""
+        from ..site import load_site
+        from .comms import collective_summary
+
+        return collective_summary(self.get_collectives(), load_site(site or "lumi").links)
+
     # -- headline numbers ------------------------------------------------------------------------------
     def summary(self, top: int = 10) -> dict:
         """JSON-ready headline numbers per rank: step times, kernel totals by class (µs), top kernels, the

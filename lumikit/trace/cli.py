@@ -49,6 +49,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          help="count the last ProfilerStep too (HTA and lumikit leave it out by default)")
     summary.set_defaults(func=run_summary)
 
+    comms = sub.add_parser("collectives", help="RCCL/NCCL collectives: sizes, bus bandwidth against LUMI's links")
+    comms.add_argument("path", help="a trace file (.json/.json.gz) or a folder of per-rank traces")
+    comms.add_argument("--site", default="lumi", help="site profile whose link speeds to compare with (default lumi)")
+    comms.add_argument("--json", action="store_true", help="print JSON instead of text")
+    comms.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
+    comms.set_defaults(func=run_collectives)
+
+    memory = sub.add_parser("memory", help="memory peak, timeline by category and the largest live allocations")
+    memory.add_argument("path", help="a Kineto trace recorded with profile_memory=True, or a torch.cuda.memory "
+                                     "snapshot (.pickle)")
+    memory.add_argument("--device", type=int, help="device to show (default: the one with the highest peak)")
+    memory.add_argument("--top", type=int, default=10, help="how many live allocations at the peak (default 10)")
+    memory.add_argument("--json", action="store_true", help="print JSON instead of text")
+    memory.set_defaults(func=run_memory)
+
     cut = sub.add_parser("slice", help="write a smaller trace (steps, ranks, window) for Perfetto")
     cut.add_argument("path", help="a trace file or a folder of per-rank traces")
     cut.add_argument("--steps", type=_steps, help="ProfilerStep range, e.g. 3-4")
@@ -94,6 +109,43 @@ def run_summary(args: argparse.Namespace) -> int:
     if summary["straggler"] is not None:
         print(f"straggler: rank {summary['straggler']}")
     print(f"window: {summary['window']}")
+    return 0
+
+
+def run_collectives(args: argparse.Namespace) -> int:
+    from ..site import load_site
+    from .comms import collective_summary, collective_table, describe_collectives
+    from .loader import load_trace
+
+    links = load_site(args.site).links
+    table = collective_table(load_trace(args.path, rank_map=_rank_map(args.rank_map)))
+    summary = collective_summary(table, links)
+    if args.json:
+        print(summary.to_json(orient="records", indent=2))
+        return 0
+    if table.empty:
+        print(f"{args.path}: no RCCL/NCCL kernels in this trace (one process, or no torch.distributed calls)")
+        return 0
+    unsized = int(table["bytes"].isna().sum())
+    for line in describe_collectives(summary, links):
+        print(line)
+    if unsized:
+        print(f"{unsized} of {len(table)} communication kernels carry no message size (no record_param_comms "
+              f"args); they are left out of the bandwidths")
+    print("bus bandwidth by nccl-tests' definitions; kernel time includes waiting for the other ranks, so the "
+          "best call of a kind is the fairest figure against a link's peak (GB/s per direction)")
+    return 0
+
+
+def run_memory(args: argparse.Namespace) -> int:
+    from .memory import load_memory
+
+    view = load_memory(args.path)
+    report = view.report(device=args.device, top=args.top)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(view.describe(device=args.device, top=args.top))
     return 0
 
 
