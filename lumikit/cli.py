@@ -26,11 +26,14 @@ WINGS = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or only the wing named ``command`` when it is one (``trace`` imports only
+    ``lumikit.trace.cli``: a quick command starts without loading every other wing's libraries)."""
     parser = argparse.ArgumentParser(prog="lumikit", description="Helpers for the LUMI AI workbook.")
     parser.add_argument("--version", action="version", version=f"lumikit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in WINGS:
+    wings = [w for w in WINGS if w == f"lumikit.{command}.cli"] or WINGS
+    for name in wings:
         try:
             found = importlib.util.find_spec(name) is not None
         except ModuleNotFoundError:  # the wing's package is not there at all
@@ -41,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -201,6 +201,16 @@ class TraceAnalyzer:
         return _concat(frames, ["rank", "correlation", "name", "kclass", "launch_name", "step", "cpu_duration", "gpu_duration",
                                 "launch_delay"])
 
+    def straggler_rows(self, rank: int) -> list[dict]:
+        """Per step of a rank: its host duration and its communication kernel time (µs), what
+        :func:`straggler_table` compares across ranks."""
+        gpu = self.gpu(rank)
+        comm = (gpu["kclass"] == "communication").to_numpy()
+        step, dur = gpu["step"].to_numpy(), gpu["dur"].to_numpy()
+        steps = self.steps(rank)
+        return [{"rank": rank, "step": s, "dur_us": float(d), "comm_us": float(dur[comm & (step == s)].sum())}
+                for s, d in zip(steps["step"].to_numpy().tolist(), steps["dur"].to_numpy().tolist())]
+
     def get_stragglers(self) -> pd.DataFrame:
         """Per rank: mean step time, mean communication time per step, and how often it was the straggler.
 
@@ -208,35 +218,11 @@ class TraceAnalyzer:
         step is the rank that spent the least time in communication kernels (it arrived last and waited least);
         without communication, the rank with the longest step.
         """
-        per = []
-        for r in self.ranks:
-            gpu = self.gpu(r)
-            comm = (gpu["kclass"] == "communication").to_numpy()
-            step, dur = gpu["step"].to_numpy(), gpu["dur"].to_numpy()
-            steps = self.steps(r)
-            for s, d in zip(steps["step"].to_numpy().tolist(), steps["dur"].to_numpy().tolist()):
-                per.append({"rank": r, "step": s, "dur_us": float(d),
-                            "comm_us": float(dur[comm & (step == s)].sum())})
-        table = pd.DataFrame(per, columns=["rank", "step", "dur_us", "comm_us"])
-        counts = dict.fromkeys(self.ranks, 0)
-        for _, g in table.groupby("step"):
-            if len(g) < 2:
-                continue
-            if (g["comm_us"] > 0).all():
-                counts[int(g.loc[g["comm_us"].idxmin(), "rank"])] += 1
-            else:
-                counts[int(g.loc[g["dur_us"].idxmax(), "rank"])] += 1
-        agg = table.groupby("rank").agg(mean_step_us=("dur_us", "mean"), mean_comm_us=("comm_us", "mean"))
-        agg = agg.reindex(self.ranks)
-        agg["straggler_steps"] = [counts[r] for r in self.ranks]
-        return agg.reset_index().rename(columns={"index": "rank"})
+        return straggler_table([row for r in self.ranks for row in self.straggler_rows(r)], self.ranks)
 
     def get_straggler(self) -> int | None:
         """The rank most often found to be the straggler, or None (one rank, or no step on several ranks)."""
-        table = self.get_stragglers()
-        if table.empty or table["straggler_steps"].max() == 0:
-            return None
-        return int(table.loc[table["straggler_steps"].idxmax(), "rank"])
+        return straggler_of(self.get_stragglers())
 
     # -- collectives and memory ----------------------------------------------------------------------
     def get_collectives(self) -> pd.DataFrame:
@@ -310,6 +296,31 @@ class TraceAnalyzer:
                     "include_last_profiler_step=True)")
         return ("the last ProfilerStep of each rank left out, as HTA does (it is often cut short when the profiler "
                 "stops); include_last_step=True (command line: --include-last-step) counts it")
+
+
+def straggler_table(rows: list[dict], ranks: list[int]) -> pd.DataFrame:
+    """Mean step and communication time per rank and its straggler count, from
+    :meth:`TraceAnalyzer.straggler_rows` of every rank (they may come from separate processes)."""
+    table = pd.DataFrame(rows, columns=["rank", "step", "dur_us", "comm_us"])
+    counts = dict.fromkeys(ranks, 0)
+    for _, g in table.groupby("step"):
+        if len(g) < 2:
+            continue
+        if (g["comm_us"] > 0).all():
+            counts[int(g.loc[g["comm_us"].idxmin(), "rank"])] += 1
+        else:
+            counts[int(g.loc[g["dur_us"].idxmax(), "rank"])] += 1
+    agg = table.groupby("rank").agg(mean_step_us=("dur_us", "mean"), mean_comm_us=("comm_us", "mean"))
+    agg = agg.reindex(ranks)
+    agg["straggler_steps"] = [counts[r] for r in ranks]
+    return agg.reset_index().rename(columns={"index": "rank"})
+
+
+def straggler_of(table: pd.DataFrame) -> int | None:
+    """The rank with the most straggler steps in a :func:`straggler_table`, or None."""
+    if table.empty or table["straggler_steps"].max() == 0:
+        return None
+    return int(table.loc[table["straggler_steps"].idxmax(), "rank"])
 
 
 def launch_delay_summary(launches: pd.DataFrame) -> dict:

@@ -6,8 +6,6 @@ import json
 import sys
 
 from ..errors import TraceError
-from .analyses import TraceAnalyzer
-from .slicing import slice_trace
 
 
 def _steps(text: str) -> tuple[int, int]:
@@ -47,6 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     summary.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
     summary.add_argument("--include-last-step", action="store_true",
                          help="count the last ProfilerStep too (HTA and lumikit leave it out by default)")
+    summary.add_argument("--via", choices=("here", "slurm"), default="here",
+                         help="summarise the ranks here, one at a time (default), or as a Slurm job array")
+    summary.add_argument("--tasks", type=int, help="array tasks for --via slurm (default: one per rank)")
     summary.set_defaults(func=run_summary)
 
     comms = sub.add_parser("collectives", help="RCCL/NCCL collectives: sizes, bus bandwidth against LUMI's links")
@@ -77,39 +78,55 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_summary(args: argparse.Namespace) -> int:
-    analyzer = TraceAnalyzer.from_path(args.path, salvage=args.salvage, rank_map=_rank_map(args.rank_map),
-                                       progress=sys.stderr.isatty(), include_last_step=args.include_last_step)
-    summary = analyzer.summary(top=args.top)
+    from .scale import reduce_summaries, summarise_ranks, summarise_via_slurm
+
+    rank_map = _rank_map(args.rank_map)
+    if args.via == "slurm":
+        summary = summarise_via_slurm(args.path, rank_map=rank_map, top=args.top, tasks=args.tasks,
+                                      include_last_step=args.include_last_step)
+        if not args.json:
+            for rank, info in summary["ranks"].items():
+                _print_rank(rank, info)
+    else:  # one rank in memory at a time; text output streams rank by rank
+        per_rank = {}
+        for rank, info in summarise_ranks(args.path, rank_map=rank_map, top=args.top, salvage=args.salvage,
+                                          include_last_step=args.include_last_step):
+            per_rank[rank] = info
+            if not args.json:
+                _print_rank(str(rank), info)
+                sys.stdout.flush()
+        summary = reduce_summaries(per_rank, args.include_last_step)
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
-    for rank, info in summary["ranks"].items():
-        t = info["temporal"]
-        print(f"rank {rank}: {info['file']}")
-        print("  steps: " + (", ".join(f"#{s['step']} {s['dur_us'] / 1000:.2f} ms" for s in info["steps"])
-                              or "none (no ProfilerStep annotations)"))
-        kt = info["kernel_time_us"]
-        print(f"  GPU time: compute {kt['compute'] / 1000:.2f} ms, communication {kt['communication'] / 1000:.2f} ms,"
-              f" memory {kt['memory'] / 1000:.2f} ms on streams {info['streams']}")
-        for device, d in info["devices"].items():
-            t = d["temporal"]
-            where = f"device {device} " if len(info["devices"]) > 1 else ""
-            overlap = "" if d["comm_comp_overlap"] is None else \
-                f"; communication overlapped by compute {d['comm_comp_overlap']:.1%}"
-            print(f"  {where}GPU span {t['span_us'] / 1000:.2f} ms: idle {t['idle']:.1%}, compute {t['compute']:.1%}, "
-                  f"non-compute {t['non_compute']:.1%}{overlap}")
-        ld = info["launch_delays"]
-        if ld["negative"]:
-            print(f"  launch delays: {ld['negative']} of {ld['count']} negative (down to {ld['min_us']} µs): GPU work "
-                  f"timed before its launch returned, host/GPU clock skew")
-        for text in info["warnings"]:
-            print(f"  warning: {text}")
-        for k in info["top_kernels"][:5]:
-            print(f"    {k['total_us'] / 1000:9.3f} ms  {k['count']:6d}x  {k['class']:<13} {k['name'][:70]}")
     if summary["straggler"] is not None:
         print(f"straggler: rank {summary['straggler']}")
     print(f"window: {summary['window']}")
     return 0
+
+
+def _print_rank(rank: str, info: dict) -> None:
+    print(f"rank {rank}: {info['file']}")
+    print("  steps: " + (", ".join(f"#{s['step']} {s['dur_us'] / 1000:.2f} ms" for s in info["steps"])
+                          or "none (no ProfilerStep annotations)"))
+    kt = info["kernel_time_us"]
+    print(f"  GPU time: compute {kt['compute'] / 1000:.2f} ms, communication {kt['communication'] / 1000:.2f} ms,"
+          f" memory {kt['memory'] / 1000:.2f} ms on streams {info['streams']}")
+    for device, d in info["devices"].items():
+        t = d["temporal"]
+        where = f"device {device} " if len(info["devices"]) > 1 else ""
+        overlap = "" if d["comm_comp_overlap"] is None else \
+            f"; communication overlapped by compute {d['comm_comp_overlap']:.1%}"
+        print(f"  {where}GPU span {t['span_us'] / 1000:.2f} ms: idle {t['idle']:.1%}, compute {t['compute']:.1%}, "
+              f"non-compute {t['non_compute']:.1%}{overlap}")
+    ld = info["launch_delays"]
+    if ld["negative"]:
+        print(f"  launch delays: {ld['negative']} of {ld['count']} negative (down to {ld['min_us']} µs): GPU work "
+              f"timed before its launch returned, host/GPU clock skew")
+    for text in info["warnings"]:
+        print(f"  warning: {text}")
+    for k in info["top_kernels"][:5]:
+        print(f"    {k['total_us'] / 1000:9.3f} ms  {k['count']:6d}x  {k['class']:<13} {k['name'][:70]}")
 
 
 def run_collectives(args: argparse.Namespace) -> int:
@@ -150,6 +167,8 @@ def run_memory(args: argparse.Namespace) -> int:
 
 
 def run_slice(args: argparse.Namespace) -> int:
+    from .slicing import slice_trace
+
     written = slice_trace(args.path, args.output, steps=args.steps, ranks=args.ranks, start_us=args.start_us,
                           end_us=args.end_us, force=args.force, rank_map=_rank_map(args.rank_map))
     for path in written:

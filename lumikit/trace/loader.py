@@ -16,14 +16,16 @@ from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 import msgspec
-import pandas as pd
 
 from ..errors import TraceError
 from .columns import ColumnChunk, TableBuilder, parse_chunk
 from .reader import CHUNK_BYTES, FileRange, TraceStream, open_bytes, salvage_hint
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = (
@@ -39,7 +41,7 @@ class RankTrace:
 
     rank: int
     path: Path
-    events: pd.DataFrame
+    events: "pd.DataFrame"
     metadata: dict = field(default_factory=dict)
     n_events: int = 0  # all events in the file, including metadata, flows and instants
     truncated: bool = False
@@ -152,9 +154,28 @@ def find_trace_files(path: Path | str, rank_map: Mapping[int, str | Path] | None
     return dict(sorted(found.items()))
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: 7 in an Open OnDemand session on a 128-thread
+    node, where ``os.cpu_count()`` says 128)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def _default_workers() -> int:
-    """Parser processes: one per core, at most 8 (the reading process itself mostly waits)."""
-    return max(1, min(8, os.cpu_count() or 1))
+    """Parser processes: one per usable core, at most 8 (the reading process itself mostly waits)."""
+    return max(1, min(8, usable_cores()))
+
+
+def _threads_in_process() -> int:
+    """Threads of this process, native ones included (a Jupyter kernel, torch, OpenMP); 1 where unknown."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        import threading
+
+        return threading.active_count()
 
 
 def _expected_bytes(paths: Iterable[Path]) -> int:
@@ -162,9 +183,18 @@ def _expected_bytes(paths: Iterable[Path]) -> int:
     return sum(p.stat().st_size * (10 if p.name.endswith(".gz") else 1) for p in paths)
 
 
+def start_method() -> str:
+    """How to start parser processes: ``fork`` (fast) only from a single-threaded process; forking a threaded one
+    (a Jupyter kernel, a process that imported torch) can deadlock the child on a lock another thread held, so
+    there ``forkserver`` (or ``spawn``) starts clean processes instead."""
+    methods = mp.get_all_start_methods()
+    if "fork" in methods and _threads_in_process() == 1:
+        return "fork"
+    return "forkserver" if "forkserver" in methods else "spawn"
+
+
 def _pool(workers: int) -> ProcessPoolExecutor:
-    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
-    return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method))
+    return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(start_method()))
 
 
 def _parse_or_explain(path: Path, piece: bytes | FileRange) -> ColumnChunk:
@@ -183,7 +213,7 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
 
     ``ranks`` keeps only those ranks; ``rank_map`` ({rank: file}) names the files explicitly; ``salvage=True``
     keeps the complete events of a truncated file instead of raising; ``workers`` is the number of parser
-    processes (default: one per core, up to 8; 1 parses in this process).
+    processes (default: one per usable core, up to 8; 1 parses in this process).
     """
     files = find_trace_files(path, rank_map)
     if ranks is not None:
