@@ -242,6 +242,8 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
                     pool = _pool(workers)
                 pending.append((rank, size, pool.submit(_parse_or_explain, stream.path, piece)))
                 del piece
+                if len(pending) == 2 * workers:
+                    _warm_up_tables()  # while the workers parse, this process imports what builds the table
                 while len(pending) > 2 * workers:
                     _collect(pending.popleft(), builders, bar)
         while pending:
@@ -260,6 +262,11 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
                               metadata=stream.metadata, n_events=builders[rank].n_events,
                               truncated=stream.truncated)
     return Trace(out)
+
+
+def _warm_up_tables() -> None:
+    """Import pandas (the table library) now: a fresh command otherwise pays for it after parsing."""
+    import pandas  # noqa: F401
 
 
 def _collect(item: tuple[int, int, Future], builders: dict[int, TableBuilder], bar) -> None:
