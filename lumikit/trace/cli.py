@@ -90,7 +90,7 @@ def run_summary(args: argparse.Namespace) -> int:
     else:  # one rank in memory at a time; text output streams rank by rank
         per_rank = {}
         for rank, info in summarise_ranks(args.path, rank_map=rank_map, top=args.top, salvage=args.salvage,
-                                          include_last_step=args.include_last_step):
+                                          include_last_step=args.include_last_step, progress=sys.stderr.isatty()):
             per_rank[rank] = info
             if not args.json:
                 _print_rank(str(rank), info)

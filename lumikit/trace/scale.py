@@ -24,12 +24,12 @@ MAX_PARALLEL = 16
 
 
 def rank_summary(rank: int, path: Path | str, *, top: int = 10, include_last_step: bool = False,
-                 salvage: bool = False) -> dict:
+                 salvage: bool = False, progress: bool = False) -> dict:
     """The summary of one rank's trace (as in :meth:`TraceAnalyzer.summary`), with the per-step rows the
     straggler reduction needs under ``straggler_rows``."""
     from .analyses import TraceAnalyzer
 
-    analyzer = TraceAnalyzer(load_trace(path, rank_map={rank: path}, salvage=salvage),
+    analyzer = TraceAnalyzer(load_trace(path, rank_map={rank: path}, salvage=salvage, progress=progress),
                              include_last_step=include_last_step)
     info = analyzer.summary(top=top)["ranks"][str(rank)]
     info["straggler_rows"] = analyzer.straggler_rows(rank)
@@ -37,10 +37,12 @@ def rank_summary(rank: int, path: Path | str, *, top: int = 10, include_last_ste
 
 
 def summarise_ranks(path: Path | str, *, rank_map: Mapping[int, str | Path] | None = None, top: int = 10,
-                    include_last_step: bool = False, salvage: bool = False) -> Iterator[tuple[int, dict]]:
+                    include_last_step: bool = False, salvage: bool = False, progress: bool = False
+                    ) -> Iterator[tuple[int, dict]]:
     """(rank, summary) for every rank under ``path``, one rank in memory at a time."""
     for rank, file in find_trace_files(path, rank_map).items():
-        yield rank, rank_summary(rank, file, top=top, include_last_step=include_last_step, salvage=salvage)
+        yield rank, rank_summary(rank, file, top=top, include_last_step=include_last_step, salvage=salvage,
+                                 progress=progress)
 
 
 def reduce_summaries(per_rank: Mapping[int, dict], include_last_step: bool = False) -> dict:
