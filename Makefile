@@ -10,13 +10,22 @@ venv: $(STAMP)
 
 # Re-runs only when the project's dependency list changes (idempotent).
 $(STAMP): pyproject.toml
+	@echo "== [1/3] creating $(VENV) with $(PYTHON)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "== [2/3] upgrading pip"
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[workbook]'
+	@echo "== [3/3] installing lumikit and the workbook's packages (torch, JupyterLab, ...): a few minutes the first time"
+	$(PY) -m pip install --progress-bar on -e '.[workbook]'
 	touch $(STAMP)
+	@echo "== $(VENV) is ready: the CLI is $(VENV)/bin/lumikit (or 'source $(VENV)/bin/activate', then 'lumikit')"
 
+# JupyterLab at the repository root (notebooks/, exercises/, solutions/ all reachable), opening module 00.
+# Jupyter refuses to run as root without --allow-root: containers and CI boxes run as root, so add it there.
+LAB_PORT ?= 8888
 lab: venv
-	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --notebook-dir=notebooks
+	@if [ "$$(id -u)" = 0 ]; then echo "make lab: running as root, so JupyterLab is started with --allow-root"; fi
+	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) --ServerApp.root_dir=. \
+	    --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 # Unit, conformance, integration and browser tests, then the whole workbook (lessons, solutions, exercises), timed.
 test: venv

@@ -26,10 +26,20 @@ WINGS = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse without prefix abbreviations: ``--gpus`` must never silently become ``--gpus-per-node``.
+
+    Sub-commands get the same class (argparse makes subparsers of the parser's own type)."""
+
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003 - argparse's own signature
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole command line, or only the wing named ``command`` when it is one (``trace`` imports only
     ``lumikit.trace.cli``: a quick command starts without loading every other wing's libraries)."""
-    parser = argparse.ArgumentParser(prog="lumikit", description="Helpers for the LUMI AI workbook.")
+    parser = Parser(prog="lumikit", description="Helpers for the LUMI AI workbook.")
     parser.add_argument("--version", action="version", version=f"lumikit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     wings = [w for w in WINGS if w == f"lumikit.{command}.cli"] or WINGS
@@ -43,10 +53,26 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:
+    """Unknown options are reported by the sub-command that got them, with the nearest real option names."""
+    import difflib
+
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
+    known = [o for a in sub._actions for o in a.option_strings]
+    hints = []
+    for word in extra:
+        close = difflib.get_close_matches(word.split("=", 1)[0], known, n=3, cutoff=0.7)
+        if word.startswith("-") and close:
+            hints.append(f"{word}: did you mean {' or '.join(close)}?")
+    sub.error(f"unrecognized arguments: {' '.join(extra)}" + (" (" + "; ".join(hints) + ")" if hints else ""))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv else None)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _refuse_unknown(parser, args, extra)
     try:
         return int(args.func(args) or 0)
     except LumikitError as exc:

@@ -224,9 +224,11 @@ def origin_url(repo: Path = TEMPLATES_DIR.parents[2]) -> str | None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m lumikit.ood",
-                                     description="Course modules for LUMI's 'Jupyter for Courses' app.")
+                                     description="Course modules for LUMI's 'Jupyter for Courses' app.",
+                                     allow_abbrev=False)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    r = sub.add_parser("render", help="render <course>.lua and <course>-resources.yml into a folder")
+    r = sub.add_parser("render", help="render <course>.lua and <course>-resources.yml into a folder",
+                       allow_abbrev=False)
     r.add_argument("--project", help="LUMI project of the course, project_<number>")
     r.add_argument("--reservation", help="the course's Slurm reservation")
     r.add_argument("--no-reservation", action="store_true", help="the course has no reservation")

@@ -121,8 +121,15 @@ class Site:
     env: Mapping[str, Mapping[str, str]]
     detect: Mapping[str, Any] = field(default_factory=dict)
     slurm: Mapping[str, Any] = field(default_factory=dict)
-    links: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # [links.NAME]: gb_s per direction, source
+    billing: Mapping[str, Any] = field(default_factory=dict)  # the billing rule, see jobs/billing.py
+    hardware: Mapping[str, Any] = field(default_factory=dict)  # sourced peak figures, see lumikit/model_estimate.py
     source: str = ""
+
+    @property
+    def links(self) -> Mapping[str, Mapping[str, Any]]:
+        """Peak link speeds of a node (``[hardware.links.NAME]``: ``gb_s`` per direction, ``description``,
+        ``source``), what collective bandwidths are held against (see :mod:`lumikit.trace.comms`)."""
+        return self.hardware.get("links", {})
 
     @property
     def uses_containers(self) -> bool:
@@ -211,8 +218,8 @@ def _build(raw: dict[str, Any], source: str) -> Site:
             power=PowerThresholds(**raw.get("power", {})), partitions=partitions, containers=containers,
             binds={k: tuple(v) for k, v in raw.get("binds", {}).items()},
             env={k: {ek: str(ev) for ek, ev in v.items()} for k, v in raw.get("env", {}).items()},
-            detect=raw.get("detect", {}), slurm=raw.get("slurm", {}),
-            links={k: dict(v) for k, v in raw.get("links", {}).items()}, source=source)
+            detect=raw.get("detect", {}), slurm=raw.get("slurm", {}), billing=raw.get("billing", {}),
+            hardware=raw.get("hardware", {}), source=source)
     except (KeyError, TypeError, ValueError) as exc:
         raise SiteError(f"{source}: malformed site profile ({type(exc).__name__}: {exc}); "
                         "compare it with lumikit/sites/lumi.toml") from None

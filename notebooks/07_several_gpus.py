@@ -147,6 +147,41 @@ print("metrics files:", ", ".join(ranks))
 # %% [markdown]
 # **How to read it:** one task, yet two metrics files: `torchrun` started two ranks, and each wrote its own timings.
 #
+# ## Before the run: what the model needs from one GCD
+#
+# The seed asks how much of the GCD's memory (VRAM) ResNet-152 uses and whether ResNet-50 should be faster "by the
+# number of parameters". Both can be computed before any job: `estimate_workload` builds the workload's model on
+# PyTorch's `meta` device (shapes, no data, no GPU), counts parameters, gradients, the optimizer's state (SGD with
+# momentum: one value per parameter) and the activations kept for the backward pass, and counts the FLOPs of one
+# training step with PyTorch's `FlopCounterMode`.
+
+# %%
+from lumikit.model_estimate import compare, estimate_workload, largest_batch
+
+seed_models = {name: estimate_workload("resnet", name, 128) for name in ("resnet152", "resnet50")}
+estimates = pd.concat({name: e.table()["value"] for name, e in seed_models.items()}, axis=1)
+estimates["unit"] = seed_models["resnet50"].table()["unit"]
+print("largest batch that fits one GCD (64 GB):", {n: largest_batch(e) for n, e in seed_models.items()})
+estimates.round(3)
+
+# %% [markdown]
+# **How to read it:** at batch 128 on CIFAR's 32×32 images ResNet-152 needs about 8 GB of the GCD's 64 GB, and
+# almost all of it is activations, which grow with the batch: that is the answer to "how to use more of the VRAM"
+# (a larger batch, up to the printed largest one), while parameters, gradients and optimizer state stay under 1 GB.
+# ResNet-50 has 2.5× fewer parameters but its step costs 2.9× fewer FLOPs: the speed follows the FLOPs, not the
+# parameter count. These are estimates (the allocator's caches and MIOpen's workspaces come on top); on LUMI,
+# `rocm-smi` (module 04) and the run's `peak_memory_bytes` show the measured side.
+#
+# The same estimate for the model this notebook trained, set against its measured step time: on LUMI the model FLOP
+# utilisation (MFU) is against one GCD's peak (FP32 on the matrix cores, from AMD's MI250X data sheet, in the site
+# profile); on a CPU the same line only shows how far one core is from a GCD.
+
+# %%
+trained = estimate_workload("resnet", size["model"], size["batch"])
+print(compare(trained, single_metrics.result["mean_step_time_s"],
+              peak_memory_bytes=single_metrics.result.get("peak_memory_bytes")).text())
+
+# %% [markdown]
 # ## What to expect on LUMI
 #
 # - Each GCD has 64 GB of memory; watch it with `rocm-smi` (module 04). DP keeps more on GCD 0, where it gathers.

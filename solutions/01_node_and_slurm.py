@@ -82,4 +82,5 @@ checks.check_rejected_job(bad_field, fixed_job, rejected)
 # the second node, because `--cpu-bind` masks are per node. In 01.2 the printed cores of GCD 2 are 17-23 on NUMA 1:
 # the first core of every group of 8 (here 16) is reserved for the system, which is why a GCD has 7 cores, not 8.
 # In 01.3 the printed problem is the CPU count: 8 tasks × 8 cores = 64 cores for 8 GCDs, but only 7 per GCD (56)
-# are usable, so `--cpus-per-task=7` is the fix; fewer GCDs would also pass, but it would be a different job.
+# are usable on a node, so `--cpus-per-task=7` is the fix; fewer GCDs would not help (the node still has 56
+# usable cores), and more cores than 8 per GCD are allowed but billed as more GCDs.

@@ -233,7 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m lumikit.checks.generate [--check] [--solutions DIR] [--exercises DIR]``."""
     from .cli import add_folder_arguments
 
-    parser = argparse.ArgumentParser(prog="python -m lumikit.checks.generate", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m lumikit.checks.generate", description=__doc__.split("\n")[0],
+                                     allow_abbrev=False)
     add_folder_arguments(parser)
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 and name the files that differ from what would be written")

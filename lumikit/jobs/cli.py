@@ -3,13 +3,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
+from ..config import config_path, load_config
 from ..errors import SpecError
-from ..site import load_site
+from ..site import Site, load_site
+from .billing import billing_lines
 from .profiling import MODES
-from .render import attach_argv, render_salloc, render_sbatch, render_srun
-from .spec import JobSpec
+from .render import Command, allocation_flags, attach_argv, render_salloc, render_sbatch, render_srun, resolve
+from .spec import JobSpec, is_secret
+from .validate import advice, missing_account, validate
 
 
 def add_job_options(p: argparse.ArgumentParser, *, with_command: bool = True) -> None:
@@ -17,12 +21,15 @@ def add_job_options(p: argparse.ArgumentParser, *, with_command: bool = True) ->
     g = p.add_argument_group("job (Slurm's names)")
     g.add_argument("-p", "--partition")
     g.add_argument("-N", "--nodes", type=int, default=1)
-    g.add_argument("--ntasks-per-node", type=int, default=1)
-    g.add_argument("--gpus-per-node", type=int)
+    g.add_argument("-n", "--ntasks", type=int, help="tasks in the whole job (Slurm's meaning; even over the nodes)")
+    g.add_argument("--ntasks-per-node", type=int, help="tasks on each node (default 1)")
+    g.add_argument("--gpus-per-node", type=int, help="GPUs (GCDs) on each node")
+    g.add_argument("-G", "--gpus", type=int, help="GPUs (GCDs) in the whole job (Slurm's meaning; one node only)")
+    g.add_argument("--gpus-per-task", type=int, help="GPUs (GCDs) for each task")
     g.add_argument("-c", "--cpus-per-task", type=int)
-    g.add_argument("--mem-per-gpu")
-    g.add_argument("--mem")
-    g.add_argument("--mem-per-cpu")
+    g.add_argument("--mem-per-gpu", help="host memory per GPU, e.g. 60G (a plain number is MB, as in Slurm)")
+    g.add_argument("--mem", help="host memory per node, e.g. 120G (a plain number is MB, as in Slurm)")
+    g.add_argument("--mem-per-cpu", help="host memory per core, e.g. 2G (a plain number is MB, as in Slurm)")
     g.add_argument("-t", "--time")
     g.add_argument("-A", "--account")
     g.add_argument("--reservation")
@@ -38,7 +45,12 @@ def add_job_options(p: argparse.ArgumentParser, *, with_command: bool = True) ->
     w.add_argument("--bind", action="append", default=[], metavar="SRC[:DEST]", help="extra bind (repeatable)")
     w.add_argument("--bind-set", action="append", metavar="NAME",
                    help="bind set of the site (default: user; multinode is added for --nodes > 1)")
-    w.add_argument("--env", action="append", default=[], metavar="K=V", help="environment variable (repeatable)")
+    w.add_argument("--env", action="append", default=[], metavar="K=V",
+                   help="environment variable (repeatable); values of *TOKEN*, *KEY*, *SECRET*, *PASSWORD*... names "
+                        "are kept secret (a command line is visible to ps: prefer --secret NAME)")
+    w.add_argument("--secret", action="append", default=[], metavar="NAME",
+                   help="treat NAME as secret: its value is never written or printed; without --env NAME=..., the "
+                        "job gets it from your environment (repeatable)")
     w.add_argument("--env-recipe", action="append", default=[], metavar="NAME",
                    help="environment recipe of the site, e.g. caches, rccl, miopen (repeatable)")
     w.add_argument("--profile", choices=sorted(MODES), help="profiling mode for the profiled ranks")
@@ -61,8 +73,9 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         k, v = item.split("=", 1)
         env.append((k, v))
     return JobSpec(
-        command=tuple(cmd), name=args.job_name, partition=args.partition, nodes=args.nodes,
-        ntasks_per_node=args.ntasks_per_node, gpus_per_node=args.gpus_per_node, cpus_per_task=args.cpus_per_task,
+        command=tuple(cmd), name=args.job_name, partition=args.partition, nodes=args.nodes, ntasks=args.ntasks,
+        ntasks_per_node=args.ntasks_per_node, gpus_per_node=args.gpus_per_node, gpus=args.gpus,
+        gpus_per_task=args.gpus_per_task, cpus_per_task=args.cpus_per_task, secrets=tuple(args.secret),
         mem_per_gpu=args.mem_per_gpu, mem=args.mem, mem_per_cpu=args.mem_per_cpu, time=args.time,
         exclusive=args.exclusive, account=args.account, reservation=args.reservation, container=args.container,
         binds=tuple(args.bind), bind_sets=tuple(args.bind_set) if args.bind_set else None, env=tuple(env),
@@ -71,7 +84,50 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         profile_ranks=tuple(args.profile_rank), profile_steps=args.profile_steps)
 
 
-def _print_command(cmd: Any, args: argparse.Namespace) -> int:
+def warn(message: str) -> None:
+    """One line on stderr, the way the CLI reports errors."""
+    print(f"lumikit: warning: {message}", file=sys.stderr)
+
+
+def command_line_secrets(args: argparse.Namespace) -> list[str]:
+    """A warning for secret values typed as ``--env NAME=value``: lumikit's own argv is visible to ps."""
+    names = [item.split("=", 1)[0] for item in args.env if "=" in item]
+    secret = [n for n in names if is_secret(n, args.secret)]
+    if not secret:
+        return []
+    return [f"{', '.join(secret)}: the value is on lumikit's own command line, which ps shows while it runs; "
+            f"export it in your shell and pass --secret {secret[0]} instead of --env {secret[0]}=..."]
+
+
+def edge_spec(args: argparse.Namespace, *, launching: bool) -> tuple[JobSpec, Site]:
+    """The spec from the options, resolved against the site and the user's config (read here, once), validated.
+
+    A missing account on a site that bills one is an error when the job is launched or written as a batch script,
+    a warning when a command is only printed."""
+    site = load_site(args.site)
+    job = resolve(spec_from_args(args), site, load_config())
+    validate(job, site)
+    lack = missing_account(job, site, str(config_path()))
+    if lack and launching:
+        raise lack
+    for line in command_line_secrets(args) + advice(job, site) + ([str(lack)] if lack else []):
+        warn(line)
+    return job, site
+
+
+def _cost(job: JobSpec, site: Site, args: argparse.Namespace) -> None:
+    """The job's cost with ``--explain``; its billing warnings on stderr otherwise (never with ``--json``)."""
+    lines = billing_lines(job, site)
+    if getattr(args, "explain", False):
+        print()
+        print("\n".join(lines))
+    elif not getattr(args, "json", False):
+        for line in lines:
+            if line.startswith("warning:"):
+                print(line, file=sys.stderr)
+
+
+def _print_command(cmd: Any, job: JobSpec, site: Site, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(list(cmd.argv)))
     elif args.explain:
@@ -80,27 +136,35 @@ def _print_command(cmd: Any, args: argparse.Namespace) -> int:
         print(cmd.explain())
     else:
         print(cmd.text())
+    _cost(job, site, args)
     return 0
 
 
 def _srun(args: argparse.Namespace) -> int:
-    return _print_command(render_srun(spec_from_args(args), args.site), args)
+    job, site = edge_spec(args, launching=False)
+    return _print_command(render_srun(job, site, check=False), job, site, args)
 
 
 def _salloc(args: argparse.Namespace) -> int:
     if not [c for c in args.cmd if c != "--"]:
         args.cmd = ["bash"]  # salloc needs no command; the allocation is what is printed
-    return _print_command(render_salloc(spec_from_args(args), args.site), args)
+    job, site = edge_spec(args, launching=False)
+    return _print_command(render_salloc(job, site, check=False), job, site, args)
 
 
 def _sbatch(args: argparse.Namespace) -> int:
-    script = render_sbatch(spec_from_args(args), args.site)
+    job, site = edge_spec(args, launching=True)
+    script = render_sbatch(job, site, check=False)
     if args.write:
         from ..files import write_new
         write_new(args.write, script, force=args.force)
         print(args.write)
     else:
         print(script, end="")
+    if args.explain:
+        print()
+        print(Command(argv=(), flags=tuple(allocation_flags(job, site))).explain())
+    _cost(job, site, args)
     return 0
 
 
@@ -133,6 +197,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_job_options(p)
     p.add_argument("--write", metavar="FILE", help="write the script to FILE (refuses to overwrite)")
     p.add_argument("--force", action="store_true", help="overwrite FILE")
+    p.add_argument("--explain", action="store_true", help="add one line per #SBATCH option saying why, and the cost")
     p.set_defaults(func=_sbatch)
     p = sub.add_parser("attach", help="print the command that attaches to a running job (srun --overlap)")
     p.add_argument("jobid")

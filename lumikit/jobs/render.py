@@ -10,11 +10,11 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from ..config import load_config
+from ..config import UserConfig
 from ..errors import SpecError
 from ..site import Site, load_site
 from .profiling import MODES
-from .spec import JobSpec
+from .spec import JobSpec, mem_without_unit, parse_mem_mb
 from .validate import validate
 
 MASTER_EXPORTS: tuple[tuple[str, str], ...] = (
@@ -57,27 +57,39 @@ class Command:
         return "\n".join(rows)
 
 
-def resolve(spec: JobSpec, site: Site) -> JobSpec:
-    """Fill what the learner left to defaults: the site's partition, account and reservation from the user config."""
+def resolve(spec: JobSpec, site: Site, config: UserConfig | None = None) -> JobSpec:
+    """Fill what the learner left to defaults: the site's partition; the account and reservation from the user's
+    configuration (``config``, read once by the caller: CLI, launch, widget), else the site's course account."""
     changes: dict[str, object] = {}
     if spec.partition is None:
         changes["partition"] = site.default_partition
-    if spec.account is None or spec.reservation is None:
-        cfg = load_config()
-        if spec.account is None and cfg.account:
-            changes["account"] = cfg.account
-        if spec.reservation is None and cfg.reservation:
-            changes["reservation"] = cfg.reservation
-        if spec.account is None and not cfg.account and site.slurm.get("account"):
-            changes["account"] = site.slurm["account"]
+    if spec.account is None:
+        account = (config.account if config else None) or site.slurm.get("account")
+        if account:
+            changes["account"] = str(account)
+    if spec.reservation is None and config and config.reservation:
+        changes["reservation"] = config.reservation
     return spec.with_(**changes) if changes else spec
 
 
-def _prepare(spec: JobSpec, site: Site | str | None) -> tuple[JobSpec, Site]:
+def _prepare(spec: JobSpec, site: Site | str, check: bool) -> tuple[JobSpec, Site]:
+    """The site (a profile name is read from lumikit's own files), the site's default partition, and validation
+    unless the caller has validated already (``launch`` validates once)."""
+    if site is None:
+        raise SpecError("site", "no site given to render for", "pass a site: render_srun(job, load_site()) or 'lumi'")
     s = load_site(site)
-    spec = resolve(spec, s)
-    validate(spec, s)
+    if spec.partition is None:
+        spec = spec.with_(partition=s.default_partition)
+    if check:
+        validate(spec, s)
     return spec, s
+
+
+def _mem_why(value: str, what: str) -> str:
+    mb = parse_mem_mb(value, "mem")
+    unit = " (no unit: Slurm reads megabytes)" if mem_without_unit(value) else ""
+    amount = f"{mb / 1024:g} GB" if mb >= 1024 else f"{mb:g} MB"
+    return f"{what}: {amount}{unit}"
 
 
 def allocation_flags(spec: JobSpec, site: Site) -> list[Flag]:
@@ -88,22 +100,33 @@ def allocation_flags(spec: JobSpec, site: Site) -> list[Flag]:
                   f"{'exclusive whole nodes' if part.exclusive else 'shared nodes'}, up to {part.max_nodes} nodes "
                   f"and {part.max_time}"))
     f.append(Flag((f"--nodes={spec.nodes}",), "nodes to allocate"))
+    if spec.ntasks is not None:
+        f.append(Flag((f"--ntasks={spec.ntasks}",), f"{spec.ntasks} tasks (processes) in the whole job"))
     f.append(Flag((f"--ntasks-per-node={spec.ntasks_per_node}",),
                   "one task (process) per GCD" if spec.ntasks_per_node == spec.gpus_per_node and spec.ntasks_per_node > 1
                   else "processes started per node"))
-    if spec.gpus_per_node is not None:
-        f.append(Flag((f"--gpus-per-node={spec.gpus_per_node}",),
-                      f"GCDs per node (a LUMI-G node has {site.node.gcd_count}; each is one GPU to PyTorch)"))
+    gcd_note = f"a LUMI-G node has {site.node.gcd_count}; each is one GPU to PyTorch"
+    if spec.gpus is not None:
+        f.append(Flag((f"--gpus={spec.gpus}",), f"{spec.gpus} GCDs in the whole job ({gcd_note})"))
+    elif spec.gpus_per_task is not None:
+        f.append(Flag((f"--gpus-per-task={spec.gpus_per_task}",),
+                      f"{spec.gpus_per_task} GCD(s) per task, {spec.gpus_per_node} per node; Slurm binds each task "
+                      "to its own"))
+    elif spec.gpus_per_node is not None:
+        f.append(Flag((f"--gpus-per-node={spec.gpus_per_node}",), f"GCDs per node ({gcd_note})"))
     if spec.cpus_per_task is not None:
         f.append(Flag((f"--cpus-per-task={spec.cpus_per_task}",),
-                      f"cores per task; at most {site.node.cpus_per_gcd} per GCD (one core per CCD is reserved)"))
+                      f"cores per task; {site.node.cpus_per_gcd} per GCD sit next to it (one core per CCD is "
+                      "reserved); more are billed as more GCDs"))
     if spec.mem_per_gpu is not None:
         f.append(Flag((f"--mem-per-gpu={spec.mem_per_gpu}",),
-                      f"host memory per GCD; at most {site.node.usable_memory_per_gcd_gb} GB"))
+                      _mem_why(spec.mem_per_gpu, "host memory per GCD") +
+                      f"; {site.node.usable_memory_per_gcd_gb} GB is its share, more is billed as more GCDs"))
     if spec.mem is not None:
-        f.append(Flag((f"--mem={spec.mem}",), "host memory per node (0 = all of it)"))
+        f.append(Flag((f"--mem={spec.mem}",), "host memory per node: all of it" if spec.mem.strip() == "0"
+                      else _mem_why(spec.mem, "host memory per node")))
     if spec.mem_per_cpu is not None:
-        f.append(Flag((f"--mem-per-cpu={spec.mem_per_cpu}",), "host memory per core"))
+        f.append(Flag((f"--mem-per-cpu={spec.mem_per_cpu}",), _mem_why(spec.mem_per_cpu, "host memory per core")))
     if spec.time is not None:
         f.append(Flag((f"--time={spec.time}",), f"wall-clock limit; the job is cancelled after it (max {part.max_time})"))
     if spec.exclusive:
@@ -176,6 +199,10 @@ def command_text(command: tuple[str, ...]) -> str:
     return " ".join(words)
 
 
+#: Sourced by the rank script when a launch backend wrote the job's secret values to a private (0600) file.
+SECRETS_SOURCE = '{ [ -z "${LUMIKIT_SECRETS_FILE:-}" ] || . "$LUMIKIT_SECRETS_FILE"; }'
+
+
 def _env_lines(spec: JobSpec, site: Site) -> list[str]:
     lines = []
     for name in spec.env_recipes:
@@ -183,8 +210,15 @@ def _env_lines(spec: JobSpec, site: Site) -> list[str]:
             lines.append(f'export {k}="{v}"')  # site data: expands on the compute node
     if spec.profile_steps is not None:
         lines.append(f"export LUMIKIT_MAX_STEPS={spec.profile_steps}")
+    secret = spec.secret_names()
     for k, v in spec.env:
-        lines.append(f"export {k}={shlex.quote(v)}")  # the learner's values stay literal
+        if k not in secret:
+            lines.append(f"export {k}={shlex.quote(v)}")  # the learner's values stay literal
+    if secret:
+        # secret values are never in this text: they come from the launch's private file, or from the environment
+        # of whoever submits (srun and sbatch pass it on); a missing one stops the rank with its name
+        lines.append(SECRETS_SOURCE)
+        lines.extend(f': "${{{k}:?{k} is secret and not set: export it where you submit}}"' for k in secret)
     return lines
 
 
@@ -229,6 +263,8 @@ def payload(spec: JobSpec, site: Site) -> tuple[list[str], list[Flag]]:
     inner = ["bash", "-c", script] if script else list(spec.command)
     inner_why = ("per-rank script: single-quoted so $SLURM_PROCID expands on the compute node, per rank"
                  if script else "the program itself")
+    if spec.secret_names():
+        inner_why += f"; secrets ({', '.join(spec.secret_names())}) come from your environment, never from this text"
     if not (spec.container and site.uses_containers):
         return inner, [Flag(tuple(inner), inner_why)]
     c = site.container(spec.container)
@@ -248,18 +284,21 @@ def _exports(spec: JobSpec) -> tuple[tuple[str, str], ...]:
     return MASTER_EXPORTS if spec.distributed or uses_placeholders(spec) else ()
 
 
-def render_srun(spec: JobSpec, site: Site | str | None = None, *, in_allocation: bool = False) -> Command:
-    """``srun`` with the full resource request (or only step options inside an allocation) and the payload."""
-    spec, s = _prepare(spec, site)
+def render_srun(spec: JobSpec, site: Site | str, *, in_allocation: bool = False, check: bool = True) -> Command:
+    """``srun`` with the full resource request (or only step options inside an allocation) and the payload.
+
+    Pure: the result depends on ``spec`` and ``site`` only (resolve the user's account with :func:`resolve` first).
+    ``check=False`` skips validation for a caller that has validated the spec already."""
+    spec, s = _prepare(spec, site, check)
     flags = ([] if in_allocation else allocation_flags(spec, s)) + step_flags(spec, s)
     _, pflags = payload(spec, s)
     flags = [Flag(("srun",), "start the tasks of a job step")] + flags + pflags
     return Command(argv=tuple(t for f in flags for t in f.tokens), flags=tuple(flags), exports=_exports(spec))
 
 
-def render_salloc(spec: JobSpec, site: Site | str | None = None) -> Command:
+def render_salloc(spec: JobSpec, site: Site | str, *, check: bool = True) -> Command:
     """``salloc``: the allocation only; run steps in it with srun (or attach with :func:`attach_argv`)."""
-    spec, s = _prepare(spec, site)
+    spec, s = _prepare(spec, site, check)
     flags = [Flag(("salloc",), "allocate nodes and return a shell on the login node")] + allocation_flags(spec, s)
     return Command(argv=tuple(t for f in flags for t in f.tokens), flags=tuple(flags))
 
@@ -273,15 +312,25 @@ def _directive_value(token: str) -> str:
     return f"{opt}={shlex.quote(val)}" if eq and shlex.quote(val) != val else token
 
 
-def render_sbatch(spec: JobSpec, site: Site | str | None = None, *, output: str | None = None,
-                  step_options: tuple[str, ...] = (), exports: dict[str, str] | None = None) -> str:
+def submit_note(site: Site) -> str:
+    """Where a batch script built for ``site`` can be submitted (from the profile's ``[slurm] submit_from``)."""
+    where = site.slurm.get("submit_from")
+    if site.scheduler != "slurm":
+        return (f"Site {site.name} has no Slurm: this script is to read. To submit, build it for LUMI "
+                "(--site lumi) and run sbatch on a LUMI login node.")
+    return f"Submit it {where or 'where this site runs Slurm'}: sbatch <this file>"
+
+
+def render_sbatch(spec: JobSpec, site: Site | str, *, output: str | None = None,
+                  step_options: tuple[str, ...] = (), exports: dict[str, str] | None = None,
+                  check: bool = True) -> str:
     """A complete batch script: #SBATCH lines, exports computed outside the container, then the srun step.
 
     ``step_options`` go to the srun line (a backend adds per-rank log files there); ``exports`` are literal values
-    exported first (e.g. the run folder).
+    exported first (e.g. the run folder). The script's first comment names the site and where to submit it.
     """
-    spec, s = _prepare(spec, site)
-    lines = ["#!/bin/bash", f"# Generated by lumikit for site {s.name}. Submit with: sbatch <this file>"]
+    spec, s = _prepare(spec, site, check)
+    lines = ["#!/bin/bash", f"# Generated by lumikit for site {s.name}. {submit_note(s)}"]
     for f in allocation_flags(spec, s):
         lines.extend(f"#SBATCH {_directive_value(t)}" for t in f.tokens)
     out = output or spec.output
@@ -295,7 +344,10 @@ def render_sbatch(spec: JobSpec, site: Site | str | None = None, *, output: str 
         lines.append("export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK  # srun does not inherit --cpus-per-task")
     for k, v in _exports(spec):
         lines.append(f"export {k}={v}")
-    step = render_srun(spec, s, in_allocation=True)
+    if spec.secret_names():
+        # the launch's private secrets file goes when the job ends, whatever way it ends
+        lines.append('[ -z "${LUMIKIT_SECRETS_FILE:-}" ] || trap \'rm -f "$LUMIKIT_SECRETS_FILE"\' EXIT')
+    step = render_srun(spec, s, in_allocation=True, check=False)
     lines.append(shlex.join(step.argv[:1] + tuple(step_options) + step.argv[1:]))
     return "\n".join(lines) + "\n"
 

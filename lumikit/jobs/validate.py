@@ -11,7 +11,7 @@ from typing import Callable, Iterator
 from ..errors import SiteError, SpecError
 from ..site import Site
 from .profiling import MODES
-from .spec import JobSpec, format_time, parse_mem_mb, parse_time
+from .spec import JobSpec, format_time, mem_without_unit, parse_mem_mb, parse_time
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 Rule = Callable[[JobSpec, Site], Iterator[SpecError]]
@@ -85,14 +85,8 @@ def _cpus(spec: JobSpec, site: Site) -> Iterator[SpecError]:
         return
     if not part or part.kind != "gpu":
         return
-    per_gcd = site.node.cpus_per_gcd
-    gpus = spec.gpus_per_node or 0
+    # More cores than the GCDs carry is allowed on LUMI: it is billed as more GCDs (see jobs/billing.py).
     cpus_on_node = c * spec.ntasks_per_node
-    if gpus > 0 and cpus_on_node > per_gcd * gpus:
-        yield SpecError("cpus_per_task", f"{c} CPUs x {spec.ntasks_per_node} tasks = {cpus_on_node} CPUs for {gpus} GCDs",
-                        limit=f"{per_gcd} CPUs per GCD ({per_gcd * gpus} for {gpus})",
-                        fix=f"use --cpus-per-task={max(1, per_gcd * gpus // spec.ntasks_per_node)} "
-                            "or ask for more GCDs")
     usable = site.node.cores - len(site.node.reserved_cores)
     if cpus_on_node > usable:
         yield SpecError("cpus_per_task", f"{cpus_on_node} CPUs on one node", limit=f"{usable} usable cores per node",
@@ -108,13 +102,15 @@ def _memory(spec: JobSpec, site: Site) -> Iterator[SpecError]:
         yield SpecError(kinds[1], f"both --{kinds[0].replace('_', '-')} and --{kinds[1].replace('_', '-')} given",
                         fix="use only one kind of memory request (on LUMI-G: --mem-per-gpu=60G)")
         return
-    limit_mb = site.node.usable_memory_per_gcd_gb * 1024
-    lim_text = f"{site.node.usable_memory_per_gcd_gb} GB per GCD"
+    # More memory than the GCDs carry is allowed on LUMI: it is billed as more GCDs (see jobs/billing.py);
+    # only a node's usable memory is a limit.
+    node_gb = site.node.usable_memory_per_gcd_gb * site.node.gcd_count
+    node_text = f"{node_gb} GB usable per node"
     gpus = spec.gpus_per_node or 0
     if spec.mem_per_gpu is not None:
         mb = parse_mem_mb(spec.mem_per_gpu, "mem_per_gpu")
-        if part and part.kind == "gpu" and mb > limit_mb:
-            yield SpecError("mem_per_gpu", f"{spec.mem_per_gpu} per GPU", limit=lim_text,
+        if part and part.kind == "gpu" and gpus > 0 and mb * gpus > node_gb * 1024:
+            yield SpecError("mem_per_gpu", f"{spec.mem_per_gpu} per GPU x {gpus} GCDs", limit=node_text,
                             fix=f"use --mem-per-gpu={site.node.usable_memory_per_gcd_gb}G")
         if gpus == 0:
             yield SpecError("mem_per_gpu", "memory per GPU without GPUs", fix="add --gpus-per-node or use --mem")
@@ -124,13 +120,8 @@ def _memory(spec: JobSpec, site: Site) -> Iterator[SpecError]:
         if mb == 0 and not exclusive:
             yield SpecError("mem", "--mem=0 asks for all of a node's memory on a shared partition",
                             fix="add --exclusive, or ask for --mem-per-gpu=60G")
-        elif part and part.kind == "gpu" and gpus > 0 and mb > limit_mb * gpus:
-            yield SpecError("mem", f"{spec.mem} for {gpus} GCDs", limit=lim_text,
-                            fix=f"ask for at most {site.node.usable_memory_per_gcd_gb * gpus}G, or more GCDs")
-        elif part and part.kind == "gpu" and mb > limit_mb * site.node.gcd_count:
-            yield SpecError("mem", f"{spec.mem} on one node",
-                            limit=f"{site.node.usable_memory_per_gcd_gb * site.node.gcd_count} GB per node",
-                            fix="ask for less memory per node")
+        elif part and part.kind == "gpu" and mb > node_gb * 1024:
+            yield SpecError("mem", f"{spec.mem} on one node", limit=node_text, fix="ask for less memory per node")
     if spec.mem_per_cpu is not None:
         parse_mem_mb(spec.mem_per_cpu, "mem_per_cpu")
 
@@ -232,6 +223,31 @@ def _profiling(spec: JobSpec, site: Site) -> Iterator[SpecError]:
                             f"pick ranks 0..{spec.total_tasks - 1}")
     if spec.profile_steps is not None and spec.profile_steps < 1:
         yield SpecError("profile_steps", f"{spec.profile_steps} steps", "profile at least 1 step (10 is plenty)")
+
+
+def missing_account(spec: JobSpec, site: Site, config_file: str) -> SpecError | None:
+    """On a site that bills a project (``[slurm] account_required``), a spec without one; ``config_file`` is where
+    the user's account belongs (named in the fix). Launching refuses it; printing a command only warns."""
+    if spec.account or site.scheduler != "slurm" or not site.slurm.get("account_required"):
+        return None
+    return SpecError("account", f"site {site.name} bills every job to a project, and none is set",
+                     f"add --account=project_<number>, or put account = \"project_<number>\" in {config_file} "
+                     "(or export LUMIKIT_ACCOUNT)")
+
+
+def advice(spec: JobSpec, site: Site) -> list[str]:
+    """Things that are allowed but probably not meant (a memory value without a unit), one sentence each."""
+    out = []
+    for name in ("mem", "mem_per_gpu", "mem_per_cpu"):
+        value = getattr(spec, name)
+        if mem_without_unit(value):
+            opt = "--" + name.replace("_", "-")
+            out.append(f"{opt}={value} has no unit: Slurm reads it as {value} MB; write {value}G for gigabytes")
+    secret = spec.secret_names()
+    if secret:
+        out.append(f"{', '.join(secret)}: secret, so not printed; export it in the shell where you run the command "
+                   "(srun and sbatch pass your environment on to the job)")
+    return out
 
 
 def problems(spec: JobSpec, site: Site) -> list[SpecError]:

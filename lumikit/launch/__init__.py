@@ -6,11 +6,13 @@
 from __future__ import annotations
 
 import os
+import warnings
 
+from ..config import config_path, load_config
 from ..errors import LaunchError
 from ..jobs.render import resolve
 from ..jobs.spec import JobSpec
-from ..jobs.validate import validate
+from ..jobs.validate import advice, missing_account, validate
 from ..site import Site, load_site
 from .backend import Backend, Run, WorkloadMetrics
 from .dryrun import DryRunBackend
@@ -34,10 +36,19 @@ def get_backend(name: str | None = None, site: Site | str | None = None) -> Back
 
 def launch(spec: JobSpec, site: Site | str | None = None, backend: str | None = None,
            runs_dir: str | os.PathLike[str] | None = None) -> Run:
-    """Validate, create a run folder, submit; returns the :class:`Run` (call ``.wait()`` to follow it)."""
+    """Resolve (the user's config is read here, once), validate (once), create a run folder, submit; returns the
+    :class:`Run` (call ``.wait()`` to follow it). A Slurm site that bills a project refuses a job without one;
+    things that are allowed but probably not meant (``mem="16"`` is 16 MB) are warnings."""
     b = get_backend(backend, site)
-    spec = resolve(spec, b.site)
+    spec = resolve(spec, b.site, load_config())
     validate(spec, b.site)
+    if b.name == "slurm":
+        lack = missing_account(spec, b.site, str(config_path()))
+        if lack:
+            raise lack
+    for line in advice(spec, b.site):
+        if "secret" not in line:  # secrets of a launch reach the job through its private file: nothing to do
+            warnings.warn(line, UserWarning, stacklevel=2)
     folder = RunFolder.create(spec.name, runs_dir)
     b.submit(spec, folder)
     return Run(folder, b)

@@ -139,7 +139,7 @@ class WorkloadMetrics:
 
         import pandas as pd
 
-        from ..workloads.common import metrics_path, read_metrics, result_path
+        from ..metrics import metrics_path, read_metrics, result_path
 
         path = metrics_path(folder, rank)
         if not path.exists():

@@ -1,6 +1,6 @@
 """The local backend: a job's ranks as processes on this machine, with the environment Slurm would give them.
 
-A detached supervisor process (``python -m lumikit.launch.local RUN_DIR``) starts the ranks, enforces the time
+A detached supervisor process (:func:`supervise`, in its own session) starts the ranks, enforces the time
 limit and writes the final state to the manifest, so a notebook, a terminal and ``lumikit status`` all see it.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..jobs.render import payload
 from ..jobs.spec import JobSpec, parse_time
 from ..site import Site, load_site
 from .backend import python_path_env
-from .runfolder import RunFolder, base_manifest, now_iso
+from .runfolder import RunFolder, base_manifest, now_iso, remove_secrets, write_secrets
 from .states import FINAL
 
 
@@ -45,6 +45,11 @@ def rank_env(spec: JobSpec, rank: int, job_id: str, port: int, run_dir: Path, ba
     return env
 
 
+# Started with -c rather than -m lumikit.launch.local: runpy warns when a package has imported the module it runs.
+_SUPERVISOR = "import sys; from pathlib import Path; from lumikit.launch.local import supervise; " \
+              "sys.exit(supervise(Path(sys.argv[1])))"
+
+
 class LocalBackend:
     """Runs the job spec's ranks here (no container, no GPU binding); same spec, same rank script."""
 
@@ -63,32 +68,119 @@ class LocalBackend:
         argv = self.rank_argv(spec)
         manifest = base_manifest(spec, self.site, self.name, {"rank_argv": argv, "ranks": spec.total_tasks}, env)
         folder.update(**{**manifest, "job_id": job_id, "master_port": free_port()})
-        log = open(folder.path / "supervisor.log", "ab")
-        proc = subprocess.Popen([sys.executable, "-m", "lumikit.launch.local", str(folder.path)], env=env,
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        log.close()
-        folder.update(supervisor_pid=proc.pid)
+        secret = spec.secret_names()
+        path = write_secrets(folder, {k: v for k, v in spec.env if k in secret})
+        if path:
+            env["LUMIKIT_SECRETS_FILE"] = str(path)  # the values reach the ranks through this 0600 file only
+        with open(folder.path / "supervisor.log", "ab") as log:
+            # its own session: the supervisor leads a process group that holds every rank (see end_group)
+            proc = subprocess.Popen([sys.executable, "-c", _SUPERVISOR, str(folder.path)], env=env,
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        folder.update(supervisor_pid=proc.pid, supervisor_start=process_start(proc.pid))
         return job_id
 
     def status(self, folder: RunFolder) -> str:
         m = folder.read()
-        state = m.get("state", "PENDING")
-        if state not in FINAL and m.get("supervisor_pid") and not _alive(m["supervisor_pid"]):
+        state = m.get("state") or "PENDING"
+        if state not in FINAL and m.get("supervisor_pid") and not _supervisor_alive(m, folder):
             time.sleep(0.2)  # the supervisor may be writing its last words
-            m = folder.read()
-            state = m.get("state", "PENDING")
-            if state not in FINAL:
-                state = "FAILED"
-                folder.update(state=state, end_time=now_iso(), note="the local supervisor died")
+            ended = end_group(folder, m)
+            m = folder.update(lambda cur: cur.get("state") not in FINAL, state="FAILED", end_time=now_iso(),
+                              note="the local supervisor died" + (f"; {ended} leftover process(es) of the job were "
+                                                                   "ended" if ended else ""))
+            state = m.get("state") or "FAILED"
+            remove_secrets(folder)
         return state
 
     def cancel(self, folder: RunFolder) -> None:
-        pid = folder.read().get("supervisor_pid")
-        if pid and _alive(pid):
-            os.kill(pid, signal.SIGTERM)
+        """SIGTERM to the supervisor (it ends the ranks), only if that PID is still our supervisor; ranks left
+        behind by a killed supervisor are found by process group and run folder, and ended."""
+        m = folder.read()
+        deadline = time.monotonic() + 5
+        while not m.get("supervisor_pid") and m.get("state") not in FINAL and time.monotonic() < deadline:
+            time.sleep(0.05)  # launched a moment ago: submit() is about to record the supervisor
+            m = folder.read()
+        if m.get("state") in FINAL:
+            end_group(folder, m)  # nothing of ours should be left; if something is, it goes
+            return
+        if m.get("supervisor_pid") and _supervisor_alive(m, folder):
+            os.kill(m["supervisor_pid"], signal.SIGTERM)
+            return
+        ended = end_group(folder, m)
+        folder.update(lambda cur: cur.get("state") not in FINAL, state="CANCELLED", end_time=now_iso(),
+                      note=f"cancelled after the local supervisor was gone ({ended} process(es) ended)")
+        remove_secrets(folder)
 
     def attach_command(self, folder: RunFolder, command: list[str]) -> list[str]:
         return list(command)  # the job runs here: a command run now sees what the job sees
+
+
+def process_start(pid: int) -> str | None:
+    """When a process started (clock ticks since boot, from /proc; else ps's lstart): with the PID, its identity."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        pass
+    try:
+        out = subprocess.run(["ps", "-o", "lstart=", "-p", str(pid)], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def _supervisor_alive(m: dict, folder: RunFolder) -> bool:
+    """Whether the recorded supervisor still runs: its PID alive and started when it was recorded to (a PID that
+    now belongs to another process is not ours to signal). Without a recorded start, its command line must name
+    the run folder (where /proc tells)."""
+    pid = m["supervisor_pid"]
+    if not _alive(pid):
+        return False
+    recorded = m.get("supervisor_start")
+    if recorded is not None:
+        return process_start(pid) == recorded
+    try:
+        return os.fsencode(str(folder.path.resolve())) in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return not Path("/proc/self").exists()
+
+
+def _group_members(pgid: int, run_dir: Path) -> list[int]:
+    """Processes in the supervisor's process group that carry this run's LUMIKIT_RUN_DIR (Linux /proc)."""
+    marker = b"LUMIKIT_RUN_DIR=" + os.fsencode(str(run_dir.resolve()))
+    found = []
+    for entry in Path("/proc").iterdir() if Path("/proc/self/stat").exists() else ():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) != pgid:
+                continue
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def end_group(folder: RunFolder, m: dict) -> int:
+    """End what is left of a run's ranks (SIGTERM, then SIGKILL after 3 s); returns how many there were."""
+    pgid = m.get("supervisor_pid")
+    if not pgid:
+        return 0
+    pids = _group_members(pgid, folder.path)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 3
+        while sig == signal.SIGTERM and time.monotonic() < deadline and any(_alive(p) for p in pids):
+            time.sleep(0.1)
+        if not any(_alive(p) for p in pids):
+            break
+    return len(pids)
 
 
 def _alive(pid: int) -> bool:
@@ -101,58 +193,92 @@ def _alive(pid: int) -> bool:
     try:  # a zombie child of ours counts as gone
         return os.waitpid(pid, os.WNOHANG) == (0, 0)
     except ChildProcessError:
+        pass
+    try:  # a zombie that is not our child (its parent has not reaped it yet) is gone too
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
         return True
+
+
+def _start_rank(argv: list[str], env: dict[str, str], folder: RunFolder, rank: int) -> subprocess.Popen | int:
+    """Start one rank with its logs; a program that cannot start gives the shell's code (127 not found, 126 not
+    runnable) and its reason in the rank's stderr, as srun would."""
+    with open(folder.rank_log(rank, "out"), "wb") as out, open(folder.rank_log(rank, "err"), "wb") as err:
+        try:
+            return subprocess.Popen(argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=os.getcwd())
+        except OSError as exc:
+            err.write(f"lumikit: cannot start {argv[0]!r}: {exc.strerror or exc}\n".encode())
+            return 127 if isinstance(exc, FileNotFoundError) else 126
 
 
 def supervise(run_dir: Path) -> int:
     """Start every rank, wait for all, apply the time limit, and record the outcome in the manifest."""
     folder = RunFolder(run_dir)
+    try:
+        return _supervise(folder)
+    except BaseException as exc:  # record why before dying, so status and tail can say it
+        import traceback
+        traceback.print_exc()
+        folder.update(lambda cur: cur.get("state") not in FINAL, state="FAILED", end_time=now_iso(),
+                      note=f"the local supervisor failed: {type(exc).__name__}: {exc}")
+        raise
+    finally:
+        remove_secrets(folder)
+
+
+def _supervise(folder: RunFolder) -> int:
+    run_dir = folder.path
     m = folder.read()
     spec = JobSpec.from_dict(m["spec"])
     argv = m["command"]["rank_argv"]
     limit = parse_time(spec.time) if spec.time else None
-    procs: list[subprocess.Popen] = []
+    procs: list[subprocess.Popen | int] = []
     stopping = {"why": None}
 
     def on_term(signum, frame):  # noqa: ARG001 - signal handler signature
         stopping["why"] = "CANCELLED"
     signal.signal(signal.SIGTERM, on_term)
 
+    def poll(p: subprocess.Popen | int) -> int | None:
+        return p if isinstance(p, int) else p.poll()
+
     base = dict(os.environ)
     folder.update(state="RUNNING", start_time=now_iso())
     for rank in range(spec.total_tasks):
         env = rank_env(spec, rank, m["job_id"], m["master_port"], run_dir, base)
-        with open(folder.rank_log(rank, "out"), "wb") as out, open(folder.rank_log(rank, "err"), "wb") as err:
-            procs.append(subprocess.Popen(argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                          cwd=os.getcwd()))
+        procs.append(_start_rank(argv, env, folder, rank))
+    running = [p for p in procs if not isinstance(p, int)]
+    first_failed: int | None = None  # the rank that failed first: the others were ended because of it
     start = time.monotonic()
-    while any(p.poll() is None for p in procs):
+    while any(poll(p) is None for p in procs):
         if limit is not None and time.monotonic() - start > limit:
             stopping["why"] = stopping["why"] or "TIMEOUT"
         if stopping["why"]:
-            for p in procs:
+            for p in running:
                 if p.poll() is None:
                     p.terminate()
             deadline = time.monotonic() + 5
-            while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+            while any(p.poll() is None for p in running) and time.monotonic() < deadline:
                 time.sleep(0.1)
-            for p in procs:
+            for p in running:
                 if p.poll() is None:
                     p.kill()
             break
         # a failed rank takes the job down, as srun does (--kill-on-bad-exit is LUMI's default)
-        if any(p.poll() not in (None, 0) for p in procs):
+        bad = next((r for r, p in enumerate(procs) if poll(p) not in (None, 0)), None)
+        if bad is not None:
+            first_failed = bad if first_failed is None else first_failed
             time.sleep(1)
-            for p in procs:
+            for p in running:
                 if p.poll() is None:
                     p.terminate()
         time.sleep(0.1)
-    codes = [p.wait() for p in procs]
-    exit_code = next((c for c in codes if c != 0), 0)
-    if exit_code < 0:
-        exit_code = 128 - exit_code
+    codes = [p if isinstance(p, int) else p.wait() for p in procs]
+    codes = [128 - c if c < 0 else c for c in codes]  # killed by signal N -> 128 + N, as the shell says it
+    failed = first_failed if first_failed is not None else next((r for r, c in enumerate(codes) if c != 0), None)
+    exit_code = codes[failed] if failed is not None else 0
     state = stopping["why"] or ("COMPLETED" if exit_code == 0 else "FAILED")
-    folder.update(state=state, exit_code=exit_code, rank_exit_codes=codes, end_time=now_iso())
+    folder.update(state=state, exit_code=exit_code, rank_exit_codes=codes, failed_rank=failed, end_time=now_iso())
     return 0
 
 

@@ -1,31 +1,65 @@
 """Run folders: every launch gets its own, never reused, with a manifest written atomically beside its logs."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import platform
 import re
 import secrets
+import shlex
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..errors import LaunchError
 from ..files import write_atomic
+from ..jobs.spec import REDACTED, is_secret
 from ..packages import installed_versions
 
-SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-REDACTED = "<redacted>"
 DEFAULT_RUNS = "runs"
+#: Manifest fields and the types a damaged manifest is checked against (None allowed for each).
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "backend": (str,), "site": (str,), "state": (str,), "job_id": (str,), "exit_code": (int,),
+    "supervisor_pid": (int,), "supervisor_start": (str,), "spec": (dict,), "command": (dict,),
+    "rank_exit_codes": (list,), "master_port": (int,)}
 
 
-def redact(env: Mapping[str, str]) -> dict[str, str]:
-    """The environment with the values of secret-looking names (``*TOKEN*``, ``*KEY*``, ...) hidden."""
-    return {k: (REDACTED if SECRET.search(k) else v) for k, v in sorted(env.items())}
+def redact(env: Mapping[str, str], marked: Iterable[str] = ()) -> dict[str, str]:
+    """The environment with the values of secret-looking names (``*TOKEN*``, ``*KEY*``, ...) and of the ``marked``
+    names hidden."""
+    marked = tuple(marked)
+    return {k: (REDACTED if is_secret(k, marked) else v) for k, v in sorted(env.items())}
+
+
+def secrets_dir() -> Path:
+    """Where a launch keeps its job's secret values while the job runs: outside the run folder, readable by the
+    user only, on the home file system that compute nodes see (``$LUMIKIT_SECRETS_DIR`` overrides)."""
+    return Path(os.environ.get("LUMIKIT_SECRETS_DIR") or Path.home() / ".cache" / "lumikit" / "secrets")
+
+
+def write_secrets(folder: "RunFolder", values: Mapping[str, str]) -> Path | None:
+    """A 0600 file of ``export NAME=value`` lines that the rank script sources (None when there are no values)."""
+    if not values:
+        return None
+    d = secrets_dir()
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(d, 0o700)
+    path = d / f"{folder.path.name}.env"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.writelines(f"export {k}={shlex.quote(v)}\n" for k, v in values.items())
+    return path
+
+
+def remove_secrets(folder: "RunFolder") -> None:
+    """Delete the run's secrets file (the job has ended, or never started)."""
+    (secrets_dir() / f"{folder.path.name}.env").unlink(missing_ok=True)
 
 
 def _slug(name: str) -> str:
@@ -82,27 +116,74 @@ class RunFolder:
         return self.path / "manifest.json"
 
     def read(self) -> dict[str, Any]:
+        """The manifest (empty before the first write); a damaged one is a LaunchError naming what is wrong."""
         try:
-            return json.loads(self.manifest_path.read_text())
+            text = self.manifest_path.read_text()
         except FileNotFoundError:
             return {}
-
-    def update(self, **fields: Any) -> dict[str, Any]:
-        """Merge fields into the manifest and rewrite it atomically."""
-        data = self.read()
-        data.update(fields)
-        write_atomic(self.manifest_path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise self._damaged(f"it cannot be read ({exc})") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise self._damaged(f"it is not valid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise self._damaged(f"it holds a {type(data).__name__}, not an object")
+        for key, types in _FIELD_TYPES.items():
+            value = data.get(key)
+            if value is not None and (not isinstance(value, types) or isinstance(value, bool)):
+                raise self._damaged(f"field {key!r} is {value!r}")
+        pid = data.get("supervisor_pid")
+        if pid is not None and pid <= 1:  # 0 and -1 would signal whole process groups; 1 is init
+            raise self._damaged(f"field 'supervisor_pid' is {pid}")
         return data
+
+    def _damaged(self, why: str) -> LaunchError:
+        return LaunchError(f"{self.manifest_path}: the run's manifest is damaged: {why}. Fix: restore it or launch "
+                           f"the job again; its logs are still in {self.path}")
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the run folder's lock: read-modify-write of the manifest by the supervisor, a notebook and the CLI
+        at the same time would otherwise lose one side's fields."""
+        with open(self.path / ".manifest.lock", "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def update(self, _only_if: Callable[[dict[str, Any]], bool] | None = None, **fields: Any) -> dict[str, Any]:
+        """Merge fields into the manifest and rewrite it atomically, under the folder's lock; with ``_only_if``,
+        only when that test of the current manifest holds (e.g. "not final yet")."""
+        with self._locked():
+            data = self.read()
+            if _only_if is not None and not _only_if(data):
+                return data
+            data.update(fields)
+            write_atomic(self.manifest_path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+            return data
 
     def rank_log(self, rank: int, stream: str = "out") -> Path:
         return self.path / f"rank{rank}.{stream}"
 
     def logs(self) -> list[Path]:
-        return sorted(p for p in self.path.iterdir() if p.suffix in (".out", ".err") and p.is_file())
+        """Per-rank stdout/stderr (and the local supervisor's own log when it said anything)."""
+        return sorted(p for p in self.path.iterdir() if p.is_file() and (
+            p.suffix in (".out", ".err") or (p.name == "supervisor.log" and p.stat().st_size)))
 
 
 def base_manifest(spec: Any, site: Any, backend: str, command: Any, env: Mapping[str, str]) -> dict[str, Any]:
     return {"spec": spec.to_dict(), "site": site.name, "backend": backend, "command": command,
-            "environment": redact(env), "versions": versions(), "git_revision": git_revision(),
+            "environment": redact(env, spec.secret_names()), "versions": versions(), "git_revision": git_revision(),
             "submit_time": now_iso(), "start_time": None, "end_time": None, "state": "PENDING",
-            "exit_code": None, "job_id": None, "argv0": sys.argv[0] if sys.argv else None}
+            "exit_code": None, "job_id": None, "argv0": sys.argv[0] if sys.argv else None,
+            "billing_estimate": _billing(spec, site)}
+
+
+def _billing(spec: Any, site: Any) -> dict[str, Any] | None:
+    """The job's estimated bill (see jobs/billing.py), or None where the site has no GPU billing rule."""
+    from ..jobs.billing import estimate
+
+    bill = estimate(spec, site)
+    return None if bill is None else bill.to_dict()

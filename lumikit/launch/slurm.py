@@ -16,7 +16,7 @@ from ..jobs.render import attach_argv, render_sbatch
 from ..jobs.spec import JobSpec
 from ..site import Site, load_site
 from .backend import python_path_env
-from .runfolder import RunFolder, base_manifest, now_iso
+from .runfolder import RunFolder, base_manifest, now_iso, remove_secrets, write_secrets
 from .states import FINAL, is_final, normalise
 
 _DEFAULTED = re.compile(r"\$\{(\w+):-([^}]*)\}")
@@ -56,13 +56,18 @@ class SlurmBackend:
             raise LaunchError(f"`{' '.join(argv[:3])} ...` did not answer within {timeout:.0f} s; is slurmctld up?") from None
 
     # --- the protocol ---------------------------------------------------------------------------------------
-    def script(self, spec: JobSpec, folder: RunFolder) -> str:
+    def script(self, spec: JobSpec, folder: RunFolder, secrets_file: Path | None = None) -> str:
+        exports = {"LUMIKIT_RUN_DIR": str(folder.path), "LUMIKIT_BACKEND": "slurm"}
+        if secrets_file:
+            exports["LUMIKIT_SECRETS_FILE"] = str(secrets_file)  # a path; the values stay in that 0600 file
         return render_sbatch(spec, self.site, output=str(folder.path / "slurm-%j.out"),
                              step_options=(f"--output={folder.path}/rank%t.out", f"--error={folder.path}/rank%t.err"),
-                             exports={"LUMIKIT_RUN_DIR": str(folder.path), "LUMIKIT_BACKEND": "slurm"})
+                             exports=exports, check=False)  # launch() has validated the spec
 
     def submit(self, spec: JobSpec, folder: RunFolder) -> str:
-        script = self.script(spec, folder)
+        secret = spec.secret_names()
+        secrets_file = write_secrets(folder, {k: v for k, v in spec.env if k in secret})
+        script = self.script(spec, folder, secrets_file) if secrets_file else self.script(spec, folder)
         path = folder.path / "job.sbatch"
         path.write_text(script)
         folder.update(**base_manifest(spec, self.site, self.name, {"sbatch": str(path), "script": script},
@@ -72,6 +77,7 @@ class SlurmBackend:
         if proc.returncode != 0:
             message = (proc.stderr or proc.stdout).strip()
             folder.update(state="FAILED", submit_error=message, end_time=now_iso())
+            remove_secrets(folder)
             raise LaunchError(f"Slurm rejected the job: {message}")
         job_id = proc.stdout.strip().split(";")[0]
         folder.update(job_id=job_id)
@@ -83,11 +89,13 @@ class SlurmBackend:
         squeue_state = q.stdout.strip().splitlines()[0] if q.returncode == 0 and q.stdout.strip() else None
         if squeue_state and not is_final(squeue_state):
             return normalise(squeue_state), None, {}
-        a = self.run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "State,ExitCode,Start,End,NodeList"])
+        a = self.run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o",
+                      "State,ExitCode,Start,End,NodeList,ElapsedRaw"])
         if a.returncode == 0 and a.stdout.strip():
-            state, code, start, end, nodes = (a.stdout.strip().splitlines()[0].split("|") + [""] * 5)[:5]
+            state, code, start, end, nodes, elapsed = (a.stdout.strip().splitlines()[0].split("|") + [""] * 6)[:6]
             if is_final(state) or not squeue_state:
-                return normalise(state), _exit(code), {"start_time": start, "end_time": end, "nodes": nodes}
+                return normalise(state), _exit(code), {"start_time": start, "end_time": end, "nodes": nodes,
+                                                       "elapsed_s": elapsed}
         s = self.run(["scontrol", "show", "job", "-o", job_id])
         if s.returncode == 0 and "JobState=" in s.stdout:
             fields = dict(kv.split("=", 1) for kv in s.stdout.split() if "=" in kv)
@@ -108,6 +116,8 @@ class SlurmBackend:
             changes["start_time"] = extra.get("start_time") or now_iso()
         if state in FINAL:
             changes.update(exit_code=code, end_time=extra.get("end_time") or now_iso(), nodes=extra.get("nodes"))
+            changes.update(_billing_actual(m, self.site, extra.get("elapsed_s", "")))
+            remove_secrets(folder)  # the batch script removes it too; a job cancelled while pending never ran that
         folder.update(**changes)
         return state
 
@@ -121,6 +131,16 @@ class SlurmBackend:
 
     def attach_command(self, folder: RunFolder, command: list[str]) -> list[str]:
         return attach_argv(folder.read().get("job_id"), command, pty=False)
+
+
+def _billing_actual(manifest: dict, site: object, elapsed: str) -> dict[str, object]:
+    """The bill of the elapsed time sacct reports (``ElapsedRaw``, seconds), beside the manifest's estimate."""
+    from ..jobs.billing import estimate
+
+    if not elapsed.strip().isdigit() or not manifest.get("spec"):
+        return {}
+    bill = estimate(JobSpec.from_dict(manifest["spec"]), site, hours=int(elapsed) / 3600)
+    return {} if bill is None else {"elapsed_s": int(elapsed), "billing_actual": bill.to_dict()}
 
 
 def _exit(code: str) -> int | None:

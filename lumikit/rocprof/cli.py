@@ -27,6 +27,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     stats.add_argument("--top", type=int, default=20, metavar="N",
                        help="show the N largest kernels (0: all; default 20)")
     stats.set_defaults(func=_stats)
+    summary = sub.add_parser(
+        "summary", help="kernels, memory copies and API calls of a rocprofv3 database or Perfetto trace",
+        description="Summarise a rocprofv3 output: time and count of kernels, memory copies and API calls, the "
+                    "processes and nodes, and the largest of each. PATH is a *_results.db (rocpd, ROCm 7's "
+                    "default), a *.pftrace, or a run folder that holds them; CSV outputs give the kernel part.")
+    summary.add_argument("path", metavar="PATH", help="a rocprofv3 .db or .pftrace, or a run folder")
+    summary.add_argument("--json", action="store_true", help="print JSON instead of text")
+    summary.add_argument("--top", type=int, default=5, metavar="N", help="the N largest of each kind (default 5)")
+    summary.set_defaults(func=_summary)
 
 
 def _finite(value: float) -> float | None:
@@ -77,4 +86,44 @@ def _stats(args: argparse.Namespace) -> int:
               f"{r['average_ns'] / 1e3:>9.2f} {r['percent']:>6.2f}  {short_kernel_name(r['name'], 70)}")
     if len(rows) < len(table):
         print(f"  ... {len(table) - len(rows)} more (--top 0 shows all)")
+    return 0
+
+
+def _has_activities(path: str) -> bool:
+    """Whether PATH is (or holds, with no CSV kernel outputs beside) a rocpd database or a Perfetto trace."""
+    from pathlib import Path
+
+    from .outputs import find_outputs
+
+    p = Path(path)
+    if p.is_dir():
+        o = find_outputs(p)
+        return bool(o.databases or o.perfetto_traces) and not (o.kernel_stats or o.kernel_traces or o.json_traces)
+    return p.name.lower().endswith((".db", ".rpd", ".sqlite", ".pftrace"))
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from .outputs import activities
+
+    if not _has_activities(args.path):
+        print("(CSV or v1 outputs: kernels only; copies and API calls are in the rocpd database or .pftrace)")
+        return _stats(args)
+    acts = activities(args.path)
+    tables = {"kernels": acts.kernel_stats(), "copies": acts.copy_stats(), "api": acts.api_stats()}
+    report = acts.summary()
+    if args.json:
+        report["top"] = {k: [{"name": r["name"], "calls": int(r["calls"]), "total_ns": float(r["total_ns"])}
+                             for _, r in t.head(args.top).iterrows()] for k, t in tables.items()}
+        print(json.dumps(report, indent=2))
+        return 0
+    nodes = report.get("nodes") or []
+    print(f"{acts.source} (rocprof {acts.generation}): {report['processes']} processes"
+          + (f" on {len(nodes)} nodes ({', '.join(nodes)})" if nodes else ""))
+    titles = {"kernels": "kernels", "copies": "memory copies", "api": "API calls"}
+    for key, table in tables.items():
+        part = report[key]
+        extra = f", {part['bytes'] / 2**20:.1f} MiB" if key == "copies" else ""
+        print(f"\n{titles[key]}: {part['count']} in {len(table)} names, {part['total_ns'] / 1e6:.3f} ms{extra}")
+        for _, r in table.head(args.top).iterrows():
+            print(f"  {r['total_ns'] / 1e6:>10.3f} ms {r['calls']:>7}x  {short_kernel_name(r['name'], 70)}")
     return 0

@@ -1,8 +1,10 @@
 """Finding rocprof's outputs in a run folder, so that a learner never has to name the files.
 
 rocprof v1 writes ``results.*`` (or ``<name>.*`` with ``-o <name>.csv``) beside the program; rocprofv3 writes
-``<host>/<pid>/<pid>_kernel_stats.csv`` and friends. :func:`find_outputs` sorts what it finds by role and
-:func:`rocprof_kernels` turns a file or a folder into the one ranked kernel table.
+``<host>/<pid>/<pid>_kernel_stats.csv`` and friends, and since ROCm 7 by default ``<host>/<pid>/<pid>_results.db``
+(rocpd, :mod:`.rocpd`) or, with ``--output-format pftrace``, ``<host>/<pid>_results.pftrace`` (:mod:`.pftrace`).
+:func:`find_outputs` sorts what it finds by role and :func:`rocprof_kernels` turns a file or a folder into the one
+ranked kernel table.
 """
 from __future__ import annotations
 
@@ -86,8 +88,31 @@ def find_outputs(folder: str | os.PathLike[str]) -> RocprofOutputs:
     return RocprofOutputs(folder=root, **{k: tuple(sorted(v)) for k, v in found.items()})
 
 
+def activities(path: str | os.PathLike[str]):
+    """Kernels, copies and API calls of a rocprofv3 database or Perfetto trace, or of a folder of them (the
+    databases win when both are there): an :class:`~lumikit.rocprof.activities.Activities`."""
+    from .pftrace import read_pftrace
+    from .rocpd import read_rocpd
+
+    p = Path(path)
+    if p.is_dir():
+        outputs = find_outputs(p)
+        if outputs.databases:
+            return read_rocpd(outputs.databases)
+        if outputs.perfetto_traces:
+            return read_pftrace(outputs.perfetto_traces)
+        raise LumikitError(f"{p}: no rocprofv3 database (*_results.db) or Perfetto trace (*.pftrace) found")
+    if p.name.lower().endswith(".pftrace"):
+        return read_pftrace(p)
+    if p.name.lower().endswith((".db", ".rpd", ".sqlite")):
+        return read_rocpd(p)
+    raise LumikitError(f"{p}: not a rocprofv3 database (.db) or Perfetto trace (.pftrace)")
+
+
 def _kernels_from_file(path: Path) -> pd.DataFrame:
     name = path.name.lower()
+    if name.endswith((".db", ".rpd", ".sqlite", ".pftrace")):
+        return activities(path).kernel_stats()
     if name.endswith("kernel_trace.csv"):
         trace = read_kernel_trace(path)
         table = stats_from_durations(trace[["name", "duration_ns"]])
@@ -104,8 +129,9 @@ def rocprof_kernels(path: str | os.PathLike[str]) -> pd.DataFrame:
     """The ranked kernel table of a rocprof file or of a run folder.
 
     A folder is searched with :func:`find_outputs`; the first role present wins: kernel statistics, else kernel
-    traces, else v1 JSON traces. Several files of that role (one per process or rank) are combined into one
-    table (see :func:`~lumikit.rocprof.stats.combine_stats`). ``table.attrs["source"]`` names what was read.
+    traces, else v1 JSON traces, else rocpd databases, else Perfetto traces. Several files of that role (one per
+    process or rank) are combined into one table (see :func:`~lumikit.rocprof.stats.combine_stats`).
+    ``table.attrs["source"]`` names what was read.
     """
     p = Path(path)
     if p.is_dir():
@@ -114,9 +140,11 @@ def rocprof_kernels(path: str | os.PathLike[str]) -> pd.DataFrame:
             files = getattr(outputs, role)
             if files:
                 return combine_stats(_kernels_from_file(f) for f in files)
+        if outputs.databases or outputs.perfetto_traces:
+            return activities(p).kernel_stats()
         raise LumikitError(f"{p}: no rocprof kernel outputs found (results.stats.csv, *_kernel_stats.csv, "
-                           "*_kernel_trace.csv or results.json); run with `rocprof --hip-trace --stats` or "
-                           "`rocprofv3 --kernel-trace --stats --output-format csv`")
+                           "*_kernel_trace.csv, results.json, *_results.db or *.pftrace); run with "
+                           "`rocprof --hip-trace --stats` or `rocprofv3 --kernel-trace --stats`")
     if not p.exists():
         raise LumikitError(f"{p}: no such file or folder; give a rocprof output file or a run folder")
     return _kernels_from_file(p)

@@ -73,7 +73,10 @@ def summarise_via_slurm(path: Path | str, *, rank_map: Mapping[int, str | Path] 
     The array script is the site backend's own batch script for a one-task job, with ``--array`` added; each
     task reads the plan in the run folder and writes ``parts/rank-<R>.json``. Raises :class:`LaunchError` when
     a task fails (its log is named)."""
+    from ..config import config_path, load_config
+    from ..jobs.render import resolve
     from ..jobs.spec import JobSpec
+    from ..jobs.validate import missing_account, validate
     from ..launch.runfolder import RunFolder
     from ..launch.slurm import SlurmBackend
 
@@ -87,6 +90,11 @@ def summarise_via_slurm(path: Path | str, *, rank_map: Mapping[int, str | Path] 
                                 "out": str(folder.path / "parts")}, indent=1))
     spec = JobSpec(command=tuple(_task_command(plan)), name="trace-summary", partition=partition or
                    _cpu_partition(backend.site), ntasks_per_node=1, cpus_per_task=1, mem=mem, time=time_limit)
+    spec = resolve(spec, backend.site, load_config())  # the user's account, as launch() does
+    validate(spec, backend.site)
+    lack = missing_account(spec, backend.site, str(config_path()))
+    if lack:
+        raise lack
     script = backend.script(spec, folder)
     array = f"#SBATCH --array=0-{n_tasks - 1}%{min(n_tasks, MAX_PARALLEL)}"
     script = script.replace("\n\nset -eo pipefail", f"\n{array}\n\nset -eo pipefail", 1)

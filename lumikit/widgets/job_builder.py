@@ -10,9 +10,11 @@ from pathlib import Path
 
 import ipywidgets as W
 
+from ..config import UserConfig, load_config
 from ..errors import LumikitError
 from ..files import write_new
 from ..jobs import JobSpec, problems, render_sbatch, render_srun
+from ..jobs.billing import estimate
 from ..jobs.render import resolve
 from ..jobs.profiling import MODES
 from ..site import Site, load_site
@@ -22,8 +24,10 @@ class JobBuilder(W.VBox):
     """``JobBuilder(command=["python", "train.py"])``; ``.spec`` is the current job, ``.command_text`` its srun."""
 
     def __init__(self, command: list[str] | tuple[str, ...] = ("python", "train.py"),
-                 site: Site | str | None = None, **initial: object) -> None:
+                 site: Site | str | None = None, config: UserConfig | None = None, **initial: object) -> None:
+        # the edge: site and user config are read once here; every refresh renders from these values only
         self.site = load_site(site)
+        self.config = load_config() if config is None else config
         self.command = tuple(command)
         gpu_parts = [p.name for p in self.site.partitions.values()]
         self.partition = W.Dropdown(options=gpu_parts, value=initial.get("partition", self.site.default_partition),
@@ -48,6 +52,8 @@ class JobBuilder(W.VBox):
         self.out.add_class("lumikit-job-command")
         self.errors = W.HTML()
         self.errors.add_class("lumikit-job-errors")
+        self.cost = W.HTML()
+        self.cost.add_class("lumikit-job-cost")
         self.filename = W.Text(value="job.sh", description="save as")
         self.save = W.Button(description="Save batch script", icon="save")
         self.saved = W.HTML()
@@ -60,7 +66,7 @@ class JobBuilder(W.VBox):
             W.HTML(f"<b>Job builder</b> &mdash; site <code>{html.escape(self.site.name)}</code>, command "
                    f"<code>{html.escape(' '.join(self.command))}</code>"),
             W.HBox([W.VBox(controls[:6]), W.VBox(controls[6:])]),
-            self.errors, self.out, W.HBox([self.filename, self.save]), self.saved])
+            self.errors, self.cost, self.out, W.HBox([self.filename, self.save]), self.saved])
         self.add_class("lumikit-job-builder")
         self.refresh()
 
@@ -77,7 +83,8 @@ class JobBuilder(W.VBox):
             time=self.time.value or None, exclusive=self.exclusive.value,
             cpu_bind="auto" if self.masks.value else None,
             container=None if self.container.value == "(none)" else self.container.value,
-            profile=None if self.profile.value == "(none)" else self.profile.value, profile_ranks=ranks), self.site)
+            profile=None if self.profile.value == "(none)" else self.profile.value, profile_ranks=ranks),
+            self.site, self.config)
 
     @property
     def command_text(self) -> str:
@@ -93,12 +100,24 @@ class JobBuilder(W.VBox):
             items = "".join(f"<li>{html.escape(str(e))}</li>" for e in found)
             self.errors.value = f"<div style='color:#b00020'><b>LUMI would refuse this job:</b><ul>{items}</ul></div>"
             self.out.value = ""
+            self.cost.value = ""
             self.save.disabled = True
             return
         self.errors.value = ""
+        self.cost.value = self._cost_html(spec)
         self.save.disabled = False
-        text = render_srun(spec, self.site).text() if self.kind.value == "srun" else render_sbatch(spec, self.site)
+        # problems() above is this refresh's one validation
+        text = (render_srun(spec, self.site, check=False).text() if self.kind.value == "srun"
+                else render_sbatch(spec, self.site, check=False))
         self.out.value = f"<pre style='white-space:pre-wrap'>{html.escape(text)}</pre>"
+
+    def _cost_html(self, spec: JobSpec) -> str:
+        """The job's bill (LUMI's billing rule from the site profile) and its warnings, live with every change."""
+        bill = estimate(spec, self.site)
+        if bill is None:
+            return ""
+        warn = "".join(f"<li style='color:#a05a00'>{html.escape(w)}</li>" for w in bill.warnings)
+        return f"<div><b>cost:</b> {html.escape(bill.text())}" + (f"<ul>{warn}</ul>" if warn else "") + "</div>"
 
     def _save(self, _button: object = None) -> Path | None:
         try:

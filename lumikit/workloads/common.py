@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence, TextIO
 
 from ..files import write_atomic
+from ..metrics import metrics_path, read_metrics, result_path  # noqa: F401 - the workloads' file names, re-exported
 from ..errors import LaunchError, SpecError
 
 MODES = ("single", "dp", "ddp")
@@ -162,16 +163,6 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_atomic(path, json.dumps(data, indent=1) + "\n")
 
 
-def metrics_path(out_dir: Path, rank: int) -> Path:
-    """``DIR/metrics.rank{R}.jsonl``: one JSON object per step and per epoch."""
-    return Path(out_dir) / f"metrics.rank{rank}.jsonl"
-
-
-def result_path(out_dir: Path, rank: int) -> Path:
-    """``DIR/result.rank{R}.json``: the summary written when the run ends."""
-    return Path(out_dir) / f"result.rank{rank}.json"
-
-
 class MetricsWriter:
     """Appends one JSON object per line and flushes each, so a notebook can read a run that is still going."""
 
@@ -191,18 +182,6 @@ class MetricsWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def read_metrics(path: Path) -> tuple[list[dict], list[dict]]:
-    """Split a metrics file into its step rows and its epoch rows (for notebooks and tests)."""
-    steps: list[dict] = []
-    epochs: list[dict] = []
-    with open(path) as handle:
-        for line in handle:
-            if line.strip():
-                row = json.loads(line)
-                (epochs if "epoch_end" in row else steps).append(row)
-    return steps, epochs
 
 
 def base_parser(prog: str, description: str, *, sizes: Sequence[str], lr: float,

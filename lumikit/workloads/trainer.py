@@ -315,6 +315,8 @@ def run_training(task: Task, args: argparse.Namespace, setup: Setup, clock_start
         "elapsed_s": elapsed, "mean_step_time_s": mean_step,
         "samples_per_s": process_batch / mean_step if steady else math.nan,  # this process
         "global_samples_per_s": global_batch / mean_step if steady else math.nan,  # all ranks together
+        # what the caching allocator handed out at most (compare with lumikit.model_estimate); none on a CPU
+        "peak_memory_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
         "checkpoint": str(ckpt) if ckpt else None,
         "profile_dir": str(prof_config.out_dir) if prof_config.enabled else None,
         "loss_curve": curve, **task.info,

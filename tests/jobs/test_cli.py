@@ -1,9 +1,12 @@
 """The `lumikit srun|sbatch|salloc|attach` commands, as a reviewer would type them."""
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
+
+import pytest
 
 from lumikit.cli import main
 
@@ -37,7 +40,7 @@ def test_json_is_the_argv(capsys):
 def test_explain_gives_reasons(capsys):
     main(["srun", "--explain", "-p", "small-g", "--gpus-per-node", "1", "--cpus-per-task", "7", "--", "true"])
     out = capsys.readouterr().out
-    assert "--cpus-per-task=7" in out and "at most 7 per GCD" in out
+    assert "--cpus-per-task=7" in out and "7 per GCD sit next to it" in out
 
 
 def test_sbatch_writes_a_script_and_never_overwrites(tmp_path, capsys):
@@ -63,3 +66,76 @@ def test_salloc_and_attach(capsys):
 def test_bad_env_option_is_a_clear_error(capsys):
     assert main(["srun", "--env", "NOEQUALS", "--", "true"]) == 2
     assert "write --env NAME=value" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("abbreviated", ["--gpu", "--ntask", "--mem-per", "--part", "--exclu"])
+def test_no_option_is_guessed_from_a_prefix(abbreviated, capsys):
+    with pytest.raises(SystemExit) as ended:
+        main(["srun", abbreviated, "2", "--", "true"])
+    assert ended.value.code == 2
+    assert "unrecognized arguments" in capsys.readouterr().err
+
+
+def test_gpus_and_ntasks_mean_what_slurm_means(capsys):
+    assert main(["srun", "-p", "small-g", "-G", "2", "-n", "2", "--json", "--", "true"]) == 0
+    argv = json.loads(capsys.readouterr().out)
+    assert "--gpus=2" in argv and "--ntasks=2" in argv and not any(a.startswith("--gpus-per-node") for a in argv)
+    assert main(["srun", "-p", "small-g", "-N", "2", "--ntasks", "4", "--json", "--", "true"]) == 0
+    argv = json.loads(capsys.readouterr().out)
+    assert "--ntasks=4" in argv and "--ntasks-per-node=2" in argv  # 4 in total, not 4 per node
+    assert main(["srun", "-p", "small-g", "-N", "2", "--gpus", "8", "--", "true"]) == 2
+    assert "--gpus-per-node=4" in capsys.readouterr().err  # refused, with the option that means it
+
+
+def test_memory_without_a_unit_is_megabytes_and_warns(capsys):
+    assert main(["srun", "-p", "small-g", "--mem", "16", "--explain", "--", "true"]) == 0
+    out, err = capsys.readouterr()
+    assert "--mem=16" in out and "16 MB" in out
+    assert "warning: --mem=16 has no unit: Slurm reads it as 16 MB; write 16G" in err
+
+
+def test_a_missing_account_on_lumi_is_an_error_to_submit_and_a_warning_to_print(capsys, tmp_path):
+    assert main(["sbatch", "--site", "lumi", "-p", "small-g", "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "account" in err and "no-such-config.toml" in err  # names the config file
+    assert main(["run", "--site", "lumi", "-p", "small-g", "--backend", "slurm", "--runs-dir", str(tmp_path),
+                 "--", "true"]) == 2
+    assert "--account=project_<number>" in capsys.readouterr().err and not any(tmp_path.iterdir())
+    assert main(["srun", "--site", "lumi", "-p", "small-g", "--", "true"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("srun ") and "warning: account: site lumi bills every job" in err
+    assert main(["sbatch", "--site", "lumi", "-A", "project_465000000", "-p", "small-g", "--", "true"]) == 0
+
+
+SECRETS = {"HF_TOKEN": "hf_s3cr3t_one", "WANDB_API_KEY": "wandb-s3cr3t-two", "COURSE_PASS": "s3cr3t-three"}
+
+
+@pytest.mark.parametrize("form", [["srun"], ["srun", "--explain"], ["srun", "--json"], ["salloc"], ["sbatch"]])
+def test_secret_values_are_never_printed(form, capsys):
+    options = [a for k, v in SECRETS.items() for a in ("--env", f"{k}={v}")] + ["--secret", "COURSE_PASS"]
+    assert main([*form, "-p", "small-g", "-A", "project_465000000", *options, "--", "python", "t.py"]) == 0
+    out, err = capsys.readouterr()
+    assert not [v for v in SECRETS.values() if v in out + err]
+    assert "which ps shows" in err  # and the values typed on lumikit's own command line are pointed out
+    if form[0] != "salloc":
+        assert "HF_TOKEN" in out and "COURSE_PASS" in out  # named (checked in the rank script), never valued
+
+
+def test_no_parser_of_the_cli_takes_abbreviations():
+    from lumikit.cli import build_parser
+
+    def walk(parser):
+        yield parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    yield from walk(sub)
+    parsers = list(walk(build_parser()))
+    assert len(parsers) > 20 and all(not p.allow_abbrev for p in parsers)
+
+
+def test_an_unknown_option_names_the_nearest_real_one(capsys):
+    with pytest.raises(SystemExit):
+        main(["srun", "--gpu", "2", "--", "true"])
+    err = capsys.readouterr().err
+    assert "usage: lumikit srun" in err and "did you mean --gpus?" in err

@@ -1,12 +1,22 @@
 """The job builder renders the commands LUMI needs: masks, binds, quoting, per-rank variables, profiling."""
 from __future__ import annotations
 
+import ast
 import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from lumikit.jobs import JobSpec, attach_argv, render_salloc, render_sbatch, render_srun, spec
+import lumikit
+from lumikit.cli import main
+from lumikit.config import load_config
+from lumikit.errors import SpecError
+from lumikit.jobs import JobSpec, attach_argv, render_salloc, render_sbatch, render_srun, resolve, spec
 from lumikit.site import load_site
+
+LUMI = load_site("lumi")
 
 LUMI_MASKS = ["0x00fe000000000000", "0xfe00000000000000", "0x0000000000fe0000", "0x00000000fe000000",
               "0x00000000000000fe", "0x000000000000fe00", "0x000000fe00000000", "0x0000fe0000000000"]
@@ -119,14 +129,46 @@ def test_attach_overlaps_the_running_job():
         "srun", "--jobid=42", "--overlap", "--nodelist=nid005001", "rocm-smi"]
 
 
-def test_account_and_reservation_come_from_the_user_config(monkeypatch, tmp_path):
+def test_account_and_reservation_come_from_the_user_config_at_the_edge(monkeypatch, tmp_path, capsys):
     cfg = tmp_path / "config.toml"
     cfg.write_text('account = "project_465000123"\nreservation = "AI_workshop_Day1"\n')
     monkeypatch.setenv("LUMIKIT_CONFIG", str(cfg))
-    argv = render_salloc(spec(["true"]), "lumi").argv
+    argv = render_salloc(resolve(spec(["true"]), LUMI, load_config()), LUMI).argv
     assert "--account=project_465000123" in argv and "--reservation=AI_workshop_Day1" in argv
     monkeypatch.setenv("LUMIKIT_ACCOUNT", "project_465000999")
-    assert "--account=project_465000999" in render_salloc(spec(["true"]), "lumi").argv
+    assert main(["salloc", "--site", "lumi", "-p", "small-g"]) == 0
+    assert "--account=project_465000999" in capsys.readouterr().out
+
+
+def test_rendering_is_pure_the_user_config_does_not_reach_it(monkeypatch, tmp_path):
+    job = spec(["python", "train.py"], partition="small-g", gpus_per_node=1)
+    before = render_sbatch(job, LUMI)
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('account = "project_465000123"\nsite = "lumi-sim"\n')
+    monkeypatch.setenv("LUMIKIT_CONFIG", str(cfg))
+    monkeypatch.setenv("LUMIKIT_ACCOUNT", "project_465000999")
+    assert render_sbatch(job, LUMI) == before and "--account" not in before
+    with pytest.raises(SpecError, match="no site"):
+        render_srun(job, None)  # type: ignore[arg-type]
+
+
+def test_the_launcher_does_not_import_the_course_workloads():
+    package = Path(lumikit.__file__).parent
+    for path in [*(package / "launch").glob("*.py"), *(package / "jobs").glob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert "workloads" not in (node.module or ""), f"{path.name} imports {node.module}"
+    code = ("import sys, lumikit.launch, lumikit.launch.cli, lumikit.jobs; "
+            "print(sorted(m for m in sys.modules if m.startswith('lumikit.workloads')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_a_generated_batch_script_names_its_site_and_where_to_submit_it():
+    first = render_sbatch(full_node(account="project_465000000"), LUMI).splitlines()[1]
+    assert "site lumi." in first and "LUMI login node" in first and "sbatch" in first
+    assert "no Slurm" in render_sbatch(full_node(), "laptop").splitlines()[1]
+    assert "SLURM_CONF=" in render_sbatch(full_node(), "lumi-sim").splitlines()[1]
 
 
 def test_explain_has_one_line_per_flag():

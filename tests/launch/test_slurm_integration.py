@@ -120,3 +120,14 @@ def test_killing_a_slurmd_is_reported_and_never_hangs(slurm_cluster, tmp_path):
         run.backend.run(["scancel", str(run.job_id)])
         subprocess.run(["bash", str(REPO / "scripts/slurm-sim/up.sh")], check=True, timeout=120,
                        capture_output=True)
+
+
+def test_manifest_holds_the_billing_estimate_and_the_actual_from_sacct(slurm_cluster, tmp_path):
+    run = submit(tmp_path, [PY, "-c", "import time; time.sleep(2)"], partition="small-g", gpus_per_node=1,
+                 time="0:06:00")
+    assert run.wait(timeout=120, progress=False) == "COMPLETED"
+    m = run.manifest
+    assert m["billing_estimate"]["gpu_hours"] == pytest.approx(0.5 * 0.1)  # 1 GCD x 0.5 x 6 min
+    actual = m["billing_actual"]
+    assert m["elapsed_s"] >= 1 and actual["hours"] == pytest.approx(m["elapsed_s"] / 3600)
+    assert actual["gpu_hours"] == pytest.approx(0.5 * m["elapsed_s"] / 3600)

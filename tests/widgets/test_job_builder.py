@@ -38,3 +38,18 @@ def test_profiling_one_rank():
     w.profile.value = "rocprof"
     w.profile_rank.value = "3"
     assert 'case &quot;$SLURM_PROCID&quot; in 3)' in w.out.value
+
+
+def test_the_user_config_is_read_once_when_the_widget_is_made(monkeypatch, tmp_path):
+    import lumikit.widgets.job_builder as builder
+
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('account = "project_465000123"\n')
+    monkeypatch.setenv("LUMIKIT_CONFIG", str(cfg))
+    reads = []
+    real = builder.load_config
+    monkeypatch.setattr(builder, "load_config", lambda: reads.append(1) or real())
+    w = JobBuilder(site="lumi")
+    w.gcds.value = 2
+    w.kind.value = "sbatch"
+    assert "--account=project_465000123" in w.out.value and len(reads) == 1

@@ -1,0 +1,147 @@
+"""What a GPU job costs on LUMI, from its shape: the billing rule of the site profile, an estimate and the actual.
+
+LUMI bills a job on a GPU partition for the largest of its GCDs, its cores / 8 and its host memory / 64 GB (the
+"GCD-equivalents"), at 0.5 GPU-hours per GCD-equivalent per hour; an exclusive partition (standard-g) bills the whole
+node. A shape that asks for more cores or memory than its GCDs carry is accepted by Slurm and only costs more, so
+:func:`estimate` says so in its warnings instead of refusing it. The numbers and their source live in the site
+profile's ``[billing]`` table.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..errors import SiteError
+from ..site import Site, load_site
+from .spec import JobSpec, parse_mem_mb, parse_time
+
+
+@dataclass(frozen=True)
+class BillingRule:
+    """The billing rule of a site (``[billing]`` in its profile)."""
+
+    gpu_hours_per_gcd_hour: float
+    cores_per_gcd: int
+    memory_per_gcd_gb: float
+    unit: str = "GPU-hours"
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Billing:
+    """The bill of one job shape: GCD-equivalents per node, what drives them, GPU-hours per hour and in all."""
+
+    partition: str
+    nodes: int
+    gcds: int
+    cores: int
+    memory_gb: float | None
+    exclusive: bool
+    gcd_equivalents: float  # per node
+    reason: str  # "GCDs", "cores", "memory" or "whole node"
+    gpu_hours_per_hour: float
+    hours: float | None
+    gpu_hours: float | None
+    warnings: tuple[str, ...]
+    source: str
+
+    def text(self) -> str:
+        """One line with the arithmetic, e.g. ``4 GPU-hours (4 GCD-equivalents x 0.5 x 2 h, set by memory)``."""
+        rate = self.gpu_hours_per_hour / (self.gcd_equivalents * self.nodes) if self.gcd_equivalents else 0.0
+        nodes = f" x {self.nodes} nodes" if self.nodes > 1 else ""
+        eq = f"{_num(self.gcd_equivalents)} GCD-equivalents{nodes} x {_num(rate)}"
+        why = f"set by {self.reason}" if self.reason != "whole node" else "the whole node: exclusive partition"
+        if self.gpu_hours is None:
+            return f"{_num(self.gpu_hours_per_hour)} GPU-hours per hour ({eq}, {why}); no --time given"
+        return f"{_num(self.gpu_hours)} GPU-hours ({eq} x {_num(self.hours)} h, {why})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _num(x: float | None) -> str:
+    return "?" if x is None else f"{x:.3f}".rstrip("0").rstrip(".")
+
+
+def billing_rule(site: Site) -> BillingRule | None:
+    """The site's billing rule, or None when its profile has no ``[billing]`` table."""
+    raw = dict(site.billing)
+    if not raw:
+        return None
+    try:
+        return BillingRule(gpu_hours_per_gcd_hour=float(raw["gpu_hours_per_gcd_hour"]),
+                           cores_per_gcd=int(raw["cores_per_gcd"]), memory_per_gcd_gb=float(raw["memory_per_gcd_gb"]),
+                           unit=str(raw.get("unit", "GPU-hours")), source=str(raw.get("source", "")))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SiteError(f"{site.source}: malformed [billing] table ({exc}); compare it with lumikit/sites/lumi.toml") \
+            from None
+
+
+def _memory_gb(spec: JobSpec, gcds: int, cores: int) -> float | None:
+    """Host memory per node the job asks for, in GB (1024 MB), or None when it leaves it to the default."""
+    if spec.mem is not None:
+        mb = parse_mem_mb(spec.mem, "mem")
+        return None if mb == 0 else mb / 1024
+    if spec.mem_per_gpu is not None:
+        return parse_mem_mb(spec.mem_per_gpu, "mem_per_gpu") * gcds / 1024
+    if spec.mem_per_cpu is not None:
+        return parse_mem_mb(spec.mem_per_cpu, "mem_per_cpu") * cores / 1024
+    return None
+
+
+def estimate(spec: JobSpec, site: Site | str | None = None, *, hours: float | None = None) -> Billing | None:
+    """The bill of a job on a GPU partition (None on CPU partitions or a site without a billing rule).
+
+    ``hours`` defaults to the job's ``--time``; give the elapsed hours of a finished job for the actual cost.
+    """
+    s = load_site(site)
+    rule = billing_rule(s)
+    part = s.partitions.get(spec.partition or s.default_partition)
+    if rule is None or part is None or part.kind != "gpu":
+        return None
+    gcds = spec.gpus_per_node or 0
+    cores = (spec.cpus_per_task or 1) * spec.ntasks_per_node
+    memory = _memory_gb(spec, gcds, cores)
+    exclusive = part.exclusive or spec.exclusive
+    node_gcds = s.node.gcd_count
+    by = {"GCDs": float(gcds), "cores": cores / rule.cores_per_gcd,
+          "memory": (memory or 0.0) / rule.memory_per_gcd_gb}
+    reason = max(by, key=lambda k: (by[k], k == "GCDs"))  # ties go to the GCDs
+    equivalents = by[reason]
+    warnings: list[str] = []
+    if exclusive:
+        if gcds < node_gcds:
+            warnings.append(f"{part.name if part.exclusive else '--exclusive'} bills the whole node "
+                            f"({node_gcds} GCDs) but the job uses {gcds} per node: use all {node_gcds}, or "
+                            f"small-g for fewer")
+        equivalents, reason = float(node_gcds), "whole node"
+    elif reason == "cores" and equivalents > gcds:
+        fair = max(gcds, 1) * rule.cores_per_gcd
+        warnings.append(f"{cores} cores for {gcds} GCD{'s' if gcds != 1 else ''} are billed as "
+                        f"{_num(equivalents)} GCDs (cores / {rule.cores_per_gcd}); ask for at most {fair} cores "
+                        f"to pay for the GCDs only")
+    elif reason == "memory" and equivalents > gcds:
+        fair = max(gcds, 1) * rule.memory_per_gcd_gb
+        warnings.append(f"{_num(memory)} GB of host memory for {gcds} GCD{'s' if gcds != 1 else ''} is billed as "
+                        f"{_num(equivalents)} GCDs (memory / {_num(rule.memory_per_gcd_gb)} GB); ask for at most "
+                        f"{_num(fair)} GB to pay for the GCDs only")
+    if not exclusive and by["cores"] > max(gcds, 1) and reason != "cores":
+        warnings.append(f"{cores} cores for {gcds} GCD{'s' if gcds != 1 else ''} would alone be billed as "
+                        f"{_num(by['cores'])} GCDs (cores / {rule.cores_per_gcd})")
+    if hours is None and spec.time is not None:
+        hours = parse_time(spec.time) / 3600
+    per_hour = equivalents * spec.nodes * rule.gpu_hours_per_gcd_hour
+    return Billing(partition=part.name, nodes=spec.nodes, gcds=gcds, cores=cores, memory_gb=memory,
+                   exclusive=exclusive, gcd_equivalents=equivalents, reason=reason, gpu_hours_per_hour=per_hour,
+                   hours=hours, gpu_hours=None if hours is None else per_hour * hours, warnings=tuple(warnings),
+                   source=rule.source)
+
+
+def billing_lines(spec: JobSpec, site: Site | str | None = None) -> list[str]:
+    """The cost and its warnings as lines for ``--explain`` (empty where the site has no GPU billing rule)."""
+    bill = estimate(spec, site)
+    if bill is None:
+        return []
+    lines = [f"cost: {bill.text()}"]
+    lines += [f"warning: {w}" for w in bill.warnings]
+    return lines

@@ -1,0 +1,126 @@
+"""rocprofv3's rocpd databases (ROCm 7's default output), built from the documented schema with known contents."""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from lumikit.cli import main
+from lumikit.errors import LumikitError, ParseError
+from lumikit.rocprof import rocprof_kernels
+from lumikit.rocprof.outputs import activities, find_outputs
+from lumikit.rocprof.rocpd import read_rocpd, suffixes
+from lumikit.testing import rocprof_outputs as gen
+
+RUN = gen.generated_run(nodes=2, processes_per_node=2, steps=4)
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rocpd")
+    per_process = gen.write_rocpd_per_process(root / "db", RUN)
+    merged = gen.write_rocpd(root / "merged_results.db", RUN, merged=True)
+    gen.write_kernel_traces(root / "csv", RUN)
+    return {"root": root, "per_process": per_process, "merged": merged, "csv": root / "csv"}
+
+
+def ranking(table):
+    return [(r["name"], int(r["calls"]), float(r["total_ns"])) for _, r in table.iterrows()]
+
+
+def test_the_generated_databases_have_the_documented_layout(outputs):
+    con = sqlite3.connect(outputs["per_process"][0])
+    names = {n for (n,) in con.execute("SELECT name FROM sqlite_master")}
+    (sfx,) = suffixes(con)
+    assert len(sfx) == 37 and f"rocpd_kernel_dispatch{sfx}" in names and "rocpd_kernel_dispatch" in names
+    assert con.execute("SELECT value FROM rocpd_metadata WHERE tag = 'schema_version'").fetchone() == ("3",)
+    merged = sqlite3.connect(outputs["merged"])
+    assert len(suffixes(merged)) == 4  # one suffix (and guid) per process, no views
+
+
+def test_known_contents_of_four_processes_on_two_nodes(outputs):
+    acts = read_rocpd(outputs["per_process"])
+    s = acts.summary()
+    assert (s["kernels"]["count"], s["copies"]["count"], s["api"]["count"], s["processes"]) == (80, 16, 96, 4)
+    assert s["nodes"] == ["nid005001", "nid005002"]
+    assert s["copies"]["bytes"] == 16 * (4 << 20)
+    assert s["kernels"]["total_ns"] == sum(d.end - d.start for d in RUN.dispatches)
+    k = acts.kernels
+    assert sorted(k.groupby(["hostname", "pid"]).size().to_dict().items()) == [
+        (("nid005001", 40000), 20), (("nid005001", 40001), 20), (("nid005002", 40100), 20),
+        (("nid005002", 40101), 20)]
+    assert set(k.loc[k["pid"] == 40001, "gpu_index"]) == {1}  # process 1 of each node drives GCD 1
+    assert (k["kernel_class"] == "communication").sum() == 16
+    assert set(acts.copies["src_type"]) == {"CPU"} and set(acts.copies["dst_type"]) == {"GPU"}
+    assert set(acts.api["category"]) == {"HIP_RUNTIME_API_EXT"}
+    assert set(acts.api.loc[acts.api["pid"] == 40100, "tid"]) == {40100}
+
+
+def test_merged_and_per_process_databases_rank_like_the_csv_twin(outputs):
+    csv = ranking(rocprof_kernels(outputs["csv"]))
+    assert len(csv) == 5
+    assert ranking(rocprof_kernels(outputs["merged"])) == csv
+    assert ranking(rocprof_kernels(outputs["root"] / "db")) == csv
+
+
+def test_cli_stats_on_a_multi_process_database_prints_the_csv_ranking(outputs, capsys):
+    assert main(["rocprof", "stats", str(outputs["merged"]), "--json", "--top", "0"]) == 0
+    db = json.loads(capsys.readouterr().out)
+    assert main(["rocprof", "stats", str(outputs["csv"]), "--json", "--top", "0"]) == 0
+    csv = json.loads(capsys.readouterr().out)
+    assert [(k["name"], k["calls"], k["total_ns"]) for k in db["kernels"]] == \
+           [(k["name"], k["calls"], k["total_ns"]) for k in csv["kernels"]]
+    assert db["classes"] == csv["classes"]
+    assert main(["rocprof", "stats", str(outputs["merged"])]) == 0
+    out = capsys.readouterr().out
+    assert "5 kernels, 1.738 ms of GPU time" in out and "ncclDevKernel_Generic" in out
+
+
+def test_cli_summary_names_processes_nodes_copies_and_api(outputs, capsys):
+    assert main(["rocprof", "summary", str(outputs["root"] / "db")]) == 0
+    out = capsys.readouterr().out
+    assert "4 processes on 2 nodes (nid005001, nid005002)" in out
+    assert "memory copies: 16 in 1 names" in out and "64.0 MiB" in out
+    assert "API calls: 96 in 2 names" in out and "hipLaunchKernel" in out
+    assert main(["rocprof", "summary", str(outputs["merged"]), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["top"]["kernels"][0]["name"].startswith("Cijk_") and report["api"]["count"] == 96
+
+
+def test_a_folder_finds_the_databases(outputs):
+    found = find_outputs(outputs["root"] / "db")
+    assert len(found.databases) == 4
+    assert activities(outputs["root"] / "db").summary()["processes"] == 4
+
+
+def test_unsuffixed_tables_are_read_too(tmp_path):
+    path = tmp_path / "plain_results.db"
+    con = sqlite3.connect(path)
+    gen._create(con, "", views=False)
+    one = RUN.of("nid005001", 40000)
+    gen._fill(gen._Db(con, "", guid="g"), one, "nid005001", 40000, 0)
+    con.commit()
+    con.close()
+    assert read_rocpd(path).summary()["kernels"]["count"] == 20
+
+
+def test_bad_inputs_say_what_to_do(tmp_path, capsys):
+    text = tmp_path / "1_results.db"
+    text.write_text("hello")
+    with pytest.raises(ParseError, match="not a SQLite database.*--output-format csv"):
+        read_rocpd(text)
+    other = tmp_path / "2_results.db"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.commit()
+    with pytest.raises(ParseError, match="not a rocprofv3 \\(rocpd\\) database"):
+        read_rocpd(other)
+    cut = tmp_path / "3_results.db"
+    con = sqlite3.connect(cut)
+    con.execute('CREATE TABLE "rocpd_kernel_dispatch_ab" (id, guid)')
+    con.commit()
+    with pytest.raises(ParseError, match="rocpd_string_ab is missing"):
+        read_rocpd(cut)
+    with pytest.raises(LumikitError, match="no such file"):
+        read_rocpd(tmp_path / "absent.db")
+    assert main(["rocprof", "stats", str(text)]) == 2
+    assert "not a SQLite database" in capsys.readouterr().err

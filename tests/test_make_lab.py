@@ -1,0 +1,101 @@
+"""`make lab` as a newcomer runs it: as root (containers, CI boxes) and as an ordinary user, it prints a URL that
+opens JupyterLab at the repository root on module 00 within 60 s."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+VENV_PY = Path(sys.executable)
+URL = re.compile(r"(http://127\.0\.0\.1:\d+/\S*\?token=\w+)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def venv_of_this_python() -> Path:
+    venv = VENV_PY.parent.parent
+    if not (venv / "bin" / "jupyter").exists():
+        pytest.skip(f"no jupyter beside {VENV_PY}: run the tests with the workbook's venv (make test)")
+    return venv
+
+
+def as_ordinary_user(home: Path) -> list[str]:
+    """A prefix that runs a command as a non-root user: a real one (nobody) where it can read the venv's
+    interpreter, else a user namespace that maps us to uid 1000 (the program sees an ordinary uid)."""
+    interpreter = VENV_PY.resolve()
+    readable = all(os.stat(p).st_mode & 0o005 for p in [*interpreter.parents][::-1] if p != Path("/")) \
+        and os.stat(interpreter).st_mode & 0o005
+    if readable and shutil.which("setpriv"):
+        os.chown(home, 65534, 65534)
+        return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    if shutil.which("unshare") and subprocess.run(["unshare", "--user", "--map-user=1000", "--map-group=1000",
+                                                   "true"], capture_output=True).returncode == 0:
+        return ["unshare", "--user", "--map-user=1000", "--map-group=1000"]
+    pytest.skip("cannot start a process as a non-root user here (no readable interpreter, no user namespaces)")
+
+
+def start_lab(prefix: list[str], home: Path) -> tuple[subprocess.Popen, str, str]:
+    """Run `make lab` until it prints its URL; return the process, the URL and what it printed."""
+    venv = venv_of_this_python()
+    env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
+           "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
+    cmd = [*prefix, "make", "-s", "lab", f"VENV={venv}", f"LAB_PORT={free_port()}"]
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    printed: list[str] = []
+    deadline = time.monotonic() + 60
+    assert proc.stdout is not None
+    os.set_blocking(proc.stdout.fileno(), False)
+    while time.monotonic() < deadline and proc.poll() is None:
+        line = proc.stdout.readline()
+        if not line:
+            time.sleep(0.1)
+            continue
+        printed.append(line)
+        if match := URL.search(line):
+            return proc, match.group(1), "".join(printed)
+    stop(proc)
+    pytest.fail("make lab printed no URL within 60 s (exit %s):\n%s" % (proc.returncode, "".join(printed)))
+
+
+def stop(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("who", ["root", "user"])
+def test_make_lab_prints_a_working_url_on_module_00(who: str, tmp_path: Path) -> None:
+    if who == "root" and os.geteuid() != 0:
+        pytest.skip("not running as root")
+    home = tmp_path / "home"
+    home.mkdir()
+    prefix = as_ordinary_user(home) if who == "user" else []
+    proc, url, printed = start_lab(prefix, home)
+    try:
+        assert "/lab/tree/notebooks/00_start_here.ipynb" in url
+        assert ("--allow-root" in printed) == (who == "root")
+        with urllib.request.urlopen(url, timeout=30) as page:
+            assert page.status == 200 and "JupyterLab" in page.read().decode()
+        base, token = url.split("/lab/", 1)[0], url.rsplit("token=", 1)[1]
+        listing = urllib.request.urlopen(f"{base}/api/contents?token={token}", timeout=30).read().decode()
+        assert all(f'"name": "{d}"' in listing or f'"name":"{d}"' in listing
+                   for d in ("notebooks", "exercises", "solutions"))
+    finally:
+        stop(proc)
