@@ -169,13 +169,19 @@ def _default_workers() -> int:
 
 
 def _threads_in_process() -> int:
-    """Threads of this process, native ones included (a Jupyter kernel, torch, OpenMP); 1 where unknown."""
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        import threading
+    """Python threads of this process (a Jupyter kernel runs several: heartbeat, IOPub, control)."""
+    import threading
 
-        return threading.active_count()
+    return threading.active_count()
+
+
+def fork_is_safe() -> bool:
+    """Whether forking parser processes is safe here: one Python thread, and not inside a Jupyter kernel or a
+    process that imported torch (whose thread pools and locks a forked child would inherit half-held). numpy's
+    BLAS pool alone is fork-safe (OpenBLAS re-initialises in the child)."""
+    import sys
+
+    return _threads_in_process() == 1 and not ({"ipykernel", "torch"} & set(sys.modules))
 
 
 def _expected_bytes(paths: Iterable[Path]) -> int:
@@ -188,7 +194,7 @@ def start_method() -> str:
     (a Jupyter kernel, a process that imported torch) can deadlock the child on a lock another thread held, so
     there ``forkserver`` (or ``spawn``) starts clean processes instead."""
     methods = mp.get_all_start_methods()
-    if "fork" in methods and _threads_in_process() == 1:
+    if "fork" in methods and fork_is_safe():
         return "fork"
     return "forkserver" if "forkserver" in methods else "spawn"
 

@@ -125,9 +125,16 @@ def test_workers_follow_the_cpu_affinity_not_the_node(monkeypatch):
 def test_a_threaded_process_does_not_fork_its_parsers(monkeypatch, tmp_path):
     import threading
 
+    import sys
+
     monkeypatch.setattr(loader, "_threads_in_process", lambda: 1)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
     assert loader.start_method() == "fork"
-    monkeypatch.setattr(loader, "_threads_in_process", lambda: 12)  # a Jupyter kernel, torch's thread pool
+    monkeypatch.setitem(sys.modules, "ipykernel", object())  # inside a Jupyter kernel
+    assert loader.start_method() in ("forkserver", "spawn")
+    monkeypatch.delitem(sys.modules, "ipykernel")
+    monkeypatch.setattr(loader, "_threads_in_process", lambda: 4)  # another Python thread
     assert loader.start_method() in ("forkserver", "spawn")
     monkeypatch.undo()
     stop = threading.Event()
