@@ -114,7 +114,9 @@ def _markdown(r: dict) -> str:
             lines.append(f"| {k} | {', '.join(f'{x:.2f}' for x in v)} | {r['median_s'][k]:.2f} | "
                          f"{r['peak_pss_mb'].get(k, 0):.0f} |")
     lines += ["", f"Interpreter start (`python -c pass`): {r['interpreter_start_s']} s. Speed-up against HTA: "
-              f"{r['speedup_vs_hta']}x.", "", "| phase (one fresh process) | wall s | CPU s |", "|---|---|---|"]
+              f"{r['speedup_vs_hta']}x.", "",
+              "| phase (one fresh process) | wall s | CPU s (this process; parser workers not counted) |",
+              "|---|---|---|"]
     lines += [f"| {k} | {v['wall_s']} | {v['cpu_s']} |" for k, v in r["breakdown"].items()]
     return "\n".join(lines) + "\n"
 

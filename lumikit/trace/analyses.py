@@ -198,8 +198,8 @@ class TraceAnalyzer:
             table = launch_table(self._selected(r, steps))
             table.insert(0, "rank", r)
             frames.append(table)
-        return _concat(frames, ["rank", "correlation", "name", "kclass", "launch_name", "step", "cpu_duration", "gpu_duration",
-                                "launch_delay"])
+        return _concat(frames, ["rank", "correlation", "name", "kclass", "launch_name", "step", "cpu_duration",
+                                "gpu_duration", "launch_delay"])
 
     def straggler_rows(self, rank: int) -> list[dict]:
         """Per step of a rank: its host duration and its communication kernel time (µs), what

@@ -101,8 +101,10 @@ class MemoryView:
         peak = self.peak(device)
         live = self.live_at_peak(device, top)
         return {"source": self.source, "kind": self.kind, "device": device, "peak_bytes": peak["bytes"],
-                "peak_at": peak["ts"], "peak_since_start": peak["since_start"], "time_unit": self.time_unit, "by_category": peak["by_category"],
-                "largest_live": [{"bytes": int(r.bytes), "category": r.category, "op": r.op} for r in live.itertuples()],
+                "peak_at": peak["ts"], "peak_since_start": peak["since_start"], "time_unit": self.time_unit,
+                "by_category": peak["by_category"],
+                "largest_live": [{"bytes": int(r.bytes), "category": r.category, "op": r.op}
+                                 for r in live.itertuples()],
                 "ooms": [o for o in self.ooms if o["device"] == device]}
 
     def describe(self, device: int | None = None, top: int = 5) -> str:

@@ -99,9 +99,9 @@ def slice_trace(path: Path | str | None, out: Path | str, *, steps: tuple[int, i
                 trace: Trace | None = None) -> list[Path]:
     """Write a slice of a trace: steps ``(first, last)``, some ranks, and/or a window in trace µs.
 
-    With one rank, ``out`` may be a file name ending in ``.json.gz`` (compressed) or ``.json`` (plain); otherwise ``out`` is a folder that gets one
-    ``rank<N>.slice.pt.trace.json.gz`` per rank. ``trace`` reuses an already loaded trace. Returns the files
-    written.
+    With one rank, ``out`` may be a file name ending in ``.json.gz`` (compressed) or ``.json`` (plain);
+    otherwise ``out`` is a folder that gets one ``rank<N>.slice.pt.trace.json.gz`` per rank. ``trace`` reuses an
+    already loaded trace. Returns the files written.
     """
     if steps is None and start_us is None and end_us is None:
         raise TraceError("nothing to cut: give steps (e.g. --steps 3-4) and/or --start-us/--end-us")

@@ -125,8 +125,8 @@ def gpu_table(events: pd.DataFrame, host_steps: pd.DataFrame | None = None) -> p
     bytes, step, launch_name, launch_ts, launch_dur, launch_tid. ``step`` comes from the GPU-side
     ``ProfilerStep#N`` annotation holding the activity when there is one, else from the step of the host call
     that launched it; -1 when neither is known. Where GPU-side step spans overlap, an activity inside two of them
-    goes to the step that launched it (not to the later span). ``host_steps`` is the rank's :func:`step_table` when the caller
-    already has it.
+    goes to the step that launched it (not to the later span). ``host_steps`` is the rank's :func:`step_table`
+    when the caller already has it.
     """
     idx = np.flatnonzero(_in_categories(events, GPU_CATEGORIES))
     col = {c: events[c].to_numpy() for c in ("pid", "tid", "stream", "ts", "dur", "correlation", "bytes")}
