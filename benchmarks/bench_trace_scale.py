@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.hta_from:
             earlier = json.loads(Path(args.hta_from).read_text())
             assert (earlier["ranks"], earlier["mb_per_rank"]) == (args.ranks, args.mb), "not the same set"
-            hta = {"earlier": earlier["hta"], "measured_at": earlier.get("measured_at")}
+            hta = {"earlier": {**earlier["hta"], "timed_out": earlier["hta"].get(
+                "timed_out", not earlier["hta"]["finished"] and earlier["hta"]["seconds"] >= 0.99 * args.timeout)}}
         elif not args.no_hta:
             hta = run_measured([py, "-c", HTA_CODE, str(folder)], cap_mb=args.hta_cap_gb * 1024,
                                timeout=args.timeout)
@@ -69,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": round(hta["seconds"], 1), "peak_pss_mb": round(hta["peak_pss_mb"]),
             "capped_at_gb": args.hta_cap_gb if hta["capped"] else None,
             "finished": hta["returncode"] == 0 and not hta["capped"],
+            "timed_out": hta["seconds"] >= 0.99 * args.timeout, "timeout_s": args.timeout,
             "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())},
         "hta_from_earlier_run": bool(args.hta_from),
         "measured_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -93,9 +95,11 @@ def _markdown(r: dict) -> str:
              f"{r['lumikit']['mb_per_s']} MB/s |"]
     if h:
         note = (f"stopped when its processes passed {h['capped_at_gb']} GB: it would not fit beside other work"
-                if h["capped_at_gb"] else "finished" if h["finished"] else "failed")
-        when = f" (measured {h.get('measured_at')}, an earlier run on the same generated set)" \
-            if r.get("hta_from_earlier_run") else ""
+                if h["capped_at_gb"] else "finished" if h["finished"] else
+                f"not finished after {h['seconds']:.0f} s: stopped at the time limit" if h.get("timed_out")
+                else "failed")
+        when = (" (from an earlier run on the same generated set"
+                + (f", {h['measured_at']})" if h.get("measured_at") else ")")) if r.get("hta_from_earlier_run") else ""
         lines.append(f"| HTA TraceAnalysis + temporal breakdown | {h['seconds']} | {h['peak_pss_mb']} | {note}{when} |")
     return "\n".join(lines) + "\n"
 
