@@ -1,9 +1,10 @@
 # %% [markdown]
 # # 04 · Watching the GPU: exercises
 #
-# These exercises read the `rocm-smi` session `ddp-8gcd-starved`, recorded in the format of a LUMI-G node running
-# a DDP job on all 8 GCDs (it ships with the workbook, so it works anywhere; on LUMI, `lumikit smi record` records
-# your own). `tidy` turns a session into one row per sample and GCD.
+# These exercises read the `rocm-smi` session `ddp-8gcd-starved`: a **generated** session (`lumikit.smi.synth`) in
+# the format of a LUMI-G node running a DDP job on all 8 GCDs, its readings calibrated on real LUMI tables
+# (`lumikit.reference`). It ships with the workbook, so it works anywhere; on LUMI, `lumikit smi record` records
+# your own. `tidy` turns a session into one row per sample and GCD.
 
 # %%
 import lumikit.checks.m04 as checks
@@ -56,7 +57,8 @@ raise NotImplementedError("Exercise 04.3: `package_activity(watts, thresholds)` 
 checks.check_package_activity(activity, ddp)
 
 # %%
-# A DDP job stuck in an all-reduce: both GCDs of package 0 show 100 % GPU%, yet the package draws 115 W.
+# A hand-made snapshot of a DDP job stuck in an all-reduce: both GCDs of package 0 show 100 % GPU%, yet the
+# package draws 115 W (the real LUMI table `lumikit.reference.load("rocm-smi-8gcd-one-starved")` reads 111-132 W).
 waiting = Snapshot(devices=(
     DeviceReading(index=0, package=0, power_w=115.0, sclk_mhz=1650, gpu_busy_pct=100.0, vram_pct=38.0),
     DeviceReading(index=1, package=0, power_w=None, sclk_mhz=1650, gpu_busy_pct=100.0, vram_pct=38.0),

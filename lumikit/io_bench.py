@@ -13,6 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .errors import LumikitError
+from .measure import Measured, interleaved, timed
 
 #: One CIFAR image: 3 colour channels of 32 x 32 bytes.
 CIFAR_IMAGE_BYTES = 3 * 32 * 32
@@ -57,9 +58,16 @@ def best_of(read: Callable[[], Any], repeat: int = 3) -> float:
     return min(times)
 
 
+def measure_reads(files: ImageFiles, repeat: int = 5) -> dict[str, Measured]:
+    """Seconds to read every image from the small files and from the one file, ``repeat`` times interleaved
+    (small, one, small, one, ...), with their spread."""
+    return interleaved({
+        "many small files": timed(lambda: [p.read_bytes() for p in sorted(files.small_files.iterdir())]),
+        "one .npy file": timed(lambda: np.load(files.one_file)),
+    }, repeats=repeat)
+
+
 def time_reads(files: ImageFiles, repeat: int = 3) -> dict[str, float]:
-    """Seconds to read every image from the small files, and from the one file (best of ``repeat``)."""
-    return {
-        "many small files": best_of(lambda: [p.read_bytes() for p in sorted(files.small_files.iterdir())], repeat),
-        "one .npy file": best_of(lambda: np.load(files.one_file), repeat),
-    }
+    """Seconds to read every image from the small files, and from the one file (the fastest of ``repeat``
+    interleaved reads: the one least disturbed by other work)."""
+    return {name: m.lo for name, m in measure_reads(files, repeat).items()}

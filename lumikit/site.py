@@ -1,7 +1,8 @@
 """Site profiles: the machine as data (topology, partitions, containers, binds, environment recipes).
 
 Profiles are TOML files in ``lumikit/sites/`` (or a path). A profile may name another in ``inherits``; tables
-are merged key by key and everything else is replaced. CPU masks are derived from the GCD -> cores map.
+are merged key by key and everything else is replaced; ``drop_partitions`` lists inherited partitions it lacks.
+CPU masks are derived from the GCD -> cores map.
 """
 from __future__ import annotations
 
@@ -191,6 +192,8 @@ def _read_raw(name_or_path: str | os.PathLike[str], seen: tuple[str, ...] = ()) 
             raise SiteError(f"{path}: 'inherits' loops through {' -> '.join(seen + (parent,))}")
         base, _ = _read_raw(parent, seen + (str(raw.get("name", path.stem)),))
         raw = _merge(base, raw)
+    for name in raw.pop("drop_partitions", ()):  # inherited partitions this site does not have
+        raw.get("partitions", {}).pop(name, None)
     return raw, str(path)
 
 

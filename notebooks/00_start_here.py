@@ -2,7 +2,7 @@
 # # 00 · Start here
 #
 # This workbook runs in three places: on **LUMI** (real Slurm, real MI250X GPUs), on a **laptop or CI machine**
-# (no Slurm, no GPU: jobs run as local processes and GPU views replay recorded sessions), and against a
+# (no Slurm, no GPU: jobs run as local processes and GPU views replay generated sessions), and against a
 # **local Slurm cluster** (`make slurm-up`). Every cell that runs something says where it ran, in one line.
 #
 # Where am I? The next cell asks lumikit.
@@ -70,5 +70,16 @@ pd.Series(checks, name="available here").to_frame()
 
 # %% [markdown]
 # Where something is missing, the workbook falls back: jobs run as local processes, the GPU dashboard replays a
-# session recorded on LUMI, and profiles come from small runs on the CPU. The next module, **01**, builds your
-# first LUMI job.
+# **generated** session (written by `lumikit.smi.synth` in `rocm-smi`'s format, its readings calibrated on real LUMI
+# outputs), and profiles come from small runs on the CPU. Whatever is generated says so where you meet it. Beside
+# it the modules show **real outputs** taken on LUMI and on AMD GPUs, each with the page and commit it comes from
+# (`lumikit.reference`, files in `lumikit/data/reference/` with their licences in `SOURCES.toml`):
+
+# %%
+from lumikit import reference
+
+pd.DataFrame([{"real output": r.name, "kind": r.kind, "machine": r.machine, "source": f"{r.repo} ({r.licence})"}
+              for r in reference.catalogue()]).set_index("real output")
+
+# %% [markdown]
+# The next module, **01**, builds your first LUMI job.

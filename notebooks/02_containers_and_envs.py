@@ -42,8 +42,9 @@ for name in ("pytorch", "laif-pytorch"):
 # %% [markdown]
 # **How to read it:** the program runs inside `bash -c '...'`, in single quotes, so that `$WITH_CONDA` is expanded
 # inside the container, not by your shell on the login node. The `laif-pytorch` line has no `$WITH_CONDA` and
-# starts the command directly. On LUMI this prints `2`: PyTorch sees the GCDs you asked Slurm for, and the default
-# is **zero**, so a job without `--gpus-per-node` sees no GPU at all.
+# starts the command directly. On LUMI this is expected to print `2` (the LUMI AI workshop's module 04 says its
+# two-GCD allocation "should yield 2"): PyTorch sees the GCDs you asked Slurm for, and the default is **zero**, so a
+# job without `--gpus-per-node` sees no GPU at all.
 #
 # ## Binds: which host folders the container sees
 #
@@ -92,7 +93,7 @@ print(mode_line(), "->", run.wait(timeout=120, progress=False))
 print(run.stdout(0).strip())
 
 # %% [markdown]
-# **How to read it:** on LUMI the probe says `container: /appl/local/containers/sif-images/...` and finds PyTorch
+# **How to read it:** on LUMI the probe is expected to say `container: /appl/local/containers/sif-images/...` and find PyTorch
 # inside the image; on a laptop it says `(none)` and finds the PyTorch of your own environment. The job spec was
 # the same; only the backend differs.
 #

@@ -37,7 +37,8 @@ pd.DataFrame([{"mode": m.name, "what you get": m.summary, "wraps the command wit
 # `[pid:<pid> tid: <thread>]`). A kernel launch is a `hipLaunchKernel` (or `hipExtModuleLaunchKernel`) record,
 # then `ShaderName : <kernel symbol>`, a `Dispatch Header` with the grid and workgroup sizes, and
 # `Returned hipSuccess`. On LUMI the next cell runs a small matrix product with `profile="hiplog"`; without a GPU
-# there is no HIP runtime to log, so the cell writes a few records in the same format (ROCm 6 layout) instead.
+# there is no HIP runtime to log, so the cell writes a few **generated** records in the same format (ROCm 6
+# layout) instead; a real LUMI log follows it.
 
 # %%
 from pathlib import Path
@@ -68,7 +69,7 @@ else:
 :3:hip_memory.cpp           :1552: 2210432412 us: 51873 : [tid:0x7f3a1c5ff700]  hipMemcpyWithStream ( 0x7ffd5e3b1a4c, 0x7f36d2c00000, 4, hipMemcpyDeviceToHost, stream:0x5594c1a3e2d0 )
 :3:hip_memory.cpp           :1553: 2210432530 us: 51873 : [tid:0x7f3a1c5ff700] hipMemcpyWithStream: Returned hipSuccess :
 """
-    print("no GPU here: a HIP log written by this cell in the ROCm 6 layout")
+    print("no GPU here: a generated HIP log, written by this cell in the ROCm 6 layout (not a recording)")
 hip = parse_hip_log(hip_text, source="rank0.err")
 hip[["ts_us", "api", "kind", "name", "kernel_class", "grid", "workgroup", "bytes", "direction", "api_us"]].head(12)
 
@@ -83,6 +84,20 @@ summary = hip_summary(hip, top=5)
 # (a `loss.item()`) waits for the GPU to finish everything queued before it. Names tell the library: `Cijk_...`
 # is a Tensile GEMM from rocBLAS/hipBLASLt, `at::native::...` a PyTorch kernel. The same table comes from the
 # command line: `lumikit logs hip rank0.err`.
+#
+# The same reader on a **real** log: `AMD_LOG_LEVEL=4` lines of PyTorch on LUMI (ROCm 6), as the LUMI AI workshop
+# published them (its page runs the lines together; the reader splits them at each record):
+
+# %%
+from lumikit import reference
+
+real_hip = reference.load("hip-log-level4")
+print(real_hip.source_line)
+parse_hip_log(real_hip.text, source=real_hip.name)[["ts_us", "api", "kind", "name", "grid", "workgroup"]]
+
+# %% [markdown]
+# **How to read it:** a real `hipLaunchKernel` of a PyTorch copy kernel (`direct_copy_kernel`, the kernel behind
+# `tensor.to()` and `.copy_()`): its grid of 16 777 216 work-items is the launch call's 32768 blocks of 512.
 #
 # ## 2 · torch.profiler on a few steps
 #
@@ -175,8 +190,10 @@ pd.Series(kind, index=times.index).to_frame("kind").assign(ms=(times * 1e3).roun
 # **How to read it:** compare the red (recorded) steps with the blue ones, and both with how much the blue ones
 # vary among themselves: a difference smaller than that spread is noise. The profiler pays a little for every
 # operator call, so its cost grows with the number of small operators per step; on a GPU, where each kernel runs
-# long, the LUMI course quotes a few per cent. The first step (and the profiler's warm-up) are slow for other
-# reasons. Take step times from unprofiled steps.
+# long, the LUMI AI course's Q&A puts profiling overhead "in the order of a few percent - say 2-5%"
+# (LUMI-training-materials, `docs/ai-20251008/extra_04_CheckingGPU.md`; an instructor's estimate, not a
+# measurement). The first step (and the profiler's warm-up) are slow for other reasons. Take step times from
+# unprofiled steps.
 #
 # ### What filled the memory?
 #
@@ -237,9 +254,23 @@ plot_kernel_ranking(kernels, top=8)
 
 # %% [markdown]
 # **How to read it:** `rocprof_kernels` found the statistics file by its name, ranked the rows by total time and
-# classified each name (compute, communication, memory) with the same rules the trace analyses use. On a real
-# LUMI profile the names are GPU kernels; the moment RCCL kernels (`ncclDevKernel...`) top the ranking, a
-# multi-node job is waiting on the network.
+# classified each name (compute, communication, memory) with the same rules the trace analyses use. The file
+# above holds this machine's CPU operators. Real GPU statistics files read the same way: rocprofv3's
+# `kernel_stats.csv` of a PyTorch ResNet training (AMD's HPC training examples, an AMD Instinct GPU, not LUMI) and
+# rocprof v1's `results.stats.csv` of a HIP copy kernel (CSC's HIP course):
+
+# %%
+for name in ("rocprofv3-kernel-stats-resnet", "rocprof-v1-stats"):
+    ref = reference.load(name)
+    table = ref.parsed()[["rank", "name", "kernel_class", "calls", "total_ns", "percent"]].head(5)
+    print(table.assign(name=table["name"].str.slice(0, 60)).to_string(index=False))
+    print(f"-- {ref.source_line}\n")
+
+# %% [markdown]
+# **How to read it:** in the real ResNet profile copies (`__amd_rocclr_copyBuffer`) and MIOpen's batch-norm kernels
+# top the ranking, not the convolutions: a small model on CIFAR-sized images spends much of its GPU time outside
+# the arithmetic. On a multi-node job, the moment RCCL kernels (`ncclDevKernel...`) top the ranking, the job is
+# waiting on the network.
 #
 # ## 4 · When a job fails: `lumikit doctor`
 #

@@ -8,9 +8,9 @@
 # of a ROCm trace run on stream 0 and the RCCL collectives on a stream of their own.
 #
 # A profile taken on a CPU-only machine has the host part only: no kernels, no streams, no communication, so none
-# of the GPU questions below can be asked of it. This module therefore writes its own **multi-rank GPU-like
-# trace** with `lumikit.trace.synth`: 4 ranks of a DDP job on MI250X GCDs, 5 profiled steps, and one rank (2) whose
-# data loader is slow. The last section profiles a few real CPU steps on this machine to show the difference.
+# of the GPU questions below can be asked of it. This module therefore writes its own **generated multi-rank
+# GPU-like trace** with `lumikit.trace.synth`: 4 ranks of a DDP job on MI250X GCDs, 5 profiled steps, and one
+# rank (2) whose data loader is slow. The last section profiles a few real CPU steps on this machine to show the difference.
 
 # %%
 # %matplotlib inline
@@ -26,6 +26,28 @@ for f in files:
     print(f"{f.name}: {f.stat().st_size / 1e3:.0f} kB")
 analyzer = TraceAnalyzer.from_path(run.path / "traces")
 print("ranks:", analyzer.ranks, "· profiled steps:", analyzer.get_profiler_steps())
+
+# %% [markdown]
+# The trace above is **generated**. Before using it, a **real** ROCm trace read the same way: the PyTorch profiler
+# on a small training run on an MI250 with ROCm 6.2 (test data of Holistic Trace Analysis, MIT licence):
+
+# %%
+from lumikit import reference
+
+real = reference.load("trace-mi250")
+print(real.source_line)
+real_analyzer = TraceAnalyzer.from_path(real.file_path)
+print("ranks:", real_analyzer.ranks, "· profiled steps:", real_analyzer.get_profiler_steps())
+print(real_analyzer.get_temporal_breakdown()[["span_us", "idle_fraction", "compute_fraction"]].round(3))
+real_top = real_analyzer.get_top_kernels(n=4)
+real_top.assign(name=real_top["name"].str.slice(0, 70))[["name", "kclass", "count", "total_us"]]
+
+# %% [markdown]
+# **How to read it:** real kernels from a ROCm run: host-to-device copies, Tensile GEMMs (`Cijk_...`) and a PyTorch
+# reduction, each on stream 0 as ROCm runs compute. The toy
+# model leaves the GPU idle for most of the profiled span (`idle_fraction` above): a few microseconds of work per
+# launch from Python. That is the real-world counterpart of the "idle" category below. The generated trace adds
+# what this one lacks: several ranks, RCCL collectives and a straggler.
 
 # %% [markdown]
 # `TraceAnalyzer` is a facade with `get_*` methods in the style of Holistic Trace Analysis (HTA). Each returns a

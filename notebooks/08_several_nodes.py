@@ -57,33 +57,53 @@ pd.DataFrame([{"recipe": name, "variable": k, "value": v} for name in recipes
 # %% [markdown]
 # **How to read it:** `NCCL_SOCKET_IFNAME=hsn0,...,hsn3` points RCCL at the four Slingshot interfaces.
 # `NCCL_NET_GDR_LEVEL=PHB` (recipe `rccl-gdr`) lets RCCL move data between a GCD and the network card directly
-# (GPU-direct RDMA) instead of through host memory. Older course editions always set it; recent containers do
-# GPU-direct RDMA by themselves and the variable has been seen to hang large jobs, so the recipe is kept apart.
-# `NCCL_DEBUG=INFO` makes RCCL say what it chose, and `NCCL_DEBUG_FILE` sends that to a file in `/tmp` instead of
-# the job's output (printing from hundreds of ranks slows them down; in the name NCCL fills in `%h`, the host, and
-# `%p`, the process id).
+# (GPU-direct RDMA) instead of through host memory. Older course editions always set it (the LUMI AI workshop's
+# module 09 still does). The recipe is kept apart because the course material has grown wary of it: the May 2025
+# course Q&A says it is not needed "from ROCm 6.2 on" though it "does not harm" (LUMI-training-materials,
+# `docs/ai-20250527/extra_08_MultipleGPUs.md`), the workshop's 2024 bonus scripts warn that it is "known to cause
+# crashes/hangs when using more than 256 nodes", and the LUMI AI Guide removed it after multi-node hangs
+# (its PR #97, laifs-container-recipes issue #30).
+# `NCCL_DEBUG=INFO` makes RCCL say what it chose, and `NCCL_DEBUG_FILE` sends that to a file in the run folder
+# instead of the job's output (printing from hundreds of ranks slows them down; in the name NCCL fills in `%h`, the
+# host, and `%p`, the process id). `rccl` and `miopen` are switched on for every multi-node job anyway; naming them
+# here only makes that visible.
 #
 # ## Did RCCL use the network? Read its log
 #
 # RCCL reaches Slingshot through the **aws-ofi-rccl** plugin (libfabric, provider `cxi`). The LUMI containers ship
 # the plugin; a container from the internet usually does not, and RCCL then falls back silently to TCP sockets,
-# many times slower between nodes. The only proof is the `NCCL_DEBUG=INFO` log. Here are two short logs in RCCL's
-# format (host:pid:tid [device] NCCL INFO ...): one from a good job, one from a container without the plugin.
+# many times slower between nodes. The only proof is the `NCCL_DEBUG=INFO` log. First the real lines: the LUMI
+# user guide names the two that must appear, and a learner's self-built container without the host binds printed
+# the warning below it (LUMI course Q&A):
+
+# %%
+from lumikit import reference
+from lumikit.logs import rccl_transport
+
+for name in ("rccl-aws-ofi-rccl", "rccl-warn-no-fabric-domain"):
+    real = reference.load(name)
+    found = real.parsed()
+    print(real.show())
+    print(f"   -> lumikit reads: {found.transport}, ok={found.ok}: {found.describe()}\n")
+
+# %% [markdown]
+# No complete real `NCCL_DEBUG=INFO` log of a LUMI job is published in the course material, so the two longer logs
+# below are **generated** by `lumikit.logs.samples` in RCCL's format (host:pid:tid [device] NCCL INFO ...): one for
+# a job with the plugin, one for a container without it.
 
 # %%
 import tempfile
 from pathlib import Path
 
-from lumikit.logs import rccl_transport
 from lumikit.logs.samples import rccl_debug_log
 
 Path("runs").mkdir(exist_ok=True)
 logs = Path(tempfile.mkdtemp(prefix="08-rccl-logs-", dir="runs"))
-(logs / "good-rank7.txt").write_text(rccl_debug_log(plugin=True, gdr=True))
-(logs / "no-plugin-rank7.txt").write_text(rccl_debug_log(plugin=False, gdr=False))
-for name in ("good-rank7.txt", "no-plugin-rank7.txt"):
+(logs / "generated-good-rank7.txt").write_text(rccl_debug_log(plugin=True, gdr=True))
+(logs / "generated-no-plugin-rank7.txt").write_text(rccl_debug_log(plugin=False, gdr=False))
+for name in ("generated-good-rank7.txt", "generated-no-plugin-rank7.txt"):
     found = rccl_transport(logs / name)
-    print(f"{name}: {found.transport}, ok={found.ok}\n  {found.describe()}")
+    print(f"{name} (generated): {found.transport}, ok={found.ok}\n  {found.describe()}")
     for line in found.evidence:
         print(f"  line {line.line_no}: {line.text}")
 
@@ -94,7 +114,7 @@ for name in ("good-rank7.txt", "no-plugin-rank7.txt"):
 # channel: `via NET/AWS Libfabric/0/GDRDMA` means the data goes straight from GCD memory to the network card:
 
 # %%
-good = (logs / "good-rank7.txt").read_text().splitlines()
+good = (logs / "generated-good-rank7.txt").read_text().splitlines()
 [(no, line.split("NCCL INFO ")[1]) for no, line in enumerate(good, start=1) if "via NET/" in line]
 
 # %% [markdown]
@@ -105,17 +125,18 @@ good = (logs / "good-rank7.txt").read_text().splitlines()
 # MIOpen (AMD's library of convolution kernels) compiles kernels on first use and keeps what it learned in SQLite
 # databases, by default under your home folder. Home is on Lustre, and Lustre does not give SQLite the file locks it
 # needs when hundreds of processes on many nodes open the same database. The job then stops with an error like the
-# one below; the log doctor recognises it:
+# one below (a generated log around the real message that the LUMI course Q&A of January 2023 quotes); the log
+# doctor recognises it:
 
 # %%
 from lumikit.logs import diagnose
 
-(logs / "slurm-miopen.out").write_text(
+(logs / "generated-slurm-miopen.out").write_text(
     "epoch 0 step 12\n"
     "MIOpen(HIP): Error [Prepare] SQLite prepare error: locking protocol\n"
     "MIOpen Error: /long_pathname_so_that_rpms_can_package_the_debug_info/src/MIOpen/src/sqlite_db.cpp:220: "
     "Internal error while accessing SQLite database: locking protocol\n")
-for d in diagnose(logs / "slurm-miopen.out"):
+for d in diagnose(logs / "generated-slurm-miopen.out"):
     print(d.describe())
 print("recipe miopen:", dict(site.env_recipe("miopen")))
 
@@ -128,13 +149,21 @@ print("recipe miopen:", dict(site.env_recipe("miopen")))
 # ## MASTER_ADDR: the rendezvous
 #
 # Every rank joins the process group at `MASTER_ADDR:MASTER_PORT`. On one node `$(hostname)` would do; across nodes
-# every rank must name the *first* node of the job, which only Slurm knows:
+# every rank must name the *first* node of the job, which only Slurm knows. In a batch script (the `srun` of a job
+# that already has its nodes) two exports before `srun` say it:
 
 # %%
 from lumikit.jobs import render_srun
 
-for name, value in render_srun(two_nodes, site).exports:
+for name, value in render_srun(two_nodes, site, in_allocation=True).exports:
     print(f"export {name}={value}")
+step_shell = render_srun(two_nodes, site).argv[-1]  # what a printed srun starts on each node
+print(step_shell.split(" && exec ")[0] + " && exec ...")
+
+# %% [markdown]
+# A `srun` typed on a login node has no job yet, so there is nothing to take the first node of: the `srun` that
+# `lumikit srun` prints computes the same two lines *inside* the step, in a shell on each node that then starts the
+# container (the last line above, which goes on with `exec singularity exec ...`).
 
 # %% [markdown]
 # Now a real 2-node-shaped job: 2 nodes with one task each, running `lumikit.workloads.ddp_check` (a few DDP steps
@@ -155,6 +184,16 @@ for rank in range(ddp.total_tasks):
 # **How to read it:** each rank says where it runs and which master it met; both print the same `FINAL loss`,
 # because the last loss is averaged over the ranks with an all-reduce. If `MASTER_ADDR` were missing or wrong, the
 # ranks would wait at the rendezvous until the timeout and the job would fail.
+#
+# A real 8-rank job on LUMI (the LUMI AI workshop's GPT-neo fine-tuning, one task per GCD, no torchrun) printed
+# the same kind of lines; its Slurm output shows the master every rank met and each rank's view of the node:
+
+# %%
+gpt = reference.load("slurm-8gcd-gpt-neo")
+lines = gpt.text.splitlines()
+print("\n".join(ln for ln in lines if "MASTER_ADDR=" in ln and ln.startswith("+ export")))
+print("\n".join(sorted({ln.strip() for ln in lines if ln.startswith("Rank ")})))
+print(f"-- {gpt.source_line}")
 #
 # ## Profiling one rank
 #

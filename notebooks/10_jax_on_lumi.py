@@ -88,7 +88,7 @@ else:
     print(mode_line(), "-> not run: JAX is not installed in this kernel (the command above is what LUMI runs)")
 
 # %% [markdown]
-# **How to read it:** on LUMI the job lists one GPU device (the GCD you asked for) and prints `140.0`; ask for
+# **How to read it:** on LUMI the job is expected to list one GPU device (the GCD you asked for) and print `140.0`; ask for
 # `gpus_per_node=8` and JAX lists eight devices. Without `--gpus-per-node` Slurm gives the job no GPU and JAX falls
 # back to the CPU with no more than a warning, so check the device list before you trust a timing. Where JAX is
 # missing, the cell only prints the command; nothing fails.

@@ -1,9 +1,10 @@
 # %% [markdown]
 # # 04 · Watching the GPU: exercises
 #
-# These exercises read the `rocm-smi` session `ddp-8gcd-starved`, recorded in the format of a LUMI-G node running
-# a DDP job on all 8 GCDs (it ships with the workbook, so it works anywhere; on LUMI, `lumikit smi record` records
-# your own). `tidy` turns a session into one row per sample and GCD.
+# These exercises read the `rocm-smi` session `ddp-8gcd-starved`: a **generated** session (`lumikit.smi.synth`) in
+# the format of a LUMI-G node running a DDP job on all 8 GCDs, its readings calibrated on real LUMI tables
+# (`lumikit.reference`). It ships with the workbook, so it works anywhere; on LUMI, `lumikit smi record` records
+# your own. `tidy` turns a session into one row per sample and GCD.
 
 # %%
 import lumikit.checks.m04 as checks
@@ -58,7 +59,8 @@ print(activity)
 checks.check_package_activity(activity, ddp)
 
 # %%
-# A DDP job stuck in an all-reduce: both GCDs of package 0 show 100 % GPU%, yet the package draws 115 W.
+# A hand-made snapshot of a DDP job stuck in an all-reduce: both GCDs of package 0 show 100 % GPU%, yet the
+# package draws 115 W (the real LUMI table `lumikit.reference.load("rocm-smi-8gcd-one-starved")` reads 111-132 W).
 waiting = Snapshot(devices=(
     DeviceReading(index=0, package=0, power_w=115.0, sclk_mhz=1650, gpu_busy_pct=100.0, vram_pct=38.0),
     DeviceReading(index=1, package=0, power_w=None, sclk_mhz=1650, gpu_busy_pct=100.0, vram_pct=38.0),
@@ -81,9 +83,12 @@ checks.check_busy_without_power(finding_kind, computing, waiting)
 # **Discussion.** The starved GCD is the one whose average GPU% and clock (printed in 04.1) sit far below the
 # others': it waits for its next batch, and at every all-reduce the seven others wait for it, so the whole node
 # runs at its pace. Only the even GCDs print a power reading (04.2): `rocm-smi` on an MI250X reports power per
-# *package*, on its first GCD, and `N/A` on the second. That is why the course's "about 300 W means the GPU is
-# fully used" needs care on LUMI: 300 W is one GCD's worth of a two-GCD package. With the site's thresholds, the
-# packages near 460 W (printed in 04.2) run both GCDs, while the starved GCD's package draws about 310 W: its other GCD
-# works, it does not. GPU% is no proof of work (04.4): it counts the time a kernel is resident, and a kernel
-# spinning on a wait (a collective waiting for a slow rank, a copy waiting for data) counts as 100 % busy. Power
-# near the idle level says the arithmetic units are resting; read power first, then GPU%.
+# *package*, on its first GCD, and `N/A` on the second. That is why the courses' "around 300 W" for a fully used
+# GPU (the CSC summer school's demo; the LUMI AI workshop's module 04 shows 324 W with one GCD busy) needs care on
+# LUMI: 300 W is one GCD's worth of a two-GCD package. The mean powers of 04.2 sit
+# between the idle level and one GCD's worth, so the thresholds in 04.3 call every package "one": a mean over a
+# run mixes long waits (100 % at ~130 W, as in the real LUMI table of module 04) with short bursts where every GCD
+# computes (~500 W). Read power over time, not only its mean. GPU% is no proof of work (04.4): it counts the time
+# a kernel is resident, and a kernel spinning on a wait (a collective waiting for a slow rank, a copy waiting for
+# data) counts as 100 % busy. Power near the idle level says the arithmetic units are resting; read power first,
+# then GPU%.

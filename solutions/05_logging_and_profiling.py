@@ -89,5 +89,6 @@ checks.check_profiler_slowdown(slowdown, step_times, schedule)
 # call, a few microseconds each, so a model that runs a couple of thousand small operators per step pays the most;
 # compare the slowdown with the spread of the unprofiled steps (printed above) before calling it real: on a busy
 # shared machine a few per cent is within the noise, which is why the medians are compared. On LUMI, with a model
-# that keeps a GCD busy, the LUMI course quotes a few per cent. Either way: take step times from unprofiled steps,
-# and profile a few steps of one rank.
+# that keeps a GCD busy, the LUMI AI course's Q&A estimates "a few percent - say 2-5%" (LUMI-training-materials,
+# `docs/ai-20251008/extra_04_CheckingGPU.md`). Either way: take step times from unprofiled steps, and profile a
+# few steps of one rank.

@@ -1,6 +1,6 @@
 """Checks for module 04, watching the GPU: a starved GCD, who reports power, and power against GPU%.
 
-Expected values are computed from the snapshots the exercise passes in (the recorded sessions in
+Expected values are computed from the snapshots the exercise passes in (the generated sessions in
 ``lumikit/data/smi``) and from the site's power thresholds (``[power]`` in ``lumikit/sites/lumi.toml``).
 """
 from __future__ import annotations
@@ -46,7 +46,7 @@ def _as_index_list(exercise: str, found: object, what: str, hint: str) -> list[i
 
 
 def check_starved_gcd(answer: int | None, snapshots: Sequence[Snapshot]) -> Passed:
-    """Exercise 04.1: which GCD of the recorded DDP session is starved (idle while the others work)?"""
+    """Exercise 04.1: which GCD of the generated DDP session is starved (idle while the others work)?"""
     starved = [f.devices for f in interpret_window(snapshots) if f.kind == "starved"]
     if len(starved) != 1 or len(starved[0]) != 1:
         raise LumikitError("this session does not show exactly one starved GCD; pass the 'ddp-8gcd-starved' session")
@@ -95,7 +95,8 @@ def check_package_activity(answer: Mapping[int, str] | None, snapshots: Sequence
         expect_in("04.3", found, ACTIVITY, what=f"the activity of package {pkg}", hint=hint)
         expect_equal("04.3", found, activity, what=f"the activity of package {pkg}", hint=hint)
     halves = [p for p, a in expected.items() if a == "one"]
-    note = f"package {', '.join(map(str, halves))} works with one GCD only" if halves else "no package is half used"
+    note = (f"package {', '.join(map(str, halves))} averages one GCD's worth of power" if halves
+            else "no package averages one GCD's worth")
     return passed("04.3", note)
 
 

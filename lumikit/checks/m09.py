@@ -1,8 +1,8 @@
 """Checks for module 09 (data and I/O): the speed-up of one file over many small ones, how many DataLoader
-workers are enough, and the starved GCD of a recorded rocm-smi session.
+workers are enough, and the starved GCD of a generated rocm-smi session.
 
 The expected values are computed from the measurements the solution notebook passes in (read times, step times)
-and from the recorded session through :func:`lumikit.smi.interpret_window`.
+and from the generated session through :func:`lumikit.smi.interpret_window`.
 """
 from __future__ import annotations
 
@@ -48,11 +48,11 @@ def check_enough_workers(answer: int | None, step_times: Mapping[int, float], to
 
 
 def check_starved_gcd(answer: int | None, snapshots: Sequence[Snapshot]) -> Passed:
-    """Exercise 09.3: the GCD that waits for data in a recorded session (the one found starved most of the time)."""
+    """Exercise 09.3: the GCD that waits for data in a generated session (the one found starved most of the time)."""
     starved = [f for f in interpret_window(snapshots) if f.kind == "starved"]
     if not starved:
         raise CheckFailed("09.3", "no GCD is starved in the session given to the check",
-                          hint="pass the snapshots of the recorded session 'ddp-8gcd-starved'.")
+                          hint="pass the snapshots of the generated session 'ddp-8gcd-starved'.")
     devices = starved[0].devices
     expect_type("09.3", answer, int, what="the starved GCD's index", hint="a GCD index, 0-7.")
     indices = sorted({d.index for s in snapshots for d in s.devices})

@@ -84,6 +84,17 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         profile_ranks=tuple(args.profile_rank), profile_steps=args.profile_steps)
 
 
+def inside_job_note(argv0: str) -> str | None:
+    """One line when this shell is itself inside a Slurm job: a pasted srun becomes a step of that job."""
+    from ..launch.slurm import enclosing_job
+
+    job = enclosing_job()
+    if argv0 != "srun" or not job:
+        return None
+    return (f"note: this shell is inside Slurm job {job}: pasted here, this srun becomes a step of that job (limited "
+            "to its nodes and resources), not a new job; paste it in a login-node shell for a job of its own")
+
+
 def warn(message: str) -> None:
     """One line on stderr, the way the CLI reports errors."""
     print(f"lumikit: warning: {message}", file=sys.stderr)
@@ -128,6 +139,7 @@ def _cost(job: JobSpec, site: Site, args: argparse.Namespace) -> None:
 
 
 def _print_command(cmd: Any, job: JobSpec, site: Site, args: argparse.Namespace) -> int:
+    note = inside_job_note(cmd.argv[0])
     if args.json:
         print(json.dumps(list(cmd.argv)))
     elif args.explain:
@@ -137,6 +149,8 @@ def _print_command(cmd: Any, job: JobSpec, site: Site, args: argparse.Namespace)
     else:
         print(cmd.text())
     _cost(job, site, args)
+    if note:  # after the cost lines: the last word of --explain; on stderr otherwise, so the text stays pasteable
+        print(note, file=sys.stdout if args.explain else sys.stderr)
     return 0
 
 

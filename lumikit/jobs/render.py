@@ -2,8 +2,9 @@
 
 Every piece of a command is a :class:`Flag`: the argv tokens plus one line saying why they are there
 (``--explain``). Per-rank values (``$SLURM_PROCID``) sit inside a single-quoted ``bash -c`` script so that they
-expand on the compute node, per rank; ``MASTER_ADDR``/``MASTER_PORT`` are computed before ``srun``, outside the
-container, because there are no Slurm tools inside it.
+expand on the compute node, per rank. ``MASTER_ADDR``/``MASTER_PORT`` are computed outside the container (there are
+no Slurm tools inside it): in a batch script before ``srun``; in a printed ``srun`` inside the step itself, since
+the shell it is pasted into (a login node) has no job yet to take the first node of.
 """
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ MASTER_EXPORTS: tuple[tuple[str, str], ...] = (
     ("MASTER_ADDR", '$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)'),
     ("MASTER_PORT", "$((20000 + SLURM_JOB_ID % 10000))"),
 )
+#: The same, as one shell line for a step's own shell (``scontrol show hostnames`` only expands the node list).
+MASTER_IN_STEP = " && ".join(f"export {k}={v}" for k, v in MASTER_EXPORTS)
+MASTER_IN_STEP_WHY = ("MASTER_ADDR (first node) and MASTER_PORT computed in the step, on the compute node, outside "
+                      "the container: a login-node shell has no job yet")
 
 
 @dataclass(frozen=True)
@@ -199,13 +204,26 @@ def command_text(command: tuple[str, ...]) -> str:
     return " ".join(words)
 
 
+#: Environment recipes every multi-node job gets when the site has them (as the course's multi-node runs set them:
+#: RCCL on the Slingshot interfaces, MIOpen's caches per node in /tmp).
+MULTINODE_RECIPES = ("rccl", "miopen")
+
+
+def effective_recipes(spec: JobSpec, site: Site) -> list[str]:
+    """The spec's environment recipes, plus :data:`MULTINODE_RECIPES` (those the site has) when nodes > 1."""
+    names = list(spec.env_recipes)
+    if spec.nodes > 1:
+        names += [n for n in MULTINODE_RECIPES if n in site.env]
+    return list(dict.fromkeys(names))
+
+
 #: Sourced by the rank script when a launch backend wrote the job's secret values to a private (0600) file.
 SECRETS_SOURCE = '{ [ -z "${LUMIKIT_SECRETS_FILE:-}" ] || . "$LUMIKIT_SECRETS_FILE"; }'
 
 
 def _env_lines(spec: JobSpec, site: Site) -> list[str]:
     lines = []
-    for name in spec.env_recipes:
+    for name in effective_recipes(spec, site):
         for k, v in site.env_recipe(name).items():
             lines.append(f'export {k}="{v}"')  # site data: expands on the compute node
     if spec.profile_steps is not None:
@@ -237,10 +255,14 @@ def _profile_branch(spec: JobSpec, command: str) -> str:
     return f'case "$SLURM_PROCID" in {ranks}) {profiled} ;; *) exec {command} ;; esac'
 
 
-def rank_script(spec: JobSpec, site: Site) -> str | None:
-    """The bash script each rank runs (inside the container), or None when the command can run as it is."""
+def rank_script(spec: JobSpec, site: Site, *, master_in_step: bool = False) -> str | None:
+    """The bash script each rank runs (inside the container), or None when the command can run as it is.
+
+    ``master_in_step``: compute MASTER_ADDR/MASTER_PORT first (only where no container is in between)."""
     container = site.container(spec.container) if spec.container and site.uses_containers else None
     pieces: list[str] = []
+    if master_in_step and container is None and _exports(spec):
+        pieces.append(MASTER_IN_STEP)
     if container and container.with_conda:
         pieces.append("$WITH_CONDA")
     if spec.workdir:
@@ -257,12 +279,17 @@ def rank_script(spec: JobSpec, site: Site) -> str | None:
     return " && ".join(pieces) if pieces else None
 
 
-def payload(spec: JobSpec, site: Site) -> tuple[list[str], list[Flag]]:
-    """What srun starts on each task: the container launch (if any) around the rank script or the command."""
-    script = rank_script(spec, site)
+def payload(spec: JobSpec, site: Site, *, master_in_step: bool = False) -> tuple[list[str], list[Flag]]:
+    """What srun starts on each task: the container launch (if any) around the rank script or the command.
+
+    ``master_in_step``: the task computes MASTER_ADDR/MASTER_PORT itself, outside the container (a shell around
+    the container launch, or the first line of the rank script when there is no container)."""
+    script = rank_script(spec, site, master_in_step=master_in_step)
     inner = ["bash", "-c", script] if script else list(spec.command)
     inner_why = ("per-rank script: single-quoted so $SLURM_PROCID expands on the compute node, per rank"
                  if script else "the program itself")
+    if master_in_step and _exports(spec) and not (spec.container and site.uses_containers):
+        inner_why += "; " + MASTER_IN_STEP_WHY
     if spec.secret_names():
         inner_why += f"; secrets ({', '.join(spec.secret_names())}) come from your environment, never from this text"
     if not (spec.container and site.uses_containers):
@@ -277,7 +304,11 @@ def payload(spec: JobSpec, site: Site) -> tuple[list[str], list[Flag]]:
         flags.append(Flag(("-B", b), why))
     flags.append(Flag((c.path,), f"the container image ({c.name})"))
     flags.append(Flag(tuple(inner), inner_why))
-    return [t for f in flags for t in f.tokens], flags
+    argv = [t for f in flags for t in f.tokens]
+    if master_in_step and _exports(spec):
+        wrapper = f"{MASTER_IN_STEP} && exec {shlex.join(argv)}"
+        return ["bash", "-c", wrapper], [Flag(("bash", "-c", f"{MASTER_IN_STEP} && exec ..."), MASTER_IN_STEP_WHY)] + flags
+    return argv, flags
 
 
 def _exports(spec: JobSpec) -> tuple[tuple[str, str], ...]:
@@ -288,12 +319,15 @@ def render_srun(spec: JobSpec, site: Site | str, *, in_allocation: bool = False,
     """``srun`` with the full resource request (or only step options inside an allocation) and the payload.
 
     Pure: the result depends on ``spec`` and ``site`` only (resolve the user's account with :func:`resolve` first).
-    ``check=False`` skips validation for a caller that has validated the spec already."""
+    ``check=False`` skips validation for a caller that has validated the spec already. A full request is a command
+    to paste anywhere: a multi-task job computes its MASTER_ADDR/MASTER_PORT inside the step. ``in_allocation``
+    (the srun line of a batch script) leaves them to exports before srun."""
     spec, s = _prepare(spec, site, check)
-    flags = ([] if in_allocation else allocation_flags(spec, s)) + step_flags(spec, s)
-    _, pflags = payload(spec, s)
-    flags = [Flag(("srun",), "start the tasks of a job step")] + flags + pflags
-    return Command(argv=tuple(t for f in flags for t in f.tokens), flags=tuple(flags), exports=_exports(spec))
+    flags = [Flag(("srun",), "start the tasks of a job step")]
+    flags += ([] if in_allocation else allocation_flags(spec, s)) + step_flags(spec, s)
+    argv, pflags = payload(spec, s, master_in_step=not in_allocation)
+    return Command(argv=tuple(t for f in flags for t in f.tokens) + tuple(argv), flags=tuple(flags + pflags),
+                   exports=_exports(spec) if in_allocation else ())
 
 
 def render_salloc(spec: JobSpec, site: Site | str, *, check: bool = True) -> Command:

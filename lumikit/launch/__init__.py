@@ -68,8 +68,8 @@ def mode_line(site: Site | str | None = None, backend: str | None = None) -> str
         return f"Mode: {b.site.name} - jobs go to Slurm ({b.site.description.split(':')[0]})"
     if b.name == "local":
         return (f"Mode: {b.site.name} - no Slurm here: jobs run as local processes (no container, no GPU); "
-                "GPU views replay recorded sessions")
-    return f"Mode: {b.site.name} - dry run: commands are recorded, nothing runs"
+                "GPU views replay generated sessions, beside real LUMI outputs")
+    return f"Mode: {b.site.name} - dry run: commands are printed and kept, nothing runs"
 
 
 __all__ = ["BACKENDS", "FINAL", "STATES", "Backend", "DryRunBackend", "LocalBackend", "Run", "RunFolder", "WorkloadMetrics",

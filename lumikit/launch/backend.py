@@ -39,6 +39,19 @@ def python_path_env(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
+#: The longest pause between two status queries of a Slurm job, and the shortest after the first minute.
+GENTLE_POLL_S = 10.0
+
+
+def next_poll(pause: float, elapsed: float) -> float:
+    """The pause after ``pause`` when a wait has gone on ``elapsed`` seconds: doubled, at most
+    :data:`GENTLE_POLL_S`; after the first minute at least that (one controller query per 10 s). A longer pause
+    asked for stays."""
+    if pause >= GENTLE_POLL_S:
+        return pause
+    return GENTLE_POLL_S if elapsed >= 60 else min(GENTLE_POLL_S, max(pause, 0.5) * 2)
+
+
 @dataclass
 class Run:
     """A launched job: its folder and its backend. Everything about it is also in ``folder/manifest.json``."""
@@ -92,6 +105,9 @@ class Run:
         """Follow the job until it ends (or ``timeout`` seconds pass: LaunchError); returns the final state.
 
         Shows a progress line (tqdm: in notebooks a widget, in terminals a bar) with the state and elapsed time.
+        A backend that asks a shared controller (Slurm) is asked gently: the pause starts at ``poll`` seconds and
+        doubles up to :data:`GENTLE_POLL_S`, and after the first minute it is never shorter (see
+        :func:`next_poll`); a class of 50 waiting notebooks then costs the controller 5 queries a second.
         """
         from tqdm.auto import tqdm
 
@@ -105,8 +121,14 @@ class Run:
                 if timeout is not None and time.monotonic() - start > timeout:
                     raise LaunchError(f"{self.path.name}: still {state} after {timeout:.0f} s; it keeps running — "
                                       f"cancel it with `lumikit cancel {self.path}` or wait longer")
-                time.sleep(poll)
+                pause = poll if timeout is None else max(0.0, min(poll, start + timeout - time.monotonic()))
+                while pause > 0:  # the elapsed time keeps ticking between two (rarer) queries
+                    time.sleep(min(pause, 1.0))
+                    pause -= 1.0
+                    bar.refresh()
                 state = self.status()
+                if getattr(self.backend, "queries_controller", False):
+                    poll = next_poll(poll, time.monotonic() - start)
             bar.set_description_str(f"{self.path.name}: {state}")
         finally:
             bar.close()

@@ -2,6 +2,11 @@
 
 All Slurm commands run as argv lists. A site may name its cluster's configuration (``[slurm] conf``), which is
 then put in ``SLURM_CONF`` for every Slurm command, so the learner exports nothing.
+
+A notebook on LUMI runs inside a Slurm job (Open OnDemand starts JupyterLab with sbatch), and an ``salloc`` shell
+is one too: their ``SLURM_*``/``SBATCH_*``/``SRUN_*`` variables describe *that* job. Handed to a new sbatch they
+would shape the new job (``srun: fatal: SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, and SLURM_MEM_PER_NODE are mutually
+exclusive``, an inherited ``SLURM_CPU_BIND``), so every Slurm command here runs with :func:`submission_env`.
 """
 from __future__ import annotations
 
@@ -10,14 +15,21 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Iterable, Mapping
 
-from ..errors import LaunchError
+from ..errors import LaunchError, SpecError
 from ..jobs.render import attach_argv, render_sbatch
-from ..jobs.spec import JobSpec
+from ..jobs.spec import JobSpec, parse_time
 from ..site import Site, load_site
 from .backend import python_path_env
 from .runfolder import RunFolder, base_manifest, now_iso, remove_secrets, write_secrets
-from .states import FINAL, is_final, normalise
+from .states import FINAL, normalise
+
+#: Prefixes of the variables an enclosing job or allocation leaves behind (input and output variables of
+#: sbatch, srun and salloc, and the PMIx wire-up of its steps).
+INHERITED_PREFIXES = ("SLURM_", "SBATCH_", "SRUN_", "SALLOC_", "PMIX_")
+#: Kept even so: where the cluster's configuration is (not a property of the enclosing job).
+KEPT = frozenset({"SLURM_CONF"})
 
 _DEFAULTED = re.compile(r"\$\{(\w+):-([^}]*)\}")
 
@@ -28,15 +40,32 @@ def expand(text: str) -> str:
     return os.path.expanduser(os.path.expandvars(text))
 
 
+def submission_env(env: Mapping[str, str], keep: Iterable[str] = ()) -> dict[str, str]:
+    """``env`` without the variables an enclosing Slurm job left (:data:`INHERITED_PREFIXES`), except
+    ``SLURM_CONF`` and the names in ``keep`` (what the learner set on purpose, e.g. through the spec's env)."""
+    kept = KEPT | set(keep)
+    return {k: v for k, v in env.items() if k in kept or not k.startswith(INHERITED_PREFIXES)}
+
+
+def enclosing_job(env: Mapping[str, str] | None = None) -> str | None:
+    """The id of the Slurm job this process runs in (an Open OnDemand session, an salloc shell), or None."""
+    e = os.environ if env is None else env
+    return e.get("SLURM_JOB_ID") or e.get("SLURM_JOBID") or None
+
+
 class SlurmBackend:
     name = "slurm"
+    #: Each status is a query to the cluster's controller: :meth:`Run.wait` backs off (see ``next_poll``).
+    queries_controller = True
 
     def __init__(self, site: Site | str | None = None) -> None:
         self.site = load_site(site)
 
     # --- running Slurm's commands -------------------------------------------------------------------------
-    def env(self) -> dict[str, str]:
-        env = python_path_env(dict(os.environ))
+    def env(self, keep: Iterable[str] = ()) -> dict[str, str]:
+        """The environment for Slurm's commands: this one without an enclosing job's variables (see
+        :func:`submission_env`), this Python first on PATH, and the site's ``SLURM_CONF``."""
+        env = python_path_env(submission_env(os.environ, keep))
         conf = self.site.slurm.get("conf")
         if conf:
             path = expand(str(conf))
@@ -84,27 +113,27 @@ class SlurmBackend:
         return job_id
 
     def query(self, job_id: str) -> tuple[str, int | None, dict[str, str]]:
-        """(state, exit code, extra) from squeue, then sacct (if accounting), then scontrol."""
-        q = self.run(["squeue", "-h", "-t", "all", "-j", job_id, "-o", "%T"])
-        squeue_state = q.stdout.strip().splitlines()[0] if q.returncode == 0 and q.stdout.strip() else None
-        if squeue_state and not is_final(squeue_state):
-            return normalise(squeue_state), None, {}
+        """(state, exit code, extra) from ``scontrol --local show job`` (one controller RPC: squeue costs three),
+        then from sacct (the accounting database) once the controller has forgotten the job."""
+        fields = self._show_job(job_id)
+        if fields:
+            return normalise(fields.get("JobState", "PENDING")), _exit(fields.get("ExitCode", "")), {
+                "start_time": _known(fields.get("StartTime")), "end_time": _known(fields.get("EndTime")),
+                "nodes": _known(fields.get("NodeList")), "elapsed_s": _seconds(fields.get("RunTime", ""))}
         a = self.run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o",
                       "State,ExitCode,Start,End,NodeList,ElapsedRaw"])
         if a.returncode == 0 and a.stdout.strip():
             state, code, start, end, nodes, elapsed = (a.stdout.strip().splitlines()[0].split("|") + [""] * 6)[:6]
-            if is_final(state) or not squeue_state:
-                return normalise(state), _exit(code), {"start_time": start, "end_time": end, "nodes": nodes,
-                                                       "elapsed_s": elapsed}
-        s = self.run(["scontrol", "show", "job", "-o", job_id])
-        if s.returncode == 0 and "JobState=" in s.stdout:
-            fields = dict(kv.split("=", 1) for kv in s.stdout.split() if "=" in kv)
-            return normalise(fields.get("JobState", "PENDING")), _exit(fields.get("ExitCode", "")), {
-                "start_time": fields.get("StartTime", ""), "end_time": fields.get("EndTime", ""),
-                "nodes": fields.get("NodeList", "")}
-        if squeue_state:
-            return normalise(squeue_state), None, {}
-        raise LaunchError(f"Slurm knows no job {job_id} any more (squeue, sacct and scontrol are silent)")
+            return normalise(state), _exit(code), {"start_time": start, "end_time": end, "nodes": nodes,
+                                                   "elapsed_s": elapsed}
+        raise LaunchError(f"Slurm knows no job {job_id} any more (scontrol and sacct are silent)")
+
+    def _show_job(self, job_id: str) -> dict[str, str]:
+        """``scontrol --local -o show job``'s fields (``--local``: no federation lookup, one RPC); {} if unknown."""
+        s = self.run(["scontrol", "--local", "-o", "show", "job", str(job_id)])
+        if s.returncode != 0 or "JobState=" not in s.stdout:
+            return {}
+        return dict(kv.split("=", 1) for kv in s.stdout.split() if "=" in kv)
 
     def status(self, folder: RunFolder) -> str:
         m = folder.read()
@@ -131,6 +160,41 @@ class SlurmBackend:
 
     def attach_command(self, folder: RunFolder, command: list[str]) -> list[str]:
         return attach_argv(folder.read().get("job_id"), command, pty=False)
+
+    def job_nodes(self, folder: RunFolder) -> list[str]:
+        """The nodes of the run's job while it runs (one ``scontrol show job``; the list expands locally)."""
+        job_id = folder.read().get("job_id")
+        if not job_id:
+            raise LaunchError(f"{folder.path.name} has no job id: it was never submitted")
+        fields = self._show_job(str(job_id))
+        state = normalise(fields.get("JobState", "")) if fields else "unknown to Slurm"
+        if state != "RUNNING" or fields.get("NodeList", "(null)") in ("", "(null)"):
+            raise LaunchError(f"{folder.path.name} (job {job_id}) is {state}: its nodes can be watched only while it "
+                              "runs; wait until `run.status()` says RUNNING")
+        h = self.run(["scontrol", "show", "hostnames", fields["NodeList"]])
+        return h.stdout.split() if h.returncode == 0 and h.stdout.strip() else [fields["NodeList"]]
+
+    def watch_steps(self, folder: RunFolder, command: list[str],
+                    nodes: Iterable[str] | None = None) -> list[tuple[str, list[str]]]:
+        """(node, argv) per node of the run's job: one overlapping step that runs ``command`` there (a
+        long-lived reader: a watch costs one step per node, not one per sample)."""
+        job_id = folder.read().get("job_id")
+        chosen = list(nodes) if nodes else self.job_nodes(folder)
+        return [(node, attach_argv(job_id, (), node=node, pty=False) + ["--nodes=1", "--ntasks=1", "--quiet", *command])
+                for node in chosen]
+
+
+def _known(value: str | None) -> str:
+    """scontrol's ``Unknown``/``None``/``(null)`` placeholders -> ''."""
+    return "" if value in (None, "Unknown", "None", "(null)") else str(value)
+
+
+def _seconds(run_time: str) -> str:
+    """scontrol's ``RunTime`` (``[D-]HH:MM:SS``) as seconds, the way sacct's ``ElapsedRaw`` gives it; '' if none."""
+    try:
+        return str(parse_time(run_time, "RunTime"))
+    except SpecError:
+        return ""
 
 
 def _billing_actual(manifest: dict, site: object, elapsed: str) -> dict[str, object]:

@@ -121,9 +121,9 @@ SIGNATURES: tuple[Signature, ...] = (
          r"MIOpen.*database is locked"),
         "MIOpen keeps its kernel database in SQLite under your home folder; many processes use it at once on "
         "Lustre, which does not support SQLite's file locking.",
-        "Give each process its own database on node-local /tmp: export MIOPEN_USER_DB_PATH=/tmp/$USER-miopen-"
-        "$SLURM_JOB_ID-$SLURM_PROCID and MIOPEN_CUSTOM_CACHE_DIR=$MIOPEN_USER_DB_PATH; delete it at the end of "
-        "the job (/tmp lives in memory)."),
+        "Give each node its own database in node-local /tmp with the site's `miopen` recipe (--env-recipe miopen; "
+        "multi-node jobs get it anyway): MIOPEN_USER_DB_PATH=/tmp/$USER-miopen-cache-$SLURM_NODEID and "
+        "MIOPEN_CUSTOM_CACHE_DIR=$MIOPEN_USER_DB_PATH."),
     Signature(
         "rocm-smi-login-node", "rocm-smi run where there are no GPUs",
         (r"Driver not initialized \(amdgpu not found in modules\)", r"/sys/module/amdgpu/initstate: No such file"),

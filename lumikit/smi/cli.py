@@ -10,12 +10,13 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from .. import reference
 from ..errors import LumikitError
 from .interpret import activity_table, interpret
 from .model import Snapshot
 from .parse import parse_smi
-from .sampler import CommandSource, ReplaySource, Sample, Sampler, Source
-from .sessions import Frame, SessionHeader, SessionWriter
+from .sampler import CommandSource, ReplaySource, Sample, Sampler, Source, watch_job
+from .sessions import Frame, SessionHeader, SessionWriter, read_session, session_listing
 
 
 def register(subparsers: Any) -> None:
@@ -28,10 +29,16 @@ def register(subparsers: Any) -> None:
     p.add_argument("--site", default="lumi", help="site profile for the GCD -> package pairs (default: lumi)")
     p.set_defaults(func=cmd_parse)
 
-    w = sub.add_parser("watch", help="a refreshing table of a live command or a recorded session")
-    _add_source_args(w)
+    w = sub.add_parser("watch", help="a refreshing table of a launched run's GPUs, a live command or a session's replay")
+    w.add_argument("run", nargs="?", help="a run folder (as `lumikit run` prints it): watch that job's node(s) "
+                                          "through one long-lived `srun --overlap` step per node")
+    _add_source_args(w, required=False)
+    w.add_argument("--node", action="append", metavar="NAME", help="with RUN: only this node (repeatable)")
     w.add_argument("--count", type=int, default=None, help="stop after this many samples")
     w.set_defaults(func=cmd_watch)
+
+    ls = sub.add_parser("sessions", help="list the shipped sessions: generated or recorded, and their source")
+    ls.set_defaults(func=cmd_sessions)
 
     r = sub.add_parser("record", help="record a session (raw tool output per sample) from a live source")
     _add_source_args(r)
@@ -41,14 +48,14 @@ def register(subparsers: Any) -> None:
     r.set_defaults(func=cmd_record)
 
 
-def _add_source_args(p: argparse.ArgumentParser) -> None:
-    src = p.add_mutually_exclusive_group(required=True)
+def _add_source_args(p: argparse.ArgumentParser, required: bool = True) -> None:
+    src = p.add_mutually_exclusive_group(required=required)
     src.add_argument("--replay", metavar="NAME", help="a shipped session name or a session file")
     src.add_argument("--command", metavar="'CMD ...'",
                      help="the command to run each time, e.g. 'srun --jobid 123 --overlap rocm-smi --json'")
     p.add_argument("--interval", type=float, default=1.0, help="seconds between samples (default 1)")
     p.add_argument("--speed", type=float, default=None,
-                   help="replay speed factor (default: one recorded frame per interval)")
+                   help="replay speed factor (default: one frame of the session per interval)")
 
 
 def _source(args: argparse.Namespace) -> Source:
@@ -113,33 +120,76 @@ def _run(sampler: Sampler, done: threading.Event, duration: float | None) -> Non
         sampler.stop()
 
 
+def _run_sources(args: argparse.Namespace) -> list[Source]:
+    """``watch RUN``: one stream per node of that run's job (see :func:`lumikit.smi.sampler.watch_job`)."""
+    from ..launch import open_run
+
+    if args.replay or args.command:
+        raise LumikitError("give a run folder, or --replay, or --command: one source at a time")
+    return watch_job(open_run(args.run), interval=args.interval, nodes=args.node)
+
+
 def cmd_watch(args: argparse.Namespace, out: TextIO | None = None) -> int:
     stream = out or sys.stdout
     clear = stream.isatty()
     done = threading.Event()
     shown = [0]
+    lock = threading.Lock()
+    if getattr(args, "run", None):
+        sources = _run_sources(args)
+    elif args.replay or args.command:
+        sources = [_source(args)]
+    else:
+        raise LumikitError("nothing to watch: give a run folder, --replay NAME or --command 'rocm-smi --json'")
 
     def show(sample: Sample) -> None:
-        if clear:
-            stream.write("\x1b[H\x1b[2J")
-        stream.write(format_table(sample.snapshot) + "\n\n")
-        stream.flush()
-        shown[0] += 1
-        if args.count is not None and shown[0] >= args.count:
-            done.set()
+        with lock:
+            if clear and len(sources) == 1:
+                stream.write("\x1b[H\x1b[2J")
+            stream.write(format_table(sample.snapshot) + "\n\n")
+            stream.flush()
+            shown[0] += 1
+            if args.count is not None and shown[0] >= args.count * len(sources):
+                done.set()
 
-    sampler = Sampler(_source(args), interval=args.interval, on_sample=[show])
-    _run(sampler, done, None)
-    if sampler.state == "error" and shown[0] == 0:
-        raise LumikitError(f"no sample could be read: {sampler.last_error}")
+    samplers = [Sampler(src, interval=args.interval, on_sample=[show]) for src in sources]
+    for extra in samplers[1:]:
+        extra.start()
+    try:
+        _run(samplers[0], done, None)
+    finally:
+        for extra in samplers[1:]:
+            extra.stop()
+    errors = [s.last_error for s in samplers if s.last_error]
+    if shown[0] == 0 and errors:
+        raise LumikitError(f"no sample could be read: {errors[0]}")
+    return 0
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    """Print each shipped session with its kind (generated / recorded), size, format and source."""
+    for row in session_listing():
+        print(f"{row['name']:<22} {row['kind']:<10} {row['samples']:>4} samples  {row['format']:<17} "
+              f"{row['description']}")
+        print(f"{'':<22} source: {row['source']}")
+    print("\nreal single outputs to compare with (lumikit.reference):")
+    for ref in reference.catalogue():
+        if ref.kind in ("rocm-smi", "amd-smi"):
+            print(f"{ref.name:<22} real       1 sample   {ref.what}")
+            print(f"{'':<22} source: {ref.source_line}")
     return 0
 
 
 def cmd_record(args: argparse.Namespace) -> int:
     source = _source(args)
     command = tuple(shlex.split(args.command)) if args.command else ("replay", args.replay)
-    header = SessionHeader(name=Path(args.output).name.split(".")[0], description=f"recorded from {source.name}",
-                           command=command, interval_s=args.interval)
+    if args.replay:  # a copy of a replay is what it replays: generated stays generated
+        replayed = read_session(args.replay).header
+        kind, origin = replayed.kind, f"replay of {replayed.name}: {replayed.source}"
+    else:
+        kind, origin = "recorded", f"recorded from `{' '.join(command)}`"
+    header = SessionHeader(name=Path(args.output).name.split(".")[0], description=f"{kind}: {origin}",
+                           command=command, interval_s=args.interval, kind=kind, source=origin)
     writer = SessionWriter(args.output, header, force=args.force)
     t0: list[float] = []
 

@@ -115,8 +115,8 @@ def interpret(snapshot: Snapshot, site: str | Site | PowerThresholds | None = "l
         sample = next(d for d in devices if d.index == min(low_idle))
         findings.append(Finding("starved", tuple(sorted(low_idle)),
                                 f"{_names(low_idle)} idle at {sample.sclk_mhz:.0f} MHz / {sample.gpu_busy_pct:.0f} % "
-                                f"while {_names(busy)} work: that rank is starved (waiting for input data) and "
-                                "holds the others back at every all-reduce"))
+                                f"while {_names(busy)} {_verb(busy, 'is', 'are')} busy: that rank is starved "
+                                "(waiting for input data) and holds the others back at every all-reduce"))
 
     packages = packages_of(devices)
     low_power_w = (th.idle_below_w + th.one_gcd_busy_w) / 2

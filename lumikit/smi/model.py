@@ -64,7 +64,7 @@ class GpuProcess:
 class Snapshot:
     """One reading of one tool: the devices, the format it came in, and when it was taken.
 
-    ``timestamp`` is seconds (since the epoch for live samples, since the session start for recorded ones,
+    ``timestamp`` is seconds (since the epoch for live samples, since the session start for replayed ones,
     ``None`` when unknown). ``notes`` keeps the tool's own warning and error lines; ``exit_status`` is the
     status the output itself reports (a shell transcript with ``echo $?``), else ``None``.
     """

@@ -1,15 +1,18 @@
 """A background sampler: read a source every N seconds, keep a ring buffer, append every sample to a CSV.
 
-Sources: a command (``["rocm-smi", "--json"]``, or on LUMI ``srun --jobid ID --overlap rocm-smi --json``), a
-Python library where installed (``amdsmi``, ``pynvml``), or the replay of a recorded session. Errors from the
-source become ``sampler.state == "error"`` with ``sampler.last_error``; the thread keeps sampling. ``stop()``
-wakes the thread through an Event (it never sleeps blindly), kills a command still running, and returns within
-one interval.
+Sources: a command run once per sample (``["rocm-smi", "--json"]``), a stream (one long-lived process printing a
+reading per interval: on LUMI one ``srun --jobid ID --overlap`` step per node of a running job, see
+:func:`watch_job`), a Python library where installed (``amdsmi``, ``pynvml``), or the replay of a session
+(generated or recorded). Errors from the source become ``sampler.state == "error"`` with ``sampler.last_error``;
+the thread keeps sampling. ``stop()`` wakes the thread through an Event (it never sleeps blindly), kills a command
+still running, and returns within one interval.
 """
 from __future__ import annotations
 
 import csv
 import os
+import queue
+import shlex
 import shutil
 import subprocess
 import threading
@@ -17,7 +20,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from ..errors import LaunchError, LumikitError
 from ..site import Site
@@ -103,11 +106,135 @@ class CommandSource:
                 self._proc.kill()
 
 
-class ReplaySource:
-    """Replay a recorded session.
+#: The line a stream prints after each reading, with the tool's exit status: ``@@lumikit-sample 0``.
+FRAME_END = "@@lumikit-sample"
 
-    ``speed=None`` gives the next recorded frame on every read (deterministic, for tests and ``--count``);
-    ``speed=k`` gives the frame recorded at ``k`` times the elapsed wall time since the first read. ``loop``
+
+def stream_loop(tool: Sequence[str], interval: float) -> list[str]:
+    """A shell loop for a compute node: run ``tool``, mark the end of its reading, sleep ``interval``; forever."""
+    return ["bash", "-c", f'while :; do {shlex.join(tool)}; echo "{FRAME_END} $?"; sleep {interval:g}; done']
+
+
+class StreamSource:
+    """One long-lived process (started at the first read) that prints a reading, then a :data:`FRAME_END` line,
+    every interval: the gentle way to watch a job's node, one Slurm step for the whole watch.
+
+    ``read`` gives the next reading (waiting at most ``timeout`` seconds); when the process ends the source is
+    finished (:class:`EndOfSource`), after one :class:`LaunchError` with its stderr if it never gave a reading.
+    ``cancel`` ends the process (and so its Slurm step).
+    """
+
+    _END = object()
+
+    def __init__(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None, name: str | None = None,
+                 timeout: float = 120.0, site: str | Site | None = "lumi") -> None:
+        if isinstance(argv, str) or not argv:
+            raise LumikitError("a stream source takes an argv list, not a string")
+        self.argv = [str(a) for a in argv]
+        self.env = dict(env) if env is not None else None
+        self.name = name or " ".join(self.argv)
+        self.timeout = timeout
+        self.site = site
+        self.frames = 0
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._stderr: deque[str] = deque(maxlen=20)
+        self._proc: subprocess.Popen[str] | None = None
+        self._lock = threading.Lock()
+        self._ended = False
+        self._cancelled = False
+
+    def _start(self) -> None:
+        try:
+            self._proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                          env=self.env, start_new_session=True)
+        except FileNotFoundError:
+            raise LaunchError(f"command not found: {self.argv[0]!r}; is it installed and on PATH here?") from None
+        self._stderr_thread = threading.Thread(target=self._read_stderr, daemon=True)
+        self._stderr_thread.start()
+        threading.Thread(target=self._read_stdout, name=f"lumikit-stream:{self.name[:40]}", daemon=True).start()
+
+    def _read_stdout(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        lines: list[str] = []
+        for line in self._proc.stdout:
+            if line.startswith(FRAME_END):
+                status = line[len(FRAME_END):].strip()
+                self._queue.put(("".join(lines), int(status) if status.lstrip("-").isdigit() else None, time.time()))
+                lines = []
+            else:
+                lines.append(line)
+        self._proc.wait()
+        self._stderr_thread.join(timeout=5)  # its last lines say why the stream ended
+        self._queue.put(self._END)
+
+    def _read_stderr(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        for line in self._proc.stderr:
+            self._stderr.append(line.rstrip())
+
+    def read(self) -> Sample:
+        with self._lock:
+            if self._cancelled or self._ended:
+                raise EndOfSource(self.name)
+            if self._proc is None:
+                self._start()
+        try:
+            item = self._queue.get(timeout=self.timeout)
+        except queue.Empty:
+            raise LaunchError(f"{self.name!r} gave no reading within {self.timeout:g} s") from None
+        if item is self._END:
+            self._ended = True
+            code = self._proc.returncode if self._proc is not None else None
+            if self.frames == 0 and code and not self._cancelled:
+                tail = list(self._stderr)[-1:] or ["(no output)"]
+                raise LaunchError(f"{self.name!r} ended with status {code} before its first reading: {tail[0][:300]}")
+            raise EndOfSource(self.name)
+        text, status, when = item
+        snap = parse_smi(text, source=self.name, timestamp=when, site=self.site)
+        if snap.timestamp is None:
+            snap = snap.with_timestamp(when)
+        self.frames += 1
+        return Sample(snapshot=replace(snap, exit_status=status), raw=text, exit_status=status)
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            proc = self._proc
+        self._queue.put(self._END)
+        if proc is not None and proc.poll() is None:
+            proc.terminate()  # srun ends its step on SIGTERM
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+def watch_job(run: Any, *, tool: Sequence[str] | None = None, interval: float = 2.0,
+              nodes: Sequence[str] | None = None) -> list[StreamSource]:
+    """One stream per node of a running Slurm ``run`` (a :class:`lumikit.launch.Run`): a long-lived
+    ``srun --jobid ID --overlap`` step on that node printing ``tool``'s reading every ``interval`` seconds.
+
+    ``tool`` defaults to the site's ``[slurm] watch_command``, else ``rocm-smi --json``; ``nodes`` to every node
+    of the job. Costs one query for the node list, then one step per node for the whole watch.
+    """
+    backend = run.backend
+    if not hasattr(backend, "watch_steps"):
+        raise LumikitError(f"{run.path.name} ran on the {backend.name} backend: there is no Slurm job to attach to; "
+                           "watch this machine's GPUs with GpuDashboard() or `lumikit smi watch --command ...`")
+    site = backend.site
+    tool = list(tool or site.slurm.get("watch_command") or ROCM_SMI_JSON)
+    steps = backend.watch_steps(run.folder, stream_loop(tool, interval), nodes=nodes)
+    env = backend.env()
+    return [StreamSource(argv, env=env, name=f"job {run.job_id} on {node}: {tool[0]}", site=site,
+                         timeout=max(120.0, 4 * interval)) for node, argv in steps]
+
+
+class ReplaySource:
+    """Replay a session (a shipped generated one, or one recorded with ``lumikit smi record``).
+
+    ``speed=None`` gives the session's next frame on every read (deterministic, for tests and ``--count``);
+    ``speed=k`` gives the frame at ``k`` times the elapsed wall time since the first read. ``loop``
     starts over at the end instead of ending.
     """
 
@@ -222,13 +349,15 @@ class SourceOption:
 
 def available_sources(*, replay_speed: float = 1.0) -> list[SourceOption]:
     """The shipped sessions (replays) and the live sources found on this machine: local rocm-smi / amd-smi /
-    nvidia-smi, ``srun --overlap`` into the current Slurm job, amdsmi / pynvml."""
+    nvidia-smi, a stream from this session's own Slurm job (an ``srun --overlap`` step), amdsmi / pynvml. A job the
+    notebook launched is watched with :func:`watch_job` (``GpuDashboard(run=run)``)."""
     opts = [SourceOption(f"replay: {n}", (lambda n=n: ReplaySource(n, speed=replay_speed, loop=True)), False)
             for n in list_sessions()]
     job = os.environ.get("SLURM_JOB_ID")
     if job and shutil.which("srun"):
-        argv = ("srun", "--jobid", job, "--overlap", "--ntasks=1", *ROCM_SMI_JSON)
-        opts.append(SourceOption(f"job {job}: rocm-smi --json", lambda: CommandSource(argv), True))
+        own = ("srun", f"--jobid={job}", "--overlap", "--nodes=1", "--ntasks=1", *stream_loop(ROCM_SMI_JSON, 2.0))
+        opts.append(SourceOption(f"this session's own job {job}: rocm-smi --json",
+                                 lambda: StreamSource(own, name=f"job {job}: rocm-smi"), True))
     for argv in (ROCM_SMI_JSON, AMD_SMI_JSON, NVIDIA_SMI_CSV):
         if shutil.which(argv[0]):
             opts.append(SourceOption(f"local: {argv[0]}", (lambda a=argv: CommandSource(a)), True))

@@ -1,4 +1,8 @@
-"""Recorded sessions: a tool's raw output at each sample time, kept so that views and exercises work offline.
+"""Sessions: a tool's raw output at each sample time, kept so that views and exercises work offline.
+
+A session is either ``recorded`` (``lumikit smi record`` read a real tool) or ``generated`` (written by
+:mod:`lumikit.smi.synth`, as every session the workbook ships is); its header says which (``kind``) and where it
+came from (``source``), and every view shows both.
 
 A session is a JSON-lines file (optionally gzip-compressed): a header object, then one object per sample with
 ``t`` (seconds since the session start), ``exit_status`` and ``stdout`` (the tool's output, byte for byte as it
@@ -29,14 +33,22 @@ MAGIC = "lumikit-smi-session"
 
 @dataclass(frozen=True)
 class SessionHeader:
-    """What a session was: its name, a sentence on what it shows, the command that produced it."""
+    """What a session is: its name, a sentence on what it shows, whether it was recorded or generated (``kind``)
+    and from where (``source``), and the command that produced it (recordings only)."""
 
     name: str
     description: str = ""
     command: tuple[str, ...] = ()
     interval_s: float = 1.0
     site: str = "lumi"
-    started: float | None = None  # epoch seconds of t = 0 (None for authored sessions)
+    started: float | None = None  # epoch seconds of t = 0 (None for generated sessions)
+    kind: str = "unknown"         # "recorded" (a real tool was read) or "generated" (lumikit.smi.synth)
+    source: str = ""              # the command or source it was recorded from, or the generator
+
+    @property
+    def label(self) -> str:
+        """``name (generated)`` or ``name (recorded)``: how views name the session."""
+        return f"{self.name} ({self.kind})"
 
 
 @dataclass(frozen=True)
@@ -74,18 +86,30 @@ def session_path(name_or_path: str | os.PathLike[str]) -> Path:
         cand = DATA_DIR / f"{name_or_path}{suffix}"
         if cand.exists():
             return cand
-    raise LumikitError(f"no recorded session {str(name_or_path)!r}; shipped sessions: "
+    raise LumikitError(f"no session {str(name_or_path)!r}; shipped (generated) sessions: "
                        f"{', '.join(list_sessions()) or 'none'}; or give the path of a .jsonl(.gz) file")
 
 
 def list_sessions() -> list[str]:
-    """Names of the sessions the workbook ships (``single-gcd-training``, ``ddp-8gcd-starved``, ...)."""
+    """Names of the sessions the workbook ships (all generated: ``single-gcd-training``, ``ddp-8gcd-starved``...)."""
     names = set()
     for p in DATA_DIR.glob("*.jsonl*"):
         for suffix in SUFFIXES:
             if p.name.endswith(suffix):
                 names.add(p.name[: -len(suffix)])
     return sorted(names)
+
+
+def session_listing() -> list[dict[str, str]]:
+    """One row per shipped session: name, kind (generated / recorded), samples, format, source, what it shows."""
+    rows = []
+    for name in list_sessions():
+        sess = read_session(name)
+        first = sess.snapshots()[0] if sess.frames else None
+        rows.append({"name": name, "kind": sess.header.kind, "samples": str(len(sess.frames)),
+                     "format": first.format if first else "-", "source": sess.header.source or "-",
+                     "description": sess.header.description})
+    return rows
 
 
 def _open_text(path: Path) -> IO[str]:
@@ -111,7 +135,8 @@ def read_session(name_or_path: str | os.PathLike[str]) -> Session:
                          line_no=1, line=lines[0])
     header = SessionHeader(name=str(head.get("name", path.stem)), description=str(head.get("description", "")),
                            command=tuple(head.get("command", ())), interval_s=float(head.get("interval_s", 1.0)),
-                           site=str(head.get("site", "lumi")), started=head.get("started"))
+                           site=str(head.get("site", "lumi")), started=head.get("started"),
+                           kind=str(head.get("kind", "unknown")), source=str(head.get("source", "")))
     frames = []
     for no, ln in enumerate(lines[1:], start=2):
         try:
@@ -124,7 +149,7 @@ def read_session(name_or_path: str | os.PathLike[str]) -> Session:
 
 
 def load_session(name_or_path: str | os.PathLike[str]) -> list[Snapshot]:
-    """Every sample of a recorded session as snapshots (``timestamp`` = seconds since its start)."""
+    """Every sample of a session as snapshots (``timestamp`` = seconds since its start)."""
     return read_session(name_or_path).snapshots()
 
 
@@ -138,7 +163,7 @@ def tidy(snapshots: Iterable[Snapshot]) -> pd.DataFrame:
 
 
 def session_frame(name_or_path: str | os.PathLike[str]) -> pd.DataFrame:
-    """:func:`tidy` of a recorded session."""
+    """:func:`tidy` of a session."""
     return tidy(load_session(name_or_path))
 
 
@@ -174,8 +199,8 @@ def write_session(session: Session, path: str | os.PathLike[str], *, force: bool
 
 
 class SessionWriter:
-    """Write a session frame by frame as it is recorded: into ``<path>.partial`` (flushed after every frame, so
-    a killed recording keeps what it had), renamed to ``path`` on :meth:`close`. Plain JSON lines only."""
+    """Write a session frame by frame as `lumikit smi record` reads it: into ``<path>.partial`` (flushed after
+    every frame, so a killed recording keeps what it had), renamed to ``path`` on :meth:`close`. JSON lines only."""
 
     def __init__(self, path: str | os.PathLike[str], header: SessionHeader, *, force: bool = False) -> None:
         self.path = Path(path)

@@ -1,12 +1,13 @@
-"""The deterministic generator of the sessions the workbook ships (``lumikit/data/smi/``).
+"""The deterministic generator of the GENERATED sessions the workbook ships (``lumikit/data/smi/``).
 
-Each session is a story told in a real tool format, as rocm-smi prints it on a LUMI-G node (MI250X: package
-power on the even GCD, ``N/A`` on the odd one; ~800 MHz when idle, ~1650 MHz under load; 64 GiB per GCD):
+None of them is a recording: each is a story told in a real tool format, with readings calibrated on real LUMI
+outputs (``lumikit/data/reference``; MI250X: package power on the even GCD, ``N/A`` on the odd one; ~800 MHz when
+idle, ~1650 MHz under load; 64 GiB per GCD). Their headers say ``kind = "generated"``:
 
 - ``single-gcd-training``: one MI250X (2 GCDs) allocated, the training runs on GCD 0 only (rocm-smi concise,
   ROCm 6 layout);
 - ``ddp-8gcd-starved``: DDP on a full node, GCD 4 starved of input: idle at ~800 MHz / 0 % while the others
-  work (``rocm-smi --json``);
+  wait for it in the all-reduce at 100 % and near-idle power (``rocm-smi --json``);
 - ``idle-node``: a full node with nothing running (rocm-smi concise, ROCm 5 layout with its WARNING line).
 
 Run ``python -m lumikit.smi.synth`` to rewrite them; the same seed gives the same bytes (a test checks it).
@@ -131,67 +132,123 @@ def rocm_json(gcds: Sequence[Gcd]) -> str:
     return json.dumps(data) + "\n"
 
 
-# ---- stories ---------------------------------------------------------------------------------------------------
+# ---- the model: GCD states and what rocm-smi prints for them --------------------------------------------------
+#
+# Calibrated on the real LUMI outputs in lumikit/data/reference (see lumikit.smi.calibration, which derives the
+# envelopes a test holds every generated sample to):
+# - idle package: 82-102 W, 800 MHz, 0 % (rocm-smi-8gcd-idle, rocm-smi-srun-label, rocm-smi-exit-status-2);
+# - one GCD computing, its pair idle: 324 W, 1650 MHz, 100 % (rocm-smi-one-gcd-busy);
+# - a GCD waiting in a collective ("spin"): 100 % and 1650 MHz at near-idle power, 128-132 W for a package with both
+#   GCDs waiting, 111 W with one waiting and one idle (rocm-smi-8gcd-one-starved);
+# - both GCDs computing: no real reading is shipped; the package then runs into its cap (PwrCap 500 W), ~480-500 W;
+# - the odd GCD prints no power (N/A) and a 0.0W cap (every real MI250X table).
 
-def _package_power(rng: random.Random, busy: Sequence[int], level: float) -> float:
-    """Package power for the busy % of its two GCDs, with the ripple of training steps."""
-    base = 88.0 + sum(busy) / 100 * level
-    return round(base + rng.uniform(-12, 12), 0)
+IDLE, COMPUTE, SPIN = "idle", "compute", "spin"
+STATES = (IDLE, COMPUTE, SPIN)
+IDLE_PACKAGE_W = (84.0, 100.0)   # drawn per package and sample
+COMPUTE_GCD_W = (210.0, 225.0)   # added per computing GCD
+SPIN_GCD_W = (16.0, 22.0)        # added per GCD spinning on a wait
+CAP_MARGIN_W = (2.0, 18.0)       # how far below the cap a package with both GCDs computing settles
 
 
-def _node(rng: random.Random, busy: Sequence[int], vram: Sequence[int], temps: list[float], *,
-          cap: float = 500.0, perf: str = "manual", one_gcd_w: float = 225.0) -> list[Gcd]:
+@dataclass(frozen=True)
+class Step:
+    """What the node does at one sample: time, each GCD's state and VRAM %."""
+
+    t: float
+    states: tuple[str, ...]
+    vram: tuple[int, ...]
+
+
+def _node(rng: random.Random, step: Step, temps: list[float], *, cap: float = 500.0,
+          perf: str = "manual") -> list[Gcd]:
+    """The GCD readings of one step: package power on the even GCD from its two GCDs' states."""
     gcds = []
-    for i, b in enumerate(busy):
-        temps[i] += (0.3 * b / 100 - (temps[i] - 40) * 0.02) + rng.uniform(-0.3, 0.3)
-        pkg = i // 2 * 2
-        power = _package_power(rng, busy[pkg:pkg + 2], one_gcd_w) if i % 2 == 0 else None
-        sclk = (BUSY_SCLK + rng.choice((-50, 0, 0, 50))) if b > 0 else IDLE_SCLK
+    for i, state in enumerate(step.states):
+        pkg = step.states[i // 2 * 2: i // 2 * 2 + 2]
+        power = None
+        if i % 2 == 0:
+            power = rng.uniform(*IDLE_PACKAGE_W)
+            power += sum(rng.uniform(*COMPUTE_GCD_W) for s in pkg if s == COMPUTE)
+            power += sum(rng.uniform(*SPIN_GCD_W) for s in pkg if s == SPIN)
+            power = round(min(power, cap - rng.uniform(*CAP_MARGIN_W)), 0)
+        heat = {IDLE: 0.0, SPIN: 0.1, COMPUTE: 0.4}[state]
+        temps[i] += heat - (temps[i] - 40) * 0.03 + rng.uniform(-0.3, 0.3)
+        if state == IDLE:
+            sclk, busy = IDLE_SCLK, 0
+        elif state == SPIN:
+            sclk, busy = BUSY_SCLK, 100
+        else:
+            sclk, busy = BUSY_SCLK + rng.choice((-50, 0, 0, 50)), 100 if rng.random() > 0.1 else rng.choice((97, 98))
         gcds.append(Gcd(index=i, temp_c=round(temps[i], 0), power_w=power, cap_w=cap if i % 2 == 0 else 0.0,
-                        sclk=sclk, busy=b, vram_pct=vram[i], perf=perf))
+                        sclk=sclk, busy=busy, vram_pct=step.vram[i], perf=perf))
     return gcds
+
+
+# ---- stories: a plan of states per sample, rendered in a real tool format ---------------------------------------
+
+def single_gcd_training_plan() -> list[Step]:
+    """Two GCDs allocated, the training on GCD 0: start-up, 76 s of training, the end."""
+    steps = []
+    for t in range(90):
+        if t < 8 or t >= 84:  # container start and model load; the end of the run
+            steps.append(Step(float(t), (IDLE, IDLE), (0 if t < 8 else 71, 0)))
+        else:
+            steps.append(Step(float(t), (COMPUTE, IDLE), (min(71, 8 + 9 * (t - 8)), 0)))
+    return steps
+
+
+def ddp_8gcd_starved_plan() -> list[Step]:
+    """DDP on 8 GCDs, GCD 4 starved of input. In each cycle of six 2-s samples GCD 4 waits for data four times
+    (idle, 800 MHz) while the seven others wait for it in the all-reduce (100 %, near-idle power); then GCD 4
+    computes its step while the others still wait; then all eight compute the next step."""
+    steps = []
+    for t in range(0, 120, 2):
+        if t < 10:
+            steps.append(Step(float(t), (IDLE,) * 8, (0,) * 8))
+            continue
+        phase = (t - 10) // 2 % 6
+        if phase < 4:
+            states = tuple(IDLE if i == 4 else SPIN for i in range(8))
+        elif phase == 4:
+            states = tuple(COMPUTE if i == 4 else SPIN for i in range(8))
+        else:
+            states = (COMPUTE,) * 8
+        steps.append(Step(float(t), states, (78,) * 8))
+    return steps
+
+
+def idle_node_plan() -> list[Step]:
+    """A full node with nothing running."""
+    return [Step(float(t), (IDLE,) * 8, (0,) * 8) for t in range(30)]
+
+
+GENERATED_BY = "generated by lumikit.smi.synth, calibrated on the real LUMI outputs in lumikit/data/reference"
 
 
 def single_gcd_training(seed: int = 4) -> Session:
     rng = random.Random(seed)
     temps = [44.0, 41.0]
-    frames = []
-    for t in range(90):
-        if t < 8 or t >= 84:  # container start and model load; the end of the run
-            busy, vram = [0, 0], [0 if t < 8 else 71, 0]
-        else:
-            eval_phase = (t - 8) % 30 >= 27
-            busy = [100 if not eval_phase else rng.choice((100, 60)), 0]
-            vram = [min(71, 8 + 9 * (t - 8)), 0]
-        gcds = _node(rng, busy, vram, temps, one_gcd_w=222.0)
-        frames.append(Frame(t=float(t), stdout=concise_rocm6(gcds)))
-    header = SessionHeader(name="single-gcd-training",
-                           description="GPT-neo fine-tuning on one GCD of a 2-GCD allocation (small-g): GCD 0 near "
-                                       "300 W and 100 %, its pair GCD 1 idle at 800 MHz",
-                           command=("srun", "--jobid", "7100665", "--overlap", "rocm-smi"), interval_s=1.0)
+    frames = [Frame(t=s.t, stdout=concise_rocm6(_node(rng, s, temps))) for s in single_gcd_training_plan()]
+    header = SessionHeader(name="single-gcd-training", kind="generated", source=GENERATED_BY,
+                           description="generated: a training on GCD 0 of a 2-GCD allocation (small-g), GCD 0 near "
+                                       "300 W and 100 %, its pair GCD 1 idle at 800 MHz; in the layout of "
+                                       "`rocm-smi` (ROCm 6)",
+                           interval_s=1.0)
     return Session(header=header, frames=frames)
 
 
 def ddp_8gcd_starved(seed: int = 9) -> Session:
     rng = random.Random(seed)
     temps = [42.0, 43.0, 38.0, 45.0, 41.0, 43.0, 45.0, 44.0]
-    frames = []
-    for t in range(0, 120, 2):
-        if t < 10:
-            busy, vram = [0] * 8, [0] * 8
-        else:
-            burst = (t // 2) % 5 == 0  # GCD 4 gets a batch now and then
-            busy = [100 if rng.random() > 0.05 else 97 for _ in range(8)]
-            busy[4] = 100 if burst else 0
-            vram = [78] * 8
-        gcds = _node(rng, busy, vram, temps, one_gcd_w=205.0)
-        frames.append(Frame(t=float(t), stdout=rocm_json(gcds)))
-    header = SessionHeader(name="ddp-8gcd-starved",
-                           description="ResNet-50 DDP on a full LUMI-G node: GCD 4 is starved of input (I/O bound) "
-                                       "and idles at 800 MHz / 0 % while the other seven work",
-                           command=("srun", "--jobid", "9304946", "--overlap", "rocm-smi", "--showtemp",
-                                    "--showpower", "--showmaxpower", "--showclocks", "--showperflevel", "--showuse",
-                                    "--showmemuse", "--showmeminfo", "vram", "--showproductname", "--json"),
+    frames = [Frame(t=s.t, stdout=rocm_json(_node(rng, s, temps))) for s in ddp_8gcd_starved_plan()]
+    header = SessionHeader(name="ddp-8gcd-starved", kind="generated", source=GENERATED_BY,
+                           description="generated: DDP on a full LUMI-G node with GCD 4 starved of input: GCD 4 idles "
+                                       "at 800 MHz / 0 % while the seven others wait for it in the all-reduce "
+                                       "(100 % at ~130 W per package); every sixth sample all eight compute (~500 W). "
+                                       "In the layout of `rocm-smi --showtemp --showpower --showmaxpower "
+                                       "--showclocks --showperflevel --showuse --showmemuse --showmeminfo vram "
+                                       "--showproductname --json` (ROCm 6)",
                            interval_s=2.0)
     return Session(header=header, frames=frames)
 
@@ -199,15 +256,21 @@ def ddp_8gcd_starved(seed: int = 9) -> Session:
 def idle_node(seed: int = 1) -> Session:
     rng = random.Random(seed)
     temps = [39.0, 45.0, 43.0, 41.0, 44.0, 41.0, 41.0, 40.0]
-    frames = []
-    for t in range(30):
-        gcds = _node(rng, [0] * 8, [0] * 8, temps, cap=560.0, perf="auto")
-        frames.append(Frame(t=float(t), stdout=concise_rocm5(gcds, warning=True)))
-    header = SessionHeader(name="idle-node", description="a LUMI-G node with nothing running: every package "
-                                                         "near 85 W, every GCD at 800 MHz and 0 %",
-                           command=("rocm-smi",), interval_s=1.0)
+    frames = [Frame(t=s.t, stdout=concise_rocm5(_node(rng, s, temps, cap=560.0, perf="auto"), warning=True))
+              for s in idle_node_plan()]
+    header = SessionHeader(name="idle-node", kind="generated", source=GENERATED_BY,
+                           description="generated: a LUMI-G node with nothing running, every package at 84-100 W, "
+                                       "every GCD at 800 MHz and 0 %; in the layout of `rocm-smi` (ROCm 5, with its "
+                                       "WARNING line)",
+                           interval_s=1.0)
     return Session(header=header, frames=frames)
 
+
+PLANS: dict[str, Callable[[], list[Step]]] = {
+    "single-gcd-training": single_gcd_training_plan,
+    "ddp-8gcd-starved": ddp_8gcd_starved_plan,
+    "idle-node": idle_node_plan,
+}
 
 STORIES: dict[str, Callable[[], Session]] = {
     "single-gcd-training": single_gcd_training,

@@ -13,25 +13,34 @@ from typing import Any, Sequence
 
 import ipywidgets as widgets
 
+from ..errors import LumikitError
 from ..plotting import figure_png
 from ..site import Site
 from ..smi.interpret import Finding, interpret_window
 from ..smi.model import Snapshot
 from ..smi.plots import node_map, timeline
-from ..smi.sampler import Sampler, Source, SourceOption, available_sources
-from ..smi.sessions import load_session, snapshots_at
+from ..smi.sampler import Sampler, Source, SourceOption, available_sources, watch_job
+from ..smi.sessions import read_session, snapshots_at
 
 CSS_DASHBOARD = "lumikit-gpu-dashboard"
 CSS_PLOTS = "lumikit-gpu-plots"
 CSS_FINDINGS = "lumikit-gpu-findings"
 
 
-def findings_html(findings: Sequence[Finding]) -> str:
-    """The findings as an HTML list (one line each), or a sentence saying there is nothing to report."""
+def _window_words(window: Sequence[Snapshot]) -> str:
+    """``the last N samples (S s)``: the span the findings look at (the node map shows only the latest)."""
+    stamps = [s.timestamp for s in window if s.timestamp is not None]
+    span = f", {stamps[-1] - stamps[0]:g} s" if len(stamps) > 1 else ""
+    return f"the last {len(window)} samples{span}"
+
+
+def findings_html(findings: Sequence[Finding], window: str = "the last samples") -> str:
+    """The findings as an HTML list (one line each), or a sentence saying there is nothing to report; ``window``
+    names the samples they hold in (at least half of them)."""
     if not findings:
-        return "<p><b>Findings:</b> nothing unusual in the last samples.</p>"
+        return f"<p><b>Findings</b> (over {html.escape(window)}): nothing unusual.</p>"
     items = "".join(f"<li><b>{html.escape(f.kind)}</b>: {html.escape(f.message)}</li>" for f in findings)
-    return f"<p><b>Findings:</b></p><ul>{items}</ul>"
+    return f"<p><b>Findings</b> (holding in at least half of {html.escape(window)}):</p><ul>{items}</ul>"
 
 
 class GpuDashboard:
@@ -39,11 +48,14 @@ class GpuDashboard:
 
     ``session`` preselects a shipped recording; ``source`` adds a ready-made :class:`~lumikit.smi.sampler.Source`
     (e.g. ``CommandSource(["srun", "--jobid", ID, "--overlap", "rocm-smi", "--json"])``). ``speed`` is the
-    replay speed, ``window`` how many recent samples the findings look at.
+    replay speed, ``window`` how many recent samples the findings look at. ``run`` (a launched
+    :class:`~lumikit.launch.Run`) preselects that job's GPUs: one long-lived ``srun --overlap`` step on its first
+    node (or ``node``) streams a reading every ``interval`` seconds (see :func:`~lumikit.smi.sampler.watch_job`).
     """
 
     def __init__(self, session: str | None = None, *, source: Source | None = None, interval: float = 1.0,
-                 speed: float = 1.0, window: int = 30, site: str | Site = "lumi") -> None:
+                 speed: float = 1.0, window: int = 30, site: str | Site = "lumi", run: Any = None,
+                 node: str | None = None) -> None:
         self.session = session
         self.interval = interval
         self.window = window
@@ -53,6 +65,11 @@ class GpuDashboard:
         self._options: list[SourceOption] = available_sources(replay_speed=speed)
         if source is not None:
             self._options.insert(0, SourceOption(f"given: {source.name}", lambda: source, True))
+        if run is not None:
+            where = node or "first node"
+            self._options.insert(0, SourceOption(
+                f"run {run.path.name}: job {run.job_id}, {where}",
+                lambda: watch_job(run, interval=interval, nodes=[node] if node else None)[0], True))
         labels = [o.label for o in self._options]
         initial = f"replay: {session}" if session and f"replay: {session}" in labels else (labels[0] if labels
                                                                                              else None)
@@ -87,7 +104,7 @@ class GpuDashboard:
         live = [o.label for o in self._options if o.live]
         if live:
             return f"live sources here: {html.escape(', '.join(live))}"
-        return "no GPU tool or library found here: showing recorded sessions"
+        return "no GPU tool or library found here: replaying generated sessions (not recordings)"
 
     # -- rendering ----------------------------------------------------------------------------------------------
     def _set_device_options(self, snap: Snapshot) -> None:
@@ -106,8 +123,10 @@ class GpuDashboard:
         self._set_device_options(latest)
         chosen = list(self.devices.value) or None
         self.timeline_image.value = figure_png(timeline(self._snapshots, chosen, title=title, now=now), dpi=72)
-        self.map_image.value = figure_png(node_map(latest, self.site), dpi=72)
-        self.findings.value = findings_html(interpret_window(self._snapshots[-self.window:], self.site))
+        when = f" (t = {latest.timestamp:g} s)" if latest.timestamp is not None and latest.timestamp < 1e6 else ""
+        self.map_image.value = figure_png(node_map(latest, self.site, title=f"node map: latest sample{when}"), dpi=72)
+        window = self._snapshots[-self.window:]
+        self.findings.value = findings_html(interpret_window(window, self.site), _window_words(window))
         self.last_render_s = time.perf_counter() - t0
         return self.last_render_s
 
@@ -121,9 +140,12 @@ class GpuDashboard:
         name = session or self.session
         if name is None:
             raise ValueError("show_frame needs a session: GpuDashboard(session='ddp-8gcd-starved').show_frame(30)")
-        snaps = snapshots_at(load_session(name), t)
-        self.render(snaps, title=f"{name} at t = {t:g} s")
-        self.status.value = f"recorded session <b>{html.escape(name)}</b>, frame at t = {t:g} s ({len(snaps)} samples)"
+        session_ = read_session(name)
+        snaps = snapshots_at(session_.snapshots(), t)
+        kind = session_.header.kind
+        self.render(snaps, title=f"{name} ({kind}) at t = {t:g} s")
+        self.status.value = (f"{html.escape(kind)} session <b>{html.escape(name)}</b>, frame at t = {t:g} s "
+                             f"({len(snaps)} samples); source: {html.escape(session_.header.source or '-')}")
         return self
 
     # -- live ---------------------------------------------------------------------------------------------------
@@ -131,7 +153,12 @@ class GpuDashboard:
         """Start sampling the picked source and refreshing the view."""
         self.stop()
         opt = next(o for o in self._options if o.label == self.picker.value)
-        self.sampler = Sampler(opt.make(), interval=self.interval).start()
+        try:
+            source = opt.make()
+        except LumikitError as exc:  # e.g. the run is still PENDING: say so where the learner looks
+            self.status.value = f"<span style='color:#c62828'>{html.escape(str(exc))}</span>"
+            return
+        self.sampler = Sampler(source, interval=self.interval).start()
         self._stop.clear()
         self._seen = -1
         self._refresher = threading.Thread(target=self._refresh_loop, name="lumikit-gpu-dashboard", daemon=True)

@@ -21,7 +21,7 @@ JOB_COMMAND = """el => {
 DASHBOARD_PLOTS = """el => {
   const imgs = [...el.querySelectorAll('.lumikit-gpu-plots img')];
   const drawn = imgs.filter(i => i.complete && i.naturalWidth > 0 && i.naturalHeight > 0);
-  const status = el.innerText.split('\\n').find(l => l.includes('recorded session')) || '';
+  const status = el.innerText.split('\\n').find(l => l.includes('generated session')) || '';
   return {ok: drawn.length >= 2 && status.length > 0,
           detail: `${drawn.length} of ${imgs.length} plot images drawn; status line ${JSON.stringify(status)}`};
 }"""

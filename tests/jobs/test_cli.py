@@ -21,7 +21,9 @@ def test_full_node_srun_prints_the_eight_masks(capsys):
     out = capsys.readouterr().out
     assert rc == 0
     assert f"--cpu-bind=mask_cpu:{LUMI_MASKS}" in out
-    assert out.splitlines()[0].startswith("export MASTER_ADDR=")
+    # one command to paste on a login node: the step computes MASTER_ADDR itself, outside the container
+    assert out.splitlines()[0].startswith("srun ") and len(out.strip().splitlines()) == 1
+    assert "bash -c 'export MASTER_ADDR=$(scontrol show hostnames" in out
 
 
 def test_nine_gcds_exit_2_naming_the_limit():

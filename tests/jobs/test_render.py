@@ -14,6 +14,7 @@ from lumikit.cli import main
 from lumikit.config import load_config
 from lumikit.errors import SpecError
 from lumikit.jobs import JobSpec, attach_argv, render_salloc, render_sbatch, render_srun, resolve, spec
+from lumikit.jobs.render import MASTER_IN_STEP
 from lumikit.site import load_site
 
 LUMI = load_site("lumi")
@@ -27,6 +28,14 @@ def full_node(**kw) -> JobSpec:
                 exclusive=True, cpu_bind="auto", container="pytorch")
     base.update(kw)
     return spec(["python", "train.py"], **base)
+
+
+def opened(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """A printed srun with the step's MASTER_ADDR shell opened: srun's options, then what that shell execs."""
+    i = argv.index("bash")
+    if argv[i + 2].startswith(MASTER_IN_STEP + " && exec "):
+        return argv[:i] + tuple(shlex.split(argv[i + 2][len(MASTER_IN_STEP + " && exec "):]))
+    return argv
 
 
 def test_masks_are_the_eight_lumi_masks_in_gcd_order():
@@ -50,7 +59,7 @@ def test_one_task_driving_two_gcds_gets_the_union_of_their_cores():
 
 
 def test_container_with_conda_activates_it_inside_and_ranks_expand_on_the_node():
-    argv = render_srun(full_node(), "lumi").argv
+    argv = opened(render_srun(full_node(), "lumi").argv)
     i = argv.index("singularity")
     assert argv[i + 1] == "exec"
     script = argv[-1]
@@ -62,17 +71,25 @@ def test_container_with_conda_activates_it_inside_and_ranks_expand_on_the_node()
 
 
 def test_newer_containers_use_singularity_run_without_with_conda():
-    argv = render_srun(full_node(container="laif-pytorch"), "lumi").argv
+    argv = opened(render_srun(full_node(container="laif-pytorch"), "lumi").argv)
     assert argv[argv.index("singularity") + 1] == "run"
     assert "$WITH_CONDA" not in argv[-1]
 
 
 def test_multi_node_adds_the_system_binds_and_master_addr_outside_the_container():
     cmd = render_srun(full_node(), "lumi")
-    binds = [cmd.argv[i + 1] for i, a in enumerate(cmd.argv) if a == "-B"]
+    binds = [a for a in shlex.split(cmd.argv[-1]) if a.startswith("/")]
     assert {"/var/spool/slurmd", "/opt/cray", "/usr/lib64/libcxi.so.1", "/pfs"} <= set(binds)
-    assert dict(cmd.exports)["MASTER_ADDR"].startswith("$(scontrol show hostnames")
-    assert "scontrol" not in cmd.argv[-1]  # no Slurm tools inside the container
+    # a printed srun computes them in the step's own shell, which then starts the container
+    outer = cmd.argv[cmd.argv.index("bash") + 2]
+    assert outer.startswith("export MASTER_ADDR=$(scontrol show hostnames") and " && exec singularity exec " in outer
+    assert outer.index("scontrol") < outer.index("singularity")
+    assert cmd.exports == ()
+    inner = opened(cmd.argv)
+    assert "scontrol" not in inner[-1]  # no Slurm tools inside the container
+    # a batch script exports them before srun, on the first node of the job
+    script = render_sbatch(full_node(), "lumi")
+    assert script.index("export MASTER_ADDR=$(scontrol") < script.index("\nsrun ")
     single = render_srun(full_node(nodes=1), "lumi")
     assert "/opt/cray" not in single.argv
 
@@ -175,6 +192,7 @@ def test_explain_has_one_line_per_flag():
     cmd = render_srun(full_node(), "lumi")
     explain = cmd.explain().splitlines()
     assert len(explain) == len(cmd.flags) + len(cmd.exports)
+    assert any("MASTER_ADDR (first node)" in line for line in explain)
     assert any("GCD -> CCD" in line for line in explain)
 
 

@@ -14,6 +14,8 @@ import pytest
 
 from lumikit.jobs import attach_argv, render_salloc, render_sbatch, render_srun, spec
 from lumikit.jobs.spec import parse_mem_mb, parse_time
+from lumikit.jobs.render import MASTER_IN_STEP
+from lumikit.site import load_site
 
 SEEDS = Path(__file__).resolve().parents[2].parent / "shared" / "seeds"
 SHORT = {"-N": "nodes", "-n": "ntasks", "-p": "partition", "-t": "time", "-A": "account", "-c": "cpus-per-task"}
@@ -94,6 +96,9 @@ def meaning(argv: list[str] | tuple[str, ...]) -> dict:
             continue
         break
     rest = argv[i:]
+    wrapper = f"{MASTER_IN_STEP} && exec "
+    if rest[:2] == ["bash", "-c"] and rest[2].startswith(wrapper):  # the step's own shell, around the container
+        rest = shlex.split(rest[2][len(wrapper):])
     m: dict[str, object] = {}
     nodes = int(opts.get("nodes", 1))
     m["nodes"] = nodes
@@ -253,6 +258,16 @@ def test_seed_two_nodes_sixteen_tasks_with_masks_and_system_binds():
     seed["image"] = ours["image"]
     # lumikit's multi-node bind set also carries libjansson (needed by libcxi on current LUMI)
     ours["binds"] = ours["binds"] - {"/usr/lib64/libjansson.so.4"}
+    # the seed exports RCCL's interfaces and MIOpen's per-node cache in its shell before every multi-node srun;
+    # a lumikit multi-node job carries them itself (recipes rccl and miopen, in the rank script)
+    text = seed_text("002")
+    assert "export NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3" in text
+    assert 'export MIOPEN_USER_DB_PATH="/tmp/$(whoami)-miopen-cache-$SLURM_NODEID"' in text
+    assert ours["env"]["NCCL_SOCKET_IFNAME"] == "hsn0,hsn1,hsn2,hsn3"
+    assert ours["env"]["MIOPEN_USER_DB_PATH"] == "/tmp/${USER}-miopen-cache-${SLURM_NODEID}"
+    assert ours["env"]["MIOPEN_CUSTOM_CACHE_DIR"] == ours["env"]["MIOPEN_USER_DB_PATH"]
+    recipes = {k for name in ("rccl", "miopen") for k in load_site("lumi").env_recipe(name)}
+    ours["env"] = {k: v for k, v in ours["env"].items() if k not in recipes}
     same_meaning(seed, ours)
 
 
@@ -270,10 +285,11 @@ def test_seed_imagenet_run_with_rank_arguments():
     ours = meaning(cmd.argv)
     ours["binds"] = ours["binds"] - {"/usr/lib64/libjansson.so.4"}
     seed["image"] = ours["image"]
-    # the seed computes the master's address inside the argument; lumikit exports MASTER_ADDR before srun
+    # the seed computes the master's address inside the argument; lumikit's step computes MASTER_ADDR outside
+    # the container, before it starts
     seed["program"] = [w.replace("$(scontrol show hostname $SLURM_NODELIST | head -n1)", "${MASTER_ADDR}")
                        for w in seed["program"]]
-    assert dict(cmd.exports)["MASTER_ADDR"].startswith("$(scontrol show hostnames")
+    assert cmd.argv[cmd.argv.index("bash") + 2].startswith("export MASTER_ADDR=$(scontrol show hostnames")
     same_meaning(seed, ours)
 
 

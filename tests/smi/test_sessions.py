@@ -23,7 +23,7 @@ def test_ddp_session_starves_gcd4() -> None:
     assert df["sample"].nunique() == 60 and sorted(df["index"].unique()) == list(range(8))
     training = df[df["time"] >= 12]
     busy = training.groupby("index")["gpu_busy_pct"].mean()
-    assert busy[4] < 30 and busy.drop(4).min() > 90
+    assert busy[4] < 50 and busy.drop(4).min() > 90
     assert training[training["index"] == 4]["sclk_mhz"].median() == 800
     assert training["package"].tolist()[:8] == [0, 0, 1, 1, 2, 2, 3, 3]
 

@@ -1,4 +1,4 @@
-"""Pictures and the dashboard on recorded sessions, with no GPU."""
+"""Pictures and the dashboard on the shipped (generated) sessions, with no GPU."""
 from __future__ import annotations
 
 from lumikit.smi.plots import node_map, timeline
@@ -29,6 +29,9 @@ def test_dashboard_renders_one_frame_offline() -> None:
     assert dash.timeline_image.value[:4] == b"\x89PNG" and dash.map_image.value[:4] == b"\x89PNG"
     assert "starved" in dash.findings.value and "GCD 4" in dash.findings.value
     assert dash.picker.value == "replay: ddp-8gcd-starved" and dash.devices.value == tuple(range(8))
+    # the map shows the latest sample, the findings a window, and both say so; the session says it is generated
+    assert "last 30 samples, 58 s" in dash.findings.value
+    assert dash.status.value.startswith("generated session") and "synth" in dash.status.value
 
 
 def test_dashboard_live_replay_start_stop() -> None:
