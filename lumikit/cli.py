@@ -38,11 +38,14 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or only the wing named ``command`` when it is one (``trace`` imports only
+    ``lumikit.trace.cli``: a quick command starts without loading every other wing's libraries)."""
     parser = Parser(prog="lumikit", description="Helpers for the LUMI AI workbook.")
     parser.add_argument("--version", action="version", version=f"lumikit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in WINGS:
+    wings = [w for w in WINGS if w == f"lumikit.{command}.cli"] or WINGS
+    for name in wings:
         try:
             found = importlib.util.find_spec(name) is not None
         except ModuleNotFoundError:  # the wing's package is not there at all
@@ -73,8 +76,9 @@ def _refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, e
 
 def main(argv: Sequence[str] | None = None, *, parser: argparse.ArgumentParser | None = None) -> int:
     """Run the command line; ``parser`` reuses one :func:`build_parser` made already (the fuzz tests run
-    thousands of commands)."""
-    parser = parser or build_parser()
+    thousands of commands). Without it, only the wing of the command asked for is imported."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = parser or build_parser(argv[0] if argv else None)
     args, extra = parser.parse_known_args(argv)
     if extra:
         _refuse_unknown(parser, args, extra)

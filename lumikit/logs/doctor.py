@@ -161,10 +161,12 @@ SIGNATURES: tuple[Signature, ...] = (
         "TORCH_HOME at a bound, writable folder on /scratch or /flash."),
     Signature(
         "gpu-out-of-memory", "Out of GPU memory",
-        (r"HIP out of memory", r"CUDA out of memory", r"torch\.(?:cuda\.)?OutOfMemoryError", r"hipErrorOutOfMemory"),
+        (r"HIP out of memory", r"CUDA out of memory", r"torch\.(?:cuda\.)?OutOfMemoryError", r"hipErrorOutOfMemory",
+         r"\bout of memory\. Tried to allocate"),
         "The model, its activations and the batch needed more than the 64 GB of one GCD.",
-        "Lower the per-GPU batch size (gradient accumulation keeps the global batch), train in bf16 or with "
-        "activation checkpointing, or shard the model across GCDs (FSDP)."),
+        "Profile a few steps with profile_memory=True (or dump a torch.cuda.memory snapshot); `lumikit trace "
+        "memory FILE` names the peak and its largest allocations. Then lower the batch per GCD (accumulate "
+        "gradients), use bf16 or activation checkpointing, or shard the model (FSDP)."),
     Signature(
         "host-out-of-memory", "Out of host memory (oom-kill)",
         (r"oom[-_]kill", r"Out Of Memory", r"Exceeded job memory limit", r"\bOUT_OF_MEMORY\b"),
