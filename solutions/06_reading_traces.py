@@ -87,8 +87,8 @@ hta = trace_analysis(run.path / "traces")
 hta_temporal = hta.get_temporal_breakdown(visualize=False)
 straggler = analyzer.get_straggler()
 hta_idle_pct = float(hta_temporal.loc[hta_temporal["rank"] == straggler, "idle_time_pctg"].iloc[0])
-ours = analyzer.get_temporal_breakdown()
-print(f"rank {straggler} idle: HTA {hta_idle_pct:.2f} % · lumikit "
+ours = TraceAnalyzer(analyzer.trace, include_last_step=True).get_temporal_breakdown()  # every step, last included
+print(f"rank {straggler} idle: HTA {hta_idle_pct:.2f} % · lumikit over every step "
       f"{100 * float(ours.loc[ours['rank'] == straggler, 'idle_fraction'].iloc[0]):.2f} %")
 print("HTA's steps:", sorted(hta.t.get_trace(0)["iteration"].unique()), "· lumikit's:", analyzer.get_profiler_steps())
 

@@ -153,11 +153,12 @@ def _hta_idle_pct(trace_dir: str, rank: int) -> float:
 
 
 def _lumikit_idle_pct(trace_dir: str | Path, rank: int) -> float:
-    return 100 * _idle_fraction(TraceAnalyzer.from_path(Path(trace_dir)), rank)
+    """lumikit's idle share (percent) over every step, the last one included (HTA leaves it out)."""
+    return 100 * _idle_fraction(TraceAnalyzer.from_path(Path(trace_dir), include_last_step=True), rank)
 
 
 @check("06.4",
-       wrong("lumikit's number (every step) instead of HTA's",
+       wrong("lumikit's number over every step (include_last_step=True) instead of HTA's",
              hta_idle_pct=lambda a: _lumikit_idle_pct(a.trace_dir, a.rank), mentions="HTA"),
        wrong("a fraction instead of a percentage",
              hta_idle_pct=lambda a: _hta_idle_pct(str(a.trace_dir), a.rank) / 100),
