@@ -172,7 +172,7 @@ def check_hta_idle(hta_idle_pct: float | None, trace_dir: str | Path, rank: int)
     value = expect_close("06.4", hta_idle_pct, expected, rel=0.0, abs=0.05,
                          what=f"HTA's idle share of rank {rank}'s GPU time (%)",
                          hint="`idle_time_pctg` of HTA's `get_temporal_breakdown(visualize=False)`, already in "
-                              "percent; lumikit's `idle_fraction` counts every step, HTA leaves out the last one.")
+                              "percent; HTA leaves out the last step (lumikit too, unless include_last_step=True).")
     return passed("06.4", f"HTA: {value:.2f} % idle on rank {rank} (lumikit, counting every step: {ours:.2f} %)")
 
 
