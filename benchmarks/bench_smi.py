@@ -27,7 +27,8 @@ SHARED = REPO.parent / "shared" / "fixtures" / "smi"
 
 def eight_gcd_texts() -> dict[str, str]:
     """One 8-device output per format: written by the session generator, plus real ones where ../shared exists."""
-    gcds = synth._node(__import__("random").Random(0), [100] * 8, [60] * 8, [45.0] * 8)
+    busy = synth.Step(0.0, (synth.COMPUTE,) * 8, (60,) * 8)
+    gcds = synth._node(__import__("random").Random(0), busy, [45.0] * 8)
     amd_rows = "".join(f"{i:>3}  {g.power_w or 0:.0f} W     45 \u00b0C     50 \u00b0C     {g.busy} %   "
                        f"{g.sclk} MHz      30 %   1600 MHz   40000 MB   65536 MB\n" for i, g in enumerate(gcds))
     texts = {

@@ -1,9 +1,13 @@
 # %% [markdown]
 # # 01 · Exercises: a LUMI-G node and Slurm
 #
-# Three exercises on the node's layout and on jobs LUMI accepts. Every answer can be found with the site profile
-# (`load_site("lumi")`) and the job builder (`lumikit.jobs`); the check under each exercise says whether it is
-# right. Nothing here is submitted: these are the commands you would run on LUMI.
+# Three exercises on the node's layout and on jobs LUMI accepts, two questions on why LUMI works that way, and
+# the discussion questions at the end. What to find, and why it matters: which cores sit next to which GCD (a task
+# on the wrong cores pays for every copy to its GCD), and what makes Slurm refuse a job before it ever runs (a
+# refused job costs you a queue wait). Every answer can be found with the site profile (`load_site("lumi")`) and
+# the job builder (`lumikit.jobs`); the check under each exercise says whether it is right, and records your
+# result (`lumikit progress` sums them up). Nothing here is submitted: these are the commands you would run on
+# LUMI.
 
 # %%
 import lumikit.checks.m01 as checks
@@ -32,11 +36,12 @@ checks.check_full_node_job(two_node_job, masks)
 # %% [markdown]
 # ## Which cores sit next to a GCD?
 #
-# The GCD numbering does not follow the core numbering. The next exercise asks about one GCD, `k`.
+# The GCD numbering does not follow the core numbering. The next exercise asks about one GCD, `k`, chosen for
+# you (each learner gets their own).
 
 # %%
-k = 2
-print(f"GCD {k}")
+k = checks.gcd_to_study()
+print(f"your GCD: k = {k}")
 
 # %% tags=["exercise"]
 # Exercise 01.2: Which cores and which NUMA domain sit next to GCD `k`? Store the core numbers (a list) in
@@ -48,7 +53,19 @@ numa_k = None
 raise NotImplementedError("Exercise 01.2: `site.node.gcd(k)` holds both; GCD k is not next to cores 8k to 8k+7.")
 
 # %% tags=["check"]
-checks.check_gcd_neighbours(k, cores_k, numa_k)
+checks.check_gcd_neighbours(cores_k, numa_k)
+
+# %%
+checks.WHY_SEVEN_CORES  # the question and its options
+
+# %% tags=["exercise"]
+# Exercise 01.q1: Why does each GCD's task get 7 cores, not 8? Pick one of the options shown above and store its letter in `why_seven_cores`.
+# Hint: look at the cores of your GCD in 01.2: which core of its group of 8 is missing?
+why_seven_cores = None
+raise NotImplementedError("Exercise 01.q1: look at the cores of your GCD in 01.2: which core of its group of 8 is missing?")
+
+# %% tags=["check"]
+checks.check_why_seven_cores(why_seven_cores)
 
 # %% [markdown]
 # ## The job LUMI rejects
@@ -73,8 +90,30 @@ raise NotImplementedError("Exercise 01.3: `problems(rejected, site)` lists every
 # %% tags=["check"]
 checks.check_rejected_job(bad_field, fixed_job, rejected)
 
+# %%
+checks.WHY_BIND  # the question and its options
+
+# %% tags=["exercise"]
+# Exercise 01.q2: Why bind each task to the cores next to its own GCD? Pick one of the options shown above and store its letter in `why_bind`.
+# Hint: think of where a task's memory lives and which way a copy to its GCD travels.
+why_bind = None
+raise NotImplementedError("Exercise 01.q2: think of where a task's memory lives and which way a copy to its GCD travels.")
+
+# %% tags=["check"]
+checks.check_why_bind(why_bind)
+
 # %% [markdown] tags=["exercise"]
-# **Your answer:** _replace this line with your answer and the numbers that support it._
+# **Question 01.A.** Why does the first mask of 01.1 cover cores 49-55 and not cores 1-7, and why does the same
+# list of masks serve the second node too? (It matters: a hand-written mask in core order binds every task to the
+# wrong NUMA domain.)
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Question 01.B.** Why is `--cpus-per-task=7` the fix for the rejected job of 01.3, and why are 1 core, or
+# fewer GCDs, not fixes? (A "fix" that LUMI accepts can still waste the node you pay for.)
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
 
 # %% [markdown]
 # ## In a terminal: masks from the machine's own outputs, then checked inside a job

@@ -2,8 +2,11 @@
 # # 02 · Exercises: containers and Python environments
 #
 # Four exercises: the container command of a 2-node job, the bind set RCCL needs, the Python a venv really runs,
-# and the pins that keep pip off the container's packages. The first two use the site profile and the job builder;
-# the last two use a small venv made here and the versions of this kernel's environment.
+# and the pins that keep pip off the container's packages; one question on why the pins matter; the discussion
+# questions at the end. What to find, and why it matters: what a job in a container needs from the host (without
+# it, a 2-node job falls back to slow sockets or fails), and which Python and which torch your venv really runs
+# (a wrong torch loses the GCDs without an error). The first two use the site profile and the job builder; the last
+# two use a small venv made here and the versions of this kernel's environment.
 
 # %%
 import subprocess
@@ -88,5 +91,26 @@ raise NotImplementedError("Exercise 02.4: a constraint line is `name==version`; 
 # %% tags=["check"]
 checks.check_pins(pins, base_versions)
 
+# %%
+checks.WHY_PIN  # the question and its options
+
+# %% tags=["exercise"]
+# Exercise 02.q1: Why must pip never replace the container's torch? Pick one of the options shown above and store its letter in `why_pin`.
+# Hint: where does a torch from PyPI come from, and what was the container's torch built for?
+why_pin = None
+raise NotImplementedError("Exercise 02.q1: where does a torch from PyPI come from, and what was the container's torch built for?")
+
+# %% tags=["check"]
+checks.check_why_pin(why_pin)
+
 # %% [markdown] tags=["exercise"]
-# **Your answer:** _replace this line with your answer and the numbers that support it._
+# **Question 02.A.** Why does a 2-node job need the `multinode` bind set while a 1-node job does not? Name what it
+# binds and who uses it.
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Question 02.B.** Why does the venv made in the container only work inside the container, and why do the pins
+# of 02.4 keep your venv's torch the container's one?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._

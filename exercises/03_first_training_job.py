@@ -3,7 +3,9 @@
 #
 # The next cell runs two short jobs of the course's language model (on LUMI: Slurm jobs on one GCD; elsewhere:
 # local processes): 12 steps with a checkpoint, then a second job that resumes from it up to step 24. The
-# exercises read their logs and metrics.
+# exercises read their logs and metrics. What to find, and why it matters: the step time to plan with, whether a
+# resumed job really continues, how many steps fit in a `--time` (a job that runs out loses everything since its
+# last checkpoint), and how to recognise a job that ran out.
 
 # %%
 import math
@@ -89,8 +91,34 @@ raise NotImplementedError("Exercise 03.4: `diagnose_text(text)` (lumikit.logs) r
 # %% tags=["check"]
 checks.check_time_limit(time_limit_signature, final_state, slurm_log)
 
+# %%
+checks.AT_THE_LIMIT  # the question and its options
+
+# %% tags=["exercise"]
+# Exercise 03.q1: What happens when a job reaches its `--time` limit? Pick one of the options shown above and store its letter in `at_the_limit`.
+# Hint: the log in 03.4 and the state `sacct` shows tell you.
+at_the_limit = None
+raise NotImplementedError("Exercise 03.q1: the log in 03.4 and the state `sacct` shows tell you.")
+
+# %% tags=["check"]
+checks.check_at_the_limit(at_the_limit)
+
 # %% [markdown] tags=["exercise"]
-# **Your answer:** _replace this line with your answer and the numbers that support it._
+# **Question 03.A.** Why is the first step slower than the others, and why plan with the warm (median) step time
+# rather than with the mean of a short run?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Question 03.B.** Why does the resumed job train on the same batches the uninterrupted run would have used?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Question 03.C.** Why is the number of steps of 03.3 only an estimate, and why give `--max-time` a margin below
+# `--time`?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
 
 # %% [markdown]
 # ## In a terminal: a broken batch script, fixed and submitted

@@ -3,7 +3,9 @@
 #
 # The setup cells run the lesson's profiled training run again: the course's tiny language model, 6 steps
 # unprofiled, 1 profiler warm-up step, 4 recorded steps (schedule `"6,1,4,1"`), then the run stops. The exercises
-# answer questions from what that run measured.
+# answer questions from what that run measured. What to find, and why it matters: how to profile only what you
+# need (a profiler on every rank and step slows the job and fills the disk), where a step's time goes, and what the
+# profiler itself costs (so you do not take its slowdown for your model's).
 
 # %%
 import lumikit.checks.m05 as checks
@@ -29,9 +31,14 @@ step_times = run.metrics().steps.set_index("step")["step_time_s"]
 print("recorded trace steps:", list(phases["step"]), "· metrics steps:", list(step_times.index))
 phases.set_index("step").round(0)
 
+# %%
+target_rank, target_steps = checks.profile_target()  # chosen for you
+print(f"05.1: profile rank {target_rank}, recording steps {target_steps}")
+
 # %% tags=["exercise"]
-# Exercise 05.1: In a 4-rank job, profile only rank 3 with torch.profiler, recording steps 5, 6 and 7 (counted from 1, as the metrics file does), and stop the run after step 7. Store the job spec in `job`.
+# Exercise 05.1: In a 4-rank job, profile only rank `target_rank` with torch.profiler, recording the steps `target_steps` (printed above, counted from 1 as the metrics file does), with one profiler warm-up step before them, and stop the run after the last of them. Store the job spec in `job`.
 # Hint: `workload_spec("lm", "--mode", "ddp", gcds=..., ntasks_per_node=..., profile=..., profile_ranks=[...], profile_steps=..., env={"LUMIKIT_PROFILE_SCHEDULE": "wait,warmup,active,repeat"})`; torch skips `wait` steps and warms up for `warmup` before it records.
+schedule_05_1 = None
 job = None
 raise NotImplementedError("Exercise 05.1: `workload_spec(\"lm\", \"--mode\", \"ddp\", gcds=..., ntasks_per_node=..., profile=..., profile_ranks=[...], profile_steps=..., env={\"LUMIKIT_PROFILE_SCHEDULE\": \"wait,warmup,active,repeat\"})`; torch skips `wait` steps and warms up for `warmup` before it records.")
 
@@ -68,8 +75,47 @@ raise NotImplementedError("Exercise 05.4: `step_times` is indexed by step (from 
 # %% tags=["check"]
 checks.check_profiler_slowdown(slowdown, step_times, schedule)
 
+# %%
+checks.WHY_FEW_STEPS  # the question and its options
+
+# %% tags=["exercise"]
+# Exercise 05.q1: Why profile a few steps of one rank? Pick one of the options shown above and store its letter in `why_few_steps`.
+# Hint: 05.4 measured what recording a step costs.
+why_few_steps = None
+raise NotImplementedError("Exercise 05.q1: 05.4 measured what recording a step costs.")
+
+# %% tags=["check"]
+checks.check_why_few_steps(why_few_steps)
+
+# %%
+checks.WHY_WARMUP  # the question and its options
+
+# %% tags=["exercise"]
+# Exercise 05.q2: Why does the schedule give the profiler a warm-up step? Pick one of the options shown above and store its letter in `why_warmup`.
+# Hint: whose start-up does the profiler's warm-up step absorb: the model's or the profiler's?
+why_warmup = None
+raise NotImplementedError("Exercise 05.q2: whose start-up does the profiler's warm-up step absorb: the model's or the profiler's?")
+
+# %% tags=["check"]
+checks.check_why_warmup(why_warmup)
+
 # %% [markdown] tags=["exercise"]
-# **Your answer:** _replace this line with your answer and the numbers that support it._
+# **Question 05.A.** Which steps does a schedule `"3,1,3,1"` record, why does the trace call them `ProfilerStep#4`
+# to `#6`, and why is `"4,0,3,1"` a worse schedule for the same steps?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Question 05.B.** Why does backward cost about as much as the forward pass or more, and why read operators by
+# *self* time rather than total time?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Question 05.C.** Is the slowdown of 05.4 the profiler's real cost, or noise? What would tell you, and why take
+# step times from unprofiled steps?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
 
 # %% [markdown]
 # ## torch.profiler without the wrapper

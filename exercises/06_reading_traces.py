@@ -1,22 +1,23 @@
 # %% [markdown]
 # # 06 · Reading traces: exercises
 #
-# Answer each question with the numbers the analyses measure on a trace. The setup cell writes a 4-rank GPU-like
-# trace with `lumikit.trace.synth` (a CPU-only profile has no kernels to analyse). One rank in it, picked at
-# random (never rank 0), has a slow data loader. Then it loads the trace with `TraceAnalyzer`.
+# Answer each question with the numbers the analyses measure on a trace. The setup cell writes a generated 4-rank
+# GPU-like trace with `lumikit.trace.synth` (a CPU-only profile has no kernels to analyse). Your trace is your own:
+# which rank has a slow data loader (never rank 0), how slow, and the model's size are chosen for you. Then it
+# loads the trace with `TraceAnalyzer`. What to find, and why it matters: where the GPU time goes, which rank holds
+# the others back and by how much (the time every other rank could save), why that rank's GPU idles, what HTA
+# says and why it can differ from lumikit, and how to cut one step out for Perfetto.
 
 # %%
-import random
-
 import lumikit.checks.m06 as checks
 from lumikit.launch import mode_line
 from lumikit.launch.runfolder import RunFolder
 from lumikit.trace import TraceAnalyzer, slice_trace
-from lumikit.trace.synth import SynthSpec, write_synthetic
+from lumikit.trace.synth import write_synthetic
 
 print(mode_line())
 run = RunFolder.create("06-exercises")
-write_synthetic(run.path / "traces", SynthSpec(ranks=4, steps=5, layers=8, straggler=random.randrange(1, 4)))
+write_synthetic(run.path / "traces", checks.exercise_trace_spec())
 analyzer = TraceAnalyzer.from_path(run.path / "traces")
 print("ranks:", analyzer.ranks, "· steps:", analyzer.get_profiler_steps())
 
@@ -44,6 +45,18 @@ raise NotImplementedError("Exercise 06.2: `analyzer.get_stragglers()`: the strag
 # %% tags=["check"]
 checks.check_straggler(straggler, wait_us, analyzer.get_stragglers())
 
+# %%
+checks.WHY_NOT_STEP_TIME  # the question and its options
+
+# %% tags=["exercise"]
+# Exercise 06.q1: Why can the step time not name the straggler? Pick one of the options shown above and store its letter in `why_not_step_time`.
+# Hint: compare `mean_step_us` of the ranks in the table printed by 06.2.
+why_not_step_time = None
+raise NotImplementedError("Exercise 06.q1: compare `mean_step_us` of the ranks in the table printed by 06.2.")
+
+# %% tags=["check"]
+checks.check_why_not_step_time(why_not_step_time)
+
 # %% tags=["exercise"]
 # Exercise 06.3: What fraction of the straggler's GPU span is idle, and which idle category (host_wait, kernel_wait or other) holds most of the idle time on its compute stream? Store them in `idle_fraction` and `idle_reason`.
 # Hint: the compute stream is the one with the most compute time in `analyzer.gpu(rank)`; `get_temporal_breakdown()` has `idle_fraction`; `get_idle_time_breakdown()` has one row per rank and stream.
@@ -61,16 +74,17 @@ raise NotImplementedError("Exercise 06.3: the compute stream is the one with the
 checks.check_idle(idle_fraction, idle_reason, analyzer, rank=analyzer.get_straggler())
 
 # %% tags=["exercise"]
-# Exercise 06.4: With Holistic Trace Analysis, how much of rank 0's communication overlaps computation, in percent? Store it in `hta_overlap_pct`.
-# Hint: `trace_analysis(run.path / "traces")` from `lumikit.trace.hta_bridge` builds HTA's `TraceAnalysis`; its `get_comm_comp_overlap(visualize=False)` has `comp_comm_overlap_pctg`.
+# Exercise 06.4: With Holistic Trace Analysis (HTA), what share of the straggler's GPU time is idle, in percent? Store HTA's number in `hta_idle_pct`.
+# Hint: `trace_analysis(run.path / "traces")` from `lumikit.trace.hta_bridge` builds HTA's `TraceAnalysis`; its `get_temporal_breakdown(visualize=False)` has `idle_time_pctg`. lumikit's own number is not the answer: compare the two.
 hta = None
-hta_overlap = None
-hta_overlap_pct = None
+hta_temporal = None
+straggler = None
+hta_idle_pct = None
 ours = None
-raise NotImplementedError("Exercise 06.4: `trace_analysis(run.path / \"traces\")` from `lumikit.trace.hta_bridge` builds HTA's `TraceAnalysis`; its `get_comm_comp_overlap(visualize=False)` has `comp_comm_overlap_pctg`.")
+raise NotImplementedError("Exercise 06.4: `trace_analysis(run.path / \"traces\")` from `lumikit.trace.hta_bridge` builds HTA's `TraceAnalysis`; its `get_temporal_breakdown(visualize=False)` has `idle_time_pctg`. lumikit's own number is not the answer: compare the two.")
 
 # %% tags=["check"]
-checks.check_overlap(hta_overlap_pct, analyzer.get_comm_comp_overlap(), rank=0)
+checks.check_hta_idle(hta_idle_pct, run.path / "traces", rank=analyzer.get_straggler())
 
 # %% tags=["exercise"]
 # Exercise 06.5: Write step 11 of the straggler rank as a gzip slice for ui.perfetto.dev under `run.path / "slices"`. Store the written file in `slice_path`.
@@ -84,4 +98,27 @@ raise NotImplementedError("Exercise 06.5: `slice_trace(None, <file>.json.gz, ste
 checks.check_perfetto_slice(slice_path, rank=analyzer.get_straggler(), step=11)
 
 # %% [markdown] tags=["exercise"]
-# **Your answer:** _replace this line with your answer and the numbers that support it._
+# **Question 06.A.** Why is communication so large on rank 0 (compare the fractions printed in 06.1) when the
+# network is not that busy?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Question 06.B.** What would fixing the straggler save, and on which ranks?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Question 06.C.** Why is the straggler's idle time *host wait*, and what would you change on a real run?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Question 06.D.** Why does HTA's idle share of 06.4 differ from lumikit's, and why do their overlaps agree?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Question 06.E.** What do you look at first when you open the slice of 06.5 in Perfetto?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._

@@ -6,7 +6,9 @@
 # ResNet on 128 generated images, one CPU thread per process so that one core plays one device; DDP ranks talk
 # through `gloo`); on LUMI the same
 # cells train the seed's ResNet-152 on CIFAR-100 on real GCDs. The exercises compute the answers from the run
-# folders, so they hold in both places; the numbers differ.
+# folders, so they hold in both places; the numbers differ. What to find, and why it matters: what a second device
+# buys you, and at which cost (DDP against DataParallel, the first epoch, model and batch size), so that you ask
+# LUMI for GCDs that your training can use.
 
 # %%
 import pandas as pd
@@ -44,7 +46,19 @@ def run_and_read(job) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
 # %% [markdown]
 # ## The three tasks
 #
-# Task 1 runs two epochs on one device; Tasks 2 and 3 one epoch each on two.
+# Task 1 runs two epochs on one device; Tasks 2 and 3 one epoch each on two. Before you run them, predict.
+
+# %%
+checks.DP_OR_DDP  # the question and its options
+
+# %% tags=["exercise"]
+# Exercise 07.q2: Predict before the runs: on two devices, which reaches more samples per second? Store the letter of your prediction in `dp_or_ddp_prediction`.
+# Hint: there is no wrong prediction here; think of how many Python processes drive the devices in each mode.
+dp_or_ddp_prediction = None
+raise NotImplementedError("Exercise 07.q2: there is no wrong prediction here; think of how many Python processes drive the devices in each mode.")
+
+# %% tags=["check"]
+checks.check_dp_or_ddp_prediction(dp_or_ddp_prediction)
 
 # %%
 single_steps, single_epochs, single = run_and_read(resnet_job("single"))
@@ -71,6 +85,18 @@ raise NotImplementedError("Exercise 07.1: one DDP step uses (batch per device x 
 
 # %% tags=["check"]
 checks.check_ddp_steps(ddp_steps_per_rank, same_global_batch, single, ddp)
+
+# %%
+checks.FEWER_STEPS  # the question and its options
+
+# %% tags=["exercise"]
+# Exercise 07.q1: Why does each DDP rank run fewer iterations per epoch? Pick one of the options shown above and store its letter in `fewer_steps`.
+# Hint: compare `batch_size`, `global_batch_size` and `steps_per_epoch` of the runs in the table.
+fewer_steps = None
+raise NotImplementedError("Exercise 07.q1: compare `batch_size`, `global_batch_size` and `steps_per_epoch` of the runs in the table.")
+
+# %% tags=["check"]
+checks.check_fewer_steps(fewer_steps)
 
 # %% tags=["exercise"]
 # Exercise 07.2: (question 2) How many seconds longer was the first epoch of the single run than the second? Store
@@ -105,6 +131,19 @@ raise NotImplementedError("Exercise 07.4: `global_samples_per_s` for the first, 
 
 # %% tags=["check"]
 checks.check_dp_cost(dp_speedup, dp_overhead, single, dp)
+
+# %% tags=["exercise"]
+# Exercise 07.q3: Now compare with your prediction: which option do the measured samples/s of DDP and DP show? Store the letter in `dp_or_ddp_outcome`.
+# Hint: compare `global_samples_per_s` of `ddp` and `dp`; "about the same" means within 5 %.
+ddp_rate = None
+dp_rate = None
+dp_or_ddp_outcome = None
+raise NotImplementedError("Exercise 07.q3: compare `global_samples_per_s` of `ddp` and `dp`; \"about the same\" means within 5 %.")
+
+# %% tags=["check"]
+checks.check_dp_or_ddp_outcome(dp_or_ddp_outcome, dp_or_ddp_prediction,
+                               measured={"ddp_samples_per_s": ddp["global_samples_per_s"],
+                                         "dp_samples_per_s": dp["global_samples_per_s"]})
 
 # %% [markdown]
 # ## Model size and batch size (questions 6 and 7)
@@ -144,5 +183,49 @@ raise NotImplementedError("Exercise 07.6: compare `big_batch` with `single`.")
 # %% tags=["check"]
 checks.check_batch_size(batch_step_ratio, batch_throughput_ratio, single, big_batch)
 
+# %% [markdown]
+# ## Discussion: the seven questions
+#
+# The numbers are the ones printed above, from one run of each kind. Off LUMI they come from CPU runs on a machine
+# with two cores (often shared), so one run of each is mostly noise: the lesson (module 07) repeats the three
+# runs, interleaved, and says which differences are beyond the noise. Read the ratios printed here with that in
+# mind; each answer says what LUMI is expected to show instead, and where a real LUMI number exists, which.
+
 # %% [markdown] tags=["exercise"]
-# **Your answer:** _replace this line with your answer and the numbers that support it._
+# **Seed question 1 (utilisation and VRAM).** For each task, look at the GPU utilisation and the VRAM. How could you
+# use more of the VRAM, and how do you judge utilisation on LUMI?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Seed question 2 (the first epoch).** Why is the first epoch slower than the other epochs?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Seed question 3 (fewer iterations per rank).** Why is the total number of iterations different in DDP?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Seed question 4 (DDP overheads).** Do you see any overheads for the DDP training? Where do they come from?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Seed question 5 (dataparallel against DDP).** Why is DataParallel on 2 GPUs not as fast as DDP? How much is the
+# overhead?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Seed question 6 (model size).** Switching to another model size (ResNet-50 against ResNet-152 on LUMI): how does
+# it affect the training speed? Does it match your expectations based on the number of parameters?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Seed question 7 (batch size).** Switching to a larger batch size: how does it affect the training speed? Does it
+# match your expectations based on VRAM utilisation?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._

@@ -2,8 +2,11 @@
 # # 08 · Several nodes: exercises
 #
 # Four questions on a 2-node job: the CPU mask of one task, GPU-direct RDMA and its proof in RCCL's log, MIOpen's
-# cache problem, and profiling one rank. The setup cells build the job and write two short logs in the formats RCCL
-# and MIOpen print.
+# cache problem, and profiling one rank; two questions on why; the discussion questions at the end. The setup cells
+# build the job and write two short generated logs in the formats RCCL and MIOpen print. What to find, and why it
+# matters: a task's cores on the second node, the proof that RCCL uses the fast path between nodes (without it a
+# multi-node job scales poorly, and nothing fails), the fix for an error that stops training at start-up, and
+# a profile of one rank that does not slow down the other fifteen.
 
 # %%
 import tempfile
@@ -21,6 +24,8 @@ print(mode_line())
 two_nodes = spec(["python", "train.py"], partition="standard-g", nodes=2, ntasks_per_node=8, gpus_per_node=8,
                  cpus_per_task=7, exclusive=True, cpu_bind="auto", container="pytorch", time="1:00:00")
 print(render_sbatch(two_nodes, site).splitlines()[-1][:160], "...")
+task = checks.task_to_study()
+print(f"your task for 08.1: SLURM_PROCID={task}")
 
 # %%
 # Two logs as a 2-node job writes them: rank 7's RCCL log (NCCL_DEBUG=INFO) and a job output with a MIOpen error.
@@ -34,14 +39,14 @@ miopen_log.write_text("epoch 0 step 12\nMIOpen Error: /src/MIOpen/src/sqlite_db.
 print(rccl_transport(rccl_log).describe())
 
 # %% tags=["exercise"]
-# Exercise 08.1: In `two_nodes` (2 nodes x 8 tasks), which CPU mask does task 11 (SLURM_PROCID=11) get? Store the mask string (like '0x00fe000000000000') in `mask_task11`.
-# Hint: task 11 is on the second node; `cpu_masks(two_nodes, site)` lists one node's masks, and every node repeats them.
+# Exercise 08.1: In `two_nodes` (2 nodes x 8 tasks), which CPU mask does your task (SLURM_PROCID=`task`, printed above) get? Store the mask string (like '0x00fe000000000000') in `mask_task`.
+# Hint: your task is on the second node; `cpu_masks(two_nodes, site)` lists one node's masks, and every node repeats them.
 local_id = None
-mask_task11 = None
-raise NotImplementedError("Exercise 08.1: task 11 is on the second node; `cpu_masks(two_nodes, site)` lists one node's masks, and every node repeats them.")
+mask_task = None
+raise NotImplementedError("Exercise 08.1: your task is on the second node; `cpu_masks(two_nodes, site)` lists one node's masks, and every node repeats them.")
 
 # %% tags=["check"]
-checks.check_task_mask(mask_task11, task=11, tasks_per_node=two_nodes.ntasks_per_node)
+checks.check_task_mask(mask_task, tasks_per_node=two_nodes.ntasks_per_node)
 
 # %% tags=["exercise"]
 # Exercise 08.2: Which of the site's environment recipes asks RCCL for GPU-direct RDMA? Store its name in `gdr_recipe`. Which line of `rccl_log` (counting from 1) is the first proof that RCCL used it? Store the number in `gdr_line`.
@@ -54,6 +59,18 @@ raise NotImplementedError("Exercise 08.2: `site.env` maps recipe names to variab
 # %% tags=["check"]
 checks.check_gdr(gdr_recipe, gdr_line, rccl_log.read_text())
 
+# %%
+checks.WHY_NOT_PROOF  # the question and its options
+
+# %% tags=["exercise"]
+# Exercise 08.q1: Why is the line echoing NCCL_NET_GDR_LEVEL no proof of GDR? Pick one of the options shown above and store its letter in `why_not_proof`.
+# Hint: what does the line say: what was asked for, or what RCCL did?
+why_not_proof = None
+raise NotImplementedError("Exercise 08.q1: what does the line say: what was asked for, or what RCCL did?")
+
+# %% tags=["check"]
+checks.check_why_not_proof(why_not_proof)
+
 # %% tags=["exercise"]
 # Exercise 08.3: Run the log doctor on `miopen_log`. Which environment recipe of the site applies the fix it suggests? Store its name in `miopen_recipe`.
 # Hint: `diagnose(miopen_log)` gives the cause and the fix; the fix sets MIOPEN_USER_DB_PATH.
@@ -63,6 +80,18 @@ raise NotImplementedError("Exercise 08.3: `diagnose(miopen_log)` gives the cause
 
 # %% tags=["check"]
 checks.check_miopen_fix(miopen_recipe, miopen_log.read_text())
+
+# %%
+checks.WHY_MIOPEN_LOCK  # the question and its options
+
+# %% tags=["exercise"]
+# Exercise 08.q2: Why does MIOpen's database fail on Lustre? Pick one of the options shown above and store its letter in `why_miopen_lock`.
+# Hint: the error names SQLite's locking protocol; what do many ranks on many nodes do to one file?
+why_miopen_lock = None
+raise NotImplementedError("Exercise 08.q2: the error names SQLite's locking protocol; what do many ranks on many nodes do to one file?")
+
+# %% tags=["check"]
+checks.check_why_miopen_lock(why_miopen_lock)
 
 # %% tags=["exercise"]
 # Exercise 08.4: Profile exactly one rank of `two_nodes` with rocprof, and pick a rank on the second node. Store the job spec in `profiled`.
@@ -74,7 +103,15 @@ raise NotImplementedError("Exercise 08.4: `two_nodes.with_(profile=..., profile_
 checks.check_profile_one_rank(profiled, nodes=2, tasks_per_node=8)
 
 # %% [markdown] tags=["exercise"]
-# **Your answer:** _replace this line with your answer and the numbers that support it._
+# **Question 08.A.** Why does your task of 08.1 get the same mask as a task of the first node, and which one?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Question 08.B.** Which line proves GPU-direct RDMA and which one only asks for it? Why does the MIOpen error go
+# away with the `miopen` recipe, and why is one profiled rank enough?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
 
 # %% [markdown]
 # ## In a terminal: which GPU does each rank see?

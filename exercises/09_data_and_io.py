@@ -2,7 +2,9 @@
 # # 09 · Data and I/O: exercises
 #
 # Three questions answered with numbers measured here: how much faster one file reads than many small ones, how
-# many DataLoader workers are enough, and which GCD of a generated session is starved.
+# many DataLoader workers are enough, and which GCD of a generated session is starved; a question on why, a
+# prediction to check against a measurement, and the discussion questions at the end. Why it matters: a GPU that
+# waits for data is paid for and idle, and on LUMI the file system is often where the wait comes from.
 
 # %%
 import tempfile
@@ -11,9 +13,9 @@ from pathlib import Path
 
 import lumikit.checks.m09 as checks
 from lumikit.io_bench import time_reads, write_image_files
-from lumikit.measure import measured
+from lumikit.measure import compare, measured
 from lumikit.launch import WorkloadMetrics, mode_line
-from lumikit.smi import load_session, tidy
+from lumikit.smi import tidy
 from lumikit.workloads import resnet
 
 print(mode_line())
@@ -23,6 +25,18 @@ data = files.one_file.parent
 times = time_reads(files)
 small_files_s, one_file_s = times["many small files"], times["one .npy file"]
 print(f"{files.count} small files: {small_files_s:.4f} s; one .npy file: {one_file_s:.5f} s")
+
+# %%
+checks.MORE_WORKERS  # the question and its options
+
+# %% tags=["exercise"]
+# Exercise 09.q2: Predict before the next cells measure it: with 2 DataLoader workers instead of 0, what will the mean step time do? Store the letter of your prediction in `workers_prediction`.
+# Hint: there is no wrong prediction here; think of how much work preparing these tiny in-memory images takes.
+workers_prediction = None
+raise NotImplementedError("Exercise 09.q2: there is no wrong prediction here; think of how much work preparing these tiny in-memory images takes.")
+
+# %% tags=["check"]
+checks.check_more_workers_prediction(workers_prediction)
 
 # %%
 # The ResNet workload (tiny model, CPU here) with 0, 1 and 2 DataLoader workers, run in this process: three rounds
@@ -51,7 +65,7 @@ for m in runs.values():
     print(m.describe("{:.4f}", "s/step"))
 
 # %%
-snapshots = load_session("ddp-8gcd-starved")
+snapshots = checks.exercise_session()  # generated for you: another starved GCD than in module 04
 print(f"{len(snapshots)} snapshots of {len(snapshots[0].devices)} GCDs")
 
 # %% tags=["exercise"]
@@ -62,6 +76,18 @@ raise NotImplementedError("Exercise 09.1: divide the small-files time by the one
 
 # %% tags=["check"]
 checks.check_archive_speedup(speedup, small_files_s, one_file_s)
+
+# %%
+checks.WHY_SMALL_FILES  # the question and its options
+
+# %% tags=["exercise"]
+# Exercise 09.q1: Why are many small files slow on Lustre? Pick one of the options shown above and store its letter in `why_small_files`.
+# Hint: what does every open() of a file on Lustre have to ask, and of whom?
+why_small_files = None
+raise NotImplementedError("Exercise 09.q1: what does every open() of a file on Lustre have to ask, and of whom?")
+
+# %% tags=["check"]
+checks.check_why_small_files(why_small_files)
 
 # %% tags=["exercise"]
 # Exercise 09.2: From `step_times` (workers -> mean step time), how many workers are enough: the fewest whose step time is within 10 % of the best? Store it in `workers_enough`.
@@ -74,17 +100,40 @@ raise NotImplementedError("Exercise 09.2: find the best (smallest) time, then th
 checks.check_enough_workers(workers_enough, step_times, tolerance=0.10)
 
 # %% tags=["exercise"]
-# Exercise 09.3: Which GCD is starved in the generated session `snapshots`? Store its index in `starved_gcd`.
+# Exercise 09.q3: Now compare with your prediction: which option do the three rounds show (step time with 2 workers against 0)? Store the letter in `workers_outcome`.
+# Hint: `compare(runs[2], runs[0])` from lumikit.measure says whether the difference is within the noise; if not, its `ratio` says which way.
+workers_vs_none = None
+workers_outcome = None
+raise NotImplementedError("Exercise 09.q3: `compare(runs[2], runs[0])` from lumikit.measure says whether the difference is within the noise; if not, its `ratio` says which way.")
+
+# %% tags=["check"]
+checks.check_more_workers_outcome(workers_outcome, workers_prediction, measured=rounds)
+
+# %% tags=["exercise"]
+# Exercise 09.3: Which GCD is starved in your generated session `snapshots`? Store its index in `starved_gcd`.
 # Hint: group `tidy(snapshots)` by "index"; the starved GCD has a low busy % and a low clock while the others work.
 per_gcd = None
 starved_gcd = None
 raise NotImplementedError("Exercise 09.3: group `tidy(snapshots)` by \"index\"; the starved GCD has a low busy % and a low clock while the others work.")
 
 # %% tags=["check"]
-checks.check_starved_gcd(starved_gcd, snapshots)
+checks.check_starved_gcd(starved_gcd)
 
 # %% [markdown] tags=["exercise"]
-# **Your answer:** _replace this line with your answer and the numbers that support it._
+# **Question 09.A.** Why would the speed-up of 09.1 be larger still on LUMI's Lustre, and why does the seed's data
+# set come as one tar to unpack into `/tmp`?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Question 09.B.** What did the DataLoader workers buy here, beyond the noise, and why would they matter on LUMI?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown] tags=["exercise"]
+# **Question 09.C.** Why does one starved GCD (09.3) cost the time of all eight?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._
 
 # %% [markdown]
 # ## The spawn start method

@@ -4,6 +4,10 @@
 # One exercise on a JAX job: build it, predict what JAX will list, then run it where JAX is installed (on LUMI, in
 # the JAX container; on a laptop only when this kernel has JAX). Where it cannot run, the cell shows the command and
 # the check grades the job and your prediction.
+#
+# What to find, and why it matters: how many devices JAX sees in a job, which depends on what Slurm hands the
+# task, not on the node (a job that asks for no GPU runs JAX on the CPU without an error, and its timings then
+# measure the CPU).
 
 # %%
 import importlib.util
@@ -37,4 +41,7 @@ raise NotImplementedError("Exercise 10.S1: `spec([\"python\", \"-c\", JAX_PROGRA
 seed_checks.check_jax_job(jax_job, devices_expected, jax_output)
 
 # %% [markdown] tags=["exercise"]
-# **Your answer:** _replace this line with your answer and the numbers that support it._
+# **Question 10.A.** Why does JAX list two devices in this job, what would it list with
+# `--ntasks-per-node=2 --gpus-per-task=1`, and what happens to a job that forgets `--gpus-per-node`?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._

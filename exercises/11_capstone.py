@@ -12,6 +12,10 @@
 #
 # The runs are local processes here (2 ranks on the CPU, `gloo`) and Slurm jobs on LUMI; each takes about a minute
 # to start on a busy machine.
+#
+# What to find, and why it matters: the one rank that holds every other rank back, and the evidence for it
+# (in a data-parallel job the slowest rank sets the step time of all, so the GPU hours of every rank are lost
+# to one rank's storage).
 
 # %%
 import json
@@ -129,4 +133,7 @@ raise NotImplementedError("Exercise 11.4: each `result.rank<R>.json` in a run fo
 checks.check_fix(before.path, after, speedup)
 
 # %% [markdown] tags=["exercise"]
-# **Your answer:** _replace this line with your answer and the numbers that support it._
+# **Question 11.A.** Why can the GPU view and the step times not name the slow rank, what does, and why does every
+# rank get faster when only one rank's loading changed?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._

@@ -33,6 +33,7 @@ class ParseError(LumikitError, ValueError):
 
     def __init__(self, message: str, *, source: str = "<text>", line_no: int | None = None,
                  line: str | None = None) -> None:
+        self.message = message
         self.source = source
         self.line_no = line_no
         self.line = line
@@ -41,6 +42,12 @@ class ParseError(LumikitError, ValueError):
         if line is not None:
             text += f": {line[:120]!r}"
         super().__init__(text)
+
+    def at(self, source: str) -> "ParseError":
+        """The same error naming ``source`` as the input (its location said once, never repeated)."""
+        if self.source == source:
+            return self
+        return ParseError(self.message, source=source, line_no=self.line_no, line=self.line)
 
 
 class LaunchError(LumikitError):

@@ -151,6 +151,8 @@ def profile_steps(*, enabled: bool | None = None, rank: int | None = None, out_d
     from torch.profiler import ProfilerActivity, profile, schedule as torch_schedule, tensorboard_trace_handler
 
     rank = _current_rank(env) if rank is None else rank
+    # LUMIKIT_PROFILE_MEMORY=1 adds the allocator's [memory] events (lumikit.trace.memory reads them)
+    profile_memory = profile_memory or env.get("LUMIKIT_PROFILE_MEMORY", "").strip() in ("1", "true", "yes")
     config.out_dir.mkdir(parents=True, exist_ok=True)
     activities = [ProfilerActivity.CPU]
     if torch.cuda.is_available():

@@ -127,6 +127,12 @@ class Site:
     source: str = ""
 
     @property
+    def links(self) -> Mapping[str, Mapping[str, Any]]:
+        """Peak link speeds of a node (``[hardware.links.NAME]``: ``gb_s`` per direction, ``description``,
+        ``source``), what collective bandwidths are held against (see :mod:`lumikit.trace.comms`)."""
+        return self.hardware.get("links", {})
+
+    @property
     def uses_containers(self) -> bool:
         return self.container_runtime != "none"
 

@@ -125,7 +125,7 @@ from lumikit.jobs import workload_spec
 schedule = "6,1,4,1"
 train = workload_spec("lm", "--model-size", "tiny", "--no-progress", name="lm-profiled", gcds=1,
                       time="0:10:00", profile="torch",
-                      profile_steps=11, env={"LUMIKIT_PROFILE_SCHEDULE": schedule})
+                      profile_steps=11, env={"LUMIKIT_PROFILE_SCHEDULE": schedule, "LUMIKIT_PROFILE_MEMORY": "1"})
 run = launch(train)
 print(mode_line(), "->", run.wait(timeout=300, poll=0.25))
 print(run.stdout(0))
@@ -202,6 +202,28 @@ pd.Series(kind, index=times.index).to_frame("kind").assign(ms=(times * 1e3).roun
 # (LUMI-training-materials, `docs/ai-20251008/extra_04_CheckingGPU.md`; an instructor's estimate, not a
 # measurement). The first step (and the profiler's warm-up) are slow for other reasons. Take step times from
 # unprofiled steps.
+#
+# ### What filled the memory?
+#
+# `LUMIKIT_PROFILE_MEMORY=1` (in the spec above) turns on the profiler's `profile_memory=True`: every allocation
+# and free becomes a `[memory]` event in the trace, on the CPU as on a GCD. `lumikit.trace.memory` adds them up:
+# the **peak**, what it is made of, and the largest blocks alive at that moment.
+
+# %%
+from lumikit.trace.memory import load_memory
+from lumikit.trace.plots import memory_timeline
+
+memory = load_memory(files[0])
+print(memory.describe(top=5))
+memory_timeline(memory)
+
+# %% [markdown]
+# **How to read it:** memory climbs during the forward pass, which keeps every layer's activations for the
+# backward pass, and falls as the backward pass frees them (while it allocates gradients). The peak sits near the
+# turn from forward to backward, and its largest blocks are activations: a bigger batch or a longer sequence grows
+# exactly these. That is the usual story behind `HIP out of memory` on a 64 GB GCD, and why lowering the batch per
+# GCD, bf16 or activation checkpointing are the fixes. On a GCD, `torch.cuda.memory._dump_snapshot` gives the same
+# view (`load_memory("snapshot.pickle")`), with the stack of every allocation and the failed request itself.
 #
 # ## 3 · rocprof: the command, then the tables
 #
@@ -287,6 +309,7 @@ print(doctor.stdout, "exit status", doctor.returncode)
 # %% [markdown]
 # **How to read it:** each diagnosis gives the file and line, the evidence, the cause and the fix; the exit status
 # is 1 when a problem was found, so a batch script can run `lumikit doctor slurm-$SLURM_JOB_ID.out` at its end.
+# For the out-of-memory line its fix points back at the memory view above (`lumikit trace memory FILE`).
 # Next, module **06** reads GPU traces: kernels, streams, idle time and the rank that holds everyone back.
 
 # %% [markdown]

@@ -241,8 +241,10 @@ hta.get_temporal_breakdown(visualize=False)
 hta.get_comm_comp_overlap(visualize=False)
 
 # %% [markdown]
-# **How to read it:** HTA leaves out the last profiled step unless asked (`include_last_profiler_step=True`) and
-# measures the span its own way, so its idle shares differ from `get_temporal_breakdown` in detail. The story is the
+# **How to read it:** HTA leaves out the last profiled step unless asked (`include_last_profiler_step=True`), and
+# `TraceAnalyzer` does the same by default (`include_last_step=True` counts it; `summary()` says which it did),
+# because the last step is often cut short when the profiler stops. HTA also rounds timestamps to whole µs and
+# counts host syncs as GPU time, so its shares can differ from `get_temporal_breakdown` in detail. The story is the
 # same: rank 2 idles most and waits least. The overlap per rank agrees with `get_comm_comp_overlap` above. On ROCm traces, use HTA
 # carefully. Compute kernels on stream 0 get no iteration, so its per-step views and TraceDiff drop them.
 # `get_cuda_kernel_launch_stats` knows CUDA launch names only and comes back empty. `get_potential_stragglers` looks

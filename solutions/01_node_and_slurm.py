@@ -1,9 +1,13 @@
 # %% [markdown]
 # # 01 · Exercises: a LUMI-G node and Slurm
 #
-# Three exercises on the node's layout and on jobs LUMI accepts. Every answer can be found with the site profile
-# (`load_site("lumi")`) and the job builder (`lumikit.jobs`); the check under each exercise says whether it is
-# right. Nothing here is submitted: these are the commands you would run on LUMI.
+# Three exercises on the node's layout and on jobs LUMI accepts, two questions on why LUMI works that way, and
+# the discussion questions at the end. What to find, and why it matters: which cores sit next to which GCD (a task
+# on the wrong cores pays for every copy to its GCD), and what makes Slurm refuse a job before it ever runs (a
+# refused job costs you a queue wait). Every answer can be found with the site profile (`load_site("lumi")`) and
+# the job builder (`lumikit.jobs`); the check under each exercise says whether it is right, and records your
+# result (`lumikit progress` sums them up). Nothing here is submitted: these are the commands you would run on
+# LUMI.
 
 # %%
 import lumikit.checks.m01 as checks
@@ -34,11 +38,12 @@ checks.check_full_node_job(two_node_job, masks)
 # %% [markdown]
 # ## Which cores sit next to a GCD?
 #
-# The GCD numbering does not follow the core numbering. The next exercise asks about one GCD, `k`.
+# The GCD numbering does not follow the core numbering. The next exercise asks about one GCD, `k`, chosen for
+# you (each learner gets their own).
 
 # %%
-k = 2
-print(f"GCD {k}")
+k = checks.gcd_to_study()
+print(f"your GCD: k = {k}")
 
 # %% tags=["solution"]
 # Exercise 01.2: Which cores and which NUMA domain sit next to GCD `k`? Store the core numbers (a list) in
@@ -50,7 +55,18 @@ numa_k = gcd.numa
 print(f"GCD {k}: NUMA {numa_k}, cores {cores_k}, mask {gcd.mask_hex}")
 
 # %% tags=["check"]
-checks.check_gcd_neighbours(k, cores_k, numa_k)
+checks.check_gcd_neighbours(cores_k, numa_k)
+
+# %%
+checks.WHY_SEVEN_CORES  # the question and its options
+
+# %% tags=["solution"]
+# Exercise 01.q1: Why does each GCD's task get 7 cores, not 8? Pick one of the options shown above and store its letter in `why_seven_cores`.
+# Hint: look at the cores of your GCD in 01.2: which core of its group of 8 is missing?
+why_seven_cores = "b"
+
+# %% tags=["check"]
+checks.check_why_seven_cores(why_seven_cores)
 
 # %% [markdown]
 # ## The job LUMI rejects
@@ -76,14 +92,35 @@ print("after the fix:", problems(fixed_job, site) or "no problems")
 # %% tags=["check"]
 checks.check_rejected_job(bad_field, fixed_job, rejected)
 
+# %%
+checks.WHY_BIND  # the question and its options
+
+# %% tags=["solution"]
+# Exercise 01.q2: Why bind each task to the cores next to its own GCD? Pick one of the options shown above and store its letter in `why_bind`.
+# Hint: think of where a task's memory lives and which way a copy to its GCD travels.
+why_bind = "b"
+
+# %% tags=["check"]
+checks.check_why_bind(why_bind)
+
 # %% [markdown] tags=["solution"]
-# **Discussion.** The masks printed in 01.1 come straight from the site profile: task *i* on each node gets the
-# cores next to GCD *i*, so the first mask covers cores 49-55 (NUMA 3), not cores 1-7. The same list repeats on
-# the second node, because `--cpu-bind` masks are per node. In 01.2 the printed cores of GCD 2 are 17-23 on NUMA 1:
-# the first core of every group of 8 (here 16) is reserved for the system, which is why a GCD has 7 cores, not 8.
-# In 01.3 the printed problem is the CPU count: 8 tasks × 8 cores = 64 cores for 8 GCDs, but only 7 per GCD (56)
-# are usable on a node, so `--cpus-per-task=7` is the fix; fewer GCDs would not help (the node still has 56
-# usable cores), and more cores than 8 per GCD are allowed but billed as more GCDs.
+# **Question 01.A.** Why does the first mask of 01.1 cover cores 49-55 and not cores 1-7, and why does the same
+# list of masks serve the second node too? (It matters: a hand-written mask in core order binds every task to the
+# wrong NUMA domain.)
+#
+# **Answer.** The masks come straight from the site profile: task *i* on each node gets the cores next to GCD
+# *i*, and GCD 0 sits next to cores 49-55 (NUMA 3). The same list repeats on the second node, because
+# `--cpu-bind` masks are per node: a task's mask depends on its local id only.
+
+# %% [markdown] tags=["solution"]
+# **Question 01.B.** Why is `--cpus-per-task=7` the fix for the rejected job of 01.3, and why are 1 core, or
+# fewer GCDs, not fixes? (A "fix" that LUMI accepts can still waste the node you pay for.)
+#
+# **Answer.** 8 tasks × 8 cores = 64 cores for 8 GCDs, but only 7 per GCD (56) are usable: the first core of every
+# group of 8 is reserved for the system. With 7 cores per task the job keeps its shape and uses every usable
+# core. One core per task (or none given, which Slurm reads as one) is accepted but leaves 6 of each GCD's 7
+# cores idle, starving data loading. Fewer GCDs would be a different, smaller job, and would not help: the node
+# still has 56 usable cores. More cores than 8 per GCD are allowed, but billed as more GCDs.
 
 # %% [markdown]
 # ## In a terminal: masks from the machine's own outputs, then checked inside a job

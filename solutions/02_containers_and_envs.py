@@ -2,8 +2,11 @@
 # # 02 · Exercises: containers and Python environments
 #
 # Four exercises: the container command of a 2-node job, the bind set RCCL needs, the Python a venv really runs,
-# and the pins that keep pip off the container's packages. The first two use the site profile and the job builder;
-# the last two use a small venv made here and the versions of this kernel's environment.
+# and the pins that keep pip off the container's packages; one question on why the pins matter; the discussion
+# questions at the end. What to find, and why it matters: what a job in a container needs from the host (without
+# it, a 2-node job falls back to slow sockets or fails), and which Python and which torch your venv really runs
+# (a wrong torch loses the GCDs without an error). The first two use the site profile and the job builder; the last
+# two use a small venv made here and the versions of this kernel's environment.
 
 # %%
 import subprocess
@@ -91,12 +94,32 @@ print("\n".join(pins))
 # %% tags=["check"]
 checks.check_pins(pins, base_versions)
 
+# %%
+checks.WHY_PIN  # the question and its options
+
+# %% tags=["solution"]
+# Exercise 02.q1: Why must pip never replace the container's torch? Pick one of the options shown above and store its letter in `why_pin`.
+# Hint: where does a torch from PyPI come from, and what was the container's torch built for?
+why_pin = "b"
+
+# %% tags=["check"]
+checks.check_why_pin(why_pin)
+
 # %% [markdown] tags=["solution"]
-# **Discussion.** The command printed in 02.1 starts the tasks with `singularity exec`, binds the six user paths
-# and, because the job spans two nodes, the four paths of the `multinode` set printed in 02.2: Slurm's spool
-# folder, `/opt/cray` and the Slingshot libraries that RCCL uses to reach the other node. A 1-node job does not
-# need them, which is why the difference of the two bind lists names the set. In 02.3 the printed interpreter lives
-# in the `home` folder of pyvenv.cfg, not in the venv: the venv is a folder of links plus its own site-packages.
-# On LUMI that folder is inside the container, so the venv only works inside it. The pins printed in 02.4 are the
-# versions this base really has (here a CPU build of PyTorch; on LUMI the container's ROCm build); with them in a
-# constraints file pip may add packages but must keep those versions, or stop with a conflict you can read.
+# **Question 02.A.** Why does a 2-node job need the `multinode` bind set while a 1-node job does not? Name what it
+# binds and who uses it.
+#
+# **Answer.** The command printed in 02.1 starts the tasks with `singularity exec`, binds the six user paths and,
+# because the job spans two nodes, the four paths of the `multinode` set printed in 02.2: Slurm's spool folder,
+# `/opt/cray` and the Slingshot libraries that RCCL uses to reach the other node. A 1-node job talks through the
+# node's own links and does not need them, which is why the difference of the two bind lists names the set.
+
+# %% [markdown] tags=["solution"]
+# **Question 02.B.** Why does the venv made in the container only work inside the container, and why do the pins
+# of 02.4 keep your venv's torch the container's one?
+#
+# **Answer.** In 02.3 the printed interpreter lives in the `home` folder of pyvenv.cfg, not in the venv: the venv
+# is a folder of links plus its own site-packages. On LUMI that folder is inside the container, so the venv only
+# works inside it. The pins printed in 02.4 are the versions this base really has (here a CPU build of PyTorch; on
+# LUMI the container's ROCm build); with them in a constraints file pip may add packages but must keep those
+# versions, or stop with a conflict you can read.

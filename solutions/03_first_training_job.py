@@ -3,7 +3,9 @@
 #
 # The next cell runs two short jobs of the course's language model (on LUMI: Slurm jobs on one GCD; elsewhere:
 # local processes): 12 steps with a checkpoint, then a second job that resumes from it up to step 24. The
-# exercises read their logs and metrics.
+# exercises read their logs and metrics. What to find, and why it matters: the step time to plan with, whether a
+# resumed job really continues, how many steps fit in a `--time` (a job that runs out loses everything since its
+# last checkpoint), and how to recognise a job that ran out.
 
 # %%
 import math
@@ -92,17 +94,41 @@ print(diagnoses[-1].describe())
 # %% tags=["check"]
 checks.check_time_limit(time_limit_signature, final_state, slurm_log)
 
+# %%
+checks.AT_THE_LIMIT  # the question and its options
+
+# %% tags=["solution"]
+# Exercise 03.q1: What happens when a job reaches its `--time` limit? Pick one of the options shown above and store its letter in `at_the_limit`.
+# Hint: the log in 03.4 and the state `sacct` shows tell you.
+at_the_limit = "b"
+
+# %% tags=["check"]
+checks.check_at_the_limit(at_the_limit)
+
 # %% [markdown] tags=["solution"]
-# **Discussion.** The printed overhead is usually positive: the first step allocates memory and, on a GPU,
-# compiles and tunes kernels, so plan with the warm (median) step time, not with the average of a short run. The
-# resumed job continued one step after the step its checkpoint held (both printed above): model, optimizer,
-# random state and loss curve came back, and the data order depends only on the seed and the step number, so it
-# trains on the batches the uninterrupted run would have used. The number of steps that fit in 15 minutes is only
-# as good as the step time it is built on: a laptop CPU and one MI250X GCD give very different answers for the
-# same script, and a machine shared with other work gives noisy ones, so measure where the job will run and give
-# `--max-time` (a clean stop with a checkpoint) a margin below `--time`. A job that does hit its limit gets
-# `SIGTERM` and is then killed; `sacct` shows `TIMEOUT`, and the log doctor's `time-limit` signature names the
-# cure: a checkpoint, and a follow-up job with `--resume`.
+# **Question 03.A.** Why is the first step slower than the others, and why plan with the warm (median) step time
+# rather than with the mean of a short run?
+#
+# **Answer.** The printed overhead is usually positive: the first step allocates memory and, on a GPU, compiles
+# and tunes kernels, so it says little about the steps that follow. The mean of a short run carries that cost
+# (and any noisy step) into every step you plan; the median of the warm steps does not.
+
+# %% [markdown] tags=["solution"]
+# **Question 03.B.** Why does the resumed job train on the same batches the uninterrupted run would have used?
+#
+# **Answer.** The resumed job continued one step after the step its checkpoint held (both printed above): model,
+# optimizer, random state and loss curve came back, and the data order depends only on the seed and the step
+# number, so it trains on the batches the uninterrupted run would have used.
+
+# %% [markdown] tags=["solution"]
+# **Question 03.C.** Why is the number of steps of 03.3 only an estimate, and why give `--max-time` a margin below
+# `--time`?
+#
+# **Answer.** It is only as good as the step time it is built on: a laptop CPU and one MI250X GCD give very
+# different answers for the same script, and a machine shared with other work gives noisy ones, so measure where
+# the job will run. A job that hits its limit gets `SIGTERM` and is then killed; `sacct` shows `TIMEOUT`, and the
+# log doctor's `time-limit` signature names the cure: `--max-time` (a clean stop with a checkpoint) with a margin,
+# and a follow-up job with `--resume`.
 
 # %% [markdown]
 # ## In a terminal: a broken batch script, fixed and submitted

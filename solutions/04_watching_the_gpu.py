@@ -1,29 +1,32 @@
 # %% [markdown]
 # # 04 · Watching the GPU: exercises
 #
-# These exercises read the `rocm-smi` session `ddp-8gcd-starved`: a **generated** session (`lumikit.smi.synth`) in
-# the format of a LUMI-G node running a DDP job on all 8 GCDs, its readings calibrated on real LUMI tables
-# (`lumikit.reference`). It ships with the workbook, so it works anywhere; on LUMI, `lumikit smi record` records
-# your own. `tidy` turns a session into one row per sample and GCD.
+# These exercises read a **generated** `rocm-smi` session (`lumikit.smi.synth`) in the format of a LUMI-G node
+# running a DDP job on all 8 GCDs, its readings calibrated on real LUMI tables (`lumikit.reference`): the
+# workbook's generated `ddp-8gcd-starved` session with its packages shuffled for you, so your starved GCD and
+# package powers are your own. It ships with the workbook, so it works anywhere; on LUMI, `lumikit smi record`
+# records your own. `tidy` turns a session into one row per sample and GCD. What to find, and why it matters: which
+# GCD holds the whole node back, what the power readings of an MI250X really measure, and why GPU% alone can call
+# a waiting GPU busy (the course's central lesson: read power before GPU%).
 
 # %%
 import lumikit.checks.m04 as checks
 from lumikit.launch import mode_line
 from lumikit.site import load_site
-from lumikit.smi import DeviceReading, Snapshot, interpret, load_session, tidy
+from lumikit.smi import DeviceReading, Snapshot, interpret, tidy
 from lumikit.smi.interpret import package_activity
 
 print(mode_line())
-ddp = load_session("ddp-8gcd-starved")
+ddp = checks.exercise_session()
 ddp_table = tidy(ddp)
 thresholds = load_site("lumi").power
-print(f"ddp-8gcd-starved: {len(ddp)} samples of {ddp_table['index'].nunique()} GCDs")
+print(f"your generated session: {len(ddp)} samples of {ddp_table['index'].nunique()} GCDs")
 print(f"site power thresholds: idle below {thresholds.idle_below_w:g} W, one GCD busy ~{thresholds.one_gcd_busy_w:g} W, "
       f"both busy ~{thresholds.both_gcds_busy_w:g} W per package")
 ddp_table[["sample", "index", "package", "power_w", "gpu_busy_pct", "sclk_mhz"]].head(8)
 
 # %% tags=["solution"]
-# Exercise 04.1: In `ddp-8gcd-starved` one GCD is starved: it waits for input data while the others work. Which?
+# Exercise 04.1: In your session `ddp` one GCD is starved: it waits for input data while the others work. Which?
 # Store its index in `starved_gcd`.
 # Hint: average `gpu_busy_pct` (and `sclk_mhz`) per GCD over the whole session; one stands out.
 per_gcd = ddp_table.groupby("index")[["gpu_busy_pct", "sclk_mhz"]].mean()
@@ -32,7 +35,7 @@ print(per_gcd.round(0).T)
 print("starved:", starved_gcd)
 
 # %% tags=["check"]
-checks.check_starved_gcd(starved_gcd, ddp)
+checks.check_starved_gcd(starved_gcd)
 
 # %% tags=["solution"]
 # Exercise 04.2: Which GCDs print a power reading at all (`power_gcds`, a list), and what is each package's mean
@@ -45,18 +48,49 @@ print("GCDs with a power reading:", power_gcds)
 print({p: round(w) for p, w in package_power_w.items()})
 
 # %% tags=["check"]
-checks.check_power_reporting(power_gcds, package_power_w, ddp)
+checks.check_power_reporting(power_gcds, package_power_w)
+
+# %%
+checks.WHY_NA  # the question and its options
+
+# %% tags=["solution"]
+# Exercise 04.q1: Why do the odd GCDs print `N/A` for power? Pick one of the options shown above and store its letter in `why_na`.
+# Hint: compare the odd GCDs' GPU% and clock with their power column.
+why_na = "b"
+
+# %% tags=["check"]
+checks.check_why_na(why_na)
 
 # %% tags=["solution"]
 # Exercise 04.3: An MI250X package draws about 300 W with one GCD busy and about 500 W with both (the site's
-# thresholds, printed above). From the mean powers of 04.2, how many GCDs of each package work? Store a dict
-# package -> "idle", "one" or "both" in `activity`.
-# Hint: `package_activity(watts, thresholds)` from lumikit.smi.interpret makes the comparison for one package.
-activity = {p: package_activity(w, thresholds) for p, w in package_power_w.items()}
+# thresholds, printed above). A mean over the session mixes long waits with short bursts, so read one sample: the
+# first one in which your starved GCD computes (its GPU% at or above `thresholds.busy_pct`). Store that sample's
+# number in `sample`, and in `activity` a dict package -> "idle", "one" or "both" by each package's power in it.
+# Hint: filter `ddp_table` on the starved GCD and `gpu_busy_pct`, take the smallest `sample`; then apply `package_activity(watts, thresholds)` from lumikit.smi.interpret to each package's `power_w` in that sample.
+catching_up = ddp_table[(ddp_table["index"] == starved_gcd) & (ddp_table["gpu_busy_pct"] >= thresholds.busy_pct)]
+sample = int(catching_up["sample"].min())
+in_sample = ddp_table[ddp_table["sample"] == sample].dropna(subset=["power_w"])
+activity = {int(r.package): package_activity(r.power_w, thresholds) for r in in_sample.itertuples()}
+print(f"sample {sample}:")
+print(ddp_table[ddp_table["sample"] == sample][["index", "package", "power_w", "gpu_busy_pct"]].to_string(index=False))
 print(activity)
 
 # %% tags=["check"]
-checks.check_package_activity(activity, ddp)
+checks.check_package_activity(sample, activity)
+
+# %% [markdown]
+# ## Predict, then read: the power of a waiting GCD
+
+# %%
+checks.WAITING_POWER  # the question and its options
+
+# %% tags=["solution"]
+# Exercise 04.q2: Predict before you read the next cell: what will the package power of a GCD that waits in an all-reduce at 100 % GPU% be? Store the letter of your prediction in `waiting_prediction`.
+# Hint: there is no wrong prediction here; think of what the arithmetic units do while a collective waits.
+waiting_prediction = "c"
+
+# %% tags=["check"]
+checks.check_waiting_prediction(waiting_prediction)
 
 # %%
 # A hand-made snapshot of a DDP job stuck in an all-reduce: both GCDs of package 0 show 100 % GPU%, yet the
@@ -65,6 +99,16 @@ waiting = Snapshot(devices=(
     DeviceReading(index=0, package=0, power_w=115.0, sclk_mhz=1650, gpu_busy_pct=100.0, vram_pct=38.0),
     DeviceReading(index=1, package=0, power_w=None, sclk_mhz=1650, gpu_busy_pct=100.0, vram_pct=38.0),
 ), format="rocm-smi")
+
+# %% tags=["solution"]
+# Exercise 04.q3: Now read the `waiting` snapshot above: which option does its package power show? Store the letter in `waiting_outcome`; the check compares it with your prediction.
+# Hint: compare `waiting.device(0).power_w` with the site's thresholds (printed at the top).
+waiting_outcome = {"both": "a", "one": "b", "idle": "c"}[package_activity(waiting.device(0).power_w, thresholds)]
+print(f"package 0 draws {waiting.device(0).power_w:g} W at 100 % GPU%")
+
+# %% tags=["check"]
+checks.check_waiting_outcome(waiting_outcome, waiting_prediction,
+                             measured={"package_power_w": waiting.device(0).power_w})
 
 # %% tags=["solution"]
 # Exercise 04.4: What does lumikit's interpretation call the `waiting` snapshot (`finding_kind`, the finding's
@@ -80,18 +124,31 @@ computing = package_activity(waiting.device(0).power_w, thresholds) != "idle"
 checks.check_busy_without_power(finding_kind, computing, waiting)
 
 # %% [markdown] tags=["solution"]
-# **Discussion.** The starved GCD is the one whose average GPU% and clock (printed in 04.1) sit far below the
-# others': it waits for its next batch, and at every all-reduce the seven others wait for it, so the whole node
-# runs at its pace. Only the even GCDs print a power reading (04.2): `rocm-smi` on an MI250X reports power per
+# **Question 04.A.** Why does one starved GCD slow down the whole node, not only itself?
+#
+# **Answer.** The starved GCD is the one whose average GPU% and clock (printed in 04.1) sit far below the others':
+# it waits for its next batch, and at every all-reduce the seven others wait for it, so the whole node runs at its
+# pace.
+
+# %% [markdown] tags=["solution"]
+# **Question 04.B.** Why does "about 300 W means the GPU is fully used" need care on LUMI, and why read power sample
+# by sample rather than its mean? Use your package powers of 04.2 and the sample of 04.3.
+#
+# **Answer.** Only the even GCDs print a power reading (04.2): `rocm-smi` on an MI250X reports power per
 # *package*, on its first GCD, and `N/A` on the second. That is why the courses' "around 300 W" for a fully used
 # GPU (the CSC summer school's demo; the LUMI AI workshop's module 04 shows 324 W with one GCD busy) needs care on
-# LUMI: 300 W is one GCD's worth of a two-GCD package. The mean powers of 04.2 sit
-# between the idle level and one GCD's worth, so the thresholds in 04.3 call every package "one": a mean over a
-# run mixes long waits (100 % at ~130 W, as in the real LUMI table of module 04) with short bursts where every GCD
-# computes (~500 W). Read power over time, not only its mean. GPU% is no proof of work (04.4): it counts the time
-# a kernel is resident, and a kernel spinning on a wait (a collective waiting for a slow rank, a copy waiting for
-# data) counts as 100 % busy. Power near the idle level says the arithmetic units are resting; read power first,
-# then GPU%.
+# LUMI: 300 W is one GCD's worth of a two-GCD package. The mean powers of 04.2 all sit between the idle level and
+# one GCD's worth, so the thresholds would call every package "one": a mean over a run mixes long waits (100 % at
+# ~130 W, as in the real LUMI table of module 04) with short bursts where every GCD computes (~500 W). One sample
+# tells them apart (04.3): when the starved GCD catches up, its package alone draws one GCD's worth while the other
+# packages sit near idle power at 100 % GPU%, waiting for it. Read power over time, not only its mean.
+
+# %% [markdown] tags=["solution"]
+# **Question 04.C.** Why is GPU% no proof that a GCD computes, and what should you read first?
+#
+# **Answer.** GPU% counts the time a kernel is resident, and a kernel spinning on a wait (a collective waiting for
+# a slow rank, a copy waiting for data) counts as 100 % busy (04.3, 04.4). Power near the idle level says the
+# arithmetic units are resting; read power first, then GPU%.
 
 # %% [markdown]
 # ## In a terminal: salloc, then `srun --overlap` into the job

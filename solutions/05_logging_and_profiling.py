@@ -3,7 +3,9 @@
 #
 # The setup cells run the lesson's profiled training run again: the course's tiny language model, 6 steps
 # unprofiled, 1 profiler warm-up step, 4 recorded steps (schedule `"6,1,4,1"`), then the run stops. The exercises
-# answer questions from what that run measured.
+# answer questions from what that run measured. What to find, and why it matters: how to profile only what you
+# need (a profiler on every rank and step slows the job and fills the disk), where a step's time goes, and what the
+# profiler itself costs (so you do not take its slowdown for your model's).
 
 # %%
 import lumikit.checks.m05 as checks
@@ -29,13 +31,19 @@ step_times = run.metrics().steps.set_index("step")["step_time_s"]
 print("recorded trace steps:", list(phases["step"]), "· metrics steps:", list(step_times.index))
 phases.set_index("step").round(0)
 
+# %%
+target_rank, target_steps = checks.profile_target()  # chosen for you
+print(f"05.1: profile rank {target_rank}, recording steps {target_steps}")
+
 # %% tags=["solution"]
-# Exercise 05.1: In a 4-rank job, profile only rank 3 with torch.profiler, recording steps 5, 6 and 7 (counted from 1, as the metrics file does), and stop the run after step 7. Store the job spec in `job`.
+# Exercise 05.1: In a 4-rank job, profile only rank `target_rank` with torch.profiler, recording the steps `target_steps` (printed above, counted from 1 as the metrics file does), with one profiler warm-up step before them, and stop the run after the last of them. Store the job spec in `job`.
 # Hint: `workload_spec("lm", "--mode", "ddp", gcds=..., ntasks_per_node=..., profile=..., profile_ranks=[...], profile_steps=..., env={"LUMIKIT_PROFILE_SCHEDULE": "wait,warmup,active,repeat"})`; torch skips `wait` steps and warms up for `warmup` before it records.
+schedule_05_1 = f"{target_steps[0] - 2},1,{len(target_steps)},1"
 job = workload_spec("lm", "--mode", "ddp", gcds=4, ntasks_per_node=4, time="0:15:00", profile="torch",
-                    profile_ranks=[3],
-                    profile_steps=7, env={"LUMIKIT_PROFILE_SCHEDULE": "3,1,3,1"})
-print("recorded steps:", checks.recorded_steps(parse_schedule("3,1,3,1"), job.profile_steps))
+                    profile_ranks=[target_rank], profile_steps=target_steps[-1],
+                    env={"LUMIKIT_PROFILE_SCHEDULE": schedule_05_1})
+print(f"schedule {schedule_05_1}: recorded steps",
+      checks.recorded_steps(parse_schedule(schedule_05_1), job.profile_steps))
 
 # %% tags=["check"]
 checks.check_rank_profile_spec(job)
@@ -73,19 +81,52 @@ print(f"recorded steps {recorded}: {step_times.loc[recorded].median() * 1e3:.1f}
 # %% tags=["check"]
 checks.check_profiler_slowdown(slowdown, step_times, schedule)
 
+# %%
+checks.WHY_FEW_STEPS  # the question and its options
+
+# %% tags=["solution"]
+# Exercise 05.q1: Why profile a few steps of one rank? Pick one of the options shown above and store its letter in `why_few_steps`.
+# Hint: 05.4 measured what recording a step costs.
+why_few_steps = "b"
+
+# %% tags=["check"]
+checks.check_why_few_steps(why_few_steps)
+
+# %%
+checks.WHY_WARMUP  # the question and its options
+
+# %% tags=["solution"]
+# Exercise 05.q2: Why does the schedule give the profiler a warm-up step? Pick one of the options shown above and store its letter in `why_warmup`.
+# Hint: whose start-up does the profiler's warm-up step absorb: the model's or the profiler's?
+why_warmup = "b"
+
+# %% tags=["check"]
+checks.check_why_warmup(why_warmup)
+
 # %% [markdown] tags=["solution"]
-# **Discussion.** 05.1: with schedule `"3,1,3,1"` torch skips steps 1-3, warms up on step 4 and records 5-7
+# **Question 05.A.** Which steps does a schedule `"3,1,3,1"` record, why does the trace call them `ProfilerStep#4`
+# to `#6`, and why is `"4,0,3,1"` a worse schedule for the same steps?
+#
+# **Answer.** With schedule `"3,1,3,1"` torch skips steps 1-3, warms up on step 4 and records 5-7
 # (`ProfilerStep#4` to `#6` in the trace, since torch counts from 0); `profile_steps=7` stops the run there, and
 # the rank script's `case "$SLURM_PROCID" in 3)` gives the profiler to rank 3 only. A schedule `"4,0,3,1"` records
-# the same steps but keeps the first recorded step's start-up cost in the trace.
+# the same steps but keeps the profiler's start-up cost in the first recorded step.
+
+# %% [markdown] tags=["solution"]
+# **Question 05.B.** Why does backward cost about as much as the forward pass or more, and why read operators by
+# *self* time rather than total time?
 #
-# 05.2 and 05.3: the printed shares say where a step of this tiny model goes on the CPU. Backward usually costs
+# **Answer.** The printed shares say where a step of this tiny model goes on the CPU. Backward usually costs
 # about as much as the forward pass or more (it computes two gradients per matrix product), and the top operator
 # by self time is a matrix product (`aten::mm` or `aten::addmm`) or, for a model this small, an element-wise
 # operator of the optimizer. Ranked by *total* time a wrapper such as `aten::linear` would come first, which is
 # why self time is the column to read.
+
+# %% [markdown] tags=["solution"]
+# **Question 05.C.** Is the slowdown of 05.4 the profiler's real cost, or noise? What would tell you, and why take
+# step times from unprofiled steps?
 #
-# 05.4: the printed slowdown is the profiler's cost for this model on this machine. It records every operator
+# **Answer.** The printed slowdown is the profiler's cost for this model on this machine. It records every operator
 # call, a few microseconds each, so a model that runs a couple of thousand small operators per step pays the most;
 # compare the slowdown with the spread of the unprofiled steps (printed above) before calling it real: on a busy
 # shared machine a few per cent is within the noise, which is why the medians are compared. On LUMI, with a model

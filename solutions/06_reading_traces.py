@@ -1,22 +1,23 @@
 # %% [markdown]
 # # 06 · Reading traces: exercises
 #
-# Answer each question with the numbers the analyses measure on a trace. The setup cell writes a 4-rank GPU-like
-# trace with `lumikit.trace.synth` (a CPU-only profile has no kernels to analyse). One rank in it, picked at
-# random (never rank 0), has a slow data loader. Then it loads the trace with `TraceAnalyzer`.
+# Answer each question with the numbers the analyses measure on a trace. The setup cell writes a generated 4-rank
+# GPU-like trace with `lumikit.trace.synth` (a CPU-only profile has no kernels to analyse). Your trace is your own:
+# which rank has a slow data loader (never rank 0), how slow, and the model's size are chosen for you. Then it
+# loads the trace with `TraceAnalyzer`. What to find, and why it matters: where the GPU time goes, which rank holds
+# the others back and by how much (the time every other rank could save), why that rank's GPU idles, what HTA
+# says and why it can differ from lumikit, and how to cut one step out for Perfetto.
 
 # %%
-import random
-
 import lumikit.checks.m06 as checks
 from lumikit.launch import mode_line
 from lumikit.launch.runfolder import RunFolder
 from lumikit.trace import TraceAnalyzer, slice_trace
-from lumikit.trace.synth import SynthSpec, write_synthetic
+from lumikit.trace.synth import write_synthetic
 
 print(mode_line())
 run = RunFolder.create("06-exercises")
-write_synthetic(run.path / "traces", SynthSpec(ranks=4, steps=5, layers=8, straggler=random.randrange(1, 4)))
+write_synthetic(run.path / "traces", checks.exercise_trace_spec())
 analyzer = TraceAnalyzer.from_path(run.path / "traces")
 print("ranks:", analyzer.ranks, "· steps:", analyzer.get_profiler_steps())
 
@@ -47,6 +48,17 @@ print(f"straggler: rank {straggler}; the others wait {wait_us:.0f} µs per step 
 # %% tags=["check"]
 checks.check_straggler(straggler, wait_us, analyzer.get_stragglers())
 
+# %%
+checks.WHY_NOT_STEP_TIME  # the question and its options
+
+# %% tags=["solution"]
+# Exercise 06.q1: Why can the step time not name the straggler? Pick one of the options shown above and store its letter in `why_not_step_time`.
+# Hint: compare `mean_step_us` of the ranks in the table printed by 06.2.
+why_not_step_time = "b"
+
+# %% tags=["check"]
+checks.check_why_not_step_time(why_not_step_time)
+
 # %% tags=["solution"]
 # Exercise 06.3: What fraction of the straggler's GPU span is idle, and which idle category (host_wait, kernel_wait or other) holds most of the idle time on its compute stream? Store them in `idle_fraction` and `idle_reason`.
 # Hint: the compute stream is the one with the most compute time in `analyzer.gpu(rank)`; `get_temporal_breakdown()` has `idle_fraction`; `get_idle_time_breakdown()` has one row per rank and stream.
@@ -67,18 +79,21 @@ print(f"rank {straggler}: idle {idle_fraction:.1%} of its span; on stream {compu
 checks.check_idle(idle_fraction, idle_reason, analyzer, rank=analyzer.get_straggler())
 
 # %% tags=["solution"]
-# Exercise 06.4: With Holistic Trace Analysis, how much of rank 0's communication overlaps computation, in percent? Store it in `hta_overlap_pct`.
-# Hint: `trace_analysis(run.path / "traces")` from `lumikit.trace.hta_bridge` builds HTA's `TraceAnalysis`; its `get_comm_comp_overlap(visualize=False)` has `comp_comm_overlap_pctg`.
+# Exercise 06.4: With Holistic Trace Analysis (HTA), what share of the straggler's GPU time is idle, in percent? Store HTA's number in `hta_idle_pct`.
+# Hint: `trace_analysis(run.path / "traces")` from `lumikit.trace.hta_bridge` builds HTA's `TraceAnalysis`; its `get_temporal_breakdown(visualize=False)` has `idle_time_pctg`. lumikit's own number is not the answer: compare the two.
 from lumikit.trace.hta_bridge import trace_analysis
 
 hta = trace_analysis(run.path / "traces")
-hta_overlap = hta.get_comm_comp_overlap(visualize=False)
-hta_overlap_pct = float(hta_overlap.loc[hta_overlap["rank"] == 0, "comp_comm_overlap_pctg"].iloc[0])
-ours = analyzer.get_comm_comp_overlap()
-print(f"HTA: {hta_overlap_pct:.2f} % · lumikit: {100 * float(ours.loc[ours['rank'] == 0, 'overlap'].iloc[0]):.2f} %")
+hta_temporal = hta.get_temporal_breakdown(visualize=False)
+straggler = analyzer.get_straggler()
+hta_idle_pct = float(hta_temporal.loc[hta_temporal["rank"] == straggler, "idle_time_pctg"].iloc[0])
+ours = TraceAnalyzer(analyzer.trace, include_last_step=True).get_temporal_breakdown()  # every step, last included
+print(f"rank {straggler} idle: HTA {hta_idle_pct:.2f} % · lumikit over every step "
+      f"{100 * float(ours.loc[ours['rank'] == straggler, 'idle_fraction'].iloc[0]):.2f} %")
+print("HTA's steps:", sorted(hta.t.get_trace(0)["iteration"].unique()), "· lumikit's:", analyzer.get_profiler_steps())
 
 # %% tags=["check"]
-checks.check_overlap(hta_overlap_pct, analyzer.get_comm_comp_overlap(), rank=0)
+checks.check_hta_idle(hta_idle_pct, run.path / "traces", rank=analyzer.get_straggler())
 
 # %% tags=["solution"]
 # Exercise 06.5: Write step 11 of the straggler rank as a gzip slice for ui.perfetto.dev under `run.path / "slices"`. Store the written file in `slice_path`.
@@ -93,22 +108,39 @@ print(f"{slice_path.name}: {slice_path.stat().st_size / 1e3:.1f} kB, to open at 
 checks.check_perfetto_slice(slice_path, rank=analyzer.get_straggler(), step=11)
 
 # %% [markdown] tags=["solution"]
-# **Discussion.** Read the printed values above.
+# **Question 06.A.** Why is communication so large on rank 0 (compare the fractions printed in 06.1) when the
+# network is not that busy?
 #
-# * 06.1: compute is on top on rank 0, but communication is close behind (compare the printed fractions). The
-#   network is not that busy. The all-reduce kernels sit on their stream waiting for the straggler, and the trace
-#   counts that waiting as communication time.
-# * 06.2: every rank has the same step time (the collectives synchronise them), so the step time cannot name the
-#   straggler. The time spent in communication can: the straggler arrives last and waits least. The printed
-#   `wait_us` is what the other three ranks lose in every step. Fixing the one slow rank (here a slow data loader)
-#   would save that much on all of them.
-# * 06.3: the straggler's GPU is idle for a large part of its span, and on its compute stream that idle time is
-#   *host wait*: the GPU drained its queue and the host had not launched the next kernel yet, because it was still
-#   loading data. On a real run the next step is the data loader: more workers, pinned memory, data staged to
-#   local storage (module 09).
-# * 06.4: HTA and lumikit define overlap the same way (communication time during which a compute kernel runs,
-#   over all communication time), so they agree even though HTA leaves out the last step. Where they disagree on
-#   a ROCm trace, check the stream-0 kernels: HTA gives them no iteration.
-# * 06.5: the slice holds one step of one rank, a few kB instead of the whole file, and Perfetto opens it at once.
-#   In Perfetto, look at the gap at the start of the compute stream (the host wait of 06.3) and at the long
-#   collectives on the other ranks' slices.
+# **Answer.** Compute and communication are close on rank 0 (which one is on top depends on your trace). The
+# all-reduce kernels sit on their stream waiting for the straggler, and the trace counts that waiting as
+# communication time.
+
+# %% [markdown] tags=["solution"]
+# **Question 06.B.** What would fixing the straggler save, and on which ranks?
+#
+# **Answer.** The printed `wait_us` is what each of the other three ranks loses in every step, waiting for the
+# straggler at the all-reduce. Fixing the one slow rank (here a slow data loader) would save that much on all of
+# them.
+
+# %% [markdown] tags=["solution"]
+# **Question 06.C.** Why is the straggler's idle time *host wait*, and what would you change on a real run?
+#
+# **Answer.** The straggler's GPU is idle for a large part of its span, and on its compute stream that idle time is
+# *host wait*: the GPU drained its queue and the host had not launched the next kernel yet, because it was still
+# loading data. On a real run the next step is the data loader: more workers, pinned memory, data staged to local
+# storage (module 09).
+
+# %% [markdown] tags=["solution"]
+# **Question 06.D.** Why does HTA's idle share of 06.4 differ from lumikit's, and why do their overlaps agree?
+#
+# **Answer.** HTA leaves out the last step (printed: HTA's steps against lumikit's), so its temporal breakdown
+# covers fewer steps and gives another share. Both define communication/computation overlap the same way
+# (communication time during which a compute kernel runs, over all communication time), so for the overlap they
+# agree. Where they disagree on a ROCm trace, check the stream-0 kernels: HTA gives them no iteration.
+
+# %% [markdown] tags=["solution"]
+# **Question 06.E.** What do you look at first when you open the slice of 06.5 in Perfetto?
+#
+# **Answer.** The slice holds one step of one rank, a few kB instead of the whole file, and Perfetto opens it at
+# once. Look at the gap at the start of the compute stream (the host wait of 06.3) and at the long collectives on
+# the other ranks' slices.

@@ -6,7 +6,9 @@
 # ResNet on 128 generated images, one CPU thread per process so that one core plays one device; DDP ranks talk
 # through `gloo`); on LUMI the same
 # cells train the seed's ResNet-152 on CIFAR-100 on real GCDs. The exercises compute the answers from the run
-# folders, so they hold in both places; the numbers differ.
+# folders, so they hold in both places; the numbers differ. What to find, and why it matters: what a second device
+# buys you, and at which cost (DDP against DataParallel, the first epoch, model and batch size), so that you ask
+# LUMI for GCDs that your training can use.
 
 # %%
 import pandas as pd
@@ -44,7 +46,18 @@ def run_and_read(job) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
 # %% [markdown]
 # ## The three tasks
 #
-# Task 1 runs two epochs on one device; Tasks 2 and 3 one epoch each on two.
+# Task 1 runs two epochs on one device; Tasks 2 and 3 one epoch each on two. Before you run them, predict.
+
+# %%
+checks.DP_OR_DDP  # the question and its options
+
+# %% tags=["solution"]
+# Exercise 07.q2: Predict before the runs: on two devices, which reaches more samples per second? Store the letter of your prediction in `dp_or_ddp_prediction`.
+# Hint: there is no wrong prediction here; think of how many Python processes drive the devices in each mode.
+dp_or_ddp_prediction = "a"
+
+# %% tags=["check"]
+checks.check_dp_or_ddp_prediction(dp_or_ddp_prediction)
 
 # %%
 single_steps, single_epochs, single = run_and_read(resnet_job("single"))
@@ -72,6 +85,17 @@ print(f"single: {single['steps_per_epoch']} steps per epoch; DDP: {ddp_steps_per
 
 # %% tags=["check"]
 checks.check_ddp_steps(ddp_steps_per_rank, same_global_batch, single, ddp)
+
+# %%
+checks.FEWER_STEPS  # the question and its options
+
+# %% tags=["solution"]
+# Exercise 07.q1: Why does each DDP rank run fewer iterations per epoch? Pick one of the options shown above and store its letter in `fewer_steps`.
+# Hint: compare `batch_size`, `global_batch_size` and `steps_per_epoch` of the runs in the table.
+fewer_steps = "b"
+
+# %% tags=["check"]
+checks.check_fewer_steps(fewer_steps)
 
 # %% tags=["solution"]
 # Exercise 07.2: (question 2) How many seconds longer was the first epoch of the single run than the second? Store
@@ -110,6 +134,18 @@ print(f"DP: {dp_speedup:.2f}x the samples/s (global batch {dp['global_batch_size
 
 # %% tags=["check"]
 checks.check_dp_cost(dp_speedup, dp_overhead, single, dp)
+
+# %% tags=["solution"]
+# Exercise 07.q3: Now compare with your prediction: which option do the measured samples/s of DDP and DP show? Store the letter in `dp_or_ddp_outcome`.
+# Hint: compare `global_samples_per_s` of `ddp` and `dp`; "about the same" means within 5 %.
+ddp_rate, dp_rate = ddp["global_samples_per_s"], dp["global_samples_per_s"]
+dp_or_ddp_outcome = "a" if ddp_rate > 1.05 * dp_rate else "b" if dp_rate > 1.05 * ddp_rate else "c"
+print(f"DDP {ddp_rate:.1f} samples/s, DP {dp_rate:.1f} samples/s -> ({dp_or_ddp_outcome})")
+
+# %% tags=["check"]
+checks.check_dp_or_ddp_outcome(dp_or_ddp_outcome, dp_or_ddp_prediction,
+                               measured={"ddp_samples_per_s": ddp["global_samples_per_s"],
+                                         "dp_samples_per_s": dp["global_samples_per_s"]})
 
 # %% [markdown]
 # ## Model size and batch size (questions 6 and 7)
@@ -151,49 +187,80 @@ print(f"batch {single['batch_size']} -> {big_batch['batch_size']}: {batch_step_r
 # %% tags=["check"]
 checks.check_batch_size(batch_step_ratio, batch_throughput_ratio, single, big_batch)
 
-# %% [markdown] tags=["solution"]
+# %% [markdown]
 # ## Discussion: the seven questions
 #
 # The numbers are the ones printed above, from one run of each kind. Off LUMI they come from CPU runs on a machine
 # with two cores (often shared), so one run of each is mostly noise: the lesson (module 07) repeats the three
 # runs, interleaved, and says which differences are beyond the noise. Read the ratios printed here with that in
 # mind; each answer says what LUMI is expected to show instead, and where a real LUMI number exists, which.
+
+# %% [markdown] tags=["solution"]
+# **Seed question 1 (utilisation and VRAM).** For each task, look at the GPU utilisation and the VRAM. How could you
+# use more of the VRAM, and how do you judge utilisation on LUMI?
 #
-# 1. **Utilisation and VRAM.** A CPU has no VRAM to watch. The model state in the table before 07.5 (weights,
-#    gradients and momentum in float32: 12 bytes per parameter) is small; most of a GPU's memory goes to the
-#    activations, which grow with the batch. For ResNet-152 at batch 128 the CSC summer school's lecture estimates
-#    about 24 GB of a GCD's 64 GB (an estimate, `hpc-ai/docs/03-gpu-computation.md` in csc-training/summerschool).
-#    Judge utilisation by power rather than `GPU%`: a busy GCD's package draws about 300 W (a real LUMI reading:
-#    324 W, `lumikit.reference.load("rocm-smi-one-gcd-busy")`). DataParallel is expected to use more memory on
-#    GCD 0, where it gathers outputs.
-# 2. **The first epoch.** 07.2 shows how much of the first epoch's extra time is its first step. On a CPU that
-#    warm-up is small, and noise can make the second epoch the slower one. On LUMI the first epoch is expected to be
-#    slower: it carries MIOpen's search for the fastest convolution kernels, the first reads of the data set and
-#    memory allocation, which later epochs reuse (no real LUMI epoch timings are shipped with the workbook).
-# 3. **Fewer iterations per rank.** Each DDP rank takes its own batch every step, so one step consumes
-#    batch x ranks samples and an epoch has data set / (batch x ranks) steps per rank (07.1). Keeping the global
-#    batch means dividing `--batch-size` by the number of ranks, as the summer school's TODO suggests.
-# 4. **DDP overheads.** Starting the ranks and joining the process group cost time before the first step (compare
-#    `elapsed_s` in the table), and every step ends with an all-reduce of the gradients (through `gloo` and shared
-#    memory here). Here the two ranks also share two cores and whatever else runs on the machine, so the speed-up
-#    of 07.3 may be anything from a loss to nearly 2x from one run to the next. On LUMI each rank has its own GCD and
-#    RCCL's all-reduce overlaps the backward pass; a real 8-GCD DDP run of the LUMI AI workshop's GPT-neo fine-tuning
-#    ran at about 2.2 it/s with the one-GCD run's global batch of 32 (`lumikit.reference.load("slurm-8gcd-gpt-neo")`,
-#    about 7.5 min for 1000 steps, against "just under 30 minutes" that the workshop's script comment gives for one
-#    GCD).
-# 5. **DataParallel against DDP.** Without GPUs DataParallel has nothing to split over: it runs the model in the
-#    one process with the single run's global batch, so whatever 07.4 prints here measures the wrapper and the
-#    noise, not DP. On LUMI DP is expected to be slower than DDP: it splits each batch over both GCDs but, from one
-#    Python process, copies the model to every GCD, scatters the inputs and gathers the outputs on GCD 0 in every
-#    step (the summer school asks why; no real LUMI timing of DP is shipped with the workbook).
-# 6. **Model size.** 07.5 compares the parameter ratio with the step-time ratio. Step time follows the arithmetic
-#    (FLOPs per image), not the parameter count: the wider and deeper convolutions work on large images early in the
-#    network, while many parameters sit in the last, small-image stages. For ResNet-50 against ResNet-152 the
-#    published model figures are 25.6 M against 60.2 M parameters and 4.1 against 11.5 GFLOP per forward pass at
-#    224x224 (torchvision's model pages, pytorch.org/vision/stable/models/generated/torchvision.models.resnet50.html
-#    and ...resnet152.html; the 60.2 M and 11.5 GFLOP also in the summer school's lecture),
-#    so on a GCD expect a step roughly 2.5-3x faster, not exactly the parameter ratio.
-# 7. **Batch size.** 07.6 prints how the step time and the samples/s changed with twice the batch. On one CPU core
-#    the arithmetic per sample stays the same, so only the fixed cost of a step (Python, launching the operations)
-#    is shared by more samples, and the change can drown in noise. On a GCD a larger batch is expected to fill more
-#    of the compute units and more of the 64 GB, and samples/s to rise until the GCD is saturated or memory runs out.
+# **Answer.** A CPU has no VRAM to watch. The model state in the table before 07.5 (weights, gradients and momentum
+# in float32: 12 bytes per parameter) is small; most of a GPU's memory goes to the activations, which grow with the
+# batch, so a larger batch per device uses more of it. For ResNet-152 at batch 128 the CSC summer school's lecture
+# estimates about 24 GB of a GCD's 64 GB (an estimate, `hpc-ai/docs/03-gpu-computation.md` in
+# csc-training/summerschool). Judge utilisation by power rather than `GPU%`: a busy GCD's package draws about 300 W
+# (a real LUMI reading: 324 W, `lumikit.reference.load("rocm-smi-one-gcd-busy")`). DataParallel is expected to use
+# more memory on GCD 0, where it gathers outputs.
+
+# %% [markdown] tags=["solution"]
+# **Seed question 2 (the first epoch).** Why is the first epoch slower than the other epochs?
+#
+# **Answer.** 07.2 shows how much of the first epoch's extra time is its first step. On a CPU that warm-up is small,
+# and noise can make the second epoch the slower one. On LUMI the first epoch is expected to be slower: it carries
+# MIOpen's search for the fastest convolution kernels, the first reads of the data set and memory allocation, which
+# later epochs reuse (no real LUMI epoch timings are shipped with the workbook).
+
+# %% [markdown] tags=["solution"]
+# **Seed question 3 (fewer iterations per rank).** Why is the total number of iterations different in DDP?
+#
+# **Answer.** Each DDP rank takes its own batch every step, so one step consumes batch x ranks samples and an epoch
+# has data set / (batch x ranks) steps per rank (07.1). Keeping the global batch means dividing `--batch-size` by
+# the number of ranks, as the summer school's TODO suggests.
+
+# %% [markdown] tags=["solution"]
+# **Seed question 4 (DDP overheads).** Do you see any overheads for the DDP training? Where do they come from?
+#
+# **Answer.** Starting the ranks and joining the process group cost time before the first step (compare `elapsed_s`
+# in the table), and every step ends with an all-reduce of the gradients (through `gloo` and shared memory here).
+# Here the two ranks also share two cores and whatever else runs on the machine, so the speed-up of 07.3 may be
+# anything from a loss to nearly 2x from one run to the next. On LUMI each rank has its own GCD and RCCL's
+# all-reduce overlaps the backward pass; a real 8-GCD DDP run of the LUMI AI workshop's GPT-neo fine-tuning ran at
+# about 2.2 it/s with the one-GCD run's global batch of 32 (`lumikit.reference.load("slurm-8gcd-gpt-neo")`, about
+# 7.5 min for 1000 steps, against "just under 30 minutes" that the workshop's script comment gives for one GCD).
+
+# %% [markdown] tags=["solution"]
+# **Seed question 5 (dataparallel against DDP).** Why is DataParallel on 2 GPUs not as fast as DDP? How much is the
+# overhead?
+#
+# **Answer.** Without GPUs DataParallel has nothing to split over: it runs the model in the one process with the
+# single run's global batch, so whatever 07.4 prints here measures the wrapper and the noise, not DP (and 07.q3
+# compares your prediction with this one run only). On LUMI DP is expected to be slower than DDP: it splits each
+# batch over both GCDs but, from one Python process, copies the model to every GCD, scatters the inputs and gathers
+# the outputs on GCD 0 in every step (the summer school asks why; no real LUMI timing of DP is shipped with the
+# workbook).
+
+# %% [markdown] tags=["solution"]
+# **Seed question 6 (model size).** Switching to another model size (ResNet-50 against ResNet-152 on LUMI): how does
+# it affect the training speed? Does it match your expectations based on the number of parameters?
+#
+# **Answer.** 07.5 compares the parameter ratio with the step-time ratio. Step time follows the arithmetic (FLOPs
+# per image), not the parameter count: the wider and deeper convolutions work on large images early in the network,
+# while many parameters sit in the last, small-image stages. For ResNet-50 against ResNet-152 the published model
+# figures are 25.6 M against 60.2 M parameters and 4.1 against 11.5 GFLOP per forward pass at 224x224 (torchvision's
+# model pages, pytorch.org/vision/stable/models/generated/torchvision.models.resnet50.html and ...resnet152.html;
+# the 60.2 M and 11.5 GFLOP also in the summer school's lecture), so on a GCD expect a step roughly 2.5-3x faster,
+# not exactly the parameter ratio.
+
+# %% [markdown] tags=["solution"]
+# **Seed question 7 (batch size).** Switching to a larger batch size: how does it affect the training speed? Does it
+# match your expectations based on VRAM utilisation?
+#
+# **Answer.** 07.6 prints how the step time and the samples/s changed with twice the batch. On one CPU core the
+# arithmetic per sample stays the same, so only the fixed cost of a step (Python, launching the operations) is
+# shared by more samples, and the change can drown in noise. On a GCD a larger batch is expected to fill more of
+# the compute units and more of the 64 GB, and samples/s to rise until the GCD is saturated or memory runs out.

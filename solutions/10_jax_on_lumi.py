@@ -4,6 +4,10 @@
 # One exercise on a JAX job: build it, predict what JAX will list, then run it where JAX is installed (on LUMI, in
 # the JAX container; on a laptop only when this kernel has JAX). Where it cannot run, the cell shows the command and
 # the check grades the job and your prediction.
+#
+# What to find, and why it matters: how many devices JAX sees in a job, which depends on what Slurm hands the
+# task, not on the node (a job that asks for no GPU runs JAX on the CPU without an error, and its timings then
+# measure the CPU).
 
 # %%
 import importlib.util

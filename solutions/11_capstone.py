@@ -12,6 +12,10 @@
 #
 # The runs are local processes here (2 ranks on the CPU, `gloo`) and Slurm jobs on LUMI; each takes about a minute
 # to start on a busy machine.
+#
+# What to find, and why it matters: the one rank that holds every other rank back, and the evidence for it
+# (in a data-parallel job the slowest rank sets the step time of all, so the GPU hours of every rank are lost
+# to one rank's storage).
 
 # %%
 import json

@@ -16,9 +16,11 @@ SCANNED = sorted([*REPO.glob("notebooks/*.py"), *REPO.glob("solutions/*.py"), *R
                   *(p for p in (REPO / "lumikit").rglob("*") if p.suffix in (".py", ".toml", ".md")),
                   REPO / "README.md"])
 # what a real recording is: the profiler's recorded steps (the learner's own run), what rocprof recorded, lumikit's
-# `smi record`, what a run folder's manifest recorded about its supervisor, or a sentence that names both kinds
+# `smi record`, what a run folder's manifest recorded about its supervisor, the learner's own check answers and
+# results recorded in their progress folder, or a sentence that names both kinds
 REAL_RECORDING = re.compile(r"step|profiler|profiled|profiling|rocprof|smi record|supervisor|manifest|generated|kind|recorded from|"
-                            r"recorded with|\(recorded\)", re.IGNORECASE)
+                            r"recorded with|\(recorded\)|progress|recorded answers?|recorded (check )?results?|"
+                            r"prediction recorded|results? recorded|answers? recorded", re.IGNORECASE)
 GENERATED_THINGS = re.compile(r"ddp-8gcd-starved|single-gcd-training|idle-node|rccl_debug_log|lumikit\.smi\.synth|"
                               r"trace\.synth|write_synthetic")
 REAL_CLAIMS = re.compile(r"\brecorded\b|taken on LUMI|from a real|real job|real run", re.IGNORECASE)

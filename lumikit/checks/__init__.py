@@ -10,6 +10,12 @@ Writing an exercise (the solution is the one source)::
     # %% tags=["check"]
     checks.check_mask(mask0)                   <- the cell ends with the call, so its green line is shown
 
+The check function declares its exercise and known-wrong answers (``lumikit verify`` requires each to fail)::
+
+    @check("01.2", wrong("the mask of GCD 1", answer=lambda a: site.node.masks()[1]),
+                   wrong("core numbers instead of a mask", answer="1-7"))
+    def check_mask(answer: str | None) -> Passed: ...
+
 ``make exercises`` (``python -m lumikit.checks.generate``) writes ``exercises/NN_name.py`` with the solution cell
 replaced by its comments, ``mask0 = None`` and ``raise NotImplementedError(...)``, plus both ``.ipynb`` files.
 Put imports in a cell before the exercise (a stub assigns None to names, not imports). ``lumikit verify`` proves
@@ -22,12 +28,15 @@ from .framework import (
     PASS_MIMETYPE,
     CheckFailed,
     Passed,
+    Wrong,
+    check,
     expect_answer,
     expect_close,
     expect_equal,
     expect_in,
     expect_type,
     passed,
+    wrong,
 )
 
 __all__ = [
@@ -40,4 +49,7 @@ __all__ = [
     "expect_in",
     "expect_type",
     "passed",
+    "Wrong",
+    "check",
+    "wrong",
 ]

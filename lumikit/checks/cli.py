@@ -1,4 +1,5 @@
-"""``lumikit verify`` and ``lumikit exercises generate|check``: the command-line edge of the exercise machinery.
+"""``lumikit verify``, ``lumikit exercises generate|check`` and ``lumikit progress``: the command-line edge of the
+exercise machinery.
 
 The generator and the verification import jupytext/nbformat/nbclient, which take seconds to import; they are imported
 only when their sub-command runs, so that every other ``lumikit`` command starts fast.
@@ -22,9 +23,11 @@ def add_folder_arguments(parser: argparse.ArgumentParser) -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``verify`` and ``exercises`` sub-commands to the ``lumikit`` command."""
     check = subparsers.add_parser(
-        "verify", help="run every solution (checks pass) and exercise (checks fail on the stubs); print a table",
-        description="Run every solution notebook (all checks must pass) and every exercise notebook with its "
-                    "stubs (every check must fail with its own message); print a table. Exit 0 only if both hold.")
+        "verify", help="run every solution (checks pass, known-wrong answers fail) and exercise (checks fail on "
+                       "the stubs); print a table per notebook and per check",
+        description="Run every solution notebook (all checks must pass, and each check's known-wrong answers, at "
+                    "least two, must fail) and every exercise notebook with its stubs (every check must fail with "
+                    "its own message); print a table per notebook and one per check. Exit 0 only if all hold.")
     add_folder_arguments(check)
     check.add_argument("--only", action="append", default=[], metavar="NN",
                        help="verify only notebooks whose name starts with NN (repeatable)")
@@ -44,6 +47,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_folder_arguments(drift)
     drift.set_defaults(func=_generate, check=True)
 
+    progress = subparsers.add_parser(
+        "progress", help="summarise your recorded check results per module, or a class's as CSV",
+        description="Summarise the check results recorded in your progress folder, per module. With --class DIR, "
+                    "read every learner's folder under DIR (one sub-folder per learner, e.g. a LUMI project "
+                    "directory) and write one CSV row per learner.")
+    progress.add_argument("--dir", type=Path, default=None, metavar="DIR",
+                          help="your progress folder (default: progress/ in this workbook, or "
+                               "$LUMIKIT_PROGRESS_DIR)")
+    progress.add_argument("--class", dest="class_dir", type=Path, default=None, metavar="DIR",
+                          help="a class folder holding one folder per learner; writes a CSV")
+    progress.add_argument("--csv", type=Path, default=None, metavar="FILE",
+                          help="with --class: write the CSV to FILE instead of stdout")
+    progress.add_argument("--grade", action="store_true",
+                          help="with --class: re-run the checks on each learner's recorded answers, with references "
+                               "computed here from the learner's seed (never stored in their folder)")
+    progress.set_defaults(func=_progress)
+
 
 def _generate(args: argparse.Namespace) -> int:
     from .generate import run
@@ -56,3 +76,41 @@ def _verify(args: argparse.Namespace) -> int:
 
     return run(args.solutions, args.exercises, only=args.only, workers=args.workers,
                       cell_timeout_s=args.cell_timeout, budget_s=args.budget)
+
+
+def _progress(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from ..errors import LumikitError
+    from ..files import write_atomic
+    from . import progress
+    from .learner import learner_name, workbook_root
+
+    root = workbook_root()
+    exercises = progress.workbook_exercises(root)
+    if args.class_dir is not None:
+        folders = progress.learner_folders(args.class_dir)
+        results = {name: progress.read_results(folder, learner=None) for name, folder in folders.items()}
+        if not results:
+            raise LumikitError(f"{args.class_dir}: no learner folder holds a progress/ folder. Fix: give the folder "
+                               f"whose sub-folders are the learners' workbooks")
+        grades = None
+        if args.grade:
+            from .grading import grade_class
+
+            grades = grade_class(folders, results)
+        named = {name: [replace(r, learner=name) for r in rows] for name, rows in results.items()}
+        text = progress.class_csv(named, exercises, grades)
+        if args.csv is None:
+            print(text, end="")
+        else:
+            write_atomic(args.csv, text)
+            print(f"wrote {args.csv}: {len(results)} learner(s), {len(text.splitlines()[0].split(',')) - 3} "
+                  f"exercise(s)")
+        return 0
+    folder = args.dir or progress.progress_dir()
+    if folder is None:
+        raise LumikitError("recording is off (LUMIKIT_PROGRESS=off). Fix: unset it, or pass --dir DIR")
+    results = progress.read_results(folder)
+    print(progress.format_summary(progress.summary_table(results, exercises), learner_name(), folder))
+    return 0

@@ -16,6 +16,9 @@ CHECK_TAG = "check"
 NOTEBOOK_FILE = re.compile(r"^(?P<prefix>\d\d)_\w+\.py$")
 #: The kernel every workbook ``.ipynb`` names: ``python3``, which Jupyter starts with its own environment's Python.
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-#: The CI machine has 2 cores; each notebook must run in this many seconds, and so must any one cell.
-DEFAULT_BUDGET_S = 90.0
-DEFAULT_CELL_TIMEOUT_S = 90.0
+#: Limits for a loaded 2-core CI machine, where the same notebook can take several times longer than alone: a
+#: notebook's whole run (a slow notebook, not a hang) and any one cell (a hang stops there, with the cell named).
+#: The cell limit sits above the 180 s that module 07 gives one local training run, so lumikit's own limit speaks
+#: first. verify prints each notebook's seconds, so a notebook that grows slower shows long before these limits.
+DEFAULT_BUDGET_S = 600.0
+DEFAULT_CELL_TIMEOUT_S = 240.0

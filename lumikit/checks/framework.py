@@ -3,13 +3,21 @@
 A check function (one per exercise, in ``lumikit/checks/mNN.py``) calls the ``expect_*`` helpers on the learner's
 answer and ends with ``return passed(...)``. Every helper treats ``None`` (the placeholder the exercise stub assigns)
 as "no answer yet", so an unanswered exercise fails with the check's own words, never a NameError or TypeError.
+
+Every check function is declared with :func:`check`, which names its exercise and at least two known-wrong answers
+(:func:`wrong`); ``lumikit verify`` calls the check with each of them in the solution's kernel and requires each to
+fail. The decorator also records every outcome in the learner's progress folder (:mod:`lumikit.checks.progress`).
 """
 from __future__ import annotations
 
+import functools
 import html
+import inspect
 import math
-from dataclasses import dataclass
-from typing import Any, Iterable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any, Callable, Iterable, TypeVar
 
 from ..errors import LumikitError
 
@@ -154,3 +162,99 @@ def _show(value: Any) -> str:
     """A short printable form of a value for a message."""
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+# --- Known-wrong answers and the check decorator -------------------------------------------------------------------
+
+#: The MIME type under which ``lumikit verify``'s probe reports the wrong answers it tried after a check cell.
+WRONG_MIMETYPE = "application/vnd.lumikit.wrong+json"
+#: Set while wrong answers are being tried: those calls are not recorded as the learner's progress.
+_PROBING: ContextVar[bool] = ContextVar("lumikit_checks_probing", default=False)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Wrong:
+    """A known-wrong answer to one check: which arguments to replace, and why those values are wrong.
+
+    Each value in ``answers`` is either the wrong value itself or a function of the check's bound arguments (a
+    namespace: ``a.rejected``, ``a.step_times``...), so a wrong answer can be derived from the check's own data
+    (``lambda a: a.expected_rank + 1``) rather than pasted. ``mentions``: words the failure message must contain.
+    """
+
+    why: str
+    answers: dict[str, Any]
+    mentions: str | None = None
+
+    def values(self, arguments: SimpleNamespace) -> dict[str, Any]:
+        """The replacement values, with functions called on the check's bound arguments."""
+        return {name: (value(arguments) if callable(value) and not isinstance(value, type) else value)
+                for name, value in self.answers.items()}
+
+
+def wrong(why: str, *, mentions: str | None = None, **answers: Any) -> Wrong:
+    """A known-wrong answer: ``wrong("one core per GCD", fixed=lambda a: a.rejected.with_(cpus_per_task=1))``."""
+    if not answers:
+        raise ValueError(f"wrong({why!r}) replaces no argument; name at least one, e.g. answer=...")
+    return Wrong(why, dict(answers), mentions)
+
+
+@dataclass(frozen=True)
+class CheckInfo:
+    """What :func:`check` attaches to a check function: its exercise, known-wrong answers and answer arguments."""
+
+    exercise: str
+    wrong: tuple[Wrong, ...]
+    answer_names: tuple[str, ...] = field(default=())
+
+
+def check(exercise: str, *cases: Wrong) -> Callable[[F], F]:
+    """Declare a check function: its exercise id and (at least two) known-wrong answers.
+
+    The answer arguments are the ones the wrong answers replace; they, the outcome and the message are saved
+    in the learner's progress folder on every call (not while ``lumikit verify`` tries the wrong answers).
+    """
+    def decorate(func: F) -> F:
+        names = tuple(dict.fromkeys(n for case in cases for n in case.answers))
+        parameters = inspect.signature(func).parameters
+        unknown = [n for n in names if n not in parameters]
+        if unknown:
+            raise TypeError(f"{func.__name__}: wrong answers replace {unknown}, which are not its parameters "
+                            f"({', '.join(parameters)})")
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if _PROBING.get():
+                return func(*args, **kwargs)
+            try:
+                bound = inspect.signature(func).bind(*args, **kwargs)
+            except TypeError:
+                return func(*args, **kwargs)
+            answers = {n: bound.arguments.get(n) for n in names}
+            try:
+                result = func(*args, **kwargs)
+            except CheckFailed as failure:
+                _record(exercise, answers, passed=False, unanswered=failure.unanswered, message=str(failure))
+                raise
+            _record(exercise, answers, passed=True, unanswered=False, message=str(result))
+            return result
+
+        wrapper.__lumikit_check__ = CheckInfo(exercise, tuple(cases), names)  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def check_info(func: Any) -> CheckInfo | None:
+    """The :class:`CheckInfo` of a function declared with :func:`check`, else None."""
+    return getattr(func, "__lumikit_check__", None)
+
+
+def _record(exercise: str, answers: dict[str, Any], **outcome: Any) -> None:
+    """Record one outcome in the learner's progress folder; a folder that cannot be written never fails a check."""
+    from .progress import record
+
+    try:
+        record(exercise, answers, **outcome)
+    except OSError:
+        pass

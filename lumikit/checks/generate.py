@@ -2,9 +2,11 @@
 
 A code cell tagged ``solution`` becomes a stub tagged ``exercise``: its leading comment lines (``# Exercise NN.k:``
 and ``# Hint:``), then ``name = None`` for every name the solution binds at module scope, then
-``raise NotImplementedError("Exercise NN.k: <hint>")``. A markdown cell tagged ``solution`` becomes an answer
-placeholder. Every other cell is copied unchanged. The paired ``.ipynb`` files (no outputs) are written for both
-folders. ``python -m lumikit.checks.generate --check`` writes nothing and exits 1 naming the files that drift.
+``raise NotImplementedError("Exercise NN.k: <hint>")``. A markdown cell tagged ``solution`` opens with the
+question(s) it answers, then a line starting ``**Answer.**``: the exercise keeps the question and puts a place to
+answer where the answer was. Every other cell is copied unchanged. The paired ``.ipynb`` files (no outputs) are
+written for both folders. ``python -m lumikit.checks.generate --check`` writes nothing and exits 1 naming the files
+that drift.
 """
 from __future__ import annotations
 
@@ -27,11 +29,12 @@ from ..files import write_atomic
 from ..errors import LumikitError, ParseError
 from .conventions import EXERCISE_TAG, KERNELSPEC, NOTEBOOK_FILE, SOLUTION_TAG
 
-ANSWER_PLACEHOLDER = "**Your answer:** _replace this line with your answer and the numbers that support it._"
+ANSWER_PLACEHOLDER = "**Your answer:** _write it here, with the numbers from the cells above that support it._"
 
 _EXERCISE_LINE = re.compile(r"^#\s*Exercise\s+(?P<id>[\w.-]+?)\s*:\s*(?P<text>.*)$")
 _HINT_LINE = re.compile(r"^#\s*Hint\s*:\s*(?P<hint>.+?)\s*$")
 _HEADER = re.compile(r"\A# ---\n(?:#.*\n)*?# ---\n")
+_ANSWER_LINE = re.compile(r"^\s*\*\*Answer\b")
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,17 @@ def stub_source(source: str, *, where: str, prefix: str | None = None) -> tuple[
     return "\n".join([*leading, *body, f"raise NotImplementedError({message})"]), exercise_id
 
 
+def question_source(source: str, *, where: str) -> str:
+    """The exercise version of a solution's discussion cell: its question(s), then a place to answer."""
+    lines = source.splitlines()
+    cut = next((i for i, line in enumerate(lines) if _ANSWER_LINE.match(line)), None)
+    question = "\n".join(lines[:cut] if cut is not None else []).rstrip()
+    if cut is None or "?" not in question:
+        raise ParseError("a discussion cell must open with the question(s) it answers, then a line starting "
+                         "`**Answer.**`. Fix: write the question above the answer", source=where)
+    return f"{question}\n\n{ANSWER_PLACEHOLDER}"
+
+
 def exercise_notebook(solution: NotebookNode, *, where: str, prefix: str | None = None) -> NotebookNode:
     """The exercise version of a solution notebook: solution cells replaced by stubs, every other cell as is."""
     notebook = copy.deepcopy(solution)
@@ -141,7 +155,7 @@ def exercise_notebook(solution: NotebookNode, *, where: str, prefix: str | None 
                                  "Fix: give each exercise its own number", source=cell_where)
             seen[exercise_id] = index + 1
         else:
-            cell.source = ANSWER_PLACEHOLDER
+            cell.source = question_source(cell.source, where=cell_where)
         cell.metadata["tags"] = [EXERCISE_TAG if t == SOLUTION_TAG else t for t in tags]
     return notebook
 

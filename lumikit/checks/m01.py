@@ -11,14 +11,18 @@ from collections.abc import Sequence
 from ..errors import SpecError
 from ..jobs import JobSpec, problems, render_srun
 from ..site import Site, load_site
+from .datasets import pick
+from .concepts import Choice, Option, choice_check
 from .framework import (
     CheckFailed,
     Passed,
+    check,
     expect_answer,
     expect_equal,
     expect_in,
     expect_type,
     passed,
+    wrong,
 )
 
 
@@ -34,6 +38,18 @@ def _mask_list(command_argv: Sequence[str]) -> list[str] | None:
     return None
 
 
+def gcd_to_study() -> int:
+    """Exercise 01.2's GCD ``k``: one of the node's GCDs, chosen for this learner."""
+    return pick("01.2", range(_lumi().node.gcd_count))
+
+
+@check("01.1",
+       wrong("masks in core order, as if GCD i sat next to cores 8i+1 to 8i+7",
+             masks=lambda a: sorted(_lumi().node.masks(), key=lambda m: int(m, 16)), mentions="GCD order"),
+       wrong("one task per node instead of one per GCD", job=lambda a: a.job.with_(ntasks_per_node=1)),
+       wrong("no CPU binding", job=lambda a: a.job.with_(cpu_bind=None), mentions="cpu_bind"),
+       wrong("on small-g without a whole node: Slurm gives no masks",
+             job=lambda a: a.job.with_(partition="small-g", exclusive=False)))
 def check_full_node_job(job: JobSpec | None, masks: Sequence[str] | None) -> Passed:
     """Exercise 01.1: a 2-node job with one task per GCD, bound with CPU masks, and its masks in GCD order."""
     node = _lumi().node
@@ -46,8 +62,9 @@ def check_full_node_job(job: JobSpec | None, masks: Sequence[str] | None) -> Pas
                  hint=f"a full LUMI-G node has {n} GCDs; ask for all of them.")
     expect_equal("01.1", job.ntasks_per_node, n, what="tasks per node (`ntasks_per_node`)",
                  hint="one task (process) per GCD.")
-    expect_equal("01.1", job.cpu_bind, "auto", what="the CPU binding (`cpu_bind`)",
-                 hint="`cpu_bind='auto'` derives the masks from the site's GCD -> core map.")
+    if job.cpu_bind != "auto":
+        raise CheckFailed("01.1", "the CPU binding (`cpu_bind`) is not right", expected="auto", found=job.cpu_bind,
+                          hint="`cpu_bind='auto'` derives the masks from the site's GCD -> core map.")
     try:
         command = render_srun(job, _lumi())
     except SpecError as err:
@@ -64,12 +81,27 @@ def check_full_node_job(job: JobSpec | None, masks: Sequence[str] | None) -> Pas
                           f"{expected[0]} (cores {node.gcd(0).cores[0]}-{node.gcd(0).cores[-1]})")
 
 
-def check_gcd_neighbours(k: int, cores: Sequence[int] | None, numa: int | None) -> Passed:
-    """Exercise 01.2: the cores and the NUMA domain next to GCD ``k``."""
+def _studied():
+    """The learner's GCD of exercise 01.2, as the site profile describes it."""
+    return _lumi().node.gcd(gcd_to_study())
+
+
+@check("01.2",
+       wrong("cores 8k to 8k+7, as if the GCDs followed the core numbering",
+             cores=lambda a: list(range(8 * gcd_to_study(), 8 * gcd_to_study() + 8))),
+       wrong("the group's reserved first core included",
+             cores=lambda a: [_studied().cores[0] - 1, *_studied().cores]),
+       wrong("the NUMA domain of the next pair of GCDs", numa=lambda a: (_studied().numa + 1) % 4),
+       wrong("the GCD's mask instead of its core list", cores=lambda a: _studied().mask_hex))
+def check_gcd_neighbours(cores: Sequence[int] | None, numa: int | None) -> Passed:
+    """Exercise 01.2: the cores and the NUMA domain next to this learner's GCD ``k`` (:func:`gcd_to_study`)."""
+    k = gcd_to_study()
     gcd = _lumi().node.gcd(k)
     expect_answer("01.2", cores, f"the cores next to GCD {k}",
                   hint="`site.node.gcd(k).cores` lists them.")
     try:
+        if isinstance(cores, (str, bytes)):
+            raise TypeError("a string is not a list of cores")
         found = sorted(int(c) for c in cores)  # type: ignore[union-attr]
     except (TypeError, ValueError):
         raise CheckFailed("01.2", f"the cores next to GCD {k} should be a list of core numbers",
@@ -82,8 +114,16 @@ def check_gcd_neighbours(k: int, cores: Sequence[int] | None, numa: int | None) 
     return passed("01.2", f"GCD {k} sits on NUMA {gcd.numa}, cores {gcd.cores[0]}-{gcd.cores[-1]}")
 
 
+@check("01.3",
+       wrong("gives each GCD's task 1 core", fixed=lambda a: a.rejected.with_(cpus_per_task=1), mentions="7"),
+       wrong("drops --cpus-per-task (Slurm then gives each task 1 core)",
+             fixed=lambda a: a.rejected.with_(cpus_per_task=None)),
+       wrong("shrinks the job to 7 GCDs", fixed=lambda a: a.rejected.with_(gpus_per_node=7, ntasks_per_node=7)),
+       wrong("blames the partition", bad_field="partition"),
+       wrong("keeps the rejected job", fixed=lambda a: a.rejected))
 def check_rejected_job(bad_field: str | None, fixed: JobSpec | None, rejected: JobSpec) -> Passed:
-    """Exercise 01.3: name the field LUMI rejects in ``rejected``, then fix it without shrinking the job."""
+    """Exercise 01.3: name the field LUMI rejects in ``rejected``, then fix it without shrinking the job: every GCD's
+    task gets the cores next to its GCD, no fewer."""
     site = _lumi()
     found = problems(rejected, site)
     expected_fields = [p.field for p in found]
@@ -97,4 +137,42 @@ def check_rejected_job(bad_field: str | None, fixed: JobSpec | None, rejected: J
     for name in ("nodes", "gpus_per_node", "ntasks_per_node"):
         expect_equal("01.3", getattr(fixed, name), getattr(rejected, name),
                      what=f"`{name}` of the fixed job", hint="fix the mistake; keep the job's shape.")
+    node = site.node
+    per_task = node.cpus_per_gcd * (fixed.gpus_per_node or 0) // max(1, fixed.ntasks_per_node or 1)
+    if fixed.cpus_per_task != per_task:
+        raise CheckFailed("01.3", "`cpus_per_task` of the fixed job is not right", expected=per_task,
+                          found=fixed.cpus_per_task,
+                          hint=f"LUMI accepts fewer cores too (none given means 1), but then each GCD's task leaves "
+                               f"cores idle: give each task all {node.cpus_per_gcd} usable cores next to its GCD.")
     return passed("01.3", f"{bad_field}: {found[0].problem}")
+
+
+# --- Conceptual questions ----------------------------------------------------------------------------------------
+
+WHY_SEVEN_CORES = Choice("01.q1", "Why does each GCD's task get 7 cores on LUMI-G, not 8?", {
+    "a": Option("Slurm keeps one core of every task for itself.", False,
+                "Slurm reserves no core per task: the missing core is the same one in every group of 8, whatever "
+                "the number of tasks."),
+    "b": Option("The first core of every group of 8 is reserved for the system, so 56 of the 64 cores are usable.",
+                True, "LUMI-G runs in low-noise mode: cores 0, 8, 16, ... are kept for the operating system, which "
+                      "is why your GCD's cores in 01.2 start one after a multiple of 8."),
+    "c": Option("The eighth core of each group drives the GCD.", False,
+                "no core drives a GCD; look at 01.2: the core missing from your GCD's group is its first, not its "
+                "eighth."),
+    "d": Option("Hyper-threading halves the cores.", False,
+                "hardware threads are a second set of numbers (64-127) on top of the 64 cores; they do not remove "
+                "a core from each group."),
+})
+check_why_seven_cores = choice_check(WHY_SEVEN_CORES)
+
+WHY_BIND = Choice("01.q2", "Why bind each task to the cores next to its own GCD, not to any 7 free cores?", {
+    "a": Option("Slurm refuses a GPU job without CPU binding.", False,
+                "Slurm accepts it (the rejected job of 01.3 was refused for its core count, not for its binding); "
+                "binding is about speed."),
+    "b": Option("Copies between host and GCD, and the task's memory, then stay in the GCD's NUMA domain.", True,
+                "a task on far cores crosses the Infinity Fabric between NUMA domains for every host-device copy "
+                "and every page it touches, which slows data loading and transfers."),
+    "c": Option("A GCD can only be reached from the cores of its own NUMA domain.", False,
+                "every core can reach every GCD; from another NUMA domain it is only slower."),
+})
+check_why_bind = choice_check(WHY_BIND)

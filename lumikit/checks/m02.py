@@ -7,13 +7,15 @@ the notebook measured (``pyvenv.cfg`` and the base environment's package version
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
 
-from ..jobs import Command, effective_binds, spec
+from ..jobs import Command, effective_binds, render_srun, spec
 from ..site import Site, load_site
-from .framework import CheckFailed, Passed, expect_in, expect_type, passed
+from .concepts import Choice, Option, choice_check
+from .framework import CheckFailed, Passed, check, expect_in, expect_type, passed, wrong
 
 
 def _lumi() -> Site:
@@ -29,13 +31,40 @@ def _bound(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _words(argv: Sequence[str]) -> list[str]:
+    """The argv with the script of an outer ``bash -c`` split into words too (a multi-node step sets MASTER_ADDR
+    in a shell around ``singularity``), so the image, its binds and $WITH_CONDA are found either way."""
+    out = list(argv)
+    for i in range(len(argv) - 2):
+        if argv[i] == "bash" and argv[i + 1] == "-c":
+            out += shlex.split(argv[i + 2])
+            break
+    return out
+
+
+def _two_node_command(**changes: object) -> Command:
+    """The 2-node container job of exercise 02.1 with ``changes``, rendered: material for its wrong answers."""
+    site = _lumi()
+    job = spec(["python", "train.py"], partition="standard-g", nodes=2, ntasks_per_node=8, gpus_per_node=8,
+               cpus_per_task=7, time="0:30:00", container=site.default_container)
+    return render_srun(job.with_(**changes), site)
+
+
+@check("02.1",
+       wrong("a 1-node job", command=lambda a: _two_node_command(nodes=1), mentions="two nodes"),
+       wrong("no bind sets: the user file systems are missing", command=lambda a: _two_node_command(bind_sets=()),
+             mentions="not bound"),
+       wrong("the image by its path: nothing activates its conda environment",
+             command=lambda a: _two_node_command(container=_lumi().container("pytorch").path), mentions="conda"),
+       wrong("no container at all", command=lambda a: _two_node_command(container=None)),
+       wrong("the spec instead of the rendered command", command=lambda a: spec(["python", "train.py"], nodes=2)))
 def check_two_node_container(command: Command | None) -> Passed:
     """Exercise 02.1: the ``srun`` command of a 2-node job in the site's default (PyTorch) container."""
     site = _lumi()
     container = site.container(site.default_container or "pytorch")
     expect_type("02.1", command, Command, what="the rendered srun command",
                 hint="render your job spec with `render_srun(job, site)`.")
-    argv = list(command.argv)
+    argv = _words(command.argv)
     if "--nodes=2" not in argv:
         raise CheckFailed("02.1", "the command does not ask for two nodes", expected="--nodes=2",
                           found=next((a for a in argv if a.startswith("--nodes=")), "no --nodes"),
@@ -62,6 +91,10 @@ def check_two_node_container(command: Command | None) -> Passed:
                           f"multi-node) around {Path(container.path).name}")
 
 
+@check("02.2",
+       wrong("the user file systems, needed on one node too", answer="user", mentions="Slingshot"),
+       wrong("a set the site does not have", answer="rccl"),
+       wrong("a path instead of the set's name", answer="/opt/cray"))
 def check_rccl_bind_set(answer: str | None) -> Passed:
     """Exercise 02.2: the name of the bind set a job needs once it spans nodes (RCCL over Slingshot)."""
     site = _lumi()
@@ -78,6 +111,13 @@ def check_rccl_bind_set(answer: str | None) -> Passed:
     return passed("02.2", f"'{answer}' binds {', '.join(site.binds[answer])}")
 
 
+@check("02.3",
+       wrong("pip from the home folder, not python", answer=lambda a: str(Path(a.pyvenv_cfg["home"]) / "pip"),
+             mentions="python"),
+       wrong("a python that does not exist", answer=lambda a: str(Path(a.pyvenv_cfg["home"]) / "python9.99"),
+             mentions="does not exist"),
+       wrong("the home folder itself", answer=lambda a: a.pyvenv_cfg["home"]),
+       wrong("the pyvenv.cfg file", answer=lambda a: str(Path(a.pyvenv_cfg["home"]).parent / "pyvenv.cfg")))
 def check_venv_python(answer: str | os.PathLike[str] | None, pyvenv_cfg: Mapping[str, str]) -> Passed:
     """Exercise 02.3: the interpreter a venv really runs (its ``bin/python`` is a link into ``home``)."""
     expect_type("02.3", answer, (str, os.PathLike), what="the path of the python the venv runs",
@@ -86,7 +126,14 @@ def check_venv_python(answer: str | os.PathLike[str] | None, pyvenv_cfg: Mapping
     if not home:
         raise CheckFailed("02.3", "the pyvenv.cfg passed to the check has no `home` line",
                           hint="pass the parsed pyvenv.cfg of the venv made above.")
-    folder = Path(os.path.abspath(answer)).parent
+    path = Path(os.path.abspath(answer))
+    if not path.is_file():
+        raise CheckFailed("02.3", f"{path} does not exist or is not a file",
+                          hint="give the path of an interpreter that exists: follow the link with `.resolve()`.")
+    if not path.name.startswith("python"):
+        raise CheckFailed("02.3", f"{path.name} is not a python interpreter", found=str(answer),
+                          hint="the venv runs `python` (or `python3.X`) from pyvenv.cfg's `home`, not another tool.")
+    folder = path.parent
     allowed = {Path(home), Path(home).resolve()}
     if folder not in allowed:
         raise CheckFailed("02.3", "that python is not the one the venv runs", expected=f"a python in {home}",
@@ -95,6 +142,12 @@ def check_venv_python(answer: str | os.PathLike[str] | None, pyvenv_cfg: Mapping
     return passed("02.3", f"the venv runs {Path(answer).name} from {home}")
 
 
+@check("02.4",
+       wrong("lower bounds, which let pip upgrade torch",
+             pins=lambda a: [f"{n}>={v}" for n, v in a.base_versions.items()], mentions="=="),
+       wrong("names without versions", pins=lambda a: list(a.base_versions)),
+       wrong("only torch pinned", pins=lambda a: [f"{n}=={v}" for n, v in a.base_versions.items()][:1]),
+       wrong("one string with every pin", pins=lambda a: " ".join(f"{n}=={v}" for n, v in a.base_versions.items())))
 def check_pins(pins: Sequence[str] | None, base_versions: Mapping[str, str]) -> Passed:
     """Exercise 02.4: the ``name==version`` constraint lines that stop pip replacing the base's packages."""
     expected = sorted(f"{name}=={version}" for name, version in base_versions.items())
@@ -107,3 +160,18 @@ def check_pins(pins: Sequence[str] | None, base_versions: Mapping[str, str]) -> 
                           expected=expected, found=found,
                           hint="use `==` and the versions measured in the base (`importlib.metadata.version`).")
     return passed("02.4", f"pip may add packages but keeps {', '.join(expected)}")
+
+
+# --- Conceptual questions ----------------------------------------------------------------------------------------
+
+WHY_PIN = Choice("02.q1", "Why must `pip install` in the venv never replace the container's torch?", {
+    "a": Option("pip cannot write inside a container.", False,
+                "the venv lives outside the image and pip writes there without trouble; that is exactly how a new "
+                "torch would shadow the container's one."),
+    "b": Option("The container's torch is built for ROCm and LUMI's libraries; a torch from PyPI is another build.",
+                True, "a wheel from PyPI is built for CUDA, for the CPU or for another ROCm; installed in the venv "
+                      "it comes first on the path, so the job silently loses the GCDs or mixes libraries."),
+    "c": Option("A newer torch would make the training slower.", False,
+                "speed is not the point: the build must match the container's ROCm, RCCL and MIOpen."),
+})
+check_why_pin = choice_check(WHY_PIN)

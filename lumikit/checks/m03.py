@@ -14,14 +14,17 @@ from ..errors import LumikitError
 from ..jobs.spec import parse_time
 from ..launch.states import STATES
 from ..logs.doctor import diagnose_text
+from .concepts import Choice, Option, choice_check
 from .framework import (
     CheckFailed,
     Passed,
+    check,
     expect_close,
     expect_equal,
     expect_in,
     expect_type,
     passed,
+    wrong,
 )
 
 
@@ -43,6 +46,11 @@ def _close_to_any(exercise: str, found: object, candidates: Sequence[float], *, 
     return expect_close(exercise, found, target, what=what, rel=rel, hint=hint)
 
 
+@check("03.1",
+       wrong("the warm step time in milliseconds", warm_step_s=lambda a: 1000 * statistics.median(a.step_times[1:]),
+             mentions="warm step time"),
+       wrong("the first step's whole time as its overhead", first_step_overhead_s=lambda a: a.step_times[0],
+             warm_step_s=lambda a: statistics.median(a.step_times[1:]), mentions="overhead"))
 def check_warm_step_time(warm_step_s: float | None, first_step_overhead_s: float | None,
                          step_times: Sequence[float]) -> Passed:
     """Exercise 03.1: the step time once warm (median or mean of the steps after the first) and how much longer
@@ -59,6 +67,11 @@ def check_warm_step_time(warm_step_s: float | None, first_step_overhead_s: float
                           f"({(first - value) * 1000:+.1f} ms)")
 
 
+@check("03.2",
+       wrong("step 1, as if the job started afresh", continued_at=1, mentions="afresh"),
+       wrong("the checkpoint's own step, already trained", continued_at=lambda a: max(a.first_run_steps)),
+       wrong("the last step number instead of the count of steps trained",
+             steps_trained=lambda a: max(a.resumed_run_steps), mentions="number of steps"))
 def check_resume(continued_at: int | None, steps_trained: int | None, first_run_steps: Sequence[int],
                  resumed_run_steps: Sequence[int]) -> Passed:
     """Exercise 03.2: the first step number the resumed job trained, and how many steps it trained itself."""
@@ -77,6 +90,13 @@ def check_resume(continued_at: int | None, steps_trained: int | None, first_run_
     return passed("03.2", f"the checkpoint held step {saved}; the resumed job trained steps {min(new)}-{max(new)}")
 
 
+@check("03.3",
+       wrong("forgets the 60 s reserve", answer=lambda a: math.floor(
+           parse_time(a.time_limit) / statistics.median(a.step_times[1:]))),
+       wrong("divides by the step time in milliseconds", answer=lambda a: math.floor(
+           (parse_time(a.time_limit) - a.reserve_s) / (1000 * statistics.median(a.step_times[1:])))),
+       wrong("not rounded down to whole steps", answer=lambda a: (parse_time(a.time_limit) - a.reserve_s)
+             / statistics.median(a.step_times[1:]), mentions="whole"))
 def check_steps_in_limit(answer: int | None, step_times: Sequence[float], time_limit: str = "0:15:00",
                          reserve_s: float = 60.0) -> Passed:
     """Exercise 03.3: how many whole warm steps fit into a job's ``--time`` less a reserve for start-up and the
@@ -91,6 +111,11 @@ def check_steps_in_limit(answer: int | None, step_times: Sequence[float], time_l
     return passed("03.3", f"about {candidates[0]:,} steps fit in {budget:g} s")
 
 
+@check("03.4",
+       wrong("CANCELLED, as the log line says", final_state="CANCELLED", mentions="time limit"),
+       wrong("FAILED", final_state="FAILED"),
+       wrong("the doctor's signature for a cancelled job", signature="job-cancelled"),
+       wrong("a state Slurm does not have", final_state="TIME_LIMIT"))
 def check_time_limit(signature: str | None, final_state: str | None, log_text: str) -> Passed:
     """Exercise 03.4: the log doctor's signature for a job Slurm stopped at its time limit, and the state
     ``sacct`` then reports."""
@@ -104,3 +129,17 @@ def check_time_limit(signature: str | None, final_state: str | None, log_text: s
     expect_equal("03.4", final_state, "TIMEOUT", what="the state of a job stopped at its time limit",
                  hint=state_hint)
     return passed("03.4", "a job stopped at --time ends TIMEOUT; its log's last line says DUE TO TIME LIMIT")
+
+
+# --- Conceptual questions ----------------------------------------------------------------------------------------
+
+AT_THE_LIMIT = Choice("03.q1", "A training job reaches its `--time` limit. What happens?", {
+    "a": Option("Slurm lets the current training step finish, then stops the job.", False,
+                "Slurm knows nothing of training steps; only your script can stop cleanly (`--max-time`)."),
+    "b": Option("Slurm signals the job, kills it after a short grace time, and `sacct` shows TIMEOUT.", True,
+                "whatever was not in a checkpoint is lost, which is why 03.3 keeps a reserve below `--time` and "
+                "the job resumes from its checkpoint."),
+    "c": Option("Slurm puts the job back in the queue to continue later.", False,
+                "a time limit ends the job; a new job (with `--resume`) has to continue it."),
+})
+check_at_the_limit = choice_check(AT_THE_LIMIT)

@@ -15,11 +15,12 @@ from ..jobs import JobSpec, problems, resolve
 from ..profiler import DEFAULT_SCHEDULE, ProfileSchedule, parse_schedule
 from ..site import load_site
 from ..trace.host_ops import op_summary
-from .framework import CheckFailed, Passed, expect_close, expect_equal, expect_type, passed
+from .concepts import Choice, Option, choice_check
+from .framework import CheckFailed, Passed, check, expect_close, expect_equal, expect_type, passed, wrong
+from .learner import rng_for
 
-#: The rank and the (1-based) steps exercise 05.1 asks to profile.
-TARGET_RANK = 3
-TARGET_STEPS = [5, 6, 7]
+#: How many steps exercise 05.1 records, in a 4-rank job.
+PROFILED_STEPS = 3
 
 
 def recorded_steps(schedule: ProfileSchedule, max_steps: int) -> list[int]:
@@ -37,19 +38,49 @@ def recorded_steps(schedule: ProfileSchedule, max_steps: int) -> list[int]:
     return out
 
 
+def profile_target() -> tuple[int, list[int]]:
+    """Exercise 05.1's rank (1 to 3) and its three (1-based) steps to record (starting at step 4 to 7), for this
+    learner."""
+    rng = rng_for("05.1")
+    rank, first = rng.randrange(1, 4), rng.randrange(4, 8)
+    return rank, list(range(first, first + PROFILED_STEPS))
+
+
+def _schedule(wait: int, warmup: int) -> str:
+    return f"{wait},{warmup},{PROFILED_STEPS},1"
+
+
+def _with_schedule(job: JobSpec, schedule: str) -> JobSpec:
+    return job.with_(env={**job.env_dict(), "LUMIKIT_PROFILE_SCHEDULE": schedule})
+
+
+@check("05.1",
+       wrong("no profiler warm-up (like 4,0,3,1 for steps 5-7): the first recorded step carries the profiler's "
+             "start-up", job=lambda a: _with_schedule(a.job, _schedule(profile_target()[1][0] - 1, 0)),
+             mentions="warm"),
+       wrong("no profile_steps: the run goes on after the last recorded step",
+             job=lambda a: a.job.with_(profile_steps=None), mentions="profile_steps"),
+       wrong("every rank profiled", job=lambda a: a.job.with_(profile_ranks=())),
+       wrong("records one step early (steps counted from 0)",
+             job=lambda a: _with_schedule(a.job, _schedule(profile_target()[1][0] - 3, 1))),
+       wrong("too few tasks for the rank", job=lambda a: a.job.with_(ntasks_per_node=profile_target()[0],
+                                                                     gpus_per_node=profile_target()[0])),
+       wrong("another rank", job=lambda a: a.job.with_(profile_ranks=[profile_target()[0] % 3 + 1])))
 def check_rank_profile_spec(job: JobSpec | None) -> Passed:
-    """Exercise 05.1: a job spec that profiles only rank 3 with torch.profiler, recording steps 5-7, then stops."""
-    what = "the job spec that profiles rank 3 for steps 5-7"
+    """Exercise 05.1: a job spec that profiles only this learner's rank with torch.profiler, recording their three
+    steps (:func:`profile_target`), then stops."""
+    rank, steps = profile_target()
+    what = f"the job spec that profiles rank {rank} for steps {steps[0]}-{steps[-1]}"
     expect_type("05.1", job, JobSpec, what=what,
                 hint='build it with `workload_spec("lm", ..., ntasks_per_node=..., profile=...)`.')
     site = load_site("lumi")
     found = problems(resolve(job, site), site)
     if found:
         raise CheckFailed("05.1", f"LUMI would reject {what}: {found[0]}",
-                          hint="a rank 3 needs at least 4 tasks (ntasks_per_node=4 or more).")
+                          hint=f"a rank {rank} needs at least {rank + 1} tasks (ntasks_per_node).")
     expect_equal("05.1", job.profile, "torch", what="the profiling mode",
                  hint='torch.profiler is the mode "torch"; see `lumikit.jobs.PROFILE_MODES`.')
-    expect_equal("05.1", tuple(sorted(set(job.profile_ranks))), (TARGET_RANK,), what="the profiled ranks",
+    expect_equal("05.1", tuple(sorted(set(job.profile_ranks))), (rank,), what="the profiled ranks",
                  hint="profile_ranks lists the ranks that run with the profiler; the others run as they are.")
     text = job.env_dict().get("LUMIKIT_PROFILE_SCHEDULE")
     try:
@@ -57,19 +88,30 @@ def check_rank_profile_spec(job: JobSpec | None) -> Passed:
     except Exception as err:  # a SpecError naming the bad schedule
         raise CheckFailed("05.1", f"the schedule cannot be read: {err}",
                           hint='give env={"LUMIKIT_PROFILE_SCHEDULE": "wait,warmup,active,repeat"}.') from None
+    if schedule.warmup < 1:
+        raise CheckFailed("05.1", f"schedule {text} has no warm-up step, so the first recorded step carries the "
+                                  "profiler's own start-up cost", hint="give the profiler one warm-up step: "
+                                                                      "`wait,1,active,repeat`.")
     if job.profile_steps is None:
         raise CheckFailed("05.1", "the run does not stop after the profiled steps (profile_steps is not set)",
                           hint="profile_steps sets LUMIKIT_MAX_STEPS, where the workload stops.")
-    expect_equal("05.1", recorded_steps(schedule, job.profile_steps), TARGET_STEPS,
+    expect_equal("05.1", recorded_steps(schedule, job.profile_steps), steps,
                  what=f"the steps recorded with schedule {text or 'default'} and {job.profile_steps} steps",
-                 hint="torch skips `wait` steps, warms up for `warmup`, then records `active`; steps 5-7 come after "
-                      "4 steps that are waited or warmed up.")
-    expect_equal("05.1", job.profile_steps, TARGET_STEPS[-1], what="where the run stops (profile_steps)",
+                 hint=f"torch skips `wait` steps, warms up for `warmup`, then records `active`; steps "
+                      f"{steps[0]}-{steps[-1]} come after {steps[0] - 1} steps that are waited or warmed up.")
+    expect_equal("05.1", job.profile_steps, steps[-1], what="where the run stops (profile_steps)",
                  hint="stop right after the last recorded step: nothing after it is profiled.")
-    return passed("05.1", f"rank {TARGET_RANK} records steps 5-7 with schedule {text}; the other ranks run "
-                          "unprofiled")
+    return passed("05.1", f"rank {rank} records steps {steps[0]}-{steps[-1]} with schedule {text}; the other ranks "
+                          "run unprofiled")
 
 
+@check("05.2",
+       wrong("percentages instead of shares", backward_share=lambda a: 100 * a.phases["backward_us"].sum()
+             / a.phases["dur_us"].sum(), mentions="0-1"),
+       wrong("backward's time in µs, not its share", backward_share=lambda a: float(a.phases["backward_us"].sum())),
+       wrong("the optimizer's time relative to backward, not to the step",
+             backward_share=lambda a: a.phases["backward_us"].sum() / a.phases["dur_us"].sum(),
+             optimizer_share=lambda a: a.phases["optimizer_us"].sum() / a.phases["backward_us"].sum()))
 def check_step_shares(backward_share: float | None, optimizer_share: float | None,
                       phases: pd.DataFrame) -> Passed:
     """Exercise 05.2: the shares of the recorded steps' time spent in backward and in the optimizer."""
@@ -84,6 +126,14 @@ def check_step_shares(backward_share: float | None, optimizer_share: float | Non
     return passed("05.2", f"backward {backward:.0%}, optimizer {optimizer:.0%} of the recorded steps")
 
 
+def _by_self(ops: pd.DataFrame, place: int) -> str:
+    return str(op_summary(ops).loc[place, "name"])
+
+
+@check("05.3",
+       wrong("the runner-up by self time", answer=lambda a: _by_self(a.ops, 1)),
+       wrong("the profiler's step annotation, first by total time", answer="ProfilerStep#5"),
+       wrong("the operator's short name without its namespace", answer=lambda a: _by_self(a.ops, 0).split("::")[-1]))
 def check_top_self_op(answer: str | None, ops: pd.DataFrame) -> Passed:
     """Exercise 05.3: the operator with the most self time in the recorded steps."""
     table = op_summary(ops)
@@ -95,6 +145,19 @@ def check_top_self_op(answer: str | None, ops: pd.DataFrame) -> Passed:
     return passed("05.3", f"{top}: {table.loc[0, 'self_share']:.0%} of the operators' self time")
 
 
+def _slowdown(step_times: Mapping[int, float] | pd.Series, schedule: str) -> float:
+    times = {int(k): float(v) for k, v in dict(step_times).items()}
+    plan = parse_schedule(schedule)
+    recorded = [times[s] for s in recorded_steps(plan, max(times)) if s in times]
+    unprofiled = [times[s] for s in range(2, plan.wait + 1) if s in times]
+    return statistics.median(recorded) / statistics.median(unprofiled)
+
+
+@check("05.4",
+       wrong("the extra fraction instead of the ratio", answer=lambda a: _slowdown(a.step_times, a.schedule) - 1),
+       wrong("the difference of the medians in seconds", answer=lambda a: (_slowdown(a.step_times, a.schedule) - 1)
+             * statistics.median(list(dict(a.step_times).values())[1:])),
+       wrong("a percentage", answer=lambda a: 100 * _slowdown(a.step_times, a.schedule)))
 def check_profiler_slowdown(answer: float | None, step_times: Mapping[int, float] | pd.Series,
                             schedule: str) -> Passed:
     """Exercise 05.4: median recorded step time over median unprofiled step time (steps 2 to ``wait``)."""
@@ -110,3 +173,29 @@ def check_profiler_slowdown(answer: float | None, step_times: Mapping[int, float
                  hint=f"recorded steps are {recorded[0]}-{recorded[-1]}, unprofiled ones 2-{plan.wait} "
                       "(step 1 warms up the model); divide the two medians.")
     return passed("05.4", f"a recorded step took {expected:.2f}x an unprofiled one here")
+
+
+# --- Conceptual questions ----------------------------------------------------------------------------------------
+
+WHY_FEW_STEPS = Choice("05.q1", "Why profile a few steps of one rank, not the whole run on every rank?", {
+    "a": Option("torch.profiler can only trace one process.", False,
+                "each rank can run its own profiler; the job builder simply gives it to the ranks you list."),
+    "b": Option("The profiler slows the steps it records and writes large traces; balanced ranks behave alike.",
+                True, "a few steps of one rank show what every rank does, at a fraction of the cost and the trace "
+                      "size (05.4 measured the cost)."),
+    "c": Option("Profiling every rank would change the model the training computes.", False,
+                "it changes the timing, not the numbers computed."),
+})
+check_why_few_steps = choice_check(WHY_FEW_STEPS)
+
+WHY_WARMUP = Choice("05.q2", "Why does the schedule of 05.1 give the profiler a warm-up step before it records?", {
+    "a": Option("The model needs a step to compile its kernels.", False,
+                "that is what the waited steps (and step 1) are for; the profiler's warm-up is about the profiler."),
+    "b": Option("The profiler's own start-up is costly; a warm-up step keeps that cost out of the recorded steps.",
+                True, "torch.profiler starts tracing during warm-up and throws those results away, so the first "
+                      "recorded step is a normal one, not one that carries the profiler's start."),
+    "c": Option("Without a warm-up step no trace file is written.", False,
+                "a schedule without warm-up still writes a trace (05.1's wrong answer 4,0,3,1 does), only a worse "
+                "one."),
+})
+check_why_warmup = choice_check(WHY_WARMUP)

@@ -1,17 +1,25 @@
-"""Checks for module 06, reading traces: the top kernel class, the straggler, idle time, overlap, a Perfetto slice.
+"""Checks for module 06, reading traces: the top kernel class, the straggler, idle time, HTA's view, a Perfetto
+slice.
 
-Every expected value is derived from the tables the learner's own analyzer measured (passed in by the check cell),
-so the checks hold for any trace, synthetic or real.
+Each learner's trace is generated from their own :func:`exercise_trace_spec` (straggler, its delay and the model
+size vary, so the numbers differ between learners, not only their order). Every expected value is derived from the
+tables the check cell measures on that trace, or (06.4) from HTA run by the check itself, so the checks hold for any
+trace, synthetic or real.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
 
 from ..kernels import CLASSES
 from ..trace.analyses import TraceAnalyzer
-from .framework import CheckFailed, Passed, expect_answer, expect_close, expect_equal, expect_in, expect_type, passed
+from ..trace.synth import SynthSpec
+from .datasets import trace_spec
+from .concepts import Choice, Option, choice_check
+from .framework import (CheckFailed, Passed, check, expect_answer, expect_close, expect_equal, expect_in, expect_type,
+                        passed, wrong)
 
 IDLE_REASONS = ("host_wait", "kernel_wait", "other")
 
@@ -24,6 +32,20 @@ def _rank_rows(exercise: str, table: pd.DataFrame, rank: int, what: str) -> pd.D
     return rows
 
 
+def exercise_trace_spec() -> SynthSpec:
+    """This learner's 4-rank trace to generate (``write_synthetic(folder, exercise_trace_spec())``)."""
+    return trace_spec("06")
+
+
+def _ranked_classes(breakdown: pd.DataFrame, rank: int) -> list[str]:
+    rows = breakdown[breakdown["rank"] == rank].sort_values("total_us", ascending=False)
+    return [str(c) for c in rows["kclass"]]
+
+
+@check("06.1",
+       wrong("the runner-up class", answer=lambda a: _ranked_classes(a.breakdown, a.rank)[1]),
+       wrong("the library's name instead of a class", answer="nccl", mentions="one of"),
+       wrong("the top kernel's name instead of its class", answer="Cijk_Alik_Bljk"))
 def check_top_kernel_class(answer: str | None, breakdown: pd.DataFrame, rank: int) -> Passed:
     """Exercise 06.1: the kernel class (compute / communication / memory) with the most GPU time on ``rank``."""
     rows = _rank_rows("06.1", breakdown, rank, "kernel breakdown")
@@ -36,6 +58,25 @@ def check_top_kernel_class(answer: str | None, breakdown: pd.DataFrame, rank: in
     return passed("06.1", f"{best['kclass']}: {best['fraction']:.0%} of rank {rank}'s kernel time")
 
 
+def _straggler(stragglers: pd.DataFrame) -> int:
+    return int(stragglers.loc[stragglers["straggler_steps"].idxmax(), "rank"])
+
+
+def _wait(stragglers: pd.DataFrame) -> float:
+    worst = _straggler(stragglers)
+    mine = float(stragglers.loc[stragglers["rank"] == worst, "mean_comm_us"].iloc[0])
+    return float(stragglers[stragglers["rank"] != worst]["mean_comm_us"].mean() - mine)
+
+
+@check("06.2",
+       wrong("the rank that spends the most time in communication (a rank that waits)",
+             rank=lambda a: int(a.stragglers.loc[a.stragglers["mean_comm_us"].idxmax(), "rank"])),
+       wrong("the wait in milliseconds", rank=lambda a: _straggler(a.stragglers),
+             wait_us=lambda a: _wait(a.stragglers) / 1000, mentions="µs"),
+       wrong("the straggler's own communication time as the wait", rank=lambda a: _straggler(a.stragglers),
+             wait_us=lambda a: float(a.stragglers.loc[a.stragglers["rank"] == _straggler(a.stragglers),
+                                                      "mean_comm_us"].iloc[0])),
+       wrong("rank 0, the rank people look at first", rank=0))
 def check_straggler(rank: int | None, wait_us: float | None, stragglers: pd.DataFrame) -> Passed:
     """Exercise 06.2: which rank is the straggler, and how long (µs per step) the other ranks wait for it."""
     expect_type("06.2", rank, int, what="the straggler rank",
@@ -53,6 +94,27 @@ def check_straggler(rank: int | None, wait_us: float | None, stragglers: pd.Data
     return passed("06.2", f"rank {expected_rank}; the others wait about {expected_wait:.0f} µs per step for it")
 
 
+def _idle_totals(analyzer: TraceAnalyzer, rank: int) -> dict[str, float]:
+    gpu = analyzer.gpu(rank)
+    stream = int(gpu[gpu["kclass"] == "compute"].groupby("stream")["dur"].sum().idxmax())
+    lane = analyzer.get_idle_time_breakdown()
+    lane = lane[(lane["rank"] == rank) & (lane["stream"] == stream)]
+    return {k: float(lane[f"{k}_us"].sum()) for k in IDLE_REASONS}
+
+
+def _idle_fraction(analyzer: TraceAnalyzer, rank: int) -> float:
+    table = analyzer.get_temporal_breakdown()
+    return float(table.loc[table["rank"] == rank, "idle_fraction"].iloc[0])
+
+
+@check("06.3",
+       wrong("a percentage instead of a fraction", idle_fraction=lambda a: 100 * _idle_fraction(a.analyzer, a.rank),
+             mentions="0 to 1"),
+       wrong("the smallest idle category", idle_fraction=lambda a: _idle_fraction(a.analyzer, a.rank),
+             reason=lambda a: min(_idle_totals(a.analyzer, a.rank), key=_idle_totals(a.analyzer, a.rank).get)),
+       wrong("rank 0's idle share instead of the straggler's",
+             idle_fraction=lambda a: _idle_fraction(a.analyzer, 0)),
+       wrong("a category that is not one of the table's", reason="data_loader"))
 def check_idle(idle_fraction: float | None, reason: str | None, analyzer: TraceAnalyzer, rank: int) -> Passed:
     """Exercise 06.3: the idle share of ``rank``'s GPU span, and the idle category that dominates the stream where
     its compute kernels run."""
@@ -78,17 +140,47 @@ def check_idle(idle_fraction: float | None, reason: str | None, analyzer: TraceA
                           f"({totals[top]:.0f} µs on stream {stream})")
 
 
-def check_overlap(hta_overlap_pct: float | None, overlap: pd.DataFrame, rank: int) -> Passed:
-    """Exercise 06.4: HTA's communication/computation overlap of ``rank`` in percent, which must agree with
-    lumikit's ``get_comm_comp_overlap`` (a fraction) to within a percentage point."""
-    row = _rank_rows("06.4", overlap, rank, "overlap").iloc[0]
-    expected = 100 * float(row["overlap"])
-    expect_close("06.4", hta_overlap_pct, expected, rel=0.0, abs=1.0,
-                 what=f"HTA's comm/comp overlap of rank {rank} (%)",
-                 hint="`comp_comm_overlap_pctg` of HTA's `get_comm_comp_overlap()`, already in percent.")
-    return passed("06.4", f"{expected:.1f} % of rank {rank}'s communication runs under computation")
+@lru_cache(maxsize=4)
+def _hta_idle_pct(trace_dir: str, rank: int) -> float:
+    """HTA's idle share (percent) of ``rank``'s GPU time, from HTA itself run on ``trace_dir``."""
+    from ..trace.hta_bridge import trace_analysis
+
+    table = trace_analysis(Path(trace_dir)).get_temporal_breakdown(visualize=False)
+    rows = table[table["rank"] == rank]
+    if rows.empty:
+        raise CheckFailed("06.4", f"HTA found no rank {rank} in {trace_dir}", hint="pass the trace folder.")
+    return float(rows["idle_time_pctg"].iloc[0])
 
 
+def _lumikit_idle_pct(trace_dir: str | Path, rank: int) -> float:
+    """lumikit's idle share (percent) over every step, the last one included (HTA leaves it out)."""
+    return 100 * _idle_fraction(TraceAnalyzer.from_path(Path(trace_dir), include_last_step=True), rank)
+
+
+@check("06.4",
+       wrong("lumikit's number over every step (include_last_step=True) instead of HTA's",
+             hta_idle_pct=lambda a: _lumikit_idle_pct(a.trace_dir, a.rank), mentions="HTA"),
+       wrong("a fraction instead of a percentage",
+             hta_idle_pct=lambda a: _hta_idle_pct(str(a.trace_dir), a.rank) / 100),
+       wrong("HTA's idle share of rank 0 instead of the straggler's",
+             hta_idle_pct=lambda a: _hta_idle_pct(str(a.trace_dir), 0)))
+def check_hta_idle(hta_idle_pct: float | None, trace_dir: str | Path, rank: int) -> Passed:
+    """Exercise 06.4: HTA's idle share (in percent) of ``rank``'s GPU time, from HTA's own temporal breakdown (HTA
+    leaves out the last step, so lumikit's number for all steps is not the answer)."""
+    expected = _hta_idle_pct(str(trace_dir), rank)
+    ours = _lumikit_idle_pct(trace_dir, rank)
+    value = expect_close("06.4", hta_idle_pct, expected, rel=0.0, abs=0.05,
+                         what=f"HTA's idle share of rank {rank}'s GPU time (%)",
+                         hint="`idle_time_pctg` of HTA's `get_temporal_breakdown(visualize=False)`, already in "
+                              "percent; HTA leaves out the last step (lumikit too, unless include_last_step=True).")
+    return passed("06.4", f"HTA: {value:.2f} % idle on rank {rank} (lumikit, counting every step: {ours:.2f} %)")
+
+
+@check("06.5",
+       wrong("the list slice_trace returns, not one path", path=lambda a: [a.path]),
+       wrong("a file that was never written", path=lambda a: str(a.path).replace(".json.gz", "-missing.json.gz"),
+             mentions="does not exist"),
+       wrong("the whole trace folder", path=lambda a: str(Path(a.path).parent)))
 def check_perfetto_slice(path: str | Path | None, rank: int, step: int) -> Passed:
     """Exercise 06.5: a gzip slice holding exactly ProfilerStep ``step`` of ``rank``, with its GPU work."""
     expect_answer("06.5", path, "the path of the slice you wrote",
@@ -110,3 +202,17 @@ def check_perfetto_slice(path: str | Path | None, rank: int, step: int) -> Passe
         raise CheckFailed("06.5", "the slice holds no GPU activity of the step",
                           hint="slice a trace with GPU kernels (the synthetic one), not the CPU-only one.")
     return passed("06.5", f"{file.name}: step {step} of rank {rank} with {kernels} GPU activities")
+
+
+# --- Conceptual questions ----------------------------------------------------------------------------------------
+
+WHY_NOT_STEP_TIME = Choice("06.q1", "Why can the step time not tell you which rank is the straggler?", {
+    "a": Option("The trace has no step times.", False,
+                "it has: the ProfilerStep annotations give every rank's steps (`mean_step_us` in 06.2)."),
+    "b": Option("Every rank waits at the all-reduce for the slowest, so all ranks end each step together.", True,
+                "the straggler is the rank that arrives last and so waits least in communication; the others' "
+                "extra communication time is what they lose to it."),
+    "c": Option("The straggler's steps are shorter than the others'.", False,
+                "they are just as long: the collectives make every rank's step end at the same time."),
+})
+check_why_not_step_time = choice_check(WHY_NOT_STEP_TIME)

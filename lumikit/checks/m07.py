@@ -10,7 +10,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, Mapping
 
-from .framework import CheckFailed, Passed, expect_close, expect_equal, expect_type, passed
+from .concepts import Choice, Option, Prediction, choice_check, outcome_check, prediction_check
+from .framework import CheckFailed, Passed, check, expect_close, expect_equal, expect_type, passed, wrong
 
 Summary = Mapping[str, Any]
 
@@ -24,6 +25,18 @@ def _field(exercise: str, summary: Summary, key: str) -> Any:
                           hint="pass `run.metrics().result`, the summary in the run's result.rank0.json") from None
 
 
+def _ratio(a: Summary, b: Summary, key: str) -> float:
+    return float(a[key]) / float(b[key])
+
+
+@check("07.1",
+       wrong("the single run's steps per epoch: each rank sees only its share of the data",
+             steps_per_rank=lambda a: a.single["steps_per_epoch"], mentions="steps per epoch"),
+       wrong("the single run's global batch on every device (the global batch doubles)",
+             per_device_batch=lambda a: a.single["global_batch_size"],
+             steps_per_rank=lambda a: a.ddp["dataset_size"] // (a.ddp["batch_size"] * a.ddp["world_size"])),
+       wrong("steps per epoch as a division that is not rounded down",
+             steps_per_rank=lambda a: a.ddp["dataset_size"] / (a.ddp["batch_size"] * a.ddp["world_size"])))
 def check_ddp_steps(steps_per_rank: int | None, per_device_batch: int | None, single: Summary,
                     ddp: Summary) -> Passed:
     """Exercise 07.1: steps per epoch of one DDP rank, and the per-device batch that keeps the single run's
@@ -45,6 +58,17 @@ def check_ddp_steps(steps_per_rank: int | None, per_device_batch: int | None, si
                           f"--batch-size {same} would keep the global batch of the single run")
 
 
+def _epochs(epochs: Any) -> list[float]:
+    return [float(t) for t in epochs["epoch_time_s"]]
+
+
+@check("07.2",
+       wrong("the ratio of the epoch times instead of their difference",
+             first_epoch_extra_s=lambda a: _epochs(a.epochs)[0] / _epochs(a.epochs)[1]),
+       wrong("the first epoch's whole time", first_epoch_extra_s=lambda a: _epochs(a.epochs)[0]),
+       wrong("the first step's whole time instead of its extra",
+             first_epoch_extra_s=lambda a: _epochs(a.epochs)[0] - _epochs(a.epochs)[1],
+             first_step_extra_s=lambda a: float(list(a.steps["step_time_s"])[0])))
 def check_first_epoch(first_epoch_extra_s: float | None, first_step_extra_s: float | None, epochs: Any,
                       steps: Any) -> Passed:
     """Exercise 07.2: how much longer the first epoch took than the second, and how much longer the first step
@@ -65,6 +89,12 @@ def check_first_epoch(first_epoch_extra_s: float | None, first_step_extra_s: flo
                           f"the first step alone {expected_step:+.3f} s against a typical step")
 
 
+@check("07.3",
+       wrong("the step-time ratio instead of the samples/s ratio (each DDP step does twice the work)",
+             ddp_speedup=lambda a: _ratio(a.single, a.ddp, "mean_step_time_s"), mentions="samples/s"),
+       wrong("the speed-up given as the efficiency",
+             ddp_speedup=lambda a: _ratio(a.ddp, a.single, "global_samples_per_s"),
+             ddp_efficiency=lambda a: _ratio(a.ddp, a.single, "global_samples_per_s"), mentions="per rank"))
 def check_ddp_gain(ddp_speedup: float | None, ddp_efficiency: float | None, single: Summary,
                    ddp: Summary) -> Passed:
     """Exercise 07.3: DDP's throughput against one device, and that gain per rank (1.0 = perfect scaling)."""
@@ -78,6 +108,14 @@ def check_ddp_gain(ddp_speedup: float | None, ddp_efficiency: float | None, sing
                           f"{efficiency:.0%} of perfect scaling")
 
 
+@check("07.4",
+       wrong("the step-time ratio without the minus 1",
+             dp_speedup=lambda a: _ratio(a.dp, a.single, "global_samples_per_s"),
+             dp_overhead=lambda a: _ratio(a.dp, a.single, "mean_step_time_s"), mentions="minus 1"),
+       wrong("the samples/s per device instead of in all",
+             dp_speedup=lambda a: _ratio(a.dp, a.single, "global_samples_per_s") / 2),
+       wrong("the overhead in per cent", dp_speedup=lambda a: _ratio(a.dp, a.single, "global_samples_per_s"),
+             dp_overhead=lambda a: 100 * (_ratio(a.dp, a.single, "mean_step_time_s") - 1)))
 def check_dp_cost(dp_speedup: float | None, dp_overhead: float | None, single: Summary, dp: Summary) -> Passed:
     """Exercise 07.4: DataParallel's throughput against one device, and how much longer its step is."""
     speedup = _field("07.4", dp, "global_samples_per_s") / _field("07.4", single, "global_samples_per_s")
@@ -90,6 +128,13 @@ def check_dp_cost(dp_speedup: float | None, dp_overhead: float | None, single: S
     return passed("07.4", f"DataParallel: {speedup:.2f}x the samples/s of one device; each step {overhead:+.0%}")
 
 
+@check("07.5",
+       wrong("the ratio upside down (base / other)", param_ratio=lambda a: _ratio(a.base, a.other, "parameters")),
+       wrong("the parameter difference instead of the ratio",
+             param_ratio=lambda a: float(a.other["parameters"] - a.base["parameters"])),
+       wrong("the step time assumed to follow the parameter count",
+             param_ratio=lambda a: _ratio(a.other, a.base, "parameters"),
+             step_time_ratio=lambda a: _ratio(a.other, a.base, "parameters")))
 def check_model_size(param_ratio: float | None, step_time_ratio: float | None, base: Summary,
                      other: Summary) -> Passed:
     """Exercise 07.5: the parameter ratio of two model sizes and the ratio of their measured step times."""
@@ -102,6 +147,12 @@ def check_model_size(param_ratio: float | None, step_time_ratio: float | None, b
     return passed("07.5", f"{params:.1f}x the parameters, {times:.1f}x the step time")
 
 
+@check("07.6",
+       wrong("the ratio upside down (small / large)",
+             step_time_ratio=lambda a: _ratio(a.small, a.large, "mean_step_time_s")),
+       wrong("samples/s assumed to double with the batch",
+             step_time_ratio=lambda a: _ratio(a.large, a.small, "mean_step_time_s"),
+             throughput_ratio=lambda a: _ratio(a.large, a.small, "batch_size")))
 def check_batch_size(step_time_ratio: float | None, throughput_ratio: float | None, small: Summary,
                      large: Summary) -> Passed:
     """Exercise 07.6: how the step time and the samples/s change when the batch per device grows."""
@@ -113,3 +164,41 @@ def check_batch_size(step_time_ratio: float | None, throughput_ratio: float | No
                  hint="divide the `global_samples_per_s` values.")
     factor = _field("07.6", large, "batch_size") / _field("07.6", small, "batch_size")
     return passed("07.6", f"{factor:g}x the batch: {times:.2f}x the step time, {rate:.2f}x the samples/s")
+
+
+# --- Conceptual questions ----------------------------------------------------------------------------------------
+
+FEWER_STEPS = Choice("07.q1", "(seed question 3) Why does each DDP rank run fewer iterations per epoch than the "
+                              "single run?", {
+    "a": Option("DDP leaves part of the data set out.", False,
+                "the distributed sampler gives each rank its own share; together the ranks cover the whole set."),
+    "b": Option("Each rank takes its own batch in every step, so one step uses batch x ranks samples.", True,
+                "an epoch then has data set / (batch x ranks) steps per rank (07.1); keep the global batch by "
+                "dividing --batch-size by the ranks."),
+    "c": Option("DDP uses a larger batch per device.", False,
+                "--batch-size is per device and stays what you give (compare `batch_size` in the table)."),
+})
+check_fewer_steps = choice_check(FEWER_STEPS)
+
+DP_OR_DDP = Prediction("07.q2", "(seed question 5) On two devices, which will reach more samples per second?", {
+    "a": "DistributedDataParallel (DDP)",
+    "b": "DataParallel (DP)",
+    "c": "about the same (within 5 %)",
+})
+check_dp_or_ddp_prediction = prediction_check(DP_OR_DDP)
+
+
+def _dp_or_ddp_truth(measured: Mapping[str, Any]) -> str:
+    ddp, dp = float(measured["ddp_samples_per_s"]), float(measured["dp_samples_per_s"])
+    return "a" if ddp > 1.05 * dp else "b" if dp > 1.05 * ddp else "c"
+
+
+check_dp_or_ddp_outcome = outcome_check("07.q3", DP_OR_DDP, _dp_or_ddp_truth, {
+    "a": "DDP came out ahead in this run. DDP runs one process per device and overlaps the all-reduce of the "
+         "gradients with the backward pass; DataParallel drives every device from one Python process and copies the "
+         "model, scatters the inputs and gathers the outputs in every step. Off LUMI one run of each on shared CPU "
+         "cores is noisy: the lesson's repeated runs say whether such a difference is beyond the noise.",
+    "b": "here DataParallel came out ahead: without real devices it runs the one process with the global batch, so "
+         "this measures the CPU, not how GPUs scale; on LUMI expect DDP ahead.",
+    "c": "here both share the same few CPU cores, so neither can scale; on LUMI expect DDP clearly ahead.",
+})

@@ -10,9 +10,9 @@ from __future__ import annotations
 from ..jobs import JobSpec, PROFILE_MODES, render_sbatch
 from ..logs import diagnose_text, parse_rccl
 from ..site import load_site
-from .framework import CheckFailed, Passed, expect_equal, expect_in, expect_type, passed
-
-#: A channel's transport line when RCCL moves data between the GCD and the network card directly.
+from .datasets import pick
+from .concepts import Choice, Option, choice_check
+from .framework import CheckFailed, Passed, check, expect_equal, expect_in, expect_type, passed, wrong
 
 
 def _mask_value(exercise: str, answer: object, what: str) -> int:
@@ -30,8 +30,27 @@ def _mask_value(exercise: str, answer: object, what: str) -> int:
                           hint="a mask looks like '0x00fe000000000000' (bit n set = core n allowed).") from None
 
 
-def check_task_mask(answer: str | int | None, task: int = 11, tasks_per_node: int = 8) -> Passed:
-    """Exercise 08.1: the CPU mask of ``task`` (SLURM_PROCID) in a job with ``tasks_per_node`` tasks per node."""
+def task_to_study(tasks_per_node: int = 8) -> int:
+    """Exercise 08.1's task: one on the second node of a 2-node job (not its first), chosen for this learner."""
+    return pick("08.1", range(tasks_per_node + 1, 2 * tasks_per_node))
+
+
+def _gcd_of(task: int, tasks_per_node: int):
+    node = load_site("lumi").node
+    return node.gcd(task % tasks_per_node * (node.gcd_count // tasks_per_node))
+
+
+@check("08.1",
+       wrong("the first mask of the list (task 0's)", answer=lambda a: _gcd_of(0, a.tasks_per_node).mask_hex),
+       wrong("the bit of core `task`, as if the task number were a core",
+             answer=lambda a: hex(1 << task_to_study(a.tasks_per_node)), mentions="local task"),
+       wrong("a core range instead of a mask", answer=lambda a: "{}-{}".format(
+           _gcd_of(task_to_study(a.tasks_per_node), a.tasks_per_node).cores[0],
+           _gcd_of(task_to_study(a.tasks_per_node), a.tasks_per_node).cores[-1]), mentions="hexadecimal"))
+def check_task_mask(answer: str | int | None, tasks_per_node: int = 8) -> Passed:
+    """Exercise 08.1: the CPU mask of this learner's task (:func:`task_to_study`, a SLURM_PROCID on the second node)
+    in a job with ``tasks_per_node`` tasks per node."""
+    task = task_to_study(tasks_per_node)
     node = load_site("lumi").node
     what = f"the CPU mask of task {task}"
     local = task % tasks_per_node
@@ -51,6 +70,15 @@ def gdr_recipes() -> list[str]:
     return [name for name, values in site.env.items() if "NCCL_NET_GDR_LEVEL" in values]
 
 
+def _echo_line(log_text: str) -> int:
+    return next(no for no, line in enumerate(log_text.splitlines(), start=1) if "NCCL_NET_GDR_LEVEL" in line)
+
+
+@check("08.2",
+       wrong("the line echoing NCCL_NET_GDR_LEVEL: it says what was asked, not what RCCL did",
+             line_no=lambda a: _echo_line(a.log_text), mentions="transport line"),
+       wrong("the proof counted from 0", line_no=lambda a: parse_rccl(a.log_text).gdr_lines[0].line_no - 1),
+       wrong("the recipe that turns on RCCL's debug output", recipe="rccl-debug"))
 def check_gdr(recipe: str | None, line_no: int | None, log_text: str) -> Passed:
     """Exercise 08.2: the recipe that asks for GPU-direct RDMA, and the first log line proving RCCL used it."""
     site = load_site("lumi")
@@ -73,6 +101,10 @@ def check_gdr(recipe: str | None, line_no: int | None, log_text: str) -> Passed:
     return passed("08.2", f"recipe {recipe!r}; line {line_no}: {lines[line_no - 1].split('NCCL INFO ')[-1]}")
 
 
+@check("08.3",
+       wrong("the variable instead of the recipe's name", recipe="MIOPEN_USER_DB_PATH"),
+       wrong("the recipe that turns on MIOpen's logging, which only shows the error", recipe="miopen-log"),
+       wrong("the cache recipe", recipe="caches"))
 def check_miopen_fix(recipe: str | None, log_text: str) -> Passed:
     """Exercise 08.3: the environment recipe that fixes the problem the log doctor finds in ``log_text``."""
     site = load_site("lumi")
@@ -89,6 +121,12 @@ def check_miopen_fix(recipe: str | None, log_text: str) -> Passed:
     return passed("08.3", f"recipe {recipe!r}: MIOPEN_USER_DB_PATH={values['MIOPEN_USER_DB_PATH']}")
 
 
+@check("08.4",
+       wrong("no profile_steps: rocprof traces the whole run", job=lambda a: a.job.with_(profile_steps=None),
+             mentions="profile_steps"),
+       wrong("a rank on the first node", job=lambda a: a.job.with_(profile_ranks=(3,)), mentions="second node"),
+       wrong("every rank profiled", job=lambda a: a.job.with_(profile_ranks=())),
+       wrong("torch.profiler instead of rocprof", job=lambda a: a.job.with_(profile="torch")))
 def check_profile_one_rank(job: JobSpec | None, nodes: int = 2, tasks_per_node: int = 8) -> Passed:
     """Exercise 08.4: a job spec of ``nodes`` x ``tasks_per_node`` ranks that profiles exactly one rank, on the
     second node, with rocprof."""
@@ -108,9 +146,39 @@ def check_profile_one_rank(job: JobSpec | None, nodes: int = 2, tasks_per_node: 
     if rank not in second:
         raise CheckFailed("08.4", f"rank {rank} is not on the second node", expected=f"a rank in {second.start}-"
                           f"{second.stop - 1}", found=rank, hint="ranks 0-7 are on the first node.")
+    if job.profile_steps is None:
+        raise CheckFailed("08.4", "the job does not stop after a few steps (profile_steps is not set), so rocprof "
+                                  "traces the whole run", hint="set `profile_steps` (e.g. 32): a few steps are enough "
+                                                               "and keep the trace small.")
     script = render_sbatch(job, "lumi")
     if f'case "$SLURM_PROCID" in {rank})' not in script:
         raise CheckFailed("08.4", "the rendered script does not branch on the rank",
                           hint="set `profile_ranks=(rank,)` on the spec.")
     return passed("08.4", f"rank {rank} (node 1, local rank {rank - tasks_per_node}) runs under rocprof, the other "
                           f"{nodes * tasks_per_node - 1} ranks run plainly")
+
+
+# --- Conceptual questions ----------------------------------------------------------------------------------------
+
+WHY_NOT_PROOF = Choice("08.q1", "Why is the log line `NCCL_NET_GDR_LEVEL set by environment to PHB` no proof that "
+                                "RCCL used GPU-direct RDMA?", {
+    "a": Option("It only echoes what was asked for; RCCL can still choose another path.", True,
+                "what RCCL did is in the channels' transport lines: `... via NET/.../GDRDMA` (08.2)."),
+    "b": Option("The variable's name is misspelt.", False, "the name is right; the line is simply the request."),
+    "c": Option("RCCL ignores every NCCL_ variable on AMD GPUs.", False,
+                "RCCL reads the NCCL_ names (the log echoes them); it may still fall back when GDR is not possible."),
+})
+check_why_not_proof = choice_check(WHY_NOT_PROOF)
+
+WHY_MIOPEN_LOCK = Choice("08.q2", "Why does MIOpen's database fail with a SQLite `locking protocol` error when it "
+                                  "sits on Lustre?", {
+    "a": Option("SQLite needs file locks that the parallel file system does not give it reliably when many ranks "
+                "on many nodes open the same database.", True,
+                "a node-local folder (`/tmp`, the `miopen` recipe) gives each node its own database, with no "
+                "locking across nodes."),
+    "b": Option("The home quota is full.", False,
+                "a full quota says `Disk quota exceeded` (the doctor's `disk-quota` signature), not a locking error."),
+    "c": Option("MIOpen needs root rights to write its database.", False,
+                "it writes to a user folder; the error is about locks, not permissions."),
+})
+check_why_miopen_lock = choice_check(WHY_MIOPEN_LOCK)

@@ -15,8 +15,18 @@ from ..smi import load_session, tidy
 from ..trace import TraceAnalyzer
 from ..trace.host_ops import PHASES, host_ops, step_phases
 from ..workloads.capstone import slow_rank
-from .declare import check, wrong
-from .framework import CheckFailed, Passed, expect_answer, expect_close, expect_equal, expect_in, expect_type, passed
+from .framework import (
+    CheckFailed,
+    Passed,
+    check,
+    expect_answer,
+    expect_close,
+    expect_equal,
+    expect_in,
+    expect_type,
+    passed,
+    wrong,
+)
 
 #: The session the GPU-view step reads.
 SESSION = "ddp-8gcd-starved"

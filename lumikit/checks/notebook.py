@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -23,10 +23,12 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from ..errors import LumikitError
-from .conventions import DEFAULT_CELL_TIMEOUT_S
-from .framework import PASS_MIMETYPE
+from .conventions import CHECK_TAG, DEFAULT_CELL_TIMEOUT_S
+from .framework import PASS_MIMETYPE, WRONG_MIMETYPE
 
 CURRENT_ENV_KERNEL = "lumikit-current-env"
+#: The tag of the cells ``probe=True`` adds after each check cell (they try the check's known-wrong answers).
+PROBE_TAG = "lumikit-probe"
 CellStatus = Literal["ok", "error", "timeout", "not run"]
 
 
@@ -42,6 +44,8 @@ class CellResult:
     evalue: str | None = None
     passes: int = 0
     seconds: float = 0.0
+    #: With ``run_notebook(probe=True)``: what the check's known-wrong answers did (see lumikit.checks.probe).
+    probe: dict[str, Any] | None = None
 
     @property
     def first_line(self) -> str:
@@ -85,14 +89,18 @@ def read_notebook(path: Path) -> nbformat.NotebookNode:
 
 
 def run_notebook(path: Path, *, cell_timeout_s: float = DEFAULT_CELL_TIMEOUT_S,
-                 startup_timeout_s: float = 60.0) -> NotebookRun:
+                 startup_timeout_s: float = 60.0, probe: bool = False,
+                 env: dict[str, str] | None = None) -> NotebookRun:
     """Execute every code cell of ``path`` in a fresh kernel, going on after errors, and report each cell.
 
     A cell that runs past ``cell_timeout_s`` stops the notebook: it is reported as ``timeout`` and the cells
-    after it as ``not run``.
+    after it as ``not run``. With ``probe``, each check cell is followed by a cell that tries the check's
+    known-wrong answers; its report lands in the check cell's ``probe``. ``env`` is added to the kernel's environment.
     """
     path = Path(path)
     notebook = read_notebook(path)
+    if probe:
+        _add_probe_cells(notebook)
     stopped: tuple[CellStatus, str, str] | None = None  # (status of the cell it stopped at, ename, why)
     started = time.perf_counter()
     # Local (ipc) sockets in a private folder: no open TCP ports, and no files left in the notebook's folder.
@@ -103,7 +111,7 @@ def run_notebook(path: Path, *, cell_timeout_s: float = DEFAULT_CELL_TIMEOUT_S,
                                 allow_errors=True, interrupt_on_timeout=False, record_timing=True,
                                 resources={"metadata": {"path": str(path.resolve().parent)}})
         try:
-            client.execute()
+            client.execute(env={**os.environ, **(env or {})})
         except CellTimeoutError:
             stopped = ("timeout", "CellTimeoutError", f"a cell ran longer than {cell_timeout_s:g} s")
         except DeadKernelError as exc:
@@ -114,8 +122,14 @@ def run_notebook(path: Path, *, cell_timeout_s: float = DEFAULT_CELL_TIMEOUT_S,
             _shutdown(client)
     elapsed = time.perf_counter() - started
     reason, pending = (stopped[2] if stopped else None), stopped
-    cells = []
-    for number, cell in enumerate(notebook.cells, start=1):
+    cells: list[CellResult] = []
+    number = 0
+    for cell in notebook.cells:
+        if PROBE_TAG in cell.metadata.get("tags", ()):
+            if cells:  # attach the probe's report to the check cell it follows
+                cells[-1] = replace(cells[-1], probe=_probe_report(cell))
+            continue
+        number += 1
         if cell.cell_type != "code":
             continue
         result = _cell_result(number, cell)
@@ -124,6 +138,28 @@ def run_notebook(path: Path, *, cell_timeout_s: float = DEFAULT_CELL_TIMEOUT_S,
             pending = None
         cells.append(result)
     return NotebookRun(path, tuple(cells), elapsed, reason)
+
+
+def _add_probe_cells(notebook: nbformat.NotebookNode) -> None:
+    """Insert after every check cell a cell trying the check's known-wrong answers (see lumikit.checks.probe)."""
+    out = []
+    for cell in notebook.cells:
+        out.append(cell)
+        if cell.cell_type == "code" and CHECK_TAG in cell.metadata.get("tags", ()):
+            source = f"__import__('lumikit.checks.probe', fromlist=['probe_cell']).probe_cell({cell.source!r})"
+            out.append(nbformat.v4.new_code_cell(source, metadata={"tags": [PROBE_TAG]}))
+    notebook.cells = out
+
+
+def _probe_report(cell: nbformat.NotebookNode) -> dict[str, Any]:
+    """The probe cell's report, or a report of why there is none (the cell raised, or did not run)."""
+    for output in cell.get("outputs", []):
+        if WRONG_MIMETYPE in output.get("data", {}):
+            return dict(output["data"][WRONG_MIMETYPE])
+        if output.get("output_type") == "error":
+            return {"exercise": "", "outcomes": [],
+                    "problem": f"trying the wrong answers raised {output.get('ename')}: {output.get('evalue')}"}
+    return {"exercise": "", "outcomes": [], "problem": "the wrong answers were not tried (the cell did not run)"}
 
 
 def _shutdown(client: NotebookClient) -> None:

@@ -16,8 +16,7 @@ from typing import Any
 from ..jobs import JobSpec, render_srun
 from ..logs import parse_hip_log
 from ..site import load_site
-from .declare import check, wrong
-from .framework import CheckFailed, Passed, expect_answer, expect_equal, expect_in, expect_type, passed
+from .framework import CheckFailed, Passed, check, expect_answer, expect_equal, expect_in, expect_type, passed, wrong
 
 
 def expect_choice(exercise: str, found: Any, options: Mapping[str, tuple[bool, str]], *, what: str) -> str:

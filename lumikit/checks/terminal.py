@@ -18,8 +18,7 @@ from typing import Any
 from ..errors import LaunchError
 from ..launch.terminal import Cluster, ShellResult, find_cluster, sacct_rows
 from ..site import load_site
-from .declare import check, wrong
-from .framework import CheckFailed, Passed, expect_answer, expect_equal, expect_type, passed
+from .framework import CheckFailed, Passed, check, expect_answer, expect_equal, expect_type, passed, wrong
 
 _PROJECT = re.compile(r"^project_\d{9}$")
 

@@ -1,9 +1,12 @@
-"""The instructor verification: every solution passes its checks, and every check fails on the exercise's stubs.
+"""The instructor verification: every solution passes its checks, every check fails on the exercise's stubs, and
+every check rejects its known-wrong answers.
 
 For each ``solutions/NN_name.py`` the solution is executed (every cell must run, every ``check`` cell must show a
-passed line) and ``exercises/NN_name.py`` is executed with its stubs (every ``exercise`` cell must raise
-NotImplementedError, every ``check`` cell must raise CheckFailed with its own message: proof that the check can fail).
-Notebooks run two at a time; the result is a table, and the verification holds only if every row is ``ok``.
+passed line; after each check cell the check is called again with each of its declared wrong answers, at least
+:data:`MIN_WRONG` of them, and each must fail with a message) and ``exercises/NN_name.py`` is executed with its stubs
+(every ``exercise`` cell must raise NotImplementedError, every ``check`` cell must raise CheckFailed with its own
+message: proof that the check can fail). Nothing is recorded as progress meanwhile. Notebooks run two at a time;
+the result is a table per notebook and one per check, and the verification holds only if every row is ``ok``.
 """
 from __future__ import annotations
 
@@ -17,7 +20,12 @@ from tqdm.auto import tqdm
 
 from .conventions import CHECK_TAG, DEFAULT_BUDGET_S, DEFAULT_CELL_TIMEOUT_S, EXERCISE_TAG
 from .generate import drift, solution_files
-from .notebook import NotebookRun, run_notebook
+from .notebook import CellResult, NotebookRun, run_notebook
+
+#: Every check declares at least this many known-wrong answers, and verify tries them all.
+MIN_WRONG = 2
+#: The environment of the verification's kernels: checks record no progress there.
+KERNEL_ENV = {"LUMIKIT_PROGRESS": "off"}
 
 
 @dataclass(frozen=True)
@@ -26,6 +34,22 @@ class Problem:
 
     kind: str
     detail: str
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The verdict on one check: the solution passes, the stub fails, and each known-wrong answer fails."""
+
+    exercise: str
+    solution: str  # "passes" or what happened instead
+    stub: str  # "fails" or what happened instead
+    wrong_tried: int
+    wrong_rejected: int
+
+    @property
+    def ok(self) -> bool:
+        return (self.solution == "passes" and self.stub == "fails" and self.wrong_tried >= MIN_WRONG
+                and self.wrong_rejected == self.wrong_tried)
 
 
 @dataclass(frozen=True)
@@ -38,10 +62,19 @@ class PairReport:
     exercise_failing: int
     seconds: float
     problems: tuple[Problem, ...]
+    check_reports: tuple[CheckReport, ...] = ()
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def wrong_tried(self) -> int:
+        return sum(c.wrong_tried for c in self.check_reports)
+
+    @property
+    def wrong_rejected(self) -> int:
+        return sum(c.wrong_rejected for c in self.check_reports)
 
 
 def judge_solution(run: NotebookRun, *, budget_s: float = DEFAULT_BUDGET_S) -> tuple[int, list[Problem]]:
@@ -64,7 +97,64 @@ def judge_solution(run: NotebookRun, *, budget_s: float = DEFAULT_BUDGET_S) -> t
             else:
                 problems.append(Problem("check shows no pass", f"{where}: ran but showed no ✓ line. Fix: end "
                                                                f"the cell with the check call, whose value is shown"))
+        if CHECK_TAG in cell.tags and cell.probe is not None:
+            problems += _probe_problems(where, cell.probe)
     return passed, problems
+
+
+def _probe_problems(where: str, probe: dict) -> list[Problem]:
+    """What is wrong with the known-wrong answers tried after one check cell."""
+    if probe.get("problem"):
+        return [Problem("wrong answers not tried", f"{where}: {probe['problem']}. Fix: declare the check with "
+                                                   f"@check('NN.k', wrong(...), wrong(...))")]
+    outcomes = probe.get("outcomes", [])
+    problems = []
+    if len(outcomes) < MIN_WRONG:
+        problems.append(Problem("too few wrong answers", f"{where}: {len(outcomes)} known-wrong answer(s) declared, "
+                                                         f"at least {MIN_WRONG} needed. Fix: add wrong(...) cases to "
+                                                         f"its @check"))
+    for o in outcomes:
+        if o.get("outcome") != "rejected":
+            problems.append(Problem(f"wrong answer {o.get('outcome')}",
+                                    f"{where}: the wrong answer '{o.get('why')}' was {o.get('outcome')}: "
+                                    f"{o.get('message')}"))
+    return problems
+
+
+def check_reports(solution: NotebookRun, exercise: NotebookRun | None) -> list[CheckReport]:
+    """One row per check cell: the solution's outcome, the stub's, and the known-wrong answers tried/rejected."""
+    stubs = exercise.tagged(CHECK_TAG) if exercise else []
+    rows = []
+    for index, cell in enumerate(solution.tagged(CHECK_TAG)):
+        probe = cell.probe or {}
+        outcomes = probe.get("outcomes", [])
+        exercise_id = probe.get("exercise") or _exercise_of(cell) or f"check {index + 1}"
+        stub = stubs[index] if index < len(stubs) else None
+        rows.append(CheckReport(exercise_id, _solution_verdict(cell), _stub_verdict(stub), len(outcomes),
+                                sum(o.get("outcome") == "rejected" for o in outcomes)))
+    return rows
+
+
+def _exercise_of(cell: CellResult) -> str:
+    text = cell.evalue or ""
+    for prefix in ("Exercise ", "No answer yet for "):
+        if text.startswith(prefix):
+            return text[len(prefix):].split(":", 1)[0]
+    return ""
+
+
+def _solution_verdict(cell: CellResult) -> str:
+    if cell.status == "ok" and cell.passes:
+        return "passes"
+    return f"{cell.status}: {cell.ename}" if cell.ename else ("no pass shown" if cell.status == "ok" else cell.status)
+
+
+def _stub_verdict(cell: CellResult | None) -> str:
+    if cell is None:
+        return "missing"
+    if cell.status == "error" and cell.ename == "CheckFailed" and (cell.evalue or "").strip():
+        return "fails"
+    return "passes (cannot fail)" if cell.status == "ok" else f"{cell.status}: {cell.ename}"
 
 
 def judge_exercise(run: NotebookRun, *, budget_s: float = DEFAULT_BUDGET_S) -> tuple[int, list[Problem]]:
@@ -98,7 +188,8 @@ def _common_problems(run: NotebookRun, budget_s: float) -> list[Problem]:
         problems.append(Problem("stopped", f"{run.path}: stopped early: {run.stopped}"))
     if run.seconds > budget_s:
         problems.append(Problem("over time", f"{run.path}: took {run.seconds:.1f} s, over the {budget_s:g} s "
-                                             f"budget. Fix: make its runs smaller"))
+                                             f"budget. Fix: make its runs smaller "
+                                             f"(or, on a loaded machine, pass a larger --budget)"))
     return problems
 
 
@@ -115,7 +206,8 @@ def verify(solutions_dir: Path, exercises_dir: Path, *, only: Iterable[str] = ()
     runs: dict[Path, NotebookRun] = {}
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool, \
             tqdm(total=len(jobs), desc="verify", unit="notebook", disable=not progress) as bar:
-        futures = {pool.submit(run_notebook, path, cell_timeout_s=cell_timeout_s): path for path in jobs}
+        futures = {pool.submit(run_notebook, path, cell_timeout_s=cell_timeout_s, env=KERNEL_ENV,
+                               probe=path in sources): path for path in jobs}
         for future in as_completed(futures):
             runs[futures[future]] = future.result()
             bar.set_postfix_str(f"{futures[future].parent.name}/{futures[future].name}")
@@ -128,6 +220,7 @@ def _judge_pair(source: Path, exercise_path: Path, runs: dict[Path, NotebookRun]
     solution = runs[source]
     passed, problems = judge_solution(solution, budget_s=budget_s)
     failing, seconds = 0, solution.seconds
+    reports = check_reports(solution, runs.get(exercise_path))
     if exercise_path in runs:
         failing, exercise_problems = judge_exercise(runs[exercise_path], budget_s=budget_s)
         problems += exercise_problems
@@ -137,20 +230,38 @@ def _judge_pair(source: Path, exercise_path: Path, runs: dict[Path, NotebookRun]
     for line in stale:  # "path: what is wrong", from generate.drift
         if Path(line.split(": ", 1)[0]).stem == source.stem and exercise_path in runs:
             problems.append(Problem("out of date", f"{line}. Fix: run `make exercises`"))
-    return PairReport(source.stem, len(solution.tagged(CHECK_TAG)), passed, failing, seconds, tuple(problems))
+    return PairReport(source.stem, len(solution.tagged(CHECK_TAG)), passed, failing, seconds, tuple(problems),
+                      tuple(reports))
 
 
 def format_table(reports: Sequence[PairReport]) -> str:
     """The verdict as a plain-text table, one row per notebook, then the detail of every problem."""
-    header = ("notebook", "checks", "pass in solution", "fail in exercise", "time (s)", "verdict")
+    header = ("notebook", "checks", "pass in solution", "fail in exercise", "wrong rejected", "time (s)", "verdict")
     rows = [(r.name, str(r.checks), f"{r.solution_passed}/{r.checks}", f"{r.exercise_failing}/{r.checks}",
-             f"{r.seconds:.1f}", "ok" if r.ok else "FAIL: " + ", ".join(dict.fromkeys(p.kind for p in r.problems)))
+             f"{r.wrong_rejected}/{r.wrong_tried}", f"{r.seconds:.1f}",
+             "ok" if r.ok else "FAIL: " + ", ".join(dict.fromkeys(p.kind for p in r.problems)))
             for r in reports]
+    details = [f"- {r.name}: {p.detail}" for r in reports for p in r.problems]
+    return "\n".join(_columns(header, rows) + ([""] + details if details else []))
+
+
+def format_check_table(reports: Sequence[PairReport]) -> str:
+    """One row per check: the solution passes, the stub fails, the known-wrong answers rejected; then the totals."""
+    header = ("exercise", "solution", "stub", "wrong answers rejected", "verdict")
+    checks = [c for r in reports for c in r.check_reports]
+    rows = [(c.exercise, c.solution, c.stub, f"{c.wrong_rejected}/{c.wrong_tried}", "ok" if c.ok else "FAIL")
+            for c in checks]
+    tried = sum(c.wrong_tried for c in checks)
+    rejected = sum(c.wrong_rejected for c in checks)
+    return "\n".join(_columns(header, rows) + [f"{len(checks)} checks; {rejected} of {tried} known-wrong answers "
+                                                f"rejected"])
+
+
+def _columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in (header, *rows)]
     lines.insert(1, "  ".join("-" * width for width in widths))
-    details = [f"- {r.name}: {p.detail}" for r in reports for p in r.problems]
-    return "\n".join(lines + ([""] + details if details else []))
+    return lines
 
 
 def run(solutions_dir: Path, exercises_dir: Path, *, only: Iterable[str] = (), workers: int = 2,
@@ -164,6 +275,8 @@ def run(solutions_dir: Path, exercises_dir: Path, *, only: Iterable[str] = (), w
               + ": nothing to verify")
         return 0
     print(format_table(reports))
+    print()
+    print(format_check_table(reports))
     failed = sum(not r.ok for r in reports)
     total = time.perf_counter() - started
     notebook_time = sum(r.seconds for r in reports)

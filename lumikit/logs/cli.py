@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from dataclasses import asdict
 
 import pandas as pd
 
+from ..json_output import print_json
 from ..rocprof.names import short_kernel_name
 from .doctor import diagnose, problems
 from .hip import hip_summary, read_hip_log
@@ -71,7 +71,7 @@ def _progress(args: argparse.Namespace) -> int:
     summary = progress_summary(table)
     if args.json:
         rows = [{k: _clean(v) for k, v in row.items()} for row in table.to_dict("records")]
-        print(json.dumps({"summary": summary, "rows": rows}, indent=2))
+        print_json({"summary": summary, "rows": rows})
         return 0
     print(f"{args.file}: {len(table)} progress observations")
     if "training" in summary:
@@ -95,7 +95,7 @@ def _hip(args: argparse.Namespace) -> int:
     table = read_hip_log(args.file)
     summary = hip_summary(table, top=args.top)
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print_json(summary)
         return 0
     print(f"{args.file}: {summary['records']} HIP log records (layout {summary['layout'] or 'not recognised'})")
     print(f"  {summary['launches']} kernel launches, {summary['copies']} copies, {summary['memsets']} memsets")
@@ -115,7 +115,7 @@ def _hip(args: argparse.Namespace) -> int:
 def _rccl(args: argparse.Namespace) -> int:
     results = [rccl_transport(f) for f in args.files]
     if args.json:
-        print(json.dumps([{**asdict(r), "ok": r.ok} for r in results], indent=2))
+        print_json([{**asdict(r), "ok": r.ok} for r in results])
     else:
         for r in results:
             print(f"{r.source}: {r.describe()}")
@@ -127,7 +127,7 @@ def _rccl(args: argparse.Namespace) -> int:
 def _doctor(args: argparse.Namespace) -> int:
     found = diagnose(args.files)
     if args.json:
-        print(json.dumps([asdict(d) for d in found], indent=2))
+        print_json([asdict(d) for d in found])
     else:
         for d in found:
             print(d.describe())

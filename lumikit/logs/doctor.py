@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterable, Literal
 
 from ..errors import LumikitError
-from .text import ANSI, looks_binary, read_log_text
+from .text import ANSI, bound_lines, looks_binary, read_log_text
 
 Severity = Literal["problem", "note"]
 #: Files a folder given to :func:`diagnose` is searched for.
@@ -25,7 +25,11 @@ LOG_SUFFIXES = (".out", ".err", ".log", ".txt")
 
 @dataclass(frozen=True)
 class Signature:
-    """A known failure: its id, a short title, the patterns that reveal it, its cause and its fix."""
+    """A known failure: its id, a short title, the patterns that reveal it, its cause and its fix.
+
+    Patterns run over whatever a job printed, so they must stay linear: no ``.*``; a gap between two words is
+    written ``A(?:(?!A).){0,500}B`` (bounded, and never rescanned from a later ``A``).
+    """
 
     id: str
     title: str
@@ -100,7 +104,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "'NET/OFI Selected Provider is cxi'."),
     Signature(
         "rccl-socket-fallback", "RCCL without its network plugin (TCP sockets)",
-        (r"NET/Plugin\s*:?\s*(?:No plugin found|Plugin load .*returned|Using internal network plugin)",
+        (r"NET/Plugin\s*:?\s*(?:No plugin found|Plugin load (?:(?!Plugin load ).){0,500}returned"
+         r"|Using internal network plugin)",
          r"lib[rn]ccl-net\.so: cannot open shared object file", r"NCCL INFO NET/Socket\s*:\s*Using",
          r"NCCL INFO Using network Socket"),
         "RCCL did not load the aws-ofi-rccl plugin and falls back to TCP sockets: traffic between nodes is many "
@@ -117,8 +122,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "per-task GPU binding."),
     Signature(
         "miopen-sqlite-lock", "MIOpen's database locked on Lustre",
-        (r"MIOpen.*SQLite database: locking protocol", r"sqlite_db\.cpp.*locking protocol",
-         r"MIOpen.*database is locked"),
+        (r"MIOpen(?:(?!MIOpen).){0,500}SQLite database: locking protocol",
+         r"sqlite_db\.cpp(?:(?!sqlite_db\.cpp).){0,500}locking protocol",
+         r"MIOpen(?:(?!MIOpen).){0,500}database is locked"),
         "MIOpen keeps its kernel database in SQLite under your home folder; many processes use it at once on "
         "Lustre, which does not support SQLite's file locking.",
         "Give each node its own database in node-local /tmp with the site's `miopen` recipe (--env-recipe miopen; "
@@ -132,8 +138,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "job), or as a step of the batch script."),
     Signature(
         "home-quota-container-cache", "Container cache filled your home quota",
-        (r"\.(?:singularity|apptainer)/cache.*[Dd]isk quota exceeded",
-         r"[Dd]isk quota exceeded.*\.(?:singularity|apptainer)/"),
+        (r"\.(?:singularity|apptainer)/cache(?:(?!\.(?:singularity|apptainer)/cache).){0,500}[Dd]isk quota exceeded",
+         r"[Dd]isk quota exceeded(?:(?![Dd]isk quota exceeded).){0,500}\.(?:singularity|apptainer)/"),
         "singularity pull keeps image layers in ~/.singularity/cache, and your home folder's 20 GB quota is "
         "too small for them.",
         "export SINGULARITY_CACHEDIR=/tmp/$USER SINGULARITY_TMPDIR=/tmp/$USER (or a folder on /scratch) before "
@@ -148,17 +154,19 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         "read-only-cache", "A cache folder is not writable inside the container",
         (r"Read-only file system",
-         r"Not enough free disk space to download the file.*only has 0\.00 MB free"),
+         r"Not enough free disk space to download the file(?:(?!download the file).){0,500}only has 0\.00 MB free"),
         "A cache or output folder (HF_HOME, TORCH_HOME, ...) points at a path inside the container that is not "
         "bound to a real file system, so it is read-only with no space (e.g. /workdir without -B .:/workdir).",
         "Bind the folder (singularity exec -B .:/workdir ..., or -B /scratch/<project>) or point HF_HOME and "
         "TORCH_HOME at a bound, writable folder on /scratch or /flash."),
     Signature(
         "gpu-out-of-memory", "Out of GPU memory",
-        (r"HIP out of memory", r"CUDA out of memory", r"torch\.(?:cuda\.)?OutOfMemoryError", r"hipErrorOutOfMemory"),
+        (r"HIP out of memory", r"CUDA out of memory", r"torch\.(?:cuda\.)?OutOfMemoryError", r"hipErrorOutOfMemory",
+         r"\bout of memory\. Tried to allocate"),
         "The model, its activations and the batch needed more than the 64 GB of one GCD.",
-        "Lower the per-GPU batch size (gradient accumulation keeps the global batch), train in bf16 or with "
-        "activation checkpointing, or shard the model across GCDs (FSDP)."),
+        "Profile a few steps with profile_memory=True (or dump a torch.cuda.memory snapshot); `lumikit trace "
+        "memory FILE` names the peak and its largest allocations. Then lower the batch per GCD (accumulate "
+        "gradients), use bf16 or activation checkpointing, or shard the model (FSDP)."),
     Signature(
         "host-out-of-memory", "Out of host memory (oom-kill)",
         (r"oom[-_]kill", r"Out Of Memory", r"Exceeded job memory limit", r"\bOUT_OF_MEMORY\b"),
@@ -211,6 +219,7 @@ def diagnose_text(text: str, source: str = "<text>",
                   signatures: Iterable[Signature] = SIGNATURES) -> list[Diagnosis]:
     """The diagnoses of one log given as text, in order of first appearance."""
     signatures = tuple(signatures)
+    text = bound_lines(text)
     first: dict[str, Diagnosis] = {}
     counts: dict[str, int] = {}
     starts = [0] + [m.end() for m in re.finditer("\n", text)]  # offset of each line
@@ -254,7 +263,7 @@ def diagnose(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -
     found: list[Diagnosis] = []
     for given in paths:
         for path in _log_files(Path(given)):
-            if looks_binary(path):
+            if looks_binary(path) and path != Path(given):  # found in a folder: pass by; named: say why not
                 continue
             found.extend(diagnose_text(read_log_text(path), source=str(path)))
     return found

@@ -20,18 +20,21 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..kernels import classify_kernel
-from .text import read_log_text
+from .text import bound_lines, read_log_text
 
-HEADER = re.compile(r":(?P<level>\d):(?P<file>[^\s:]+)\s*:\s*(?P<line>\d+)\s*:\s*(?P<ts>\d+) us:")
+# Patterns over log text: repeats bounded (numbers to 18 digits, so they fit in 64 bits), linear in the line.
+HEADER = re.compile(r":(?P<level>\d):(?P<file>[^\s:]{1,256})\s{0,40}:\s{0,40}(?P<line>\d{1,18})\s{0,40}:\s{0,40}"
+                    r"(?P<ts>\d{1,18}) us:")
 _IDS = (
-    ("rocm7", re.compile(r"\s*\[pid:\s*(?P<pid>\d+)\s+tid:\s*(?P<tid>0x[0-9a-fA-F]+)\]")),
-    ("rocm6", re.compile(r"\s*(?P<pid>\d+)\s*:\s*\[tid:\s*(?P<tid>0x[0-9a-fA-F]+)\]")),
-    ("rocm5", re.compile(r"\s*(?P<pid>\d+)\s*:\s*\[(?P<tid>[0-9a-fA-F]+)\]")),
+    ("rocm7", re.compile(r"\s{0,40}\[pid:\s{0,40}(?P<pid>\d{1,18})\s{1,40}tid:\s{0,40}(?P<tid>0x[0-9a-fA-F]{1,32})\]")),
+    ("rocm6", re.compile(r"\s{0,40}(?P<pid>\d{1,18})\s{0,40}:\s{0,40}\[tid:\s{0,40}(?P<tid>0x[0-9a-fA-F]{1,32})\]")),
+    ("rocm5", re.compile(r"\s{0,40}(?P<pid>\d{1,18})\s{0,40}:\s{0,40}\[(?P<tid>[0-9a-fA-F]{1,32})\]")),
 )
 _CALL = re.compile(r"^\s*(?P<api>hip\w+)\s*\((?P<args>.*)\)\s*$")
 _RETURN = re.compile(r"^\s*(?P<api>hip\w+):\s*Returned\s+(?P<status>\w+)")
 _SHADER = re.compile(r"ShaderName\s*:\s*(?P<name>\S+)")
-_DISPATCH = re.compile(r"Dispatch Header.*?grid=\[(?P<grid>[\d, ]+)\],\s*workgroup=\[(?P<wg>[\d, ]+)\]")
+_DISPATCH = re.compile(r"Dispatch Header.{0,500}?grid=\[(?P<grid>[\d, ]{1,100})\],\s{0,40}"
+                       r"workgroup=\[(?P<wg>[\d, ]{1,100})\]")
 _LAUNCH_API = re.compile(r"^hip\w*Launch\w*$|^hipGraphLaunch$")
 _DIRECTIONS = {"hipMemcpyHostToHost": "HtoH", "hipMemcpyHostToDevice": "HtoD", "hipMemcpyDeviceToHost": "DtoH",
                "hipMemcpyDeviceToDevice": "DtoD", "hipMemcpyDefault": "default",
@@ -73,7 +76,7 @@ def _wrap_width(lines: list[str]) -> int | None:
 
 def unwrap(text: str) -> list[tuple[int, str]]:
     """Logical lines of a HIP log with their first physical line number, hard-wrapped pieces joined again."""
-    lines = text.replace("\r\n", "\n").split("\n")
+    lines = bound_lines(text.replace("\r\n", "\n")).split("\n")
     width = _wrap_width(lines)
     out: list[tuple[int, str]] = []
     for no, line in enumerate(lines, start=1):
@@ -108,9 +111,9 @@ def hip_records(text: str) -> list[HipRecord]:
 
 
 def _split_args(args: str) -> list[str]:
-    """Top-level comma-separated arguments (commas inside ``{}``/``()``/``[]`` stay)."""
+    """Top-level comma-separated arguments (commas inside ``{}``/``()``/``[]`` stay); at most 8 KiB are read."""
     out, depth, cur = [], 0, []
-    for ch in args:
+    for ch in args[:8192]:
         if ch in "{([":
             depth += 1
         elif ch in "})]":
@@ -125,11 +128,16 @@ def _split_args(args: str) -> list[str]:
     return out
 
 
+_MAX_COUNT = 2**48  # bytes or sizes beyond 256 TiB are damage, not a copy (and sums of them stay exact)
+
+
 def _int(text: str) -> int | None:
+    """An integer argument (decimal or 0x...) below :data:`_MAX_COUNT`, else None."""
     try:
-        return int(text, 0)
+        value = int(text[:40], 0)
     except (TypeError, ValueError):
         return None
+    return value if -_MAX_COUNT < value < _MAX_COUNT else None
 
 
 def _stream(args: list[str]) -> str | None:
@@ -220,7 +228,8 @@ def parse_hip_log(text: str, source: str = "<text>") -> pd.DataFrame:
                 open_kernel.pop(thread, None)
     table = pd.DataFrame(rows, columns=COLUMNS)
     kernels = table["kind"] == "kernel"
-    table.loc[kernels, "kernel_class"] = [classify_kernel(n or "") for n in table.loc[kernels, "name"]]
+    table.loc[kernels, "kernel_class"] = [classify_kernel(n if isinstance(n, str) else "")
+                                          for n in table.loc[kernels, "name"]]
     for col in ("bytes", "api_us", "pid"):
         table[col] = table[col].astype("Int64")
     layouts = sorted({r.layout for r in records if r.layout})

@@ -3,6 +3,8 @@ the slow fall-back to TCP sockets.
 
 On LUMI a healthy multi-node run logs ``NET/OFI Using aws-ofi-rccl <version>`` and
 ``NET/OFI Selected Provider is cxi``; without the plugin RCCL logs that it found none and uses ``NET/Socket``.
+RCCL's own ``Using network <name>`` line says what it settled on, so it decides: a plugin that initialised and
+then failed ("Couldn't open a fabric access domain") leaves RCCL on ``Using network Socket``.
 """
 from __future__ import annotations
 
@@ -11,21 +13,24 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .text import clean, read_log_text
+from .text import bound_lines, clean, read_log_text
 
 Transport = Literal["ofi", "socket", "ib", "unknown"]
 
+# Linear patterns (they run over whole logs): repeats bounded, and a gap between two words is A(?:(?!A).){0,N}B.
 _PLUGIN = re.compile(r"NET/OFI (?:Using|Initializing) (?P<plugin>aws-ofi-[rn]ccl)(?:\s+(?P<version>[\w.\-]+))?")
 _PROVIDER = re.compile(r"NET/OFI Selected [Pp]rovider is (?P<provider>[\w;+\-]+)")
-_NETWORK = re.compile(r"Using network (?P<net>[\w ]+?)\s*$")
-_NO_PLUGIN = re.compile(r"NET/Plugin\s*:?\s*(?:No plugin found|Plugin load .*returned|Using internal network plugin)"
+_NETWORK = re.compile(r"Using network (?P<net>[\w ]{1,100}?)\s{0,100}$")
+_NO_PLUGIN = re.compile(r"NET/Plugin\s*:?\s*(?:No plugin found|Plugin load (?:(?!Plugin load ).){0,500}returned"
+                        r"|Using internal network plugin)"
                         r"|lib[rn]ccl-net\.so: cannot open shared object file")
 _SOCKET = re.compile(r"NET/Socket\s*:\s*Using")
 _IB = re.compile(r"NET/IB\s*:\s*Using\s*\[")
 _WARN = re.compile(r"NCCL WARN")
 # A channel whose transport ends in /GDRDMA moves data between GCD memory and the network card directly.
-_GDR = re.compile(r"Channel .* via NET/.*/GDRDMA\s*$")
-_OFI_FAILED = re.compile(r"NET/OFI Couldn't open a fabric access domain|NET/OFI .*(?:failed|Failed)")
+_GDR = re.compile(r"Channel (?:(?!Channel ).){0,500} via NET/(?:(?! via NET/).){0,200}/GDRDMA\s{0,100}$")
+_OFI_FAILED = re.compile(r"NET/OFI Couldn't open a fabric access domain"
+                         r"|NET/OFI (?:(?!NET/OFI ).){0,500}(?:failed|Failed)")
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,8 @@ class RcclTransport:
     ``transport`` is ``ofi`` (a libfabric plugin), ``socket`` (TCP fall-back), ``ib`` or ``unknown`` (no
     ``NCCL_DEBUG=INFO`` network lines); ``plugin`` e.g. "aws-ofi-rccl 1.4.0"; ``provider`` the libfabric
     provider ("cxi" on LUMI's Slingshot); ``plugin_missing`` when RCCL said it found no network plugin;
-    ``ofi_failed`` when the plugin was there but could not open the network.
+    ``ofi_failed`` when the plugin was there but could not open the network; ``network`` what RCCL's
+    ``Using network`` line named, which decides the transport when present.
     """
 
     source: str
@@ -55,6 +61,7 @@ class RcclTransport:
     evidence: tuple[LogLine, ...] = ()
     warnings: tuple[LogLine, ...] = field(default=())
     gdr_lines: tuple[LogLine, ...] = ()
+    network: str | None = None  # RCCL's "Using network X" (AWS Libfabric, Socket, IB), when logged
 
     @property
     def gdr(self) -> bool:
@@ -74,6 +81,11 @@ class RcclTransport:
             text += " and GPU-direct RDMA" if self.gdr else ""
             return text + ("." if self.ok else "; on LUMI the provider should be cxi.")
         if self.transport == "socket":
+            if self.ofi_failed:
+                return (f"RCCL falls back to TCP sockets: {self.plugin or 'the aws-ofi-rccl plugin'} loaded but "
+                        "could not open the Slingshot network (\"Couldn't open a fabric access domain\"), so "
+                        "traffic between nodes is slow. Bind the host's libfabric/CXI libraries into the container "
+                        "(module load singularity-AI-bindings); see `lumikit doctor`.")
             return ("RCCL falls back to TCP sockets (no network plugin loaded): slow between nodes. "
                     "Make aws-ofi-rccl visible to the job.")
         if self.transport == "ib":
@@ -91,7 +103,7 @@ def parse_rccl(text: str, source: str = "<text>") -> RcclTransport:
     evidence: list[LogLine] = []
     warnings: list[LogLine] = []
     gdr_lines: list[LogLine] = []
-    for no, raw in enumerate(text.split("\n"), start=1):
+    for no, raw in enumerate(bound_lines(text).split("\n"), start=1):
         if "NCCL" not in raw and "NET/" not in raw and "ccl-net" not in raw:
             continue
         line = clean(raw)
@@ -120,16 +132,22 @@ def parse_rccl(text: str, source: str = "<text>") -> RcclTransport:
         if _WARN.search(line):
             warnings.append(LogLine(no, line))
     net = (network or "").lower()
-    if plugin or provider or "libfabric" in net or "ofi" in net:
-        transport: Transport = "ofi"
-    elif net == "ib" or (ib and net != "socket"):
+    transport: Transport
+    if net:  # RCCL's own "Using network X" decides over what the plugin said while it initialised
+        transport = "socket" if net == "socket" else "ib" if net == "ib" else "ofi" if (
+            "libfabric" in net or "ofi" in net) else "unknown"
+    elif socket and ofi_failed:  # the plugin initialised, failed, and RCCL went on with NET/Socket
+        transport = "socket"
+    elif plugin or provider:
+        transport = "ofi"
+    elif ib:
         transport = "ib"
-    elif socket or net == "socket" or plugin_missing:  # without a plugin and without IB, sockets are all that is left
+    elif socket or plugin_missing:  # without a plugin and without IB, sockets are all that is left
         transport = "socket"
     else:
         transport = "unknown"
     return RcclTransport(source, transport, plugin, provider, plugin_missing, ofi_failed, tuple(evidence),
-                         tuple(warnings), tuple(gdr_lines))
+                         tuple(warnings), tuple(gdr_lines), network)
 
 
 def rccl_transport(path: str | os.PathLike[str]) -> RcclTransport:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from ..errors import ParseError
 from ..kernels import classify_kernel
 from .stats import stats_from_durations
 
@@ -20,14 +21,26 @@ COPY_COLUMNS = ["name", "start_ns", "end_ns", "duration_ns", "size_bytes"]
 API_COLUMNS = ["name", "category", "start_ns", "end_ns", "duration_ns"]
 
 
-def _table(rows: pd.DataFrame | None, first: list[str]) -> pd.DataFrame:
+def _times(values: pd.Series, what: str, source: str) -> pd.Series:
+    """Start or end times as int64 nanoseconds; a missing, non-numeric or out-of-range one is damage."""
+    numbers = pd.to_numeric(values, errors="coerce").astype("float64")
+    bad = ~numbers.between(0, 2.0**63 - 1024)  # NaN is never between
+    if bad.any():
+        raise ParseError(f"{int(bad.sum())} {what} without a time in nanoseconds from 0 to 2**63 (first: "
+                         f"{str(values[bad].iloc[0])[:40]!r}); the file is damaged: profile again",
+                         source=source)
+    return pd.to_numeric(values).astype("int64")
+
+
+def _table(rows: pd.DataFrame | None, first: list[str], source: str = "<activities>",
+           what: str = "activities") -> pd.DataFrame:
     """Order the columns, derive the duration, sort by start; an empty table still has the columns."""
     if rows is None or rows.empty:
         return pd.DataFrame({c: pd.Series(dtype="object" if c in ("name", "kernel_class", "category") else "int64")
                              for c in first})
     out = rows.copy()
     for col in ("start_ns", "end_ns"):
-        out[col] = pd.to_numeric(out[col]).astype("int64")
+        out[col] = _times(out[col], what, source)
     out["duration_ns"] = out["end_ns"] - out["start_ns"]
     if "kernel_class" in first:
         out["kernel_class"] = [classify_kernel(str(n)) for n in out["name"]]
@@ -52,8 +65,9 @@ class Activities:
     @classmethod
     def build(cls, kernels: pd.DataFrame | None, copies: pd.DataFrame | None, api: pd.DataFrame | None,
               source: str, processes: pd.DataFrame | None = None, generation: str = "v3") -> "Activities":
-        acts = cls(kernels=_table(kernels, KERNEL_COLUMNS), copies=_table(copies, COPY_COLUMNS),
-                   api=_table(api, API_COLUMNS), source=source, generation=generation)
+        acts = cls(kernels=_table(kernels, KERNEL_COLUMNS, source, "kernel dispatches"),
+                   copies=_table(copies, COPY_COLUMNS, source, "memory copies"),
+                   api=_table(api, API_COLUMNS, source, "API calls"), source=source, generation=generation)
         if processes is not None:
             acts.processes = processes.reset_index(drop=True)
         for name in ("kernels", "copies", "api"):

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 
 import pandas as pd
 
+from ..json_output import print_json
 from .names import short_kernel_name
 from .outputs import rocprof_kernels
 from .stats import GPU_KINDS, class_totals
@@ -53,6 +53,7 @@ def stats_report(table: pd.DataFrame, top: int = 20) -> dict:
     totals = class_totals(table)
     return {
         "source": table.attrs.get("source"),
+        "notes": list(table.attrs.get("notes", [])),
         "generation": table.attrs.get("generation"),
         "kernels_total": int(len(table)),
         "total_ns": float(table["total_ns"].sum()),
@@ -70,7 +71,7 @@ def stats_report(table: pd.DataFrame, top: int = 20) -> dict:
 def _stats(args: argparse.Namespace) -> int:
     table = rocprof_kernels(args.path)
     if args.json:
-        print(json.dumps(stats_report(table, args.top), indent=2))
+        print_json(stats_report(table, args.top))
         return 0
     total_ms = table["total_ns"].sum() / 1e6
     gpu = table.attrs.get("kind", "kernel") in GPU_KINDS
@@ -86,6 +87,8 @@ def _stats(args: argparse.Namespace) -> int:
               f"{r['average_ns'] / 1e3:>9.2f} {r['percent']:>6.2f}  {short_kernel_name(r['name'], 70)}")
     if len(rows) < len(table):
         print(f"  ... {len(table) - len(rows)} more (--top 0 shows all)")
+    for note in table.attrs.get("notes", []):
+        print(f"note: {note}")
     return 0
 
 
@@ -106,7 +109,8 @@ def _summary(args: argparse.Namespace) -> int:
     from .outputs import activities
 
     if not _has_activities(args.path):
-        print("(CSV or v1 outputs: kernels only; copies and API calls are in the rocpd database or .pftrace)")
+        if not args.json:  # --json prints JSON only
+            print("(CSV or v1 outputs: kernels only; copies and API calls are in the rocpd database or .pftrace)")
         return _stats(args)
     acts = activities(args.path)
     tables = {"kernels": acts.kernel_stats(), "copies": acts.copy_stats(), "api": acts.api_stats()}
@@ -114,7 +118,7 @@ def _summary(args: argparse.Namespace) -> int:
     if args.json:
         report["top"] = {k: [{"name": r["name"], "calls": int(r["calls"]), "total_ns": float(r["total_ns"])}
                              for _, r in t.head(args.top).iterrows()] for k, t in tables.items()}
-        print(json.dumps(report, indent=2))
+        print_json(report)
         return 0
     nodes = report.get("nodes") or []
     print(f"{acts.source} (rocprof {acts.generation}): {report['processes']} processes"

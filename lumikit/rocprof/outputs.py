@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import LumikitError
+from ..errors import LumikitError, ParseError
+from ..sniff import looks_like_sentence
 from .stats import combine_stats, read_rocprof_stats, stats_from_durations, stats_kind
 from .traces import is_rocprof_json, read_kernel_trace, read_rocprof_json
 
@@ -114,14 +115,19 @@ def _kernels_from_file(path: Path) -> pd.DataFrame:
     if name.endswith((".db", ".rpd", ".sqlite", ".pftrace")):
         return activities(path).kernel_stats()
     if name.endswith("kernel_trace.csv"):
-        trace = read_kernel_trace(path)
-        table = stats_from_durations(trace[["name", "duration_ns"]])
+        events = read_kernel_trace(path)
+        table = stats_from_durations(events[["name", "duration_ns"]])
     elif name.endswith(".json"):
+        if not is_rocprof_json(path):
+            head = path.read_bytes()[:8192]
+            raise ParseError("not rocprof v1's results.json (that starts with '{ \"traceEvents\":[{}')"
+                             + looks_like_sentence(head, unless="results.json"), source=str(path))
         events = read_rocprof_json(path)
         table = stats_from_durations(events.loc[events["kind"] == "kernel", ["name", "duration_ns"]])
     else:
         return read_rocprof_stats(path)
-    table.attrs.update(source=str(path), generation="v3" if name.endswith(".csv") else "v1")
+    table.attrs.update(source=str(path), generation="v3" if name.endswith(".csv") else "v1",
+                       notes=[f"{path}: {note}" for note in events.attrs.get("notes", [])])
     return table
 
 

@@ -136,6 +136,11 @@ def _slices(trace: Any, pb: Any) -> tuple[list[dict], dict[int, dict]]:
     return done, tracks
 
 
+def _text(value: str | bytes) -> str:
+    """A name as text: protobuf hands back bytes where a damaged file holds invalid UTF-8."""
+    return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
+
+
 def _kind(category: str, track_name: str) -> str:
     if category in CATEGORY_KIND:
         return CATEGORY_KIND[category]
@@ -172,10 +177,10 @@ def _read_one(path: Path, pb: Any) -> dict[str, pd.DataFrame]:
     rows: dict[str, list[dict]] = {"kernel": [], "copy": [], "api": []}
     for s in slices:
         track = tracks.get(s["track"], {})
-        tname = track.get("name") or ""
-        kind = _kind(s["category"], tname)
+        tname = _text(track.get("name") or "")
+        kind = _kind(_text(s["category"]), tname)
         args = s["args"]
-        row = {"name": s["name"], "start_ns": s["start_ns"], "end_ns": s["end_ns"],
+        row = {"name": _text(s["name"]), "start_ns": s["start_ns"], "end_ns": s["end_ns"],
                "pid": _pid(tracks, s["track"], file_pid), "hostname": host, "correlation_id": args.get("corr_id"),
                "track": tname}
         if kind == "kernel":

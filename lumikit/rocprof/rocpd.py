@@ -43,7 +43,9 @@ def _connect(path: Path) -> sqlite3.Connection:
     if not is_rocpd(path):
         raise ParseError("not a SQLite database; give the .db that rocprofv3 writes by default (ROCm 7), "
                          "or re-run with --output-format csv", source=str(path))
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    con.text_factory = lambda raw: raw.decode("utf-8", errors="replace")  # a damaged name is not a crash
+    return con
 
 
 def suffixes(con: sqlite3.Connection, source: str = "<db>") -> list[str]:
@@ -134,9 +136,9 @@ def read_rocpd(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]])
             for sfx in suffixes(con, str(path)):
                 for key, table in _read_suffix(con, sfx, str(path)).items():
                     parts[key].append(table)
-        except sqlite3.DatabaseError as exc:
-            raise ParseError(f"unreadable rocpd database ({exc}); was it copied while rocprofv3 was still "
-                             "writing?", source=str(path)) from None
+        except (sqlite3.DatabaseError, pd.errors.DatabaseError, UnicodeDecodeError) as exc:  # damaged page or text
+            raise ParseError(f"unreadable rocpd database ({str(exc).splitlines()[0][:200]}); was it copied while "
+                             "rocprofv3 was still writing?", source=str(path)) from None
         finally:
             con.close()
     source = ", ".join(str(p) for p in files)

@@ -20,6 +20,7 @@ import pandas as pd
 from ..errors import LumikitError, ParseError
 from ..files import write_new
 from ..kernels import classify_kernel
+from ..sniff import looks_like_sentence
 
 #: Column names of rocprof's statistics files -> our column names.
 STATS_COLUMNS = {
@@ -73,8 +74,8 @@ def parse_rocprof_stats(text: str, source: str = "<text>", kind: str = "kernel")
                       if ln.lstrip().startswith(('"Name"', "Name,"))), None)
     if header_at is None:
         raise ParseError('no rocprof statistics header ("Name","Calls","TotalDurationNs",...) found; '
-                         "give a results.stats.csv (rocprof --stats) or *_kernel_stats.csv (rocprofv3 --stats)",
-                         source=source)
+                         "give a results.stats.csv (rocprof --stats) or *_kernel_stats.csv (rocprofv3 --stats)"
+                         + looks_like_sentence(text, unless="statistics"), source=source)
     header = next(csv.reader([lines[header_at].strip()]))
     header = [h for h in header if h]
     unknown = [h for h in header if h not in STATS_COLUMNS]
@@ -83,25 +84,48 @@ def parse_rocprof_stats(text: str, source: str = "<text>", kind: str = "kernel")
         raise ParseError(f"unexpected statistics columns (missing {missing}, unknown {unknown})",
                          source=source, line_no=header_at + 1, line=lines[header_at])
     rows: list[dict[str, object]] = []
-    for offset, cells in enumerate(csv.reader(io.StringIO("\n".join(lines[header_at + 1:])))):
+    notes: list[str] = []
+    body = lines[header_at + 1:]
+    last_line = header_at + 1 + max((i + 1 for i, ln in enumerate(body) if ln.strip()), default=0)
+    try:
+        records = list(csv.reader(io.StringIO("\n".join(body))))
+    except csv.Error as exc:
+        raise ParseError(f"not a CSV ({exc})", source=source) from None
+    for offset, cells in enumerate(records):
         line_no = header_at + 2 + offset
         if not cells or all(not c.strip() for c in cells):
             continue
         if cells[-1] == "" and len(cells) == len(header) + 1:  # trailing comma
             cells = cells[:-1]
         raw = lines[line_no - 1] if line_no - 1 < len(lines) else ",".join(cells)
-        if len(cells) != len(header):
-            raise ParseError(f"{len(cells)} cells where the header has {len(header)}",
-                             source=source, line_no=line_no, line=raw)
-        row: dict[str, object] = {"name": cells[header.index("Name")]}
-        for col, cell in zip(header, cells):
-            if col != "Name":
-                row[STATS_COLUMNS[col]] = _number(cell, source, line_no, raw)
+        try:
+            if len(cells) != len(header):
+                raise ParseError(f"{len(cells)} cells where the header has {len(header)}",
+                                 source=source, line_no=line_no, line=raw)
+            row: dict[str, object] = {"name": cells[header.index("Name")]}
+            for col, cell in zip(header, cells):
+                if col != "Name":
+                    row[STATS_COLUMNS[col]] = _number(cell, source, line_no, raw)
+            _check_calls(row["calls"], source, line_no, raw)  # type: ignore[arg-type]
+        except ParseError:
+            cut = len(cells) != len(header) or not text.endswith("\n")
+            if cut and offset == len(records) - 1 and line_no >= last_line:  # a file cut in its last row
+                notes.append(f"{source}: the last row (line {line_no}) is cut short or damaged; kept the "
+                             f"{len(rows)} rows before it")
+                break
+            raise
         rows.append(row)
     table = pd.DataFrame(rows, columns=["name"] + [STATS_COLUMNS[h] for h in header if h != "Name"])
     table = _finish(table, kind)
-    table.attrs.update(source=source, kind=kind, generation="v3" if "MinNs" in header else "v1")
+    table.attrs.update(source=source, kind=kind, generation="v3" if "MinNs" in header else "v1", notes=notes)
     return table
+
+
+def _check_calls(calls: float, source: str, line_no: int, line: str) -> None:
+    """A call count is a whole number that fits in 64 bits: refused otherwise (never wrapped or rounded)."""
+    if not np.isfinite(calls) or calls != int(calls) or not 0 <= calls < 2**63:
+        raise ParseError(f"a call count of {calls:g} is not a whole number from 0 to 2**63 - 1; is the file damaged?",
+                         source=source, line_no=line_no, line=line)
 
 
 def read_rocprof_stats(path: str | os.PathLike[str], kind: str | None = None) -> pd.DataFrame:
@@ -154,6 +178,7 @@ def stats_from_durations(activities: pd.DataFrame, kind: str = "kernel") -> pd.D
     if activities.empty:
         table = pd.DataFrame(columns=["name", "calls", "total_ns", "average_ns", "min_ns", "max_ns", "stddev_ns"])
     else:
+        activities = activities.assign(duration_ns=activities["duration_ns"].astype("float64"))  # sums never wrap
         grouped = activities.groupby("name", sort=False)["duration_ns"]
         table = grouped.agg(calls="count", total_ns="sum", average_ns="mean", min_ns="min", max_ns="max",
                             stddev_ns=lambda s: float(np.std(s.to_numpy(dtype=float)))).reset_index()
@@ -189,6 +214,7 @@ def combine_stats(tables: Iterable[pd.DataFrame]) -> pd.DataFrame:
     merged["stddev_ns"] = np.nan
     out = _finish(merged, kind)
     out.attrs.update(kind=kind, source=", ".join(str(t.attrs.get("source", "?")) for t in tables),
+                     notes=[note for t in tables for note in t.attrs.get("notes", [])],
                      generation="/".join(sorted({str(t.attrs.get("generation", "?")) for t in tables})))
     return out
 

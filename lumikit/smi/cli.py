@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 import threading
@@ -12,6 +11,7 @@ from typing import Any, TextIO
 
 from .. import reference
 from ..errors import LumikitError
+from ..json_output import print_json
 from .interpret import activity_table, interpret
 from .model import Snapshot
 from .parse import parse_smi
@@ -73,11 +73,12 @@ def cmd_parse(args: argparse.Namespace) -> int:
     else:
         path = Path(args.file)
         if not path.is_file():
-            raise LumikitError(f"{path}: no such file; give the path of a saved rocm-smi / amd-smi / nvidia-smi output")
+            what = "is a folder" if path.is_dir() else "no such file"
+            raise LumikitError(f"{path}: {what}; give the path of a saved rocm-smi / amd-smi / nvidia-smi output")
         text, source = path.read_text(encoding="utf-8", errors="replace"), str(path)
     snap = parse_smi(text, source=source, site=args.site)
     if args.json:
-        print(json.dumps(snap.to_dict(), indent=2))
+        print_json(snap.to_dict())
     else:
         print(format_table(snap))
     return 0

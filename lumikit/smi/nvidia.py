@@ -36,6 +36,7 @@ _FIELD_MAP = {
 }
 _KNOWN_HEADS = frozenset(_FIELD_MAP) | {"driver_version", "utilization.memory", "pcie.link.gen.max",
                                         "pcie.link.gen.current", "serial", "uuid"}
+MAX_COLUMNS = 200  # nvidia-smi has about 100 query fields; a line with more commas is read no further
 _BUS = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d$")
 _STAMP = re.compile(r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?$")
 _PSTATE = re.compile(r"^P\d{1,2}$")
@@ -47,6 +48,8 @@ def _head(cell: str) -> str:
 
 def is_header(line: str) -> bool:
     """A ``--format=csv`` header line (every column a known query field)."""
+    if line.count(",") > MAX_COLUMNS:  # far more columns than any query: not a header (and not read cell by cell)
+        return False
     heads = [_head(c) for c in line.split(",")]
     return len(heads) >= 2 and sum(h in _KNOWN_HEADS for h in heads) * 2 > len(heads)
 
@@ -56,7 +59,7 @@ def looks_like_rows(lines: list[Line]) -> bool:
     body = [s for _, s in lines if s.strip()]
     if not body:
         return False
-    cells = [c.strip() for c in body[0].split(",")]
+    cells = [c.strip() for c in body[0].split(",", MAX_COLUMNS)[:MAX_COLUMNS]]
     return len(cells) >= 3 and any(_BUS.match(c) or _STAMP.match(c) for c in cells)
 
 

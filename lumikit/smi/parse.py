@@ -12,6 +12,7 @@ from typing import Callable
 
 from ..errors import ParseError
 from ..site import Site, load_site
+from ..sniff import looks_like_sentence
 from . import amd_smi, concise, gpu_check, nvidia, rocm_views
 from .lines import Line, exit_status, first_content, numbered, split_tasks
 from .model import DeviceReading, Snapshot
@@ -45,8 +46,19 @@ def detect_format(lines: list[Line]) -> str:
         return "rocm-smi-text"
     no, s = first_content(lines)
     raise ParseError("not a rocm-smi, amd-smi, nvidia-smi or gpu_check output this parser knows "
-                     "(run the tool with --json or --csv, or see lumikit.smi.parse.FORMATS)",
+                     "(run the tool with --json or --csv, or see lumikit.smi.parse.FORMATS)" + _looks_like(lines),
                      source="<text>", line_no=no, line=s)
+
+
+def _looks_like(lines: list[Line]) -> str:
+    """What the text looks like instead, for a refusal (empty when nothing else fits)."""
+    head = "\n".join(s for _, s in lines[:200])
+    return looks_like_sentence(head, unless="GPU tool output")
+
+
+#: Keys of one GPU entry of `amd-smi metric --json` (a list of objects without any of them is something else).
+_AMD_METRIC_KEYS = frozenset({"gpu", "power", "usage", "temperature", "clock", "mem_usage", "fan", "perf_level",
+                              "voltage", "pcie", "energy", "ecc", "throttle"})
 
 
 def _parse_json(lines: list[Line], source: str) -> list[Snapshot]:
@@ -62,10 +74,11 @@ def _parse_json(lines: list[Line], source: str) -> list[Snapshot]:
                          line=line) from None
     if isinstance(data, dict) and any(str(k).lower().startswith("card") for k in data):
         return [rocm_views.parse_json_rocm(data, source)]
-    if isinstance(data, list) or (isinstance(data, dict) and "gpu_data" in data):
+    items = data.get("gpu_data") if isinstance(data, dict) else data
+    if isinstance(items, list) and all(isinstance(g, dict) and _AMD_METRIC_KEYS & set(g) for g in items):
         return [amd_smi.parse_metric_json(data, source)]
     raise ParseError("JSON that is neither `rocm-smi --json` ({'card0': ...}) nor `amd-smi metric --json` "
-                     "([...] or {'gpu_data': [...]})", source=source)
+                     "([{'gpu': 0, 'power': ...}, ...] or {'gpu_data': [...]})" + _looks_like(lines), source=source)
 
 
 _PARSERS: dict[str, Callable[[list[Line], str], list[Snapshot]]] = {
@@ -78,13 +91,6 @@ _PARSERS: dict[str, Callable[[list[Line], str], list[Snapshot]]] = {
     "nvidia-smi-csv": nvidia.parse_nvidia_csv,
     "rocm-smi-text": lambda ls, src: [rocm_views.parse_key_value(ls, src)],
 }
-
-
-def _with_source(err: ParseError, source: str) -> ParseError:
-    if err.source == source:
-        return err
-    msg = str(err).split(": ", 1)[-1] if err.line is None else str(err.args[0])
-    return ParseError(msg, source=source, line_no=err.line_no, line=err.line)
 
 
 def parse_smi_series(text: str, *, source: str = "<text>", timestamp: float | None = None,
@@ -111,7 +117,7 @@ def parse_smi_series(text: str, *, source: str = "<text>", timestamp: float | No
             fmt = detect_format(task_lines)
             per_task.append((task, _PARSERS[fmt](task_lines, source)))
         except ParseError as err:
-            raise _with_source(err, source) from None
+            raise err.at(source) from None
     site_obj = load_site(site) if site is not None else None
     series_len = max(len(snaps) for _, snaps in per_task)
     out = []

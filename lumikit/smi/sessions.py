@@ -14,10 +14,13 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 import os
+import warnings
+import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import pandas as pd
 
@@ -64,6 +67,7 @@ class Frame:
 class Session:
     header: SessionHeader
     frames: list[Frame] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what reading the file had to drop (a torn last line)
 
     def snapshots(self) -> list[Snapshot]:
         """Every frame parsed, with ``timestamp`` = seconds since the session start."""
@@ -112,40 +116,85 @@ def session_listing() -> list[dict[str, str]]:
     return rows
 
 
-def _open_text(path: Path) -> IO[str]:
-    if path.name.endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return path.open("r", encoding="utf-8")
+def _read_text(path: Path) -> str:
+    """The text of a session file (gzip or plain); a broken file becomes a :class:`ParseError` naming it."""
+    try:
+        data = path.read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        return data.decode("utf-8")
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+        raise ParseError(f"not a readable gzip file ({exc}); record the session again or give the plain .jsonl",
+                         source=str(path)) from None
+    except UnicodeDecodeError as exc:
+        line_no = data[:exc.start].count(b"\n") + 1
+        raise ParseError(f"bytes that are not UTF-8 at offset {exc.start} (a session is UTF-8 JSON lines); "
+                         f"the file is damaged: record it again", source=str(path), line_no=line_no) from None
+
+
+def _header(head: object, path: Path, line: str) -> SessionHeader:
+    if not isinstance(head, dict) or head.get("format") != MAGIC:
+        raise ParseError(f"not a lumikit session (the header lacks format={MAGIC!r})", source=str(path),
+                         line_no=1, line=line)
+    try:
+        return SessionHeader(name=str(head.get("name", path.stem)), description=str(head.get("description", "")),
+                             command=tuple(str(c) for c in head.get("command", ())),
+                             interval_s=float(head.get("interval_s", 1.0)), site=str(head.get("site", "lumi")),
+                             started=None if head.get("started") is None else float(head["started"]),
+                             kind=str(head.get("kind", "unknown")), source=str(head.get("source", "")))
+    except (TypeError, ValueError):
+        raise ParseError("a session header with a command that is not a list or a number field that is not a "
+                         "number (interval_s, started)", source=str(path), line_no=1, line=line) from None
+
+
+def _frame(line: str) -> Frame | None:
+    """A frame line, or None when it is not ``{"t": number, "stdout": text, "exit_status": int or null}``."""
+    try:
+        rec = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(rec, dict) or not isinstance(rec.get("stdout"), str):
+        return None
+    t, status = rec.get("t"), rec.get("exit_status")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+        return None
+    if status is not None and (isinstance(status, bool) or not isinstance(status, int)):
+        return None
+    return Frame(t=float(t), stdout=rec["stdout"], exit_status=status)
 
 
 def read_session(name_or_path: str | os.PathLike[str]) -> Session:
-    """The header and frames of a session (a shipped name or a path)."""
+    """The header and frames of a session (a shipped name or a path).
+
+    A last line cut short (the recorder was killed mid-write) costs that line only: the complete frames are kept
+    and ``session.notes`` says what was dropped. A damaged line anywhere else is a :class:`ParseError` naming it.
+    """
     path = session_path(name_or_path)
-    with _open_text(path) as fh:
-        lines = [ln for ln in fh.read().split("\n") if ln.strip()]
-    if not lines:
+    numbered_lines = [(no, ln) for no, ln in enumerate(_read_text(path).split("\n"), start=1) if ln.strip()]
+    if not numbered_lines:
         raise ParseError("an empty session file", source=str(path))
+    first = numbered_lines[0][1]
     try:
-        head = json.loads(lines[0])
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"the first line is not a JSON header ({exc.msg})", source=str(path), line_no=1,
-                         line=lines[0]) from None
-    if not isinstance(head, dict) or head.get("format") != MAGIC:
-        raise ParseError(f"not a lumikit session (the header lacks format={MAGIC!r})", source=str(path),
-                         line_no=1, line=lines[0])
-    header = SessionHeader(name=str(head.get("name", path.stem)), description=str(head.get("description", "")),
-                           command=tuple(head.get("command", ())), interval_s=float(head.get("interval_s", 1.0)),
-                           site=str(head.get("site", "lumi")), started=head.get("started"),
-                           kind=str(head.get("kind", "unknown")), source=str(head.get("source", "")))
-    frames = []
-    for no, ln in enumerate(lines[1:], start=2):
-        try:
-            rec = json.loads(ln)
-            frames.append(Frame(t=float(rec["t"]), stdout=str(rec["stdout"]), exit_status=rec.get("exit_status")))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-            raise ParseError("a frame line that is not {'t': ..., 'stdout': ...}", source=str(path), line_no=no,
-                             line=ln[:200]) from None
-    return Session(header=header, frames=frames)
+        head = json.loads(first)
+    except (ValueError, RecursionError) as exc:
+        raise ParseError(f"the first line is not a JSON header ({getattr(exc, 'msg', exc)})", source=str(path),
+                         line_no=numbered_lines[0][0], line=first) from None
+    header = _header(head, path, first)
+    frames, notes = [], []
+    for i, (no, ln) in enumerate(numbered_lines[1:], start=2):
+        frame = _frame(ln)
+        if frame is not None:
+            frames.append(frame)
+        elif i == len(numbered_lines):
+            notes.append(f"{path}: line {no}, the last one, is cut short or damaged ({len(ln)} characters); "
+                         f"kept the {len(frames)} complete frames before it")
+        else:
+            raise ParseError("a frame line that is not {'t': seconds, 'stdout': text, 'exit_status': int}; the "
+                             "file is damaged in the middle: delete that line (or cut the file there) and read it "
+                             "again", source=str(path), line_no=no, line=ln[:200])
+    for note in notes:
+        warnings.warn(note, stacklevel=2)
+    return Session(header=header, frames=frames, notes=notes)
 
 
 def load_session(name_or_path: str | os.PathLike[str]) -> list[Snapshot]:

@@ -35,13 +35,14 @@ def number(cell: str | None) -> float | None:
     m = _NUMBER.fullmatch(cell)
     if m is None:
         return None
-    return float(m.group(1))
+    val = float(m.group(1))
+    return val if math.isfinite(val) else None  # 400 digits are damage, not a reading
 
 
 def integer(cell: str | None) -> int | None:
-    """Like :func:`number`, as an ``int`` (``None`` when absent)."""
+    """Like :func:`number`, as an ``int`` (``None`` when absent or beyond 64 bits)."""
     v = number(cell)
-    return None if v is None else int(v)
+    return None if v is None or abs(v) >= 2**63 else int(v)
 
 
 def nbytes(cell: str | None, default_unit: str = "b") -> int | None:
@@ -61,7 +62,8 @@ def nbytes(cell: str | None, default_unit: str = "b") -> int | None:
     factor = _BYTE_UNITS.get(unit)
     if factor is None:
         return None
-    return int(round(float(m.group(1)) * factor))
+    size = float(m.group(1)) * factor
+    return int(round(size)) if math.isfinite(size) and abs(size) < 2**63 else None
 
 
 def text(cell: str | None) -> str | None:

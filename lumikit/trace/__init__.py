@@ -7,8 +7,17 @@ to Holistic Trace Analysis.
 """
 from __future__ import annotations
 
-from .analyses import TraceAnalyzer
-from .loader import RankTrace, Trace, find_trace_files, load_trace
-from .slicing import slice_trace
+import importlib
+
+#: Public names and the module that holds each; imported on first use, so that ``import lumikit.trace`` (and a
+#: command that needs only the loader) does not pay for pandas and the analyses.
+_EXPORTS = {"TraceAnalyzer": "analyses", "RankTrace": "loader", "Trace": "loader", "find_trace_files": "loader",
+            "load_trace": "loader", "slice_trace": "slicing"}
 
 __all__ = ["RankTrace", "Trace", "TraceAnalyzer", "find_trace_files", "load_trace", "slice_trace"]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

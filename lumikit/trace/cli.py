@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..errors import TraceError
-from .analyses import TraceAnalyzer
-from .slicing import slice_trace
+from ..json_output import print_json
 
 
 def _steps(text: str) -> tuple[int, int]:
@@ -45,7 +43,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     summary.add_argument("--top", type=int, default=10, help="how many top kernels per rank (default 10)")
     summary.add_argument("--salvage", action="store_true", help="keep the complete events of a truncated file")
     summary.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
+    summary.add_argument("--include-last-step", action="store_true",
+                         help="count the last ProfilerStep too (HTA and lumikit leave it out by default)")
+    summary.add_argument("--via", choices=("here", "slurm"), default="here",
+                         help="summarise the ranks here, one at a time (default), or as a Slurm job array")
+    summary.add_argument("--tasks", type=int, help="array tasks for --via slurm (default: one per rank)")
     summary.set_defaults(func=run_summary)
+
+    comms = sub.add_parser("collectives", help="RCCL/NCCL collectives: sizes, bus bandwidth against LUMI's links")
+    comms.add_argument("path", help="a trace file (.json/.json.gz) or a folder of per-rank traces")
+    comms.add_argument("--site", default="lumi", help="site profile whose link speeds to compare with (default lumi)")
+    comms.add_argument("--json", action="store_true", help="print JSON instead of text")
+    comms.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
+    comms.set_defaults(func=run_collectives)
+
+    memory = sub.add_parser("memory", help="memory peak, timeline by category and the largest live allocations")
+    memory.add_argument("path", help="a Kineto trace recorded with profile_memory=True, or a torch.cuda.memory "
+                                     "snapshot (.pickle)")
+    memory.add_argument("--device", type=int, help="device to show (default: the one with the highest peak)")
+    memory.add_argument("--top", type=int, default=10, help="how many live allocations at the peak (default 10)")
+    memory.add_argument("--json", action="store_true", help="print JSON instead of text")
+    memory.set_defaults(func=run_memory)
 
     cut = sub.add_parser("slice", help="write a smaller trace (steps, ranks, window) for Perfetto")
     cut.add_argument("path", help="a trace file or a folder of per-rank traces")
@@ -60,30 +78,97 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_summary(args: argparse.Namespace) -> int:
-    analyzer = TraceAnalyzer.from_path(args.path, salvage=args.salvage, rank_map=_rank_map(args.rank_map),
-                                       progress=sys.stderr.isatty())
-    summary = analyzer.summary(top=args.top)
+    from .scale import reduce_summaries, summarise_ranks, summarise_via_slurm
+
+    rank_map = _rank_map(args.rank_map)
+    if args.via == "slurm":
+        summary = summarise_via_slurm(args.path, rank_map=rank_map, top=args.top, tasks=args.tasks,
+                                      include_last_step=args.include_last_step)
+        if not args.json:
+            for rank, info in summary["ranks"].items():
+                _print_rank(rank, info)
+    else:  # one rank in memory at a time; text output streams rank by rank
+        per_rank = {}
+        for rank, info in summarise_ranks(args.path, rank_map=rank_map, top=args.top, salvage=args.salvage,
+                                          include_last_step=args.include_last_step, progress=sys.stderr.isatty()):
+            per_rank[rank] = info
+            if not args.json:
+                _print_rank(str(rank), info)
+                sys.stdout.flush()
+        summary = reduce_summaries(per_rank, args.include_last_step)
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print_json(summary)
         return 0
-    for rank, info in summary["ranks"].items():
-        t = info["temporal"]
-        print(f"rank {rank}: {info['file']}")
-        print("  steps: " + (", ".join(f"#{s['step']} {s['dur_us'] / 1000:.2f} ms" for s in info["steps"])
-                              or "none (no ProfilerStep annotations)"))
-        kt = info["kernel_time_us"]
-        print(f"  GPU time: compute {kt['compute'] / 1000:.2f} ms, communication {kt['communication'] / 1000:.2f} ms,"
-              f" memory {kt['memory'] / 1000:.2f} ms on streams {info['streams']}")
-        print(f"  GPU span {t['span_us'] / 1000:.2f} ms: idle {t['idle']:.1%}, compute {t['compute']:.1%}, "
-              f"non-compute {t['non_compute']:.1%}")
-        for k in info["top_kernels"][:5]:
-            print(f"    {k['total_us'] / 1000:9.3f} ms  {k['count']:6d}x  {k['class']:<13} {k['name'][:70]}")
     if summary["straggler"] is not None:
         print(f"straggler: rank {summary['straggler']}")
+    print(f"window: {summary['window']}")
+    return 0
+
+
+def _print_rank(rank: str, info: dict) -> None:
+    print(f"rank {rank}: {info['file']}")
+    print("  steps: " + (", ".join(f"#{s['step']} {s['dur_us'] / 1000:.2f} ms" for s in info["steps"])
+                          or "none (no ProfilerStep annotations)"))
+    kt = info["kernel_time_us"]
+    print(f"  GPU time: compute {kt['compute'] / 1000:.2f} ms, communication {kt['communication'] / 1000:.2f} ms,"
+          f" memory {kt['memory'] / 1000:.2f} ms on streams {info['streams']}")
+    for device, d in info["devices"].items():
+        t = d["temporal"]
+        where = f"device {device} " if len(info["devices"]) > 1 else ""
+        overlap = "" if d["comm_comp_overlap"] is None else \
+            f"; communication overlapped by compute {d['comm_comp_overlap']:.1%}"
+        print(f"  {where}GPU span {t['span_us'] / 1000:.2f} ms: idle {t['idle']:.1%}, compute {t['compute']:.1%}, "
+              f"non-compute {t['non_compute']:.1%}{overlap}")
+    ld = info["launch_delays"]
+    if ld["negative"]:
+        print(f"  launch delays: {ld['negative']} of {ld['count']} negative (down to {ld['min_us']} µs): GPU work "
+              f"timed before its launch returned, host/GPU clock skew")
+    for text in info["warnings"]:
+        print(f"  warning: {text}")
+    for k in info["top_kernels"][:5]:
+        print(f"    {k['total_us'] / 1000:9.3f} ms  {k['count']:6d}x  {k['class']:<13} {k['name'][:70]}")
+
+
+def run_collectives(args: argparse.Namespace) -> int:
+    from ..site import load_site
+    from .comms import collective_summary, collective_table, describe_collectives
+    from .loader import load_trace
+
+    links = load_site(args.site).links
+    table = collective_table(load_trace(args.path, rank_map=_rank_map(args.rank_map)))
+    summary = collective_summary(table, links)
+    if args.json:
+        print_json(summary.to_dict(orient="records"))
+        return 0
+    if table.empty:
+        print(f"{args.path}: no RCCL/NCCL kernels in this trace (one process, or no torch.distributed calls)")
+        return 0
+    unsized = int(table["bytes"].isna().sum())
+    for line in describe_collectives(summary, links):
+        print(line)
+    if unsized:
+        print(f"{unsized} of {len(table)} communication kernels carry no message size (no record_param_comms "
+              f"args); they are left out of the bandwidths")
+    print("bus bandwidth by nccl-tests' definitions; kernel time includes waiting for the other ranks, so the "
+          "best call of a kind is the fairest figure against a link's peak (GB/s per direction)")
+    return 0
+
+
+def run_memory(args: argparse.Namespace) -> int:
+    from .memory import load_memory
+
+    view = load_memory(args.path)
+    report = view.report(device=args.device, top=args.top)
+    if args.json:
+        print_json(report)
+        return 0
+    print(view.describe(device=args.device, top=args.top))
     return 0
 
 
 def run_slice(args: argparse.Namespace) -> int:
+    from .slicing import slice_trace
+
     written = slice_trace(args.path, args.output, steps=args.steps, ranks=args.ranks, start_us=args.start_us,
                           end_us=args.end_us, force=args.force, rank_map=_rank_map(args.rank_map))
     for path in written:

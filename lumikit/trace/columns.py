@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import msgspec
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: The columns of an event table, in order, with their dtypes (name and cat are categoricals).
 INT_COLUMNS = ("pid", "tid", "stream", "correlation", "external_id", "bytes")
@@ -73,12 +75,26 @@ def _ints(values: list, n: int) -> np.ndarray:
                            count=n)
 
 
+def to_float(value: object) -> float:
+    """A float from a trace field (a number or a numeric string); anything else (text, an object) is NaN."""
+    if isinstance(value, (int, float)):
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond float range
+            return _NAN
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return _NAN
+    return _NAN
+
+
 def _floats(values: list, n: int) -> np.ndarray:
     try:
         return np.array(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        return np.fromiter((float(v) if isinstance(v, (int, float)) else float(str(v) or "nan") for v in values),
-                           dtype=np.float64, count=n)
+    except (TypeError, ValueError, OverflowError):
+        return np.fromiter(map(to_float, values), dtype=np.float64, count=n)
 
 
 def _codes(values: list) -> tuple[np.ndarray, list[str]]:
@@ -199,9 +215,11 @@ class TableBuilder:
         self.n_events += chunk.n_events
         self._parts.append(chunk)
 
-    def build(self) -> pd.DataFrame:
+    def build(self) -> "pd.DataFrame":
         """The rank's event table, sorted by start time (columns are moved out of the chunks one at a time,
         so the peak stays near one copy of the table)."""
+        import pandas as pd  # only here: parsing (in worker processes) does not need it
+
         parts = self._parts
         self._parts = []
         ts = _take(parts, "ts", np.float64)

@@ -12,18 +12,21 @@ import multiprocessing as mp
 import os
 import re
 import warnings
+import zlib
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 import msgspec
-import pandas as pd
 
 from ..errors import TraceError
 from .columns import ColumnChunk, TableBuilder, parse_chunk
 from .reader import CHUNK_BYTES, FileRange, TraceStream, open_bytes, salvage_hint
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = (
@@ -39,7 +42,7 @@ class RankTrace:
 
     rank: int
     path: Path
-    events: pd.DataFrame
+    events: "pd.DataFrame"
     metadata: dict = field(default_factory=dict)
     n_events: int = 0  # all events in the file, including metadata, flows and instants
     truncated: bool = False
@@ -86,7 +89,7 @@ def _head(path: Path, size: int = 1 << 16) -> bytes:
     with open_bytes(path) as fh:
         try:
             return fh.read(size)
-        except (EOFError, OSError):
+        except (EOFError, OSError, zlib.error):
             return b""
 
 
@@ -152,9 +155,34 @@ def find_trace_files(path: Path | str, rank_map: Mapping[int, str | Path] | None
     return dict(sorted(found.items()))
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity: 7 in an Open OnDemand session on a 128-thread
+    node, where ``os.cpu_count()`` says 128)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def _default_workers() -> int:
-    """Parser processes: one per core, at most 8 (the reading process itself mostly waits)."""
-    return max(1, min(8, os.cpu_count() or 1))
+    """Parser processes: one per usable core, at most 8 (the reading process itself mostly waits)."""
+    return max(1, min(8, usable_cores()))
+
+
+def _threads_in_process() -> int:
+    """Python threads of this process (a Jupyter kernel runs several: heartbeat, IOPub, control)."""
+    import threading
+
+    return threading.active_count()
+
+
+def fork_is_safe() -> bool:
+    """Whether forking parser processes is safe here: one Python thread, and not inside a Jupyter kernel or a
+    process that imported torch (whose thread pools and locks a forked child would inherit half-held). numpy's
+    BLAS pool alone is fork-safe (OpenBLAS re-initialises in the child)."""
+    import sys
+
+    return _threads_in_process() == 1 and not ({"ipykernel", "torch"} & set(sys.modules))
 
 
 def _expected_bytes(paths: Iterable[Path]) -> int:
@@ -162,16 +190,25 @@ def _expected_bytes(paths: Iterable[Path]) -> int:
     return sum(p.stat().st_size * (10 if p.name.endswith(".gz") else 1) for p in paths)
 
 
+def start_method() -> str:
+    """How to start parser processes: ``fork`` (fast) only from a single-threaded process; forking a threaded one
+    (a Jupyter kernel, a process that imported torch) can deadlock the child on a lock another thread held, so
+    there ``forkserver`` (or ``spawn``) starts clean processes instead."""
+    methods = mp.get_all_start_methods()
+    if "fork" in methods and fork_is_safe():
+        return "fork"
+    return "forkserver" if "forkserver" in methods else "spawn"
+
+
 def _pool(workers: int) -> ProcessPoolExecutor:
-    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
-    return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(method))
+    return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(start_method()))
 
 
 def _parse_or_explain(path: Path, piece: bytes | FileRange) -> ColumnChunk:
     """Parse a chunk (bytes, or a byte range of the file read here, in the worker) into columns."""
     try:
         return parse_chunk(piece.read() if isinstance(piece, FileRange) else piece)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise TraceError(f"{path}: malformed trace events ({exc}); the file may be truncated or corrupted; "
                          f"{salvage_hint(path)}") from None
 
@@ -183,7 +220,7 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
 
     ``ranks`` keeps only those ranks; ``rank_map`` ({rank: file}) names the files explicitly; ``salvage=True``
     keeps the complete events of a truncated file instead of raising; ``workers`` is the number of parser
-    processes (default: one per core, up to 8; 1 parses in this process).
+    processes (default: one per usable core, up to 8; 1 parses in this process).
     """
     files = find_trace_files(path, rank_map)
     if ranks is not None:
@@ -212,6 +249,8 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
                     pool = _pool(workers)
                 pending.append((rank, size, pool.submit(_parse_or_explain, stream.path, piece)))
                 del piece
+                if len(pending) == 2 * workers:
+                    _warm_up_tables()  # while the workers parse, this process imports what builds the table
                 while len(pending) > 2 * workers:
                     _collect(pending.popleft(), builders, bar)
         while pending:
@@ -224,12 +263,18 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
     out = {}
     for rank, stream in streams.items():
         if stream.truncated:
-            warnings.warn(f"{stream.path}: truncated trace, kept the {builders[rank].n_events} complete events",
+            warnings.warn(f"{stream.path}: {stream.damage or 'truncated trace'}, kept the {builders[rank].n_events} "
+                          f"complete events; {stream.lost_bytes:,} bytes after the last one were dropped",
                           stacklevel=2)
         out[rank] = RankTrace(rank=rank, path=stream.path, events=builders[rank].build(),
                               metadata=stream.metadata, n_events=builders[rank].n_events,
                               truncated=stream.truncated)
     return Trace(out)
+
+
+def _warm_up_tables() -> None:
+    """Import pandas (the table library) now: a fresh command otherwise pays for it after parsing."""
+    import pandas  # noqa: F401
 
 
 def _collect(item: tuple[int, int, Future], builders: dict[int, TableBuilder], bar) -> None:

@@ -71,17 +71,20 @@ def step_timeline(analyzer: TraceAnalyzer, rank: int, step: int | None = None) -
 
 
 def temporal_bars(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -> Figure:
-    """Stacked shares per rank of idle, compute and non-compute time over the GPU span."""
-    table = analyzer.get_temporal_breakdown(steps).set_index("rank")
-    fig = figure(figsize=(max(4, 1.2 * len(analyzer.ranks) + 2), 3.2))
+    """Stacked shares per rank (per rank and device where a process drove several) of idle, compute and
+    non-compute time over the GPU span."""
+    table = analyzer.get_temporal_breakdown(steps)
+    several = table["rank"].duplicated().any()
+    fig = figure(figsize=(max(4, 1.2 * len(table) + 2), 3.2))
     ax = fig.add_subplot()
-    ranks = [str(r) for r in table.index]
+    ranks = [f"{r}/d{d}" if several else str(r) for r, d in zip(table["rank"], table["device"])]
     bottom = np.zeros(len(ranks))
     for key, colour in (("compute", CLASS_COLOURS["compute"]), ("non_compute", "#bcbd22"), ("idle", "#cccccc")):
         values = 100 * table[f"{key}_fraction"].to_numpy()
         ax.bar(ranks, values, bottom=bottom, label=key.replace("_", "-"), color=colour)
         bottom += values
-    ax.set(xlabel="rank", ylabel="% of GPU span", ylim=(0, 100), title="Where the GPU time goes")
+    ax.set(xlabel="rank/device" if several else "rank", ylabel="% of GPU span", ylim=(0, 100),
+           title="Where the GPU time goes")
     ax.legend(fontsize="small")
     fig.tight_layout()
     return fig
@@ -112,5 +115,44 @@ def idle_chart(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -> F
         bottom += values
     ax.set(xlabel="rank / stream", ylabel="idle time (ms)", title="Why the GPU waits")
     ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def memory_timeline(view, device: int | None = None) -> Figure:
+    """Live memory over time, stacked by category (a :class:`~lumikit.trace.memory.MemoryView`), with the peak
+    marked: the picture behind an out-of-memory error."""
+    timeline = view.timeline(device)
+    peak = view.peak(device)
+    t = timeline["ts"].to_numpy() - timeline["ts"].iloc[0]
+    scale = 1e3 if view.time_unit == "µs" else 1.0
+    cats = [c for c in timeline.columns[2:] if timeline[c].abs().max() > 0]
+    fig = figure(figsize=(8, 3.2))
+    ax = fig.add_subplot()
+    ax.stackplot(t / scale, *[np.maximum(timeline[c].to_numpy(), 0) / 1e6 for c in cats], labels=cats, step="post")
+    ax.axvline(peak["since_start"] / scale, color="black", lw=0.8, ls="--")
+    ax.annotate(f"peak {peak['bytes'] / 1e6:.1f} MB", (peak["since_start"] / scale, peak["bytes"] / 1e6),
+                xytext=(4, -12), textcoords="offset points", fontsize="small")
+    where = "host" if peak["device"] < 0 else f"device {peak['device']}"
+    ax.set(xlabel="time since the first event (ms)" if view.time_unit == "µs" else "allocator event",
+           ylabel="live memory (MB)", title=f"Memory on {where} by category")
+    ax.legend(fontsize="small", loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def collective_bandwidth_chart(summary, links: dict | None = None) -> Figure:
+    """Best bus bandwidth per rank and collective (a :func:`~lumikit.trace.comms.collective_summary` table) against
+    the link speeds of the site profile (dashed lines)."""
+    fig = figure(figsize=(max(4, 0.9 * len(summary) + 3), 3.2))
+    ax = fig.add_subplot()
+    labels = [f"r{r} {c}\n{d}" for r, c, d in zip(summary["rank"], summary["collective"], summary["dtype"])]
+    ax.bar(labels, summary["best_busbw_gb_s"].to_numpy(dtype=float), color="#d62728", label="best call")
+    ax.bar(labels, summary["busbw_gb_s"].to_numpy(dtype=float), color="#ff9896", width=0.5, label="all calls")
+    for i, (name, link) in enumerate((links or {}).items()):
+        ax.axhline(float(link["gb_s"]), ls="--", lw=0.8, color=f"C{i}", label=f"{name.replace('_', ' ')} "
+                                                                             f"{link['gb_s']} GB/s")
+    ax.set(ylabel="bus bandwidth (GB/s)", yscale="log", title="Collectives against the node's links")
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1, 1))
     fig.tight_layout()
     return fig

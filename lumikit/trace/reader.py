@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Iterator
@@ -17,6 +18,7 @@ from typing import BinaryIO, Iterator
 import orjson
 
 from ..errors import TraceError
+from ..sniff import looks_like_sentence
 
 CHUNK_BYTES = 1 << 20
 BLOCK_BYTES = 1 << 20
@@ -39,7 +41,8 @@ def open_bytes(path: Path) -> BinaryIO:
     magic = fh.read(2)
     fh.seek(0)
     if magic == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
+        fh.close()
+        return gzip.open(path, "rb")  # type: ignore[return-value]  # owns (and closes) its file
     return fh
 
 
@@ -69,6 +72,9 @@ class TraceStream:
     chunk_bytes: int = CHUNK_BYTES
     metadata: dict = field(default_factory=dict)
     truncated: bool = False
+    lost_bytes: int = 0  # bytes after the last complete event of a salvaged file
+    damage: str = ""  # what stopped a salvaged read early (corrupt gzip data), when not a plain cut
+    _read_bytes: int = 0  # decompressed bytes read so far
 
     def chunks(self) -> Iterator[bytes]:
         """The ``traceEvents`` array in chunks of whole events (about ``chunk_bytes`` each)."""
@@ -81,8 +87,18 @@ class TraceStream:
             block = fh.read(BLOCK_BYTES)
         except EOFError:  # gzip stream cut short
             return b"", True
-        except (OSError, gzip.BadGzipFile) as exc:
-            raise TraceError(f"{self.path}: cannot read the file ({exc}); {salvage_hint(self.path)}") from exc
+        except (OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+            good = _gzip_prefix(self.path) if isinstance(fh, gzip.GzipFile) else b""
+            where = f" after {len(good):,} readable bytes" if isinstance(fh, gzip.GzipFile) else ""
+            if self.salvage and isinstance(fh, gzip.GzipFile):
+                self.damage = f"corrupt gzip data{where} ({exc})"
+                rest = good[self._read_bytes:]
+                self._read_bytes += len(rest)
+                return rest, True  # keep what came before the damage, as for a cut file
+            raise TraceError(f"{self.path}: corrupt compressed data{where} ({exc}): the file is damaged, not just "
+                             f"cut; salvage=True (command line: --salvage) keeps the events before the damage, "
+                             f"or copy the trace again") from None
+        self._read_bytes += len(block)
         return block, not block
 
     def _open_events(self, fh: BinaryIO) -> tuple[bytes, bool, bool, int]:
@@ -101,8 +117,9 @@ class TraceStream:
                 skip = len(buf) - len(stripped) + 1
                 return buf[skip:], True, eof, skip
             if eof or (stripped[:1] not in (b"{", b"") and len(buf) > 0):
+                what = "; the file is empty" if not stripped else looks_like_sentence(buf[:8192], unless="trace")
                 raise TraceError(f"{self.path}: not a Chrome/Kineto trace (no \"traceEvents\" array); "
-                                 f"point the loader at the profiler's *.pt.trace.json(.gz) files")
+                                 f"point the loader at the profiler's *.pt.trace.json(.gz) files{what}")
 
     def _chunks(self, fh: BinaryIO) -> Iterator[bytes]:
         buf, bare, eof, _ = self._open_events(fh)
@@ -167,12 +184,41 @@ class TraceStream:
                 yield body
             return
         if not self.salvage:
+            bad = _invalid_utf8(buf)
+            if bad is not None:
+                raise TraceError(f"{self.path}: bytes that are not UTF-8 near the end of the events ({bad}); the file "
+                                 f"is corrupted, not cut short; salvage=True (command line: --salvage) keeps the "
+                                 f"events before them")
             raise TraceError(f"{self.path}: the trace is truncated (the traceEvents array never closes; the job "
                              f"was probably stopped while writing it); {salvage_hint(self.path)}")
         self.truncated = True
         body = _complete_prefix(buf)
+        self.lost_bytes = len(buf) - len(body)
         if body:
             yield body
+
+
+def _gzip_prefix(path: Path, piece: int = 256) -> bytes:
+    """Everything that decompresses in a damaged gzip file before the damage (fed in small pieces, so at most
+    one piece's output is lost with it)."""
+    out = []
+    unzip = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    with open(path, "rb") as fh:
+        while data := fh.read(piece):
+            try:
+                out.append(unzip.decompress(data))
+            except zlib.error:
+                break
+    return b"".join(out)
+
+
+def _invalid_utf8(buf: bytes) -> str | None:
+    """Where ``buf`` stops being UTF-8 ("offset N: b'...'"), or None when it is valid."""
+    try:
+        buf.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"{buf[exc.start:exc.start + 8]!r}, {len(buf) - exc.start:,} bytes before the end"
+    return None
 
 
 def _parse_trailer(rest: bytes, bare: bool) -> dict | None:

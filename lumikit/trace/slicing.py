@@ -2,8 +2,8 @@
 
 The window of a step range runs from the host start of the first step to the end of the last GPU activity of the
 last step (kernels finish after the host has moved on). Events overlapping the window are kept as they are, every
-metadata (``M``) event and every top-level key are kept, and the result is written as gzip-compressed Chrome trace
-JSON, atomically, never over an existing file unless asked.
+metadata (``M``) event and every top-level key are kept, and the result is written as Chrome trace JSON (gzip-
+compressed when the name ends in ``.gz``, plain for ``.json``), atomically, never over an existing file unless asked.
 """
 from __future__ import annotations
 
@@ -60,7 +60,8 @@ def _keep(ev: dict, window: Window) -> bool:
 
 
 def write_slice(src: Path, out: Path, window: Window, *, force: bool = False) -> int:
-    """Write the events of ``src`` that overlap ``window`` to ``out`` (gzip); returns the number of events."""
+    """Write the events of ``src`` that overlap ``window`` to ``out`` (gzip for ``.gz``, else plain JSON);
+    returns the number of events."""
     if out.exists() and not force:
         raise TraceError(f"{out} exists; pass force=True (command line: --force) to overwrite it")
     stream = TraceStream(Path(src))
@@ -68,7 +69,7 @@ def write_slice(src: Path, out: Path, window: Window, *, force: bool = False) ->
     with atomic_path(out) as tmp:
         chunks = stream.chunks()
         first_chunk = next(chunks, b"")  # reading the first chunk fills the metadata written before the events
-        with gzip.open(tmp, "wb", compresslevel=6) as fh:
+        with (gzip.open(tmp, "wb", compresslevel=6) if out.name.endswith(".gz") else open(tmp, "wb")) as fh:
             fh.write(b"{\n")
             for key, value in stream.metadata.items():
                 if key not in ("traceEvents", "traceName"):
@@ -77,8 +78,13 @@ def write_slice(src: Path, out: Path, window: Window, *, force: bool = False) ->
             fh.write(b'"traceEvents": [\n')
             first = True
             for chunk in _chain(first_chunk, chunks):
-                for ev in orjson.loads(b"[" + chunk + b"]"):
-                    if _keep(ev, window):
+                try:
+                    events = orjson.loads(b"[" + chunk + b"]")
+                except orjson.JSONDecodeError as exc:
+                    raise TraceError(f"{src}: events that cannot be copied into a slice ({exc}); the file is "
+                                     f"damaged: copy or record the trace again") from None
+                for ev in events:
+                    if isinstance(ev, dict) and _keep(ev, window):
                         fh.write((b"" if first else b",\n") + orjson.dumps(ev))
                         first = False
                         kept += 1
@@ -98,9 +104,9 @@ def slice_trace(path: Path | str | None, out: Path | str, *, steps: tuple[int, i
                 trace: Trace | None = None) -> list[Path]:
     """Write a slice of a trace: steps ``(first, last)``, some ranks, and/or a window in trace µs.
 
-    With one rank, ``out`` may be a file name ending in ``.json.gz``; otherwise ``out`` is a folder that gets one
-    ``rank<N>.slice.pt.trace.json.gz`` per rank. ``trace`` reuses an already loaded trace. Returns the files
-    written.
+    With one rank, ``out`` may be a file name ending in ``.json.gz`` (compressed) or ``.json`` (plain);
+    otherwise ``out`` is a folder that gets one ``rank<N>.slice.pt.trace.json.gz`` per rank. ``trace`` reuses an
+    already loaded trace. Returns the files written.
     """
     if steps is None and start_us is None and end_us is None:
         raise TraceError("nothing to cut: give steps (e.g. --steps 3-4) and/or --start-us/--end-us")

@@ -285,3 +285,24 @@ def write_events(path: Path | str, events: list[dict], rank: int | None = None, 
     path = Path(path)
     path.write_bytes(orjson.dumps(doc) if compact else orjson.dumps(doc, option=orjson.OPT_INDENT_2))
     return path
+
+
+def data_parallel_events(steps: int = 4, busy: tuple[float, ...] = (0.9, 0.1), step_us: float = 10_000.0,
+                         kernels_per_step: int = 10) -> list[dict]:
+    """Generated events of one process driving several GCDs (``nn.DataParallel``): each step, device ``d`` (trace
+    pid ``d``) runs GEMMs that keep it busy for ``busy[d]`` of the step, all launched from the one host thread."""
+    events: list[dict] = []
+    corr = 1
+    for s in range(steps):
+        t0 = s * step_us
+        events.append(event(f"ProfilerStep#{s}", "user_annotation", t0, step_us, pid=100, tid=1))
+        for device, share in enumerate(busy):
+            length = share * step_us / kernels_per_step
+            for k in range(kernels_per_step):
+                ts = t0 + k * step_us / kernels_per_step
+                events.append(event("hipLaunchKernel", "cuda_runtime", ts, 1.0, pid=100, tid=1, stream="0x0",
+                                    correlation=corr))
+                events.append(event(_NAMES["rocm"]["gemm"], "kernel", ts + 2.0, length - 2.0 if k == 0 else length,
+                                    pid=device, tid=0, stream=0, correlation=corr, device=device))
+                corr += 1
+    return events

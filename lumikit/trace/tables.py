@@ -87,6 +87,24 @@ def assign_steps(ts: np.ndarray, starts: np.ndarray, ends: np.ndarray, steps: np
     return np.where(ok, steps[safe], -1).astype(np.int64)
 
 
+def assign_overlapping_steps(ts: np.ndarray, starts: np.ndarray, ends: np.ndarray, steps: np.ndarray,
+                             hint: np.ndarray) -> np.ndarray:
+    """Like :func:`assign_steps`, for intervals that may overlap (GPU-side step spans do when step N's last
+    kernels still run after step N+1's first one started): a timestamp inside several spans gets the ``hint`` step
+    (the step of the host call that launched it) when that is one of them, else the earliest span holding it."""
+    order = np.argsort(starts, kind="stable")
+    starts, ends, steps = starts[order], ends[order], steps[order]
+    if len(starts) < 2 or (ends[:-1] <= starts[1:]).all():
+        return assign_steps(ts, starts, ends, steps)
+    out = np.full(len(ts), -1, dtype=np.int64)
+    matched = np.zeros(len(ts), dtype=bool)
+    for k in range(len(starts) - 1, -1, -1):  # latest first, so the earliest holding span is written last
+        inside = (ts >= starts[k]) & (ts < ends[k])
+        out[inside] = steps[k]
+        matched |= inside & (hint == steps[k])
+    return np.where(matched, hint, out)
+
+
 def _class_of_names(names: pd.Index) -> np.ndarray:
     return np.array([classify_kernel(n) for n in names], dtype=object)
 
@@ -106,8 +124,9 @@ def gpu_table(events: pd.DataFrame, host_steps: pd.DataFrame | None = None) -> p
     Columns: name, cat, kclass (compute/communication/memory), device (pid), stream, ts, dur, end, correlation,
     bytes, step, launch_name, launch_ts, launch_dur, launch_tid. ``step`` comes from the GPU-side
     ``ProfilerStep#N`` annotation holding the activity when there is one, else from the step of the host call
-    that launched it; -1 when neither is known. ``host_steps`` is the rank's :func:`step_table` when the caller
-    already has it.
+    that launched it; -1 when neither is known. Where GPU-side step spans overlap, an activity inside two of them
+    goes to the step that launched it (not to the later span). ``host_steps`` is the rank's :func:`step_table`
+    when the caller already has it.
     """
     idx = np.flatnonzero(_in_categories(events, GPU_CATEGORIES))
     col = {c: events[c].to_numpy() for c in ("pid", "tid", "stream", "ts", "dur", "correlation", "bytes")}
@@ -128,7 +147,7 @@ def gpu_table(events: pd.DataFrame, host_steps: pd.DataFrame | None = None) -> p
     # launches: the first runtime/driver event with the same correlation id
     ridx = np.flatnonzero(_in_categories(events, RUNTIME_CATEGORIES) & (col["correlation"] >= 0))
     where, found = _first_match(col["correlation"][ridx], gpu["correlation"].to_numpy())
-    launch = ridx[where]
+    launch = ridx[where] if len(ridx) else where  # no launch events (a slice that starts after them): none found
     launch_names = np.append(np.asarray(names, dtype=object), "")
     gpu["launch_name"] = pd.array(launch_names[np.where(found, name_codes[launch], len(names))] if len(ridx)
                                   else np.full(len(gpu), "", dtype=object), dtype="str")
@@ -147,8 +166,8 @@ def gpu_table(events: pd.DataFrame, host_steps: pd.DataFrame | None = None) -> p
         dev = gpu["device"].to_numpy()
         for device, rows in gsteps.groupby("pid"):
             sel = dev == device
-            on_gpu[sel] = assign_steps(ts[sel], rows["start"].to_numpy(), rows["end"].to_numpy(),
-                                       rows["step"].to_numpy())
+            on_gpu[sel] = assign_overlapping_steps(ts[sel], rows["start"].to_numpy(), rows["end"].to_numpy(),
+                                                   rows["step"].to_numpy(), launch_step[sel])
         step = np.where(on_gpu >= 0, on_gpu, launch_step)
     gpu["step"] = step
     return gpu
@@ -156,9 +175,13 @@ def gpu_table(events: pd.DataFrame, host_steps: pd.DataFrame | None = None) -> p
 
 def launch_table(gpu: pd.DataFrame) -> pd.DataFrame:
     """Kernel launch delays (µs): the gap between the end of the host launch call and the start of the GPU work
-    it enqueued (clipped at zero, as HTA does), with the host call's own duration. Only launched activities."""
+    it enqueued, with the host call's own duration. Only launched activities.
+
+    Not clipped at zero: a negative delay (GPU work that starts before its launch call returns, or even before
+    it began) is what clock skew between host and GPU timestamps looks like on ROCm, and is worth seeing.
+    HTA clips at zero; ``launch_delay.clip(lower=0)`` gives its numbers."""
     launched = gpu[gpu["launch_name"] != ""]
-    delay = (launched["ts"] - launched["launch_ts"] - launched["launch_dur"]).clip(lower=0)
+    delay = launched["ts"] - launched["launch_ts"] - launched["launch_dur"]
     return pd.DataFrame({
         "correlation": launched["correlation"].to_numpy(),
         "name": launched["name"].astype(str).to_numpy(),

@@ -19,6 +19,14 @@ def copy_sample(name: str, destination: Path) -> Path:
     return root
 
 
+@pytest.fixture(autouse=True)
+def _learner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Checks called by tests record into a temporary folder (never the checkout's progress/), for one test learner."""
+    monkeypatch.setenv("LUMIKIT_PROGRESS_DIR", str(tmp_path / "progress"))
+    monkeypatch.setenv("LUMIKIT_SEED", "test-learner")
+    monkeypatch.delenv("LUMIKIT_LEARNER", raising=False)
+
+
 @pytest.fixture
 def sample_data() -> Path:
     """The folder of sample workbooks (sources only)."""

@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from lumikit.checks import CheckFailed
 from lumikit.checks import seeds, terminal
-from lumikit.checks.declare import check_info
+from lumikit.checks.framework import check_info
 from lumikit.jobs import spec
 from lumikit.launch.terminal import ShellResult
 from lumikit.site import load_site

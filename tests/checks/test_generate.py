@@ -94,7 +94,9 @@ def test_generated_exercise_replaces_only_the_solution_cells(good_workbook: Path
         if "solution" in sol.metadata.get("tags", []):
             assert ex.metadata["tags"] == ["exercise"]
             if sol.cell_type == "markdown":
-                assert ex.source == gen.ANSWER_PLACEHOLDER
+                assert ex.source == ("**Question.** Why is the first step slower than the others, and which steps "
+                                     "should you compare?\n\n" + gen.ANSWER_PLACEHOLDER)
+                assert "warm-up" not in ex.source
             else:
                 assert ex.source.splitlines()[-1].startswith('raise NotImplementedError("Exercise 00.')
         else:
@@ -178,3 +180,10 @@ def test_an_empty_solutions_folder_generates_nothing(tmp_path: Path, capsys) -> 
 def test_sample_solutions_in_the_test_data_have_no_generated_files_committed(sample_data: Path) -> None:
     # Each test generates the samples into a temporary folder; nothing generated lives beside the sources.
     assert not list(sample_data.glob("*/exercises")) and not list(sample_data.glob("*/solutions/*.ipynb"))
+
+
+@pytest.mark.parametrize("source", ["**Answer.** no question above", "Why? but no answer line",
+                                    "A remark.\n**Answer.** x"])
+def test_a_discussion_cell_without_its_question_or_answer_line_is_refused(source: str) -> None:
+    with pytest.raises(ParseError, match="must open with the question"):
+        gen.question_source(source, where="solutions/01_x.py, cell 9")

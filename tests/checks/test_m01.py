@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from lumikit.checks import m01
+
 from lumikit.checks import CheckFailed, Passed
 from lumikit.checks.m01 import (
     check_full_node_job,
@@ -41,15 +43,25 @@ def test_full_node_job_fails_on_wrong_answers(job, masks, words):
     assert words in str(err.value)
 
 
-def test_gcd_neighbours_come_from_the_profile_not_from_k_times_8():
-    assert "NUMA 1, cores 17-23" in str(check_gcd_neighbours(2, [17, 18, 19, 20, 21, 22, 23], 1))
-    assert check_gcd_neighbours(0, range(49, 56), 3)
+def test_gcd_neighbours_come_from_the_profile_not_from_k_times_8(monkeypatch):
+    monkeypatch.setattr(m01, "gcd_to_study", lambda: 2)
+    assert "NUMA 1, cores 17-23" in str(check_gcd_neighbours([17, 18, 19, 20, 21, 22, 23], 1))
     with pytest.raises(CheckFailed, match="Exercise 01.2: the cores next to GCD 2 is not right"):
-        check_gcd_neighbours(2, list(range(16, 24)), 1)
+        check_gcd_neighbours(list(range(16, 24)), 1)
     with pytest.raises(CheckFailed, match="Exercise 01.2: the NUMA domain of GCD 2 is not right"):
-        check_gcd_neighbours(2, list(range(17, 24)), 0)
+        check_gcd_neighbours(list(range(17, 24)), 0)
     with pytest.raises(CheckFailed, match="No answer yet for 01.2"):
-        check_gcd_neighbours(2, None, None)
+        check_gcd_neighbours(None, None)
+    monkeypatch.setattr(m01, "gcd_to_study", lambda: 0)
+    assert check_gcd_neighbours(range(49, 56), 3)
+
+
+def test_each_learner_studies_their_own_gcd(monkeypatch):
+    chosen = set()
+    for learner in ("ada", "bob", "cy", "dan", "eve", "fay", "gus"):
+        monkeypatch.setenv("LUMIKIT_SEED", learner)
+        chosen.add(m01.gcd_to_study())
+    assert len(chosen) > 2 and chosen <= set(range(8))
 
 
 def test_rejected_job_names_the_field_and_a_fix_that_keeps_the_shape():
@@ -61,6 +73,12 @@ def test_rejected_job_names_the_field_and_a_fix_that_keeps_the_shape():
         # accepted by LUMI, but it is a smaller job than the one asked for
         check_rejected_job("cpus_per_task", REJECTED.with_(ntasks_per_node=7, gpus_per_node=7, cpus_per_task=7),
                            REJECTED)
+    with pytest.raises(CheckFailed, match="01.3: `cpus_per_task` of the fixed job is not right; "
+                                          "expected 7; found 1\\."):
+        check_rejected_job("cpus_per_task", REJECTED.with_(cpus_per_task=1), REJECTED)  # LUMI takes it, cores idle
+    with pytest.raises(CheckFailed, match="01.3: `cpus_per_task` of the fixed job is not right; "
+                                          "expected 7; found None"):
+        check_rejected_job("cpus_per_task", REJECTED.with_(cpus_per_task=None), REJECTED)
     with pytest.raises(CheckFailed, match="01.3: the fixed job is still rejected"):
         check_rejected_job("cpus_per_task", REJECTED, REJECTED)
     with pytest.raises(CheckFailed, match="No answer yet for 01.3"):

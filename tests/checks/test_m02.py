@@ -38,9 +38,9 @@ def test_two_node_container_command_fails_on_wrong_jobs(job, words):
 
 
 def test_two_node_container_command_fails_without_the_cray_libraries():
-    argv = list(render_srun(TWO_NODES, LUMI).argv)
-    i = argv.index("/opt/cray")
-    without_cray = Command(argv=tuple(argv[: i - 1] + argv[i + 1:]))  # "-B /opt/cray" taken out
+    argv = list(render_srun(TWO_NODES, LUMI).argv)  # a 2-node step: singularity inside `bash -c` (MASTER_ADDR)
+    assert sum("-B /opt/cray " in a for a in argv) == 1
+    without_cray = Command(argv=tuple(a.replace("-B /opt/cray ", "") for a in argv))  # "-B /opt/cray" taken out
     with pytest.raises(CheckFailed, match="02.1: some paths a 2-node job needs are not bound"):
         check_two_node_container(without_cray)
 
@@ -64,9 +64,18 @@ def test_rccl_bind_set_is_the_one_added_for_two_nodes():
 
 
 def test_venv_python_lives_in_the_home_of_pyvenv_cfg(tmp_path: Path):
-    cfg = {"home": "/opt/conda/envs/pytorch/bin", "include-system-site-packages": "true"}
-    assert "python3.12 from /opt/conda/envs/pytorch/bin" in str(
-        check_venv_python("/opt/conda/envs/pytorch/bin/python3.12", cfg))
+    home = tmp_path / "base" / "bin"
+    home.mkdir(parents=True)
+    for name in ("python3.12", "pip"):
+        (home / name).write_text("")
+    cfg = {"home": str(home), "include-system-site-packages": "true"}
+    assert f"python3.12 from {home}" in str(check_venv_python(str(home / "python3.12"), cfg))
+    with pytest.raises(CheckFailed, match="02.3: pip is not a python interpreter"):
+        check_venv_python(str(home / "pip"), cfg)
+    with pytest.raises(CheckFailed, match="02.3: .*python9 does not exist"):
+        check_venv_python(str(home / "python9"), cfg)
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    (tmp_path / "venv" / "bin" / "python").write_text("")
     with pytest.raises(CheckFailed, match="02.3: that python is not the one the venv runs"):
         check_venv_python(str(tmp_path / "venv" / "bin" / "python"), cfg)
     with pytest.raises(CheckFailed, match="02.3: the path of the python the venv runs has the wrong type"):

@@ -50,10 +50,27 @@ def test_recorded_steps_follow_torch_schedule_counted_from_one() -> None:
     assert m05.recorded_steps(ProfileSchedule(3, 1, 3, 1), 6) == [5, 6]  # cut short by the end of the run
 
 
-def test_rank_profile_spec_passes_for_rank_3_and_steps_5_to_7() -> None:
+@pytest.fixture
+def rank3_steps5to7(monkeypatch):
+    """This learner's target of 05.1: rank 3, steps 5-7."""
+    monkeypatch.setattr(m05, "profile_target", lambda: (3, [5, 6, 7]))
+
+
+def test_each_learner_profiles_their_own_rank_and_steps(monkeypatch) -> None:
+    targets = set()
+    for learner in ("ada", "bob", "cy", "dan", "eve", "fay"):
+        monkeypatch.setenv("LUMIKIT_SEED", learner)
+        rank, steps = m05.profile_target()
+        assert 1 <= rank <= 3 and 4 <= steps[0] <= 7 and steps == list(range(steps[0], steps[0] + 3))
+        targets.add((rank, steps[0]))
+    assert len(targets) > 2
+
+
+def test_rank_profile_spec_passes_for_rank_3_and_steps_5_to_7(rank3_steps5to7) -> None:
     assert "rank 3 records steps 5-7" in str(m05.check_rank_profile_spec(_rank3_job()))
-    # Waiting 4 steps without a warm-up records the same steps.
-    assert m05.check_rank_profile_spec(_rank3_job(env={"LUMIKIT_PROFILE_SCHEDULE": "4,0,3,1"}))
+    # Waiting 4 steps without a warm-up records the same steps, but the first carries the profiler's start-up.
+    with pytest.raises(CheckFailed, match="05.1: schedule 4,0,3,1 has no warm-up step"):
+        m05.check_rank_profile_spec(_rank3_job(env={"LUMIKIT_PROFILE_SCHEDULE": "4,0,3,1"}))
 
 
 @pytest.mark.parametrize("changes, words", [
@@ -64,7 +81,7 @@ def test_rank_profile_spec_passes_for_rank_3_and_steps_5_to_7() -> None:
     ({"profile_steps": None}, "does not stop"),
     ({"ntasks_per_node": 2, "gpus_per_node": 2}, "LUMI would reject"),  # no rank 3 in 2 tasks
 ])
-def test_rank_profile_spec_fails_naming_what_is_wrong(changes, words) -> None:
+def test_rank_profile_spec_fails_naming_what_is_wrong(rank3_steps5to7, changes, words) -> None:
     with pytest.raises(CheckFailed, match="05.1") as caught:
         m05.check_rank_profile_spec(_rank3_job(**changes))
     assert words in str(caught.value)

@@ -18,15 +18,28 @@ TWO_NODES = spec(["python", "train.py"], partition="standard-g", nodes=2, ntasks
                  cpus_per_task=7, exclusive=True, cpu_bind="auto")
 
 
-def test_task_mask_of_task_11_is_gcd_3s():
-    assert m08.check_task_mask("0x00000000fe000000", task=11).exercise == "08.1"
-    assert m08.check_task_mask(0xfe000000, task=11)  # an int with the same bits is the same mask
+@pytest.fixture
+def task_11(monkeypatch):
+    monkeypatch.setattr(m08, "task_to_study", lambda tasks_per_node=8: 11)
+
+
+def test_task_mask_of_task_11_is_gcd_3s(task_11):
+    assert m08.check_task_mask("0x00000000fe000000").exercise == "08.1"
+    assert m08.check_task_mask(0xfe000000)  # an int with the same bits is the same mask
 
 
 @pytest.mark.parametrize("wrong", ["0x0000fe0000000000", "0xfe00000000000000", "cores 25-31"])
-def test_task_mask_rejects_other_masks(wrong):
+def test_task_mask_rejects_other_masks(task_11, wrong):
     with pytest.raises(CheckFailed, match="Exercise 08.1"):
-        m08.check_task_mask(wrong, task=11)
+        m08.check_task_mask(wrong)
+
+
+def test_each_learner_gets_a_task_on_the_second_node(monkeypatch):
+    tasks = set()
+    for learner in ("ada", "bob", "cy", "dan", "eve", "fay", "gus"):
+        monkeypatch.setenv("LUMIKIT_SEED", learner)
+        tasks.add(m08.task_to_study())
+    assert len(tasks) > 2 and tasks <= set(range(9, 16))
 
 
 def test_task_mask_unanswered():
@@ -66,8 +79,10 @@ def test_miopen_fix_is_the_miopen_recipe():
 
 
 def test_profile_one_rank_on_the_second_node():
-    good = TWO_NODES.with_(profile="rocprof", profile_ranks=(14,))
+    good = TWO_NODES.with_(profile="rocprof", profile_ranks=(14,), profile_steps=32)
     assert m08.check_profile_one_rank(good).exercise == "08.4"
+    with pytest.raises(CheckFailed, match="08.4: the job does not stop after a few steps"):
+        m08.check_profile_one_rank(good.with_(profile_steps=None))
 
 
 @pytest.mark.parametrize("changes, words", [

@@ -52,18 +52,37 @@ def _snapshot(t: float, starved: int) -> Snapshot:
     return Snapshot(devices=devices, format="rocm-smi", timestamp=t)
 
 
-def test_starved_gcd_comes_from_the_session():
+def test_starved_gcd_comes_from_the_session(monkeypatch):
     snapshots = [_snapshot(float(t), starved=5) for t in range(4)]
-    assert m09.check_starved_gcd(5, snapshots).exercise == "09.3"
+    monkeypatch.setattr(m09, "exercise_session", lambda: snapshots)
+    assert m09.check_starved_gcd(5).exercise == "09.3"
     with pytest.raises(CheckFailed, match="Exercise 09.3.*not the starved one"):
-        m09.check_starved_gcd(4, snapshots)
+        m09.check_starved_gcd(4)
     with pytest.raises(CheckFailed, match="Exercise 09.3.*not one of"):
-        m09.check_starved_gcd(8, snapshots)
+        m09.check_starved_gcd(8)
     with pytest.raises(CheckFailed, match="No answer yet for 09.3"):
-        m09.check_starved_gcd(None, snapshots)
+        m09.check_starved_gcd(None)
 
 
-def test_starved_gcd_in_the_recorded_session_is_gcd_4():
-    from lumikit.smi import load_session
+def test_the_09_session_is_the_learners_own_and_not_the_04_one(monkeypatch):
+    from lumikit.checks.datasets import starved_gcd
 
-    assert m09.check_starved_gcd(4, load_session("ddp-8gcd-starved"))
+    for learner in ("ada", "bob", "cy", "dan", "eve"):
+        monkeypatch.setenv("LUMIKIT_SEED", learner)
+        mine = starved_gcd("09.3", avoid=starved_gcd("04"))
+        assert mine != starved_gcd("04")
+        assert m09.check_starved_gcd(mine).exercise == "09.3"
+        with pytest.raises(CheckFailed, match="Exercise 09.3"):
+            m09.check_starved_gcd(starved_gcd("04"))
+
+
+@pytest.mark.parametrize("rounds, shown", [
+    ({0: [0.10, 0.11, 0.12], 2: [0.05, 0.06, 0.055]}, "a"),   # ranges apart, medians 2x apart: a drop
+    ({0: [0.10, 0.11, 0.12], 2: [0.09, 0.13, 0.10]}, "b"),    # ranges overlap: within the noise
+    ({"0": [0.10, 0.11, 0.12], "2": [0.20, 0.22, 0.21]}, "c"),  # keys as read back from JSON
+    ({0: 0.10, 2: 0.05}, "b"),                                # one run each is never beyond the noise
+])
+def test_more_workers_outcome_follows_lumikit_measure(rounds, shown):
+    assert str(m09.check_more_workers_outcome(shown, "b", measured=rounds)).count(f"({shown})") >= 1
+    with pytest.raises(CheckFailed, match="09.q3"):
+        m09.check_more_workers_outcome({"a": "c", "b": "a", "c": "b"}[shown], "b", measured=rounds)

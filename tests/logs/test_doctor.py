@@ -85,3 +85,14 @@ def test_a_folder_is_searched_for_logs_and_binary_files_are_passed_by(tmp_path):
     found = diagnose(tmp_path)
     assert [(d.file.rsplit("/", 1)[1], d.signature) for d in found] == [
         ("rank0.err", "miopen-sqlite-lock"), ("slurm-1.out", "time-limit")]
+
+
+@pytest.mark.parametrize("line", [
+    "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 63.98 GiB",
+    "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 63.98 GiB total capacity)",
+    "terminate called after throwing an instance of 'c10::Error' what(): hipErrorOutOfMemory",
+])
+def test_out_of_memory_messages_point_at_the_memory_view(line):
+    (found,) = diagnose_text(line)
+    assert found.signature == "gpu-out-of-memory"
+    assert "lumikit trace memory" in found.fix and "profile_memory=True" in found.fix

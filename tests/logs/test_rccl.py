@@ -66,3 +66,29 @@ def test_the_sample_logs_read_as_what_they_stand_for():
     assert (good.transport, good.provider, good.ok, [g.line_no for g in good.gdr_lines]) == ("ofi", "cxi", True, [9, 10])
     fallback = parse_rccl(rccl_debug_log(plugin=False, gdr=False))
     assert (fallback.transport, fallback.plugin_missing, fallback.gdr) == ("socket", True, False)
+
+
+def test_a_plugin_that_failed_and_fell_back_to_sockets_is_reported_as_sockets_with_the_cause():
+    log = "\n".join([
+        PREFIX + "NET/OFI Using aws-ofi-rccl 1.4.0",
+        "nid005018:47819:47913 [0] create_component:817 NCCL WARN NET/OFI Couldn't open a fabric access domain.",
+        PREFIX + "NET/Plugin: Plugin load returned 2 : ofi init failed",
+        PREFIX + "NET/Socket : Using [0]hsn0:10.253.6.17<0>",
+        PREFIX + "Using network Socket",
+    ])
+    result = parse_rccl(log)
+    assert (result.transport, result.ofi_failed, result.network, result.ok) == ("socket", True, "Socket", False)
+    assert result.plugin == "aws-ofi-rccl 1.4.0"
+    text = result.describe()
+    assert "TCP sockets" in text and "fabric access domain" in text
+
+
+def test_using_network_decides_the_transport():
+    assert parse_rccl(PREFIX + "NET/OFI Using aws-ofi-rccl 1.4.0\n" + PREFIX + "Using network AWS Libfabric\n"
+                      ).transport == "ofi"
+    assert parse_rccl(PREFIX + "NET/IB : Using [0]mlx5_0:1/IB\n" + PREFIX + "Using network Socket\n").transport == "socket"
+    assert parse_rccl(PREFIX + "Using network IB\n").transport == "ib"
+    # without the "Using network" line, a failed plugin followed by NET/Socket is sockets too
+    log = PREFIX + "NET/OFI Using aws-ofi-rccl 1.4.0\n" + PREFIX.replace("INFO", "WARN") + \
+        "NET/OFI Couldn't open a fabric access domain.\n" + PREFIX + "NET/Socket : Using [0]hsn0:10.253.6.17<0>\n"
+    assert parse_rccl(log).transport == "socket"

@@ -68,6 +68,14 @@ def test_rocprof_json_without_its_closing_metadata_is_still_read():
     assert len(events) == 4
 
 
-def test_a_cut_json_file_says_how_to_get_a_whole_one():
+def test_a_cut_json_file_keeps_its_complete_events_and_says_what_was_dropped():
+    text = _rocprof_json(EVENTS)
+    cut = text.index('"my_kernel') + 5  # inside the kernel's line
+    events = parse_rocprof_json(text[:cut])
+    assert list(events["name"]) == ["hipLaunchKernel"]
+    assert "cut short" in events.attrs["notes"][0]
+
+
+def test_a_json_file_cut_in_its_first_line_says_how_to_get_a_whole_one():
     with pytest.raises(ParseError, match="fewer steps"):
-        parse_rocprof_json(_rocprof_json(EVENTS)[:200])
+        parse_rocprof_json(_rocprof_json(EVENTS)[:12])

@@ -132,3 +132,62 @@ def test_summary_is_json_ready(rocm_run):
     t = r0["temporal"]
     assert math.isclose(t["idle"] + t["compute"] + t["non_compute"], 1.0, abs_tol=1e-3)
     assert s["straggler"] == 1 and "NaN" not in text
+
+
+def test_data_parallel_is_measured_per_device_and_warns(tmp_path):
+    """One process, two GCDs: GCD 1 is idle 90 % of the time; a union of both would say 0 % idle."""
+    from lumikit.trace.synth import data_parallel_events
+
+    path = write_events(tmp_path / "dp.json", data_parallel_events(steps=4, busy=(1.0, 0.1)))
+    a = TraceAnalyzer(load_trace(path), include_last_step=True)
+    with pytest.warns(UserWarning, match="drove 2 GPU devices"):
+        t = a.get_temporal_breakdown().set_index("device")
+    assert a.devices(0) == [0, 1]
+    assert t.loc[0, "idle_fraction"] == pytest.approx(0.0, abs=0.001)
+    assert t.loc[1, "idle_fraction"] == pytest.approx(0.9, abs=0.01)
+    s = a.summary()["ranks"]["0"]
+    assert s["temporal"] is None and s["devices"]["1"]["temporal"]["idle"] == pytest.approx(0.9, abs=0.01)
+    assert "drove 2 GPU devices" in s["warnings"][0]
+
+
+def test_the_last_step_is_left_out_as_hta_does_unless_asked(rocm_run):
+    a = TraceAnalyzer.from_path(rocm_run)
+    assert a.dropped_step(0) == 13
+    assert (a.window(0)["step"] < 13).all() and (a.gpu(0)["step"] == 13).any()
+    s = a.summary()
+    assert s["ranks"]["0"]["dropped_step"] == 13 and "left out, as HTA does" in s["window"]
+    assert [x["analysed"] for x in s["ranks"]["0"]["steps"]] == [True, True, True, False]
+    every = TraceAnalyzer.from_path(rocm_run, include_last_step=True)
+    assert every.dropped_step(0) is None and len(every.window(0)) == len(every.gpu(0))
+    assert every.get_kernel_breakdown()["total_us"].sum() > a.get_kernel_breakdown()["total_us"].sum()
+
+
+def test_overlapping_gpu_step_spans_give_a_kernel_to_the_step_that_launched_it(tmp_path):
+    ev = [
+        x("ProfilerStep#1", "user_annotation", 0, 100), x("ProfilerStep#2", "user_annotation", 100, 100),
+        x("ProfilerStep#1", "gpu_user_annotation", 10, 130, pid=2, tid=0),   # step 1's GPU work runs until 140
+        x("ProfilerStep#2", "gpu_user_annotation", 120, 80, pid=2, tid=0),   # step 2's starts at 120
+        x("hipLaunchKernel", "cuda_runtime", 90, 2, correlation=1),          # launched in step 1
+        x("hipLaunchKernel", "cuda_runtime", 110, 2, correlation=2),         # launched in step 2
+        x("k_late_of_step1", "kernel", 125, 10, pid=2, tid=0, stream=0, correlation=1),
+        x("k_first_of_step2", "kernel", 136, 10, pid=2, tid=0, stream=0, correlation=2),
+        x("k_unlaunched", "kernel", 130, 1, pid=2, tid=0, stream=0),         # no launch: the earlier span
+    ]
+    gpu = TraceAnalyzer(load_trace(write_events(tmp_path / "t.json", ev))).gpu(0).set_index("name")
+    assert gpu.loc["k_late_of_step1", "step"] == 1
+    assert gpu.loc["k_first_of_step2", "step"] == 2
+    assert gpu.loc["k_unlaunched", "step"] == 1
+
+
+def test_negative_launch_delays_are_kept_and_counted(tmp_path):
+    ev = [
+        x("ProfilerStep#1", "user_annotation", 0, 100),
+        x("hipLaunchKernel", "cuda_runtime", 10, 5, correlation=1),
+        x("hipLaunchKernel", "cuda_runtime", 30, 5, correlation=2),
+        x("k1", "kernel", 12, 4, pid=2, tid=0, stream=0, correlation=1),  # starts before its launch returns: -3
+        x("k2", "kernel", 40, 4, pid=2, tid=0, stream=0, correlation=2),  # +5
+    ]
+    a = TraceAnalyzer(load_trace(write_events(tmp_path / "t.json", ev)))
+    assert sorted(a.get_kernel_launch_delays()["launch_delay"]) == [-3, 5]
+    delays = a.summary()["ranks"]["0"]["launch_delays"]
+    assert (delays["negative"], delays["min_us"], delays["count"]) == (1, -3, 2)

@@ -113,3 +113,35 @@ def test_not_a_trace_is_a_clear_error(tmp_path):
 def test_unknown_rank_request_names_the_ranks_found(rocm_run):
     with pytest.raises(TraceError, match=r"rank\(s\) \[5\].*ranks found: \[0, 1\]"):
         load_trace(rocm_run, ranks=[5])
+
+
+def test_workers_follow_the_cpu_affinity_not_the_node(monkeypatch):
+    """A 7-core Open OnDemand session on a 128-thread node: 7 workers, not 8 (or 128)."""
+    monkeypatch.setattr(loader.os, "cpu_count", lambda: 128)
+    monkeypatch.setattr(loader.os, "sched_getaffinity", lambda pid: set(range(7)), raising=False)
+    assert loader.usable_cores() == 7 and loader._default_workers() == 7
+
+
+def test_a_threaded_process_does_not_fork_its_parsers(monkeypatch, tmp_path):
+    import threading
+
+    import sys
+
+    monkeypatch.setattr(loader, "_threads_in_process", lambda: 1)
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    assert loader.start_method() == "fork"
+    monkeypatch.setitem(sys.modules, "ipykernel", object())  # inside a Jupyter kernel
+    assert loader.start_method() in ("forkserver", "spawn")
+    monkeypatch.delitem(sys.modules, "ipykernel")
+    monkeypatch.setattr(loader, "_threads_in_process", lambda: 4)  # another Python thread
+    assert loader.start_method() in ("forkserver", "spawn")
+    monkeypatch.undo()
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait, daemon=True)
+    worker.start()
+    try:
+        assert loader._threads_in_process() >= 2 and loader.start_method() != "fork"
+    finally:
+        stop.set()
+        worker.join()

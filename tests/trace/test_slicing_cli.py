@@ -37,6 +37,16 @@ def test_slice_to_one_file_and_refuse_to_overwrite(rocm_run, tmp_path):
     assert TraceAnalyzer(load_trace(target)).get_profiler_steps() == [10]
 
 
+def test_a_slice_named_json_is_plain_and_json_gz_is_compressed(rocm_run, tmp_path):
+    import orjson
+
+    plain = slice_trace(rocm_run, tmp_path / "one.json", steps=(10, 10), ranks=[0])[0]
+    packed = slice_trace(rocm_run, tmp_path / "one.json.gz", steps=(10, 10), ranks=[0])[0]
+    assert plain.read_bytes()[:1] == b"{" and packed.read_bytes()[:2] == b"\x1f\x8b"
+    assert len(orjson.loads(plain.read_bytes())["traceEvents"]) > 0
+    assert TraceAnalyzer(load_trace(plain)).get_profiler_steps() == [10]
+
+
 def test_slice_by_time_window(rocm_run, tmp_path):
     trace = load_trace(rocm_run, ranks=[0])
     w = step_window(trace, 0, 12, 12)

@@ -44,4 +44,6 @@ kernel_class = classify_kernel("ncclDevKernel_Generic")
 checks.check_kernel_class(kernel_class)
 
 # %% [markdown] tags=["solution"]
-# The first step is slower because it includes the warm-up; the steady steps are what to compare.
+# **Question.** Why is the first step slower than the others, and which steps should you compare?
+#
+# **Answer.** The first step is slower because it includes the warm-up; the steady steps are what to compare.

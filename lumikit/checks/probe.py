@@ -1,0 +1,122 @@
+"""Try a check's known-wrong answers in the kernel where its solution just passed (``lumikit verify`` does this).
+
+After each ``check`` cell of a solution, verify runs ``probe_cell(<that cell's source>)``: the check call is read
+from the cell, its arguments are evaluated in the notebook's namespace and bound to the check's parameters, and
+the check is called once per declared :class:`~lumikit.checks.framework.Wrong` answer, with the answer arguments
+replaced. Each must raise :class:`~lumikit.checks.framework.CheckFailed` (a real failure, not "no answer yet") whose
+message names the exercise (and the wrong answer's ``mentions``, if given). Nothing is recorded as progress.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+from dataclasses import asdict, dataclass
+from types import SimpleNamespace
+from typing import Any, Mapping
+
+from .framework import _PROBING, WRONG_MIMETYPE, CheckFailed, check_info
+
+
+@dataclass(frozen=True)
+class WrongOutcome:
+    """What one known-wrong answer did to its check: ``rejected`` is the only good outcome."""
+
+    exercise: str
+    why: str
+    outcome: str  # rejected | accepted | unanswered | crashed | not mentioned
+    message: str
+
+    @property
+    def rejected(self) -> bool:
+        return self.outcome == "rejected"
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    """The wrong answers tried after one check cell (``exercise`` is empty when the cell calls no declared check)."""
+
+    exercise: str
+    function: str
+    outcomes: tuple[WrongOutcome, ...]
+    problem: str = ""
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        rejected = sum(o.rejected for o in self.outcomes)
+        text = (self.problem or f"{self.exercise}: {rejected}/{len(self.outcomes)} known-wrong answers rejected")
+        data = {"exercise": self.exercise, "function": self.function, "problem": self.problem,
+                "outcomes": [asdict(o) for o in self.outcomes]}
+        return {"text/plain": text, WRONG_MIMETYPE: data}
+
+
+def check_call(source: str) -> ast.Call | None:
+    """The call a check cell ends with (``checks.check_x(a, b, rank=0)``), or None."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    if tree.body and isinstance(tree.body[-1], ast.Expr) and isinstance(tree.body[-1].value, ast.Call):
+        return tree.body[-1].value
+    return None
+
+
+def try_wrong_answers(source: str, namespace: Mapping[str, Any]) -> ProbeReport:
+    """Call the check of a check cell once per known-wrong answer, in ``namespace``; report each outcome."""
+    call = check_call(source)
+    if call is None:
+        return ProbeReport("", "", (), "the check cell does not end with a call to a check")
+    env = dict(namespace)
+
+    def evaluate(node: ast.expr) -> Any:
+        return eval(compile(ast.Expression(node), "<check cell>", "eval"), env)  # noqa: S307 (our own notebook)
+
+    func = evaluate(call.func)
+    name = ast.unparse(call.func)
+    info = check_info(func)
+    if info is None:
+        return ProbeReport("", name, (), f"{name} is not declared with @check(exercise, wrong(...), ...)")
+    args = [evaluate(a) for a in call.args]
+    kwargs = {k.arg: evaluate(k.value) for k in call.keywords if k.arg}
+    bound = inspect.signature(func).bind(*args, **kwargs)
+    bound.apply_defaults()
+    outcomes = []
+    token = _PROBING.set(True)
+    try:
+        for case in info.wrong:
+            arguments = dict(bound.arguments)
+            try:
+                replaced = case.values(SimpleNamespace(**copy.copy(arguments)))
+            except Exception as exc:  # noqa: BLE001 (a broken declaration is reported, not raised)
+                outcomes.append(WrongOutcome(info.exercise, case.why, "crashed",
+                                             f"building the wrong answer raised {type(exc).__name__}: {exc}"))
+                continue
+            arguments.update(replaced)
+            outcomes.append(_judge(info.exercise, case.why, case.mentions, func, arguments))
+    finally:
+        _PROBING.reset(token)
+    return ProbeReport(info.exercise, name, tuple(outcomes))
+
+
+def _judge(exercise: str, why: str, mentions: str | None, func: Any, arguments: dict[str, Any]) -> WrongOutcome:
+    try:
+        result = func(**arguments)
+    except CheckFailed as failure:
+        text = str(failure)
+        if failure.unanswered:
+            return WrongOutcome(exercise, why, "unanswered", text)
+        if mentions and mentions.lower() not in text.lower():
+            return WrongOutcome(exercise, why, "not mentioned", f"the message does not mention {mentions!r}: {text}")
+        return WrongOutcome(exercise, why, "rejected", text)
+    except Exception as exc:  # noqa: BLE001 (a crash is a finding for the author)
+        return WrongOutcome(exercise, why, "crashed", f"{type(exc).__name__}: {exc}")
+    return WrongOutcome(exercise, why, "accepted", f"the check passed it: {result}")
+
+
+def probe_cell(source: str) -> ProbeReport:
+    """``try_wrong_answers`` in the running IPython kernel's namespace; its value is shown for verify to read."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        raise RuntimeError("probe_cell runs inside a notebook kernel")
+    return try_wrong_answers(source, shell.user_ns)

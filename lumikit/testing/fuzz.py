@@ -1,0 +1,451 @@
+"""A seeded, bounded mutation fuzzer for the readers: what a killed job or a broken disk does to their inputs.
+
+Each reader family (``smi``, ``trace``, ``logs``, ``rocprof``) has seed inputs (real outputs from the shared
+fixtures where they exist, plus the project's own generated data) and one target that feeds an input through the
+command line in-process (``lumikit ... --json``) and the public API behind it. A mutated input may be refused
+with a :class:`~lumikit.errors.LumikitError` (exit status 2 with one line); it may not raise anything else, take
+more than :data:`SLOW_S` seconds, or make the command print invalid JSON (``NaN``/``Infinity`` included).
+Used by ``tests/test_fuzz.py`` (a few hundred inputs per family) and ``benchmarks/bench_fuzz.py`` (thousands).
+"""
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import random
+import re
+import signal
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..errors import LumikitError
+
+FAMILIES = ("smi", "trace", "logs", "rocprof")
+SLOW_S = 2.0     # an input that takes longer than this counts as a hang
+HARD_STOP_S = 20.0  # an input still running after this is interrupted (and counted as a hang)
+MAX_SEED_BYTES = 400_000  # bigger seeds make the fuzz slow without finding more
+
+#: Tokens that break parsers in the ways real damage does: brackets, quotes, separators, non-finite and huge
+#: numbers, control characters, bits of tqdm bars and key-value views, long runs.
+TOKENS = (
+    b"{", b"}", b"[", b"]", b",", b'"', b":", b"\n", b"\r", b"\t", b"\x00", b"\xff\xfe", b"\xc3", b"\\",
+    b"NaN", b"Infinity", b"-Infinity", b"1e309", b"-1", b"0", b"99999999999999999999999999", b"null", b"true",
+    b'""', b"{}", b"[]", b"N/A", b"%|", b"|", b"/s]", b"it/s", b"[00:01<00:02, ", b"{'loss': ", b"loss: ",
+    b"GPU[0]", b"card0", b"GPU  POWER", b"==========", b'"traceEvents": [', b'{"ph": "X", "name": "k", "ts": ',
+    b'"dur": ', b'"ts": "x"', b"Calls", b'"Kernel_Name"', b"\x1b[2K", b"a" * 3000, b"7" * 3000, b"%|" * 500,
+)
+_NUMBER = re.compile(rb"-?\d+(?:\.\d+)?")
+_NUMBERS = (b"0", b"-1", b"-0", b"1e309", b"NaN", b"99999999999999999999999999", b"3.5", b"-7e-320",
+            b"18446744073709551616", b"0x1f", b"1" * 40, b"")
+
+
+@dataclass
+class Seed:
+    """One seed input: its bytes and the file name it gets (the name decides how some readers read it)."""
+
+    name: str
+    data: bytes
+    generated: bool = True  # the project's own generated data (False: a real output from the fixtures)
+
+
+@dataclass
+class FamilyResult:
+    """What happened to the inputs of one family."""
+
+    family: str
+    inputs: int = 0
+    accepted: int = 0   # the reader gave a result
+    refused: int = 0    # the reader raised a LumikitError (exit status 2)
+    unhandled: list[str] = field(default_factory=list)
+    hangs: list[str] = field(default_factory=list)
+    invalid_json: list[str] = field(default_factory=list)
+    slowest_s: float = 0.0
+    slowest_case: str = ""
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, object]:
+        return {"family": self.family, "inputs": self.inputs, "accepted": self.accepted, "refused": self.refused,
+                "unhandled": len(self.unhandled), "hangs": len(self.hangs), "invalid_json": len(self.invalid_json),
+                "slowest_s": round(self.slowest_s, 3), "seconds": round(self.seconds, 1)}
+
+
+# -- mutations -------------------------------------------------------------------------------------------
+def _flip(rng: random.Random, data: bytes) -> bytes:
+    buf = bytearray(data)
+    for _ in range(rng.randint(1, 8)):
+        if buf:
+            buf[rng.randrange(len(buf))] ^= 1 << rng.randrange(8)
+    return bytes(buf)
+
+
+def _insert(rng: random.Random, data: bytes) -> bytes:
+    pos = rng.randint(0, len(data))
+    return data[:pos] + rng.choice(TOKENS) + data[pos:]
+
+
+def _lines(rng: random.Random, data: bytes, duplicate: bool) -> bytes:
+    lines = data.split(b"\n")
+    if len(lines) < 2:
+        return data
+    i = rng.randrange(len(lines))
+    j = min(len(lines), i + rng.randint(1, 3))
+    return b"\n".join(lines[:j] + lines[i:j] + lines[j:]) if duplicate else b"\n".join(lines[:i] + lines[j:])
+
+
+def _number(rng: random.Random, data: bytes) -> bytes:
+    found = list(_NUMBER.finditer(data[:200_000]))
+    if not found:
+        return _insert(rng, data)
+    m = rng.choice(found)
+    return data[:m.start()] + rng.choice(_NUMBERS) + data[m.end():]
+
+
+def _truncate(rng: random.Random, data: bytes) -> bytes:
+    return data[:rng.randint(0, len(data))] if data else data
+
+
+_ODD_VALUES = ("x", "", {}, [], None, -1, 2**70, 1.5e308, True, "NaN", "0x1f", [1, 2], {"a": {}})
+
+
+def _json_edit(rng: random.Random, data: bytes) -> bytes:
+    """Parse as JSON (or JSON lines) and change the structure: a value replaced, a key removed, a list shortened."""
+    try:
+        docs = [json.loads(data)]
+        lines = False
+    except ValueError:
+        try:
+            docs = [json.loads(ln) for ln in data.split(b"\n") if ln.strip()]
+            lines = True
+        except ValueError:
+            return _insert(rng, data)
+    if not docs:
+        return data
+    k = rng.randrange(len(docs))
+    nodes: list[tuple[object, object]] = []  # (container, key)
+
+    def walk(node: object, depth: int) -> None:
+        if len(nodes) > 5000 or depth > 12:
+            return
+        if isinstance(node, dict):
+            for key, value in node.items():
+                nodes.append((node, key))
+                walk(value, depth + 1)
+        elif isinstance(node, list):
+            for i, value in enumerate(node[:2000]):
+                nodes.append((node, i))
+                walk(value, depth + 1)
+
+    walk(docs[k], 0)
+    if nodes:
+        container, key = rng.choice(nodes)
+        action = rng.randrange(4)
+        if action == 0 and isinstance(container, dict):
+            del container[key]  # type: ignore[arg-type]
+        elif action == 1 and isinstance(container, list):
+            del container[key:]  # type: ignore[misc]
+        else:
+            container[key] = rng.choice(_ODD_VALUES)  # type: ignore[index]
+    else:
+        docs[k] = rng.choice(_ODD_VALUES)
+    if lines:
+        return b"\n".join(json.dumps(d).encode() for d in docs) + b"\n"
+    return json.dumps(docs[0]).encode()
+
+
+MUTATIONS: dict[str, Callable[[random.Random, bytes], bytes]] = {
+    "flip": _flip, "insert": _insert, "delete-lines": lambda r, d: _lines(r, d, False),
+    "duplicate-lines": lambda r, d: _lines(r, d, True), "number": _number, "truncate": _truncate,
+    "json": _json_edit,
+}
+
+
+def mutate(rng: random.Random, data: bytes) -> tuple[bytes, list[str]]:
+    """One to three mutations of ``data``, and their names."""
+    names = [rng.choice(list(MUTATIONS)) for _ in range(rng.choice((1, 1, 1, 2, 3)))]
+    for name in names:
+        data = MUTATIONS[name](rng, data)
+    return data, names
+
+
+# -- seeds -----------------------------------------------------------------------------------------------
+def _fixture_seeds(fixtures: Path | None, folders: tuple[str, ...], gunzip: bool = False) -> list[Seed]:
+    out = []
+    if fixtures is None or not fixtures.is_dir():
+        return out
+    for folder in folders:
+        for p in sorted((fixtures / folder).glob("*")):
+            if not p.is_file():
+                continue
+            data = p.read_bytes()
+            name = p.name
+            if gunzip and name.endswith(".gz"):
+                data = gzip.decompress(data)
+                name = name[:-3]
+            if len(data) <= MAX_SEED_BYTES:
+                out.append(Seed(name, data, generated=False))
+    return out
+
+
+def smi_seeds(fixtures: Path | None) -> list[Seed]:
+    """Real tool outputs and the generated ones (each format), plus recorded-session files."""
+    from ..smi import synth
+    from ..smi.sessions import session_bytes
+
+    busy = (100, 0, 80, 5, 100, 100, 0, 0)
+    gcds = [synth.Gcd(index=i, temp_c=45.0 + i, power_w=None if i % 2 else 90.0 + 3 * busy[i], cap_w=500.0,
+                      sclk=1700 if busy[i] else 800, busy=busy[i], vram_pct=60) for i in range(8)]
+    seeds = [Seed("concise5.txt", synth.concise_rocm5(gcds, warning=True).encode()),
+             Seed("concise6.txt", synth.concise_rocm6(gcds).encode()),
+             Seed("rocm.json", synth.rocm_json(gcds).encode())]
+    session = synth.single_gcd_training()
+    session.frames = session.frames[:6]
+    seeds.append(Seed("session.jsonl", session_bytes(session, gzip_it=False)))
+    return seeds + _fixture_seeds(fixtures, ("smi",))
+
+
+def trace_seeds(fixtures: Path | None) -> list[Seed]:
+    """Small generated Kineto traces (two ranks' worth of steps, kernels, NCCL) and the small real traces."""
+    from ..trace.synth import SynthSpec, iter_rank_bytes
+
+    seeds = []
+    for i, spec in enumerate((SynthSpec(ranks=1, steps=2, layers=2), SynthSpec(ranks=2, steps=2, layers=1))):
+        seeds.append(Seed(f"synth{i}.pt.trace.json", b"".join(iter_rank_bytes(spec, 0))))
+    seeds += [s for s in _fixture_seeds(fixtures, ("traces/hta-real", "traces/torch-cpu"), gunzip=True)
+              if len(s.data) <= 150_000]
+    return seeds
+
+
+def logs_seeds(fixtures: Path | None) -> list[Seed]:
+    """Job logs: real ones and the generated RCCL, HIP and training logs."""
+    from ..logs.samples import rccl_debug_log
+
+    bars = "".join(f"\r 40%|####      | {n}/100 [00:{n:02d}<00:30, 2.5it/s, loss=0.{n}]" for n in range(40, 60))
+    train = (f"Epoch 1\n{bars}\n{{'loss': 1.25, 'learning_rate': 4e-05, 'epoch': 0.5}}\n"
+             "Epoch 1, Training Loss: 0.53, Validation Accuracy: 81.5%\nrank 3: 1234.5 images/sec per GPU\n")
+    hip = "".join(f":3:hip_module.cpp           :662 : {1000 + i} us: [pid:7 tid:0x1a] hipModuleLaunchKernel "
+                  f"( 0x1, 2, 1, 1, 256, 1, 1, 0, stream:0x2, 0x0, 0x0 )\n"
+                  f":3:hip_module.cpp           :680 : {1001 + i} us: [pid:7 tid:0x1a] hipModuleLaunchKernel: "
+                  f"Returned hipSuccess : \n" for i in range(4))
+    seeds = [Seed("rccl.log", rccl_debug_log(plugin=False).encode()), Seed("train.out", train.encode()),
+             Seed("hip.log", hip.encode())]
+    return seeds + _fixture_seeds(fixtures, ("logs", "slurm"))
+
+
+def rocprof_seeds(fixtures: Path | None) -> list[Seed]:
+    """rocprof statistics, rocprofv3 kernel traces and rocprof v1 results.json (generated and real)."""
+    trace = ['"Kind","Agent_Id","Queue_Id","Stream_Id","Thread_Id","Dispatch_Id","Kernel_Id","Kernel_Name",'
+             '"Correlation_Id","Start_Timestamp","End_Timestamp","Workgroup_Size_X","Grid_Size_X"']
+    for i in range(12):
+        name = ("void gemm<float>(float*, int)", "__amd_rocclr_fillBufferAligned", "ncclKernel_AllReduce")[i % 3]
+        trace.append(f'"KERNEL_DISPATCH","Agent 4",1,0,77,{i},{i % 3},"{name}",{i},{1000 * i},{1000 * i + 300 + i},'
+                     f"256,4096")
+    events = ['{ "traceEvents":[{}', ',{"ph":"M","name":"process_name","pid":"2","args":{"name":"GPU0"}}',
+              ',{"ph":"M","name":"process_name","pid":"5","args":{"name":"CPU HIP API"}}']
+    for i in range(8):
+        events.append(f',{{"ph":"X","name":"Cijk_gemm_{i % 2}","pid":"2","tid":"0","ts":"{10 * i}","dur":"{3 + i}"}}')
+        events.append(f',{{"ph":"X","name":"hipLaunchKernel","pid":"5","tid":"9","ts":"{10 * i}","dur":"1"}}')
+    events.append('],"otherData":{}}')
+    stats = ('"Name","Calls","TotalDurationNs","AverageNs","Percentage"\n'
+             '"void gemm<float>(float*, int)",10,5000,500,62.5\n"__amd_rocclr_copyBuffer",3,3000,1000,37.5\n')
+    seeds = [Seed("run_kernel_trace.csv", ("\n".join(trace) + "\n").encode()),
+             Seed("results.json", ("\n".join(events) + "\n").encode()),
+             Seed("results.stats.csv", stats.encode())]
+    from . import rocprof_outputs as gen  # rocprofv3's ROCm 7 outputs: a rocpd database and a Perfetto trace
+
+    run = gen.generated_run(nodes=1, processes_per_node=1, steps=1)
+    with tempfile.TemporaryDirectory(prefix="lumikit-fuzz-seeds-") as tmp:
+        for name, write in (("run_results.db", gen.write_rocpd), ("run.pftrace", gen.write_pftrace)):
+            seeds.append(Seed(name, write(Path(tmp) / name, run).read_bytes()))
+    for s in _fixture_seeds(fixtures, ("rocprof",)):
+        name = s.name.lower()
+        if "hsa_stats" in name:
+            s.name = "results.hsa_stats.csv"
+        elif name.endswith("_stats.csv") or name.endswith(".csv"):
+            s.name = "p_kernel_stats.csv"
+        else:
+            s.name = "results.stats.csv"
+        seeds.append(s)
+    return seeds
+
+
+SEEDS: dict[str, Callable[[Path | None], list[Seed]]] = {
+    "smi": smi_seeds, "trace": trace_seeds, "logs": logs_seeds, "rocprof": rocprof_seeds}
+
+
+# -- targets ---------------------------------------------------------------------------------------------
+class InvalidJson(Exception):
+    """A command printed something that is not standard JSON."""
+
+
+def strict_json(text: str) -> object:
+    """``text`` parsed as standard JSON; :class:`InvalidJson` for anything else (``NaN`` and ``Infinity`` too)."""
+    def refuse(token: str) -> None:
+        raise InvalidJson(f"non-standard JSON constant {token}")
+    try:
+        return json.loads(text, parse_constant=refuse)
+    except ValueError as exc:
+        raise InvalidJson(f"not JSON ({exc}): {text[:120]!r}") from None
+
+
+_PARSER = None
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    """Run ``lumikit ARGV`` in this process: (exit status, stdout, stderr). Non-LumikitError exceptions escape."""
+    from ..cli import build_parser, main
+
+    global _PARSER
+    if _PARSER is None:
+        _PARSER = build_parser()
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(argv, parser=_PARSER)
+    return status, out.getvalue(), err.getvalue()
+
+
+def _check_cli(argv: list[str], json_out: bool = True) -> int:
+    status, out, err = run_cli(argv)
+    if status == 2:
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        if len(lines) != 1 or not lines[0].startswith("lumikit: error: "):
+            raise AssertionError(f"exit status 2 without exactly one error line: {err[:300]!r}")
+        raise _Refused(lines[0])
+    if json_out:
+        strict_json(out)
+    return status
+
+
+class _Refused(Exception):
+    """The command refused the input the proper way (one line, exit status 2)."""
+
+
+def _smi_target(path: Path, rng: random.Random) -> None:
+    if path.name.endswith(".jsonl"):
+        from ..smi.sessions import load_session
+        try:
+            load_session(path)
+        except LumikitError:
+            pass
+        return
+    _check_cli(["smi", "parse", str(path), "--json"])
+    from ..smi.interpret import interpret
+    from ..smi.parse import parse_smi
+    interpret(parse_smi(path.read_text(encoding="utf-8", errors="replace"), source=str(path)))
+
+
+def _trace_target(path: Path, rng: random.Random) -> None:
+    salvage = ["--salvage"] if rng.random() < 0.5 else []
+    _check_cli(["trace", "summary", str(path), "--json", *salvage])
+    if rng.random() < 0.25:
+        out = path.with_name("slice.json.gz")
+        _check_cli(["trace", "slice", str(path), "--start-us", "0", "--end-us", "1e18", "-o", str(out), "--force"],
+                   json_out=False)
+        _check_cli(["trace", "summary", str(out), "--json"])
+
+
+LOG_COMMANDS = (("logs", "progress"), ("logs", "hip"), ("logs", "rccl"), ("doctor",))
+
+
+def _logs_target(path: Path, rng: random.Random) -> None:
+    _check_cli([*rng.choice(LOG_COMMANDS), str(path), "--json"])
+
+
+def _rocprof_target(path: Path, rng: random.Random) -> None:
+    _check_cli(["rocprof", rng.choice(("stats", "summary")), str(path), "--json", "--top", "0"])
+
+
+_TARGETS: dict[str, Callable[[Path, random.Random], None]] = {
+    "smi": _smi_target, "trace": _trace_target, "logs": _logs_target, "rocprof": _rocprof_target}
+
+
+def _write_input(folder: Path, seed: Seed, data: bytes, rng: random.Random) -> Path:
+    path = folder / seed.name
+    if seed.name.endswith(".pt.trace.json") or seed.name.endswith(".json") and rng.random() < 0.3:
+        if rng.random() < 0.4:  # gzip the damaged text, or damage the gzip stream itself
+            path = folder / (seed.name + ".gz")
+            data = gzip.compress(data, mtime=0)
+            if rng.random() < 0.3:
+                data = mutate(rng, data)[0]
+    path.write_bytes(data)
+    return path
+
+
+class _HardStop(Exception):
+    pass
+
+
+def _alarm(_signum: int, _frame: object) -> None:
+    raise _HardStop()
+
+
+def fuzz_family(family: str, count: int, *, seed: int = 0, fixtures: Path | None = None,
+                generated: bool = True, max_seed_bytes: int = MAX_SEED_BYTES,
+                on_progress: Callable[[FamilyResult], None] | None = None) -> FamilyResult:
+    """Feed ``count`` mutated inputs of ``family`` to its readers; returns what happened (never raises for them).
+
+    Seeds are the project's generated inputs (unless ``generated=False``) and the real outputs under ``fixtures``
+    (the shared fixtures folder; None: none); seeds bigger than ``max_seed_bytes`` are left out."""
+    seeds = [s for s in SEEDS[family](fixtures) if len(s.data) <= max_seed_bytes]
+    if not generated:
+        seeds = [s for s in seeds if not s.generated]
+    if not seeds:
+        raise LumikitError(f"no {family} seeds to fuzz (fixtures {fixtures}, generated={generated})")
+    rng = random.Random(f"{family}-{seed}")
+    result = FamilyResult(family)
+    started = time.perf_counter()
+    old = signal.signal(signal.SIGALRM, _alarm)
+    try:
+        with tempfile.TemporaryDirectory(prefix=f"lumikit-fuzz-{family}-") as tmp:
+            warm = Path(tmp) / "warm-up"
+            warm.mkdir()
+            try:  # the first call imports the readers: not a property of any input
+                _TARGETS[family](_write_input(warm, seeds[0], seeds[0].data, random.Random(0)), random.Random(0))
+            except (_Refused, LumikitError):
+                pass
+            for i in range(count):
+                base = seeds[i % len(seeds)]
+                data, names = mutate(rng, base.data)
+                case = f"{family} #{i} {base.name} {'+'.join(names)} (seed {seed})"
+                folder = Path(tmp) / str(i % 4)
+                folder.mkdir(exist_ok=True)
+                for old_file in folder.iterdir():
+                    old_file.unlink()
+                path = _write_input(folder, base, data, rng)
+                t0 = time.perf_counter()
+                signal.setitimer(signal.ITIMER_REAL, HARD_STOP_S)
+                try:
+                    _TARGETS[family](path, rng)
+                    result.accepted += 1
+                except (_Refused, LumikitError):
+                    result.refused += 1
+                except _HardStop:
+                    result.hangs.append(f"{case}: still running after {HARD_STOP_S:g} s")
+                except InvalidJson as exc:
+                    result.invalid_json.append(f"{case}: {exc}")
+                except Exception:  # noqa: BLE001 - this is what the fuzzer looks for
+                    result.unhandled.append(f"{case}: {_short_tb()}")
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                took = time.perf_counter() - t0
+                if took > result.slowest_s:
+                    result.slowest_s, result.slowest_case = took, case
+                if took > SLOW_S and not any(h.startswith(case) for h in result.hangs):
+                    result.hangs.append(f"{case}: took {took:.1f} s")
+                result.inputs += 1
+                if on_progress is not None and (i + 1) % 500 == 0:
+                    on_progress(result)
+    finally:
+        signal.signal(signal.SIGALRM, old)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _short_tb() -> str:
+    lines = traceback.format_exc().strip().splitlines()
+    where = [ln.strip() for ln in lines if ln.strip().startswith("File ")][-2:]
+    return f"{lines[-1][:300]} at {' / '.join(where)}"

@@ -1,0 +1,265 @@
+"""Hand-made bad inputs: what a killed job, a broken copy or the wrong file give every reader.
+
+Each case of issue 15 has its test: long lines read in linear time, the summary of a slice of a slice, corrupt
+gzip and invalid UTF-8 named as damage (not "truncated"), cut rocprof traces and torn recordings read up to the
+cut, JSON output without NaN/Infinity, and one line with exit status 2 for every reader given a bad file.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from lumikit.errors import LumikitError, ParseError, TraceError
+from lumikit.json_output import to_json
+from lumikit.logs.progress import MAX_UPDATES_PER_LINE, parse_progress, progress_summary
+from lumikit.rocprof import parse_kernel_trace
+from lumikit.rocprof.stats import parse_rocprof_stats
+from lumikit.smi import synth
+from lumikit.smi.parse import parse_smi
+from lumikit.smi.sessions import Frame, Session, SessionHeader, read_session, session_bytes
+from lumikit.testing.bad_inputs import bad_input_rows
+from lumikit.testing.fuzz import run_cli, strict_json
+from lumikit.trace.loader import load_trace
+from lumikit.trace.synth import SynthSpec, event, write_events, write_synthetic
+
+
+# -- long lines ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("line", ["a" * 100_000, "7" * 100_000, "val loss: " * 10_000, "{'a': 1, " * 12_000,
+                                  "images/" * 15_000, "%|" * 50_000],
+                         ids=["letters", "digits", "loss-words", "dict-openers", "slashes", "bar-markers"])
+def test_a_100000_character_line_is_read_in_linear_time(line: str) -> None:
+    started = time.perf_counter()
+    table = parse_progress(line + "\nEpoch 2, Training Loss: 0.25\n")
+    took = time.perf_counter() - started
+    assert took < 10, f"{took:.1f} s for a 100,000-character line (benchmarks/bench_long_lines.py has the target)"
+    assert table["loss"].dropna().tolist() == [0.25]  # the reader still reads the line after it
+
+
+def test_a_line_of_many_bar_updates_is_read_at_evenly_spaced_places_and_says_so() -> None:
+    bars = "\r".join(f" {n % 100:3d}%|#####     | {n % 100}/100 [00:{n % 60:02d}<00:30, 2.50it/s]" for n in range(9000))
+    table = parse_progress(bars)
+    assert MAX_UPDATES_PER_LINE // 2 < len(table) <= MAX_UPDATES_PER_LINE + 3
+    assert table["step"].iloc[-1] == 8999 % 100  # the last update is always read
+    summary = progress_summary(table)
+    assert "9,000 carriage-return updates" in summary["notes"][0]
+
+
+def test_labels_are_still_read_from_before_the_loss() -> None:
+    table = parse_progress("Epoch 3 validation loss: 0.5\nval_loss = 0.25\nTrainLoss: 0.75 acc: 97%\n")
+    assert table["split"].tolist() == ["validation", "validation", "train"]
+    assert table["loss"].tolist() == [0.5, 0.25, 0.75]
+    assert table["accuracy"].iloc[-1] == pytest.approx(0.97)
+
+
+# -- traces ----------------------------------------------------------------------------------------------
+def test_the_summary_of_a_slice_of_a_slice_works(tmp_path: Path) -> None:
+    src = write_synthetic(tmp_path / "run", SynthSpec(ranks=1, steps=3, layers=1))[0]
+    events = load_trace(src, workers=1)[0].events
+    kernels = events[events["cat"] == "kernel"]
+    k = kernels.iloc[len(kernels) // 2]
+    first = tmp_path / "first.json.gz"
+    assert run_cli(["trace", "slice", str(src), "--start-us", str(k.ts - 50), "--end-us", str(k.ts + k.dur + 50),
+                    "-o", str(first)])[0] == 0
+    second = tmp_path / "second.json.gz"
+    assert run_cli(["trace", "slice", str(first), "--start-us", str(k.ts), "--end-us", str(k.ts + k.dur),
+                    "-o", str(second)])[0] == 0
+    status, out, err = run_cli(["trace", "summary", str(second), "--json"])
+    assert status == 0, err
+    summary = strict_json(out)
+    rank = next(iter(summary["ranks"].values()))
+    assert rank["top_kernels"] and rank["top_kernels"][0]["name"] == k["name"]
+
+
+def test_kernels_without_any_launch_event_are_summarised(tmp_path: Path) -> None:
+    path = write_events(tmp_path / "k.json", [event("Cijk_gemm", "kernel", 10, 5, pid=0, tid=0, stream=0,
+                                                    correlation=5)])
+    status, out, _ = run_cli(["trace", "summary", str(path), "--json"])
+    assert status == 0
+    assert next(iter(strict_json(out)["ranks"].values()))["kernel_time_us"]["compute"] == 5
+
+
+def _trace_bytes() -> bytes:
+    evs = [event(f"kernel_{i}", "kernel", 10 * i, 5, pid=0, tid=0, stream=0) for i in range(200)]
+    return json.dumps({"schemaVersion": 1, "traceEvents": evs}).encode()
+
+
+def test_a_corrupt_gzip_is_named_as_damage_not_truncation(tmp_path: Path) -> None:
+    good = gzip.compress(_trace_bytes(), mtime=0)
+    path = tmp_path / "rank0.pt.trace.json.gz"
+    path.write_bytes(good[:len(good) // 2] + bytes(b ^ 0xA5 for b in good[len(good) // 2:len(good) // 2 + 64])
+                     + good[len(good) // 2 + 64:])
+    with pytest.raises(TraceError, match="corrupt compressed data") as err:
+        load_trace(path, workers=1)
+    assert "truncated" not in str(err.value) and "--salvage" in str(err.value)
+    assert str(err.value).count(str(path)) == 1
+    with pytest.warns(UserWarning, match="corrupt gzip data"):
+        kept = load_trace(path, workers=1, salvage=True)[0]
+    assert 0 < len(kept.events) < 200 and kept.truncated
+
+
+def test_invalid_utf8_is_named_as_corruption_not_truncation(tmp_path: Path) -> None:
+    data = _trace_bytes()
+    last = data.rindex(b'"kernel_199"')
+    path = tmp_path / "rank0.pt.trace.json"
+    path.write_bytes(data[:last + 3] + b"\xff\xfe" + data[last + 3:])
+    with pytest.raises(TraceError, match="not UTF-8") as err:
+        load_trace(path, workers=1)
+    assert "truncated" not in str(err.value)
+    middle = data.index(b'"kernel_50"')
+    path.write_bytes(data[:middle + 3] + b"\xff\xfe" + data[middle + 3:])
+    with pytest.raises(TraceError, match="malformed trace events"):
+        load_trace(path, workers=1)
+
+
+def test_text_where_a_timestamp_belongs_counts_as_missing(tmp_path: Path) -> None:
+    evs = [event("k", "kernel", 10, 5, pid=0, tid=0, stream=0), {**event("k", "kernel", 20, 5), "ts": "soon"},
+           {**event("k", "kernel", 30, 5), "dur": {}}]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": evs}))
+    status, out, _ = run_cli(["trace", "summary", str(path), "--json"])
+    assert status == 0
+    strict_json(out)
+
+
+# -- rocprof ---------------------------------------------------------------------------------------------
+_KERNEL_TRACE = ('"Kind","Agent_Id","Kernel_Name","Correlation_Id","Start_Timestamp","End_Timestamp"\n'
+                 + "".join(f'"KERNEL_DISPATCH","Agent 4","void gemm<float>(float*, int)",{i},{1000 * i},'
+                           f'{1000 * i + 300}\n' for i in range(1, 21)))
+
+
+@pytest.mark.parametrize("cut", [-5, -20, -60], ids=["in-end-time", "in-start-time", "in-quoted-name"])
+def test_a_cut_rocprof_kernel_trace_is_read_up_to_the_cut(cut: int) -> None:
+    table = parse_kernel_trace(_KERNEL_TRACE[:cut])
+    assert len(table) == 19
+    assert table["duration_ns"].tolist() == [300] * 19
+    assert "cut short" in table.attrs["notes"][0]
+
+
+def test_a_damaged_row_inside_a_kernel_trace_names_its_line() -> None:
+    lines = _KERNEL_TRACE.splitlines()
+    lines[5] = lines[5].replace(",5000,", ",five,")
+    with pytest.raises(ParseError, match="line 6") as err:
+        parse_kernel_trace("\n".join(lines) + "\n", source="k_kernel_trace.csv")
+    assert str(err.value).count("k_kernel_trace.csv") == 1
+
+
+def test_a_26_digit_call_count_is_refused_never_wrapped(tmp_path: Path) -> None:
+    text = ('"Name","Calls","TotalDurationNs","AverageNs","Percentage"\n'
+            '"gemm",99999999999999999999999999,5000,500,100.0\n"copy",3,100,33,1.0\n')
+    with pytest.raises(ParseError, match="call count"):
+        parse_rocprof_stats(text)
+    path = tmp_path / "r_kernel_stats.csv"
+    path.write_text(text)
+    status, out, err = run_cli(["rocprof", "stats", str(path), "--json"])
+    assert status == 2 and "-9223372036854775808" not in out + err
+
+
+def test_a_cut_rocprof_stats_file_keeps_the_rows_before_the_cut() -> None:
+    text = ('"Name","Calls","TotalDurationNs","AverageNs","Percentage"\n"gemm",10,5000,500,62.5\n'
+            '"copy",3,3000,1000,37.5\n')
+    table = parse_rocprof_stats(text[:-12])
+    assert table["name"].tolist() == ["gemm"]
+    assert "cut short" in table.attrs["notes"][0]
+
+
+# -- recordings ------------------------------------------------------------------------------------------
+def _recording(tmp_path: Path, frames: int = 5) -> tuple[Path, bytes]:
+    session = synth.single_gcd_training()
+    session = Session(SessionHeader(name="rec"), [Frame(t=float(i), stdout=f.stdout)
+                                                  for i, f in enumerate(session.frames[:frames])])
+    data = session_bytes(session, gzip_it=False)
+    return tmp_path / "rec.jsonl", data
+
+
+@pytest.mark.parametrize("cut", [2, 40, 200])
+def test_a_torn_recording_keeps_all_complete_frames(tmp_path: Path, cut: int) -> None:
+    path, data = _recording(tmp_path)
+    path.write_bytes(data[:-cut])
+    with pytest.warns(UserWarning, match="cut short"):
+        session = read_session(path)
+    assert len(session.frames) == 4
+    assert "kept the 4 complete frames" in session.notes[0]
+    status, out, err = run_cli(["smi", "watch", "--replay", str(path), "--count", "1", "--interval", "0.01"])
+    assert status == 0, err
+    assert err.startswith("lumikit: warning: ") and "kept the 4 complete frames" in err and err.count("\n") == 1
+
+
+def test_a_recording_damaged_in_the_middle_names_the_line(tmp_path: Path) -> None:
+    path, data = _recording(tmp_path)
+    lines = data.split(b"\n")
+    lines[2] = lines[2][:30]
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(ParseError, match="line 3") as err:
+        read_session(path)
+    assert str(err.value).count(str(path)) == 1
+
+
+@pytest.mark.parametrize("damage", [b"\x1f\x8b\x08\x00garbage", b'{"format": "lumikit-smi-session"}\n\xff\xfe\n'],
+                         ids=["corrupt-gzip", "invalid-utf8"])
+def test_a_broken_recording_gives_the_projects_error(tmp_path: Path, damage: bytes) -> None:
+    path = tmp_path / "rec.jsonl"
+    path.write_bytes(damage)
+    with pytest.raises(ParseError):
+        read_session(path)
+
+
+# -- JSON and format detection ---------------------------------------------------------------------------
+def test_json_output_writes_non_finite_numbers_as_null_with_a_note(tmp_path: Path) -> None:
+    text, notes = to_json({"a": float("nan"), "b": [1.0, float("inf")], "n": 10**30})
+    assert strict_json(text) == {"a": None, "b": [1.0, None], "n": 10**30}
+    assert notes == ["a", "b[1]"]
+    log = tmp_path / "train.out"
+    log.write_text("Epoch 1, Training Loss: 1e999\n")
+    status, out, err = run_cli(["logs", "progress", str(log), "--json"])
+    assert status == 0 and strict_json(out)["summary"]["last_train_loss"] is None
+    assert "written as null" in err
+
+
+def test_a_chrome_trace_is_not_amd_smi_output() -> None:
+    trace = json.dumps([{"ph": "X", "name": "k", "ts": 1, "dur": 2, "pid": 0, "tid": 0}] * 2)
+    with pytest.raises(ParseError, match="Chrome/Kineto profiler trace"):
+        parse_smi(trace, source="trace.json")
+
+
+def test_parse_errors_name_the_location_once() -> None:
+    with pytest.raises(ParseError) as err:
+        parse_smi("GPU  Temp  AvgPwr\n0  40c\n", source="out.txt")
+    assert str(err.value).count("out.txt") == 1 and str(err.value).count("line") == 1
+
+
+# -- every reader on bad files ---------------------------------------------------------------------------
+def test_every_reader_prints_one_line_and_exits_2_for_a_bad_file(tmp_path: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = bad_input_rows(tmp_path)
+    assert len({r.command for r in rows}) == 9
+    for row in rows:
+        where = f"{row.command} on {row.input}"
+        assert row.status == 2, f"{where}: exit status {row.status}"
+        lines = row.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("lumikit: error: "), f"{where}: {row.stderr!r}"
+        assert "Traceback" not in row.stderr
+        if row.input not in ("missing file",) or "replay" not in row.command:
+            assert str(tmp_path) in lines[0], f"{where} does not name the file: {lines[0]}"
+
+
+def test_an_unreadable_file_is_one_line_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "x.out"
+    path.write_text("hello\n")
+
+    def refuse(self: Path) -> bytes:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    status, _, err = run_cli(["logs", "progress", str(path)])
+    assert status == 2 and err.strip() == f"lumikit: error: {path}: Permission denied; check the path and its " \
+                                          f"permissions"
+
+
+def test_lumikit_errors_are_value_errors_where_they_were() -> None:
+    assert issubclass(ParseError, (LumikitError, ValueError))
