@@ -9,6 +9,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -21,6 +22,18 @@ from lumikit.launch.slurm import SlurmBackend, submission_env
 pytestmark = pytest.mark.slurm
 REPO = Path(__file__).resolve().parents[2]
 PY = sys.executable
+
+
+def accounted_state(name: str, timeout: float = 60) -> str:
+    """The job's state in accounting once it is final: srun returns when the tasks end, and the database hears of
+    the job's end a moment later (on a loaded machine, seconds later)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        acct = SlurmBackend("lumi-sim").run(["sacct", "-n", "-P", "-X", "--name", name, "-o", "JobID,State"])
+        state = acct.stdout.strip().split("|")[-1].strip()
+        if state not in ("", "PENDING", "RUNNING", "COMPLETING") or time.monotonic() > deadline:
+            return state
+        time.sleep(1)
 
 
 def lumikit(*args: str) -> str:
@@ -51,9 +64,8 @@ def test_the_printed_ddp_srun_runs_from_a_plain_shell_with_the_local_loss(slurm_
     assert len(masters) == 1, proc.stdout  # every rank found the same rendezvous, on the job's first node
     addr, port = masters.pop()
     assert addr in slurm_cluster.nodes and port != "20000"
-    acct = SlurmBackend("lumi-sim").run(["sacct", "-n", "-P", "-X", "--name", name, "-o", "JobID,State"])
     if slurm_cluster.accounting:
-        assert acct.stdout.split("|")[-1].strip() == "COMPLETED", acct.stdout
+        assert accounted_state(name) == "COMPLETED"
     local = launch(spec([PY, "-m", "lumikit.workloads.ddp_check"], nodes=2, ntasks_per_node=2), site="laptop",
                    backend="local", runs_dir=tmp_path)
     assert local.wait(timeout=180, progress=False) == "COMPLETED", local.tail()
