@@ -24,6 +24,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from trace_bench_common import pss_kb, tree  # noqa: E402 - the benchmarks' shared helpers
 
 CONTENDERS = ("lumikit", "hta", "json")
 
@@ -68,29 +71,6 @@ def run_contender(name: str, path: str) -> dict:
 
 
 # -- measuring from the parent -------------------------------------------------------------------------
-def _tree(pid: int) -> list[int]:
-    pids, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        pids.append(p)
-        try:
-            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
-        except OSError:
-            children = []
-        todo.extend(int(c) for c in children)
-    return pids
-
-
-def _pss_kb(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
 def measure(name: str, path: Path, *, sample_memory: bool = True) -> dict:
     """Run one contender in a fresh interpreter; with ``sample_memory``, sample the process tree's PSS until it
     exits (the sampler reads /proc every 20 ms and takes CPU from the contender, so time a second run without it)."""
@@ -102,7 +82,7 @@ def measure(name: str, path: Path, *, sample_memory: bool = True) -> dict:
     def sample() -> None:
         nonlocal peak
         while not done.is_set():
-            peak = max(peak, sum(_pss_kb(p) for p in _tree(proc.pid)))
+            peak = max(peak, sum(pss_kb(p) for p in tree(proc.pid)))
             time.sleep(0.02)
 
     sampler = threading.Thread(target=sample, daemon=True)
