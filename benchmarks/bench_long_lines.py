@@ -74,7 +74,7 @@ def main() -> int:
                     start = time.perf_counter()
                     status, _, _ = run_cli([*argv, str(path), "--json"])
                     best = min(best, time.perf_counter() - start)
-                rows.append({"line": kind, "reader": reader, "mb": args.mb, "seconds": round(best, 3),
+                rows.append({"line": kind, "reader": reader, "mb": args.mb, "seconds": round(best, 6),
                              "exit_status": status, "under_target": best < TARGET_S})
                 print(f"{kind:<26} {reader:<14} {best:7.3f} s  exit {status}", flush=True)
     report = {"machine": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),

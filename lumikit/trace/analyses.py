@@ -1,8 +1,10 @@
 """The trace analyses, per rank and across ranks, behind one facade object with ``get_*`` methods (like HTA's).
 
 ``TraceAnalyzer(load_trace(path))`` answers: step times, kernel time by class and top kernels, temporal and
-idle-time breakdowns, communication/computation overlap, kernel launch delays and the straggler rank. Every method
-returns a pandas table; ``summary()`` gathers the headline numbers as plain JSON-ready values.
+idle-time breakdowns, communication/computation overlap, kernel launch delays and the straggler rank. Every
+``get_*`` method returns a pandas table; ``summary()`` gathers the headline numbers as plain JSON-ready values.
+The analyses compute on numpy columns (:mod:`lumikit.trace.columns`) and import pandas only to hand a table out,
+so ``summary()`` (and ``lumikit trace summary``) runs without it.
 
 Two choices follow HTA so the numbers compare: by default the last ProfilerStep (often cut short when the profiler
 stops) is left out of the analyses (``include_last_step=True`` keeps it), and a step's GPU work is the work its
@@ -11,19 +13,21 @@ host launched. Unlike HTA, time is measured per (rank, device): one process driv
 """
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
-import pandas as pd
 
+from ..kernels import CLASSES
+from .columns import Columns
 from .loader import Trace, load_trace
 from .metrics import comm_comp_overlap, idle_breakdown, temporal_breakdown, union_length
-from .tables import gpu_table, launch_table, step_table
+from .tables import gpu_columns, gpu_frame, launch_delays, launch_table, step_columns
 
-CLASSES = ("compute", "communication", "memory")
-
+if TYPE_CHECKING:
+    import pandas as pd
 
 class TraceAnalyzer:
     """Analyses over a loaded :class:`~lumikit.trace.loader.Trace` (tables are derived once per rank)."""
@@ -31,9 +35,11 @@ class TraceAnalyzer:
     def __init__(self, trace: Trace, *, include_last_step: bool = False) -> None:
         self.trace = trace
         self.include_last_step = include_last_step
-        self._gpu: dict[int, pd.DataFrame] = {}
-        self._window: dict[int, pd.DataFrame] = {}
-        self._steps: dict[int, pd.DataFrame] = {}
+        self._gpu_cols: dict[int, Columns] = {}
+        self._window_cols: dict[int, Columns] = {}
+        self._step_cols: dict[int, Columns] = {}
+        self._devices: dict[int, list[int]] = {}
+        self._frames: dict[tuple[str, int], "pd.DataFrame"] = {}
         self._warned: set[int] = set()
 
     @classmethod
@@ -46,135 +52,179 @@ class TraceAnalyzer:
         """The ranks of the trace, in increasing order."""
         return self.trace.rank_ids
 
-    def gpu(self, rank: int) -> pd.DataFrame:
-        """The GPU activity table of a rank, every activity (see :func:`lumikit.trace.tables.gpu_table`)."""
-        if rank not in self._gpu:
-            self._gpu[rank] = gpu_table(self.trace[rank].events, self.steps(rank))
+    # -- per-rank tables (numpy columns, and the same in pandas) ---------------------------------------
+    def gpu_columns(self, rank: int) -> Columns:
+        """The GPU activities of a rank as numpy columns (see :func:`lumikit.trace.tables.gpu_columns`)."""
+        if rank not in self._gpu_cols:
+            self._gpu_cols[rank] = gpu_columns(self.trace[rank].columns, self.step_columns(rank))
             devices = self.devices(rank)
             if len(devices) > 1 and rank not in self._warned:
                 self._warned.add(rank)
-                warnings.warn(_many_devices(rank, devices), stacklevel=2)
-        return self._gpu[rank]
+                warnings.warn(_many_devices(rank, devices), stacklevel=3)
+        return self._gpu_cols[rank]
+
+    def gpu(self, rank: int) -> "pd.DataFrame":
+        """The GPU activity table of a rank, every activity (see :func:`lumikit.trace.tables.gpu_table`)."""
+        return self._frame("gpu", rank, lambda: gpu_frame(self.gpu_columns(rank)))
 
     def devices(self, rank: int) -> list[int]:
         """The GPU devices (trace pids) that a rank's process drove, in increasing order."""
-        table = self._gpu.get(rank)
-        if table is None:
-            table = self.gpu(rank)
-        return sorted(int(d) for d in pd.unique(table["device"]))
+        if rank not in self._devices:
+            table = self._gpu_cols.get(rank)
+            if table is None:
+                table = self.gpu_columns(rank)
+            self._devices[rank] = distinct(table["device"])
+        return self._devices[rank]
+
+    def step_columns(self, rank: int) -> Columns:
+        """The host-side profiler steps of a rank as numpy columns."""
+        if rank not in self._step_cols:
+            self._step_cols[rank] = step_columns(self.trace[rank].columns)
+        return self._step_cols[rank]
+
+    def steps(self, rank: int) -> "pd.DataFrame":
+        """The host-side profiler steps of a rank."""
+        return self._frame("steps", rank, lambda: self.step_columns(rank).to_frame())
 
     def dropped_step(self, rank: int) -> int | None:
         """The step left out of the analyses (the last one, as HTA does), or None when every step counts
         (``include_last_step=True``, or fewer than two steps)."""
-        steps = self.steps(rank)
+        steps = self.step_columns(rank)
         if self.include_last_step or len(steps) < 2:
             return None
-        return int(steps.loc[steps["start"].idxmax(), "step"])
+        return int(steps["step"][int(np.argmax(steps["start"]))])
 
-    def window(self, rank: int) -> pd.DataFrame:
+    def _window_mask(self, rank: int) -> np.ndarray | None:
+        """Which GPU activities the analyses count (None: all): work launched from the host before the last
+        ProfilerStep began, and unlaunched work that started before it."""
+        if self.dropped_step(rank) is None:
+            return None
+        gpu = self.gpu_columns(rank)
+        last = float(self.step_columns(rank)["start"].max())
+        launch = gpu["launch_ts"]
+        return np.where(np.isnan(launch), gpu["ts"], launch) < last
+
+    def window_columns(self, rank: int) -> Columns:
+        """The GPU activities the analyses count, as numpy columns (see :meth:`window`)."""
+        if rank not in self._window_cols:
+            mask = self._window_mask(rank)
+            gpu = self.gpu_columns(rank)
+            self._window_cols[rank] = gpu if mask is None else gpu.take(mask)
+        return self._window_cols[rank]
+
+    def window(self, rank: int) -> "pd.DataFrame":
         """The GPU activities the analyses count: without the last step's work unless ``include_last_step``
         (work launched from the host before the last ProfilerStep began; unlaunched work that started before it)."""
-        if rank not in self._window:
-            gpu = self.gpu(rank)
-            if self.dropped_step(rank) is None:
-                self._window[rank] = gpu
-            else:
-                last = float(self.steps(rank)["start"].max())
-                launch = gpu["launch_ts"].to_numpy()
-                when = np.where(np.isnan(launch), gpu["ts"].to_numpy(), launch)
-                self._window[rank] = gpu[when < last]
-        return self._window[rank]
+        def build() -> "pd.DataFrame":
+            mask = self._window_mask(rank)
+            return self.gpu(rank) if mask is None else self.gpu(rank)[mask]
+        return self._frame("window", rank, build)
 
-    def steps(self, rank: int) -> pd.DataFrame:
-        """The host-side profiler steps of a rank."""
-        if rank not in self._steps:
-            self._steps[rank] = step_table(self.trace[rank].events)
-        return self._steps[rank]
+    def _frame(self, kind: str, rank: int, build) -> "pd.DataFrame":
+        if (kind, rank) not in self._frames:
+            self._frames[(kind, rank)] = build()
+        return self._frames[(kind, rank)]
 
-    def _selected(self, rank: int, steps: Iterable[int] | None) -> pd.DataFrame:
+    def _selected(self, rank: int, steps: Iterable[int] | None) -> Columns:
         if steps is None:
-            return self.window(rank)
-        gpu = self.gpu(rank)
-        return gpu[gpu["step"].isin(list(steps))]
+            return self.window_columns(rank)
+        gpu = self.gpu_columns(rank)
+        return gpu.take(np.isin(gpu["step"], list(steps)))
 
     # -- steps -----------------------------------------------------------------------------------------
     def get_profiler_steps(self) -> list[int]:
         """Every ProfilerStep number seen on any rank."""
         found: set[int] = set()
         for r in self.ranks:
-            found.update(int(s) for s in self.steps(r)["step"])
+            found.update(int(s) for s in self.step_columns(r)["step"])
         return sorted(found)
 
-    def get_step_times(self) -> pd.DataFrame:
+    def step_times(self, rank: int) -> dict[str, np.ndarray]:
+        """One rank's :meth:`get_step_times` as numpy columns."""
+        steps = self.step_columns(rank)
+        gpu = self.gpu_columns(rank)
+        step, ts, end = gpu["step"], gpu["ts"], gpu["end"]
+        numbers = steps["step"]
+        masks = [step == s for s in numbers]
+        dropped = self.dropped_step(rank)
+        return {"step": numbers, "start_us": steps["start"], "dur_us": steps["dur"],
+                "gpu_busy_us": np.array([union_length(ts[m], end[m]) for m in masks], dtype=float),
+                "gpu_activities": np.array([int(m.sum()) for m in masks], dtype=np.int64),
+                "analysed": numbers != (dropped if dropped is not None else -1)}
+
+    def get_step_times(self) -> "pd.DataFrame":
         """Per rank and step: host start and duration (µs), GPU busy time and GPU activity count in the step."""
-        frames = []
-        for r in self.ranks:
-            steps = self.steps(r)
-            gpu = self.gpu(r)
-            step, ts, end = gpu["step"].to_numpy(), gpu["ts"].to_numpy(), gpu["end"].to_numpy()
-            numbers = steps["step"].to_numpy()
-            masks = [step == s for s in numbers]
-            frames.append(pd.DataFrame({
-                "rank": r, "step": numbers, "start_us": steps["start"].to_numpy(), "dur_us": steps["dur"].to_numpy(),
-                "gpu_busy_us": [union_length(ts[m], end[m]) for m in masks],
-                "gpu_activities": [int(m.sum()) for m in masks],
-                "analysed": numbers != (self.dropped_step(r) if self.dropped_step(r) is not None else -1),
-            }))
+        import pandas as pd
+
+        frames = [pd.DataFrame({"rank": r, **self.step_times(r)}) for r in self.ranks]
         return _concat(frames, ["rank", "step", "start_us", "dur_us", "gpu_busy_us", "gpu_activities", "analysed"])
 
     # -- kernels ---------------------------------------------------------------------------------------
-    def get_kernel_breakdown(self, steps: Iterable[int] | None = None) -> pd.DataFrame:
+    def kernel_breakdown(self, rank: int, steps: Iterable[int] | None = None) -> dict[str, tuple[float, int]]:
+        """One rank's time (µs, summed durations) and count per class (compute / communication / memory)."""
+        gpu = self._selected(rank, steps)
+        dur, codes = gpu["dur"], gpu["kclass"].astype(np.intp)
+        totals = np.bincount(codes, weights=dur, minlength=len(CLASSES))
+        counts = np.bincount(codes, minlength=len(CLASSES))
+        return {k: (float(totals[i]), int(counts[i])) for i, k in enumerate(CLASSES)}
+
+    def get_kernel_breakdown(self, steps: Iterable[int] | None = None) -> "pd.DataFrame":
         """Per rank and class (compute / communication / memory): total time (µs, summed durations), count, share."""
+        import pandas as pd
+
         rows = []
         for r in self.ranks:
-            gpu = self._selected(r, steps)
-            dur, codes = gpu["dur"].to_numpy(), gpu["kclass"].cat.codes.to_numpy()
-            totals = np.bincount(codes, weights=dur, minlength=len(CLASSES))
-            counts = np.bincount(codes, minlength=len(CLASSES))
-            total = float(dur.sum())
-            for i, k in enumerate(CLASSES):
-                t = float(totals[i])
-                rows.append({"rank": r, "kclass": k, "total_us": t, "count": int(counts[i]),
-                             "fraction": t / total if total else 0.0})
+            by_class = self.kernel_breakdown(r, steps)
+            total = float(self._selected(r, steps)["dur"].sum())
+            for k, (t, n) in by_class.items():
+                rows.append({"rank": r, "kclass": k, "total_us": t, "count": n, "fraction": t / total if total else 0.0})
         return pd.DataFrame(rows, columns=["rank", "kclass", "total_us", "count", "fraction"])
 
-    def get_top_kernels(self, n: int = 10, steps: Iterable[int] | None = None) -> pd.DataFrame:
-        """The ``n`` GPU activities with the most total time on each rank."""
-        frames = []
-        for r in self.ranks:
-            gpu = self._selected(r, steps)
-            dur = gpu["dur"].to_numpy()
-            names = gpu["name"].cat.categories
-            key = gpu["name"].cat.codes.to_numpy().astype(np.int64) * len(CLASSES) + gpu["kclass"].cat.codes.to_numpy()
-            sums = np.bincount(key, weights=dur)
-            counts = np.bincount(key)
-            present = np.flatnonzero(counts)
-            best = present[np.argsort(-sums[present], kind="stable")][:n]
-            total = float(dur.sum())
-            frames.append(pd.DataFrame({
-                "rank": r, "name": np.array([str(names[k // len(CLASSES)]) for k in best], dtype=object),
+    def top_kernels(self, rank: int, n: int = 10, steps: Iterable[int] | None = None) -> dict[str, np.ndarray]:
+        """One rank's :meth:`get_top_kernels` as numpy columns (name, kclass, count, total_us, mean_us, fraction)."""
+        gpu = self._selected(rank, steps)
+        dur = gpu["dur"]
+        names = gpu.labels["name"]
+        key = gpu["name"].astype(np.int64) * len(CLASSES) + gpu["kclass"]
+        sums = np.bincount(key, weights=dur)
+        counts = np.bincount(key)
+        present = np.flatnonzero(counts)
+        best = present[np.argsort(-sums[present], kind="stable")][:n]
+        total = float(dur.sum())
+        return {"name": np.array([str(names[k // len(CLASSES)]) for k in best], dtype=object),
                 "kclass": np.array([CLASSES[k % len(CLASSES)] for k in best], dtype=object),
                 "count": counts[best], "total_us": sums[best], "mean_us": sums[best] / counts[best],
-                "fraction": sums[best] / total if total else 0.0,
-            }))
+                "fraction": sums[best] / total if total else np.zeros(len(best))}
+
+    def get_top_kernels(self, n: int = 10, steps: Iterable[int] | None = None) -> "pd.DataFrame":
+        """The ``n`` GPU activities with the most total time on each rank."""
+        import pandas as pd
+
+        frames = [pd.DataFrame({"rank": r, **self.top_kernels(r, n, steps)}) for r in self.ranks]
         return _concat(frames, ["rank", "name", "kclass", "count", "total_us", "mean_us", "fraction"])
 
     # -- time breakdowns -------------------------------------------------------------------------------
-    def get_temporal_breakdown(self, steps: Iterable[int] | None = None) -> pd.DataFrame:
-        """Per rank and device: span, idle, compute and non-compute time (µs) and their fractions of the span."""
+    def temporal(self, rank: int, steps: Iterable[int] | None = None) -> list[dict]:
+        """One rank's :meth:`get_temporal_breakdown` rows, one per device."""
         rows = []
-        for r in self.ranks:
-            for device, gpu in _by_device(self._selected(r, steps), self.devices(r)):
-                t = temporal_breakdown(gpu)
-                span = t["span_us"]
-                rows.append({"rank": r, "device": device, **t,
-                             **{f"{k}_fraction": (t[f"{k}_us"] / span if span else 0.0)
-                                for k in ("idle", "compute", "non_compute")}})
+        for device, gpu in _by_device(self._selected(rank, steps), self.devices(rank)):
+            t = temporal_breakdown(gpu)
+            span = t["span_us"]
+            rows.append({"rank": rank, "device": device, **t,
+                         **{f"{k}_fraction": (t[f"{k}_us"] / span if span else 0.0)
+                            for k in ("idle", "compute", "non_compute")}})
+        return rows
+
+    def get_temporal_breakdown(self, steps: Iterable[int] | None = None) -> "pd.DataFrame":
+        """Per rank and device: span, idle, compute and non-compute time (µs) and their fractions of the span."""
+        import pandas as pd
+
+        rows = [row for r in self.ranks for row in self.temporal(r, steps)]
         return pd.DataFrame(rows, columns=["rank", "device", "span_us", "idle_us", "compute_us", "non_compute_us",
                                            "idle_fraction", "compute_fraction", "non_compute_fraction"])
 
     def get_idle_time_breakdown(self, steps: Iterable[int] | None = None,
-                                consecutive_kernel_delay: float = 30.0) -> pd.DataFrame:
+                                consecutive_kernel_delay: float = 30.0) -> "pd.DataFrame":
         """Per rank, device and stream: idle time waiting for the host, between kernels, and other (µs)."""
         frames = []
         for r in self.ranks:
@@ -183,15 +233,20 @@ class TraceAnalyzer:
             frames.append(table)
         return _concat(frames, ["rank", "device", "stream", "host_wait_us", "kernel_wait_us", "other_us"])
 
-    def get_comm_comp_overlap(self, steps: Iterable[int] | None = None) -> pd.DataFrame:
+    def overlap(self, rank: int, steps: Iterable[int] | None = None) -> dict[int, float]:
+        """One rank's communication/computation overlap per device (NaN without communication)."""
+        return {d: comm_comp_overlap(g) for d, g in _by_device(self._selected(rank, steps), self.devices(rank))}
+
+    def get_comm_comp_overlap(self, steps: Iterable[int] | None = None) -> "pd.DataFrame":
         """Per rank and device: the share of communication time overlapped by computation (NaN without
         communication)."""
-        return pd.DataFrame([{"rank": r, "device": d, "overlap": comm_comp_overlap(g)} for r in self.ranks
-                             for d, g in _by_device(self._selected(r, steps), self.devices(r))],
-                            columns=["rank", "device", "overlap"])
+        import pandas as pd
+
+        return pd.DataFrame([{"rank": r, "device": d, "overlap": v} for r in self.ranks
+                             for d, v in self.overlap(r, steps).items()], columns=["rank", "device", "overlap"])
 
     # -- launches and stragglers -----------------------------------------------------------------------
-    def get_kernel_launch_delays(self, steps: Iterable[int] | None = None) -> pd.DataFrame:
+    def get_kernel_launch_delays(self, steps: Iterable[int] | None = None) -> "pd.DataFrame":
         """Per launched GPU activity: launch call, its duration, the GPU duration and the launch delay (µs)."""
         frames = []
         for r in self.ranks:
@@ -204,14 +259,14 @@ class TraceAnalyzer:
     def straggler_rows(self, rank: int) -> list[dict]:
         """Per step of a rank: its host duration and its communication kernel time (µs), what
         :func:`straggler_table` compares across ranks."""
-        gpu = self.gpu(rank)
-        comm = (gpu["kclass"] == "communication").to_numpy()
-        step, dur = gpu["step"].to_numpy(), gpu["dur"].to_numpy()
-        steps = self.steps(rank)
+        gpu = self.gpu_columns(rank)
+        comm = gpu.label_mask("kclass", ("communication",))
+        step, dur = gpu["step"], gpu["dur"]
+        steps = self.step_columns(rank)
         return [{"rank": rank, "step": s, "dur_us": float(d), "comm_us": float(dur[comm & (step == s)].sum())}
-                for s, d in zip(steps["step"].to_numpy().tolist(), steps["dur"].to_numpy().tolist())]
+                for s, d in zip(steps["step"].tolist(), steps["dur"].tolist())]
 
-    def get_stragglers(self) -> pd.DataFrame:
+    def get_stragglers(self) -> "pd.DataFrame":
         """Per rank: mean step time, mean communication time per step, and how often it was the straggler.
 
         In a synchronous job every rank waits in the collectives for the slowest one, so the straggler of a
@@ -222,17 +277,17 @@ class TraceAnalyzer:
 
     def get_straggler(self) -> int | None:
         """The rank most often found to be the straggler, or None (one rank, or no step on several ranks)."""
-        return straggler_of(self.get_stragglers())
+        return straggler_rank([row for r in self.ranks for row in self.straggler_rows(r)], self.ranks)
 
     # -- collectives and memory ----------------------------------------------------------------------
-    def get_collectives(self) -> pd.DataFrame:
+    def get_collectives(self) -> "pd.DataFrame":
         """One row per RCCL/NCCL kernel: collective, bytes, group size, algorithm and bus bandwidth (GB/s)
         (see :mod:`lumikit.trace.comms`; reads the files again for the communication args)."""
         from .comms import collective_table
 
         return collective_table(self.trace)
 
-    def get_collective_bandwidth(self, site=None) -> pd.DataFrame:
+    def get_collective_bandwidth(self, site=None) -> "pd.DataFrame":
         """Per rank and collective: calls, bytes, time and bus bandwidth, as a share of each link speed of the
         site profile (``site``: a name, a :class:`~lumikit.site.Site`, or None for LUMI's figures)."""
         from ..site import load_site
@@ -241,96 +296,156 @@ class TraceAnalyzer:
         return collective_summary(self.get_collectives(), load_site(site or "lumi").links)
 
     # -- headline numbers ------------------------------------------------------------------------------
+    def rank_summary(self, rank: int, top: int = 10) -> dict:
+        """One rank's headline numbers (an entry of :meth:`summary`'s ``ranks``), from numpy columns only."""
+        rt = self.trace[rank]
+        gpu = self.gpu_columns(rank)
+        window = self.window_columns(rank)
+        steps = self.step_times(rank)
+        kinds = self.kernel_breakdown(rank)
+        tops = self.top_kernels(rank, top)
+        overlap = self.overlap(rank)
+        devices = {}
+        for tb in self.temporal(rank):
+            ov = overlap[tb["device"]]
+            devices[str(tb["device"])] = {
+                "temporal": {"span_us": _r(tb["span_us"]), "idle": _r(tb["idle_fraction"], 4),
+                             "compute": _r(tb["compute_fraction"], 4),
+                             "non_compute": _r(tb["non_compute_fraction"], 4)},
+                "comm_comp_overlap": None if math.isnan(ov) else _r(ov, 4),
+            }
+        one = next(iter(devices.values())) if len(devices) == 1 else None
+        return {
+            "file": str(rt.path),
+            "truncated": rt.truncated,
+            "events": int(rt.n_events),
+            "gpu_activities": int(len(gpu)),
+            "gpu_activities_in_steps": int((gpu["step"] >= 0).sum()),
+            "gpu_activities_analysed": int(len(window)),
+            "dropped_step": self.dropped_step(rank),
+            "streams": distinct(gpu["stream"]),
+            "steps": [{"step": int(s), "dur_us": _r(d), "gpu_busy_us": _r(b), "gpu_activities": int(n),
+                       "analysed": bool(a)}
+                      for s, d, b, n, a in zip(steps["step"], steps["dur_us"], steps["gpu_busy_us"],
+                                               steps["gpu_activities"], steps["analysed"])],
+            "kernel_time_us": {k: _r(t) for k, (t, _) in kinds.items()},
+            "top_kernels": [{"name": name, "class": kclass, "count": int(count), "total_us": _r(total)}
+                            for name, kclass, count, total in zip(tops["name"], tops["kclass"], tops["count"],
+                                                                  tops["total_us"])],
+            # rank-level figures only where the rank drove one device; otherwise read "devices"
+            "temporal": one["temporal"] if one else None,
+            "comm_comp_overlap": one["comm_comp_overlap"] if one else None,
+            "devices": devices,
+            "launch_delays": launch_delay_summary(launch_delays(window)),
+            "warnings": [_many_devices(rank, self.devices(rank))] if len(devices) > 1 else [],
+        }
+
     def summary(self, top: int = 10) -> dict:
         """JSON-ready headline numbers per rank: step times, kernel totals by class (µs), top kernels, the
         idle / compute / non-compute fractions and overlap per device, launch delays; plus the straggler rank
         and a ``window`` sentence that says which steps were counted."""
-        steps = self.get_step_times()
-        kinds = self.get_kernel_breakdown()
-        tops = self.get_top_kernels(top)
-        temporal = self.get_temporal_breakdown()
-        overlap = self.get_comm_comp_overlap()
-        ranks = {}
-        for r in self.ranks:
-            rt = self.trace[r]
-            gpu = self.gpu(r)
-            s = steps[steps["rank"] == r]
-            k = kinds[kinds["rank"] == r]
-            t = tops[tops["rank"] == r]
-            devices = {}
-            for tb, ov in zip(temporal[temporal["rank"] == r].itertuples(), overlap[overlap["rank"] == r].itertuples()):
-                devices[str(tb.device)] = {
-                    "temporal": {"span_us": _r(tb.span_us), "idle": _r(tb.idle_fraction, 4),
-                                 "compute": _r(tb.compute_fraction, 4), "non_compute": _r(tb.non_compute_fraction, 4)},
-                    "comm_comp_overlap": None if np.isnan(ov.overlap) else _r(ov.overlap, 4),
-                }
-            one = next(iter(devices.values())) if len(devices) == 1 else None
-            ranks[str(r)] = {
-                "file": str(rt.path),
-                "truncated": rt.truncated,
-                "events": int(rt.n_events),
-                "gpu_activities": int(len(gpu)),
-                "gpu_activities_in_steps": int((gpu["step"] >= 0).sum()),
-                "gpu_activities_analysed": int(len(self.window(r))),
-                "dropped_step": self.dropped_step(r),
-                "streams": sorted(int(x) for x in gpu["stream"].unique()),
-                "steps": [{"step": int(row.step), "dur_us": _r(row.dur_us), "gpu_busy_us": _r(row.gpu_busy_us),
-                           "gpu_activities": int(row.gpu_activities), "analysed": bool(row.analysed)}
-                          for row in s.itertuples()],
-                "kernel_time_us": {row.kclass: _r(row.total_us) for row in k.itertuples()},
-                "top_kernels": [{"name": row.name, "class": row.kclass, "count": int(row.count),
-                                 "total_us": _r(row.total_us)} for row in t.itertuples()],
-                # rank-level figures only where the rank drove one device; otherwise read "devices"
-                "temporal": one["temporal"] if one else None,
-                "comm_comp_overlap": one["comm_comp_overlap"] if one else None,
-                "devices": devices,
-                "launch_delays": launch_delay_summary(launch_table(self.window(r))),
-                "warnings": [_many_devices(r, self.devices(r))] if len(devices) > 1 else [],
-            }
+        ranks = {str(r): self.rank_summary(r, top) for r in self.ranks}
         return {"ranks": ranks, "straggler": self.get_straggler(), "window": self.window_note()}
 
     def window_note(self) -> str:
         """One sentence on which steps the analyses counted, and how that compares with HTA."""
-        if self.include_last_step:
-            return ("every ProfilerStep counted, the last one too (HTA leaves the last step out unless "
-                    "include_last_profiler_step=True)")
-        return ("the last ProfilerStep of each rank left out, as HTA does (it is often cut short when the profiler "
-                "stops); include_last_step=True (command line: --include-last-step) counts it")
+        return window_note(self.include_last_step)
 
 
-def straggler_table(rows: list[dict], ranks: list[int]) -> pd.DataFrame:
+def distinct(values: np.ndarray) -> list[int]:
+    """The distinct integers of an id column (devices, streams), in increasing order."""
+    if len(values) == 0:
+        return []
+    low = int(values.min())
+    if int(values.max()) - low < 1 << 16:  # small ids: count them (no sort)
+        return (np.flatnonzero(np.bincount(values - low)) + low).tolist()
+    return sorted(set(values.tolist()))
+
+
+def window_note(include_last_step: bool) -> str:
+    """One sentence on which steps the analyses counted, and how that compares with HTA."""
+    if include_last_step:
+        return ("every ProfilerStep counted, the last one too (HTA leaves the last step out unless "
+                "include_last_profiler_step=True)")
+    return ("the last ProfilerStep of each rank left out, as HTA does (it is often cut short when the profiler "
+            "stops); include_last_step=True (command line: --include-last-step) counts it")
+
+
+def straggler_counts(rows: list[dict], ranks: list[int]) -> dict[int, int]:
+    """How many steps each rank was the straggler of, from :meth:`TraceAnalyzer.straggler_rows` of every rank
+    (they may come from separate processes). Steps seen on one rank only do not count."""
+    by_step: dict[object, list[dict]] = {}
+    for row in rows:
+        by_step.setdefault(row["step"], []).append(row)
+    counts = dict.fromkeys(ranks, 0)
+    for group in by_step.values():
+        if len(group) < 2:
+            continue
+        if all(g["comm_us"] > 0 for g in group):
+            pick = min(group, key=lambda g: _or(g["comm_us"], math.inf))
+        else:
+            pick = max(group, key=lambda g: _or(g["dur_us"], -math.inf))
+        counts[int(pick["rank"])] += 1
+    return counts
+
+
+def straggler_rank(rows: list[dict], ranks: list[int]) -> int | None:
+    """The rank most often the straggler (the lowest such rank on a tie), or None when no step has one."""
+    counts = straggler_counts(rows, ranks)
+    best = max(counts.values(), default=0)
+    return None if best == 0 else next(r for r in ranks if counts[r] == best)
+
+
+def straggler_table(rows: list[dict], ranks: list[int]) -> "pd.DataFrame":
     """Mean step and communication time per rank and its straggler count, from
     :meth:`TraceAnalyzer.straggler_rows` of every rank (they may come from separate processes)."""
+    import pandas as pd
+
     table = pd.DataFrame(rows, columns=["rank", "step", "dur_us", "comm_us"])
-    counts = dict.fromkeys(ranks, 0)
-    for _, g in table.groupby("step"):
-        if len(g) < 2:
-            continue
-        if (g["comm_us"] > 0).all():
-            counts[int(g.loc[g["comm_us"].idxmin(), "rank"])] += 1
-        else:
-            counts[int(g.loc[g["dur_us"].idxmax(), "rank"])] += 1
+    counts = straggler_counts(rows, ranks)
     agg = table.groupby("rank").agg(mean_step_us=("dur_us", "mean"), mean_comm_us=("comm_us", "mean"))
     agg = agg.reindex(ranks)
     agg["straggler_steps"] = [counts[r] for r in ranks]
     return agg.reset_index().rename(columns={"index": "rank"})
 
 
-def straggler_of(table: pd.DataFrame) -> int | None:
+def straggler_of(table: "pd.DataFrame") -> int | None:
     """The rank with the most straggler steps in a :func:`straggler_table`, or None."""
     if table.empty or table["straggler_steps"].max() == 0:
         return None
     return int(table.loc[table["straggler_steps"].idxmax(), "rank"])
 
 
-def launch_delay_summary(launches: pd.DataFrame) -> dict:
-    """Launch delays in a few numbers: median and p95 (µs), and how many are negative: the GPU work started
-    before its host launch call ended, which on ROCm shows clock skew between host and GPU timestamps."""
-    delay = launches["launch_delay"].to_numpy(dtype=float)
+def launch_delay_summary(delays: np.ndarray) -> dict:
+    """Launch delays (µs, see :func:`lumikit.trace.tables.launch_delays`) in a few numbers: median and p95, and
+    how many are negative: the GPU work started before its host launch call ended, which on ROCm shows clock skew
+    between host and GPU timestamps."""
+    delay = np.sort(np.asarray(delays, dtype=float))
     if len(delay) == 0:
         return {"count": 0, "median_us": None, "p95_us": None, "negative": 0, "min_us": None}
-    return {"count": int(len(delay)), "median_us": _r(np.median(delay)), "p95_us": _r(np.percentile(delay, 95)),
+    return {"count": int(len(delay)), "median_us": _r(median(delay)), "p95_us": _r(quantile(delay, 0.95)),
             "negative": int((delay < 0).sum()), "min_us": _r(delay.min())}
+
+
+def quantile(ordered: np.ndarray, q: float) -> float:
+    """``np.quantile(ordered, q)`` of sorted values (linear interpolation, the same float result), without
+    importing ``numpy.ma`` as ``np.percentile`` does on first use (a tenth of a fresh summary's import time)."""
+    if len(ordered) == 0 or np.isnan(ordered[-1]):
+        return float("nan")
+    index = (len(ordered) - 1) * q
+    lo = int(np.floor(index))
+    hi = min(lo + 1, len(ordered) - 1)
+    gamma = index - lo
+    a, b = ordered[lo], ordered[hi]
+    return float(b - (b - a) * (1 - gamma) if gamma >= 0.5 else a + (b - a) * gamma)
+
+
+def median(ordered: np.ndarray) -> float:
+    """``np.median`` of sorted values (the mean of the middle two for an even count)."""
+    n = len(ordered)
+    if n == 0 or np.isnan(ordered[-1]):
+        return float("nan")
+    return float(ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2)
 
 
 def _many_devices(rank: int, devices: list[int]) -> str:
@@ -339,17 +454,23 @@ def _many_devices(rank: int, devices: list[int]) -> str:
             f"DistributedDataParallel with one process per GCD is the layout LUMI expects")
 
 
-def _by_device(gpu: pd.DataFrame, devices: list[int]):
+def _by_device(gpu: Columns, devices: list[int]):
     """(device, that device's rows) for every device the rank drove, even one with no row in ``gpu``."""
-    dev = gpu["device"].to_numpy()
+    dev = gpu["device"]
     for d in devices or [-1]:
-        yield d, (gpu if len(devices) <= 1 else gpu[dev == d])
+        yield d, (gpu if len(devices) <= 1 else gpu.take(dev == d))
 
 
 def _r(value: float, digits: int = 3) -> float:
     return round(float(value), digits)
 
 
-def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+def _or(value: float, default: float) -> float:
+    return default if value != value else value  # NaN sorts as the default
+
+
+def _concat(frames: list["pd.DataFrame"], columns: list[str]) -> "pd.DataFrame":
+    import pandas as pd
+
     frames = [f for f in frames if not f.empty]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)

@@ -4,13 +4,18 @@ Only complete events (``ph == "X"``) are kept, and only the fields the analyses 
 become integer codes (a pandas Categorical at the end), numbers become numpy arrays: a 300 MB trace ends up as a
 table of a few tens of megabytes. ``parse_chunk`` runs in worker processes; it decodes with msgspec into slotted
 records holding only those fields, about twice as fast as building every event as a dict, and a union tagged by
-``ph`` builds nothing at all for the flow, metadata and instant events around them (a third faster again).
+``ph`` builds nothing at all for the flow, metadata and instant events around them (a third faster again); the
+records are turned into columns by C-level ``attrgetter``/``zip`` passes rather than a Python loop per field.
+
+A rank's table is a :class:`Columns` (numpy arrays, names as integer codes): what the analyses compute on, with
+no pandas import; ``Columns.to_frame()`` gives the pandas table notebooks show.
 """
 from __future__ import annotations
 
 import gc
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Union
 
 import msgspec
 import numpy as np
@@ -108,13 +113,17 @@ def _codes(values: list) -> tuple[np.ndarray, list[str]]:
     return codes, [v if v.__class__ is str else str(v) for v in index]
 
 
+#: ``bytes`` when an event has none: then ``size`` counts (rocprof-style copies write ``size`` instead).
+_NO_BYTES = -(2**62)
+
+
 class _Args(msgspec.Struct, frozen=True, gc=False):
     """The ``args`` keys the analyses use; msgspec skips every other key without building it."""
 
     stream: Any = -1
     correlation: Any = -1
     external_id: Any = msgspec.field(default=-1, name="External id")
-    bytes: Any = msgspec.UNSET  # UNSET: absent, so ``size`` counts (rocprof-style copies)
+    bytes: Any = _NO_BYTES
     size: Any = -1
 
 
@@ -130,7 +139,7 @@ class _Kept(msgspec.Struct, gc=False):
     tid: Any = -1
     ts: Any = _NAN
     dur: Any = 0.0
-    args: _Args | list | str | int | float | bool | None = None  # anything but an object counts as no args
+    args: _Args | list | str | int | float | bool | None = _NO_ARGS  # anything but an object counts as no args
 
 
 class _Event(_Kept):
@@ -157,7 +166,11 @@ def decode_complete_events(chunk: bytes) -> tuple[list, int]:
 
     The fast path decodes every other known phase into an empty record; an event without ``ph`` or with an
     unknown one sends the chunk through the general decoder instead."""
-    body = b"[" + chunk + b"]"
+    return decode_array(b"[" + chunk + b"]")
+
+
+def decode_array(body: bytes | bytearray | memoryview) -> tuple[list, int]:
+    """:func:`decode_complete_events` on a whole JSON array (``b'[{..},{..}]'``), as a worker reads it."""
     try:
         events = _FAST_DECODER.decode(body)
     except msgspec.ValidationError:
@@ -166,31 +179,114 @@ def decode_complete_events(chunk: bytes) -> tuple[list, int]:
     return [e for e in events if e.__class__ is _Complete], len(events)
 
 
+_FIELDS = attrgetter("name", "cat", "pid", "tid", "ts", "dur", "args")
+_ARG_FIELDS = attrgetter("stream", "correlation", "external_id", "bytes", "size")
+
+
 def parse_chunk(chunk: bytes) -> ColumnChunk:
     """Parse one array body (``b'{..},{..}'``) into columns; raises ``msgspec.DecodeError`` if it is broken."""
+    return parse_array(b"[" + chunk + b"]")
+
+
+def parse_array(body: bytes | bytearray | memoryview) -> ColumnChunk:
+    """Parse a whole JSON array of events (``b'[{..},{..}]'``) into columns (see :func:`parse_chunk`)."""
     was_enabled = gc.isenabled()
     gc.disable()  # hundreds of thousands of fresh objects would trigger full collections for nothing
     try:
-        kept, n_all = decode_complete_events(chunk)
+        kept, n_all = decode_array(body)
         n = len(kept)
         if n == 0:
             empty_i, empty_f = np.empty(0, np.int64), np.empty(0, np.float64)
             arrays = {c: empty_i for c in INT_COLUMNS} | {c: empty_f for c in FLOAT_COLUMNS}
             return ColumnChunk([], [], np.empty(0, np.int32), np.empty(0, np.int32), arrays, n_all)
-        name_code, name_list = _codes([e.name for e in kept])
-        cat_code, cat_list = _codes([e.cat or "" for e in kept])
-        arrays = {"pid": _ints([e.pid for e in kept], n), "tid": _ints([e.tid for e in kept], n),
-                  "ts": _floats([e.ts for e in kept], n), "dur": _floats([e.dur for e in kept], n)}
-        args = [a if a.__class__ is _Args else _NO_ARGS for a in [e.args for e in kept]]
+        names, cats, pids, tids, tss, durs, args = zip(*map(_FIELDS, kept))  # one C-level pass per chunk
         del kept
-        arrays["stream"] = _ints([a.stream for a in args], n)
-        arrays["correlation"] = _ints([a.correlation for a in args], n)
-        arrays["external_id"] = _ints([a.external_id for a in args], n)
-        arrays["bytes"] = _ints([a.size if a.bytes is msgspec.UNSET else a.bytes for a in args], n)
+        name_code, name_list = _codes(names)
+        cat_code, cat_list = _codes(cats if all(cats) else [c or "" for c in cats])
+        arrays = {"pid": _ints(pids, n), "tid": _ints(tids, n), "ts": _floats(tss, n), "dur": _floats(durs, n)}
+        try:
+            stream, correlation, external_id, nbytes, size = zip(*map(_ARG_FIELDS, args))
+        except AttributeError:  # an event whose args are not an object (a list, a string, null): no args
+            args = [a if a.__class__ is _Args else _NO_ARGS for a in args]
+            stream, correlation, external_id, nbytes, size = zip(*map(_ARG_FIELDS, args))
+        arrays["stream"] = _ints(stream, n)
+        arrays["correlation"] = _ints(correlation, n)
+        arrays["external_id"] = _ints(external_id, n)
+        nbytes_i = _ints(nbytes, n)
+        absent = nbytes_i == _NO_BYTES
+        arrays["bytes"] = np.where(absent, _ints(size, n), nbytes_i) if absent.any() else nbytes_i
         return ColumnChunk(name_list, cat_list, name_code, cat_code, arrays, n_all)
     finally:
         if was_enabled:
             gc.enable()
+
+
+class Columns:
+    """Equal-length numpy columns by name, some holding integer codes into a list of labels (a pandas
+    categorical without pandas; code -1 is no label). What the analyses compute on; ``to_frame()`` is the same
+    table in pandas, for notebooks."""
+
+    def __init__(self, data: Mapping[str, np.ndarray], labels: Mapping[str, Sequence[str]] | None = None) -> None:
+        self.data = dict(data)
+        self.labels = {k: list(v) for k, v in (labels or {}).items()}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.data[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.data
+
+    def __len__(self) -> int:
+        return len(next(iter(self.data.values()))) if self.data else 0
+
+    @property
+    def empty(self) -> bool:
+        """Whether the table has no rows (as ``DataFrame.empty``)."""
+        return len(self) == 0
+
+    def label_mask(self, name: str, wanted: Iterable[str] | Any) -> np.ndarray:
+        """Rows whose label in column ``name`` is one of ``wanted`` (or satisfies it, when it is a predicate),
+        tested once per label rather than once per row."""
+        labels = self.labels[name]
+        test = wanted if callable(wanted) else set(wanted).__contains__
+        ok = np.fromiter((bool(test(label)) for label in labels), dtype=bool, count=len(labels))
+        return np.append(ok, False)[self.data[name]]  # code -1 (no label) lands on the appended False
+
+    def take(self, index: np.ndarray) -> "Columns":
+        """The rows selected by a boolean mask or an index array, same labels."""
+        return Columns({k: v[index] for k, v in self.data.items()}, self.labels)
+
+    def to_frame(self) -> "pd.DataFrame":
+        """The pandas table: labelled columns become categoricals (no copy of the numeric columns)."""
+        import pandas as pd
+
+        data: dict[str, object] = {}
+        for name, values in self.data.items():
+            if name in self.labels:
+                labels = self.labels[name]
+                data[name] = pd.Categorical.from_codes(values, categories=labels) if labels else \
+                    pd.Categorical([None] * len(values))
+            else:
+                data[name] = values
+        return pd.DataFrame(data, copy=False)
+
+    @classmethod
+    def from_frame(cls, frame: "pd.DataFrame") -> "Columns":
+        """The columns of a pandas table (categoricals as codes and labels; anything else as its numpy array)."""
+        data, labels = {}, {}
+        for name in frame.columns:
+            col = frame[name]
+            if hasattr(col, "cat"):
+                data[name] = col.cat.codes.to_numpy().astype(np.int32, copy=False)
+                labels[name] = [str(c) for c in col.cat.categories]
+            else:
+                data[name] = col.to_numpy()
+        return cls(data, labels)
+
+
+def as_columns(table: "Columns | pd.DataFrame") -> Columns:
+    """A :class:`Columns` view of a table given either way (the analyses accept both)."""
+    return table if isinstance(table, Columns) else Columns.from_frame(table)
 
 
 class TableBuilder:
@@ -215,22 +311,15 @@ class TableBuilder:
         self.n_events += chunk.n_events
         self._parts.append(chunk)
 
-    def build(self) -> "pd.DataFrame":
-        """The rank's event table, sorted by start time (columns are moved out of the chunks one at a time,
-        so the peak stays near one copy of the table)."""
-        import pandas as pd  # only here: parsing (in worker processes) does not need it
-
+    def build_columns(self) -> Columns:
+        """The rank's events as :class:`Columns`, sorted by start time (columns are moved out of the chunks one
+        at a time, so the peak stays near one copy of the table)."""
         parts = self._parts
         self._parts = []
         ts = _take(parts, "ts", np.float64)
         order = np.argsort(ts, kind="stable")
-        data: dict[str, object] = {}
-        names = _cat(parts, "name_code", np.int32)[order]
-        data["name"] = pd.Categorical.from_codes(names, categories=list(self._names)) if self._names \
-            else pd.Categorical([])
-        cats = _cat(parts, "cat_code", np.int32)[order]
-        data["cat"] = pd.Categorical.from_codes(cats, categories=list(self._cats)) if self._cats \
-            else pd.Categorical([])
+        data: dict[str, np.ndarray] = {"name": _cat(parts, "name_code", np.int32)[order],
+                                       "cat": _cat(parts, "cat_code", np.int32)[order]}
         for col in ("pid", "tid"):
             data[col] = _take(parts, col, np.int64)[order]
         data["ts"] = ts[order]
@@ -238,7 +327,11 @@ class TableBuilder:
         data["dur"] = _take(parts, "dur", np.float64)[order]
         for col in ("stream", "correlation", "external_id", "bytes"):
             data[col] = _take(parts, col, np.int64)[order]
-        return pd.DataFrame(data, copy=False)
+        return Columns(data, {"name": list(self._names), "cat": list(self._cats)})
+
+    def build(self) -> "pd.DataFrame":
+        """The rank's event table in pandas (see :meth:`build_columns`)."""
+        return self.build_columns().to_frame()
 
 
 def _cat(parts: list[ColumnChunk], attr: str, dtype: type) -> np.ndarray:

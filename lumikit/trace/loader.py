@@ -4,7 +4,8 @@ Files are found and mapped to ranks first (``distributedInfo.rank``, else the fi
 mapping; two files never land silently on one rank), then every file is cut into chunks of whole events that
 worker processes parse in parallel (an uncompressed file as byte ranges each worker reads itself, a gzip file
 streamed through this process). The result is a :class:`Trace`: one compact event table per rank plus each file's
-metadata.
+metadata. Tables are numpy :class:`~lumikit.trace.columns.Columns`; the pandas view (``RankTrace.events``) is
+built on first use, so a command that only summarises never imports pandas.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 import msgspec
 
 from ..errors import TraceError
-from .columns import ColumnChunk, TableBuilder, parse_chunk
+from .columns import ColumnChunk, Columns, TableBuilder, parse_array, parse_chunk
 from .reader import CHUNK_BYTES, FileRange, TraceStream, open_bytes, salvage_hint
 
 if TYPE_CHECKING:
@@ -42,10 +43,18 @@ class RankTrace:
 
     rank: int
     path: Path
-    events: "pd.DataFrame"
+    columns: Columns
     metadata: dict = field(default_factory=dict)
     n_events: int = 0  # all events in the file, including metadata, flows and instants
     truncated: bool = False
+    _frame: "pd.DataFrame | None" = field(default=None, repr=False, compare=False)
+
+    @property
+    def events(self) -> "pd.DataFrame":
+        """The event table in pandas (built from :attr:`columns` on first use, sharing its arrays)."""
+        if self._frame is None:
+            self._frame = self.columns.to_frame()
+        return self._frame
 
 
 @dataclass
@@ -207,7 +216,7 @@ def _pool(workers: int) -> ProcessPoolExecutor:
 def _parse_or_explain(path: Path, piece: bytes | FileRange) -> ColumnChunk:
     """Parse a chunk (bytes, or a byte range of the file read here, in the worker) into columns."""
     try:
-        return parse_chunk(piece.read() if isinstance(piece, FileRange) else piece)
+        return parse_array(piece.read_array()) if isinstance(piece, FileRange) else parse_chunk(piece)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise TraceError(f"{path}: malformed trace events ({exc}); the file may be truncated or corrupted; "
                          f"{salvage_hint(path)}") from None
@@ -249,8 +258,6 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
                     pool = _pool(workers)
                 pending.append((rank, size, pool.submit(_parse_or_explain, stream.path, piece)))
                 del piece
-                if len(pending) == 2 * workers:
-                    _warm_up_tables()  # while the workers parse, this process imports what builds the table
                 while len(pending) > 2 * workers:
                     _collect(pending.popleft(), builders, bar)
         while pending:
@@ -266,15 +273,10 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
             warnings.warn(f"{stream.path}: {stream.damage or 'truncated trace'}, kept the {builders[rank].n_events} "
                           f"complete events; {stream.lost_bytes:,} bytes after the last one were dropped",
                           stacklevel=2)
-        out[rank] = RankTrace(rank=rank, path=stream.path, events=builders[rank].build(),
+        out[rank] = RankTrace(rank=rank, path=stream.path, columns=builders[rank].build_columns(),
                               metadata=stream.metadata, n_events=builders[rank].n_events,
                               truncated=stream.truncated)
     return Trace(out)
-
-
-def _warm_up_tables() -> None:
-    """Import pandas (the table library) now: a fresh command otherwise pays for it after parsing."""
-    import pandas  # noqa: F401
 
 
 def _collect(item: tuple[int, int, Future], builders: dict[int, TableBuilder], bar) -> None:

@@ -1,14 +1,20 @@
 """Interval arithmetic over GPU activities: busy time, temporal and idle-time breakdowns, overlap.
 
-Pure numpy functions over a GPU table (see :func:`lumikit.trace.tables.gpu_table`), with Holistic Trace
+Pure numpy functions over a GPU table (:func:`lumikit.trace.tables.gpu_columns`, or the same in pandas), with Holistic Trace
 Analysis' definitions so the numbers can be compared with HTA's: the span runs from the first GPU activity's start
 to the last one's end; idle is the part of the span with nothing running; compute is the time with at least one
 compute kernel running; non-compute is the rest of the busy time (communication and memory only).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
+
+from .columns import Columns, as_columns
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def merge_intervals(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -46,39 +52,46 @@ def intersection_length(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, n
     return float(widths[running[:-1] == 3].sum())
 
 
-def _spans(gpu: pd.DataFrame, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    ts, end = gpu["ts"].to_numpy(), gpu["end"].to_numpy()
+def _spans(gpu: Columns, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    ts, end = gpu["ts"], gpu["end"]
     return (ts, end) if mask is None else (ts[mask], end[mask])
 
 
-def temporal_breakdown(gpu: pd.DataFrame) -> dict[str, float]:
+def temporal_breakdown(gpu: "Columns | pd.DataFrame") -> dict[str, float]:
     """Idle / compute / non-compute time (µs) over the GPU span, and the span itself."""
-    if gpu.empty:
+    g = as_columns(gpu)
+    if g.empty:
         return {"span_us": 0.0, "idle_us": 0.0, "compute_us": 0.0, "non_compute_us": 0.0}
-    span = float(gpu["end"].max() - gpu["ts"].min())
-    busy = union_length(*_spans(gpu))
-    compute = union_length(*_spans(gpu, (gpu["kclass"] == "compute").to_numpy()))
+    span = float(g["end"].max() - g["ts"].min())
+    busy = union_length(*_spans(g))
+    compute = union_length(*_spans(g, g.label_mask("kclass", ("compute",))))
     return {"span_us": span, "idle_us": span - busy, "compute_us": compute, "non_compute_us": busy - compute}
 
 
-def comm_comp_overlap(gpu: pd.DataFrame) -> float:
+def comm_comp_overlap(gpu: "Columns | pd.DataFrame") -> float:
     """Share of communication time during which a compute kernel also runs (NaN without communication)."""
-    comm_mask = (gpu["kclass"] == "communication").to_numpy()
-    comm = _spans(gpu, comm_mask)
+    g = as_columns(gpu)
+    comm = _spans(g, g.label_mask("kclass", ("communication",)))
     total = union_length(*comm)
     if total == 0:
         return float("nan")
-    comp = _spans(gpu, (gpu["kclass"] == "compute").to_numpy())
+    comp = _spans(g, g.label_mask("kclass", ("compute",)))
     return intersection_length(comm, comp) / total
 
 
-def idle_breakdown(gpu: pd.DataFrame, consecutive_kernel_delay: float = 30.0) -> pd.DataFrame:
+def idle_breakdown(gpu: "Columns | pd.DataFrame", consecutive_kernel_delay: float = 30.0) -> "pd.DataFrame":
     """Idle gaps between consecutive activities of each stream, split as HTA does (µs, per stream).
 
     host_wait: the host launched the next activity only after the stream had drained (the CPU was late);
     kernel_wait: a short gap (< ``consecutive_kernel_delay`` µs) between back-to-back activities, launch overhead;
     other: everything else (synchronisation, waiting on another stream ...). Overlaps on one stream count as 0.
     """
+    import pandas as pd
+
+    if isinstance(gpu, Columns):
+        from .tables import gpu_frame
+
+        gpu = gpu_frame(gpu)
     rows = []
     for (device, stream), g in gpu.sort_values("ts", kind="stable").groupby(["device", "stream"], sort=True):
         ts, end, launch = g["ts"].to_numpy(), g["end"].to_numpy(), g["launch_ts"].to_numpy()

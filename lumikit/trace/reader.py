@@ -59,6 +59,25 @@ class FileRange:
         with open(self.path, "rb") as fh:
             return os.pread(fh.fileno(), self.stop - self.start, self.start)
 
+    def read_array(self) -> memoryview:
+        """The chunk as a JSON array (``[`` + its bytes + ``]``), read into this process's reusable buffer:
+        valid until the next call. Allocating a fresh megabyte per chunk costs a worker ~50,000 page faults per
+        100 MB (the allocator maps and unmaps each one); one buffer costs none after the first chunk."""
+        global _READ_BUFFER
+        n = self.stop - self.start
+        if len(_READ_BUFFER) < n + 2:
+            _READ_BUFFER = bytearray(n + 2 + (n >> 3))  # room for the slightly larger chunks that follow
+        view = memoryview(_READ_BUFFER)
+        with open(self.path, "rb") as fh:
+            got = os.preadv(fh.fileno(), [view[1:n + 1]], self.start)
+        if got != n:
+            raise OSError(f"{self.path}: read {got} of {n} bytes at offset {self.start} (the file changed?)")
+        view[0], view[n + 1] = ord("["), ord("]")
+        return view[:n + 2]
+
+
+_READ_BUFFER = bytearray()
+
 
 @dataclass
 class TraceStream:

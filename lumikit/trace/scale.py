@@ -31,7 +31,7 @@ def rank_summary(rank: int, path: Path | str, *, top: int = 10, include_last_ste
 
     analyzer = TraceAnalyzer(load_trace(path, rank_map={rank: path}, salvage=salvage, progress=progress),
                              include_last_step=include_last_step)
-    info = analyzer.summary(top=top)["ranks"][str(rank)]
+    info = analyzer.rank_summary(rank, top=top)
     info["straggler_rows"] = analyzer.straggler_rows(rank)
     return info
 
@@ -47,13 +47,12 @@ def summarise_ranks(path: Path | str, *, rank_map: Mapping[int, str | Path] | No
 
 def reduce_summaries(per_rank: Mapping[int, dict], include_last_step: bool = False) -> dict:
     """The summary of the whole job from per-rank summaries: the same shape as :meth:`TraceAnalyzer.summary`."""
-    from .analyses import TraceAnalyzer, straggler_of, straggler_table
-    from .loader import Trace
+    from .analyses import straggler_rank, window_note
 
     ranks = sorted(per_rank)
     rows = [row for r in ranks for row in per_rank[r].get("straggler_rows", [])]
-    straggler = straggler_of(straggler_table(rows, ranks)) if len(ranks) > 1 else None
-    note = TraceAnalyzer(Trace({}), include_last_step=include_last_step).window_note()
+    straggler = straggler_rank(rows, ranks) if len(ranks) > 1 else None
+    note = window_note(include_last_step)
     return {"ranks": {str(r): {k: v for k, v in per_rank[r].items() if k != "straggler_rows"} for r in ranks},
             "straggler": straggler, "window": note}
 

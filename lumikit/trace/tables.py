@@ -3,15 +3,22 @@
 ROCm-aware by construction: GPU work is recognised by its category (``kernel``, ``gpu_memcpy``, ``gpu_memset``),
 never by ``stream > 0`` (ROCm kernels run on stream 0), and a launch is the runtime/driver event with the same
 correlation id, whatever its name (``hipExtModuleLaunchKernel`` as well as ``cudaLaunchKernel``).
+
+Each table is computed on numpy :class:`~lumikit.trace.columns.Columns` (``step_columns``, ``gpu_columns``); the
+``*_table`` functions give the same in pandas. Both accept a rank's events either way.
 """
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
-from ..kernels import classify_kernel
+from ..kernels import CLASSES, classify_kernel
+from .columns import Columns, as_columns
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver")
@@ -39,41 +46,30 @@ def step_number(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _category_mask(column: pd.Series, wanted) -> np.ndarray:
-    """Rows of a categorical column whose value satisfies ``wanted`` (a tuple of values or a predicate), tested
-    once per category instead of once per row."""
-    categories = column.cat.categories
-    if callable(wanted):
-        ok = np.fromiter((bool(wanted(c)) for c in categories), dtype=bool, count=len(categories))
-    else:
-        ok = np.asarray(categories.isin(wanted), dtype=bool)
-    codes = column.cat.codes.to_numpy()
-    return np.append(ok, False)[codes]  # code -1 (missing) lands on the appended False
+def _step_rows(ev: Columns, cats: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """``ProfilerStep#N`` events of the given categories: step, pid, start, end (in table order)."""
+    idx = np.flatnonzero(ev.label_mask("cat", cats) & ev.label_mask("name", _STEP.match))
+    names = ev.labels["name"]
+    ts, dur = ev["ts"][idx], ev["dur"][idx]
+    return {"step": np.array([step_number(names[c]) for c in ev["name"][idx]], dtype=np.int64),
+            "pid": ev["pid"][idx], "start": ts, "end": ts + dur}
 
 
-def _in_categories(events: pd.DataFrame, cats: tuple[str, ...]) -> np.ndarray:
-    return _category_mask(events["cat"], cats)
+def step_columns(events: "Columns | pd.DataFrame") -> Columns:
+    """Host-side profiler steps: step, start, end, dur (µs), one row per ``ProfilerStep#N`` (the first one seen
+    of a number), by start time."""
+    rows = _step_rows(as_columns(events), HOST_STEP_CATEGORIES)
+    order = np.argsort(rows["start"], kind="stable")
+    step = rows["step"][order]
+    _, first = np.unique(step, return_index=True)
+    keep = order[np.sort(first)]
+    start, end = rows["start"][keep], rows["end"][keep]
+    return Columns({"step": rows["step"][keep], "start": start, "end": end, "dur": end - start})
 
 
-def _step_rows(events: pd.DataFrame, cats: tuple[str, ...]) -> pd.DataFrame:
-    mask = _in_categories(events, cats) & _category_mask(events["name"], _STEP.match)
-    idx = np.flatnonzero(mask)
-    names = events["name"].cat.categories
-    ts, dur = events["ts"].to_numpy()[idx], events["dur"].to_numpy()[idx]
-    return pd.DataFrame({
-        "step": np.array([step_number(names[c]) for c in events["name"].cat.codes.to_numpy()[idx]], dtype=np.int64),
-        "pid": events["pid"].to_numpy()[idx],
-        "start": ts,
-        "end": ts + dur,
-    })
-
-
-def step_table(events: pd.DataFrame) -> pd.DataFrame:
-    """Host-side profiler steps: step, start, end, dur (µs), one row per ``ProfilerStep#N``, by start time."""
-    steps = _step_rows(events, HOST_STEP_CATEGORIES).drop(columns="pid")
-    steps = steps.sort_values("start", kind="stable").drop_duplicates("step", keep="first").reset_index(drop=True)
-    steps["dur"] = steps["end"] - steps["start"]
-    return steps
+def step_table(events: "Columns | pd.DataFrame") -> "pd.DataFrame":
+    """:func:`step_columns` as a pandas table."""
+    return step_columns(events).to_frame()
 
 
 def assign_steps(ts: np.ndarray, starts: np.ndarray, ends: np.ndarray, steps: np.ndarray) -> np.ndarray:
@@ -105,90 +101,147 @@ def assign_overlapping_steps(ts: np.ndarray, starts: np.ndarray, ends: np.ndarra
     return np.where(matched, hint, out)
 
 
-def _class_of_names(names: pd.Index) -> np.ndarray:
-    return np.array([classify_kernel(n) for n in names], dtype=object)
-
-
 def _first_match(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each wanted key, the position of its first occurrence in ``keys``, and whether there is one."""
     if len(keys) == 0:
         return np.zeros(len(wanted), dtype=np.int64), np.zeros(len(wanted), dtype=bool)
+    low, high = int(keys.min()), int(keys.max())
+    if high - low < 4 * len(keys) + 1024:  # dense ids (correlation ids count up): a lookup table, no sort
+        first_at = np.full(high - low + 1, -1, dtype=np.int64)
+        first_at[keys[::-1] - low] = np.arange(len(keys) - 1, -1, -1)  # the earliest write lands last
+        inside = (wanted >= low) & (wanted <= high)
+        pos = first_at[np.where(inside, wanted - low, 0)]
+        found = inside & (pos >= 0)
+        return np.where(found, pos, 0), found
     uniq, first = np.unique(keys, return_index=True)
     pos = np.minimum(np.searchsorted(uniq, wanted), len(uniq) - 1)
     return first[pos], uniq[pos] == wanted
 
 
-def gpu_table(events: pd.DataFrame, host_steps: pd.DataFrame | None = None) -> pd.DataFrame:
+def gpu_columns(events: "Columns | pd.DataFrame", host_steps: Columns | None = None) -> Columns:
     """GPU activities of one rank with their launch and step.
 
-    Columns: name, cat, kclass (compute/communication/memory), device (pid), stream, ts, dur, end, correlation,
-    bytes, step, launch_name, launch_ts, launch_dur, launch_tid. ``step`` comes from the GPU-side
-    ``ProfilerStep#N`` annotation holding the activity when there is one, else from the step of the host call
-    that launched it; -1 when neither is known. Where GPU-side step spans overlap, an activity inside two of them
-    goes to the step that launched it (not to the later span). ``host_steps`` is the rank's :func:`step_table`
-    when the caller already has it.
+    Columns: name, cat, device (pid), stream, ts, dur, correlation, bytes, end, kclass (labels ``CLASSES``),
+    launch_name (a code into the name labels, -1 for none), launch_ts, launch_dur, launch_tid, step. ``step`` comes
+    from the GPU-side ``ProfilerStep#N`` annotation holding the activity when there is one, else from the step of
+    the host call that launched it; -1 when neither is known. Where GPU-side step spans overlap, an activity
+    inside two of them goes to the step that launched it (not to the later span). ``host_steps`` is the rank's
+    :func:`step_columns` when the caller already has it.
     """
-    idx = np.flatnonzero(_in_categories(events, GPU_CATEGORIES))
-    col = {c: events[c].to_numpy() for c in ("pid", "tid", "stream", "ts", "dur", "correlation", "bytes")}
-    names, name_codes = events["name"].cat.categories, events["name"].cat.codes.to_numpy()
-    codes = name_codes[idx]
-    ts, dur = col["ts"][idx], col["dur"][idx]
-    gpu = pd.DataFrame({
-        "name": pd.Categorical.from_codes(codes, categories=names).remove_unused_categories(),
-        "cat": pd.Categorical.from_codes(events["cat"].cat.codes.to_numpy()[idx], dtype=events["cat"].dtype),
-        "device": col["pid"][idx], "stream": col["stream"][idx], "ts": ts, "dur": dur,
-        "correlation": col["correlation"][idx], "bytes": col["bytes"][idx], "end": ts + dur,
-    })
-    kclass = _class_of_names(names)[codes] if len(codes) else np.empty(0, dtype=object)
-    is_mem_cat = gpu["cat"].isin(("gpu_memcpy", "gpu_memset")).to_numpy()
-    gpu["kclass"] = pd.Categorical(np.where(is_mem_cat, "memory", kclass),
-                                   categories=["compute", "communication", "memory"])
+    ev = as_columns(events)
+    names = ev.labels["name"]
+    idx = np.flatnonzero(ev.label_mask("cat", GPU_CATEGORIES))
+    codes = ev["name"][idx]
+    ts, dur = ev["ts"][idx], ev["dur"][idx]
+    correlation = ev["correlation"][idx]
+    classes = np.zeros(len(names) + 1, dtype=np.int8)  # classified once per name the GPU ran; -1 lands on 0
+    used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(names)))
+    classes[used] = [CLASSES.index(classify_kernel(names[c])) for c in used]
+    is_mem_cat = ev.label_mask("cat", ("gpu_memcpy", "gpu_memset"))[idx]
+    data = {"name": codes, "cat": ev["cat"][idx], "device": ev["pid"][idx], "stream": ev["stream"][idx], "ts": ts,
+            "dur": dur, "correlation": correlation, "bytes": ev["bytes"][idx], "end": ts + dur,
+            "kclass": np.where(is_mem_cat, np.int8(CLASSES.index("memory")), classes[codes])}
 
     # launches: the first runtime/driver event with the same correlation id
-    ridx = np.flatnonzero(_in_categories(events, RUNTIME_CATEGORIES) & (col["correlation"] >= 0))
-    where, found = _first_match(col["correlation"][ridx], gpu["correlation"].to_numpy())
-    launch = ridx[where] if len(ridx) else where  # no launch events (a slice that starts after them): none found
-    launch_names = np.append(np.asarray(names, dtype=object), "")
-    gpu["launch_name"] = pd.array(launch_names[np.where(found, name_codes[launch], len(names))] if len(ridx)
-                                  else np.full(len(gpu), "", dtype=object), dtype="str")
-    gpu["launch_ts"] = np.where(found, col["ts"][launch], np.nan) if len(ridx) else np.full(len(gpu), np.nan)
-    gpu["launch_dur"] = np.where(found, col["dur"][launch], np.nan) if len(ridx) else np.full(len(gpu), np.nan)
-    gpu["launch_tid"] = np.where(found, col["tid"][launch], -1) if len(ridx) else np.full(len(gpu), -1)
+    ridx = np.flatnonzero(ev.label_mask("cat", RUNTIME_CATEGORIES) & (ev["correlation"] >= 0))
+    where, found = _first_match(ev["correlation"][ridx], correlation)
+    if len(ridx) == 0:  # no launch events (a slice that starts after them): none found
+        found = np.zeros(len(idx), dtype=bool)
+    launch = ridx[where] if len(ridx) else where
+    data["launch_name"] = np.where(found, ev["name"][launch], -1).astype(np.int32) if len(ridx) else \
+        np.full(len(idx), -1, dtype=np.int32)
+    data["launch_ts"] = np.where(found, ev["ts"][launch], np.nan) if len(ridx) else np.full(len(idx), np.nan)
+    data["launch_dur"] = np.where(found, ev["dur"][launch], np.nan) if len(ridx) else np.full(len(idx), np.nan)
+    data["launch_tid"] = np.where(found, ev["tid"][launch], -1) if len(ridx) else np.full(len(idx), -1)
 
     # steps: host steps for launches, GPU-side annotations where present
-    host = step_table(events) if host_steps is None else host_steps
-    launch_step = assign_steps(np.nan_to_num(gpu["launch_ts"].to_numpy(), nan=-np.inf), host["start"].to_numpy(),
-                               host["end"].to_numpy(), host["step"].to_numpy())
+    host = step_columns(ev) if host_steps is None else host_steps
+    launch_step = assign_steps(np.nan_to_num(data["launch_ts"], nan=-np.inf), host["start"], host["end"],
+                               host["step"])
     step = launch_step
-    gsteps = _step_rows(events, (GPU_STEP_CATEGORY,)).sort_values("start", kind="stable")
-    if len(gsteps):
-        on_gpu = np.full(len(gpu), -1, dtype=np.int64)
-        dev = gpu["device"].to_numpy()
-        for device, rows in gsteps.groupby("pid"):
+    gsteps = _step_rows(ev, (GPU_STEP_CATEGORY,))
+    if len(gsteps["step"]):
+        order = np.argsort(gsteps["start"], kind="stable")
+        gsteps = {k: v[order] for k, v in gsteps.items()}
+        on_gpu = np.full(len(idx), -1, dtype=np.int64)
+        dev = data["device"]
+        for device in dict.fromkeys(gsteps["pid"].tolist()):  # a few devices, in order of appearance
+            rows = gsteps["pid"] == device
             sel = dev == device
-            on_gpu[sel] = assign_overlapping_steps(ts[sel], rows["start"].to_numpy(), rows["end"].to_numpy(),
-                                                   rows["step"].to_numpy(), launch_step[sel])
+            on_gpu[sel] = assign_overlapping_steps(ts[sel], gsteps["start"][rows], gsteps["end"][rows],
+                                                   gsteps["step"][rows], launch_step[sel])
         step = np.where(on_gpu >= 0, on_gpu, launch_step)
-    gpu["step"] = step
-    return gpu
+    data["step"] = step
+    return Columns(data, {"name": names, "cat": ev.labels["cat"], "kclass": list(CLASSES),
+                          "launch_name": names})
 
 
-def launch_table(gpu: pd.DataFrame) -> pd.DataFrame:
+def gpu_frame(gpu: Columns) -> "pd.DataFrame":
+    """A :func:`gpu_columns` table in pandas: name, cat and kclass categoricals (names the rank's GPU ran),
+    launch_name as text ("" for none)."""
+    import pandas as pd
+
+    names = gpu.labels["name"]
+    data: dict[str, object] = {
+        "name": pd.Categorical.from_codes(gpu["name"], categories=names).remove_unused_categories(),
+        "cat": pd.Categorical.from_codes(gpu["cat"], categories=gpu.labels["cat"]),
+    }
+    for col in ("device", "stream", "ts", "dur", "correlation", "bytes", "end"):
+        data[col] = gpu[col]
+    data["kclass"] = pd.Categorical.from_codes(gpu["kclass"].astype(np.int8), categories=list(CLASSES))
+    text = np.append(np.asarray(names, dtype=object), "")
+    data["launch_name"] = pd.array(text[gpu["launch_name"]], dtype="str")  # -1 lands on the appended ""
+    for col in ("launch_ts", "launch_dur", "launch_tid", "step"):
+        data[col] = gpu[col]
+    return pd.DataFrame(data, copy=False)
+
+
+def gpu_table(events: "Columns | pd.DataFrame", host_steps: "pd.DataFrame | Columns | None" = None
+              ) -> "pd.DataFrame":
+    """:func:`gpu_columns` as a pandas table (see :func:`gpu_frame`)."""
+    host = None if host_steps is None else as_columns(host_steps)
+    return gpu_frame(gpu_columns(events, host))
+
+
+def launched(gpu: "Columns | pd.DataFrame") -> np.ndarray:
+    """Which GPU activities have a known host launch call."""
+    names = as_columns(gpu)["launch_name"]
+    return names >= 0 if names.dtype.kind in "iu" else names != ""
+
+
+def launch_delays(gpu: "Columns | pd.DataFrame") -> np.ndarray:
+    """The launch delay (µs) of every launched activity: GPU start minus the end of its host launch call."""
+    g = as_columns(gpu)
+    ok = launched(g)
+    return g["ts"][ok] - g["launch_ts"][ok] - g["launch_dur"][ok]
+
+
+def launch_table(gpu: "Columns | pd.DataFrame") -> "pd.DataFrame":
     """Kernel launch delays (µs): the gap between the end of the host launch call and the start of the GPU work
     it enqueued, with the host call's own duration. Only launched activities.
 
     Not clipped at zero: a negative delay (GPU work that starts before its launch call returns, or even before
     it began) is what clock skew between host and GPU timestamps looks like on ROCm, and is worth seeing.
     HTA clips at zero; ``launch_delay.clip(lower=0)`` gives its numbers."""
-    launched = gpu[gpu["launch_name"] != ""]
-    delay = launched["ts"] - launched["launch_ts"] - launched["launch_dur"]
+    import pandas as pd
+
+    g = as_columns(gpu)
+    ok = launched(g)
     return pd.DataFrame({
-        "correlation": launched["correlation"].to_numpy(),
-        "name": launched["name"].astype(str).to_numpy(),
-        "kclass": launched["kclass"].astype(str).to_numpy(),
-        "launch_name": launched["launch_name"].to_numpy(),
-        "step": launched["step"].to_numpy(),
-        "cpu_duration": launched["launch_dur"].to_numpy(),
-        "gpu_duration": launched["dur"].to_numpy(),
-        "launch_delay": delay.to_numpy(),
+        "correlation": g["correlation"][ok],
+        "name": _texts(g, "name", ok),
+        "kclass": _texts(g, "kclass", ok),
+        "launch_name": _texts(g, "launch_name", ok),
+        "step": g["step"][ok],
+        "cpu_duration": g["launch_dur"][ok],
+        "gpu_duration": g["dur"][ok],
+        "launch_delay": launch_delays(g),
     })
+
+
+def _texts(g: Columns, col: str, rows: np.ndarray) -> np.ndarray:
+    """A column's values as text (labels looked up where it is coded)."""
+    values = g[col][rows]
+    if col not in g.labels:
+        return values.astype(object)
+    return np.append(np.asarray(g.labels[col], dtype=object), "")[values]

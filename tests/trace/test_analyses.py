@@ -191,3 +191,15 @@ def test_negative_launch_delays_are_kept_and_counted(tmp_path):
     assert sorted(a.get_kernel_launch_delays()["launch_delay"]) == [-3, 5]
     delays = a.summary()["ranks"]["0"]["launch_delays"]
     assert (delays["negative"], delays["min_us"], delays["count"]) == (1, -3, 2)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_launch_delay_quantiles_equal_numpys(seed):
+    from lumikit.trace.analyses import median, quantile
+
+    rng = np.random.default_rng(seed)
+    for n in (1, 2, 3, 10, 101, 1000):
+        values = rng.normal(5, 20, n).round(3)
+        assert quantile(np.sort(values), 0.95) == np.percentile(values, 95)
+        assert median(np.sort(values)) == np.median(values)
+    assert math.isnan(median(np.array([1.0, np.nan]))) and math.isnan(quantile(np.array([np.nan]), 0.5))
