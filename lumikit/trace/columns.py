@@ -312,34 +312,30 @@ class TableBuilder:
         self._parts.append(chunk)
 
     def build_columns(self) -> Columns:
-        """The rank's events as :class:`Columns`, sorted by start time (columns are moved out of the chunks one
-        at a time, so the peak stays near one copy of the table)."""
+        """The rank's events as :class:`Columns`, sorted by start time. Columns are moved out of the chunks one at
+        a time through one scratch buffer, so the peak stays near one copy of the table."""
         parts = self._parts
         self._parts = []
-        ts = _take(parts, "ts", np.float64)
-        order = np.argsort(ts, kind="stable")
-        data: dict[str, np.ndarray] = {"name": _cat(parts, "name_code", np.int32)[order],
-                                       "cat": _cat(parts, "cat_code", np.int32)[order]}
-        for col in ("pid", "tid"):
-            data[col] = _take(parts, col, np.int64)[order]
-        data["ts"] = ts[order]
-        del ts
-        data["dur"] = _take(parts, "dur", np.float64)[order]
-        for col in ("stream", "correlation", "external_id", "bytes"):
-            data[col] = _take(parts, col, np.int64)[order]
+        n = sum(len(p) for p in parts)
+        scratch = {np.dtype(np.int64): np.empty(n, np.int64), np.dtype(np.int32): np.empty(n, np.int32)}
+        scratch[np.dtype(np.float64)] = scratch[np.dtype(np.int64)].view(np.float64)
+
+        def column(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
+            out = scratch[np.dtype(dtype)]
+            if arrays:
+                np.concatenate(arrays, out=out, casting="unsafe")
+            return out
+
+        order = np.argsort(column([p.arrays["ts"] for p in parts], np.float64), kind="stable")
+        data: dict[str, np.ndarray] = {}
+        for name, attr in (("name", "name_code"), ("cat", "cat_code")):
+            data[name] = column([getattr(p, attr) for p in parts], np.int32)[order]
+        for col, dtype in (("pid", np.int64), ("tid", np.int64), ("ts", np.float64), ("dur", np.float64),
+                           ("stream", np.int64), ("correlation", np.int64), ("external_id", np.int64),
+                           ("bytes", np.int64)):
+            data[col] = column([p.arrays.pop(col) for p in parts], dtype)[order]
         return Columns(data, {"name": list(self._names), "cat": list(self._cats)})
 
     def build(self) -> "pd.DataFrame":
         """The rank's event table in pandas (see :meth:`build_columns`)."""
         return self.build_columns().to_frame()
-
-
-def _cat(parts: list[ColumnChunk], attr: str, dtype: type) -> np.ndarray:
-    arrays = [getattr(p, attr) for p in parts]
-    return np.concatenate(arrays) if arrays else np.empty(0, dtype=dtype)
-
-
-def _take(parts: list[ColumnChunk], col: str, dtype: type) -> np.ndarray:
-    """Concatenate one column of every chunk, releasing the chunks' copies."""
-    arrays = [p.arrays.pop(col) for p in parts]
-    return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.empty(0, dtype=dtype)

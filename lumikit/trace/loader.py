@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 TRACE_SUFFIXES = (".json", ".json.gz")
+#: Bytes of trace per worker task (several reader chunks parsed in a row; see ``_parse_pieces``).
+BATCH_BYTES = 8 * CHUNK_BYTES
 _RANK_IN_NAME = (
     re.compile(r"rank[-_]?(\d+)", re.IGNORECASE),
     re.compile(r"[-_](\d+)\.(?:pt\.)?trace\.json(?:\.gz)?$"),
@@ -213,6 +215,12 @@ def _pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(start_method()))
 
 
+def _parse_pieces(path: Path, pieces: list[bytes | FileRange]) -> list[ColumnChunk]:
+    """Parse consecutive chunks of one file in a worker: a few megabytes per task, so work and tables cross
+    between processes a dozen times per 100 MB rather than a hundred."""
+    return [_parse_or_explain(path, piece) for piece in pieces]
+
+
 def _parse_or_explain(path: Path, piece: bytes | FileRange) -> ColumnChunk:
     """Parse a chunk (bytes, or a byte range of the file read here, in the worker) into columns."""
     try:
@@ -246,20 +254,33 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
     streams = {r: TraceStream(p, salvage=salvage, chunk_bytes=CHUNK_BYTES) for r, p in files.items()}
     pool: ProcessPoolExecutor | None = None
     pending: deque[tuple[int, int, Future]] = deque()
+
+    def submit(rank: int, work: list[bytes | FileRange], size: int) -> None:
+        nonlocal pool
+        if pool is None:
+            pool = _pool(workers)
+        pending.append((rank, size, pool.submit(_parse_pieces, streams[rank].path, work)))
+        while len(pending) > 2 * workers:
+            _collect(pending.popleft(), builders, bar)
+
     try:
         for rank, stream in streams.items():
+            batch: list[bytes | FileRange] = []
+            batch_size = 0
             for piece in stream.pieces():
                 size = piece.stop - piece.start if isinstance(piece, FileRange) else len(piece)
                 if workers == 1:
                     builders[rank].add(_parse_or_explain(stream.path, piece))
                     _tick(bar, size)
                     continue
-                if pool is None:
-                    pool = _pool(workers)
-                pending.append((rank, size, pool.submit(_parse_or_explain, stream.path, piece)))
+                batch.append(piece)
+                batch_size += size
                 del piece
-                while len(pending) > 2 * workers:
-                    _collect(pending.popleft(), builders, bar)
+                if batch_size >= BATCH_BYTES or not isinstance(batch[-1], FileRange):
+                    submit(rank, batch, batch_size)
+                    batch, batch_size = [], 0
+            if batch:
+                submit(rank, batch, batch_size)
         while pending:
             _collect(pending.popleft(), builders, bar)
     finally:
@@ -281,7 +302,8 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
 
 def _collect(item: tuple[int, int, Future], builders: dict[int, TableBuilder], bar) -> None:
     rank, size, future = item
-    builders[rank].add(future.result())
+    for chunk in future.result():
+        builders[rank].add(chunk)
     _tick(bar, size)
 
 

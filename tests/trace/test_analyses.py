@@ -203,3 +203,18 @@ def test_launch_delay_quantiles_equal_numpys(seed):
         assert quantile(np.sort(values), 0.95) == np.percentile(values, 95)
         assert median(np.sort(values)) == np.median(values)
     assert math.isnan(median(np.array([1.0, np.nan]))) and math.isnan(quantile(np.array([np.nan]), 0.5))
+
+
+def test_the_summary_command_runs_without_pandas(rocm_run):
+    """`lumikit trace summary` computes on numpy columns: a fresh process never pays pandas' import (0.2-0.5 s)."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import sys; from lumikit.cli import main; rc = main(['trace', 'summary', '--json', sys.argv[1]]); "
+            "print('PANDAS' if 'pandas' in sys.modules else 'NO PANDAS', file=sys.stderr); sys.exit(rc)")
+    run = subprocess.run([sys.executable, "-c", code, str(rocm_run)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.strip().endswith("NO PANDAS")
+    summary = json.loads(run.stdout)
+    assert summary == json.loads(json.dumps(TraceAnalyzer.from_path(rocm_run).summary()))  # the same numbers
