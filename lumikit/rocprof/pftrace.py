@@ -6,7 +6,11 @@ agent queue (``COMPUTE AGENT [0] QUEUE [0] (GPU)``, or per stream) for kernels a
 ``marker_api``, ``rccl_api``, ``kernel_dispatch`` and ``memory_copy``, with names, categories and annotation keys
 interned per packet sequence and timestamps often on an incremental clock. The decoding uses the protobuf classes
 that the ``perfetto`` package ships (``perfetto_trace_pb2``); its trace processor, which downloads a binary, is
-not used.
+not used. Track names, categories and annotation keys (``corr_id``, ``queue``, ``stream_ID``, ``agent``,
+``copy_bytes``) were checked against rocprofv3's writer (``generatePerfetto.cpp``, ROCm/rocm-systems, Aug 2025).
+That writer moves the boundary of two overlapping dispatches on one track to their midpoint (a firmware timestamp
+workaround it logs at INFO level), so kernel times in a ``.pftrace`` can differ slightly from the CSV and rocpd
+outputs of the same run.
 """
 from __future__ import annotations
 

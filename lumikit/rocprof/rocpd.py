@@ -5,7 +5,9 @@ select from them; rows of one process share a ``guid``. A merged database holds 
 takes each suffix's tables (falling back on the views when there are no suffixed tables) and joins on ``id`` and
 ``guid``, as rocpd's own ``kernels`` / ``memory_copies`` / ``regions`` views do. Several files (ranks, nodes) are
 read one after the other into one :class:`~lumikit.rocprof.activities.Activities`.
-Schema: ROCprofiler-SDK ``rocpd_tables.sql`` (schema version 3), "Using rocpd output format" documentation.
+Schema: ROCprofiler-SDK ``rocpd_tables.sql`` (schema version 3), "Using rocpd output format" documentation;
+``tests/rocprof/test_rocpd_upstream.py`` checks the reader against rocprofiler-sdk's own SQL and ``kernels`` /
+``memory_copies`` / ``regions`` views wherever ROCm 7 is installed.
 """
 from __future__ import annotations
 
