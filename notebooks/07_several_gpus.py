@@ -250,8 +250,8 @@ estimates.round(3)
 # `rocm-smi` (module 04) and the run's `peak_memory_bytes` show the measured side.
 #
 # The same estimate for the model this notebook trained, set against its measured step time: on LUMI the model FLOP
-# utilisation (MFU) is against one GCD's peak (FP32 on the matrix cores, from AMD's MI250X data sheet, in the site
-# profile); on a CPU the same line only shows how far one core is from a GCD.
+# utilisation (MFU) is against one GCD's peak (FP32 on the matrix cores, from AMD's ROCm documentation of the MI250X,
+# in the site profile); on a CPU the same line only shows how far one core is from a GCD.
 
 # %%
 trained = estimate_workload("resnet", size["model"], size["batch"])

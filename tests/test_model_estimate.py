@@ -66,18 +66,20 @@ def test_largest_batch_fills_a_gcd_and_one_more_does_not():
 
 def test_peaks_come_from_the_site_profile():
     assert gcd_memory_gb("lumi") == 64
-    assert gcd_peak_flops("bf16", "lumi") == pytest.approx(191.5e12)
-    assert gcd_peak_flops("fp32_matrix", "lumi") == pytest.approx(47.85e12)
+    cus, clock = 110, 1.7e9  # AMD's ROCm docs: 110 CUs per MI250X GCD at a 1.7 GHz peak engine clock
+    assert gcd_peak_flops("bf16", "lumi") == pytest.approx(1024 * cus * clock, rel=1e-3)  # FLOPs per CU and clock
+    assert gcd_peak_flops("fp32_matrix", "lumi") == pytest.approx(256 * cus * clock, rel=1e-3)
+    assert gcd_peak_flops("fp32", "lumi") == pytest.approx(128 * cus * clock, rel=1e-3)
     with pytest.raises(LumikitError, match="bf16"):
         gcd_peak_flops("fp8", "lumi")
 
 
 def test_compare_gives_mfu_and_the_share_of_a_gcd():
     e = estimate_model(mlp(), torch.randn(B, I), optimizer="sgd")
-    c = compare(e, step_time_s=e.step_flops / 47.85e12 * 4, peak_memory_bytes=32 * GB, precision="fp32_matrix")
+    c = compare(e, step_time_s=e.step_flops / 47.87e12 * 4, peak_memory_bytes=32 * GB, precision="fp32_matrix")
     assert c.mfu == pytest.approx(0.25)
     assert c.measured_fraction_of_gcd == pytest.approx(0.5)
     assert "MFU 25.0 %" in c.text() and "50.0 %" in c.text()
-    assert "MI250X" in c.source
+    assert "MI250X" in c.source and "AMD" in c.source
     with pytest.raises(LumikitError, match="step time"):
         compare(e, 0)
