@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -72,6 +73,22 @@ def start_lab(prefix: list[str], home: Path) -> tuple[subprocess.Popen, str, str
     pytest.fail("make lab printed no URL within 60 s (exit %s):\n%s" % (proc.returncode, "".join(printed)))
 
 
+def fetch(url: str, proc: subprocess.Popen, printed: str, wait: float = 30.0) -> tuple[int, str]:
+    """GET ``url`` (status, text), retrying while the server is not accepting yet; a failure says what the lab
+    printed and whether it is still running."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=30) as page:
+                return page.status, page.read().decode()
+        except urllib.error.URLError as exc:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                state = "still running" if proc.poll() is None else f"exited {proc.returncode}"
+                rest = (proc.stdout.read() if proc.stdout else "") or ""
+                pytest.fail(f"{url}: {exc} (make lab {state}); it printed:\n{printed}{rest}")
+            time.sleep(0.5)
+
+
 def stop(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -91,10 +108,10 @@ def test_make_lab_prints_a_working_url_on_module_00(who: str, tmp_path: Path) ->
     try:
         assert "/lab/tree/notebooks/00_start_here.ipynb" in url
         assert ("--allow-root" in printed) == (who == "root")
-        with urllib.request.urlopen(url, timeout=30) as page:
-            assert page.status == 200 and "JupyterLab" in page.read().decode()
+        status, page = fetch(url, proc, printed)
+        assert status == 200 and "JupyterLab" in page
         base, token = url.split("/lab/", 1)[0], url.rsplit("token=", 1)[1]
-        listing = urllib.request.urlopen(f"{base}/api/contents?token={token}", timeout=30).read().decode()
+        listing = fetch(f"{base}/api/contents?token={token}", proc, printed)[1]
         assert all(f'"name": "{d}"' in listing or f'"name":"{d}"' in listing
                    for d in ("notebooks", "exercises", "solutions"))
     finally:
