@@ -14,7 +14,7 @@ import os
 import re
 import warnings
 import zlib
-from collections import defaultdict, deque
+from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,13 +23,11 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 import msgspec
 
 from ..errors import TraceError
-from .parse import ColumnChunk, parse_array, parse_chunk
+from .columns import ColumnChunk, Columns, TableBuilder, parse_array, parse_chunk
 from .reader import CHUNK_BYTES, FileRange, TraceStream, open_bytes, salvage_hint
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from .columns import Columns, TableBuilder
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 #: Bytes of trace per worker task (several reader chunks parsed in a row; see ``_parse_pieces``).
@@ -252,7 +250,7 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
         workers = _default_workers() if _expected_bytes(files.values()) > 2 * CHUNK_BYTES else 1
     workers = max(1, workers)
     bar = _progress(files, progress)
-    builders: dict[int, TableBuilder] = defaultdict(_new_builder)
+    builders = {r: TableBuilder() for r in files}
     streams = {r: TraceStream(p, salvage=salvage, chunk_bytes=CHUNK_BYTES) for r, p in files.items()}
     pool: ProcessPoolExecutor | None = None
     pending: deque[tuple[int, int, Future]] = deque()
@@ -302,15 +300,7 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
     return Trace(out)
 
 
-def _new_builder() -> "TableBuilder":
-    """A rank's table builder. Its numpy import happens here, on the first parsed chunk, while the parser
-    processes (started without numpy) work: on two cores that hides half of it."""
-    from .columns import TableBuilder
-
-    return TableBuilder()
-
-
-def _collect(item: tuple[int, int, Future], builders: dict[int, "TableBuilder"], bar) -> None:
+def _collect(item: tuple[int, int, Future], builders: dict[int, TableBuilder], bar) -> None:
     rank, size, future = item
     for chunk in future.result():
         builders[rank].add(chunk)

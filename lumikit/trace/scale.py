@@ -27,10 +27,10 @@ def rank_summary(rank: int, path: Path | str, *, top: int = 10, include_last_ste
                  salvage: bool = False, progress: bool = False) -> dict:
     """The summary of one rank's trace (as in :meth:`TraceAnalyzer.summary`), with the per-step rows the
     straggler reduction needs under ``straggler_rows``."""
-    trace = load_trace(path, rank_map={rank: path}, salvage=salvage, progress=progress)
-    from .analyses import TraceAnalyzer  # numpy: after the parser processes started (see loader._new_builder)
+    from .analyses import TraceAnalyzer
 
-    analyzer = TraceAnalyzer(trace, include_last_step=include_last_step)
+    analyzer = TraceAnalyzer(load_trace(path, rank_map={rank: path}, salvage=salvage, progress=progress),
+                             include_last_step=include_last_step)
     info = analyzer.rank_summary(rank, top=top)
     info["straggler_rows"] = analyzer.straggler_rows(rank)
     return info

@@ -7,9 +7,8 @@ import msgspec
 import numpy as np
 import pytest
 
-from lumikit.trace import parse
-from lumikit.trace.columns import TableBuilder
-from lumikit.trace.parse import decode_complete_events, parse_chunk
+from lumikit.trace import columns
+from lumikit.trace.columns import TableBuilder, decode_complete_events, parse_chunk
 
 
 def body(*events: dict) -> bytes:
@@ -43,8 +42,8 @@ def test_events_the_fast_decoder_does_not_know_fall_back_to_the_general_one(odd)
 def test_every_chrome_phase_takes_the_fast_path():
     # the phases of the Trace Event Format: an event of any of them must not force the general decoder
     events = [{"ph": ph, "name": "e", "pid": 0, "tid": 0, "ts": 1.0} for ph in "BEXiIbnesStTfpPNODMVvRcC()"]
-    decoded = parse._FAST_DECODER.decode(b"[" + body(*events) + b"]")
-    assert [e.__class__ is parse._Complete for e in decoded].count(True) == 1
+    decoded = columns._FAST_DECODER.decode(b"[" + body(*events) + b"]")
+    assert [e.__class__ is columns._Complete for e in decoded].count(True) == 1
 
 
 def test_stream_ids_mixed_as_hex_strings_ints_and_junk():

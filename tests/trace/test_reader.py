@@ -10,7 +10,7 @@ import pytest
 
 from lumikit.errors import TraceError
 from lumikit.trace import loader
-from lumikit.trace.parse import parse_chunk
+from lumikit.trace.columns import parse_chunk
 from lumikit.trace.loader import load_trace
 from lumikit.trace.reader import FileRange, TraceStream
 from lumikit.trace.synth import event as x
