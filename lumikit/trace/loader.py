@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 import msgspec
 
 from ..errors import TraceError
+from . import handoff
 from .columns import ColumnChunk, Columns, TableBuilder, parse_array, parse_chunk
+from .handoff import SharedColumns, StoredChunk, store_if_shared
 from .reader import CHUNK_BYTES, FileRange, TraceStream, open_bytes, salvage_hint
 
 if TYPE_CHECKING:
@@ -215,10 +217,12 @@ def _pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context(start_method()))
 
 
-def _parse_pieces(path: Path, pieces: list[bytes | FileRange]) -> list[ColumnChunk]:
-    """Parse consecutive chunks of one file in a worker: a few megabytes per task, so work and tables cross
-    between processes a dozen times per 100 MB rather than a hundred."""
-    return [_parse_or_explain(path, piece) for piece in pieces]
+def _parse_pieces(path: Path, pieces: list[bytes | FileRange],
+                  region: tuple[int, int] | None = None) -> list[ColumnChunk | StoredChunk]:
+    """Parse consecutive chunks of one file in a worker (a few megabytes per task, so work crosses between
+    processes a dozen times per 100 MB rather than a hundred); the columns go back through the shared mapping
+    when the task was given a slice of it (see :mod:`lumikit.trace.handoff`)."""
+    return store_if_shared([_parse_or_explain(path, piece) for piece in pieces], region)
 
 
 def _parse_or_explain(path: Path, piece: bytes | FileRange) -> ColumnChunk:
@@ -254,14 +258,18 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
     streams = {r: TraceStream(p, salvage=salvage, chunk_bytes=CHUNK_BYTES) for r, p in files.items()}
     pool: ProcessPoolExecutor | None = None
     pending: deque[tuple[int, int, Future]] = deque()
+    shared = SharedColumns.for_text(_expected_bytes(files.values())) \
+        if workers > 1 and start_method() == "fork" else None
+    handoff.CURRENT = shared  # before the pool forks: its workers inherit the mapping
 
     def submit(rank: int, work: list[bytes | FileRange], size: int) -> None:
         nonlocal pool
         if pool is None:
             pool = _pool(workers)
-        pending.append((rank, size, pool.submit(_parse_pieces, streams[rank].path, work)))
+        region = shared.reserve(size) if shared is not None else None
+        pending.append((rank, size, pool.submit(_parse_pieces, streams[rank].path, work, region)))
         while len(pending) > 2 * workers:
-            _collect(pending.popleft(), builders, bar)
+            _collect(pending.popleft(), builders, bar, shared)
 
     try:
         for rank, stream in streams.items():
@@ -282,8 +290,9 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
             if batch:
                 submit(rank, batch, batch_size)
         while pending:
-            _collect(pending.popleft(), builders, bar)
+            _collect(pending.popleft(), builders, bar, shared)
     finally:
+        handoff.CURRENT = None
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
         if bar is not None:
@@ -297,13 +306,16 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
         out[rank] = RankTrace(rank=rank, path=stream.path, columns=builders[rank].build_columns(),
                               metadata=stream.metadata, n_events=builders[rank].n_events,
                               truncated=stream.truncated)
+    if shared is not None:
+        shared.close()  # every view of it was copied into the tables
     return Trace(out)
 
 
-def _collect(item: tuple[int, int, Future], builders: dict[int, TableBuilder], bar) -> None:
+def _collect(item: tuple[int, int, Future], builders: dict[int, TableBuilder], bar,
+             shared: SharedColumns | None) -> None:
     rank, size, future = item
     for chunk in future.result():
-        builders[rank].add(chunk)
+        builders[rank].add(shared.load(chunk) if shared is not None else chunk)
     _tick(bar, size)
 
 

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import gzip
+import json
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -145,3 +148,45 @@ def test_a_threaded_process_does_not_fork_its_parsers(monkeypatch, tmp_path):
     finally:
         stop.set()
         worker.join()
+
+
+def test_columns_come_back_through_the_shared_mapping_when_workers_fork(rocm_run):
+    """A fresh process (one thread: fork) parses with two workers; every task's columns arrive as views of the
+    shared mapping, and the tables equal a one-process parse."""
+    code = """
+import sys
+from lumikit.trace import handoff, loader
+stored = []
+load = handoff.SharedColumns.load
+def counting(self, item):
+    stored.append(isinstance(item, handoff.StoredChunk))
+    return load(self, item)
+handoff.SharedColumns.load = counting
+loader.CHUNK_BYTES = 8192
+shared = loader.load_trace(sys.argv[1], workers=2)
+whole = loader.load_trace(sys.argv[1], workers=1)
+assert all(shared[r].events.equals(whole[r].events) for r in whole.rank_ids)
+print(len(stored), all(stored))
+"""
+    run = subprocess.run([sys.executable, "-c", code, str(rocm_run)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    chunks, all_shared = run.stdout.split()
+    assert int(chunks) > 10 and all_shared == "True"
+
+
+def test_a_task_that_overflows_its_slice_sends_its_arrays_instead():
+    from lumikit.trace.columns import parse_chunk
+    from lumikit.trace.handoff import ROW_BYTES, SharedColumns, StoredChunk
+
+    chunk = parse_chunk(",".join(json.dumps(x(f"k{i}", "kernel", i, 1, stream=0)) for i in range(50)).encode())
+    shared = SharedColumns(1 << 20)
+    roomy = shared.reserve(50 * 200)
+    (stored,) = shared.store([chunk], roomy)
+    assert isinstance(stored, StoredChunk)
+    back = shared.load(stored)
+    assert back.names == chunk.names and back.name_code.tolist() == chunk.name_code.tolist()
+    assert all(back.arrays[c].tolist() == chunk.arrays[c].tolist() for c in chunk.arrays)
+    tight = (roomy[0] + roomy[1], 49 * ROW_BYTES)  # room for 49 of the 50 rows
+    assert shared.store([chunk], tight) == [chunk]
+    del back, stored
+    shared.close()
