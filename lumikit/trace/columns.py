@@ -179,8 +179,26 @@ def decode_array(body: bytes | bytearray | memoryview) -> tuple[list, int]:
     return [e for e in events if e.__class__ is _Complete], len(events)
 
 
-_FIELDS = attrgetter("name", "cat", "pid", "tid", "ts", "dur", "args")
-_ARG_FIELDS = attrgetter("stream", "correlation", "external_id", "bytes", "size")
+#: One getter per kept field; ``args.*`` reach into the args record (an ``AttributeError`` when args is no object).
+_GET = {f: attrgetter(f) for f in ("name", "cat", "pid", "tid", "ts", "dur", "args.stream", "args.correlation",
+                                    "args.external_id", "args.bytes", "args.size")}
+
+
+def _int_column(field: str, kept: list, n: int) -> np.ndarray:
+    """An int64 column straight from the records (numpy pulls the values through a C-level map); a column numpy
+    cannot take as it is (hex strings, ``None``, huge integers) goes through :func:`_ints`."""
+    try:
+        return np.fromiter(map(_GET[field], kept), dtype=np.int64, count=n)
+    except (TypeError, ValueError, OverflowError):
+        return _ints(list(map(_GET[field], kept)), n)
+
+
+def _float_column(field: str, kept: list, n: int) -> np.ndarray:
+    """A float64 column straight from the records; anything numpy cannot take goes through :func:`_floats`."""
+    try:
+        return np.fromiter(map(_GET[field], kept), dtype=np.float64, count=n)
+    except (TypeError, ValueError, OverflowError):
+        return _floats(list(map(_GET[field], kept)), n)
 
 
 def parse_chunk(chunk: bytes) -> ColumnChunk:
@@ -199,22 +217,24 @@ def parse_array(body: bytes | bytearray | memoryview) -> ColumnChunk:
             empty_i, empty_f = np.empty(0, np.int64), np.empty(0, np.float64)
             arrays = {c: empty_i for c in INT_COLUMNS} | {c: empty_f for c in FLOAT_COLUMNS}
             return ColumnChunk([], [], np.empty(0, np.int32), np.empty(0, np.int32), arrays, n_all)
-        names, cats, pids, tids, tss, durs, args = zip(*map(_FIELDS, kept))  # one C-level pass per chunk
-        del kept
-        name_code, name_list = _codes(names)
+        name_code, name_list = _codes(list(map(_GET["name"], kept)))
+        cats = list(map(_GET["cat"], kept))
         cat_code, cat_list = _codes(cats if all(cats) else [c or "" for c in cats])
-        arrays = {"pid": _ints(pids, n), "tid": _ints(tids, n), "ts": _floats(tss, n), "dur": _floats(durs, n)}
+        del cats
+        arrays = {"pid": _int_column("pid", kept, n), "tid": _int_column("tid", kept, n),
+                  "ts": _float_column("ts", kept, n), "dur": _float_column("dur", kept, n)}
         try:
-            stream, correlation, external_id, nbytes, size = zip(*map(_ARG_FIELDS, args))
+            arrays["stream"] = _int_column("args.stream", kept, n)
         except AttributeError:  # an event whose args are not an object (a list, a string, null): no args
-            args = [a if a.__class__ is _Args else _NO_ARGS for a in args]
-            stream, correlation, external_id, nbytes, size = zip(*map(_ARG_FIELDS, args))
-        arrays["stream"] = _ints(stream, n)
-        arrays["correlation"] = _ints(correlation, n)
-        arrays["external_id"] = _ints(external_id, n)
-        nbytes_i = _ints(nbytes, n)
-        absent = nbytes_i == _NO_BYTES
-        arrays["bytes"] = np.where(absent, _ints(size, n), nbytes_i) if absent.any() else nbytes_i
+            for event in kept:
+                if event.args.__class__ is not _Args:
+                    event.args = _NO_ARGS
+            arrays["stream"] = _int_column("args.stream", kept, n)
+        arrays["correlation"] = _int_column("args.correlation", kept, n)
+        arrays["external_id"] = _int_column("args.external_id", kept, n)
+        nbytes = _int_column("args.bytes", kept, n)
+        absent = nbytes == _NO_BYTES
+        arrays["bytes"] = np.where(absent, _int_column("args.size", kept, n), nbytes) if absent.any() else nbytes
         return ColumnChunk(name_list, cat_list, name_code, cat_code, arrays, n_all)
     finally:
         if was_enabled:
