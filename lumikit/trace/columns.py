@@ -4,8 +4,8 @@ Only complete events (``ph == "X"``) are kept, and only the fields the analyses 
 become integer codes (a pandas Categorical at the end), numbers become numpy arrays: a 300 MB trace ends up as a
 table of a few tens of megabytes. ``parse_chunk`` runs in worker processes; it decodes with msgspec into slotted
 records holding only those fields, about twice as fast as building every event as a dict, and a union tagged by
-``ph`` builds nothing at all for the flow, metadata and instant events around them (a third faster again); the
-records are turned into columns by C-level ``attrgetter``/``zip`` passes rather than a Python loop per field.
+``ph`` builds nothing at all for the flow, metadata and instant events around them (a third faster again); numpy
+pulls each column from the records through a C-level ``attrgetter`` map rather than a Python loop per field.
 
 A rank's table is a :class:`Columns` (numpy arrays, names as integer codes): what the analyses compute on, with
 no pandas import; ``Columns.to_frame()`` gives the pandas table notebooks show.
@@ -184,21 +184,14 @@ _GET = {f: attrgetter(f) for f in ("name", "cat", "pid", "tid", "ts", "dur", "ar
                                     "args.external_id", "args.bytes", "args.size")}
 
 
-def _int_column(field: str, kept: list, n: int) -> np.ndarray:
-    """An int64 column straight from the records (numpy pulls the values through a C-level map); a column numpy
-    cannot take as it is (hex strings, ``None``, huge integers) goes through :func:`_ints`."""
+def _column(field: str, kept: list, n: int, dtype: type) -> np.ndarray:
+    """An int64 or float64 column straight from the records (numpy pulls the values through a C-level map); a
+    column numpy cannot take as it is (hex strings, ``None``, huge integers) goes through :func:`_ints` or
+    :func:`_floats`."""
     try:
-        return np.fromiter(map(_GET[field], kept), dtype=np.int64, count=n)
+        return np.fromiter(map(_GET[field], kept), dtype=dtype, count=n)
     except (TypeError, ValueError, OverflowError):
-        return _ints(list(map(_GET[field], kept)), n)
-
-
-def _float_column(field: str, kept: list, n: int) -> np.ndarray:
-    """A float64 column straight from the records; anything numpy cannot take goes through :func:`_floats`."""
-    try:
-        return np.fromiter(map(_GET[field], kept), dtype=np.float64, count=n)
-    except (TypeError, ValueError, OverflowError):
-        return _floats(list(map(_GET[field], kept)), n)
+        return (_ints if dtype is np.int64 else _floats)(list(map(_GET[field], kept)), n)
 
 
 def parse_chunk(chunk: bytes) -> ColumnChunk:
@@ -221,20 +214,20 @@ def parse_array(body: bytes | bytearray | memoryview) -> ColumnChunk:
         cats = list(map(_GET["cat"], kept))
         cat_code, cat_list = _codes(cats if all(cats) else [c or "" for c in cats])
         del cats
-        arrays = {"pid": _int_column("pid", kept, n), "tid": _int_column("tid", kept, n),
-                  "ts": _float_column("ts", kept, n), "dur": _float_column("dur", kept, n)}
+        arrays = {"pid": _column("pid", kept, n, np.int64), "tid": _column("tid", kept, n, np.int64),
+                  "ts": _column("ts", kept, n, np.float64), "dur": _column("dur", kept, n, np.float64)}
         try:
-            arrays["stream"] = _int_column("args.stream", kept, n)
+            arrays["stream"] = _column("args.stream", kept, n, np.int64)
         except AttributeError:  # an event whose args are not an object (a list, a string, null): no args
             for event in kept:
                 if event.args.__class__ is not _Args:
                     event.args = _NO_ARGS
-            arrays["stream"] = _int_column("args.stream", kept, n)
-        arrays["correlation"] = _int_column("args.correlation", kept, n)
-        arrays["external_id"] = _int_column("args.external_id", kept, n)
-        nbytes = _int_column("args.bytes", kept, n)
+            arrays["stream"] = _column("args.stream", kept, n, np.int64)
+        arrays["correlation"] = _column("args.correlation", kept, n, np.int64)
+        arrays["external_id"] = _column("args.external_id", kept, n, np.int64)
+        nbytes = _column("args.bytes", kept, n, np.int64)
         absent = nbytes == _NO_BYTES
-        arrays["bytes"] = np.where(absent, _int_column("args.size", kept, n), nbytes) if absent.any() else nbytes
+        arrays["bytes"] = np.where(absent, _column("args.size", kept, n, np.int64), nbytes) if absent.any() else nbytes
         return ColumnChunk(name_list, cat_list, name_code, cat_code, arrays, n_all)
     finally:
         if was_enabled:

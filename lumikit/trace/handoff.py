@@ -22,6 +22,13 @@ ROW_BYTES = 8 * (len(INT_COLUMNS) + len(FLOAT_COLUMNS)) + 4 * 2
 #: A complete event's JSON is longer than this (its keys alone take more), so slices sized by it rarely overflow.
 MIN_EVENT_BYTES = 40
 
+
+def rows_bytes(text_bytes: int, spare_rows: int) -> int:
+    """Room for the columns of ``text_bytes`` of trace at the most events it can hold, plus ``spare_rows``
+    (a multiple of 8 bytes, since ``ROW_BYTES`` is)."""
+    return (text_bytes // MIN_EVENT_BYTES + spare_rows) * ROW_BYTES
+
+
 #: The mapping of the load in progress, inherited by the workers it forks (None elsewhere).
 CURRENT: "SharedColumns | None" = None
 
@@ -48,13 +55,13 @@ class SharedColumns:
     def for_text(cls, text_bytes: int) -> "SharedColumns | None":
         """A mapping for about ``text_bytes`` of trace, or None where the system refuses one that large."""
         try:
-            return cls(max(mmap.PAGESIZE, (text_bytes // MIN_EVENT_BYTES + 1024) * ROW_BYTES))
+            return cls(max(mmap.PAGESIZE, rows_bytes(text_bytes, spare_rows=1024)))
         except (OSError, ValueError, OverflowError):
             return None
 
     def reserve(self, text_bytes: int) -> tuple[int, int] | None:
         """A slice (offset, size) for the columns of ``text_bytes`` of trace, or None when the mapping is full."""
-        size = -(-(text_bytes // MIN_EVENT_BYTES + 64) * ROW_BYTES // 8) * 8
+        size = rows_bytes(text_bytes, spare_rows=64)
         if self._next + size > self.size:
             return None
         start, self._next = self._next, self._next + size
