@@ -34,7 +34,7 @@ lab: venv
 
 # Unit, conformance, integration and browser tests, then the whole workbook (lessons, solutions, exercises), timed.
 test: venv
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=15
 	PY=$(PY) bash scripts/run-workbook.sh
 
 unit: venv
