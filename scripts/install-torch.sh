@@ -7,7 +7,7 @@ set -uo pipefail
 py=${1:?usage: install-torch.sh PYTHON INDEX_URL}
 index=${2:-}
 [ -n "$index" ] || exit 0
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 pin=$(grep -oE '"torch==[0-9][0-9.]*"' pyproject.toml | head -n1 | tr -d '"')
 if [ -z "$pin" ]; then
     echo "install-torch.sh: no torch==VERSION pin found in pyproject.toml" >&2
