@@ -92,7 +92,7 @@ def test_slurm_up_after_a_controller_crash_keeps_the_jobs_it_knew(faulty_cluster
     assert "jobs, state and accounting kept" in up.stdout + up.stderr
     sacct = faulty_cluster.slurm("sacct", "-n", "-P", "-X", "-j", str(run.job_id), "-o", "State")
     assert sacct.stdout.strip() == "COMPLETED", sacct.stdout + sacct.stderr
-    assert int(faulty_cluster.slurm.sbatch("--wrap", "true", "-p", "small-g")) > int(run.job_id)
+    assert int(faulty_cluster.slurm.sbatch("--wrap", "true", "-p", "small-g", "--output=/dev/null")) > int(run.job_id)
 
 
 def test_cancel_of_a_run_that_ended_does_nothing_and_says_why(faulty_cluster, tmp_path):
@@ -109,7 +109,8 @@ def test_cancel_of_a_run_that_ended_does_nothing_and_says_why(faulty_cluster, tm
 def test_cancel_of_a_job_id_slurm_gave_to_another_job_does_nothing(faulty_cluster, tmp_path):
     run = submit(tmp_path, 0, name="mine")
     assert run.wait(timeout=120, poll=1, progress=False) == "COMPLETED"
-    other = faulty_cluster.slurm.sbatch("--job-name=someone-else", "-p", "small-g", "--wrap", "sleep 120")
+    other = faulty_cluster.slurm.sbatch("--job-name=someone-else", "-p", "small-g", "--output=/dev/null",
+                                          "--wrap", "sleep 120")
     try:
         # as after a rebuilt cluster: the run's recorded id now names another, running job
         run.folder.update(state="RUNNING", job_id=other)
