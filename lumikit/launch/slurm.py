@@ -200,7 +200,7 @@ class SlurmBackend:
             raise LaunchError(
                 f"job {job_id} is not {folder.path.name}'s any more (Slurm's job {job_id} is named "
                 f"{extra.get('job_name')!r}, submitted {extra.get('submit_time') or 'at an unknown time'}; the run "
-                f"recorded {m.get('job_name')!r}): job ids restart when a cluster is rebuilt. Nothing was cancelled")
+                f"submitted {m.get('job_name')!r}): job ids restart when a cluster is rebuilt. Nothing was cancelled")
         if state in FINAL:
             self.status(folder)
             raise LaunchError(f"{folder.path.name} (job {job_id}) already ended ({state}): nothing to cancel")
