@@ -30,6 +30,7 @@ from ..smi.sessions import MAGIC, SessionHeader
 #: The tools, best first: amd-smi (ROCm 6+, also reports an energy counter), rocm-smi, nvidia-smi.
 TOOLS: tuple[tuple[str, ...], ...] = (AMD_SMI_JSON, ROCM_SMI_JSON, NVIDIA_SMI_CSV)
 GPU_DIR = "gpu"
+STOP_FILE = ".stop"
 DEFAULT_INTERVAL_S = 2.0
 #: The environment variable a launch uses to tell the job (and ``lumikit.mark``) its run folder.
 RUN_DIR_ENV = "LUMIKIT_RUN_DIR"
@@ -89,6 +90,8 @@ class Recorder:
         self.kind = "absent" if self.argv is None else (kind or "recorded")
         self.site = site
         self.path = record_path(run_dir, self.node)
+        #: The batch script creates it after the job's step: every node's recorder ends after its next sample.
+        self.stop_file = Path(run_dir) / GPU_DIR / STOP_FILE
         self.samples = 0
         self.stream = stream and self.argv is not None
         self._proc: subprocess.Popen[str] | None = None
@@ -146,15 +149,20 @@ class Recorder:
                 word = line[len(FRAME_END):].strip()
                 self._frame("".join(lines), int(word) if word.lstrip("-").isdigit() else None, time.time())
                 lines = []
-                if (max_samples is not None and self.samples >= max_samples) or self._stop.is_set() or (
-                        parent is not None and os.getppid() != parent):
+                if self._done(max_samples, parent):
                     break
             else:
                 lines.append(line)
         return self.samples
 
+    def _done(self, max_samples: int | None, parent: int | None) -> bool:
+        """Whether to stop after this sample: asked to, enough samples, the parent gone, or the stop file there."""
+        return (self._stop.is_set() or (max_samples is not None and self.samples >= max_samples)
+                or (parent is not None and os.getppid() != parent) or self.stop_file.exists())
+
     def run(self, *, max_samples: int | None = None, parent: int | None = None) -> int:
-        """Sample until stopped (SIGTERM/SIGINT through :meth:`stop`, ``max_samples``, or ``parent`` gone);
+        """Sample until stopped (SIGTERM/SIGINT through :meth:`stop`, ``max_samples``, ``parent`` gone, or
+        ``gpu/.stop`` created);
         returns the number of samples. An absent tool returns at once (the header says why)."""
         try:
             if self.argv is None:
@@ -164,10 +172,8 @@ class Recorder:
             next_at = time.monotonic()
             while not self._stop.is_set():
                 self.sample()
-                if max_samples is not None and self.samples >= max_samples:
+                if self._done(max_samples, parent):
                     break
-                if parent is not None and os.getppid() != parent:
-                    break  # whoever started us is gone (a killed local supervisor): stop with the job
                 next_at += self.interval
                 delay = next_at - time.monotonic()
                 if delay < 0:
