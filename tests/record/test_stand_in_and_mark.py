@@ -36,9 +36,7 @@ def test_the_stand_in_shows_the_gcd_of_a_computing_rank_computing(ranks):
     story = JobStory(2, env={"SLURM_JOB_ID": "777001", "SLURMD_NODENAME": "nid005001"}, seed=3)
     story.states()  # the first look only notes each rank's CPU time so far
     time.sleep(3)
-    states, _ = story.states()
-    assert states == ("compute", "idle")
-    snap = parse_smi(story.reading())
+    snap = parse_smi(story.reading())  # the states since the first look, rendered as rocm-smi --json
     gcd0, gcd1 = snap.devices
     assert gcd0.gpu_busy_pct >= 95 and gcd0.sclk_mhz >= 1600 and gcd1.gpu_busy_pct == 0 and gcd1.sclk_mhz == 800
     assert gcd1.power_w is None  # the package power is on the even GCD, as an MI250X prints it
