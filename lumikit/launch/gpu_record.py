@@ -7,10 +7,12 @@ The site may name the tool (``[slurm] record_command``, a stream command with ``
 """
 from __future__ import annotations
 
+import math
 import shlex
 import sys
 from typing import Any
 
+from ..errors import LaunchError
 from ..jobs.spec import JobSpec
 from ..site import Site
 from ..record.recorder import DEFAULT_INTERVAL_S, STOP_FILE
@@ -25,6 +27,9 @@ def asks_gpus(spec: JobSpec) -> bool:
 
 def plan(spec: JobSpec, enabled: bool = True, interval: float = DEFAULT_INTERVAL_S) -> dict[str, Any]:
     """What the manifest says about the record (``gpu_record``): on or off, the interval, and why."""
+    if not (isinstance(interval, (int, float)) and math.isfinite(interval) and 0.1 <= interval <= 3600):
+        raise LaunchError(f"--gpu-record-interval {interval!r}: give the seconds between two GPU samples, from 0.1 "
+                          "to 3600 (default 2)")
     if not enabled:
         return {"enabled": False, "why": "turned off at launch (--no-gpu-record / gpu_record=False)"}
     if not asks_gpus(spec):

@@ -98,6 +98,10 @@ def test_the_run_command_takes_no_gpu_record(tmp_path: Path, capsys):
     assert RunFolder.open(run).read()["gpu_record"] == {"enabled": False, "why": "turned off at launch "
                                                         "(--no-gpu-record / gpu_record=False)"}
     assert not (run / "gpu").exists()
+    assert main(["run", "--site", "laptop", "--gpus-per-node", "1", "--gpu-record-interval", "0", "--runs-dir",
+                 str(tmp_path), "--", "true"]) == 2
+    assert "--gpu-record-interval 0.0: give the seconds between two GPU samples" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == [run.name]  # a refused launch leaves no run folder
 
 
 def test_run_report_gives_the_card_a_table_and_a_picture(tmp_path: Path, capsys):
