@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import warnings
 from pathlib import Path
@@ -92,21 +93,32 @@ def mark(name: str, *, run_dir: str | os.PathLike[str] | None = None) -> dict[st
     return marker
 
 
+#: The most of a markers or metrics file read (far more than any run writes; a guard against the wrong file).
+MAX_SIDE_FILE_BYTES = 64 * 2**20
+
+
+def read_capped(path: Path, limit: int = MAX_SIDE_FILE_BYTES) -> str:
+    """The text of a regular file, at most ``limit`` bytes of it ('' for a FIFO, a device or a missing file)."""
+    try:
+        if not path.is_file():
+            return ""
+        with path.open("rb") as fh:
+            return fh.read(limit).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
 def read_markers(run_or_path: Any) -> list[dict[str, Any]]:
     """The run's markers in time order; damaged lines are skipped (a marker is a hint, never a reading)."""
-    path = _run_dir(run_or_path) / MARKERS
     out = []
-    try:
-        text = path.read_text(errors="replace") if path.is_file() else ""
-    except OSError:
-        return []
-    for line in text.splitlines()[:100_000]:
+    for line in read_capped(_run_dir(run_or_path) / MARKERS).splitlines()[:100_000]:
         try:
             m = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
-        if isinstance(m, dict) and isinstance(m.get("time"), (int, float)) and not isinstance(m.get("time"), bool) \
-                and isinstance(m.get("name"), str):
+        t = m.get("time") if isinstance(m, dict) else None
+        finite = isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t)
+        if finite and isinstance(m.get("name"), str):
             out.append(m)
     return sorted(out, key=lambda m: m["time"])
 

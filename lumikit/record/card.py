@@ -155,6 +155,10 @@ def _f(x: float | None, nd: int) -> str:
     return "-" if x is None or not math.isfinite(x) else f"{x:.{nd}f}"
 
 
+def _finite(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
 def _mean(xs: Sequence[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
@@ -370,8 +374,7 @@ def _steps(series: Mapping[str, Sequence[tuple[float, float | None]]], steps: Se
            t0: float) -> dict[str, Any]:
     """Energy per step over the span of a workload's steps (rank 0's metrics): the record's energy between the
     first step's start and the last step's end, divided by the steps in it."""
-    rows = [s for s in steps if isinstance(s.get("time"), (int, float)) and isinstance(s.get("step_time_s"),
-                                                                                        (int, float))]
+    rows = [s for s in steps if _finite(s.get("time")) and _finite(s.get("step_time_s"))]
     if len(rows) < 2:
         return {}
     start = min(float(s["time"]) - float(s["step_time_s"]) for s in rows) - t0
@@ -401,19 +404,17 @@ def _why_absent(sessions: Mapping[str, Session], manifest: Mapping[str, Any]) ->
 def card_of_run(run_or_path: Any) -> ReportCard:
     """Read a run folder (record, manifest, markers, rank 0's workload metrics) and make its card."""
     from ..launch.runfolder import RunFolder
-    from . import _run_dir, read_markers, read_record
+    from . import _run_dir, read_capped, read_markers, read_record
 
     folder = _run_dir(run_or_path)
     manifest = RunFolder.open(folder).read()
     steps: list[dict[str, Any]] = []
-    metrics = folder / "metrics.rank0.jsonl"
-    if metrics.is_file():
-        for line in metrics.read_text(errors="replace").splitlines()[:1_000_000]:
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(row, dict) and "epoch_end" not in row:
-                steps.append(row)
+    for line in read_capped(folder / "metrics.rank0.jsonl").splitlines()[:1_000_000]:
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(row, dict) and "epoch_end" not in row:
+            steps.append(row)
     return report_card(read_record(folder), manifest, read_markers(folder), steps, run=Path(folder).name,
                        site=manifest.get("site"))
