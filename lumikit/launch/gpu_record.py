@@ -18,6 +18,7 @@ from ..site import Site
 from ..record.recorder import DEFAULT_INTERVAL_S, STOP_FILE
 
 RECORDER_PID = "LUMIKIT_RECORDER_PID"
+STEP_STATUS = "LUMIKIT_STEP_STATUS"
 
 
 def asks_gpus(spec: JobSpec) -> bool:
@@ -51,7 +52,7 @@ def recorder_args(site: Site, run_dir: str, interval: float, python: str = "pyth
 
 def sbatch_lines(record: dict[str, Any] | None, site: Site, run_dir: str) -> tuple[list[str], list[str]]:
     """The batch-script lines before the job's step (start one recorder per node in the background) and after it
-    (stop them). A failed job step ends the script (``set -e``): Slurm then ends the recorder with the job.
+    (stop them). Should the script end early anyway (a cancelled job), Slurm ends the recorder with the job.
 
     ``--mem=0`` (the job's memory, shared by ``--overlap``): without it, on Slurm 22.05 (lumi-sim) the recorder's
     step cannot start beside a job step that holds all of the job's memory ("Memory required by task is not
@@ -79,12 +80,15 @@ def sbatch_lines(record: dict[str, Any] | None, site: Site, run_dir: str) -> tup
 
 
 def with_record(script: str, record: dict[str, Any] | None, site: Site, run_dir: str) -> str:
-    """A rendered batch script (its last line is the job's step) with the recorder around that step."""
+    """A rendered batch script (its last line is the job's step) with the recorder around that step. The step's
+    status is kept and becomes the script's after the recorder has stopped, so a failed step still ends the job
+    with its own exit code (and the recorder ends cleanly then too)."""
     before, after = sbatch_lines(record, site, run_dir)
     if not before:
         return script
     head, step = script.rstrip("\n").rsplit("\n", 1)
-    return "\n".join([head, *before, step, *after]) + "\n"
+    return "\n".join([head, *before, f"{STEP_STATUS}=0", f"{step} || {STEP_STATUS}=$?", *after,
+                      f'exit "${STEP_STATUS}"']) + "\n"
 
 
 def local_argv(record: dict[str, Any] | None, site: Site, run_dir: str) -> list[str] | None:

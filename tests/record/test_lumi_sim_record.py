@@ -63,3 +63,17 @@ def test_a_cancelled_job_keeps_its_record_readable(slurm_cluster, tmp_path: Path
     (node, sess), = read_record(run).items()
     assert node in slurm_cluster.nodes and len(sess.frames) >= 3 and len(sess.notes) <= 1
     assert all(len(s.devices) == 1 for s in sess.snapshots())
+
+
+def test_a_failed_step_keeps_its_exit_code_and_its_record(slurm_cluster, tmp_path: Path):
+    from lumikit.jobs.spec import spec
+    from lumikit.launch import launch
+
+    run = launch(spec(["python3", "-c", "import sys, time; time.sleep(4); sys.exit(3)"], partition="small-g",
+                      gpus_per_node=1, time="0:03:00", name="fails"), site="lumi-sim", runs_dir=tmp_path)
+    assert run.wait(timeout=300, progress=False) == "FAILED"
+    assert run.manifest["exit_code"] == 3
+    (sess,) = read_record(run).values()
+    assert len(sess.frames) >= 2 and sess.notes == []
+    said = "".join(p.read_text() for p in run.path.glob("slurm-*.out"))
+    assert "Exited with exit code 3" in said and "Killed" not in said  # the recorder ended cleanly

@@ -85,6 +85,7 @@ def test_the_batch_script_starts_one_recorder_per_node_around_the_step(tmp_path:
     step = next(i for i, line in enumerate(script) if "train.py" in line)
     assert rec < step and script[rec].endswith(" &") and "--overlap" in script[rec]
     assert "--ntasks-per-node=1" in script[rec] and "--kind generated --stream" in script[rec]
+    assert script[step].endswith(" || LUMIKIT_STEP_STATUS=$?") and script[-1] == 'exit "$LUMIKIT_STEP_STATUS"'
     assert "touch" in script[step + 1] and ".stop" in script[step + 1]
     folder.update(gpu_record=plan(job, enabled=False))
     assert "lumikit.record" not in SlurmBackend(site).script(job, folder)
