@@ -10,6 +10,7 @@ still running, and returns within one interval.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import queue
 import shlex
@@ -18,7 +19,7 @@ import subprocess
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
@@ -26,7 +27,7 @@ from ..errors import LaunchError, LumikitError
 from ..site import Site
 from .model import DEVICE_FIELDS, DeviceReading, Snapshot
 from .parse import parse_smi
-from .sessions import Frame, list_sessions, read_session
+from .sessions import Frame, Session, list_sessions, read_session
 
 ROCM_SMI_JSON = ("rocm-smi", "--showtemp", "--showpower", "--showmaxpower", "--showclocks", "--showperflevel",
                  "--showuse", "--showmemuse", "--showmeminfo", "vram", "--json")
@@ -243,8 +244,11 @@ class ReplaySource:
         if not sess.frames:
             raise LumikitError(f"session {sess.header.name!r} has no frames to replay")
         self.session = sess
-        self.name = f"replay:{sess.header.name}"
+        self.name = f"replay:{sess.header.label}"
         self.snapshots = sess.snapshots()
+        if sess.header.started is not None:  # a run record: samples at their clock time (started + t)
+            self.snapshots = [s.with_timestamp(sess.header.started + f.t)
+                              for s, f in zip(self.snapshots, sess.frames)]
         self.speed = speed
         self.loop = loop
         self._next = 0
@@ -496,3 +500,215 @@ def append_csv(path: Path, snapshot: Snapshot) -> None:
             w.writerow([snapshot.timestamp, snapshot.format, *("" if getattr(d, f) is None else getattr(d, f)
                                                                for f in DEVICE_FIELDS)])
         fh.flush()
+
+
+# ---- run records: the GPU record a launched run keeps in its folder (gpu/<node>.jsonl) --------------------------
+
+#: Where a run folder keeps its GPU record: one session file per node (``gpu/<node>.jsonl``).
+RECORD_DIR = "gpu"
+#: The most bytes one poll reads from one node's file (a record grows by ~2 kB per sample; a bigger jump is
+#: read over the next polls, so a huge or hostile file never stalls a notebook).
+MAX_POLL_BYTES = 8 << 20
+
+
+def _natural(name: str) -> list[Any]:
+    """Sort key putting ``nid5002`` before ``nid10001``."""
+    import re
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def record_folder(run: Any) -> Path:
+    """The ``gpu/`` folder of a run (a :class:`lumikit.launch.Run`, a run folder path, or the ``gpu/`` folder)."""
+    path = Path(getattr(run, "path", run))
+    return path if path.name == RECORD_DIR and not (path / RECORD_DIR).is_dir() else path / RECORD_DIR
+
+
+def record_files(run: Any) -> dict[str, Path]:
+    """``{node: file}`` of a run's GPU record, in node order; ``gpu/<node>.jsonl``, or its ``.jsonl.partial``
+    while a writer still has it open. Empty when the run has no record."""
+    folder = record_folder(run)
+    found: dict[str, Path] = {}
+    try:
+        entries = sorted(folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    for p in entries:
+        for suffix in (".jsonl", ".jsonl.partial"):
+            if p.name.endswith(suffix) and len(p.name) > len(suffix):
+                node = p.name[: -len(suffix)]
+                if suffix == ".jsonl" or node not in found:
+                    found[node] = p
+    return {n: found[n] for n in sorted(found, key=_natural)}
+
+
+@dataclass
+class _NodeTail:
+    """What has been read of one node's file: where the next read starts, the header, frames and snapshots."""
+
+    path: Path
+    inode: int = -1
+    offset: int = 0
+    header: Any = None                              # SessionHeader once the first line is read
+    frames: list[Frame] = field(default_factory=list)
+    snapshots: list[Snapshot] = field(default_factory=list)
+    pending: int = 0                                # bytes of a last line not yet ended by a newline
+    notes: list[str] = field(default_factory=list)
+    broken: bool = False                            # not a lumikit session: read no further
+
+
+class RecordTail:
+    """Follow a run's GPU record: each :meth:`poll` reads only the bytes each ``gpu/<node>.jsonl`` gained since
+    the last poll (no Slurm call, one ``stat`` per file when nothing changed) and parses only the new frames.
+
+    A line not yet ended (a writer mid-line, or a job killed mid-write) waits for its newline; a damaged line in
+    the middle is skipped and noted (a live view keeps going). ``snapshots(node)`` carry epoch timestamps
+    (``header.started + t``) when the header has ``started``, else seconds since the start.
+    """
+
+    def __init__(self, run: Any) -> None:
+        self.folder = record_folder(run)
+        self.run_path = self.folder.parent
+        self._tails: dict[str, _NodeTail] = {}
+
+    @property
+    def nodes(self) -> list[str]:
+        return list(self._tails)
+
+    def poll(self) -> int:
+        """Read what the record gained; returns the number of new frames over all nodes."""
+        new = 0
+        for node, path in record_files(self.folder).items():
+            tail = self._tails.get(node)
+            if tail is None:
+                tail = self._tails[node] = _NodeTail(path)
+            tail.path = path
+            new += self._read(node, tail)
+        if len(self._tails) > 1:
+            self._tails = {n: self._tails[n] for n in sorted(self._tails, key=_natural)}
+        return new
+
+    def _read(self, node: str, tail: _NodeTail) -> int:
+        import stat as stat_mod
+
+        from .sessions import _frame, _header
+
+        if tail.broken:
+            return 0
+        try:
+            st = tail.path.stat()
+        except FileNotFoundError:  # renamed from .partial to .jsonl between listing and stat: next poll
+            return 0
+        if not stat_mod.S_ISREG(st.st_mode):
+            tail.broken = True
+            tail.notes.append(f"{tail.path}: not a regular file (a FIFO or device?); not read")
+            return 0
+        if st.st_ino != tail.inode or st.st_size < tail.offset:  # a new file (or one cut shorter): start over
+            if tail.inode != -1:
+                tail.notes.append(f"{tail.path}: replaced or cut shorter; read again from its start")
+            tail.inode, tail.offset, tail.header = st.st_ino, 0, None
+            tail.frames, tail.snapshots = [], []
+        if st.st_size == tail.offset:
+            return 0
+        with tail.path.open("rb") as fh:
+            fh.seek(tail.offset)
+            data = fh.read(min(st.st_size - tail.offset, MAX_POLL_BYTES))
+        end = data.rfind(b"\n")
+        if end < 0:
+            tail.pending = len(data)
+            return 0
+        tail.pending = len(data) - end - 1
+        start_line = tail.offset
+        tail.offset += end + 1
+        added = 0
+        for raw in data[: end + 1].split(b"\n")[:-1]:
+            line = raw.decode("utf-8", errors="replace")
+            if not line.strip():
+                continue
+            if tail.header is None:
+                try:
+                    head = json.loads(line)
+                    tail.header = _header(head, tail.path, line)
+                except (ValueError, RecursionError, LumikitError) as exc:
+                    tail.broken = True
+                    tail.notes.append(f"{tail.path}: {exc if isinstance(exc, LumikitError) else 'no JSON header'}; "
+                                      "not a GPU record file")
+                    return added
+                continue
+            frame = _frame(line)
+            if frame is None:
+                tail.notes.append(f"{tail.path}: a damaged line near byte {start_line} skipped ({len(line)} chars)")
+                continue
+            tail.frames.append(frame)
+            added += 1
+            base = tail.header.started
+            try:
+                snap = parse_smi(frame.stdout, source=f"{node} frame {len(tail.frames) - 1}",
+                                 site=tail.header.site)
+            except LumikitError:
+                continue  # a failed tool call (e.g. exit status 2, nothing printed): a gap in the pictures
+            tail.snapshots.append(snap.with_timestamp(frame.t + base if base is not None else frame.t))
+        return added
+
+    def header(self, node: str) -> Any:
+        """The node's :class:`~lumikit.smi.sessions.SessionHeader` (None before its first line is read)."""
+        return self._tails[node].header
+
+    def frames(self, node: str) -> list[Frame]:
+        return self._tails[node].frames
+
+    def snapshots(self, node: str) -> list[Snapshot]:
+        """The node's parsed samples so far (frames whose tool call failed leave a gap)."""
+        return self._tails[node].snapshots
+
+    def notes(self) -> list[str]:
+        """What reading had to skip, and a last line still waiting for its end."""
+        out = [n for t in self._tails.values() for n in t.notes]
+        out += [f"{t.path}: its last {t.pending} bytes are a line not yet ended (a writer mid-line or a killed "
+                "job); the complete samples before it are shown" for t in self._tails.values() if t.pending]
+        return out
+
+    def sessions(self) -> dict[str, Session]:
+        """``{node: Session}`` of what has been read (the same type every session reader returns)."""
+        return {n: Session(header=t.header, frames=list(t.frames), notes=list(t.notes))
+                for n, t in self._tails.items() if t.header is not None}
+
+    def kinds(self) -> dict[str, str]:
+        """``{node: kind}``: generated, recorded, or absent (no SMI tool existed on that node)."""
+        return {n: t.header.kind for n, t in self._tails.items() if t.header is not None}
+
+    def run_state(self) -> str | None:
+        """The run's state from its manifest (None when unreadable): a final state means the record is complete."""
+        try:
+            data = json.loads((self.run_path / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        state = data.get("state") if isinstance(data, dict) else None
+        return state if isinstance(state, str) else None
+
+
+def read_run_record(run: Any) -> dict[str, Session]:
+    """The whole GPU record of a run, ``{node: Session}`` (empty when the run has none)."""
+    tail = RecordTail(run)
+    while tail.poll():
+        pass
+    return tail.sessions()
+
+
+def record_replay_sources(run: Any, *, speed: float | None = None) -> list["ReplaySource"]:
+    """One :class:`ReplaySource` per node of a run's GPU record (nodes with samples), for ``smi watch --replay``."""
+    sources = []
+    for node, path in record_files(run).items():
+        sess = read_session(path)
+        if sess.frames:
+            sources.append(ReplaySource(path, speed=speed))
+    if not sources:
+        raise LumikitError(f"{Path(getattr(run, 'path', run))}: no GPU record with samples (no gpu/<node>.jsonl, or "
+                           "only headers: the nodes had no SMI tool); launch with the record on (the default for "
+                           "jobs with GPUs) or replay a shipped session: `lumikit smi sessions`")
+    return sources
+
+
+def is_run_record(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a run folder (or its ``gpu/`` folder) holding a GPU record."""
+    p = Path(path)
+    return p.is_dir() and bool(record_files(p))
