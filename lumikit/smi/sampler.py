@@ -712,3 +712,35 @@ def is_run_record(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a run folder (or its ``gpu/`` folder) holding a GPU record."""
     p = Path(path)
     return p.is_dir() and bool(record_files(p))
+
+
+def default_runs_dir() -> Path:
+    """Where ``lumikit run`` puts run folders: ``$LUMIKIT_RUNS_DIR``, else ``runs/`` of the current folder (the
+    clone, where the workbook's notebooks and CLI run)."""
+    return Path(os.environ.get("LUMIKIT_RUNS_DIR") or "runs")
+
+
+def record_listing(runs_dir: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+    """One row per run folder under ``runs_dir`` that holds a GPU record: run, nodes, kind (generated /
+    recorded / absent), samples per node, first sample time (epoch or None) and source."""
+    base = Path(runs_dir) if runs_dir is not None else default_runs_dir()
+    rows = []
+    try:
+        folders = sorted(p for p in base.iterdir() if p.is_dir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    for folder in folders:
+        if not record_files(folder):
+            continue
+        tail = RecordTail(folder)
+        while tail.poll():
+            pass
+        headers = {n: tail.header(n) for n in tail.nodes if tail.header(n) is not None}
+        starts = [h.started for h in headers.values() if h.started is not None]
+        rows.append({"run": folder.name, "path": str(folder), "nodes": list(headers),
+                     "kind": "/".join(sorted({h.kind for h in headers.values()})) or "unreadable",
+                     "samples": {n: len(tail.frames(n)) for n in headers},
+                     "started": min(starts) if starts else None,
+                     "source": "; ".join(sorted({h.source for h in headers.values() if h.source})) or "-",
+                     "notes": tail.notes()})
+    return rows
