@@ -504,8 +504,6 @@ def append_csv(path: Path, snapshot: Snapshot) -> None:
 
 # ---- run records: the GPU record a launched run keeps in its folder (gpu/<node>.jsonl) --------------------------
 
-#: Where a run folder keeps its GPU record: one session file per node (``gpu/<node>.jsonl``).
-RECORD_DIR = "gpu"
 #: The most bytes one poll reads from one node's file (a record grows by ~2 kB per sample; a bigger jump is
 #: read over the next polls, so a huge or hostile file never stalls a notebook).
 MAX_POLL_BYTES = 8 << 20
@@ -519,25 +517,18 @@ def _natural(name: str) -> list[Any]:
 
 def record_folder(run: Any) -> Path:
     """The ``gpu/`` folder of a run (a :class:`lumikit.launch.Run`, a run folder path, or the ``gpu/`` folder)."""
+    from ..record import GPU_DIR
+
     path = Path(getattr(run, "path", run))
-    return path if path.name == RECORD_DIR and not (path / RECORD_DIR).is_dir() else path / RECORD_DIR
+    return path if path.name == GPU_DIR and not (path / GPU_DIR).is_dir() else path / GPU_DIR
 
 
 def record_files(run: Any) -> dict[str, Path]:
-    """``{node: file}`` of a run's GPU record, in node order; ``gpu/<node>.jsonl``, or its ``.jsonl.partial``
-    while a writer still has it open. Empty when the run has no record."""
-    folder = record_folder(run)
-    found: dict[str, Path] = {}
-    try:
-        entries = sorted(folder.iterdir())
-    except (FileNotFoundError, NotADirectoryError):
-        return {}
-    for p in entries:
-        for suffix in (".jsonl", ".jsonl.partial"):
-            if p.name.endswith(suffix) and len(p.name) > len(suffix):
-                node = p.name[: -len(suffix)]
-                if suffix == ".jsonl" or node not in found:
-                    found[node] = p
+    """``{node: file}`` of a run's GPU record (``gpu/<node>.jsonl``, see :func:`lumikit.record.record_files`),
+    in node order; empty when the run has none."""
+    from ..record import record_files as files
+
+    found = {p.name[: -len(".jsonl")]: p for p in files(record_folder(run).parent)}
     return {n: found[n] for n in sorted(found, key=_natural)}
 
 
@@ -596,7 +587,7 @@ class RecordTail:
             return 0
         try:
             st = tail.path.stat()
-        except FileNotFoundError:  # renamed from .partial to .jsonl between listing and stat: next poll
+        except FileNotFoundError:  # removed between listing and stat
             return 0
         if not stat_mod.S_ISREG(st.st_mode):
             tail.broken = True
@@ -684,14 +675,6 @@ class RecordTail:
             return None
         state = data.get("state") if isinstance(data, dict) else None
         return state if isinstance(state, str) else None
-
-
-def read_run_record(run: Any) -> dict[str, Session]:
-    """The whole GPU record of a run, ``{node: Session}`` (empty when the run has none)."""
-    tail = RecordTail(run)
-    while tail.poll():
-        pass
-    return tail.sessions()
 
 
 def record_replay_sources(run: Any, *, speed: float | None = None) -> list["ReplaySource"]:
