@@ -559,6 +559,7 @@ class RecordTail:
     def __init__(self, run: Any) -> None:
         self.folder = record_folder(run)
         self.run_path = self.folder.parent
+        self.title = f"run {self.run_path.name}"
         self._tails: dict[str, _NodeTail] = {}
 
     @property
@@ -675,6 +676,55 @@ class RecordTail:
             return None
         state = data.get("state") if isinstance(data, dict) else None
         return state if isinstance(state, str) else None
+
+
+class StaticRecord:
+    """Sessions already read (``{node: Session}``: an Omnistat export, a packed reference run) behind the same
+    interface as :class:`RecordTail`, so the record dashboard shows them like a finished run's record."""
+
+    def __init__(self, sessions: Mapping[str, Session], *, name: str = "sessions",
+                 folder: str | os.PathLike[str] = ".") -> None:
+        self._sessions = {n: sessions[n] for n in sorted(sessions, key=_natural)}
+        self._snaps: dict[str, list[Snapshot]] = {}
+        self.folder = Path(folder)
+        self.run_path = Path(name)
+        self.title = name
+        self._read = False
+
+    @property
+    def nodes(self) -> list[str]:
+        return list(self._sessions) if self._read else []
+
+    def poll(self) -> int:
+        if self._read:
+            return 0
+        self._read = True
+        for node, sess in self._sessions.items():
+            base = sess.header.started
+            self._snaps[node] = [s.with_timestamp((s.timestamp or 0.0) + base if base is not None else s.timestamp)
+                                 for s in sess.snapshots()]
+        return sum(len(s.frames) for s in self._sessions.values())
+
+    def header(self, node: str) -> Any:
+        return self._sessions[node].header
+
+    def frames(self, node: str) -> list[Frame]:
+        return self._sessions[node].frames
+
+    def snapshots(self, node: str) -> list[Snapshot]:
+        return self._snaps.get(node, [])
+
+    def notes(self) -> list[str]:
+        return [n for s in self._sessions.values() for n in s.notes]
+
+    def sessions(self) -> dict[str, Session]:
+        return dict(self._sessions)
+
+    def kinds(self) -> dict[str, str]:
+        return {n: s.header.kind for n, s in self._sessions.items()} if self._read else {}
+
+    def run_state(self) -> str | None:
+        return None  # not a launched run: nothing to follow
 
 
 def record_replay_sources(run: Any, *, speed: float | None = None) -> list["ReplaySource"]:

@@ -23,7 +23,8 @@ from ..site import Site
 from ..smi.interpret import Finding, interpret_window
 from ..smi.model import Snapshot
 from ..smi.plots import CSS_GRID, node_grid_html, node_map, timeline
-from ..smi.sampler import RecordTail, Sampler, Source, SourceOption, available_sources
+from ..smi.omnistat import is_omnistat_export, read_omnistat
+from ..smi.sampler import RecordTail, Sampler, Source, SourceOption, StaticRecord, available_sources
 from ..smi.sessions import read_session, snapshots_at
 
 CSS_DASHBOARD = "lumikit-gpu-dashboard"
@@ -56,6 +57,7 @@ class GpuDashboard:
 
     ``run`` (a launched :class:`~lumikit.launch.Run` or its folder) shows that job's GPU record instead: every
     node and GCD at once (see :class:`RecordDashboard`); ``interval`` is then the refresh period (at least 2 s).
+    An Omnistat export (``omnistat-rocm.gpu.csv`` or its folder) or ``{node: Session}`` shows the same way.
     """
 
     def __new__(cls, *args: Any, run: Any = None, **kwargs: Any) -> Any:
@@ -222,6 +224,16 @@ def at_or_before(snapshots: Sequence[Snapshot], t: float | None) -> list[Snapsho
     return [s for s in snapshots if s.timestamp is not None and s.timestamp <= t]
 
 
+def record_source(run: Any) -> Any:
+    """What a record view reads: a :class:`RecordTail` of a run folder, or a :class:`StaticRecord` of an Omnistat
+    export (its CSV or folder) or of ``{node: Session}`` already read."""
+    if isinstance(run, dict):
+        return StaticRecord(run, name="sessions")
+    if not hasattr(run, "path") and is_omnistat_export(run):
+        return StaticRecord(read_omnistat(run), name=Path(run).name, folder=run)
+    return RecordTail(run)
+
+
 class RecordDashboard:
     """Every node and GCD of a launched job, from the GPU record in its run folder (``gpu/<node>.jsonl``).
 
@@ -236,7 +248,7 @@ class RecordDashboard:
     def __init__(self, run: Any, *, interval: float = MIN_REFRESH_S, window: int = 30, site: str | Site = "lumi",
                  detail_every: float = 60.0, follow: bool = True) -> None:
         self.run = run
-        self.tail = RecordTail(run)
+        self.tail: Any = record_source(run)
         self.interval = max(float(interval), MIN_REFRESH_S)
         self.window = window
         self.site = site
@@ -350,11 +362,11 @@ class RecordDashboard:
         words = sorted(set(kinds.values()))
         sources = sorted({h.source for n in self._nodes if (h := self.tail.header(n)) is not None and h.source})
         samples = ", ".join(f"{html.escape(n)}: {len(self.tail.frames(n))}" for n in self._nodes)
-        state = self.tail.run_state() or "state unknown"
+        state = self.tail.run_state()
         notes = self.tail.notes()
         note = (f"<br><span style='color:#8d6e63'>{html.escape(notes[-1])}</span>" if notes else "")
-        return (f"<b>{html.escape(' / '.join(words))}</b> GPU record of run <b>{html.escape(self.tail.run_path.name)}"
-                f"</b> ({html.escape(state)}): {len(self._nodes)} nodes, samples {samples}; source: "
+        return (f"<b>{html.escape(' / '.join(words))}</b> GPU record of <b>{html.escape(self.tail.title)}</b>"
+                f"{f' ({html.escape(state)})' if state else ''}: {len(self._nodes)} nodes, samples {samples}; source: "
                 f"{html.escape('; '.join(sources) or '-')}{note}")
 
     def refresh(self, *, force_detail: bool = False) -> int:
