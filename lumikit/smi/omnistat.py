@@ -16,7 +16,9 @@ GPUs: ``rocm_utilization_percentage``, ``rocm_vram_used_percentage``, ``rocm_tem
 ``rocm_sclk_clock_mhz``, ``rocm_average_socket_power_watts`` (on an MI250X the even GCD reports the package).
 
 The sessions are ``kind = "recorded"`` (Omnistat read the GPUs of a real job) with a ``source`` naming the export;
-each frame keeps that node's cells of one CSV row (as JSON) and :meth:`OmnistatSession.snapshots` reads them.
+each frame keeps that node's cells of one CSV row as JSON (``{"format": "omnistat-export", ...}``), which
+:func:`lumikit.smi.parse.parse_smi` reads through :func:`parse_frame`: every session reader (the dashboard, the
+report card, replays) takes them like any other session.
 """
 from __future__ import annotations
 
@@ -25,7 +27,6 @@ import io
 import json
 import os
 import stat
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from statistics import median
@@ -98,27 +99,28 @@ def _number(cell: str) -> float | None:
     return v if v == v and abs(v) != float("inf") else None
 
 
-@dataclass
-class OmnistatSession(Session):
-    """A node's part of an Omnistat export; each frame's ``stdout`` is ``{"timestamp", "cards": {card: {metric:
-    value}}}`` (that node's cells of one CSV row), which :meth:`snapshots` turns into readings."""
+def parse_frame(data: dict[str, Any], source: str = "<omnistat frame>") -> Snapshot:
+    """The snapshot of one frame of an Omnistat session (``{"format": "omnistat-export", "node", "timestamp",
+    "cards": {card: {metric: value}}}``: one node's cells of one CSV row); :func:`lumikit.smi.parse.parse_smi`
+    hands such frames here, so these sessions read like any other."""
+    cards = data.get("cards")
+    if not isinstance(cards, dict):
+        raise ParseError("an Omnistat frame without its 'cards' object", source=source)
+    devices = []
+    for card, values in sorted(cards.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else -1):
+        if not str(card).isdigit() or not isinstance(values, dict):
+            raise ParseError(f"an Omnistat frame with GPU {card!r} (a number with its metrics expected)",
+                             source=source)
+        fields: dict[str, Any] = {}
+        for metric, v in values.items():
+            if metric in METRICS and isinstance(v, (int, float)) and not isinstance(v, bool):
+                fields[METRICS[metric]] = int(v) if METRICS[metric] == "vram_total_bytes" else float(v)
+        host = data.get("node")
+        devices.append(DeviceReading(index=int(card), host=host if isinstance(host, str) else None, **fields))
+    return Snapshot(devices=tuple(devices), format=FORMAT, source=source)
 
-    def snapshots(self) -> list[Snapshot]:
-        out = []
-        for fr in self.frames:
-            data = json.loads(fr.stdout)
-            devices = []
-            for card, values in sorted(data["cards"].items(), key=lambda kv: int(kv[0])):
-                fields: dict[str, Any] = {METRICS[m]: v for m, v in values.items() if m in METRICS and v is not None}
-                if "vram_total_bytes" in fields:
-                    fields["vram_total_bytes"] = int(fields["vram_total_bytes"])
-                devices.append(DeviceReading(index=int(card), host=self.header.name, **fields))
-            out.append(Snapshot(devices=tuple(devices), format=FORMAT, timestamp=fr.t,
-                                source=f"{self.header.source}, {self.header.name}"))
-        return out
 
-
-def read_omnistat(path: str | os.PathLike[str], *, note: str = "") -> dict[str, OmnistatSession]:
+def read_omnistat(path: str | os.PathLike[str], *, note: str = "") -> dict[str, Session]:
     """``{node: session}`` of an Omnistat per-GPU export (the CSV, or its export folder); see the module doc for
     the layout. ``note`` is added to each session's source (e.g. where the file came from). A file in another
     layout is a :class:`ParseError` naming the line and what was expected."""
@@ -162,7 +164,7 @@ def read_omnistat(path: str | os.PathLike[str], *, note: str = "") -> dict[str, 
         raise ParseError("no row with a reading", source=source)
     found = sorted({m for m, _, _ in columns})
     known = [m for m in found if m in METRICS]
-    out: dict[str, OmnistatSession] = {}
+    out: dict[str, Session] = {}
     for node in sorted(per_node):
         samples = sorted(per_node[node], key=lambda s: s[0])
         started = samples[0][0]
@@ -174,8 +176,9 @@ def read_omnistat(path: str | os.PathLike[str], *, note: str = "") -> dict[str, 
             description=f"recorded by Omnistat on {node}: {', '.join(known) or 'no known metric'} "
                         f"({len(samples)} samples)")
         frames = [Frame(t=when - started, exit_status=0, stdout=json.dumps(
-            {"timestamp": when, "cards": cards_}, sort_keys=True)) for when, cards_ in samples]
+            {"format": FORMAT, "node": node, "timestamp": when, "cards": cards_}, sort_keys=True))
+            for when, cards_ in samples]
         notes = [f"{p}: metrics this reader does not use: {', '.join(m for m in found if m not in METRICS)}"] \
             if len(known) < len(found) else []
-        out[node] = OmnistatSession(header=header, frames=frames, notes=notes)
+        out[node] = Session(header=header, frames=frames, notes=notes)
     return out
