@@ -17,6 +17,7 @@ from ..jobs.render import payload
 from ..jobs.spec import JobSpec, parse_time
 from ..site import Site, load_site
 from .backend import python_path_env
+from ..record.recorder import GPU_DIR, STOP_FILE
 from .gpu_record import local_argv
 from .runfolder import RunFolder, base_manifest, now_iso, remove_secrets, write_secrets
 from .states import FINAL
@@ -223,16 +224,20 @@ def _start_recorder(folder: RunFolder, m: dict, env: dict[str, str]) -> subproce
                                 stdout=log, stderr=subprocess.STDOUT)
 
 
-def _stop_recorder(proc: subprocess.Popen | None) -> None:
-    """SIGTERM (it closes its file after the sample it is taking), SIGKILL if it has not ended in 10 s."""
-    if proc is None or proc.poll() is not None:
+def _stop_recorder(proc: subprocess.Popen | None, run_dir: Path) -> None:
+    """The stop file (it ends after its next sample, or at once where it found no tool: a short job still gets
+    its header and first sample), SIGTERM after an interval and 10 s, SIGKILL 10 s later."""
+    if proc is None:
         return
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    (run_dir / GPU_DIR / STOP_FILE).touch()
+    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        if sig is not None and proc.poll() is None:
+            proc.send_signal(sig)
+        try:
+            proc.wait(timeout=30 if sig is None else 10)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def supervise(run_dir: Path) -> int:
@@ -299,7 +304,7 @@ def _supervise(folder: RunFolder) -> int:
                     p.terminate()
         time.sleep(0.1)
     codes = [p if isinstance(p, int) else p.wait() for p in procs]
-    _stop_recorder(recorder)
+    _stop_recorder(recorder, run_dir)
     codes = [128 - c if c < 0 else c for c in codes]  # killed by signal N -> 128 + N, as the shell says it
     failed = first_failed if first_failed is not None else next((r for r, c in enumerate(codes) if c != 0), None)
     exit_code = codes[failed] if failed is not None else 0

@@ -99,8 +99,8 @@ class Recorder:
         self.started = time.time()
         looked = ", ".join(t[0] for t in TOOLS)
         if self.argv is None:
-            description = (f"no GPU record: none of {looked} was found on PATH on node {self.node}; "
-                           "nothing was sampled")
+            description = (f"none of {looked} was found on PATH on node {self.node}: nothing was sampled, "
+                           "nothing is invented")
         elif self.kind == "generated":
             description = (f"generated: a stand-in for the SMI tool on node {self.node}, which has no GPU "
                            f"({shlex.join(self.argv)}); not a reading of real hardware")
