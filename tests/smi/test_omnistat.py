@@ -68,3 +68,15 @@ def test_other_layouts_and_hostile_files_are_refused(tmp_path: Path) -> None:
         read_omnistat(fifo)
     with pytest.raises(LumikitError, match="no such file.*omnistat-query"):
         read_omnistat(tmp_path / "nothing")
+
+
+def test_the_report_card_takes_an_omnistat_session_like_any_other() -> None:
+    from lumikit.record import report_card
+
+    card = report_card(read_omnistat(FROM_DOCS, note=LABEL), {"site": "lumi"}, run="omnistat_from_docs")
+    rows = {(r.node, r.gcd): r for r in card.rows}
+    assert sorted(rows) == [("node01", 0), ("node01", 1), ("node02", 0), ("node02", 1)]
+    assert rows[("node01", 0)].samples == 6 and rows[("node01", 0)].busy_max_pct == 100
+    assert rows[("node02", 1)].busy_max_pct == 0
+    assert rows[("node01", 0)].power_max_w == 491 and rows[("node01", 0)].energy_j is not None
+    assert card.nodes["node01"]["kind"] == "recorded" and LABEL in card.nodes["node01"]["source"]
