@@ -245,10 +245,21 @@ class ReplaySource:
             raise LumikitError(f"session {sess.header.name!r} has no frames to replay")
         self.session = sess
         self.name = f"replay:{sess.header.label}"
-        self.snapshots = sess.snapshots()
-        if sess.header.started is not None:  # a run record: samples at their clock time (started + t)
-            self.snapshots = [s.with_timestamp(sess.header.started + f.t)
-                              for s, f in zip(self.snapshots, sess.frames)]
+        # a run record may hold failed tool calls (nothing printed): those frames are passed over, and counted
+        self.frames: list[Frame] = []
+        self.snapshots: list[Snapshot] = []
+        base = sess.header.started  # a run record: samples at their clock time (started + t)
+        for i, fr in enumerate(sess.frames):
+            try:
+                snap = parse_smi(fr.stdout, source=f"{sess.header.name} frame {i}", site=sess.header.site)
+            except LumikitError:
+                continue
+            self.frames.append(fr)
+            self.snapshots.append(snap.with_timestamp(fr.t + base if base is not None else fr.t))
+        self.skipped = len(sess.frames) - len(self.frames)
+        if not self.frames:
+            raise LumikitError(f"session {sess.header.name!r}: none of its {len(sess.frames)} frames is a reading "
+                               "(every tool call failed?); nothing to replay")
         self.speed = speed
         self.loop = loop
         self._next = 0
@@ -263,12 +274,12 @@ class ReplaySource:
         if self._t0 is None:
             self._t0 = now
         t = (now - self._t0) * self.speed
-        span = self.session.frames[-1].t
+        span = self.frames[-1].t
         if t > span and self.loop and span > 0:
             t %= span
         elif t > span + max(self.session.header.interval_s, 1e-9):
             return len(self.snapshots)
-        return max(0, max((i for i, f in enumerate(self.session.frames) if f.t <= t), default=0))
+        return max(0, max((i for i, f in enumerate(self.frames) if f.t <= t), default=0))
 
     def read(self) -> Sample:
         i = self._position()
@@ -277,7 +288,7 @@ class ReplaySource:
                 raise EndOfSource(self.name)
             i %= len(self.snapshots)
             self._next = i + 1
-        frame: Frame = self.session.frames[i]
+        frame: Frame = self.frames[i]
         return Sample(snapshot=self.snapshots[i], raw=frame.stdout, exit_status=frame.exit_status)
 
     def cancel(self) -> None:

@@ -74,3 +74,14 @@ def test_replay_sources_per_node_and_a_clear_error_without_record(tmp_path: Path
     (tmp_path / "empty").mkdir()
     with pytest.raises(LumikitError, match="no GPU record"):
         record_replay_sources(tmp_path / "empty")
+
+
+def test_failed_tool_calls_in_a_record_leave_gaps_not_errors(tmp_path: Path) -> None:
+    run = write_generated_record(tmp_path / "run", samples=3)
+    with (run / "gpu" / "nid005001.jsonl").open("a") as fh:  # rocm-smi failed once: status 2, nothing printed
+        fh.write('{"exit_status": 2, "stdout": "", "t": 6.0, "time": 1764072006.0, "tool": "rocm-smi"}\n')
+    tail = RecordTail(run)
+    tail.poll()
+    assert len(tail.frames("nid005001")) == 4 and len(tail.snapshots("nid005001")) == 3
+    src = record_replay_sources(run, speed=None)[0]
+    assert src.skipped == 1 and len(src.snapshots) == 3
