@@ -173,7 +173,7 @@ def read_omnistat(path: str | os.PathLike[str], *, note: str = "") -> dict[str, 
             name=node, kind="recorded", started=started, interval_s=median(gaps) if gaps else 1.0,
             site="lumi", command=("omnistat-query", "--export"),
             source=f"Omnistat export {p.name} (omnistat-query --export)" + (f"; {note}" if note else ""),
-            description=f"recorded by Omnistat on {node}: {', '.join(known) or 'no known metric'} "
+            description=f"recorded from {node}'s GPUs by Omnistat: {', '.join(known) or 'no known metric'} "
                         f"({len(samples)} samples)")
         frames = [Frame(t=when - started, exit_status=0, stdout=json.dumps(
             {"format": FORMAT, "node": node, "timestamp": when, "cards": cards_}, sort_keys=True))
