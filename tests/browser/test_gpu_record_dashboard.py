@@ -1,6 +1,8 @@
-"""The GPU dashboard on a 2-node run record, in a real browser: a notebook (written here) builds a run folder
-with a GENERATED record (2 nodes x 2 GCDs, lumikit.testing.records) and shows ``GpuDashboard(run=...)``; the page
-must show all four GCD cells of both nodes, the kind label, and the first node's plots."""
+"""The GPU dashboard on a 2-node run record, in a real browser: a notebook (written here) shows
+``GpuDashboard(run=...)`` of a run folder whose record is GENERATED: either written by lumikit.testing.records
+(2 nodes x 2 GCDs), or, with the lumi-sim cluster up, left by a real 2-node job launched on it (its nodes stream the
+generated rocm-smi stand-in). The page must show all four GCD cells of both nodes, the kind label, and the first
+node's plots."""
 from __future__ import annotations
 
 import json
@@ -8,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from lumikit.jobs import spec
+from lumikit.launch import launch
 from lumikit.testing.browser import JupyterLab, failure_message, probe_widget, run_notebook, save_screenshots
 
 pytestmark = pytest.mark.browser
@@ -45,16 +49,32 @@ def _notebook(cells: list[str]) -> str:
                        "nbformat": 4, "nbformat_minor": 5})
 
 
-def test_dashboard_shows_both_nodes_gcds_of_a_run_record(lab_page, lab_server: JupyterLab,
-                                                         screenshots: Path) -> None:
-    (lab_server.root / NAME).write_text(_notebook(CELLS))
-    run = run_notebook(lab_page, lab_server, NAME)
+def _show(lab_page, lab_server: JupyterLab, screenshots: Path, cells: list[str], name: str, stem: str) -> None:
+    (lab_server.root / name).write_text(_notebook(cells))
+    run = run_notebook(lab_page, lab_server, name)
     selector = ".jupyter-widgets.lumikit-gpu-record"
     probe = probe_widget(lab_page, selector, GRID_CHECK, timeout_s=30)
-    shots = save_screenshots(lab_page, screenshots, "gpu-record-dashboard", selector)
-    print(f"{NAME}: ran in {run.run_s:.1f} s; {probe.detail}; screenshots {[p.name for p in shots]}")
+    shots = save_screenshots(lab_page, screenshots, stem, selector)
+    print(f"{name}: ran in {run.run_s:.1f} s; {probe.detail}; screenshots {[p.name for p in shots]}")
 
     assert run.report.finished and not run.report.errors, failure_message("the run-record dashboard", probe, run,
                                                                           lab_server)
     assert probe.ok, failure_message("the run-record dashboard", probe, run, lab_server)
-    assert [p.name for p in shots] == ["gpu-record-dashboard-page.png", "gpu-record-dashboard-widget.png"]
+    assert [p.name for p in shots] == [f"{stem}-page.png", f"{stem}-widget.png"]
+
+
+def test_dashboard_shows_both_nodes_gcds_of_a_run_record(lab_page, lab_server: JupyterLab,
+                                                         screenshots: Path) -> None:
+    _show(lab_page, lab_server, screenshots, CELLS, NAME, "gpu-record-dashboard")
+
+
+@pytest.mark.slurm
+def test_dashboard_shows_both_nodes_of_a_2_node_lumi_sim_run(lab_page, lab_server: JupyterLab, screenshots: Path,
+                                                            slurm_cluster) -> None:
+    job = spec(["python3", "-c", "import time; time.sleep(12)"], partition="small-g", nodes=2, gpus_per_node=2,
+               ntasks_per_node=2, name="two-nodes")
+    run = launch(job, site="lumi-sim", runs_dir=lab_server.root / "runs")
+    assert run.wait(timeout=300, progress=False) == "COMPLETED"
+    cells = [CELLS[0], "from lumikit.widgets.gpu_dashboard import GpuDashboard",
+             f"GpuDashboard(run={str(run.path.relative_to(lab_server.root))!r})"]
+    _show(lab_page, lab_server, screenshots, cells, "gpu_record_lumi_sim.ipynb", "gpu-record-lumi-sim")
