@@ -262,6 +262,7 @@ class RecordDashboard:
         self._lock = threading.RLock()
         self._nodes: list[str] = []
         self._quiet = False
+        self._following = False
         self.status = widgets.HTML()
         self.grid = widgets.HTML()
         self.grid.add_class(CSS_GRID)
@@ -365,9 +366,11 @@ class RecordDashboard:
         state = self.tail.run_state()
         notes = self.tail.notes()
         note = (f"<br><span style='color:#8d6e63'>{html.escape(notes[-1])}</span>" if notes else "")
+        mode = (f"following it, read every {self.interval:g} s" if self._following else
+                "a replay: move the slider")
         return (f"<b>{html.escape(' / '.join(words))}</b> GPU record of <b>{html.escape(self.tail.title)}</b>"
-                f"{f' ({html.escape(state)})' if state else ''}: {len(self._nodes)} nodes, samples {samples}; source: "
-                f"{html.escape('; '.join(sources) or '-')}{note}")
+                f"{f' ({html.escape(state)})' if state else ''}: {len(self._nodes)} nodes, samples {samples} "
+                f"({mode}); source: {html.escape('; '.join(sources) or '-')}{note}")
 
     def refresh(self, *, force_detail: bool = False) -> int:
         """Read what the record gained and redraw: the grid always, the selected node's plots when the time shown
@@ -454,6 +457,8 @@ class RecordDashboard:
         if self._thread is not None and self._thread.is_alive():
             return
         self._stop.clear()
+        self._following = True
+        self.status.value = self._status_line()
         self._thread = threading.Thread(target=self._loop, name="lumikit-gpu-record", daemon=True)
         self._thread.start()
 
@@ -462,6 +467,8 @@ class RecordDashboard:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=self.interval + 1.0)
+        self._following = False
+        self.status.value = self._status_line()
 
     @property
     def running(self) -> bool:
@@ -476,5 +483,6 @@ class RecordDashboard:
                 continue
             state = self.tail.run_state()
             if not new and state in FINAL_STATES:
+                self._following = False
                 self.refresh(force_detail=True)  # the last word: the whole record, now replayable
                 return

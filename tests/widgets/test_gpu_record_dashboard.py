@@ -41,12 +41,13 @@ def test_a_running_record_is_followed_without_any_slurm_call(tmp_path: Path) -> 
     dash = GpuDashboard(run=rec.path, interval=0.1)
     try:
         assert dash.interval == 2.0  # never more often than every 2 s
-        assert dash.running  # the manifest says RUNNING
+        assert dash.running and "(following it, read every 2 s)" in dash.status.value  # the manifest: RUNNING
         rec.add(3)
-        assert dash.refresh() == 6 and dash.slider.max == 8.0
+        dash.refresh()  # (or the dashboard's own thread got there first)
+        assert [len(dash.tail.frames(n)) for n in dash.nodes] == [5, 5] and dash.slider.max == 8.0
     finally:
         dash.stop()
-    assert not dash.running
+    assert not dash.running and "(a replay: move the slider)" in dash.status.value
 
 
 def test_a_run_without_record_says_so(tmp_path: Path) -> None:
