@@ -567,7 +567,8 @@ class RecordTail:
     (``header.started + t``) when the header has ``started``, else seconds since the start.
     """
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: Any, *, parse: bool = True) -> None:
+        self.parse = parse  # False: headers and frames only (a listing), no snapshot parsed
         self.folder = record_folder(run)
         self.run_path = self.folder.parent
         self.title = f"run {self.run_path.name}"
@@ -643,6 +644,8 @@ class RecordTail:
                 continue
             tail.frames.append(frame)
             added += 1
+            if not self.parse:
+                continue
             base = tail.header.started
             try:
                 snap = parse_smi(frame.stdout, source=f"{node} frame {len(tail.frames) - 1}",
@@ -776,7 +779,7 @@ def record_listing(runs_dir: str | os.PathLike[str] | None = None) -> list[dict[
     for folder in folders:
         if not record_files(folder):
             continue
-        tail = RecordTail(folder)
+        tail = RecordTail(folder, parse=False)
         while tail.poll():
             pass
         headers = {n: tail.header(n) for n in tail.nodes if tail.header(n) is not None}
