@@ -173,6 +173,8 @@ def cmd_watch(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
     def show(sample: Sample) -> None:
         with lock:
+            if args.count is not None and shown[0] >= args.count * len(sources):
+                return  # a sampler thread got one more in before the watch stopped: --count means count
             if clear and len(sources) == 1:
                 stream.write("\x1b[H\x1b[2J")
             stream.write(format_table(sample.snapshot) + "\n\n")
