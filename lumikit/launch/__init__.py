@@ -55,8 +55,9 @@ def launch(spec: JobSpec, site: Site | str | None = None, backend: str | None = 
     for line in advice(spec, b.site):
         if "secret" not in line:  # secrets of a launch reach the job through its private file: nothing to do
             warnings.warn(line, UserWarning, stacklevel=2)
+    record = record_plan(spec, gpu_record, gpu_record_interval)
     folder = RunFolder.create(spec.name, runs_dir)
-    folder.update(gpu_record=record_plan(spec, gpu_record, gpu_record_interval))
+    folder.update(gpu_record=record)
     b.submit(spec, folder)
     return Run(folder, b)
 

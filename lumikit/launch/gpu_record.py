@@ -7,10 +7,12 @@ The site may name the tool (``[slurm] record_command``, a stream command with ``
 """
 from __future__ import annotations
 
+import math
 import shlex
 import sys
 from typing import Any
 
+from ..errors import LaunchError
 from ..jobs.spec import JobSpec
 from ..site import Site
 from ..record.recorder import DEFAULT_INTERVAL_S, STOP_FILE
@@ -25,6 +27,9 @@ def asks_gpus(spec: JobSpec) -> bool:
 
 def plan(spec: JobSpec, enabled: bool = True, interval: float = DEFAULT_INTERVAL_S) -> dict[str, Any]:
     """What the manifest says about the record (``gpu_record``): on or off, the interval, and why."""
+    if not (isinstance(interval, (int, float)) and math.isfinite(interval) and 0.1 <= interval <= 3600):
+        raise LaunchError(f"--gpu-record-interval {interval!r}: give the seconds between two GPU samples, from 0.1 "
+                          "to 3600 (default 2)")
     if not enabled:
         return {"enabled": False, "why": "turned off at launch (--no-gpu-record / gpu_record=False)"}
     if not asks_gpus(spec):
@@ -46,12 +51,16 @@ def recorder_args(site: Site, run_dir: str, interval: float, python: str = "pyth
 
 def sbatch_lines(record: dict[str, Any] | None, site: Site, run_dir: str) -> tuple[list[str], list[str]]:
     """The batch-script lines before the job's step (start one recorder per node in the background) and after it
-    (stop them). A failed job step ends the script (``set -e``): Slurm then ends the recorder with the job."""
+    (stop them). A failed job step ends the script (``set -e``): Slurm then ends the recorder with the job.
+
+    ``--mem=0`` (the job's memory, shared by ``--overlap``): without it, on Slurm 22.05 (lumi-sim) the recorder's
+    step cannot start beside a job step that holds all of the job's memory ("Memory required by task is not
+    available"); with it, the job's own step still starts at once (tried on lumi-sim, both orders)."""
     if not record or not record.get("enabled"):
         return [], []
     rec = recorder_args(site, run_dir, float(record.get("interval_s", DEFAULT_INTERVAL_S)))
     step = ["srun", "--overlap", "--nodes=${SLURM_JOB_NUM_NODES}", "--ntasks=${SLURM_JOB_NUM_NODES}",
-            "--ntasks-per-node=1", "--cpus-per-task=1", "--cpu-bind=none", "--input=none", "--quiet",
+            "--ntasks-per-node=1", "--cpus-per-task=1", "--mem=0", "--cpu-bind=none", "--input=none", "--quiet",
             f"--output={run_dir}/gpu/recorder-node%n.log"]
     words = [w if w.startswith("--nodes=$") or w.startswith("--ntasks=$") else shlex.quote(w) for w in step]
     before = ["# the GPU record (lumikit.record): one sampler per node, for the job's life, into "

@@ -54,7 +54,7 @@ def read_record(run_or_path: Any) -> dict[str, Session]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the torn-line note stays in session.notes
             sessions.append(read_session(f))
-    # a node recorded twice (a requeued job): the first recording keeps the node's name, the next is "node#2"
+    # a node sampled twice (a requeued job): the first file keeps the node's name, the next is "node#2"
     sessions.sort(key=lambda s: (s.header.name, s.header.started or 0.0))
     out: dict[str, Session] = {}
     for sess in sessions:

@@ -1,12 +1,14 @@
 """Sessions: a tool's raw output at each sample time, kept so that views and exercises work offline.
 
-A session is either ``recorded`` (``lumikit smi record`` read a real tool) or ``generated`` (written by
-:mod:`lumikit.smi.synth`, as every session the workbook ships is); its header says which (``kind``) and where it
-came from (``source``), and every view shows both.
+A session is either ``recorded`` (``lumikit smi record`` or a run's GPU record read a real tool) or ``generated``
+(written by :mod:`lumikit.smi.synth`, as every session the workbook ships is, or printed by lumi-sim's stand-in
+tool); its header says which (``kind``) and where it came from (``source``), and every view shows both. A run's
+GPU record on a node without any SMI tool is a header alone with ``kind = "absent"`` and a description saying which
+tools were looked for on which node (:mod:`lumikit.record`).
 
 A session is a JSON-lines file (optionally gzip-compressed): a header object, then one object per sample with
 ``t`` (seconds since the session start), ``exit_status`` and ``stdout`` (the tool's output, byte for byte as it
-printed it, in its real format). Keeping the raw text means that a better parser reads old sessions better.
+printed it, in its real format); a reader ignores other fields (a run's record adds ``time`` and ``tool``). Keeping the raw text means that a better parser reads old sessions better.
 The sessions the workbook ships live in ``lumikit/data/smi/``.
 """
 from __future__ import annotations
@@ -46,7 +48,8 @@ class SessionHeader:
     interval_s: float = 1.0
     site: str = "lumi"
     started: float | None = None  # epoch seconds of t = 0 (None for generated sessions)
-    kind: str = "unknown"         # "recorded" (a real tool was read) or "generated" (lumikit.smi.synth)
+    kind: str = "unknown"         # "recorded" (a real tool was read), "generated" (lumikit.smi.synth, a stand-in
+    #                               tool) or "absent" (a run's record where no SMI tool exists: no frames)
     source: str = ""              # the command or source it was recorded from, or the generator
 
     @property

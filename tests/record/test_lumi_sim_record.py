@@ -42,3 +42,24 @@ def test_a_two_node_gpu_job_records_both_nodes_and_reports_them(slurm_cluster, t
     card = json.loads(lumikit(["report", str(run), "--json"], tmp_path).stdout)
     assert card["billing"]["billed_gpu_hours"] > 0 and len(card["gcds"]) == 4
     assert all(g["samples"] >= 4 and g["kind"] == "generated" for g in card["gcds"])
+
+
+def test_a_cancelled_job_keeps_its_record_readable(slurm_cluster, tmp_path: Path):
+    from lumikit.jobs.spec import spec
+    from lumikit.launch import launch
+
+    run = launch(spec(["sleep", "120"], partition="small-g", gpus_per_node=1, time="0:03:00", name="cut-short"),
+                 site="lumi-sim", runs_dir=tmp_path, gpu_record_interval=0.5)
+    try:
+        for _ in range(240):  # until the recorder has written a few samples
+            files = list((run.path / "gpu").glob("*.jsonl"))
+            if files and files[0].read_text().count("\n") >= 4:
+                break
+            import time
+            time.sleep(0.5)
+    finally:
+        run.cancel()
+    assert run.wait(timeout=120, progress=False) == "CANCELLED"
+    (node, sess), = read_record(run).items()
+    assert node in slurm_cluster.nodes and len(sess.frames) >= 3 and len(sess.notes) <= 1
+    assert all(len(s.devices) == 1 for s in sess.snapshots())

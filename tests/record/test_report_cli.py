@@ -89,3 +89,32 @@ def test_the_batch_script_starts_one_recorder_per_node_around_the_step(tmp_path:
     folder.update(gpu_record=plan(job, enabled=False))
     assert "lumikit.record" not in SlurmBackend(site).script(job, folder)
     assert with_record("#!/bin/bash\nsrun x\n", plan(spec(["x"])), site, "/r") == "#!/bin/bash\nsrun x\n"
+
+
+def test_the_run_command_takes_no_gpu_record(tmp_path: Path, capsys):
+    assert main(["run", "--site", "laptop", "--gpus-per-node", "1", "--no-gpu-record", "--runs-dir", str(tmp_path),
+                 "--wait", "--", "true"]) == 0
+    run = Path(capsys.readouterr().out.splitlines()[0])
+    assert RunFolder.open(run).read()["gpu_record"] == {"enabled": False, "why": "turned off at launch "
+                                                        "(--no-gpu-record / gpu_record=False)"}
+    assert not (run / "gpu").exists()
+    assert main(["run", "--site", "laptop", "--gpus-per-node", "1", "--gpu-record-interval", "0", "--runs-dir",
+                 str(tmp_path), "--", "true"]) == 2
+    assert "--gpu-record-interval 0.0: give the seconds between two GPU samples" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == [run.name]  # a refused launch leaves no run folder
+
+
+def test_run_report_gives_the_card_a_table_and_a_picture(tmp_path: Path, capsys):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from lumikit.launch import open_run
+
+    run = open_run(run_folder(tmp_path))
+    card = run.report()  # outside IPython: the text
+    assert "nid005002" in capsys.readouterr().out
+    assert list(card.table()[["node", "gcd"]].itertuples(index=False, name=None)) == [
+        ("nid005001", 0), ("nid005001", 1), ("nid005002", 0), ("nid005002", 1)]
+    fig = card.figure()
+    assert [line.get_label() for line in fig.axes[0].get_lines()] == ["nid005001 (generated)",
+                                                                      "nid005002 (generated)"]
