@@ -55,3 +55,18 @@ def test_a_run_without_record_says_so(tmp_path: Path) -> None:
     (tmp_path / "run" / "manifest.json").write_text(json.dumps({"state": "COMPLETED"}))
     dash = GpuDashboard(run=tmp_path / "run")
     assert "no GPU record in this run folder" in dash.status.value and dash.nodes == []
+
+
+def test_a_node_without_smi_tool_says_so_and_nothing_is_invented(tmp_path: Path) -> None:
+    from lumikit.record.recorder import header_line
+    from lumikit.smi.sessions import SessionHeader
+
+    run = write_generated_record(tmp_path / "run", nodes=1, samples=3)
+    head = SessionHeader(name="laptop", kind="absent", source="no SMI tool found (amd-smi, rocm-smi, nvidia-smi)")
+    (run / "gpu" / "laptop.jsonl").write_text(json.dumps(header_line(head)) + "\n")
+    dash = GpuDashboard(run=run)
+    assert dash.nodes == ["laptop", "nid005001"]
+    assert dash.status.value.startswith("<b>absent / generated</b>")
+    assert "data-node='laptop' data-gcd='0' style" in dash.grid.value and "no SMI tool on this node" in dash.grid.value
+    dash.tabs.selected_index = 0
+    assert "no samples (no SMI tool existed on this node)" in dash.tabs.children[0].children[1].value
