@@ -15,7 +15,8 @@ from ..json_output import print_json
 from .interpret import activity_table, interpret
 from .model import Snapshot
 from .parse import parse_smi
-from .sampler import CommandSource, ReplaySource, Sample, Sampler, Source, watch_job
+from .sampler import (CommandSource, ReplaySource, Sample, Sampler, Source, default_runs_dir, is_run_record,
+                      record_listing, record_replay_sources, watch_job)
 from .sessions import Frame, SessionHeader, SessionWriter, read_session, session_listing
 
 
@@ -37,7 +38,10 @@ def register(subparsers: Any) -> None:
     w.add_argument("--count", type=int, default=None, help="stop after this many samples")
     w.set_defaults(func=cmd_watch)
 
-    ls = sub.add_parser("sessions", help="list the shipped sessions: generated or recorded, and their source")
+    ls = sub.add_parser("sessions", help="list the shipped sessions and the GPU records of your runs: generated or "
+                                         "recorded, and their source")
+    ls.add_argument("--runs", metavar="DIR", default=None,
+                    help="the folder of run folders to list GPU records from (default: $LUMIKIT_RUNS_DIR or ./runs)")
     ls.set_defaults(func=cmd_sessions)
 
     r = sub.add_parser("record", help="record a session (raw tool output per sample) from a live source")
@@ -50,7 +54,8 @@ def register(subparsers: Any) -> None:
 
 def _add_source_args(p: argparse.ArgumentParser, required: bool = True) -> None:
     src = p.add_mutually_exclusive_group(required=required)
-    src.add_argument("--replay", metavar="NAME", help="a shipped session name or a session file")
+    src.add_argument("--replay", metavar="NAME", help="a shipped session name, a session file, or a run folder "
+                                                      "(replays its GPU record, every node)")
     src.add_argument("--command", metavar="'CMD ...'",
                      help="the command to run each time, e.g. 'srun --jobid 123 --overlap rocm-smi --json'")
     p.add_argument("--interval", type=float, default=1.0, help="seconds between samples (default 1)")
@@ -88,12 +93,26 @@ def _cell(v: Any, fmt: str = "{:.0f}", unit: str = "") -> str:
     return "-" if v is None else (fmt.format(v) + unit if isinstance(v, (int, float)) else str(v))
 
 
+def when(timestamp: float | None) -> str:
+    """``  at 2025-11-25 12:00:04 CET`` for an epoch time (this machine's zone), ``  t=4`` for seconds since a
+    session's start, nothing when unknown: never epoch seconds."""
+    if timestamp is None:
+        return ""
+    if timestamp < 1e8:
+        return f"  t={timestamp:g}"
+    return f"  at {clock_time(timestamp)}"
+
+
+def clock_time(epoch: float) -> str:
+    """``2025-11-25 12:00:04 CET``: an epoch time as this machine's clock reads it."""
+    return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(epoch))
+
+
 def format_table(snap: Snapshot) -> str:
     """A plain table of one snapshot plus its findings (what ``watch`` prints each time)."""
     act = {r["index"]: r for r in activity_table(snap)}
     head = f"{'task':>4} {'GCD':>3} {'pkg':>3} {'temp':>6} {'power':>7} {'sclk':>8} {'busy':>5} {'vram':>5}  activity"
-    lines = [f"{snap.format}  {snap.source}" + (f"  t={snap.timestamp:g}" if snap.timestamp is not None else ""),
-             head]
+    lines = [f"{snap.format}  {snap.source}{when(snap.timestamp)}", head]
     for d in snap.devices:
         a = act.get(d.index, {}).get("activity", "")
         lines.append(f"{_cell(d.task):>4} {d.index:>3} {_cell(d.package):>3} {_cell(d.temp_c, unit='C'):>6} "
@@ -138,6 +157,15 @@ def cmd_watch(args: argparse.Namespace, out: TextIO | None = None) -> int:
     lock = threading.Lock()
     if getattr(args, "run", None):
         sources = _run_sources(args)
+    elif args.replay and is_run_record(args.replay):
+        sources = list(record_replay_sources(args.replay, speed=args.speed))
+        for src in sources:
+            h = src.session.header
+            stream.write(f"replaying the GPU record of {Path(args.replay).resolve().name}, node {h.name}: "
+                         f"{h.kind}, {len(src.session.frames)} samples"
+                         f"{'' if h.started is None else ' from ' + clock_time(h.started)}; source: "
+                         f"{h.source or '-'}\n")
+        stream.write("\n")
     elif args.replay or args.command:
         sources = [_source(args)]
     else:
@@ -145,6 +173,8 @@ def cmd_watch(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
     def show(sample: Sample) -> None:
         with lock:
+            if args.count is not None and shown[0] >= args.count * len(sources):
+                return  # a sampler thread got one more in before the watch stopped: --count means count
             if clear and len(sources) == 1:
                 stream.write("\x1b[H\x1b[2J")
             stream.write(format_table(sample.snapshot) + "\n\n")
@@ -178,6 +208,17 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         if ref.kind in ("rocm-smi", "amd-smi"):
             print(f"{ref.name:<22} real       1 sample   {ref.what}")
             print(f"{'':<22} source: {ref.source_line}")
+    runs_dir = Path(args.runs) if getattr(args, "runs", None) else default_runs_dir()
+    rows = record_listing(runs_dir)
+    print(f"\nGPU records of runs in {runs_dir}/ (replay one with `lumikit smi watch --replay RUN`):")
+    if not rows:
+        print("  none (a run launched with GPUs keeps one in its gpu/ folder)")
+    for row in rows:
+        samples = ", ".join(f"{n} {k}" for n, k in row["samples"].items())
+        print(f"{row['run']:<40} {row['kind']:<10} {len(row['nodes'])} nodes ({samples} samples){when(row['started'])}")
+        print(f"{'':<40} source: {row['source']}")
+        for note in row["notes"][:3]:
+            print(f"{'':<40} note: {note}")
     return 0
 
 

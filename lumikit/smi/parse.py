@@ -20,7 +20,7 @@ from .model import DeviceReading, Snapshot
 MAX_CHARS = 20_000_000  # bigger than any tool output; a guard against reading the wrong file
 
 FORMATS = ("rocm-smi-concise", "rocm-smi-json", "rocm-smi-csv", "rocm-smi-text", "amd-smi-monitor",
-           "amd-smi-default", "amd-smi-metric-json", "nvidia-smi-csv", "gpu_check")
+           "amd-smi-default", "amd-smi-metric-json", "nvidia-smi-csv", "gpu_check", "omnistat-export")
 
 
 def detect_format(lines: list[Line]) -> str:
@@ -72,6 +72,9 @@ def _parse_json(lines: list[Line], source: str) -> list[Snapshot]:
             line_no, line = lines[line_no - 1]
         raise ParseError(f"not valid JSON ({getattr(exc, 'msg', exc)})", source=source, line_no=line_no,
                          line=line) from None
+    if isinstance(data, dict) and data.get("format") == "omnistat-export":  # a frame of lumikit.smi.omnistat
+        from .omnistat import parse_frame
+        return [parse_frame(data, source)]
     if isinstance(data, dict) and any(str(k).lower().startswith("card") for k in data):
         return [rocm_views.parse_json_rocm(data, source)]
     items = data.get("gpu_data") if isinstance(data, dict) else data

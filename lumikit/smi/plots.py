@@ -5,7 +5,8 @@ background thread and returned to a notebook cell, which shows them.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import html
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -103,3 +104,70 @@ def node_map(snapshot: Snapshot, site: str | Site = "lumi", *, title: str | None
     fig.suptitle(title or "node map: GCDs by NUMA domain and package (green busy, red idle at low clock)",
                  fontsize=9)
     return fig
+
+
+# ---- the node x GCD grid of a run: every node and GCD of a job at once ------------------------------------------
+
+CSS_GRID = "lumikit-gpu-grid"
+GRID_LEGEND = (("busy", "computing"), ("idle-low-clock", "idle at a low clock"), ("idle", "idle"),
+               ("unknown", "no reading"))
+
+
+def _fmt(v: float | None, unit: str, digits: int = 0) -> str:
+    return "-" if v is None else f"{v:.{digits}f} {unit}"
+
+
+def node_grid_html(latest: Mapping[str, Snapshot | None], *, kinds: Mapping[str, str] | None = None,
+                   site: str | Site = "lumi", when: str = "") -> str:
+    """Every node (a row) and GCD (a column) of a job as an HTML table: each cell gives busy %, power (the
+    package power sits on the even GCD of an MI250X: the odd GCD says "on GCD n-1") and VRAM, coloured by the
+    GCD's activity. ``kinds`` labels each node generated / recorded / absent (no SMI tool). A table, not a
+    rendered image: cheap enough to redraw every 2 s in a notebook."""
+    kinds = kinds or {}
+    rows_by_node: dict[str, dict[int, tuple[Any, str]]] = {}
+    columns: set[int] = set()
+    for node, snap in latest.items():
+        cells: dict[int, tuple[Any, str]] = {}
+        if snap is not None:
+            act = {r["index"]: str(r["activity"]) for r in activity_table(snap, load_site(site).power)}
+            for d in snap.devices:
+                if d.task is None or d.task == snap.devices[0].task:
+                    cells[d.index] = (d, act.get(d.index, "unknown"))
+        rows_by_node[node] = cells
+        columns |= set(cells)
+    cols = sorted(columns) or [0]
+    head = "".join(f"<th style='padding:2px 8px'>GCD {i}</th>" for i in cols)
+    body = []
+    for node, cells in rows_by_node.items():
+        kind = kinds.get(node, "unknown")
+        label = (f"<td style='padding:2px 8px;white-space:nowrap'><b>{html.escape(node)}</b><br>"
+                 f"<span style='font-size:80%;color:#555'>{html.escape(kind)}</span></td>")
+        tds = []
+        for i in cols:
+            if i not in cells:
+                why = "no SMI tool on this node" if kind == "absent" else "no reading yet"
+                tds.append(f"<td class='lumikit-gcd-cell' data-node='{html.escape(node)}' data-gcd='{i}' "
+                           f"style='background:{ACTIVITY_COLOURS['unknown']};color:white;padding:4px 8px;"
+                           f"font-size:85%'>{why}</td>")
+                continue
+            d, act = cells[i]
+            if d.power_w is not None:
+                power = _fmt(d.power_w, "W")
+            elif i % 2 == 1 and i - 1 in cells and cells[i - 1][0].power_w is not None:
+                power = f"pkg on GCD {i - 1}"
+            else:
+                power = "power n/a"
+            vram = _fmt(d.vram_pct, "%") if d.vram_pct is not None else (
+                _fmt(d.vram_used_bytes / 1e9, "GB", 1) if d.vram_used_bytes is not None else "-")
+            tds.append(f"<td class='lumikit-gcd-cell' data-node='{html.escape(node)}' data-gcd='{i}' "
+                       f"data-activity='{html.escape(act)}' title='{html.escape(node)} GCD {i}: {html.escape(act)}' "
+                       f"style='background:{ACTIVITY_COLOURS.get(act, '#9e9e9e')};color:white;padding:4px 8px;"
+                       f"font-size:85%;line-height:1.25'><b>{_fmt(d.gpu_busy_pct, '%')}</b> busy<br>{power}<br>"
+                       f"VRAM {vram}</td>")
+        body.append(f"<tr>{label}{''.join(tds)}</tr>")
+    legend = " ".join(f"<span style='background:{ACTIVITY_COLOURS[k]};color:white;padding:0 6px'>{w}</span>"
+                      for k, w in GRID_LEGEND)
+    caption = f"every node and GCD{(' ' + html.escape(when)) if when else ''}: {legend}"
+    return (f"<table class='{CSS_GRID}' style='border-collapse:separate;border-spacing:3px'>"
+            f"<caption style='caption-side:top;text-align:left;font-size:85%'>{caption}</caption>"
+            f"<thead><tr><th></th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")

@@ -1,5 +1,5 @@
 """Watching a launched job on lumi-sim: one long-lived `srun --overlap` step per node for the whole watch,
-through `lumikit smi watch RUN` and `GpuDashboard(run=run)` (lumi-sim's nodes stream a generated rocm-smi reading)."""
+through `lumikit smi watch RUN` and `GpuDashboard(source=watch_job(run)[0])` (lumi-sim's nodes stream a generated rocm-smi reading)."""
 from __future__ import annotations
 
 import contextlib
@@ -58,11 +58,11 @@ def test_smi_watch_run_reads_every_node_through_one_step_each(running, slurm_clu
         assert ids == {"0", "1", "2"}, acct.stdout
 
 
-def test_the_dashboard_attaches_to_the_run_it_is_given(running):
+def test_the_dashboard_attaches_to_a_stream_of_the_run_it_is_given(running):
     from lumikit.widgets.gpu_dashboard import GpuDashboard
 
-    dash = GpuDashboard(run=running, interval=0.5)
-    assert dash.picker.value.startswith(f"run {running.path.name}: job {running.job_id}")
+    dash = GpuDashboard(source=watch_job(running, interval=0.5)[0], interval=0.5)
+    assert dash.picker.value == f"given: job {running.job_id} on nid005001: python3"
     dash.start()
     try:
         for _ in range(120):

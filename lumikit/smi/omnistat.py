@@ -1,0 +1,184 @@
+"""Omnistat's exports as sessions: ``omnistat-query --job ID --export`` writes ``omnistat-rocm.gpu.csv``, one
+row per timestamp and one column per (metric, node, GPU), which reads here as one session per node.
+
+The layout, as ROCm/omnistat documents it (``docs/installation/user-mode.md``, "Exporting time series data", and
+``omnistat/query.py``, ``export_metrics``; v1.14, commit e93110fb): pandas' CSV of a frame whose columns are a
+three-level index ``metric`` / ``instance`` (the node) / ``card`` (the GPU) and whose index is ``timestamp``, i.e.::
+
+    metric,rocm_utilization_percentage,rocm_utilization_percentage,...
+    instance,node01,node01,...
+    card,0,1,...
+    timestamp,,,...
+    2025-01-01 10:00:00,100.0,100.0,...
+
+read there with ``pandas.read_csv(path, header=[0, 1, 2], index_col=0)``. The metrics the export holds for the
+GPUs: ``rocm_utilization_percentage``, ``rocm_vram_used_percentage``, ``rocm_temperature_celsius``,
+``rocm_sclk_clock_mhz``, ``rocm_average_socket_power_watts`` (on an MI250X the even GCD reports the package).
+
+The sessions are ``kind = "recorded"`` (Omnistat read the GPUs of a real job) with a ``source`` naming the export;
+each frame keeps that node's cells of one CSV row as JSON (``{"format": "omnistat-export", ...}``), which
+:func:`lumikit.smi.parse.parse_smi` reads through :func:`parse_frame`: every session reader (the dashboard, the
+report card, replays) takes them like any other session.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import stat
+from datetime import datetime, timezone
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from ..errors import LumikitError, ParseError
+from .model import DeviceReading, Snapshot
+from .sessions import Frame, Session, SessionHeader
+
+GPU_FILE = "omnistat-rocm.gpu.csv"
+FORMAT = "omnistat-export"
+#: Omnistat metric -> the snapshot field it fills.
+METRICS: dict[str, str] = {
+    "rocm_utilization_percentage": "gpu_busy_pct",
+    "rocm_vram_used_percentage": "vram_pct",
+    "rocm_temperature_celsius": "temp_c",
+    "rocm_sclk_clock_mhz": "sclk_mhz",
+    "rocm_mclk_clock_mhz": "mclk_mhz",
+    "rocm_average_socket_power_watts": "power_w",
+    "rocm_vram_total_bytes": "vram_total_bytes",
+}
+MAX_BYTES = 512 << 20  # an hour of 1-s samples of 100 nodes x 8 GPUs x 5 metrics is ~150 MB
+
+
+def export_file(path: str | os.PathLike[str]) -> Path:
+    """The per-GPU CSV of an export: ``path`` itself, or ``omnistat-rocm.gpu.csv`` in the folder ``path``."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / GPU_FILE
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise LumikitError(f"{p}: no such file; give `{GPU_FILE}` (written by `omnistat-query --job ID --export "
+                           "DIR`) or the folder it is in") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise LumikitError(f"{p}: not a regular file (a FIFO or device?); give the export's {GPU_FILE}")
+    if st.st_size > MAX_BYTES:
+        raise LumikitError(f"{p}: {st.st_size / 1e6:.0f} MB is more than this reader takes ({MAX_BYTES >> 20} MiB); "
+                           "export a shorter window (`omnistat-query --start-time/--end-time`) or fewer nodes")
+    return p
+
+
+def is_omnistat_export(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is an Omnistat per-GPU export (or a folder holding one)."""
+    p = Path(path)
+    p = p / GPU_FILE if p.is_dir() else p
+    if not p.is_file():
+        return False
+    with p.open("rb") as fh:
+        return fh.read(7) == b"metric,"
+
+
+def _epoch(cell: str, source: str, line_no: int) -> float:
+    """A timestamp cell (``2025-01-01 10:00:00``, as pandas writes Prometheus' UTC times) as epoch seconds."""
+    try:
+        when = datetime.fromisoformat(cell.strip())
+    except ValueError:
+        raise ParseError("a row whose first cell is not a timestamp like '2025-01-01 10:00:00'", source=source,
+                         line_no=line_no, line=cell) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp()
+
+
+def _number(cell: str) -> float | None:
+    try:
+        v = float(cell)
+    except ValueError:
+        return None
+    return v if v == v and abs(v) != float("inf") else None
+
+
+def parse_frame(data: dict[str, Any], source: str = "<omnistat frame>") -> Snapshot:
+    """The snapshot of one frame of an Omnistat session (``{"format": "omnistat-export", "node", "timestamp",
+    "cards": {card: {metric: value}}}``: one node's cells of one CSV row); :func:`lumikit.smi.parse.parse_smi`
+    hands such frames here, so these sessions read like any other."""
+    cards = data.get("cards")
+    if not isinstance(cards, dict):
+        raise ParseError("an Omnistat frame without its 'cards' object", source=source)
+    devices = []
+    for card, values in sorted(cards.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else -1):
+        if not str(card).isdigit() or not isinstance(values, dict):
+            raise ParseError(f"an Omnistat frame with GPU {card!r} (a number with its metrics expected)",
+                             source=source)
+        fields: dict[str, Any] = {}
+        for metric, v in values.items():
+            if metric in METRICS and isinstance(v, (int, float)) and not isinstance(v, bool):
+                fields[METRICS[metric]] = int(v) if METRICS[metric] == "vram_total_bytes" else float(v)
+        host = data.get("node")
+        devices.append(DeviceReading(index=int(card), host=host if isinstance(host, str) else None, **fields))
+    return Snapshot(devices=tuple(devices), format=FORMAT, source=source)
+
+
+def read_omnistat(path: str | os.PathLike[str], *, note: str = "") -> dict[str, Session]:
+    """``{node: session}`` of an Omnistat per-GPU export (the CSV, or its export folder); see the module doc for
+    the layout. ``note`` is added to each session's source (e.g. where the file came from). A file in another
+    layout is a :class:`ParseError` naming the line and what was expected."""
+    p = export_file(path)
+    source = str(p)
+    text = p.read_bytes().decode("utf-8", errors="replace")
+    rows = list(csv.reader(io.StringIO(text)))
+    heads = (("metric", "a metric name per column"), ("instance", "a node per column"), ("card", "a GPU per column"))
+    if len(rows) < 3:
+        raise ParseError(f"{len(rows)} lines; an Omnistat export starts with three header lines (metric, "
+                         "instance, card)", source=source)
+    for i, (word, what) in enumerate(heads):
+        if not rows[i] or rows[i][0] != word:
+            raise ParseError(f"line {i + 1} should start with {word!r} ({what}), as `omnistat-query --export` "
+                             f"writes {GPU_FILE}; is this another export file?", source=source, line_no=i + 1,
+                             line=",".join(rows[i])[:200])
+    metrics, nodes, cards = rows[0][1:], rows[1][1:], rows[2][1:]
+    if not (len(metrics) == len(nodes) == len(cards)) or not metrics:
+        raise ParseError("the three header lines have different numbers of columns", source=source, line_no=3)
+    columns = []
+    for metric, node, card in zip(metrics, nodes, cards):
+        if not card.strip().isdigit():
+            raise ParseError(f"GPU (card) label {card!r} is not a number", source=source, line_no=3)
+        columns.append((metric, node.strip(), card.strip()))
+    body_start = 4 if len(rows) > 3 and rows[3] and rows[3][0] == "timestamp" and not any(rows[3][1:]) else 3
+    per_node: dict[str, list[tuple[float, dict[str, dict[str, float | None]]]]] = {}
+    for line_no, row in enumerate(rows[body_start:], start=body_start + 1):
+        if not row or not any(c.strip() for c in row):
+            continue
+        if len(row) != len(columns) + 1:
+            raise ParseError(f"{len(row)} cells where the header has {len(columns) + 1}", source=source,
+                             line_no=line_no, line=",".join(row)[:200])
+        when = _epoch(row[0], source, line_no)
+        cells: dict[str, dict[str, dict[str, float | None]]] = {}
+        for (metric, node, card), cell in zip(columns, row[1:]):
+            cells.setdefault(node, {}).setdefault(card, {})[metric] = _number(cell)
+        for node, cards_ in cells.items():
+            if any(v is not None for values in cards_.values() for v in values.values()):
+                per_node.setdefault(node, []).append((when, cards_))
+    if not per_node:
+        raise ParseError("no row with a reading", source=source)
+    found = sorted({m for m, _, _ in columns})
+    known = [m for m in found if m in METRICS]
+    out: dict[str, Session] = {}
+    for node in sorted(per_node):
+        samples = sorted(per_node[node], key=lambda s: s[0])
+        started = samples[0][0]
+        gaps = [b[0] - a[0] for a, b in zip(samples, samples[1:]) if b[0] > a[0]]
+        header = SessionHeader(
+            name=node, kind="recorded", started=started, interval_s=median(gaps) if gaps else 1.0,
+            site="lumi", command=("omnistat-query", "--export"),
+            source=f"Omnistat export {p.name} (omnistat-query --export)" + (f"; {note}" if note else ""),
+            description=f"recorded from {node}'s GPUs by Omnistat: {', '.join(known) or 'no known metric'} "
+                        f"({len(samples)} samples)")
+        frames = [Frame(t=when - started, exit_status=0, stdout=json.dumps(
+            {"format": FORMAT, "node": node, "timestamp": when, "cards": cards_}, sort_keys=True))
+            for when, cards_ in samples]
+        notes = [f"{p}: metrics this reader does not use: {', '.join(m for m in found if m not in METRICS)}"] \
+            if len(known) < len(found) else []
+        out[node] = Session(header=header, frames=frames, notes=notes)
+    return out
