@@ -26,26 +26,23 @@
 # does the arithmetic; without GPUs it makes one core play the part of one device, so two ranks have two "devices".
 
 # %%
-import sys
-
 import pandas as pd
 
-from lumikit.jobs import render_sbatch, workload_spec
+from lumikit.course_jobs import RESNET_SIZES, resnet_job as course_resnet_job, scale_for
+from lumikit.jobs import render_sbatch
 from lumikit.launch import get_backend, launch, mode_line
 
 print(mode_line())
 on_slurm = get_backend().name == "slurm"
-# On LUMI: the seed's ResNet-152 and batch 128 on the full data set. Elsewhere: a tiny ResNet on 128 generated images.
-size = (dict(model="resnet152", batch=128, samples=None, epochs=2) if on_slurm else
-        dict(model="tiny", batch=8, samples=128, epochs=2))
+# On LUMI: the seed's ResNet-152 and batch 128 on the full data set. Elsewhere (a laptop, lumi-sim's CPU-only
+# nodes): a tiny ResNet on 128 generated images. The jobs come from lumikit's list of the course's jobs.
+scale = scale_for()
+size = RESNET_SIZES[scale]
 
 
-def resnet_job(mode: str, *, tasks: int = 1, gpus: int = 1, batch: int = size["batch"],
-               model: str = size["model"], epochs: int = size["epochs"]):
+def resnet_job(mode: str, *, tasks: int = 1, gpus: int = 1, epochs: int | None = None):
     """A job that trains the course ResNet in `mode` (single, dp or ddp) with `tasks` Slurm tasks on `gpus` GCDs."""
-    args = ["--mode", mode, "--model-size", model, "--batch-size", str(batch), "--epochs", str(epochs),
-            "--no-progress"] + ([] if size["samples"] is None else ["--samples", str(size["samples"])])
-    return workload_spec("resnet", *args, name=f"resnet-{mode}", gcds=gpus, ntasks_per_node=tasks, time="0:30:00")
+    return course_resnet_job(mode, tasks=tasks, gpus=gpus, epochs=epochs, scale=scale)
 
 
 print(size)
@@ -200,10 +197,11 @@ print(f"-- {lumi_ddp.source_line}")
 # processes it starts use that Python too.
 
 # %%
-torchrun = (sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1", "--nproc-per-node=2")
-one_task = resnet_job("ddp", tasks=1, gpus=2, epochs=1)
-# The workload's own command without its Python (`-m lumikit.workloads.resnet ...`), behind torchrun.
-torchrun_job = one_task.with_(name="resnet-torchrun", command=(*torchrun, *one_task.command[1:]))
+from lumikit.course_jobs import torchrun_job as course_torchrun_job
+
+# One task with 2 GCDs; its command is `python -m torch.distributed.run --standalone --nnodes=1 --nproc-per-node=2`
+# followed by the workload's own command without its Python (`-m lumikit.workloads.resnet ...`).
+torchrun_job = course_torchrun_job(scale)
 print(render_sbatch(torchrun_job, "lumi"))
 
 # %% [markdown]
