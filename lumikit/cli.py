@@ -25,6 +25,7 @@ WINGS = (
     "lumikit.rocprof.cli",
     "lumikit.logs.cli",
     "lumikit.checks.cli",
+    "lumikit.record.cli",
     "lumikit.rehearse.cli",
 )
 

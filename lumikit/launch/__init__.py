@@ -13,9 +13,11 @@ from ..errors import LaunchError
 from ..jobs.render import resolve
 from ..jobs.spec import JobSpec
 from ..jobs.validate import advice, missing_account, validate
+from ..record.recorder import DEFAULT_INTERVAL_S
 from ..site import Site, load_site
 from .backend import Backend, Run, WorkloadMetrics
 from .dryrun import DryRunBackend
+from .gpu_record import plan as record_plan
 from .local import LocalBackend
 from .runfolder import RunFolder
 from .slurm import SlurmBackend
@@ -35,10 +37,14 @@ def get_backend(name: str | None = None, site: Site | str | None = None) -> Back
 
 
 def launch(spec: JobSpec, site: Site | str | None = None, backend: str | None = None,
-           runs_dir: str | os.PathLike[str] | None = None) -> Run:
+           runs_dir: str | os.PathLike[str] | None = None, *, gpu_record: bool = True,
+           gpu_record_interval: float = DEFAULT_INTERVAL_S) -> Run:
     """Resolve (the user's config is read here, once), validate (once), create a run folder, submit; returns the
     :class:`Run` (call ``.wait()`` to follow it). A Slurm site that bills a project refuses a job without one;
-    things that are allowed but probably not meant (``mem="16"`` is 16 MB) are warnings."""
+    things that are allowed but probably not meant (``mem="16"`` is 16 MB) are warnings.
+
+    A job that asks for GPUs records them into ``RUN/gpu/<node>.jsonl`` every ``gpu_record_interval`` seconds
+    (:mod:`lumikit.record`; ``run.report()`` reads it); ``gpu_record=False`` turns that off."""
     b = get_backend(backend, site)
     spec = resolve(spec, b.site, load_config())
     validate(spec, b.site)
@@ -50,6 +56,7 @@ def launch(spec: JobSpec, site: Site | str | None = None, backend: str | None = 
         if "secret" not in line:  # secrets of a launch reach the job through its private file: nothing to do
             warnings.warn(line, UserWarning, stacklevel=2)
     folder = RunFolder.create(spec.name, runs_dir)
+    folder.update(gpu_record=record_plan(spec, gpu_record, gpu_record_interval))
     b.submit(spec, folder)
     return Run(folder, b)
 

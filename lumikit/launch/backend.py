@@ -17,6 +17,8 @@ from .states import is_final
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..record.card import ReportCard
+
 
 class Backend(Protocol):
     """submit / status / cancel / tail / attach; :class:`Run` adds wait on top."""
@@ -87,6 +89,16 @@ class Run:
         """What a course workload (``lumikit.workloads``) measured on ``rank``: per-step and per-epoch rows and
         its end-of-run summary, read from the run folder (a run still going gives the rows so far)."""
         return WorkloadMetrics.read(self.path, rank)
+
+    def report(self, show: bool = True) -> "ReportCard":
+        """The report card of the run's GPU record (:mod:`lumikit.record.card`): in a notebook a table and a small
+        picture of each node's power; ``show=False`` only returns the card (``.text()``, ``.to_dict()``)."""
+        from ..record.card import card_of_run
+
+        card = card_of_run(self.path)
+        if show:
+            _show_card(card)
+        return card
 
     def stderr(self, rank: int = 0) -> str:
         return _read(self.folder.rank_log(rank, "err"))
@@ -171,6 +183,25 @@ class WorkloadMetrics:
         summary = result_path(folder, rank)
         result = json.loads(summary.read_text()) if summary.exists() else {}
         return cls(pd.DataFrame(steps), pd.DataFrame(epochs), result)
+
+
+def _show_card(card: "ReportCard") -> None:
+    """Display a card: its table and picture where IPython displays them, else its text."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        get_ipython = None  # type: ignore[assignment]
+    if get_ipython is None or get_ipython() is None or card.absent:
+        print(card.text())
+        return
+    display(card.table())
+    import matplotlib.pyplot as plt
+
+    fig = card.figure()
+    display(fig)
+    plt.close(fig)
+    print(card.text())
 
 
 def _read(path: Path) -> str:

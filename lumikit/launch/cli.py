@@ -70,7 +70,8 @@ def failure_report(run: Run, lines: int = 10) -> str:
 def _run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always", UserWarning)
-        run = launch(spec_from_args(args), site=args.site, backend=args.backend, runs_dir=args.runs_dir)
+        run = launch(spec_from_args(args), site=args.site, backend=args.backend, runs_dir=args.runs_dir,
+                     gpu_record=not args.no_gpu_record, gpu_record_interval=args.gpu_record_interval)
     for line in command_line_secrets(args):
         warn(line)
     for w in said:
@@ -125,6 +126,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--wait", action="store_true", help="follow the job until it ends, showing rank 0's output")
     p.add_argument("--timeout", type=float, help="with --wait: give up following after this many seconds")
     p.add_argument("--quiet", action="store_true", help="(kept for old scripts: --wait shows no progress bar)")
+    p.add_argument("--no-gpu-record", action="store_true",
+                   help="do not record the GPUs into RUN/gpu/<node>.jsonl (on by default for jobs with GPUs)")
+    p.add_argument("--gpu-record-interval", type=float, default=2.0, metavar="SECONDS",
+                   help="seconds between two GPU record samples (default 2)")
     p.set_defaults(func=_run)
     for name, fn, text in (("status", _status, "state and exit code of a run"), ("cancel", _cancel, "cancel a run")):
         q = sub.add_parser(name, help=text)

@@ -17,6 +17,8 @@ from ..jobs.render import payload
 from ..jobs.spec import JobSpec, parse_time
 from ..site import Site, load_site
 from .backend import python_path_env
+from ..record.recorder import GPU_DIR, STOP_FILE
+from .gpu_record import local_argv
 from .runfolder import RunFolder, base_manifest, now_iso, remove_secrets, write_secrets
 from .states import FINAL
 
@@ -211,6 +213,33 @@ def _start_rank(argv: list[str], env: dict[str, str], folder: RunFolder, rank: i
             return 127 if isinstance(exc, FileNotFoundError) else 126
 
 
+def _start_recorder(folder: RunFolder, m: dict, env: dict[str, str]) -> subprocess.Popen | None:
+    """The run's GPU recorder (one for the run: this machine is its one node), when the launch asked for it."""
+    argv = local_argv(m.get("gpu_record"), load_site(m.get("site")), str(folder.path))
+    if argv is None:
+        return None
+    (folder.path / "gpu").mkdir(exist_ok=True)
+    with open(folder.path / "gpu" / "recorder.log", "ab") as log:
+        return subprocess.Popen(argv, env={**env, "LUMIKIT_RUN_DIR": str(folder.path)}, stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=subprocess.STDOUT)
+
+
+def _stop_recorder(proc: subprocess.Popen | None, run_dir: Path) -> None:
+    """The stop file (it ends after its next sample, or at once where it found no tool: a short job still gets
+    its header and first sample), SIGTERM after an interval and 10 s, SIGKILL 10 s later."""
+    if proc is None:
+        return
+    (run_dir / GPU_DIR / STOP_FILE).touch()
+    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        if sig is not None and proc.poll() is None:
+            proc.send_signal(sig)
+        try:
+            proc.wait(timeout=30 if sig is None else 10)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def supervise(run_dir: Path) -> int:
     """Start every rank, wait for all, apply the time limit, and record the outcome in the manifest."""
     folder = RunFolder(run_dir)
@@ -244,6 +273,7 @@ def _supervise(folder: RunFolder) -> int:
 
     base = dict(os.environ)
     folder.update(state="RUNNING", start_time=now_iso())
+    recorder = _start_recorder(folder, m, base)
     for rank in range(spec.total_tasks):
         env = rank_env(spec, rank, m["job_id"], m["master_port"], run_dir, base)
         procs.append(_start_rank(argv, env, folder, rank))
@@ -274,6 +304,7 @@ def _supervise(folder: RunFolder) -> int:
                     p.terminate()
         time.sleep(0.1)
     codes = [p if isinstance(p, int) else p.wait() for p in procs]
+    _stop_recorder(recorder, run_dir)
     codes = [128 - c if c < 0 else c for c in codes]  # killed by signal N -> 128 + N, as the shell says it
     failed = first_failed if first_failed is not None else next((r for r, c in enumerate(codes) if c != 0), None)
     exit_code = codes[failed] if failed is not None else 0

@@ -22,6 +22,7 @@ from ..jobs.render import attach_argv, render_sbatch
 from ..jobs.spec import JobSpec, parse_time
 from ..site import Site, expand, load_site  # expand: ${VAR:-default} in site settings
 from .backend import python_path_env
+from .gpu_record import with_record
 from .runfolder import RunFolder, base_manifest, now_iso, remove_secrets, write_secrets
 from .states import FINAL, normalise
 
@@ -80,9 +81,10 @@ class SlurmBackend:
         exports = {"LUMIKIT_RUN_DIR": str(folder.path), "LUMIKIT_BACKEND": "slurm"}
         if secrets_file:
             exports["LUMIKIT_SECRETS_FILE"] = str(secrets_file)  # a path; the values stay in that 0600 file
-        return render_sbatch(spec, self.site, output=str(folder.path / "slurm-%j.out"),
-                             step_options=(f"--output={folder.path}/rank%t.out", f"--error={folder.path}/rank%t.err"),
-                             exports=exports, check=False)  # launch() has validated the spec
+        script = render_sbatch(spec, self.site, output=str(folder.path / "slurm-%j.out"),
+                               step_options=(f"--output={folder.path}/rank%t.out", f"--error={folder.path}/rank%t.err"),
+                               exports=exports, check=False)  # launch() has validated the spec
+        return with_record(script, folder.read().get("gpu_record"), self.site, str(folder.path))
 
     def submit(self, spec: JobSpec, folder: RunFolder) -> str:
         secret = spec.secret_names()

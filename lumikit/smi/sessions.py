@@ -20,14 +20,15 @@ import warnings
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ..errors import LumikitError, ParseError
 from ..files import write_atomic
 from .model import DEVICE_FIELDS, Snapshot
 from .parse import parse_smi
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "smi"
 SUFFIXES = (".jsonl.gz", ".jsonl")
@@ -204,6 +205,8 @@ def load_session(name_or_path: str | os.PathLike[str]) -> list[Snapshot]:
 
 def tidy(snapshots: Iterable[Snapshot]) -> pd.DataFrame:
     """One row per sample x device: ``time``, ``sample``, ``format`` and the device fields."""
+    import pandas as pd  # here, not at the top: the job-side recorder and the stand-in tool import this module
+
     rows = []
     for i, snap in enumerate(snapshots):
         for d in snap.devices:

@@ -1,0 +1,87 @@
+"""How a launch starts the GPU record (:mod:`lumikit.record`): on by default for jobs that ask for GPUs.
+
+Slurm: the batch script starts one recorder per node as one background ``srun --overlap`` step before the job's own
+step and stops it after (never a controller RPC per sample). Local: the supervisor starts one recorder for the run.
+The site may name the tool (``[slurm] record_command``, a stream command with ``{interval}``, and
+``record_kind``: lumi-sim's stand-in is ``generated``); otherwise the recorder picks the best tool it finds.
+"""
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Any
+
+from ..jobs.spec import JobSpec
+from ..site import Site
+from ..record.recorder import DEFAULT_INTERVAL_S, STOP_FILE
+
+RECORDER_PID = "LUMIKIT_RECORDER_PID"
+
+
+def asks_gpus(spec: JobSpec) -> bool:
+    """Whether the job asks for GPUs (any of the GPU options)."""
+    return bool(spec.gpus_per_node or spec.gpus or spec.gpus_per_task)
+
+
+def plan(spec: JobSpec, enabled: bool = True, interval: float = DEFAULT_INTERVAL_S) -> dict[str, Any]:
+    """What the manifest says about the record (``gpu_record``): on or off, the interval, and why."""
+    if not enabled:
+        return {"enabled": False, "why": "turned off at launch (--no-gpu-record / gpu_record=False)"}
+    if not asks_gpus(spec):
+        return {"enabled": False, "why": "the job asks for no GPUs"}
+    return {"enabled": True, "interval_s": float(interval)}
+
+
+def recorder_args(site: Site, run_dir: str, interval: float, python: str = "python3", *,
+                  site_tool: bool = True) -> list[str]:
+    """``python -m lumikit.record sample ...`` for this site (its stand-in or tool where the profile names one)."""
+    argv = [python, "-m", "lumikit.record", "sample", "--run-dir", run_dir, "--interval", f"{interval:g}",
+            "--site", site.name]
+    command = site.slurm.get("record_command") if site_tool else None
+    if command:
+        argv += ["--kind", str(site.slurm.get("record_kind", "recorded")), "--stream", "--command",
+                 *(str(c) for c in command)]
+    return argv
+
+
+def sbatch_lines(record: dict[str, Any] | None, site: Site, run_dir: str) -> tuple[list[str], list[str]]:
+    """The batch-script lines before the job's step (start one recorder per node in the background) and after it
+    (stop them). A failed job step ends the script (``set -e``): Slurm then ends the recorder with the job."""
+    if not record or not record.get("enabled"):
+        return [], []
+    rec = recorder_args(site, run_dir, float(record.get("interval_s", DEFAULT_INTERVAL_S)))
+    step = ["srun", "--overlap", "--nodes=${SLURM_JOB_NUM_NODES}", "--ntasks=${SLURM_JOB_NUM_NODES}",
+            "--ntasks-per-node=1", "--cpus-per-task=1", "--cpu-bind=none", "--input=none", "--quiet",
+            f"--output={run_dir}/gpu/recorder-node%n.log"]
+    words = [w if w.startswith("--nodes=$") or w.startswith("--ntasks=$") else shlex.quote(w) for w in step]
+    before = ["# the GPU record (lumikit.record): one sampler per node, for the job's life, into "
+              f"{run_dir}/gpu/<node>.jsonl",
+              f"mkdir -p {shlex.quote(run_dir + '/gpu')}",
+              " ".join(words) + " " + shlex.join(rec) + " &",
+              f"{RECORDER_PID}=$!"]
+    # a clean stop: the stop file ends each node's recorder after its next sample (srun then reports nothing);
+    # one that has not ended within an interval and 10 s is killed
+    stop = shlex.quote(f"{run_dir}/gpu/{STOP_FILE}")
+    polls = int(2 * (float(record.get("interval_s", DEFAULT_INTERVAL_S)) + 10))
+    after = [f"touch {stop}",
+             f'for _ in $(seq {polls}); do kill -0 "${RECORDER_PID}" 2>/dev/null || break; sleep 0.5; done',
+             f'kill "${RECORDER_PID}" 2>/dev/null || true; wait "${RECORDER_PID}" || true']
+    return before, after
+
+
+def with_record(script: str, record: dict[str, Any] | None, site: Site, run_dir: str) -> str:
+    """A rendered batch script (its last line is the job's step) with the recorder around that step."""
+    before, after = sbatch_lines(record, site, run_dir)
+    if not before:
+        return script
+    head, step = script.rstrip("\n").rsplit("\n", 1)
+    return "\n".join([head, *before, step, *after]) + "\n"
+
+
+def local_argv(record: dict[str, Any] | None, site: Site, run_dir: str) -> list[str] | None:
+    """The local supervisor's recorder command (None when the record is off): this machine's own tool, if any
+    (a ``[slurm] record_command`` is for the cluster's nodes), stopping when the supervisor ends."""
+    if not record or not record.get("enabled"):
+        return None
+    interval = float(record.get("interval_s", DEFAULT_INTERVAL_S))
+    return recorder_args(site, run_dir, interval, python=sys.executable, site_tool=False) + ["--stop-with-parent"]

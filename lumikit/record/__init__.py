@@ -1,0 +1,117 @@
+"""The GPU record of a launched run: what its GPUs did, kept in the run folder beside the logs.
+
+- ``RUN/gpu/<node>.jsonl``: one session per node (:mod:`lumikit.smi.sessions` format), written by the job-side
+  recorder (:mod:`lumikit.record.recorder`; ``kind`` recorded / generated / absent);
+- ``RUN/markers.jsonl``: one line per :func:`mark` call in user code;
+- :func:`read_record` (node -> Session) and :func:`report_card` (a pure function of sessions, manifest and markers)
+  read them; ``lumikit report RUN`` and ``run.report()`` show the card.
+"""
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+from ..errors import LumikitError
+from ..smi.sessions import Session, read_session
+from .recorder import GPU_DIR, RUN_DIR_ENV, node_name
+
+MARKERS = "markers.jsonl"
+
+
+def _run_dir(run_or_path: Any) -> Path:
+    """A run handle (``.path``), a run folder, or a folder's ``gpu/`` subfolder -> the run folder."""
+    p = Path(getattr(run_or_path, "path", run_or_path))
+    if p.name == GPU_DIR and not (p / GPU_DIR).is_dir():
+        p = p.parent
+    return p
+
+
+def record_files(run_or_path: Any) -> list[Path]:
+    """The record files of a run (``RUN/gpu/*.jsonl``), sorted by name."""
+    folder = _run_dir(run_or_path) / GPU_DIR
+    return sorted(p for p in folder.glob("*.jsonl") if p.is_file()) if folder.is_dir() else []
+
+
+def read_record(run_or_path: Any) -> dict[str, Session]:
+    """Node -> :class:`~lumikit.smi.sessions.Session` of a run's GPU record (``{}`` when the run has none).
+
+    ``run_or_path`` is a :class:`~lumikit.launch.Run`, its folder, or a single ``gpu/<node>.jsonl`` file. A torn
+    last line (a killed job) is dropped and noted in ``session.notes``; a file that is not a session at all is a
+    :class:`~lumikit.errors.ParseError` naming it.
+    """
+    p = Path(getattr(run_or_path, "path", run_or_path))
+    if p.is_file():
+        files = [p]
+    else:
+        if not p.is_dir():
+            raise LumikitError(f"{p}: no such run folder; give a folder printed by `lumikit run`")
+        files = record_files(p)
+    out: dict[str, Session] = {}
+    for f in files:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the torn-line note stays in session.notes
+            sess = read_session(f)
+        name = sess.header.name or f.stem
+        key, n = name, 1
+        while key in out:
+            n += 1
+            key = f"{name}#{n}"
+        out[key] = sess
+    return out
+
+
+def mark(name: str, *, run_dir: str | os.PathLike[str] | None = None) -> dict[str, Any] | None:
+    """Write a marker (``{"time", "name", "rank", "node"}``) into the run folder's ``markers.jsonl``, so the report
+    card gives energy and mean power per phase. Outside a launched run (no ``$LUMIKIT_RUN_DIR``) it does
+    nothing and returns None; inside, it returns the marker written.
+
+    >>> import lumikit
+    >>> lumikit.mark("training")   # doctest: +SKIP
+    """
+    import time
+
+    folder = run_dir or os.environ.get(RUN_DIR_ENV)
+    if not folder:
+        return None
+    rank = os.environ.get("RANK") or os.environ.get("SLURM_PROCID")
+    marker = {"time": round(time.time(), 3), "name": str(name), "rank": int(rank) if rank and rank.isdigit() else None,
+              "node": node_name()}
+    data = (json.dumps(marker, sort_keys=True) + "\n").encode()
+    fd = os.open(Path(folder) / MARKERS, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, data)  # one write on an O_APPEND file: ranks marking at once never interleave a line
+    finally:
+        os.close(fd)
+    return marker
+
+
+def read_markers(run_or_path: Any) -> list[dict[str, Any]]:
+    """The run's markers in time order; damaged lines are skipped (a marker is a hint, never a reading)."""
+    path = _run_dir(run_or_path) / MARKERS
+    out = []
+    try:
+        text = path.read_text(errors="replace") if path.is_file() else ""
+    except OSError:
+        return []
+    for line in text.splitlines()[:100_000]:
+        try:
+            m = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(m, dict) and isinstance(m.get("time"), (int, float)) and not isinstance(m.get("time"), bool) \
+                and isinstance(m.get("name"), str):
+            out.append(m)
+    return sorted(out, key=lambda m: m["time"])
+
+
+def report_card(*args: Any, **kwargs: Any) -> Any:
+    """See :func:`lumikit.record.card.report_card`."""
+    from .card import report_card as _card
+
+    return _card(*args, **kwargs)
+
+
+__all__ = ["GPU_DIR", "MARKERS", "RUN_DIR_ENV", "mark", "read_markers", "read_record", "record_files", "report_card"]

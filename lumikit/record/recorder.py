@@ -1,0 +1,229 @@
+"""The job-side GPU recorder: one process per node, the best SMI tool every N seconds, appended to ``gpu/<node>.jsonl``.
+
+It writes, it never interprets: each line is one :class:`~lumikit.smi.sessions.Frame` (``t``, ``exit_status``,
+``stdout`` = the tool's raw output) plus ``time`` (epoch) and ``tool``, after a :class:`SessionHeader` line, so
+:func:`lumikit.smi.sessions.read_session` reads the file while it grows and after a killed job (each line goes out
+in one ``write`` call: at most the last one is torn). Where no tool exists the file holds the header alone with
+``kind = "absent"`` and which tools were looked for on which node: nothing is invented.
+
+``python -m lumikit.record sample --run-dir RUN [--interval 2] [--command ... --kind generated]``
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import LumikitError
+from ..smi.sampler import AMD_SMI_JSON, FRAME_END, NVIDIA_SMI_CSV, ROCM_SMI_JSON
+from ..smi.sessions import MAGIC, SessionHeader
+
+#: The tools, best first: amd-smi (ROCm 6+, also reports an energy counter), rocm-smi, nvidia-smi.
+TOOLS: tuple[tuple[str, ...], ...] = (AMD_SMI_JSON, ROCM_SMI_JSON, NVIDIA_SMI_CSV)
+GPU_DIR = "gpu"
+STOP_FILE = ".stop"
+DEFAULT_INTERVAL_S = 2.0
+#: The environment variable a launch uses to tell the job (and ``lumikit.mark``) its run folder.
+RUN_DIR_ENV = "LUMIKIT_RUN_DIR"
+
+
+def node_name() -> str:
+    """This node's name as Slurm knows it (``SLURMD_NODENAME``; lumi-sim's nodes share one host name), else the
+    host name."""
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0] or "localhost"
+
+
+def choose_tool(path: str | None = None) -> tuple[str, ...] | None:
+    """The best SMI tool found on ``PATH`` (:data:`TOOLS` order), or None."""
+    for argv in TOOLS:
+        if shutil.which(argv[0], path=path):
+            return argv
+    return None
+
+
+def record_path(run_dir: str | os.PathLike[str], node: str) -> Path:
+    """``RUN/gpu/<node>.jsonl``; a second recording of the same node (a requeued job) gets ``<node>.2.jsonl``."""
+    folder = Path(run_dir) / GPU_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in node) or "node"
+    path, n = folder / f"{safe}.jsonl", 1
+    while path.exists():
+        n += 1
+        path = folder / f"{safe}.{n}.jsonl"
+    return path
+
+
+def _write_line(fd: int, obj: dict) -> None:
+    """One JSON line in one ``write`` (an O_APPEND file: a kill tears at most this line)."""
+    data = (json.dumps(obj, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def header_line(header: SessionHeader) -> dict:
+    d = asdict(header)
+    d["command"] = list(header.command)
+    return {"format": MAGIC, **d}
+
+
+class Recorder:
+    """Sample ``argv`` every ``interval`` seconds into ``path`` until :meth:`stop` (or ``max_samples``)."""
+
+    def __init__(self, run_dir: str | os.PathLike[str], *, node: str | None = None,
+                 interval: float = DEFAULT_INTERVAL_S, command: Sequence[str] | None = None,
+                 kind: str | None = None, site: str = "lumi", tool_path: str | None = None,
+                 stream: bool = False) -> None:
+        if not interval > 0:
+            raise LumikitError(f"the record interval must be positive seconds, got {interval!r}")
+        self.node = node or node_name()
+        self.interval = float(interval)
+        self.argv = tuple(command) if command else choose_tool(tool_path)
+        self.kind = "absent" if self.argv is None else (kind or "recorded")
+        self.site = site
+        self.path = record_path(run_dir, self.node)
+        #: The batch script creates it after the job's step: every node's recorder ends after its next sample.
+        self.stop_file = Path(run_dir) / GPU_DIR / STOP_FILE
+        self.samples = 0
+        self.stream = stream and self.argv is not None
+        self._proc: subprocess.Popen[str] | None = None
+        self._stop = threading.Event()
+        self.started = time.time()
+        looked = ", ".join(t[0] for t in TOOLS)
+        if self.argv is None:
+            description = (f"none of {looked} was found on PATH on node {self.node}: nothing was sampled, "
+                           "nothing is invented")
+        elif self.kind == "generated":
+            description = (f"generated: a stand-in for the SMI tool on node {self.node}, which has no GPU "
+                           f"({shlex.join(self.argv)}); not a reading of real hardware")
+        else:
+            description = f"the GPUs of node {self.node} as {self.argv[0]} printed them every {self.interval:g} s"
+        self.header = SessionHeader(name=self.node, description=description, command=self.argv or (),
+                                    interval_s=self.interval, site=site, started=self.started, kind=self.kind,
+                                    source=shlex.join(self.argv) if self.argv else "")
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        _write_line(self._fd, header_line(self.header))
+
+    def sample(self) -> None:
+        """Run the tool once and append its output as a frame."""
+        assert self.argv is not None
+        when = time.time()
+        try:
+            proc = subprocess.run(self.argv, capture_output=True, text=True, errors="replace",
+                                  timeout=max(30.0, 5 * self.interval), stdin=subprocess.DEVNULL)
+            out, status = proc.stdout, proc.returncode
+        except FileNotFoundError:
+            out, status = "", 127
+        except subprocess.TimeoutExpired:
+            out, status = "", 124
+        self._frame(out, status, when)
+
+    def _frame(self, out: str, status: int | None, when: float) -> None:
+        assert self.argv is not None
+        _write_line(self._fd, {"t": round(when - self.started, 3), "time": round(when, 3), "tool": self.argv[0],
+                               "exit_status": status, "stdout": out})
+        self.samples += 1
+
+    def _run_stream(self, max_samples: int | None, parent: int | None) -> int:
+        """One long-lived tool process that prints a reading and ``@@lumikit-sample STATUS`` per interval (the
+        stand-in's ``--stream``): one start-up for the whole record."""
+        assert self.argv is not None
+        try:
+            self._proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                          errors="replace", stdin=subprocess.DEVNULL)
+        except FileNotFoundError:
+            self._frame("", 127, time.time())
+            return self.samples
+        lines: list[str] = []
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            if line.startswith(FRAME_END):
+                word = line[len(FRAME_END):].strip()
+                self._frame("".join(lines), int(word) if word.lstrip("-").isdigit() else None, time.time())
+                lines = []
+                if self._done(max_samples, parent):
+                    break
+            else:
+                lines.append(line)
+        return self.samples
+
+    def _done(self, max_samples: int | None, parent: int | None) -> bool:
+        """Whether to stop after this sample: asked to, enough samples, the parent gone, or the stop file there."""
+        return (self._stop.is_set() or (max_samples is not None and self.samples >= max_samples)
+                or (parent is not None and os.getppid() != parent) or self.stop_file.exists())
+
+    def run(self, *, max_samples: int | None = None, parent: int | None = None) -> int:
+        """Sample until stopped (SIGTERM/SIGINT through :meth:`stop`, ``max_samples``, ``parent`` gone, or
+        ``gpu/.stop`` created);
+        returns the number of samples. An absent tool returns at once (the header says why)."""
+        try:
+            if self.argv is None:
+                return 0
+            if self.stream:
+                return self._run_stream(max_samples, parent)
+            next_at = time.monotonic()
+            while not self._stop.is_set():
+                self.sample()
+                if self._done(max_samples, parent):
+                    break
+                next_at += self.interval
+                delay = next_at - time.monotonic()
+                if delay < 0:
+                    next_at, delay = time.monotonic(), 0.0
+                self._stop.wait(delay)
+            return self.samples
+        finally:
+            self.close()
+
+    def stop(self, *_: object) -> None:
+        self._stop.set()
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()  # its stdout ends: the stream loop returns after the last complete reading
+
+    def close(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m lumikit.record sample --run-dir RUN [--interval S] [--kind K] [--command TOOL ARGS...]``."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m lumikit.record", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="what", required=True)
+    s = sub.add_parser("sample", help="record this node's GPUs into RUN/gpu/<node>.jsonl until stopped")
+    s.add_argument("--run-dir", default=os.environ.get(RUN_DIR_ENV), help=f"the run folder (default: ${RUN_DIR_ENV})")
+    s.add_argument("--interval", type=float, default=DEFAULT_INTERVAL_S)
+    s.add_argument("--node", help="the node's name (default: $SLURMD_NODENAME, else the host name)")
+    s.add_argument("--site", default="lumi")
+    s.add_argument("--kind", choices=("recorded", "generated"),
+                   help="what the tool's readings are (default: recorded; a stand-in's are generated)")
+    s.add_argument("--max-samples", type=int)
+    s.add_argument("--stop-with-parent", action="store_true", help="stop when the process that started this ends")
+    s.add_argument("--stream", action="store_true",
+                   help="the command is a stream: it prints a reading and '@@lumikit-sample STATUS' per interval "
+                        "({interval} in it becomes --interval)")
+    s.add_argument("--command", nargs=argparse.REMAINDER, help="the tool to run (default: the best one found)")
+    args = p.parse_args(argv)
+    if not args.run_dir:
+        p.error(f"give --run-dir or set {RUN_DIR_ENV}")
+    command = [c.replace("{interval}", f"{args.interval:g}") for c in args.command or ()]
+    rec = Recorder(args.run_dir, node=args.node, interval=args.interval, command=command or None,
+                   kind=args.kind, site=args.site, stream=args.stream)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, rec.stop)
+    rec.run(max_samples=args.max_samples, parent=os.getppid() if args.stop_with_parent else None)
+    return 0
