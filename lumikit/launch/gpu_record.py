@@ -46,12 +46,16 @@ def recorder_args(site: Site, run_dir: str, interval: float, python: str = "pyth
 
 def sbatch_lines(record: dict[str, Any] | None, site: Site, run_dir: str) -> tuple[list[str], list[str]]:
     """The batch-script lines before the job's step (start one recorder per node in the background) and after it
-    (stop them). A failed job step ends the script (``set -e``): Slurm then ends the recorder with the job."""
+    (stop them). A failed job step ends the script (``set -e``): Slurm then ends the recorder with the job.
+
+    ``--mem=0`` (the job's memory, shared by ``--overlap``): without it, on Slurm 22.05 (lumi-sim) the recorder's
+    step cannot start beside a job step that holds all of the job's memory ("Memory required by task is not
+    available"); with it, the job's own step still starts at once (tried on lumi-sim, both orders)."""
     if not record or not record.get("enabled"):
         return [], []
     rec = recorder_args(site, run_dir, float(record.get("interval_s", DEFAULT_INTERVAL_S)))
     step = ["srun", "--overlap", "--nodes=${SLURM_JOB_NUM_NODES}", "--ntasks=${SLURM_JOB_NUM_NODES}",
-            "--ntasks-per-node=1", "--cpus-per-task=1", "--cpu-bind=none", "--input=none", "--quiet",
+            "--ntasks-per-node=1", "--cpus-per-task=1", "--mem=0", "--cpu-bind=none", "--input=none", "--quiet",
             f"--output={run_dir}/gpu/recorder-node%n.log"]
     words = [w if w.startswith("--nodes=$") or w.startswith("--ntasks=$") else shlex.quote(w) for w in step]
     before = ["# the GPU record (lumikit.record): one sampler per node, for the job's life, into "

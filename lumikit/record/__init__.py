@@ -49,12 +49,16 @@ def read_record(run_or_path: Any) -> dict[str, Session]:
         if not p.is_dir():
             raise LumikitError(f"{p}: no such run folder; give a folder printed by `lumikit run`")
         files = record_files(p)
-    out: dict[str, Session] = {}
+    sessions = []
     for f in files:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the torn-line note stays in session.notes
-            sess = read_session(f)
-        name = sess.header.name or f.stem
+            sessions.append(read_session(f))
+    # a node recorded twice (a requeued job): the first recording keeps the node's name, the next is "node#2"
+    sessions.sort(key=lambda s: (s.header.name, s.header.started or 0.0))
+    out: dict[str, Session] = {}
+    for sess in sessions:
+        name = sess.header.name
         key, n = name, 1
         while key in out:
             n += 1

@@ -7,7 +7,7 @@ and the record run end to end there. Nothing here is a reading of real hardware:
 - outside a Slurm job with GPUs it prints an idle LUMI-G node (8 GCDs, ~800 MHz, package power on the even GCD;
   the file next to it, written by :func:`reading`, which a test compares with it);
 - inside one it prints the job's GCDs on this node (``SLURM_JOB_GPUS``, numbered from 0 as a job's cgroup shows
-  them), each ``compute`` while the job's rank driving it uses at least half a CPU core and ``idle`` otherwise,
+  them), each ``compute`` while the job's rank driving it uses a fifth of a CPU core or more and ``idle`` otherwise,
   rendered through :func:`lumikit.smi.synth._node` (calibrated on real LUMI outputs: ~90 W idle package, ~300 W
   with one GCD computing, near the 500 W cap with both; 800 / 1650 MHz); VRAM % is the rank's resident memory
   as a share of the GCD's 64 GiB.
@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Sequence
 
 READING = Path(__file__).with_name("fake_rocm_smi.json")
-BUSY_CPU_SHARE = 0.5  # a rank using at least half a core over the last interval counts as computing
+#: A rank using a fifth of a core or more since the last look counts as computing (lumi-sim's nodes share 2 cores).
+BUSY_CPU_SHARE = 0.2
 FRAME_END = "@@lumikit-sample"  # as lumikit.smi.sampler.FRAME_END (not imported: the plain call stays light)
 
 
@@ -82,9 +83,10 @@ class JobStory:
         self.gcds = gcds
         self.job = env.get("SLURM_JOB_ID", "")
         self.step = env.get("SLURM_STEP_ID")
-        self.rng = random.Random(seed if seed is not None else zlib.crc32(f"{self.job}/{env.get('SLURMD_NODENAME')}".encode()))
+        node = env.get("SLURMD_NODENAME")
+        self.rng = random.Random(seed if seed is not None else zlib.crc32(f"{self.job}/{node}".encode()))
         self.temps = [40.0 + i % 3 for i in range(gcds)]
-        self.last: dict[int, float] = {}
+        self.last: dict[int, float] | None = None  # CPU seconds per local rank at the last look (None: no look yet)
         self.last_at = time.monotonic()
 
     def states(self) -> tuple[tuple[str, ...], tuple[int, ...]]:
@@ -96,7 +98,8 @@ class JobStory:
         per_rank = max(1, self.gcds // ranks)
         states, vram = ["idle"] * self.gcds, [0] * self.gcds
         for local, (cpu, rss) in usage.items():
-            share = (cpu - self.last.get(local, cpu)) / span
+            # a rank that started since the last look used all its CPU time within the span
+            share = 0.0 if self.last is None else (cpu - self.last.get(local, 0.0)) / span
             for g in range(local * per_rank, min(self.gcds, (local + 1) * per_rank)):
                 states[g] = "compute" if share >= BUSY_CPU_SHARE else "idle"
                 vram[g] = min(99, round(100 * rss / (64 * 2**30)))
