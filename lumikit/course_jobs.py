@@ -68,6 +68,14 @@ def first_lm_job(checkpoint: str | os.PathLike[str]) -> JobSpec:
     return lm_job("lm-first", "--steps", "12", "--checkpoint", str(checkpoint), "--checkpoint-every", "6")
 
 
+def watched_lm_job(scale: str = "small") -> JobSpec:
+    """Module 04: the language model on one GCD for long enough that its GPU record holds samples to read (on LUMI
+    the medium model for 300 steps; elsewhere the tiny one for 40)."""
+    size, steps = ("medium", "300") if scale == "full" else ("tiny", "40")
+    return workload_spec("lm", "--model-size", size, "--steps", steps, "--no-progress", name="lm-watched", gcds=1,
+                         time="0:15:00")
+
+
 def profiled_lm_job(schedule: str = "6,1,4,1") -> JobSpec:
     """Module 05: the language model with torch.profiler on (``schedule``: wait, warmup, active, repeat) and
     memory recording."""
@@ -158,6 +166,7 @@ def course_jobs(modules: list[str] | tuple[str, ...] | None = None, *, site: Sit
                   promises=(Promise("gpus_visible", 1, "one GCD inside the PyTorch container"),)),
         CourseJob("03", "lm-first", "03_first_training_job", first_lm_job(scratch_dir / "03-lm.pt"),
                   promises=_one_gcd_promises()),
+        CourseJob("04", "watched", "04_watching_the_gpu", watched_lm_job(scale), promises=_one_gcd_promises()),
         CourseJob("05", "lm-profiled", "05_logging_and_profiling", profiled_lm_job(), variable="train",
                   promises=_one_gcd_promises()),
         CourseJob("07", "single", "07_several_gpus", resnet_job("single", scale=scale),
@@ -203,9 +212,9 @@ def course_job(module: str, key: str, *, site: Site | str | None = None,
 BUILDERS: dict[str, Callable[..., JobSpec]] = {
     "ranks_job": ranks_job, "container_probe_job": container_probe_job, "lm_job": lm_job,
     "first_lm_job": first_lm_job, "profiled_lm_job": profiled_lm_job, "resnet_job": resnet_job,
-    "torchrun_job": torchrun_job, "two_node_ddp_job": two_node_ddp_job}
+    "torchrun_job": torchrun_job, "two_node_ddp_job": two_node_ddp_job, "watched_lm_job": watched_lm_job}
 
 __all__ = ["BUILDERS", "CONTAINER_PROBE", "CourseJob", "FULL_SCALE_SITES", "Promise", "RANKS_PROGRAM", "RESNET_SIZES",
            "TORCHRUN",
            "container_probe_job", "course_job", "course_jobs", "first_lm_job", "lm_job", "profiled_lm_job",
-           "ranks_job", "resnet_job", "scale_for", "torchrun_job", "two_node_ddp_job"]
+           "ranks_job", "resnet_job", "scale_for", "torchrun_job", "two_node_ddp_job", "watched_lm_job"]

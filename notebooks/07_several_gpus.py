@@ -123,7 +123,36 @@ table.round(3)
 # **How to read it:** *steps per epoch* halves with two DDP ranks because the global batch doubles; *samples/s* is
 # the number to compare, not the step time. But one run of each is one sample of a noisy machine: the next section
 # repeats them before drawing any conclusion.
+
+# %% [markdown]
+# ## Energy per step: predict, then measure
 #
+# Each of the three runs recorded its GPUs (`gpu/<node>.jsonl`, module 04), so its report card has the energy of
+# its training steps. **Predict first:** per *sample* (not per step), which way uses the least energy on LUMI:
+# one GCD, DDP on two, or DataParallel on two? Write it in `my_prediction` before running the measurement.
+
+# %%
+my_prediction = "ddp"  # your prediction: "single", "ddp" or "dp" uses the least energy per sample
+
+# %%
+from lumikit.record.lesson import energy_per_step
+
+runs = {"single": single, "ddp": ddp, "dp": dp}
+energy = energy_per_step({m: r.report(show=False) for m, r in runs.items()},
+                         {m: r.metrics().result for m, r in runs.items()})
+energy
+
+# %% [markdown]
+# **How to read it:** *J per step* is the record's energy over the steps' time window divided by the steps;
+# *J per sample* divides it by the global batch, which is what makes the three comparable (DDP's step carries
+# twice the samples). On LUMI expect DDP to spend the least per sample: both GCDs compute, and its all-reduce
+# overlaps the backward pass; DataParallel keeps GCD 1 waiting while one process scatters and gathers, and a waiting
+# GCD still draws power. The *readings* column says where the numbers come from: `recorded` on LUMI; `generated` on
+# lumi-sim (a stand-in tool, not a measurement: its numbers test the pipeline, not your prediction); `none` on a
+# laptop, where there is no GPU to record and *why not* says so. Only recorded readings can confirm or refute
+# `my_prediction`.
+
+# %% [markdown]
 # ## Is the difference real? Repeat, interleave, look at the spread
 #
 # Two more rounds of the three runs, one epoch each, in turn (single, DDP, DP, single, DDP, DP), so that a slow

@@ -22,7 +22,7 @@ LUMI = load_site("lumi")
 
 def test_every_module_that_launches_a_job_is_in_the_list():
     modules = sorted({j.module for j in cj.course_jobs()})
-    assert modules == ["01", "02", "03", "05", "07", "08"]
+    assert modules == ["01", "02", "03", "04", "05", "07", "08"]
     assert all(j.promises for j in cj.course_jobs())
 
 
@@ -47,8 +47,8 @@ def test_module_07_is_the_seed_size_on_lumi_and_tiny_elsewhere():
 
 
 def test_an_unknown_module_or_key_names_the_known_ones():
-    with pytest.raises(SpecError, match="use some of: 01, 02, 03, 05, 07, 08"):
-        cj.course_jobs(["04"])
+    with pytest.raises(SpecError, match="use some of: 01, 02, 03, 04, 05, 07, 08"):
+        cj.course_jobs(["06"])
     with pytest.raises(SpecError, match="use one of: single, ddp, dp, torchrun"):
         cj.course_job("07", "fsdp")
 
@@ -65,7 +65,7 @@ def _names_called(tree: ast.AST) -> set[str]:
     return {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
 
 
-@pytest.mark.parametrize("notebook", ["03_first_training_job", "07_several_gpus"])
+@pytest.mark.parametrize("notebook", ["03_first_training_job", "04_watching_the_gpu", "07_several_gpus"])
 def test_these_notebooks_launch_only_specs_built_by_the_course_list(notebook):
     source = (NOTEBOOKS / f"{notebook}.py").read_text()
     tree = ast.parse(source)

@@ -96,7 +96,7 @@ def test_rehearse_runs_every_module_job_to_completion_and_writes_the_report(on_l
                                                            "measured": 0, "verdict": "differs"}
     # The report card comes from each job's GPU record: on lumi-sim a stand-in's readings, labelled generated.
     # (Training jobs: module 02's probe of a few seconds can end before the recorder's first sample.)
-    with_gpus = {(j.module, j.key) for j in course_jobs(["03", "05", "07"])}
+    with_gpus = {(j.module, j.key) for j in course_jobs(["03", "04", "05", "07"])}
     cards = {(j["module"], j["key"]): j["card"] for j in report["jobs"] if (j["module"], j["key"]) in with_gpus}
     assert all(c.get("kind") == "generated" and c["gcds"] for c in cards.values()), cards
     assert by_job[("08", "ddp-2nodes")]["nodes"]["verdict"] == "holds"
