@@ -163,3 +163,16 @@ def test_the_probe_goes_in_front_of_the_command_and_changes_nothing_else():
     assert p.command[1:4] == ("-m", "lumikit.rehearse.probe", "--") and p.command[4:] == ddp.command
     assert dict(p.env) == {**dict(ddp.env), "NCCL_DEBUG": "INFO"}
     assert p.with_(command=ddp.command, env=ddp.env) == ddp
+
+
+def test_a_rehearsal_whose_jobs_are_refused_reports_why_and_fails(tmp_path):
+    from lumikit.rehearse import rehearse
+
+    result = rehearse("lumi", ["03"], runs_dir=tmp_path)  # no account configured: LUMI refuses every job
+    (only,) = result.outcomes
+    assert (only.module, only.key, only.state, only.job_id) == ("03", "lm-first", "FAILED", None)
+    assert "bills every job to a project" in only.error
+    assert not result.all_completed
+    report = (result.folder / "report.md").read_text()
+    assert "0 of 1 jobs COMPLETED" in report and "bills every job to a project" in report
+    assert (result.folder / "bundle.json").read_text().strip() == "[]"
