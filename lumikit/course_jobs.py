@@ -120,8 +120,9 @@ class Promise:
 
     ``key`` names the measurement (see :mod:`lumikit.rehearse`): ``gpus_visible`` (``torch.cuda.device_count()``
     in each rank), ``cores_per_rank`` (``os.sched_getaffinity``), ``disjoint_cores`` (no two ranks of a node
-    share a core), ``ranks`` and ``nodes`` (how many ranks ran, on how many hosts), ``rccl_transport`` (RCCL's
-    ``NCCL_DEBUG=INFO`` lines), ``busy_power_w`` (the report card's mean power while the GCDs compute)."""
+    share a core), ``ranks`` and ``nodes`` (how many ranks ran, on how many hosts), ``rccl_used`` (RCCL's
+    ``NCCL_DEBUG=INFO`` lines are in the logs; the transport they name goes into the note), ``busy_power_w`` (the
+    report card's mean power while the GCDs compute)."""
 
     key: str
     expected: Any
@@ -176,6 +177,7 @@ def course_jobs(modules: list[str] | tuple[str, ...] | None = None, *, site: Sit
             Promise("gpus_visible", 1, "each process owns one GCD"),
             Promise("cores_per_rank", 7, "7 cores per GCD"),
             Promise("disjoint_cores", True, "srun binds each rank's cores"),
+            Promise("rccl_used", True, "only the gradients travel, summed by an all-reduce (RCCL on LUMI)"),
             Promise("busy_power_w", 300, "one GCD doing useful work draws around 300 W"))),
         CourseJob("07", "dp", "07_several_gpus", resnet_job("dp", gpus=2, epochs=1, scale=scale), promises=(
             Promise("ranks", 1, "one task with two GCDs"),

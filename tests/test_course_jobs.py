@@ -176,3 +176,16 @@ def test_a_rehearsal_whose_jobs_are_refused_reports_why_and_fails(tmp_path):
     report = (result.folder / "report.md").read_text()
     assert "0 of 1 jobs COMPLETED" in report and "bills every job to a project" in report
     assert (result.folder / "bundle.json").read_text().strip() == "[]"
+
+
+def test_rccl_lines_in_a_ranks_log_say_rccl_was_used_and_name_the_transport(tmp_path):
+    from lumikit.rehearse import rccl_summary
+
+    assert measure("rccl_used", SEEN, rccl_summary(tmp_path), {})[0] is False
+    (tmp_path / "rank0.err").write_text(
+        "nid005001:1234:1234 [0] NCCL INFO NET/OFI Using aws-ofi-rccl 1.4.0\n"
+        "nid005001:1234:1234 [0] NCCL INFO NET/OFI Selected Provider is cxi (found 4 nics)\n"
+        "nid005001:1234:1234 [0] NCCL INFO Using network AWS Libfabric\n")
+    found = rccl_summary(tmp_path)
+    assert (found["nccl_info_lines"], found["transport"]) == (3, "ofi")
+    assert measure("rccl_used", SEEN, found, {}) == (True, "transport ofi, network AWS Libfabric")
