@@ -20,6 +20,7 @@ from typing import Any, Callable
 from ..course_jobs import CourseJob, Promise, course_jobs
 from ..errors import LaunchError, LumikitError
 from ..files import write_atomic
+from ..json_output import to_json
 from ..jobs.spec import JobSpec
 from ..launch import launch
 from ..launch.backend import Run
@@ -322,7 +323,7 @@ def rehearse(site: Site | str | None = None, modules: list[str] | None = None, *
         outcomes.append(outcome(job, run, state, error))
     result = Rehearsal(folder, s.name, outcomes, started.isoformat(timespec="seconds"),
                        datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    write_atomic(folder / "report.json", json.dumps(result.to_dict(), indent=2, default=str) + "\n")
+    write_atomic(folder / "report.json", to_json(result.to_dict())[0] + "\n")  # standard JSON: no NaN
     write_atomic(folder / "report.md", result.markdown())
     write_atomic(folder / "bundle.json", json.dumps(bundle(result, licence), indent=2) + "\n")
     return result
