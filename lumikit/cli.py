@@ -26,6 +26,7 @@ WINGS = (
     "lumikit.logs.cli",
     "lumikit.checks.cli",
     "lumikit.record.cli",
+    "lumikit.rehearse.cli",
     "lumikit.reference.cli",
 )
 

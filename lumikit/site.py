@@ -7,6 +7,7 @@ CPU masks are derived from the GCD -> cores map.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import tomllib
 from dataclasses import dataclass, field
@@ -243,8 +244,29 @@ def load_site(name_or_path: str | os.PathLike[str] | Site | None = None) -> Site
     return _load_cached(str(name_or_path))
 
 
+_DEFAULTED = re.compile(r"\$\{(\w+):-([^}]*)\}")
+
+
+def expand(text: str) -> str:
+    """``${NAME:-default}`` and ``$NAME`` from the environment (what site profiles write), then ``~``."""
+    text = _DEFAULTED.sub(lambda m: os.environ.get(m.group(1)) or m.group(2), text)
+    return os.path.expanduser(os.path.expandvars(text))
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
 def _matches(detect: Mapping[str, Any]) -> bool:
     if any(os.environ.get(v) for v in detect.get("env", ())):
+        return True
+    # Inside a job of this cluster: Slurm hands the job its SLURM_CONF, which names the cluster's configuration.
+    conf = os.environ.get("SLURM_CONF")
+    if conf and (os.environ.get("SLURM_JOB_ID") or os.environ.get("SLURM_JOBID")) and any(
+            _same_file(conf, expand(str(c))) for c in detect.get("slurm_conf", ())):
         return True
     host = socket.gethostname()
     if any(host.startswith(p) for p in detect.get("hostname_prefixes", ())):
@@ -254,7 +276,8 @@ def _matches(detect: Mapping[str, Any]) -> bool:
 
 def detect_site() -> str:
     """The site this process runs on: ``$LUMIKIT_SITE``, the user config's ``site``, a profile whose
-    ``detect`` rules match, else the embedded default (laptop)."""
+    ``detect`` rules match (an environment variable, a host name prefix, a path, or, inside a Slurm job, the
+    ``SLURM_CONF`` it was given), else the embedded default (laptop)."""
     from .config import load_config
 
     explicit = os.environ.get("LUMIKIT_SITE") or load_config().site

@@ -62,7 +62,14 @@ print(mode_line(site))
 
 # %% [markdown]
 # **How to read it:** on a LUMI login node or in Open OnDemand the mode says `lumi` and jobs go to Slurm; on a
-# laptop it says `laptop` and the same cells start local processes instead.
+# laptop it says `laptop` and the same cells start local processes instead. Inside a job of the local cluster
+# (`make slurm-up`) it says `lumi-sim`: a real Slurm with LUMI's partitions and node shape, but CPUs only.
+#
+# **Rehearsing on lumi-sim.** `make slurm-up` starts that cluster on this machine; then `lumikit rehearse --site
+# lumi-sim` submits every module's job there (the same specs the notebooks launch, from `lumikit.course_jobs`),
+# waits for them and writes a report under `runs/rehearsal-lumi-sim-*/`. To run a notebook as a lumi-sim user
+# would, run it with `--site lumi-sim` jobs (`export LUMIKIT_SITE=lumi-sim` before `make lab`). Instructors run
+# the same rehearsal on LUMI the week before a course (`lumikit rehearse --site lumi`, see the instructor guide).
 #
 # ## The site profile: the machine as data
 #

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from lumikit.jobs import render_sbatch, workload_spec
+from lumikit.course_jobs import first_lm_job, lm_job  # the course's jobs, one list for notebooks and rehearsals
+from lumikit.jobs import render_sbatch
 from lumikit.launch import launch, mode_line
 from lumikit.site import load_site
 
@@ -29,17 +30,11 @@ site = load_site()
 print(mode_line(site))
 
 
-def lm_job(name: str, *options: str):
-    """The course's language model as a one-GCD job: small-g, 7 cores, 60 GB, 15 minutes, one CPU thread."""
-    return workload_spec("lm", "--model-size", "tiny", *options, name=name, gcds=1,
-                         time="0:15:00")
-
-
 # The checkpoint must outlive the job that writes it: keep it in a folder of its own under runs/.
 runs = Path("runs").resolve()
 runs.mkdir(exist_ok=True)
 checkpoint = Path(tempfile.mkdtemp(prefix="03-checkpoint-", dir=runs)) / "lm.pt"
-first = lm_job("lm-first", "--steps", "12", "--checkpoint", str(checkpoint), "--checkpoint-every", "6")
+first = first_lm_job(checkpoint)  # lm_job("lm-first", "--steps", "12", "--checkpoint", ..., "--checkpoint-every", "6")
 print(render_sbatch(first, site))
 
 # %% [markdown]

@@ -31,6 +31,7 @@ print(real.show())
 # run is shipped): an 8-GCD DDP run in which GCD 4 is starved.
 
 # %%
+from lumikit.course_jobs import scale_for
 from lumikit.launch import mode_line
 from lumikit.smi import interpret, list_sessions, load_session, tidy
 
@@ -76,8 +77,64 @@ dashboard.show_frame(60)
 dashboard.widget
 
 # %% [markdown]
+# ## Your own run's GPU record
+#
+# Every job you launch with GPUs records them: one sampler per node, started by the job itself, writes a line every
+# 2 s to `gpu/<node>.jsonl` in the run folder, and `run.report()` turns the record into a **report card** after the
+# job. Here the course's language model runs on one GCD (the job comes from `lumikit.course_jobs`, the list the
+# instructors' rehearsal also runs). On LUMI its record holds real `rocm-smi` readings; on lumi-sim a stand-in prints
+# generated ones (labelled); on a laptop there is no GPU tool, so nothing is recorded and the card of the generated
+# session above is shown instead, labelled.
+
+# %%
+from lumikit.course_jobs import watched_lm_job
+from lumikit.launch import launch
+from lumikit.record.lesson import card_or_generated
+
+watched = launch(watched_lm_job(scale_for()))
+print(mode_line(), "->", watched.wait(timeout=900))
+card, where = card_or_generated(watched)
+print("report card of", where)
+card.table()[["node", "gcd", "samples", "busy_mean_pct", "power_mean_w", "vram_peak_gib", "energy_j"]].round(1)
+
+# %% [markdown]
+# **How to read it:** one row per GCD of each node. `busy_mean_pct` and `power_mean_w` are means over the samples;
+# power (and so energy) sits on the even GCD, which prints its whole package's power, and the odd GCD's row has
+# none. `vram_peak_gib` is the most memory the GCD held at any sample: the number Slurm does not report. Energy is
+# the package's power integrated over the record (or the tool's energy counter where it prints one; the card says
+# which). The findings and GPU-hours of the card:
+
+# %%
+for finding in card.findings:
+    print(f"[{finding['node']}] {finding['message']}")
+print({k: card.billing.get(k) for k in ("billed_gpu_hours", "computing_gpu_hours")})
+
+# %% [markdown]
+# ## Predict, then measure: energy
+#
+# Before you look at the energy column: one package of an MI250X draws about **300 W** while a GCD computes and
+# about 90 W idle (real readings in `lumikit.reference`). **Predict** the mean power of each package over this
+# record: write your guess in `my_watts_per_package` (the cell below starts from "computing the whole time").
+
+# %%
+my_watts_per_package = 300  # your prediction: mean watts per package over the whole record
+
+# %%
+from lumikit.record.lesson import energy_check
+
+energy_check(card, my_watts_per_package)
+
+# %% [markdown]
+# **How to read it:** *predicted kJ* is your watts × packages × seconds; *measured kJ* is what the record holds.
+# A ratio well below 1 means the packages were not computing all the time: in the generated 8-GCD session most
+# GCDs show 100 % busy but draw about 130 W, because they spin in the all-reduce waiting for the starved GCD 4 —
+# busy is not computing, and energy (like power) tells them apart. On a one-GCD job the ratio shows how much of the
+# record was start-up and waiting for data rather than steps.
+
+# %% [markdown]
 # ## Key points
 #
 # - Read power before GPU%: a waiting kernel can show 100 % busy.
 # - On MI250X the package power is reported on the even GCD.
 # - srun --overlap runs a second step in a job whose first step holds its CPUs.
+# - A run's GPU record (`gpu/<node>.jsonl`) and `run.report()` keep what Slurm does not: peak VRAM and energy.

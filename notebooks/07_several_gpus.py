@@ -26,26 +26,23 @@
 # does the arithmetic; without GPUs it makes one core play the part of one device, so two ranks have two "devices".
 
 # %%
-import sys
-
 import pandas as pd
 
-from lumikit.jobs import render_sbatch, workload_spec
+from lumikit.course_jobs import RESNET_SIZES, resnet_job as course_resnet_job, scale_for
+from lumikit.jobs import render_sbatch
 from lumikit.launch import get_backend, launch, mode_line
 
 print(mode_line())
 on_slurm = get_backend().name == "slurm"
-# On LUMI: the seed's ResNet-152 and batch 128 on the full data set. Elsewhere: a tiny ResNet on 128 generated images.
-size = (dict(model="resnet152", batch=128, samples=None, epochs=2) if on_slurm else
-        dict(model="tiny", batch=8, samples=128, epochs=2))
+# On LUMI: the seed's ResNet-152 and batch 128 on the full data set. Elsewhere (a laptop, lumi-sim's CPU-only
+# nodes): a tiny ResNet on 128 generated images. The jobs come from lumikit's list of the course's jobs.
+scale = scale_for()
+size = RESNET_SIZES[scale]
 
 
-def resnet_job(mode: str, *, tasks: int = 1, gpus: int = 1, batch: int = size["batch"],
-               model: str = size["model"], epochs: int = size["epochs"]):
+def resnet_job(mode: str, *, tasks: int = 1, gpus: int = 1, epochs: int | None = None):
     """A job that trains the course ResNet in `mode` (single, dp or ddp) with `tasks` Slurm tasks on `gpus` GCDs."""
-    args = ["--mode", mode, "--model-size", model, "--batch-size", str(batch), "--epochs", str(epochs),
-            "--no-progress"] + ([] if size["samples"] is None else ["--samples", str(size["samples"])])
-    return workload_spec("resnet", *args, name=f"resnet-{mode}", gcds=gpus, ntasks_per_node=tasks, time="0:30:00")
+    return course_resnet_job(mode, tasks=tasks, gpus=gpus, epochs=epochs, scale=scale)
 
 
 print(size)
@@ -126,7 +123,36 @@ table.round(3)
 # **How to read it:** *steps per epoch* halves with two DDP ranks because the global batch doubles; *samples/s* is
 # the number to compare, not the step time. But one run of each is one sample of a noisy machine: the next section
 # repeats them before drawing any conclusion.
+
+# %% [markdown]
+# ## Energy per step: predict, then measure
 #
+# Each of the three runs recorded its GPUs (`gpu/<node>.jsonl`, module 04), so its report card has the energy of
+# its training steps. **Predict first:** per *sample* (not per step), which way uses the least energy on LUMI:
+# one GCD, DDP on two, or DataParallel on two? Write it in `my_prediction` before running the measurement.
+
+# %%
+my_prediction = "ddp"  # your prediction: "single", "ddp" or "dp" uses the least energy per sample
+
+# %%
+from lumikit.record.lesson import energy_per_step
+
+runs = {"single": single, "ddp": ddp, "dp": dp}
+energy = energy_per_step({m: r.report(show=False) for m, r in runs.items()},
+                         {m: r.metrics().result for m, r in runs.items()})
+energy
+
+# %% [markdown]
+# **How to read it:** *J per step* is the record's energy over the steps' time window divided by the steps;
+# *J per sample* divides it by the global batch, which is what makes the three comparable (DDP's step carries
+# twice the samples). On LUMI expect DDP to spend the least per sample: both GCDs compute, and its all-reduce
+# overlaps the backward pass; DataParallel keeps GCD 1 waiting while one process scatters and gathers, and a waiting
+# GCD still draws power. The *readings* column says where the numbers come from: `recorded` on LUMI; `generated` on
+# lumi-sim (a stand-in tool, not a measurement: its numbers test the pipeline, not your prediction); `none` on a
+# laptop, where there is no GPU to record and *why not* says so. Only recorded readings can confirm or refute
+# `my_prediction`.
+
+# %% [markdown]
 # ## Is the difference real? Repeat, interleave, look at the spread
 #
 # Two more rounds of the three runs, one epoch each, in turn (single, DDP, DP, single, DDP, DP), so that a slow
@@ -200,10 +226,11 @@ print(f"-- {lumi_ddp.source_line}")
 # processes it starts use that Python too.
 
 # %%
-torchrun = (sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes=1", "--nproc-per-node=2")
-one_task = resnet_job("ddp", tasks=1, gpus=2, epochs=1)
-# The workload's own command without its Python (`-m lumikit.workloads.resnet ...`), behind torchrun.
-torchrun_job = one_task.with_(name="resnet-torchrun", command=(*torchrun, *one_task.command[1:]))
+from lumikit.course_jobs import torchrun_job as course_torchrun_job
+
+# One task with 2 GCDs; its command is `python -m torch.distributed.run --standalone --nnodes=1 --nproc-per-node=2`
+# followed by the workload's own command without its Python (`-m lumikit.workloads.resnet ...`).
+torchrun_job = course_torchrun_job(scale)
 print(render_sbatch(torchrun_job, "lumi"))
 
 # %% [markdown]

@@ -168,8 +168,9 @@ terminal_checks.check_topology_masks(derived_masks)
 # %% [markdown]
 # Now check that Slurm applies a mask. One of the course's seeds ran this test on LUMI with one mask per GCD but
 # without a task count, so Slurm started **one** task, which printed **one** mask, and the test proved nothing.
-# Below, the same test runs on the Slurm cluster this notebook reaches (LUMI, or the local lumi-sim cluster whose
-# nodes have 2 cores, so its masks are `0x1` and `0x2`). Each task prints its rank and the `Cpus_allowed_list`
+# Below, the same test runs on the Slurm cluster this notebook reaches (LUMI, or the local lumi-sim cluster: in its
+# `real` profile the nodes have this machine's 2 cores, so its masks are `0x1` and `0x2`; its default LUMI-shaped
+# nodes take LUMI's masks but do not apply them, and the check says so). Each task prints its rank and the `Cpus_allowed_list`
 # line of `/proc/self/status`, which is what the kernel lets it run on (`taskset -p $$` prints the same as a mask).
 # You can type the same command in a JupyterLab terminal (File → New → Terminal; on lumi-sim first
 # `source /tmp/lumikit-slurm-sim/env.sh`).
@@ -177,7 +178,7 @@ terminal_checks.check_topology_masks(derived_masks)
 # %%
 cluster, why = find_cluster()
 print(cluster or f"no Slurm cluster here: {why}")
-if cluster is not None and cluster.name == "lumi-sim":
+if cluster is not None and cluster.name == "lumi-sim" and cluster.applies_binding:
     task_masks = [f"0x{1 << i:x}" for i in range(cluster.cpus_per_node)]
 else:  # LUMI, or shown only: one mask per GCD, from the site profile
     task_masks = site.node.masks()

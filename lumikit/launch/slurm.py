@@ -22,7 +22,7 @@ from typing import Iterable, Mapping
 from ..errors import LaunchError, SlurmUnreachable, SpecError
 from ..jobs.render import attach_argv, render_sbatch
 from ..jobs.spec import JobSpec, parse_time
-from ..site import Site, load_site
+from ..site import Site, expand, load_site  # expand: ${VAR:-default} in site settings
 from .backend import python_path_env
 from .gpu_record import with_record
 from .runfolder import RunFolder, base_manifest, disk_full, now_iso, remove_secrets, write_secrets
@@ -33,15 +33,6 @@ from .states import FINAL, normalise
 INHERITED_PREFIXES = ("SLURM_", "SBATCH_", "SRUN_", "SALLOC_", "PMIX_")
 #: Kept even so: where the cluster's configuration is (not a property of the enclosing job).
 KEPT = frozenset({"SLURM_CONF"})
-
-_DEFAULTED = re.compile(r"\$\{(\w+):-([^}]*)\}")
-
-
-def expand(text: str) -> str:
-    """``${NAME:-default}`` and ``$NAME`` from the environment (what the site profile writes)."""
-    text = _DEFAULTED.sub(lambda m: os.environ.get(m.group(1)) or m.group(2), text)
-    return os.path.expanduser(os.path.expandvars(text))
-
 
 def submission_env(env: Mapping[str, str], keep: Iterable[str] = ()) -> dict[str, str]:
     """``env`` without the variables an enclosing Slurm job left (:data:`INHERITED_PREFIXES`), except

@@ -37,10 +37,14 @@ class Cluster:
     gpu_partition: str
     cpus_per_node: int
     gpus_per_node: int
+    #: Whether a task's --cpu-bind mask is applied. lumi-sim's default (LUMI-shaped) nodes claim 128 CPUs this
+    #: machine lacks, so they accept LUMI's masks without applying them; its `real` profile applies them.
+    applies_binding: bool = True
 
     @property
     def tasks_per_node(self) -> int:
-        """How many one-core, one-GPU tasks fit on one node (8 on LUMI; 2 on lumi-sim's 2-core nodes)."""
+        """How many one-core, one-GPU tasks fit on one node (8 on LUMI and lumi-sim's LUMI-shaped nodes; 2 on
+        lumi-sim's `real` profile on a 2-core machine)."""
         return max(1, min(self.cpus_per_node, self.gpus_per_node))
 
 
@@ -53,6 +57,8 @@ class ShellResult:
     stdout: str = ""
     stderr: str = ""
     skipped: str | None = None
+    #: False when it ran on a cluster that accepts --cpu-bind masks without applying them (see Cluster)
+    binding_applied: bool = True
 
     @property
     def ran(self) -> bool:
@@ -74,13 +80,14 @@ def find_cluster(timeout: float = 15) -> tuple[Cluster | None, str]:
                       "notebook on LUMI, or start the local cluster with `make slurm-up`")
     env = dict(os.environ)
     mode_file = sim_dir() / "mode.json"
-    name, account, partition = "", load_config().account, "standard-g"
+    name, account, partition, binding = "", load_config().account, "standard-g", True
     if mode_file.is_file():
         try:
             mode = json.loads(mode_file.read_text())
             env["SLURM_CONF"] = str(mode["slurm_conf"])
             name, account = "lumi-sim", mode.get("default_account") or account
             partition = str(mode.get("default_partition") or "small-g")
+            binding = mode.get("profile") != "lumi"
         except (OSError, ValueError, KeyError) as exc:
             return None, f"{mode_file} is unreadable ({exc}); restart lumi-sim with `make slurm-up`"
     try:
@@ -97,7 +104,7 @@ def find_cluster(timeout: float = 15) -> tuple[Cluster | None, str]:
         name = next((line.split("=", 1)[1].strip() for line in cluster.splitlines()
                      if line.startswith("ClusterName")), "slurm")
     return Cluster(name=name, env=env, account=account, gpu_partition=partition,
-                   cpus_per_node=int(cpus.rstrip("+")), gpus_per_node=_gpus(gres)), ""
+                   cpus_per_node=int(cpus.rstrip("+")), gpus_per_node=_gpus(gres), applies_binding=binding), ""
 
 
 def _gpus(gres: str) -> int:
@@ -129,9 +136,10 @@ def sh(command: str, cluster: Cluster | None = None, *, timeout: float = 120, qu
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
         err += f"\n(stopped after {timeout:.0f} s: the command was still waiting)"
-        result = ShellResult(command, 124, out, err)
+        result = ShellResult(command, 124, out, err, binding_applied=cluster.applies_binding)
     else:
-        result = ShellResult(command, proc.returncode, proc.stdout, proc.stderr)
+        result = ShellResult(command, proc.returncode, proc.stdout, proc.stderr,
+                             binding_applied=cluster.applies_binding)
     if not quiet:
         print(f"$ {command}")
         if result.stdout:

@@ -11,9 +11,10 @@
 # Knobs (environment), all optional:
 #   LUMIKIT_SLURM_SIM_DIR     the folder above                                  [/tmp/lumikit-slurm-sim]
 #   LUMIKIT_SLURM_ACCOUNTING  1: slurmdbd + MariaDB, sacct works, --account is checked; 0: none   [1]
-#   LUMIKIT_SLURM_PROFILE     real: the CPUs/memory this machine has, binding enforced (task/affinity)
-#                             lumi: every node claims a LUMI-G node (64 cores x 2 threads, 480 GiB),
-#                                   binding requests accepted but not applied (task/none)          [real]
+#   LUMIKIT_SLURM_PROFILE     lumi: every node claims a LUMI-G node (64 cores x 2 threads, 480 GiB), so every
+#                                   job shape the modules launch on LUMI is accepted (1 GCD / 7 cores
+#                                   / 60 GB, 8 GCDs, 2 nodes); binding accepted but not applied (task/none)
+#                             real: the CPUs/memory this machine has, binding enforced (task/affinity) [lumi]
 #   LUMIKIT_SLURM_NODES       number of simulated nodes, 1..8 (nid005001, nid005002, ...)         [2]
 #   LUMIKIT_SLURM_PORT_BASE   slurmctld port; slurmd ports follow it, slurmdbd is +22, MariaDB +23 [6817]
 #   LUMIKIT_SLURM_INSTALL     0: never run apt-get (fail with the command to run instead)          [1]
@@ -22,7 +23,7 @@
 SIM_DIR=${LUMIKIT_SLURM_SIM_DIR:-/tmp/lumikit-slurm-sim}
 SIM_DIR=${SIM_DIR%/}
 ACCOUNTING=${LUMIKIT_SLURM_ACCOUNTING:-1}
-PROFILE=${LUMIKIT_SLURM_PROFILE:-real}
+PROFILE=${LUMIKIT_SLURM_PROFILE:-lumi}
 NNODES=${LUMIKIT_SLURM_NODES:-2}
 PORT_BASE=${LUMIKIT_SLURM_PORT_BASE:-6817}
 INSTALL=${LUMIKIT_SLURM_INSTALL:-1}

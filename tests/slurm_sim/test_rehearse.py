@@ -1,0 +1,107 @@
+"""lumi-sim as a place the workbook recognises, and the instructors' dress rehearsal on it: inside a lumi-sim job the
+site is lumi-sim, module 03's job (1 GCD, 7 cores, 60 GB) runs there, and `lumikit rehearse --site lumi-sim` ends
+with every module's job COMPLETED and a report written."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lumikit.cli import main
+from lumikit.course_jobs import course_job, course_jobs
+from lumikit.jobs import spec
+from lumikit.launch import launch
+
+pytestmark = pytest.mark.slurm
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts" / "slurm-sim"
+PORT_BASE = 8317  # a private cluster of its own, away from the shared one (6817) and the other private one (7917)
+
+
+@pytest.fixture(scope="module")
+def lumi_sim(slurm_cluster) -> Iterator[Path]:
+    """A lumi-sim folder whose cluster has the default profile: the shared one when it runs that profile, else a
+    private one started with the default knobs (which is how the next `make slurm-up` starts)."""
+    if slurm_cluster.profile == "lumi":
+        yield slurm_cluster.sim_dir
+        return
+    sim_dir = Path(tempfile.mkdtemp(prefix="lumikit-slurm-sim-rehearse-"))
+    sim_dir.chmod(0o755)
+    env = {**os.environ, "LUMIKIT_SLURM_SIM_DIR": str(sim_dir), "LUMIKIT_SLURM_PORT_BASE": str(PORT_BASE),
+           "LUMIKIT_SLURM_ACCOUNTING": "0", "LUMIKIT_SLURM_INSTALL": "0"}
+    env.pop("LUMIKIT_SLURM_PROFILE", None)
+    try:
+        up = subprocess.run(["bash", str(SCRIPTS / "up.sh")], env=env, capture_output=True, text=True, timeout=120)
+        assert up.returncode == 0, up.stdout + up.stderr
+        yield sim_dir
+    finally:
+        subprocess.run(["bash", str(SCRIPTS / "down.sh"), "--purge"], env=env, capture_output=True, timeout=120)
+        shutil.rmtree(sim_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def on_lumi_sim(lumi_sim, monkeypatch) -> Path:
+    monkeypatch.setenv("LUMIKIT_SLURM_SIM_DIR", str(lumi_sim))
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    return lumi_sim
+
+
+def test_the_default_profile_is_lumi_shaped(lumi_sim):
+    mode = json.loads((lumi_sim / "mode.json").read_text())
+    assert (mode["profile"], mode["cpus_per_node"], mode["gpus_per_node"]) == ("lumi", 128, 8)
+
+
+def test_inside_a_lumi_sim_job_the_mode_line_names_lumi_sim(on_lumi_sim, tmp_path):
+    code = "from lumikit.launch import mode_line; from lumikit.site import detect_site; print(detect_site()); print(mode_line())"
+    run = launch(spec([sys.executable, "-c", code], time="0:05:00"), site="lumi-sim", runs_dir=tmp_path)
+    assert run.wait(timeout=120, progress=False) == "COMPLETED", run.tail()
+    site, line = run.stdout().strip().splitlines()
+    assert site == "lumi-sim"
+    assert line.startswith("Mode: lumi-sim - jobs go to Slurm")
+
+
+def test_module_03s_launch_cell_spec_completes_on_lumi_sim(on_lumi_sim, tmp_path):
+    first = course_job("03", "lm-first", site="lumi-sim", scratch=tmp_path)
+    assert (first.gpus_per_node, first.cpus_per_task, first.mem_per_gpu) == (1, 7, "60G")
+    run = launch(first, site="lumi-sim", runs_dir=tmp_path)
+    assert run.wait(timeout=300, progress=False) == "COMPLETED", run.tail()
+    assert run.metrics().result["steps"] == 12
+    assert (tmp_path / "03-lm.pt").is_file()
+
+
+def test_rehearse_runs_every_module_job_to_completion_and_writes_the_report(on_lumi_sim, tmp_path, capsys):
+    rc = main(["rehearse", "--site", "lumi-sim", "--runs-dir", str(tmp_path), "--timeout", "600", "--json"])
+    out, err = capsys.readouterr()
+    report = json.loads(Path(out.strip()).read_text())
+    assert rc == 0, err
+    assert report["all_completed"] is True
+    assert [(j["module"], j["key"]) for j in report["jobs"]] == [(j.module, j.key) for j in course_jobs()]
+    assert all(j["state"] == "COMPLETED" and j["job_id"] for j in report["jobs"])
+    folder = Path(report["folder"])
+    md = (folder / "report.md").read_text()
+    assert f"{len(report['jobs'])} of {len(report['jobs'])} jobs COMPLETED" in md
+    by_job = {(j["module"], j["key"]): {c["key"]: c for c in j["checks"]} for j in report["jobs"]}
+    # What lumi-sim can keep, it keeps: the ranks ran and the two-node job used both nodes.
+    assert by_job[("07", "ddp")]["ranks"]["verdict"] == "holds"
+    assert by_job[("08", "ddp-2nodes")]["nodes"]["measured"] == 2
+    # What needs LUMI's GPUs is measured and shown as differing, never passed.
+    assert by_job[("03", "lm-first")]["gpus_visible"] == {**by_job[("03", "lm-first")]["gpus_visible"],
+                                                           "measured": 0, "verdict": "differs"}
+    # The report card comes from each job's GPU record: on lumi-sim a stand-in's readings, labelled generated.
+    # (Training jobs: module 02's probe of a few seconds can end before the recorder's first sample.)
+    with_gpus = {(j.module, j.key) for j in course_jobs(["03", "04", "05", "07"])}
+    cards = {(j["module"], j["key"]): j["card"] for j in report["jobs"] if (j["module"], j["key"]) in with_gpus}
+    assert all(c.get("kind") == "generated" and c["gcds"] for c in cards.values()), cards
+    assert by_job[("08", "ddp-2nodes")]["nodes"]["verdict"] == "holds"
+    assert "generated" in by_job[("07", "single")]["busy_power_w"]["note"]
+    assert by_job[("07", "single")]["busy_power_w"]["verdict"] == "not measured"
+    bundle = json.loads((folder / "bundle.json").read_text())
+    assert len(bundle) == len(report["jobs"]) and all(Path(b["run"], "manifest.json").is_file() for b in bundle)
+    assert bundle[0]["command"][:3] == ["lumikit", "reference", "add"]

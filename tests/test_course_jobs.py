@@ -1,0 +1,191 @@
+"""The course's jobs in one list: LUMI accepts each of them, the notebooks launch exactly these specs, a lumi-sim job
+knows where it runs, and the rehearsal's measurements read what the ranks saw."""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+from lumikit import course_jobs as cj
+from lumikit.errors import SpecError
+from lumikit.jobs import spec, workload_spec
+from lumikit.jobs.validate import validate
+from lumikit.launch import mode_line
+from lumikit.rehearse import Check, measure, probed, verdict
+from lumikit.site import detect_site, load_site
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+LUMI = load_site("lumi")
+
+
+def test_every_module_that_launches_a_job_is_in_the_list():
+    modules = sorted({j.module for j in cj.course_jobs()})
+    assert modules == ["01", "02", "03", "04", "05", "07", "08"]
+    assert all(j.promises for j in cj.course_jobs())
+
+
+@pytest.mark.parametrize("job", cj.course_jobs(site="lumi"), ids=lambda j: j.title)
+def test_lumi_accepts_every_course_job_at_full_scale(job):
+    validate(job.spec.with_(account="project_465000000"), LUMI)
+
+
+def test_module_03_asks_for_one_gcd_its_seven_cores_and_60_gb():
+    first = cj.course_job("03", "lm-first", scratch="/scratch/x")
+    assert (first.partition, first.gpus_per_node, first.cpus_per_task, first.mem_per_gpu, first.time) == (
+        "small-g", 1, 7, "60G", "0:15:00")
+    assert first.command[-4:] == ("--checkpoint", "/scratch/x/03-lm.pt", "--checkpoint-every", "6")
+
+
+def test_module_07_is_the_seed_size_on_lumi_and_tiny_elsewhere():
+    on_lumi = {j.key: j.spec for j in cj.course_jobs(["07"], site="lumi")}
+    here = {j.key: j.spec for j in cj.course_jobs(["07"], site="lumi-sim")}
+    assert "resnet152" in on_lumi["single"].command and "tiny" in here["single"].command
+    assert (on_lumi["ddp"].ntasks_per_node, on_lumi["ddp"].gpus_per_node, on_lumi["ddp"].cpus_per_task) == (2, 2, 7)
+    assert (on_lumi["dp"].ntasks_per_node, on_lumi["dp"].gpus_per_node, on_lumi["dp"].cpus_per_task) == (1, 2, 14)
+
+
+def test_an_unknown_module_or_key_names_the_known_ones():
+    with pytest.raises(SpecError, match="use some of: 01, 02, 03, 04, 05, 07, 08"):
+        cj.course_jobs(["06"])
+    with pytest.raises(SpecError, match="use one of: single, ddp, dp, torchrun"):
+        cj.course_job("07", "fsdp")
+
+
+# ------------------------------------------------------------------------------------------------ no drift
+
+def _launched(source: str) -> list[ast.expr]:
+    """The argument of every ``launch(...)`` call in a notebook's source."""
+    return [n.args[0] for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "launch" and n.args]
+
+
+def _names_called(tree: ast.AST) -> set[str]:
+    return {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+
+
+@pytest.mark.parametrize("notebook", ["03_first_training_job", "04_watching_the_gpu", "07_several_gpus"])
+def test_these_notebooks_launch_only_specs_built_by_the_course_list(notebook):
+    source = (NOTEBOOKS / f"{notebook}.py").read_text()
+    tree = ast.parse(source)
+    assigned = {t.id: node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                for t in node.targets if isinstance(t, ast.Name)}
+    local_builders = {f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+                      and _names_called(f) & {"course_resnet_job", *cj.BUILDERS}}
+    imported = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                and n.module == "lumikit.course_jobs" for a in n.names}
+    allowed = imported | local_builders
+    launched = _launched(source)
+    assert launched, f"{notebook} launches nothing"
+    for arg in launched:
+        value = assigned.get(arg.id, arg) if isinstance(arg, ast.Name) else arg
+        built_by = _names_called(value) | ({value.value.func.id} if isinstance(value, ast.Call) and isinstance(
+            value.func, ast.Attribute) and isinstance(value.func.value, ast.Call) else set())
+        assert built_by & allowed, f"{notebook}: launch({ast.unparse(arg)}) is not built from lumikit.course_jobs"
+
+
+def _notebook_spec(notebook: str, variable: str):
+    """Evaluate a notebook's top-level assignments of constants and specs, and return ``variable``'s spec."""
+    namespace = {"spec": spec, "workload_spec": workload_spec, "sys": sys}
+    for node in ast.parse((NOTEBOOKS / f"{notebook}.py").read_text()).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                namespace[node.targets[0].id] = eval(compile(ast.Expression(node.value), notebook, "eval"), namespace)
+            except Exception:  # noqa: BLE001 - assignments that need the kernel (runs, plots) are not specs
+                continue
+    return namespace.get(variable)
+
+
+@pytest.mark.parametrize("job", [j for j in cj.course_jobs() if j.variable], ids=lambda j: j.title)
+def test_the_other_notebooks_launch_the_same_spec_as_the_list(job):
+    assert _notebook_spec(job.notebook, job.variable) == job.spec
+
+
+# ------------------------------------------------------------------------------------------------ lumi-sim
+
+@pytest.fixture
+def in_a_job(monkeypatch, tmp_path):
+    """This process as a lumi-sim job sees it: SLURM_JOB_ID and the cluster's SLURM_CONF, nothing else set."""
+    for name in ("LUMIKIT_SITE", "LUMIKIT_BACKEND_OVERRIDE", "LUMI_STACK_VERSION"):
+        monkeypatch.delenv(name, raising=False)
+    conf = tmp_path / "etc" / "slurm.conf"
+    conf.parent.mkdir()
+    conf.write_text("ClusterName=lumi-sim\n")
+    monkeypatch.setenv("LUMIKIT_SLURM_SIM_DIR", str(tmp_path))
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    return monkeypatch
+
+
+def test_inside_a_lumi_sim_job_the_site_is_lumi_sim_and_the_mode_line_says_so(in_a_job):
+    assert detect_site() == "lumi-sim"
+    assert mode_line().startswith("Mode: lumi-sim - jobs go to Slurm")
+
+
+def test_outside_a_job_or_with_another_cluster_it_stays_the_laptop(in_a_job, tmp_path):
+    in_a_job.delenv("SLURM_JOB_ID")
+    assert detect_site() == "laptop"
+    in_a_job.setenv("SLURM_JOB_ID", "42")
+    in_a_job.setenv("SLURM_CONF", str(tmp_path / "another.conf"))
+    assert detect_site() == "laptop"
+
+
+# ------------------------------------------------------------------------------------------------ measurements
+
+SEEN = [{"rank": 0, "node": "nid005001", "gpus_visible": 1, "device": "AMD Instinct MI250X", "cpus": [49, 50, 51, 52,
+                                                                                                   53, 54, 55]},
+        {"rank": 1, "node": "nid005001", "gpus_visible": 1, "device": "AMD Instinct MI250X", "cpus": [57, 58, 59, 60,
+                                                                                                   61, 62, 63]}]
+NO_RCCL = {"nccl_info_lines": 0, "transport": None, "network": None}
+
+
+def test_two_ranks_with_their_own_seven_cores_keep_the_ddp_promises():
+    assert measure("ranks", SEEN, NO_RCCL, {}) == (2, "ranks that wrote what they saw")
+    assert measure("gpus_visible", SEEN, NO_RCCL, {})[0] == 1
+    assert measure("cores_per_rank", SEEN, NO_RCCL, {}) == (7, "rank 0: 49-55; rank 1: 57-63")
+    assert measure("disjoint_cores", SEEN, NO_RCCL, {})[0] is True
+    shared = [dict(SEEN[0]), dict(SEEN[1], cpus=[55, 56])]
+    assert measure("disjoint_cores", shared, NO_RCCL, {}) == (False, "ranks share CPUs")
+
+
+def test_a_missing_measurement_is_not_measured_never_a_pass():
+    promise = cj.Promise("busy_power_w", 300, "around 300 W")
+    measured, note = measure("busy_power_w", SEEN, NO_RCCL, {"status": "no report card: no GPU record"})
+    assert (measured, verdict(promise, measured), note) == (None, "not measured", "no report card: no GPU record")
+    assert verdict(promise, 324.0) == "holds" and verdict(promise, 90.0) == "differs"
+    assert Check("k", "s", 1, 0, verdict(cj.Promise("gpus_visible", 1, ""), 0)).verdict == "differs"
+
+
+def test_the_probe_goes_in_front_of_the_command_and_changes_nothing_else():
+    ddp = cj.course_job("07", "ddp", site="lumi")
+    p = probed(ddp)
+    assert p.command[1:4] == ("-m", "lumikit.rehearse.probe", "--") and p.command[4:] == ddp.command
+    assert dict(p.env) == {**dict(ddp.env), "NCCL_DEBUG": "INFO"}
+    assert p.with_(command=ddp.command, env=ddp.env) == ddp
+
+
+def test_a_rehearsal_whose_jobs_are_refused_reports_why_and_fails(tmp_path):
+    from lumikit.rehearse import rehearse
+
+    result = rehearse("lumi", ["03"], runs_dir=tmp_path)  # no account configured: LUMI refuses every job
+    (only,) = result.outcomes
+    assert (only.module, only.key, only.state, only.job_id) == ("03", "lm-first", "FAILED", None)
+    assert "bills every job to a project" in only.error
+    assert not result.all_completed
+    report = (result.folder / "report.md").read_text()
+    assert "0 of 1 jobs COMPLETED" in report and "bills every job to a project" in report
+    assert (result.folder / "bundle.json").read_text().strip() == "[]"
+
+
+def test_rccl_lines_in_a_ranks_log_say_rccl_was_used_and_name_the_transport(tmp_path):
+    from lumikit.rehearse import rccl_summary
+
+    assert measure("rccl_used", SEEN, rccl_summary(tmp_path), {})[0] is False
+    (tmp_path / "rank0.err").write_text(
+        "nid005001:1234:1234 [0] NCCL INFO NET/OFI Using aws-ofi-rccl 1.4.0\n"
+        "nid005001:1234:1234 [0] NCCL INFO NET/OFI Selected Provider is cxi (found 4 nics)\n"
+        "nid005001:1234:1234 [0] NCCL INFO Using network AWS Libfabric\n")
+    found = rccl_summary(tmp_path)
+    assert (found["nccl_info_lines"], found["transport"]) == (3, "ofi")
+    assert measure("rccl_used", SEEN, found, {}) == (True, "transport ofi, network AWS Libfabric")
