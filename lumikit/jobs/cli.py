@@ -13,7 +13,7 @@ from .billing import billing_lines
 from .profiling import MODES
 from .render import Command, allocation_flags, attach_argv, render_salloc, render_sbatch, render_srun, resolve
 from .spec import JobSpec, is_secret
-from .validate import advice, missing_account, validate
+from .validate import advice, device_rule, missing_account, validate
 
 
 def add_job_options(p: argparse.ArgumentParser, *, with_command: bool = True) -> None:
@@ -130,8 +130,9 @@ def _cost(job: JobSpec, site: Site, args: argparse.Namespace) -> None:
     """The job's cost with ``--explain``; its billing warnings on stderr otherwise (never with ``--json``)."""
     lines = billing_lines(job, site)
     if getattr(args, "explain", False):
+        rule = device_rule(job, site)
         print()
-        print("\n".join(lines))
+        print("\n".join(lines + ([rule] if rule else [])))
     elif not getattr(args, "json", False):
         for line in lines:
             if line.startswith("warning:"):

@@ -115,8 +115,10 @@ def allocation_flags(spec: JobSpec, site: Site) -> list[Flag]:
         f.append(Flag((f"--gpus={spec.gpus}",), f"{spec.gpus} GCDs in the whole job ({gcd_note})"))
     elif spec.gpus_per_task is not None:
         f.append(Flag((f"--gpus-per-task={spec.gpus_per_task}",),
-                      f"{spec.gpus_per_task} GCD(s) per task, {spec.gpus_per_node} per node; Slurm binds each task "
-                      "to its own"))
+                      f"{spec.gpus_per_task} GCD(s) per task, {spec.gpus_per_node} per node; Slurm confines each "
+                      "task to its own, so each rank sees one device" + (
+                          ": set_device(LOCAL_RANK) fails beyond rank 0 and RCCL loses peer access; prefer "
+                          "--gpus-per-node" if spec.ntasks_per_node > 1 else "")))
     elif spec.gpus_per_node is not None:
         f.append(Flag((f"--gpus-per-node={spec.gpus_per_node}",), f"GCDs per node ({gcd_note})"))
     if spec.cpus_per_task is not None:
