@@ -244,6 +244,7 @@ def advice(spec: JobSpec, site: Site) -> list[str]:
             opt = "--" + name.replace("_", "-")
             out.append(f"{opt}={value} has no unit: Slurm reads it as {value} MB; write {value}G for gigabytes")
     out.extend(rank_advice(spec, site))
+    out.extend(overlay_advice(spec, site))
     secret = spec.secret_names()
     if secret:
         out.append(f"{', '.join(secret)}: secret, so not printed; export it in the shell where you run the command "
@@ -286,6 +287,22 @@ def rank_advice(spec: JobSpec, site: Site) -> list[str]:
                    f"(its data loader and Python share it); add --cpus-per-task={per_gcd * gcds_per_task} (the cores "
                    "next to each rank's GCD) and, on whole nodes, --cpu-bind=auto for the mask per rank")
     return out
+
+
+def overlay_advice(spec: JobSpec, site: Site) -> list[str]:
+    """A profiling mode that needs a library its container lacks: the overlay the command mounts, and how to build
+    it (site data, ``[containers.NAME.overlays.MODE]``)."""
+    if not (spec.profile and spec.container and site.uses_containers) or spec.container not in site.containers:
+        return []
+    c = site.container(spec.container)
+    need = c.overlays.get(spec.profile)
+    if not need:
+        return []
+    build = need.get("build", "").replace("{image}", c.path)
+    return [f"{spec.profile} in container {c.name} needs {need.get('lacks', 'a library')}, which the image lacks "
+            f"({need.get('source', '')}); without it the profiler fails to start. The command mounts "
+            f"--overlay {need['overlay']}:ro: build {need['overlay']} once, in the folder you submit from"
+            + (f", with: {build}" if build else "")]
 
 
 def device_rule(spec: JobSpec, site: Site) -> str | None:
