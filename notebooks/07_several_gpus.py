@@ -238,13 +238,13 @@ from lumikit.model_estimate import compare, estimate_workload, largest_batch
 seed_models = {name: estimate_workload("resnet", name, 128) for name in ("resnet152", "resnet50")}
 estimates = pd.concat({name: e.table()["value"] for name, e in seed_models.items()}, axis=1)
 estimates["unit"] = seed_models["resnet50"].table()["unit"]
-print("largest batch that fits one GCD (64 GB):", {n: largest_batch(e) for n, e in seed_models.items()})
+print("largest batch that fits one GCD (64 GiB):", {n: largest_batch(e) for n, e in seed_models.items()})
 estimates.round(3)
 
 # %% [markdown]
-# **How to read it:** at batch 128 on CIFAR's 32×32 images ResNet-152 needs about 8 GB of the GCD's 64 GB, and
+# **How to read it:** at batch 128 on CIFAR's 32×32 images ResNet-152 needs about 7.3 GiB of the GCD's 64 GiB, and
 # almost all of it is activations, which grow with the batch: that is the answer to "how to use more of the VRAM"
-# (a larger batch, up to the printed largest one), while parameters, gradients and optimizer state stay under 1 GB.
+# (a larger batch, up to the printed largest one), while parameters, gradients and optimizer state stay under 1 GiB.
 # ResNet-50 has 2.5× fewer parameters but its step costs 2.9× fewer FLOPs: the speed follows the FLOPs, not the
 # parameter count. These are estimates (the allocator's caches and MIOpen's workspaces come on top); on LUMI,
 # `rocm-smi` (module 04) and the run's `peak_memory_bytes` show the measured side.
