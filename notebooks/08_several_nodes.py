@@ -278,7 +278,8 @@ print(" ".join(attach_argv(1234567, ["py-spy", "dump", "--pid", "<PID of the ran
 # **How to read it:** `srun --overlap` joins the running job on the node of the rank the flight recorder named (job
 # 1234567 and the node are examples); `py-spy dump` (expected to work where py-spy is installed in the job's venv)
 # prints that process's Python stack: a data loader, a checkpoint write or a branch that skipped the collective.
-#
+
+# %% [markdown]
 # ## Key points
 #
 # - Masks depend on the local task id; the same list repeats on every node.
