@@ -285,6 +285,9 @@ def link_for(bench: CollectiveBenchmark, site: Site | str | None = "lumi") -> Li
 
     if not bench.ranks:
         return verdict(None, "the output lists no ranks")
+    if any(g is None for g in gcds.values()):
+        return verdict(None, "the bus ids are not GCDs of this site's profile (another machine?), so which links "
+                             "the ranks crossed is unknown")
     if bench.nodes > 1:
         # one NIC per MI250X: the ranks of a node use as many NICs as the packages their GCDs sit on
         per_node = {(r.host, s.node.gcd(gcds[r.rank]).package) for r in bench.ranks if gcds.get(r.rank) is not None}
@@ -294,8 +297,6 @@ def link_for(bench: CollectiveBenchmark, site: Site | str | None = "lumi") -> Li
                                         "the ranks use)", nics)
     if len(bench.ranks) < 2:
         return verdict(None, "one rank: no traffic between devices")
-    if any(g is None for g in gcds.values()):
-        return verdict(None, "the bus ids are not GCDs of this site's profile, so which GCDs is unknown")
     if len(packages) == 1:
         return verdict("gcd_in_package", f"GCDs {sorted(set(gcds.values()))} share one MI250X (package "
                                          f"{packages[0]})")

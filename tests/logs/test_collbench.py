@@ -159,3 +159,11 @@ def test_cli_prints_the_table_and_the_link_and_json_holds_them(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "lumikit", "logs", "rccl-tests", "/dev/zero"], capture_output=True,
                          text=True, timeout=120)
     assert bad.returncode == 2 and "not a regular file" in bad.stderr
+
+
+def test_devices_of_another_machine_get_no_lumi_link():
+    # the bus ids of another machine (an 8-GPU MI300X node prints 0000:05:00.0, 0000:25:00.0, ...) are no LUMI GCDs
+    other = TWO_NODES_NEW_LAYOUT.replace("[0000:d1:00.0] AMD Instinct MI250X", "[0000:05:00.0] AMD Instinct MI300X")
+    verdict = link_for(parse_collbench(other), "lumi")
+    assert verdict.link is None and verdict.fraction is None
+    assert "not GCDs of this site" in verdict.text()
