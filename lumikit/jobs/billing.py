@@ -65,8 +65,8 @@ def rule_text(rule: BillingRule, node_gcds: int = 8) -> str:
     rate = _num(rule.gpu_hours_per_gcd_hour)
     return (f"rule: on shared GPU partitions (small-g, dev-g) {rule.unit} per hour = max(ceil(cores / "
             f"{rule.cores_per_gcd}), ceil(memory / {_num(rule.memory_per_gcd_gb)} GB), GCDs) x {rate} per node; "
-            f"an exclusive partition (standard-g) bills the whole node, {_num(node_gcds * rule.gpu_hours_per_gcd_hour)} "
-            f"{rule.unit} per node-hour. Source: {rule.source}")
+            f"an exclusive partition (standard-g) bills the whole node, "
+            f"{_num(node_gcds * rule.gpu_hours_per_gcd_hour)} {rule.unit} per node-hour. Source: {rule.source}")
 
 
 def _num(x: float | None) -> str:
@@ -135,13 +135,13 @@ def estimate(spec: JobSpec, site: Site | str | None = None, *, hours: float | No
     elif reason == "cores" and equivalents > gcds:
         fair = max(gcds, 1) * rule.cores_per_gcd
         warnings.append(f"{cores} cores for {gcds} GCD{'s' if gcds != 1 else ''} are billed as "
-                        f"{_num(equivalents)} GCDs (cores / {rule.cores_per_gcd}, rounded up); ask for at most {fair} cores "
-                        f"to pay for the GCDs only")
+                        f"{_num(equivalents)} GCDs (cores / {rule.cores_per_gcd}, rounded up); ask for at most "
+                        f"{fair} cores to pay for the GCDs only")
     elif reason == "memory" and equivalents > gcds:
         fair = max(gcds, 1) * rule.memory_per_gcd_gb
         warnings.append(f"{_num(memory)} GB of host memory for {gcds} GCD{'s' if gcds != 1 else ''} is billed as "
-                        f"{_num(equivalents)} GCDs (memory / {_num(rule.memory_per_gcd_gb)} GB, rounded up); ask for at most "
-                        f"{_num(fair)} GB to pay for the GCDs only")
+                        f"{_num(equivalents)} GCDs (memory / {_num(rule.memory_per_gcd_gb)} GB, rounded up); ask for "
+                        f"at most {_num(fair)} GB to pay for the GCDs only")
     if not exclusive and by["cores"] > max(gcds, 1) and reason != "cores":
         warnings.append(f"{cores} cores for {gcds} GCD{'s' if gcds != 1 else ''} would alone be billed as "
                         f"{_num(by['cores'])} GCDs (cores / {rule.cores_per_gcd}, rounded up)")

@@ -277,9 +277,9 @@ def rank_advice(spec: JobSpec, site: Site) -> list[str]:
     if spec.gpus_per_task is not None:
         last = spec.ntasks_per_node - 1
         out.append(f"--gpus-per-task={spec.gpus_per_task} with {spec.ntasks_per_node} tasks per node: Slurm confines "
-                   "each task to its own GCD, so every rank sees one device (cuda:0); torch.cuda.set_device(LOCAL_RANK) "
-                   f"then fails on local ranks 1-{last}, and RCCL loses peer access between the isolated GCDs "
-                   "(\"Failed to find reverse path\"). Ask --gpus-per-node="
+                   "each task to its own GCD, so every rank sees one device (cuda:0); "
+                   f"torch.cuda.set_device(LOCAL_RANK) then fails on local ranks 1-{last}, and RCCL loses peer "
+                   "access between the isolated GCDs (\"Failed to find reverse path\"). Ask --gpus-per-node="
                    f"{spec.gpus_per_node} instead and let each rank pick device LOCAL_RANK")
     if spec.cpus_per_task is None:
         gcds_per_task = max(1, (spec.gpus_per_node or 0) // spec.ntasks_per_node)
@@ -312,9 +312,9 @@ def device_rule(spec: JobSpec, site: Site) -> str | None:
     per_gcd = site.node.cpus_per_gcd
     return (f"rule: one rank per GCD: --gpus-per-node=G with G tasks per node (not --gpus-per-task), each rank uses "
             f"device LOCAL_RANK (torch.cuda.set_device(LOCAL_RANK), LOCAL_RANK=$SLURM_LOCALID), gets {per_gcd} cores "
-            f"(--cpus-per-task={per_gcd}) and, on whole nodes, the mask of its GCD's cores (--cpu-bind=auto; check with "
-            f"taskset -p $$ per rank); torchrun instead: one task with all cores and --numa-binding=exclusive. Source: "
-            f"{DEVICE_RULE_SOURCE}")
+            f"(--cpus-per-task={per_gcd}) and, on whole nodes, the mask of its GCD's cores (--cpu-bind=auto; check "
+            f"with taskset -p $$ per rank); torchrun instead: one task with all cores and "
+            f"--numa-binding=exclusive. Source: {DEVICE_RULE_SOURCE}")
 
 
 def problems(spec: JobSpec, site: Site) -> list[SpecError]:

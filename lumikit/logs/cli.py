@@ -1,4 +1,5 @@
-"""``lumikit logs progress|hip|rccl|rccl-tests`` and ``lumikit doctor``: thin command-line edges over the log readers."""
+"""``lumikit logs progress|hip|rccl|rccl-tests`` and ``lumikit doctor``: thin command-line edges over the log
+readers."""
 from __future__ import annotations
 
 import argparse
