@@ -265,7 +265,7 @@ def diagnose(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -
     found: list[Diagnosis] = []
     for given in paths:
         for path in _log_files(Path(given)):
-            if looks_binary(path) and path != Path(given):  # found in a folder: pass by; named: say why not
+            if path != Path(given) and looks_binary(path):  # found in a folder: pass by; named: say why not
                 continue
             found.extend(diagnose_text(read_log_text(path), source=str(path)))
     return found
