@@ -186,3 +186,29 @@ raise NotImplementedError("Exercise 01.T2: `--ntasks` (or `--ntasks-per-node`) e
 
 # %% tags=["check"]
 terminal_checks.check_bind_test(bind_command, bind_run)
+
+# %% [markdown]
+# ## One rule for devices and cores per rank
+#
+# One rank per GCD: `--gpus-per-node=G` with G tasks per node, every rank sees the node's G devices and takes device
+# `LOCAL_RANK`; each rank gets the 7 cores next to its GCD, bound with its mask on whole nodes. `taskset -p $$` in
+# each rank prints the mask the kernel applies. The next exercise asks about one local rank, `r`, chosen for you.
+
+# %%
+from lumikit.jobs.ranks import rank_table
+
+r = checks.rank_to_check()
+print(f"your local rank: r = {r}")
+
+# %% tags=["exercise"]
+# Exercise 01.4: Build a one-node job on standard-g that follows the rule (one rank per GCD, 7 cores each, bound
+# with `cpu_bind="auto"`) and store it in `rule_job`. Then store the mask that `taskset -p $$` prints in local
+# rank `r` (hex digits, as taskset prints them) in `rank_mask`.
+# Hint: `rank_table(rule_job, site)` lists every rank: devices seen, the device used, its GCD, cores and mask.
+rule_job = None
+table = None
+rank_mask = None
+raise NotImplementedError("Exercise 01.4: `rank_table(rule_job, site)` lists every rank: devices seen, the device used, its GCD, cores and mask.")
+
+# %% tags=["check"]
+checks.check_rank_rule(rule_job, rank_mask)

@@ -229,3 +229,35 @@ checks.check_batch_size(batch_step_ratio, batch_throughput_ratio, single, big_ba
 # match your expectations based on VRAM utilisation?
 #
 # **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown]
+# ## Which two GCDs did the job get?
+#
+# A small-g job with `--gpus-per-node=2` gets two GCDs that Slurm picks, numbered 0 and 1 inside the job whatever they
+# are. Both may sit on one MI250X (in-package link, 200 GB/s per direction) or on two (one link between packages,
+# 50 GB/s). The output below is **generated** in rccl-tests' format for a pair chosen for you (no real LUMI output
+# is shipped; on LUMI, `srun -n 2 all_reduce_perf -b 8 -e 256M -f 2 -g 1` in your own 2-GCD job gives the real one).
+
+# %%
+from lumikit.logs.collbench import gcds_of, link_for, links_table, parse_collbench
+from lumikit.site import load_site
+
+output = checks.pair_output()
+print(output[:900])
+pd.DataFrame(links_table("lumi")).T[["gb_s", "description"]]
+
+# %% tags=["exercise"]
+# Exercise 07.7: From `output`, store the two physical GCDs of the job in `pair_gcds` (a list), the name of the link
+# between them (a key of the table above) in `pair_link`, and the largest out-of-place bus bandwidth as a share of
+# that link's peak in `busbw_fraction`.
+# Hint: `gcds_of(parse_collbench(output), "lumi")` reads the bus ids; GCDs with the same `package` in the site
+# profile share an MI250X; `bench.peak.busbw` is the largest bus bandwidth.
+bench = None
+pair_gcds = None
+packages = None
+pair_link = None
+busbw_fraction = None
+raise NotImplementedError("Exercise 07.7: `gcds_of(parse_collbench(output), \"lumi\")` reads the bus ids; GCDs with the same `package` in the site")
+
+# %% tags=["check"]
+checks.check_gcd_pair(pair_gcds, pair_link, busbw_fraction)

@@ -10,7 +10,7 @@ doing the arithmetic (the model is copied to PyTorch's ``meta`` device, where te
   convolutions, 2 FLOPs per multiply-add).
 
 :func:`compare` then sets a measured step time and peak memory against the estimate: model FLOP utilisation (MFU)
-against one GCD's peak and the fraction of a GCD's 64 GB, with the peak figures and their source from the site
+against one GCD's peak and the fraction of a GCD's 64 GiB, with the peak figures and their source from the site
 profile (``[hardware]``). The course workloads have a shortcut, :func:`estimate_workload`.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 from .errors import LumikitError
 from .site import Site, load_site
 
-GB = 1e9  # the data sheet's GB (and the site profile's 64 GB per GCD)
+GiB = 2 ** 30  # a GCD's HBM is 64 GiB (128 GiB per MI250X): memory is counted in GiB throughout, as PyTorch does
 
 
 @dataclass(frozen=True)
@@ -48,16 +48,16 @@ class ModelEstimate:
 
     def gcd_fraction(self, site: Site | str | None = "lumi") -> float:
         """The estimated total as a fraction of one GCD's memory (1.0 = exactly full)."""
-        return self.total_bytes / (gcd_memory_gb(site) * GB)
+        return self.total_bytes / (gcd_memory_gb(site) * GiB)
 
     def rows(self) -> list[tuple[str, float, str]]:
         """(what, value, unit) rows for a table."""
         return [("parameters", self.parameters / 1e6, "million"),
-                ("parameter memory", self.parameter_bytes / GB, "GB"),
-                ("gradients", self.gradient_bytes / GB, "GB"),
-                (f"optimizer state ({self.optimizer})", self.optimizer_bytes / GB, "GB"),
-                (f"activations (batch {self.batch_size})", self.activation_bytes / GB, "GB"),
-                ("total", self.total_bytes / GB, "GB"),
+                ("parameter memory", self.parameter_bytes / GiB, "GiB"),
+                ("gradients", self.gradient_bytes / GiB, "GiB"),
+                (f"optimizer state ({self.optimizer})", self.optimizer_bytes / GiB, "GiB"),
+                (f"activations (batch {self.batch_size})", self.activation_bytes / GiB, "GiB"),
+                ("total", self.total_bytes / GiB, "GiB"),
                 ("forward FLOPs per sample", self.forward_flops / max(self.batch_size, 1) / 1e9, "GFLOP"),
                 ("FLOPs per training step", self.step_flops / 1e12, "TFLOP")]
 
@@ -80,7 +80,7 @@ def _hardware(site: Site | str | None) -> dict[str, Any]:
 
 
 def gcd_memory_gb(site: Site | str | None = "lumi") -> float:
-    """One GCD's memory in GB, from the site profile (64 on LUMI)."""
+    """One GCD's memory in GiB, from the site profile (64 on LUMI)."""
     return float(_hardware(site).get("gcd_hbm_gb", load_site(site).node.gcd_memory_gb))
 
 
@@ -237,10 +237,10 @@ class Comparison:
         lines = [f"{self.estimate.name}, batch {self.estimate.batch_size}: {self.estimate.step_flops / 1e12:.3f} "
                  f"TFLOP per step in {self.step_time_s:.3f} s = {self.achieved_flops / 1e12:.2f} TFLOP/s, "
                  f"MFU {100 * self.mfu:.1f} % of one GCD's {self.peak_flops / 1e12:.1f} TFLOP/s ({self.precision})"]
-        mem = (f"estimated {self.estimate.total_bytes / GB:.2f} GB = {100 * self.estimated_fraction_of_gcd:.1f} % "
+        mem = (f"estimated {self.estimate.total_bytes / GiB:.2f} GiB = {100 * self.estimated_fraction_of_gcd:.1f} % "
                "of a GCD")
         if self.measured_peak_bytes is not None:
-            mem += (f"; measured peak {self.measured_peak_bytes / GB:.2f} GB = "
+            mem += (f"; measured peak {self.measured_peak_bytes / GiB:.2f} GiB = "
                     f"{100 * self.measured_fraction_of_gcd:.1f} %")
         return "\n".join(lines + [mem])
 
@@ -253,7 +253,7 @@ def compare(estimate: ModelEstimate, step_time_s: float, *, peak_memory_bytes: f
         raise LumikitError(f"step time {step_time_s!r}: give the measured mean step time in seconds")
     peak = gcd_peak_flops(precision, site) * devices
     achieved = estimate.step_flops / step_time_s
-    gcd_bytes = gcd_memory_gb(site) * GB
+    gcd_bytes = gcd_memory_gb(site) * GiB
     return Comparison(estimate=estimate, step_time_s=step_time_s, achieved_flops=achieved, peak_flops=peak,
                       precision=precision, mfu=achieved / peak, measured_peak_bytes=peak_memory_bytes,
                       estimated_fraction_of_gcd=estimate.total_bytes / gcd_bytes,
@@ -267,8 +267,8 @@ def largest_batch(estimate: ModelEstimate, site: Site | str | None = "lumi") -> 
     side)."""
     fixed = estimate.parameter_bytes + estimate.gradient_bytes + estimate.optimizer_bytes
     per_sample = estimate.activation_bytes / max(estimate.batch_size, 1)
-    room = gcd_memory_gb(site) * GB - fixed
+    room = gcd_memory_gb(site) * GiB - fixed
     if per_sample <= 0 or room <= 0:
-        raise LumikitError(f"{estimate.name}: parameters, gradients and optimizer state ({fixed / GB:.1f} GB) "
+        raise LumikitError(f"{estimate.name}: parameters, gradients and optimizer state ({fixed / GiB:.1f} GiB) "
                            "leave no room on a GCD")
     return int(room // per_sample)

@@ -92,6 +92,9 @@ class Container:
     path: str
     launch: str  # "exec" or "run"
     with_conda: bool
+    # profiling mode -> {overlay, lacks, build, source}: a squashfs overlay the mode needs in this image (see jobs/)
+    overlays: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    multinode_env: tuple[str, ...] = ()  # environment recipes a multi-node job in this image gets
 
 
 @dataclass(frozen=True)
@@ -212,7 +215,10 @@ def _build(raw: dict[str, Any], source: str) -> Site:
                                       gpus_per_node=int(p["gpus_per_node"]))
                       for name, p in raw.get("partitions", {}).items()}
         containers = {name: Container(name=name, path=c["path"], launch=c.get("launch", "exec"),
-                                      with_conda=bool(c.get("with_conda", False)))
+                                      with_conda=bool(c.get("with_conda", False)),
+                                      overlays={m: {k: str(v) for k, v in o.items()}
+                                                for m, o in c.get("overlays", {}).items()},
+                                      multinode_env=tuple(c.get("multinode_env", ())))
                       for name, c in raw.get("containers", {}).items()}
         return Site(
             name=raw["name"], description=raw.get("description", ""), scheduler=raw.get("scheduler", "none"),

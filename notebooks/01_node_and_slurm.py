@@ -99,8 +99,43 @@ for rank in range(2):
 # that watches the GPUs of a running job; module 04 turns that into pictures.
 
 # %% [markdown]
+# ## One rule for devices and cores per rank
+#
+# For one rank per GCD: ask `--gpus-per-node=G` with G tasks per node, let every rank use device `LOCAL_RANK`
+# (`torch.cuda.set_device(LOCAL_RANK)`, `LOCAL_RANK=$SLURM_LOCALID`), give each rank the 7 cores next to its GCD
+# (`--cpus-per-task=7`) and, on whole nodes, bind it with the mask of those cores (`--cpu-bind=auto`). Sources: the
+# LUMI user guide (`docs/runjobs/scheduled-jobs/distribution-binding.md`) and the AI workshop's module 08 run
+# without torchrun. `rank_table` shows where each rank lands:
+
+# %%
+from lumikit.jobs.ranks import rank_table
+
+rule = spec(["python", "train.py"], partition="standard-g", gpus_per_node=8, ntasks_per_node=8, cpus_per_task=7,
+            cpu_bind="auto", time="0:30:00")
+rank_table(rule, site)
+
+# %% [markdown]
+# **How to read it:** every rank `sees` 8 devices and uses `device` = its local rank, which on a full node is the GCD
+# of the same number; `mask` is what `taskset -p $$` prints in that rank (expected, from the site profile:
+# `pid 1234's current affinity mask: fe000000000000` in local rank 0). An empty `problem` column is the goal.
+# Now the shape that looks the same but is not, one GPU per task:
+
+# %%
+rank_table(spec(["python", "train.py"], partition="small-g", gpus_per_task=1, ntasks_per_node=4, cpus_per_task=7,
+                time="0:30:00"), site)
+
+# %% [markdown]
+# **How to read it:** each rank sees **one** device, so `set_device(LOCAL_RANK)` has nothing to pick from local rank 1
+# on, and RCCL, which wants peer access between the GCDs, fails with "Failed to find reverse path". `lumikit srun`
+# warns about this shape and `--explain` states the rule. To check a real job, print `$SLURM_LOCALID $(taskset -p
+# $$)` in each rank (one line per rank, module 01's terminal exercise) and compare with the `mask` column. With
+# `torchrun` instead (one task per node holding all 56 cores, torchrun starting the 8 ranks), recent PyTorch binds
+# each rank with `torchrun --numa-binding=exclusive` (LUMI AI Guide, chapter 05).
+
+# %% [markdown]
 # ## Key points
 #
 # - GCD numbers are not core numbers: GCD 0 sits next to cores 49-55 on NUMA 3.
 # - One task per GCD, 7 cores each; the first core of every group of 8 is reserved.
 # - A binding is proven by what each task prints (Cpus_allowed_list), with one task per mask.
+# - One rule per rank: `--gpus-per-node` + device `LOCAL_RANK`, 7 cores and its GCD's mask; not `--gpus-per-task`.

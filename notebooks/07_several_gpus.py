@@ -265,13 +265,13 @@ from lumikit.model_estimate import compare, estimate_workload, largest_batch
 seed_models = {name: estimate_workload("resnet", name, 128) for name in ("resnet152", "resnet50")}
 estimates = pd.concat({name: e.table()["value"] for name, e in seed_models.items()}, axis=1)
 estimates["unit"] = seed_models["resnet50"].table()["unit"]
-print("largest batch that fits one GCD (64 GB):", {n: largest_batch(e) for n, e in seed_models.items()})
+print("largest batch that fits one GCD (64 GiB):", {n: largest_batch(e) for n, e in seed_models.items()})
 estimates.round(3)
 
 # %% [markdown]
-# **How to read it:** at batch 128 on CIFAR's 32×32 images ResNet-152 needs about 8 GB of the GCD's 64 GB, and
+# **How to read it:** at batch 128 on CIFAR's 32×32 images ResNet-152 needs about 7.3 GiB of the GCD's 64 GiB, and
 # almost all of it is activations, which grow with the batch: that is the answer to "how to use more of the VRAM"
-# (a larger batch, up to the printed largest one), while parameters, gradients and optimizer state stay under 1 GB.
+# (a larger batch, up to the printed largest one), while parameters, gradients and optimizer state stay under 1 GiB.
 # ResNet-50 has 2.5× fewer parameters but its step costs 2.9× fewer FLOPs: the speed follows the FLOPs, not the
 # parameter count. These are estimates (the allocator's caches and MIOpen's workspaces come on top); on LUMI,
 # `rocm-smi` (module 04) and the run's `peak_memory_bytes` show the measured side.
@@ -299,7 +299,34 @@ print(compare(trained, single_metrics.result["mean_step_time_s"],
 # - Larger batches use more of the GCD's memory and usually more of its compute; the exercises measure it here.
 
 # %% [markdown]
+# ## Which two GCDs a small-g job gets, and the link between them
+#
+# A small-g job with `--gpus-per-node=2` gets two GCDs that Slurm picks; inside the job they are devices 0 and 1
+# whatever they are. Both GCDs of one MI250X talk over the in-package Infinity Fabric (200 GB/s per direction);
+# GCDs on two MI250X talk over one link between packages (50 GB/s), a quarter of it. The PCI bus id that
+# `rocm-smi --showbus` and rccl-tests print names the physical GCD. The figures below are **generated** outputs in
+# rccl-tests' format (a model at 80 % of each link, not a measurement) for the two cases:
+
+# %%
+from lumikit.logs.collbench import link_for, parse_collbench, synthesize
+from lumikit.logs.plots import plot_busbw
+
+pairs = {"GCDs 0+1 (one MI250X)": parse_collbench(synthesize((0, 1))),
+         "GCDs 0+2 (two MI250X)": parse_collbench(synthesize((0, 2)))}
+for label, bench in pairs.items():
+    print(label, "->", link_for(bench, "lumi").text())
+plot_busbw(pairs);
+
+# %% [markdown]
+# **How to read it:** small messages are latency-bound (bus bandwidth near 0); the curve flattens at large sizes,
+# and that plateau is what to hold against the link's peak (dashed). Read the largest sizes, not the `Avg bus
+# bandwidth` line, which averages the tiny ones in. On LUMI, measure your own pair in a 2-GCD job with
+# `srun -n 2 all_reduce_perf -b 8 -e 256M -f 2 -g 1` (rccl-tests) and read it with `lumikit logs rccl-tests FILE`:
+# if it plateaus near 50 GB/s, your GCDs sit on two packages.
+
+# %% [markdown]
 # ## Key points
 #
 # - One process per GCD (DDP) beats one process driving several (DataParallel).
 # - Slurm sets RANK, LOCAL_RANK and WORLD_SIZE; torchrun is optional on LUMI.
+# - Two GCDs of one small-g job may share an MI250X (200 GB/s) or not (50 GB/s): the bus ids tell, rccl-tests measures.

@@ -220,8 +220,70 @@ print(script.splitlines()[-1].split("bash -c ")[1])
 # the moment they dominate the step, the job is bound by the network, and more nodes will not make it faster.
 
 # %% [markdown]
+# ## A communication baseline: all_reduce_perf in a node and across two
+#
+# Measure the network alone before the model: rccl-tests' `all_reduce_perf` (ROCm/rccl-tests, built against the
+# container's RCCL) with two ranks, first on the two GCDs of one MI250X, then on one GCD in each of two nodes.
+# lumikit renders both runs with the module's binding and RCCL recipes:
+
+# %%
+bench_cmd = ["all_reduce_perf", "-b", "8", "-e", "1G", "-f", "2", "-g", "1"]
+in_node = spec(bench_cmd, partition="small-g", ntasks_per_node=2, gpus_per_node=2, cpus_per_task=7, time="0:10:00")
+two_node = spec(bench_cmd, partition="standard-g", nodes=2, gpus_per_node=1, cpus_per_task=7, time="0:10:00",
+                env_recipes=("rccl",))
+for job in (in_node, two_node):
+    print(render_srun(job, site).text()[:230], "...\n")
+
+# %% [markdown]
+# Each run prints a table, one row per message size. The two below are **generated** in rccl-tests' format (a model,
+# not a measurement; no real LUMI output is published with a licence to ship); `lumikit logs rccl-tests FILE` reads
+# a real one the same way:
+
+# %%
+from lumikit.logs.collbench import describe, parse_collbench, synthesize
+from lumikit.logs.plots import plot_busbw
+
+runs = {"2 GCDs, one MI250X": parse_collbench(synthesize((0, 1))),
+        "1 GCD on each of 2 nodes": parse_collbench(synthesize((0,), nodes=2))}
+for bench in runs.values():
+    print("\n".join(describe(bench, site)[:4]))
+plot_busbw(runs, site);
+
+# %% [markdown]
+# **How to read it:** `algbw` is bytes / time; `busbw` scales it by what each link really carried (all-reduce:
+# 2(n-1)/n, nccl-tests' `PERFORMANCE.md`), so it is the number to hold against a link. Small messages measure
+# latency; read the plateau of the large ones, not the `Avg bus bandwidth` line. Inside an MI250X the plateau is
+# bounded by the 200 GB/s in-package link; between nodes by the Slingshot NIC, 25 GB/s per MI250X. A real run far
+# below its link points at the setup: RCCL on TCP sockets (this module's RCCL log reader), or GCDs on two packages.
+#
+# ## Hangs: which rank never joined collective N?
+#
+# A hung job prints nothing: every rank waits in a collective for one that never arrives, until the watchdog's
+# timeout. Two tools say why (sources: PyTorch docs, "ProcessGroupNCCL environment variables" and the tutorial
+# "Debugging hangs with the flight recorder"; on LUMI the same names drive RCCL's process group):
+#
+# - **The flight recorder**: `TORCH_NCCL_TRACE_BUFFER_SIZE=2000` keeps each rank's last 2000 collectives,
+#   `TORCH_NCCL_DUMP_ON_TIMEOUT=1` writes them out on a timeout (to `TORCH_NCCL_DEBUG_INFO_TEMP_FILE` + rank,
+#   default `/tmp/nccl_trace_rank_`; on LUMI point it at the run folder, `/tmp` is per node). Every entry has a
+#   `collective_seq_id`: the ranks that waited show the same number, `started`; the rank that never joined stops
+#   one before it.
+# - **py-spy** shows where that rank's Python is, without stopping it, through a step that overlaps the job:
+
+# %%
+from lumikit.jobs import attach_argv
+
+print(" ".join(attach_argv(1234567, ["py-spy", "dump", "--pid", "<PID of the rank>"], node="nid005002", pty=False)))
+
+# %% [markdown]
+# **How to read it:** `srun --overlap` joins the running job on the node of the rank the flight recorder named (job
+# 1234567 and the node are examples); `py-spy dump` (expected to work where py-spy is installed in the job's venv)
+# prints that process's Python stack: a data loader, a checkpoint write or a branch that skipped the collective.
+
+# %% [markdown]
 # ## Key points
 #
 # - Masks depend on the local task id; the same list repeats on every node.
 # - ROCR_VISIBLE_DEVICES filters first, HIP_VISIBLE_DEVICES counts among what is left.
 # - DeepSpeed's ZeRO partitions optimizer state (stage 1), gradients (2), parameters (3).
+# - Measure the network alone first: all_reduce_perf's busbw plateau against the link it crossed.
+# - A hang: the flight recorder names the rank that never joined collective N; py-spy via srun --overlap shows why.

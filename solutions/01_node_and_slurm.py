@@ -198,3 +198,30 @@ bind_run = sh(bind_command, cluster, timeout=80)
 
 # %% tags=["check"]
 terminal_checks.check_bind_test(bind_command, bind_run)
+
+# %% [markdown]
+# ## One rule for devices and cores per rank
+#
+# One rank per GCD: `--gpus-per-node=G` with G tasks per node, every rank sees the node's G devices and takes device
+# `LOCAL_RANK`; each rank gets the 7 cores next to its GCD, bound with its mask on whole nodes. `taskset -p $$` in
+# each rank prints the mask the kernel applies. The next exercise asks about one local rank, `r`, chosen for you.
+
+# %%
+from lumikit.jobs.ranks import rank_table
+
+r = checks.rank_to_check()
+print(f"your local rank: r = {r}")
+
+# %% tags=["solution"]
+# Exercise 01.4: Build a one-node job on standard-g that follows the rule (one rank per GCD, 7 cores each, bound
+# with `cpu_bind="auto"`) and store it in `rule_job`. Then store the mask that `taskset -p $$` prints in local
+# rank `r` (hex digits, as taskset prints them) in `rank_mask`.
+# Hint: `rank_table(rule_job, site)` lists every rank: devices seen, the device used, its GCD, cores and mask.
+rule_job = spec(["python", "train.py"], partition="standard-g", gpus_per_node=8, ntasks_per_node=8, cpus_per_task=7,
+                cpu_bind="auto", time="0:30:00")
+table = rank_table(rule_job, site)
+print(table)
+rank_mask = table.loc[r, "mask"]
+
+# %% tags=["check"]
+checks.check_rank_rule(rule_job, rank_mask)

@@ -187,3 +187,58 @@ zero_answer = "a"
 
 # %% tags=["check"]
 seed_checks.check_zero_stage(zero_answer)
+
+# %% [markdown]
+# ## A communication baseline: all_reduce_perf in a node and across two
+#
+# Before blaming the model, measure the network alone with rccl-tests' `all_reduce_perf`: two ranks on the two GCDs
+# of one MI250X, then one rank on each of two nodes. The two outputs below are **generated** in rccl-tests' format
+# for you (no real LUMI output is shipped); on LUMI the lesson's commands give the real ones.
+
+# %%
+import pandas as pd
+
+from lumikit.logs.collbench import link_for, parse_collbench
+
+baseline = checks.baseline_outputs()
+print(baseline["two_nodes"][:700])
+
+# %% tags=["solution"]
+# Exercise 08.5: Read both outputs. Store the largest out-of-place bus bandwidth inside one node in `node_busbw`,
+# the one across two nodes in `cross_busbw`, and the name of the link that limits the two-node run (a key of the
+# site's `[hardware.links]`) in `bottleneck`.
+# Hint: `parse_collbench(text)` reads an output; `.peak.busbw` is the largest bus bandwidth; `link_for(bench, "lumi")`
+# says which link the ranks crossed.
+one_node = parse_collbench(baseline["one_node"], "one node")
+across = parse_collbench(baseline["two_nodes"], "two nodes")
+node_busbw, cross_busbw = one_node.peak.busbw, across.peak.busbw
+bottleneck = link_for(across, "lumi").link
+print(node_busbw, cross_busbw, bottleneck)
+
+# %% tags=["check"]
+checks.check_comm_baseline(node_busbw, cross_busbw, bottleneck)
+
+# %% [markdown]
+# ## Hangs: which rank never joined collective N?
+#
+# A hung job prints nothing: every rank waits in a collective for one that never comes. PyTorch's flight recorder
+# keeps each rank's last collectives (`TORCH_NCCL_TRACE_BUFFER_SIZE` entries) and writes them out when the watchdog
+# times out (`TORCH_NCCL_DUMP_ON_TIMEOUT=1`). The table below is a **generated**, simplified summary of such dumps
+# for a 16-rank job: each rank's last entry, with the dump's field names.
+
+# %%
+hang = pd.DataFrame(checks.hang_records()).set_index("rank")
+hang
+
+# %% tags=["solution"]
+# Exercise 08.6: Store in `recorder_env` the environment (a dict) that keeps the flight recorder and dumps it on a
+# timeout; from the table, store the rank that never joined the collective the others wait in, in `missing_rank`,
+# and that collective's `collective_seq_id` in `stuck_seq`.
+# Hint: the waiting ranks are 'started' in the same collective; one rank's last entry is the one before it.
+recorder_env = {"TORCH_NCCL_TRACE_BUFFER_SIZE": "2000", "TORCH_NCCL_DUMP_ON_TIMEOUT": "1"}
+missing_rank = int(hang["collective_seq_id"].idxmin())
+stuck_seq = int(hang["collective_seq_id"].max())
+print(missing_rank, stuck_seq)
+
+# %% tags=["check"]
+checks.check_hang(recorder_env, missing_rank, stuck_seq)

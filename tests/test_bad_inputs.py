@@ -237,7 +237,7 @@ def test_every_reader_prints_one_line_and_exits_2_for_a_bad_file(tmp_path: Path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rows = bad_input_rows(tmp_path)
-    assert len({r.command for r in rows}) == 9
+    assert len({r.command for r in rows}) == 10
     for row in rows:
         where = f"{row.command} on {row.input}"
         assert row.status == 2, f"{where}: exit status {row.status}"

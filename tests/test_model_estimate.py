@@ -7,7 +7,7 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 from lumikit.errors import LumikitError  # noqa: E402
-from lumikit.model_estimate import (GB, compare, estimate_model, estimate_workload, gcd_memory_gb,  # noqa: E402
+from lumikit.model_estimate import (GiB, compare, estimate_model, estimate_workload, gcd_memory_gb,  # noqa: E402
                                     gcd_peak_flops, largest_batch, optimizer_slots)
 
 B, I, H, O = 16, 32, 64, 10
@@ -59,7 +59,7 @@ def test_course_workloads_scale_with_the_batch():
 def test_largest_batch_fills_a_gcd_and_one_more_does_not():
     e = estimate_model(mlp(), torch.randn(B, I), optimizer="adamw")
     n = largest_batch(e)
-    assert n == int((64 * GB - 16 * e.parameters) // (4 * (I + H)))
+    assert n == int((64 * GiB - 16 * e.parameters) // (4 * (I + H)))
     assert estimate_model(mlp(), torch.empty(n, I, device="meta")).gcd_fraction() <= 1
     assert estimate_model(mlp(), torch.empty(n + 1, I, device="meta")).gcd_fraction() > 1
 
@@ -76,10 +76,19 @@ def test_peaks_come_from_the_site_profile():
 
 def test_compare_gives_mfu_and_the_share_of_a_gcd():
     e = estimate_model(mlp(), torch.randn(B, I), optimizer="sgd")
-    c = compare(e, step_time_s=e.step_flops / 47.87e12 * 4, peak_memory_bytes=32 * GB, precision="fp32_matrix")
+    c = compare(e, step_time_s=e.step_flops / 47.87e12 * 4, peak_memory_bytes=32 * GiB, precision="fp32_matrix")
     assert c.mfu == pytest.approx(0.25)
     assert c.measured_fraction_of_gcd == pytest.approx(0.5)
     assert "MFU 25.0 %" in c.text() and "50.0 %" in c.text()
     assert "MI250X" in c.source and "AMD" in c.source
     with pytest.raises(LumikitError, match="step time"):
         compare(e, 0)
+
+
+def test_a_gcd_is_64_gib_so_its_whole_memory_is_a_fraction_of_one():
+    # PyTorch reports a GCD's memory in bytes: 64 GiB = 68,719,476,736 (a GB of 1e9 bytes made it 107 %)
+    e = estimate_model(mlp(), torch.randn(B, I), optimizer="sgd")
+    c = compare(e, step_time_s=1.0, peak_memory_bytes=64 * 2 ** 30)
+    assert c.measured_fraction_of_gcd == pytest.approx(1.0)
+    assert "GiB" in c.text() and " GB" not in c.text()
+    assert all(unit != "GB" for _, _, unit in e.rows())

@@ -176,3 +176,75 @@ WHY_BIND = Choice("01.q2", "Why bind each task to the cores next to its own GCD,
                 "every core can reach every GCD; from another NUMA domain it is only slower."),
 })
 check_why_bind = choice_check(WHY_BIND)
+
+
+# --- One rule for devices and cores per rank (01.4) ----------------------------------------------------------------
+
+def rank_to_check() -> int:
+    """Exercise 01.4's local rank ``r``: one of a full node's ranks, chosen for this learner."""
+    return pick("01.4", range(_lumi().node.gcd_count))
+
+
+def _taskset(mask: object) -> int | None:
+    """A mask as a learner may write it (``fe000000000000``, ``0x00fe000000000000``, or taskset's whole line)."""
+    if not isinstance(mask, str):
+        return None
+    text = mask.strip().lower().rsplit(":", 1)[-1].strip()
+    try:
+        return int(text, 16)
+    except ValueError:
+        return None
+
+
+@check("01.4",
+       wrong("one GPU per task (--gpus-per-task=1): each rank sees one device",
+             rule_job=lambda a: a.rule_job.with_(gpus_per_task=1), mentions="gpus_per_task"),
+       wrong("no --cpus-per-task: each rank gets one core", rule_job=lambda a: a.rule_job.with_(cpus_per_task=None)),
+       wrong("no CPU binding", rule_job=lambda a: a.rule_job.with_(cpu_bind=None)),
+       wrong("the mask of the next local rank's GCD",
+             rank_mask=lambda a: f"{_lumi().node.gcd((rank_to_check() + 1) % _lumi().node.gcd_count).mask:x}"),
+       wrong("cores 0-6, as if rank r sat on the first cores", rank_mask=lambda a: "7f"))
+def check_rank_rule(rule_job: JobSpec | None, rank_mask: str | None) -> Passed:
+    """Exercise 01.4: a full-node job that follows the one rule for devices and cores per rank, and the mask that
+    ``taskset -p $$`` prints in local rank ``r`` (:func:`rank_to_check`)."""
+    from ..jobs.ranks import rank_places, taskset_mask
+
+    site = _lumi()
+    node = site.node
+    r = rank_to_check()
+    expect_type("01.4", rule_job, JobSpec, what="the job (`rule_job`)",
+                hint="build it with `spec([...], partition='standard-g', ...)`.")
+    if rule_job.gpus_per_task is not None:
+        raise CheckFailed("01.4", "the job asks GPUs per task (`gpus_per_task`)",
+                          hint="with one GPU per task each rank sees one device, so set_device(LOCAL_RANK) fails "
+                               "from local rank 1 on: ask `gpus_per_node` for the node and let every rank see all.")
+    if rule_job.gpus_per_node != node.gcd_count or rule_job.ntasks_per_node != node.gcd_count:
+        raise CheckFailed("01.4", "the job is not one rank per GCD of a full node",
+                          hint="as many tasks per node as GCDs per node, all of the node's GCDs.")
+    left = problems(rule_job, site)
+    if left:
+        raise CheckFailed("01.4", f"LUMI would reject the job: {left[0]}", hint="the message says the fix.")
+    if rule_job.cpus_per_task != node.cpus_per_gcd:
+        raise CheckFailed("01.4", "the cores per rank (`cpus_per_task`) are not the cores next to one GCD",
+                          hint="without it each rank gets 1 core; more than the GCD's usable cores are billed as "
+                               "more GCDs.")
+    if rule_job.cpu_bind != "auto":
+        raise CheckFailed("01.4", "the ranks are not bound to the cores next to their GCD",
+                          hint="`cpu_bind='auto'` derives each rank's mask from the site's GCD -> core map.")
+    unhappy = [p for p in rank_places(rule_job, site) if p.problem]
+    if unhappy:
+        raise CheckFailed("01.4", f"local rank {unhappy[0].local_rank}: {unhappy[0].problem}",
+                          hint="`rank_table(rule_job, site)` shows every rank.")
+    found = expect_answer("01.4", rank_mask, f"the mask taskset prints in local rank {r}",
+                          hint="`rank_table(rule_job, site)` has a `mask` column.")
+    value = _taskset(found)
+    if value is None:
+        raise CheckFailed("01.4", "the mask should be hex digits, as taskset prints them (e.g. 'fe00')",
+                          found=found, hint="`rank_table(rule_job, site).loc[r, 'mask']`.")
+    if value != node.gcd(r).mask:
+        raise CheckFailed("01.4", f"that is not the mask of local rank {r}", found=found,
+                          hint="rank r uses device LOCAL_RANK = r, GCD r on a full node: its mask covers the cores "
+                               "next to that GCD, which are not cores 8r to 8r+7.")
+    return passed("01.4", f"local rank {r}: device {r} = GCD {r}, {node.cpus_per_gcd} cores "
+                          f"{node.gcd(r).cores[0]}-{node.gcd(r).cores[-1]}; taskset -p prints "
+                          f"{taskset_mask(node.gcd(r).mask)}")

@@ -202,3 +202,94 @@ check_dp_or_ddp_outcome = outcome_check("07.q3", DP_OR_DDP, _dp_or_ddp_truth, {
          "this measures the CPU, not how GPUs scale; on LUMI expect DDP ahead.",
     "c": "here both share the same few CPU cores, so neither can scale; on LUMI expect DDP clearly ahead.",
 })
+
+
+# --- Which two GCDs a small-g job gets, and the link its bus bandwidth is held against (07.7) -----------------------
+
+#: GCD pairs a 2-GCD small-g job may get: both GCDs of one MI250X, or one GCD on each of two packages.
+GCD_PAIRS = ((2, 3), (4, 5), (6, 7), (0, 2), (1, 4), (3, 6), (5, 7), (0, 6), (1, 3))
+
+
+def pair_output() -> str:
+    """Exercise 07.7's rccl-tests output: all_reduce_perf on a GCD pair chosen for this learner, GENERATED from a
+    model in rccl-tests' format (no real LUMI output is shipped), labelled so on its first line."""
+    from ..logs.collbench import synthesize
+    from .datasets import pick
+
+    gcds = pick("07.7", GCD_PAIRS)
+    efficiency = pick("07.7-efficiency", (0.55, 0.65, 0.75, 0.85))
+    return synthesize(gcds, site="lumi", efficiency=efficiency, max_bytes=1 << 28)
+
+
+def _pair_truth():
+    from ..logs.collbench import link_for, parse_collbench
+
+    return link_for(parse_collbench(pair_output(), "07.7"), "lumi")
+
+
+def _other_link(name: str) -> str:
+    return "gcd_between_packages" if name == "gcd_in_package" else "gcd_in_package"
+
+
+def _avg_fraction() -> float:
+    """The wrong share: the output's average bus bandwidth (small sizes included) over the link's peak."""
+    from ..logs.collbench import parse_collbench
+
+    return float(parse_collbench(pair_output()).avg_busbw or 0) / float(_pair_truth().peak_gb_s or 1)
+
+
+def _other_link_fraction() -> float:
+    """The wrong share: the peak bus bandwidth held against the other GCD-to-GCD link."""
+    truth = _pair_truth()
+    return float(truth.measured_busbw or 0) / float(_lumi_links()[_other_link(truth.link or "")]["gb_s"])
+
+
+@check("07.7",
+       wrong("the job's device numbers, not the physical GCDs", pair_gcds=lambda a: [0, 1], mentions="bus"),
+       wrong("the other link between two GCDs", pair_link=lambda a: _other_link(_pair_truth().link or "")),
+       wrong("the average bus bandwidth over all sizes, not the peak", busbw_fraction=lambda a: _avg_fraction()),
+       wrong("the peak held against the other link", busbw_fraction=lambda a: _other_link_fraction()))
+def check_gcd_pair(pair_gcds: Any, pair_link: str | None, busbw_fraction: float | None) -> Passed:
+    """Exercise 07.7: from an all_reduce_perf output (:func:`pair_output`), the two physical GCDs of the job, the
+    link between them (a key of the site's ``[hardware.links]``) and the peak bus bandwidth as a share of it."""
+    truth = _pair_truth()
+    if pair_gcds is None:
+        raise CheckFailed("07.7", "the two GCDs of the job (`pair_gcds`)", unanswered=True,
+                          hint="`gcds_of(parse_collbench(output), site)` maps each rank's bus id to its GCD.")
+    try:
+        found = sorted(int(g) for g in pair_gcds)
+    except (TypeError, ValueError):
+        raise CheckFailed("07.7", "`pair_gcds` should be a list of two GCD numbers", found=pair_gcds,
+                          hint="e.g. [2, 3]") from None
+    if found != sorted(g for g in truth.gcds if g is not None):
+        raise CheckFailed("07.7", "those are not the job's two GCDs", found=found,
+                          hint="inside the job the devices are numbered 0 and 1 whatever GCDs Slurm gave; the PCI "
+                               "bus id on each rank's line names the physical GCD.")
+    links = _lumi_links()
+    if pair_link not in links:
+        raise CheckFailed("07.7", "`pair_link` should name a link of the site profile", found=pair_link,
+                          hint=f"one of: {', '.join(links)}")
+    if pair_link != truth.link:
+        raise CheckFailed("07.7", f"{pair_link} is not the link between these two GCDs",
+                          hint="two GCDs of one MI250X share a package number in the site profile; others talk "
+                               "over a link between packages.")
+    if busbw_fraction is None:
+        raise CheckFailed("07.7", "the peak bus bandwidth as a share of the link (`busbw_fraction`)",
+                          unanswered=True, hint="peak busbw / the link's gb_s")
+    try:
+        value = float(busbw_fraction)
+    except (TypeError, ValueError):
+        raise CheckFailed("07.7", "`busbw_fraction` should be a number", found=busbw_fraction) from None
+    if truth.fraction is None or abs(value - truth.fraction) > 0.02 * truth.fraction:
+        raise CheckFailed("07.7", "the share of the link is off", found=value,
+                          hint="take the largest out-of-place busbw (the large sizes), not the average the last "
+                               "line prints, and divide by the link's peak.")
+    return passed("07.7", f"GCDs {found} over {truth.link} ({truth.peak_gb_s:g} GB/s): peak busbw "
+                          f"{truth.measured_busbw:g} GB/s, {100 * truth.fraction:.0f} % of the link (a generated "
+                          "output: on LUMI, run it to get yours)")
+
+
+def _lumi_links() -> Mapping[str, Any]:
+    from ..site import load_site
+
+    return load_site("lumi").links

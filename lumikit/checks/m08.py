@@ -182,3 +182,141 @@ WHY_MIOPEN_LOCK = Choice("08.q2", "Why does MIOpen's database fail with a SQLite
                 "it writes to a user folder; the error is about locks, not permissions."),
 })
 check_why_miopen_lock = choice_check(WHY_MIOPEN_LOCK)
+
+
+# --- A communication baseline: all_reduce_perf in a node and across two (08.5) -------------------------------------
+
+def baseline_outputs() -> dict[str, str]:
+    """Exercise 08.5's all_reduce_perf outputs with two ranks: the two GCDs of one MI250X in one node, and one GCD on
+    each of two nodes. GENERATED in rccl-tests' format from a model (no real LUMI output is shipped), with an
+    efficiency chosen for this learner; labelled on their first line."""
+    from ..logs.collbench import synthesize
+
+    eff = pick("08.5", (0.6, 0.7, 0.8, 0.9))
+    return {"one_node": synthesize((0, 1), nodes=1, efficiency=eff, max_bytes=1 << 28),
+            "two_nodes": synthesize((0,), nodes=2, efficiency=eff, max_bytes=1 << 28)}
+
+
+def _baseline(name: str):
+    from ..logs.collbench import link_for, parse_collbench
+
+    bench = parse_collbench(baseline_outputs()[name], f"08.5 {name}")
+    return bench, link_for(bench, "lumi")
+
+
+def _number(exercise: str, value: object, what: str, hint: str) -> float:
+    if value is None:
+        raise CheckFailed(exercise, what, unanswered=True, hint=hint)
+    if isinstance(value, bool):
+        raise CheckFailed(exercise, f"{what} should be a number", found=value, hint=hint)
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise CheckFailed(exercise, f"{what} should be a number", found=value, hint=hint) from None
+
+
+@check("08.5",
+       wrong("the average bus bandwidth of the two-node run, not its peak",
+             cross_busbw=lambda a: _baseline("two_nodes")[0].avg_busbw),
+       wrong("the bus bandwidth of the smallest message, where latency rules",
+             cross_busbw=lambda a: _baseline("two_nodes")[0].rows[0].busbw),
+       wrong("the link inside a package as the two-node bottleneck", bottleneck=lambda a: "gcd_in_package"),
+       wrong("the in-node peak for the two-node run", cross_busbw=lambda a: _baseline("one_node")[0].peak.busbw))
+def check_comm_baseline(node_busbw: float | None, cross_busbw: float | None, bottleneck: str | None) -> Passed:
+    """Exercise 08.5: the peak bus bandwidth of all_reduce_perf in one node and across two (:func:`baseline_outputs`),
+    and the link that limits the two-node run (a key of the site's ``[hardware.links]``)."""
+    one, _ = _baseline("one_node")
+    two, verdict = _baseline("two_nodes")
+    hint = "the largest out-of-place busbw of the table (`bench.peak.busbw`), not the average or algbw"
+    got = _number("08.5", node_busbw, "the peak bus bandwidth in one node (`node_busbw`)", hint)
+    if abs(got - one.peak.busbw) > 0.01 * one.peak.busbw:
+        raise CheckFailed("08.5", "the in-node peak bus bandwidth is off", found=got, hint=hint)
+    got = _number("08.5", cross_busbw, "the peak bus bandwidth across two nodes (`cross_busbw`)", hint)
+    if abs(got - two.peak.busbw) > 0.01 * two.peak.busbw:
+        raise CheckFailed("08.5", "the two-node peak bus bandwidth is off", found=got,
+                          hint=hint + "; small messages measure latency, the largest ones the link")
+    links = load_site("lumi").links
+    if bottleneck not in links:
+        raise CheckFailed("08.5", "`bottleneck` should name a link of the site profile", found=bottleneck,
+                          hint=f"one of: {', '.join(links)}")
+    if bottleneck != verdict.link:
+        raise CheckFailed("08.5", f"{bottleneck} is not what limits the two-node run",
+                          hint="between nodes the traffic leaves through the network cards, one per MI250X.")
+    return passed("08.5", f"in one MI250X {one.peak.busbw:g} GB/s, across two nodes {two.peak.busbw:g} GB/s, limited "
+                          f"by {verdict.link} ({verdict.peak_gb_s:g} GB/s; generated outputs: run all_reduce_perf on "
+                          "LUMI for yours)")
+
+
+# --- Hangs: the flight recorder, and which rank never joined collective N (08.6) ----------------------------------
+
+#: What makes PyTorch's NCCL/RCCL process group keep a flight recorder and write it when a collective times out
+#: (PyTorch docs, "PYTORCH ProcessGroupNCCL Environment Variables"; tutorial "Debugging hangs with the flight
+#: recorder"). Dumps go to TORCH_NCCL_DEBUG_INFO_TEMP_FILE<rank> (default /tmp/nccl_trace_rank_<rank>).
+RECORDER_ENV = {"TORCH_NCCL_TRACE_BUFFER_SIZE": "2000", "TORCH_NCCL_DUMP_ON_TIMEOUT": "1"}
+
+
+def hang_records() -> list[dict[str, object]]:
+    """Exercise 08.6's flight-recorder summary, one row per rank of a hung 16-rank job: the last collective each rank
+    entered (``collective_seq_id``, ``profiling_name``, ``state``, field names of PyTorch's dumps). GENERATED for
+    this learner (a simplified table, not a real dump): one rank never entered the collective the others wait in."""
+    from .datasets import rng_for
+
+    rng = rng_for("08.6")
+    ranks = 16
+    late = rng.randrange(ranks)
+    stuck = rng.randrange(40, 400)
+    rows = []
+    for r in range(ranks):
+        if r == late:
+            rows.append({"rank": r, "collective_seq_id": stuck - 1, "profiling_name": "nccl:all_reduce",
+                         "state": "completed"})
+        else:
+            rows.append({"rank": r, "collective_seq_id": stuck, "profiling_name": "nccl:all_reduce",
+                         "state": "started"})
+    return rows
+
+
+def _hang_truth() -> tuple[int, int]:
+    rows = hang_records()
+    low = min(rows, key=lambda row: int(row["collective_seq_id"]))  # type: ignore[arg-type]
+    high = max(int(row["collective_seq_id"]) for row in rows)  # type: ignore[arg-type]
+    return int(low["rank"]), high  # type: ignore[arg-type]
+
+
+@check("08.6",
+       wrong("a rank that is waiting inside the collective, not the one missing from it",
+             missing_rank=lambda a: (_hang_truth()[0] + 1) % 16),
+       wrong("the last collective the missing rank completed, not the one it never joined",
+             stuck_seq=lambda a: _hang_truth()[1] - 1),
+       wrong("no dump when the collective times out",
+             recorder_env=lambda a: {k: v for k, v in a.recorder_env.items() if k != "TORCH_NCCL_DUMP_ON_TIMEOUT"}),
+       wrong("a trace buffer of size 0 (the recorder off)",
+             recorder_env=lambda a: {**a.recorder_env, "TORCH_NCCL_TRACE_BUFFER_SIZE": "0"}))
+def check_hang(recorder_env: dict | None, missing_rank: int | None, stuck_seq: int | None) -> Passed:
+    """Exercise 08.6: the environment that records and dumps the flight recorder, the rank that never joined the
+    collective the others wait in, and that collective's sequence number (:func:`hang_records`)."""
+    if recorder_env is None:
+        raise CheckFailed("08.6", "the flight recorder's environment (`recorder_env`)", unanswered=True,
+                          hint="a dict of the two variables the lesson names.")
+    if not isinstance(recorder_env, dict):
+        raise CheckFailed("08.6", "`recorder_env` should be a dict of variable names to values", found=recorder_env)
+    size = str(recorder_env.get("TORCH_NCCL_TRACE_BUFFER_SIZE", "0")).strip()
+    if not size.isdigit() or int(size) <= 0:
+        raise CheckFailed("08.6", "the recorder keeps no entries",
+                          hint="TORCH_NCCL_TRACE_BUFFER_SIZE is the number of collectives each rank remembers: 0 is "
+                               "off.")
+    if str(recorder_env.get("TORCH_NCCL_DUMP_ON_TIMEOUT", "")).strip().lower() not in ("1", "true"):
+        raise CheckFailed("08.6", "nothing writes the recorder out when the collective times out",
+                          hint="the watchdog dumps each rank's buffer on a timeout only when asked to.")
+    rank, seq = _hang_truth()
+    if missing_rank is None or stuck_seq is None:
+        raise CheckFailed("08.6", "the missing rank and the collective it never joined", unanswered=True,
+                          hint="compare the ranks' last collective_seq_id in the table.")
+    if not isinstance(missing_rank, int) or isinstance(missing_rank, bool) or missing_rank != rank:
+        raise CheckFailed("08.6", f"rank {missing_rank} is not the one that never joined", found=missing_rank,
+                          hint="the other ranks all entered the same collective ('started'); one stopped before it.")
+    if not isinstance(stuck_seq, int) or isinstance(stuck_seq, bool) or stuck_seq != seq:
+        raise CheckFailed("08.6", "that is not the collective the others wait in", found=stuck_seq,
+                          hint="the sequence number the waiting ranks show, one after the missing rank's last.")
+    return passed("08.6", f"rank {rank} never entered collective {seq}; next, see where it is: py-spy dump of its "
+                          "process through srun --overlap on its node (generated table: a real dump has more fields)")

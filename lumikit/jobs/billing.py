@@ -1,13 +1,14 @@
 """What a GPU job costs on LUMI, from its shape: the billing rule of the site profile, an estimate and the actual.
 
-LUMI bills a job on a GPU partition for the largest of its GCDs, its cores / 8 and its host memory / 64 GB (the
-"GCD-equivalents"), at 0.5 GPU-hours per GCD-equivalent per hour; an exclusive partition (standard-g) bills the whole
-node. A shape that asks for more cores or memory than its GCDs carry is accepted by Slurm and only costs more, so
-:func:`estimate` says so in its warnings instead of refusing it. The numbers and their source live in the site
-profile's ``[billing]`` table.
+LUMI bills a job on small-g and dev-g for the largest of its GCDs, its cores / 8 and its host memory / 64 GB, each
+rounded up to a whole slice (the "GCD-equivalents"), at 0.5 GPU-hours per GCD-equivalent per hour: 9 cores on one GCD
+are billed as 2 GCDs. An exclusive partition (standard-g) bills the whole node. A shape that asks for more cores or
+memory than its GCDs carry is accepted by Slurm and only costs more, so :func:`estimate` says so in its warnings
+instead of refusing it. The numbers and their source live in the site profile's ``[billing]`` table.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -59,6 +60,15 @@ class Billing:
         return asdict(self)
 
 
+def rule_text(rule: BillingRule, node_gcds: int = 8) -> str:
+    """The rule as one sentence with its source, for ``--explain`` (the learner can check the arithmetic)."""
+    rate = _num(rule.gpu_hours_per_gcd_hour)
+    return (f"rule: on shared GPU partitions (small-g, dev-g) {rule.unit} per hour = max(ceil(cores / "
+            f"{rule.cores_per_gcd}), ceil(memory / {_num(rule.memory_per_gcd_gb)} GB), GCDs) x {rate} per node; "
+            f"an exclusive partition (standard-g) bills the whole node, "
+            f"{_num(node_gcds * rule.gpu_hours_per_gcd_hour)} {rule.unit} per node-hour. Source: {rule.source}")
+
+
 def _num(x: float | None) -> str:
     return "?" if x is None else f"{x:.3f}".rstrip("0").rstrip(".")
 
@@ -77,16 +87,22 @@ def billing_rule(site: Site) -> BillingRule | None:
             from None
 
 
-def _memory_gb(spec: JobSpec, gcds: int, cores: int) -> float | None:
-    """Host memory per node the job asks for, in GB (1024 MB), or None when it leaves it to the default."""
+def _memory_mb(spec: JobSpec, gcds: int, cores: int) -> float | None:
+    """Host memory per node the job asks for, in MB (Slurm's units: 1G = 1024M), or None when it leaves it to the
+    default."""
     if spec.mem is not None:
         mb = parse_mem_mb(spec.mem, "mem")
-        return None if mb == 0 else mb / 1024
+        return None if mb == 0 else mb
     if spec.mem_per_gpu is not None:
-        return parse_mem_mb(spec.mem_per_gpu, "mem_per_gpu") * gcds / 1024
+        return parse_mem_mb(spec.mem_per_gpu, "mem_per_gpu") * gcds
     if spec.mem_per_cpu is not None:
-        return parse_mem_mb(spec.mem_per_cpu, "mem_per_cpu") * cores / 1024
+        return parse_mem_mb(spec.mem_per_cpu, "mem_per_cpu") * cores
     return None
+
+
+def _slices(amount: float, per_slice: float) -> int:
+    """Whole slices that ``amount`` starts: LUMI rounds cores / 8 and memory / 64 GB up (9 cores are 2 slices)."""
+    return math.ceil(amount / per_slice - 1e-9) if amount > 0 else 0
 
 
 def estimate(spec: JobSpec, site: Site | str | None = None, *, hours: float | None = None) -> Billing | None:
@@ -101,11 +117,12 @@ def estimate(spec: JobSpec, site: Site | str | None = None, *, hours: float | No
         return None
     gcds = spec.gpus_per_node or 0
     cores = (spec.cpus_per_task or 1) * spec.ntasks_per_node
-    memory = _memory_gb(spec, gcds, cores)
+    memory_mb = _memory_mb(spec, gcds, cores)
+    memory = None if memory_mb is None else memory_mb / 1024  # GB as Slurm counts them (--mem=64G is 64)
     exclusive = part.exclusive or spec.exclusive
     node_gcds = s.node.gcd_count
-    by = {"GCDs": float(gcds), "cores": cores / rule.cores_per_gcd,
-          "memory": (memory or 0.0) / rule.memory_per_gcd_gb}
+    by = {"GCDs": float(gcds), "cores": float(_slices(cores, rule.cores_per_gcd)),
+          "memory": float(_slices(memory or 0.0, rule.memory_per_gcd_gb))}
     reason = max(by, key=lambda k: (by[k], k == "GCDs"))  # ties go to the GCDs
     equivalents = by[reason]
     warnings: list[str] = []
@@ -118,16 +135,16 @@ def estimate(spec: JobSpec, site: Site | str | None = None, *, hours: float | No
     elif reason == "cores" and equivalents > gcds:
         fair = max(gcds, 1) * rule.cores_per_gcd
         warnings.append(f"{cores} cores for {gcds} GCD{'s' if gcds != 1 else ''} are billed as "
-                        f"{_num(equivalents)} GCDs (cores / {rule.cores_per_gcd}); ask for at most {fair} cores "
-                        f"to pay for the GCDs only")
+                        f"{_num(equivalents)} GCDs (cores / {rule.cores_per_gcd}, rounded up); ask for at most "
+                        f"{fair} cores to pay for the GCDs only")
     elif reason == "memory" and equivalents > gcds:
         fair = max(gcds, 1) * rule.memory_per_gcd_gb
         warnings.append(f"{_num(memory)} GB of host memory for {gcds} GCD{'s' if gcds != 1 else ''} is billed as "
-                        f"{_num(equivalents)} GCDs (memory / {_num(rule.memory_per_gcd_gb)} GB); ask for at most "
-                        f"{_num(fair)} GB to pay for the GCDs only")
+                        f"{_num(equivalents)} GCDs (memory / {_num(rule.memory_per_gcd_gb)} GB, rounded up); ask for "
+                        f"at most {_num(fair)} GB to pay for the GCDs only")
     if not exclusive and by["cores"] > max(gcds, 1) and reason != "cores":
         warnings.append(f"{cores} cores for {gcds} GCD{'s' if gcds != 1 else ''} would alone be billed as "
-                        f"{_num(by['cores'])} GCDs (cores / {rule.cores_per_gcd})")
+                        f"{_num(by['cores'])} GCDs (cores / {rule.cores_per_gcd}, rounded up)")
     if hours is None and spec.time is not None:
         hours = parse_time(spec.time) / 3600
     per_hour = equivalents * spec.nodes * rule.gpu_hours_per_gcd_hour
@@ -139,9 +156,11 @@ def estimate(spec: JobSpec, site: Site | str | None = None, *, hours: float | No
 
 def billing_lines(spec: JobSpec, site: Site | str | None = None) -> list[str]:
     """The cost and its warnings as lines for ``--explain`` (empty where the site has no GPU billing rule)."""
-    bill = estimate(spec, site)
-    if bill is None:
+    s = load_site(site)
+    bill = estimate(spec, s)
+    rule = billing_rule(s)
+    if bill is None or rule is None:
         return []
-    lines = [f"cost: {bill.text()}"]
+    lines = [f"cost: {bill.text()}", rule_text(rule, s.node.gcd_count)]
     lines += [f"warning: {w}" for w in bill.warnings]
     return lines

@@ -13,7 +13,7 @@ from .billing import billing_lines
 from .profiling import MODES
 from .render import Command, allocation_flags, attach_argv, render_salloc, render_sbatch, render_srun, resolve
 from .spec import JobSpec, is_secret
-from .validate import advice, missing_account, validate
+from .validate import advice, device_rule, missing_account, validate
 
 
 def add_job_options(p: argparse.ArgumentParser, *, with_command: bool = True) -> None:
@@ -130,8 +130,9 @@ def _cost(job: JobSpec, site: Site, args: argparse.Namespace) -> None:
     """The job's cost with ``--explain``; its billing warnings on stderr otherwise (never with ``--json``)."""
     lines = billing_lines(job, site)
     if getattr(args, "explain", False):
+        rule = device_rule(job, site)
         print()
-        print("\n".join(lines))
+        print("\n".join(lines + ([rule] if rule else [])))
     elif not getattr(args, "json", False):
         for line in lines:
             if line.startswith("warning:"):
@@ -163,7 +164,17 @@ def _salloc(args: argparse.Namespace) -> int:
     if not [c for c in args.cmd if c != "--"]:
         args.cmd = ["bash"]  # salloc needs no command; the allocation is what is printed
     job, site = edge_spec(args, launching=False)
-    return _print_command(render_salloc(job, site, check=False), job, site, args)
+    rc = _print_command(render_salloc(job, site, check=False), job, site, args)
+    if args.explain and job.cpus_per_task is not None:
+        print(SALLOC_SRUN_NOTE)
+    return rc
+
+
+#: What ``salloc --explain`` adds for the sruns typed in the allocation afterwards.
+SALLOC_SRUN_NOTE = ("note: the sruns you type in this allocation: Slurm 22.05 to 23.02 do not pass --cpus-per-task "
+                    "on to them (each task gets one core; 23.11 reads SLURM_CPUS_PER_TASK again); export "
+                    "SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK in the salloc shell first, or give each srun its own "
+                    "-c: either works on every version")
 
 
 def _sbatch(args: argparse.Namespace) -> int:
@@ -182,10 +193,35 @@ def _sbatch(args: argparse.Namespace) -> int:
     return 0
 
 
+def attach_options(tokens: list[str], node: str | None = None, pty: bool = True) -> tuple[str | None, bool, list[str]]:
+    """Split what follows the job id: ``--node X`` / ``--node=X`` / ``--no-pty`` up to ``--`` or the first word,
+    then the command. argparse's REMAINDER takes every token after the job id as the command, options included."""
+    rest = list(tokens)
+    while rest and rest[0] != "--":
+        first = rest[0]
+        if first == "--no-pty":
+            pty = False
+            del rest[0]
+        elif first == "--node" and len(rest) > 1:
+            node = rest[1]
+            del rest[:2]
+        elif first.startswith("--node="):
+            node = first.split("=", 1)[1]
+            del rest[0]
+        elif first.startswith("-"):
+            raise SpecError("attach", f"unknown option {first!r} before the command",
+                            "use --node NODE and --no-pty, then -- and the command")
+        else:
+            break
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
+    return node, pty, rest
+
+
 def _attach(args: argparse.Namespace) -> int:
     import shlex
-    cmd = list(args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd) or ["/bin/bash"]
-    print(shlex.join(attach_argv(args.jobid, cmd, node=args.node, pty=not args.no_pty)))
+    node, pty, cmd = attach_options(list(args.cmd), args.node, not args.no_pty)
+    print(shlex.join(attach_argv(args.jobid, cmd or ["/bin/bash"], node=node, pty=pty)))
     return 0
 
 

@@ -115,8 +115,10 @@ def allocation_flags(spec: JobSpec, site: Site) -> list[Flag]:
         f.append(Flag((f"--gpus={spec.gpus}",), f"{spec.gpus} GCDs in the whole job ({gcd_note})"))
     elif spec.gpus_per_task is not None:
         f.append(Flag((f"--gpus-per-task={spec.gpus_per_task}",),
-                      f"{spec.gpus_per_task} GCD(s) per task, {spec.gpus_per_node} per node; Slurm binds each task "
-                      "to its own"))
+                      f"{spec.gpus_per_task} GCD(s) per task, {spec.gpus_per_node} per node; Slurm confines each "
+                      "task to its own, so each rank sees one device" + (
+                          ": set_device(LOCAL_RANK) fails beyond rank 0 and RCCL loses peer access; prefer "
+                          "--gpus-per-node" if spec.ntasks_per_node > 1 else "")))
     elif spec.gpus_per_node is not None:
         f.append(Flag((f"--gpus-per-node={spec.gpus_per_node}",), f"GCDs per node ({gcd_note})"))
     if spec.cpus_per_task is not None:
@@ -210,11 +212,23 @@ MULTINODE_RECIPES = ("rccl", "miopen")
 
 
 def effective_recipes(spec: JobSpec, site: Site) -> list[str]:
-    """The spec's environment recipes, plus :data:`MULTINODE_RECIPES` (those the site has) when nodes > 1."""
+    """The spec's environment recipes, plus :data:`MULTINODE_RECIPES` (those the site has) and the container's own
+    multi-node recipes (``multinode_env``: the LAIF image's libfabric/CXI settings) when nodes > 1."""
     names = list(spec.env_recipes)
     if spec.nodes > 1:
         names += [n for n in MULTINODE_RECIPES if n in site.env]
+        if spec.container and site.uses_containers:
+            names += [n for n in site.container(spec.container).multinode_env if n in site.env]
     return list(dict.fromkeys(names))
+
+
+def profiler_overlay(spec: JobSpec, site: Site) -> dict[str, str] | None:
+    """The squashfs overlay the spec's profiling mode needs in its container (``overlays`` in the site profile:
+    rocprofv3 in the 2026 LAIF image lacks libdw), or None."""
+    if not (spec.profile and spec.container and site.uses_containers):
+        return None
+    found = site.container(spec.container).overlays.get(spec.profile)
+    return dict(found) if found else None
 
 
 #: Sourced by the rank script when a launch backend wrote the job's secret values to a private (0600) file.
@@ -298,6 +312,12 @@ def payload(spec: JobSpec, site: Site, *, master_in_step: bool = False) -> tuple
     flags = [Flag(("singularity", c.launch),
                   "run inside the container; its conda env is activated by $WITH_CONDA" if c.with_conda
                   else f"'singularity {c.launch}' activates the container's environment")]
+    overlay = profiler_overlay(spec, site)
+    if overlay:
+        flags.append(Flag(("--overlay", f"{overlay['overlay']}:ro"),
+                          f"{spec.profile} needs {overlay.get('lacks', 'a library')}, which this image lacks "
+                          f"({overlay.get('source', 'site profile')}): build {overlay['overlay']} first (see the "
+                          "warning)"))
     for b in effective_binds(spec, site):
         why = ("multi-node: Slurm/Cray/Slingshot libraries for RCCL" if b in site.binds.get("multinode", ())
                else "make this path visible in the container")

@@ -243,11 +243,78 @@ def advice(spec: JobSpec, site: Site) -> list[str]:
         if mem_without_unit(value):
             opt = "--" + name.replace("_", "-")
             out.append(f"{opt}={value} has no unit: Slurm reads it as {value} MB; write {value}G for gigabytes")
+    out.extend(rank_advice(spec, site))
+    out.extend(overlay_advice(spec, site))
     secret = spec.secret_names()
     if secret:
         out.append(f"{', '.join(secret)}: secret, so not printed; export it in the shell where you run the command "
                    "(srun and sbatch pass your environment on to the job)")
     return out
+
+
+#: Where the device/core rule per rank comes from (stated by ``--explain`` and :func:`device_rule`).
+DEVICE_RULE_SOURCE = ("LUMI user guide, docs/runjobs/scheduled-jobs/distribution-binding.md (GCD -> cores map, "
+                      "masks); LUMI AI workshop 08, reference_solution/run_no_torchrun.sh (--ntasks-per-node=8 "
+                      "--cpus-per-task=7, LOCAL_RANK=$SLURM_LOCALID); LUMI training 2day-20260422/202-Binding.md "
+                      "(per-task GPU binding breaks RCCL peer access)")
+
+
+def _gpu_job(spec: JobSpec, site: Site) -> bool:
+    part = _partition(spec, site)
+    return bool(part and part.kind == "gpu" and (spec.gpus_per_node or 0) > 0)
+
+
+def rank_advice(spec: JobSpec, site: Site) -> list[str]:
+    """Warnings for a multi-rank GPU shape that runs but misplaces devices or cores (allowed by Slurm, so advice).
+
+    ``--gpus-per-task`` with several tasks: Slurm confines each task to its own GCD, so every rank sees one device
+    (``set_device(LOCAL_RANK)`` fails on local ranks 1..) and RCCL loses peer access between the isolated GCDs.
+    Several tasks without ``--cpus-per-task``: each rank gets one core."""
+    if not _gpu_job(spec, site) or spec.ntasks_per_node < 2:
+        return []
+    out = []
+    per_gcd = site.node.cpus_per_gcd
+    if spec.gpus_per_task is not None:
+        last = spec.ntasks_per_node - 1
+        out.append(f"--gpus-per-task={spec.gpus_per_task} with {spec.ntasks_per_node} tasks per node: Slurm confines "
+                   "each task to its own GCD, so every rank sees one device (cuda:0); "
+                   f"torch.cuda.set_device(LOCAL_RANK) then fails on local ranks 1-{last}, and RCCL loses peer "
+                   "access between the isolated GCDs (\"Failed to find reverse path\"). Ask --gpus-per-node="
+                   f"{spec.gpus_per_node} instead and let each rank pick device LOCAL_RANK")
+    if spec.cpus_per_task is None:
+        gcds_per_task = max(1, (spec.gpus_per_node or 0) // spec.ntasks_per_node)
+        out.append(f"{spec.ntasks_per_node} tasks per node without --cpus-per-task: Slurm gives each rank one core "
+                   f"(its data loader and Python share it); add --cpus-per-task={per_gcd * gcds_per_task} (the cores "
+                   "next to each rank's GCD) and, on whole nodes, --cpu-bind=auto for the mask per rank")
+    return out
+
+
+def overlay_advice(spec: JobSpec, site: Site) -> list[str]:
+    """A profiling mode that needs a library its container lacks: the overlay the command mounts, and how to build
+    it (site data, ``[containers.NAME.overlays.MODE]``)."""
+    if not (spec.profile and spec.container and site.uses_containers) or spec.container not in site.containers:
+        return []
+    c = site.container(spec.container)
+    need = c.overlays.get(spec.profile)
+    if not need:
+        return []
+    build = need.get("build", "").replace("{image}", c.path)
+    return [f"{spec.profile} in container {c.name} needs {need.get('lacks', 'a library')}, which the image lacks "
+            f"({need.get('source', '')}); without it the profiler fails to start. The command mounts "
+            f"--overlay {need['overlay']}:ro: build {need['overlay']} once, in the folder you submit from"
+            + (f", with: {build}" if build else "")]
+
+
+def device_rule(spec: JobSpec, site: Site) -> str | None:
+    """The one rule for devices and cores per rank, for ``--explain`` of a multi-rank GPU job (None otherwise)."""
+    if not _gpu_job(spec, site) or spec.ntasks_per_node < 2:
+        return None
+    per_gcd = site.node.cpus_per_gcd
+    return (f"rule: one rank per GCD: --gpus-per-node=G with G tasks per node (not --gpus-per-task), each rank uses "
+            f"device LOCAL_RANK (torch.cuda.set_device(LOCAL_RANK), LOCAL_RANK=$SLURM_LOCALID), gets {per_gcd} cores "
+            f"(--cpus-per-task={per_gcd}) and, on whole nodes, the mask of its GCD's cores (--cpu-bind=auto; check "
+            f"with taskset -p $$ per rank); torchrun instead: one task with all cores and "
+            f"--numa-binding=exclusive. Source: {DEVICE_RULE_SOURCE}")
 
 
 def problems(spec: JobSpec, site: Site) -> list[SpecError]:

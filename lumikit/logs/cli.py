@@ -1,4 +1,5 @@
-"""``lumikit logs progress|hip|rccl`` and ``lumikit doctor``: thin command-line edges over the log readers."""
+"""``lumikit logs progress|hip|rccl|rccl-tests`` and ``lumikit doctor``: thin command-line edges over the log
+readers."""
 from __future__ import annotations
 
 import argparse
@@ -46,6 +47,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rccl.add_argument("files", nargs="+", metavar="FILE")
     rccl.add_argument("--json", action="store_true", help="print JSON")
     rccl.set_defaults(func=_rccl)
+
+    bench = sub.add_parser("rccl-tests", help="bandwidth per size from rccl-tests / nccl-tests output",
+                           description="Read the output of all_reduce_perf (or another rccl-tests / nccl-tests *_perf "
+                                       "program): algorithm and bus bandwidth per message size, the ranks and their "
+                                       "GCDs, and the peak bus bandwidth against the node link it crossed (the site "
+                                       "profile's [hardware.links]).")
+    bench.add_argument("file", metavar="FILE")
+    bench.add_argument("--site", default="lumi", help="site profile whose links and GCD bus ids to use (default lumi)")
+    bench.add_argument("--json", action="store_true", help="print the rows, the ranks and the link verdict as JSON")
+    bench.set_defaults(func=_rccl_tests)
 
     doctor = subparsers.add_parser(
         "doctor", help="recognise known LUMI failures in job logs", epilog=DOCTOR_EPILOG,
@@ -122,6 +133,25 @@ def _rccl(args: argparse.Namespace) -> int:
             for ev in r.evidence[:4]:
                 print(f"    {ev.line_no}: {ev.text[:160]}")
     return 1 if any(r.transport == "socket" for r in results) else 0
+
+
+def _rccl_tests(args: argparse.Namespace) -> int:
+    from .collbench import check_busbw, describe, link_for, read_collbench
+
+    bench = read_collbench(args.file)
+    if args.json:
+        print_json({**bench.to_dict(), "link": asdict(link_for(bench, args.site)),
+                    "inconsistent_rows": check_busbw(bench)})
+        return 0
+    print("\n".join(describe(bench, args.site)))
+    print(f"  {'size (B)':>12}  {'time (us)':>10}  {'algbw':>7}  {'busbw':>7}   (out-of-place, GB/s)")
+    for r in bench.rows:
+        def cell(v: float | None, width: int) -> str:
+            return f"{'N/A':>{width}}" if v is None else f"{v:>{width}g}"
+        print(f"  {r.size_bytes:>12}  {cell(r.time_us, 10)}  {cell(r.algbw, 7)}  {cell(r.busbw, 7)}")
+    for line in check_busbw(bench):
+        print(f"  warning: {line}")
+    return 0
 
 
 def _doctor(args: argparse.Namespace) -> int:

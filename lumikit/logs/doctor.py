@@ -163,10 +163,12 @@ SIGNATURES: tuple[Signature, ...] = (
         "gpu-out-of-memory", "Out of GPU memory",
         (r"HIP out of memory", r"CUDA out of memory", r"torch\.(?:cuda\.)?OutOfMemoryError", r"hipErrorOutOfMemory",
          r"\bout of memory\. Tried to allocate"),
-        "The model, its activations and the batch needed more than the 64 GB of one GCD.",
-        "Profile a few steps with profile_memory=True (or dump a torch.cuda.memory snapshot); `lumikit trace "
-        "memory FILE` names the peak and its largest allocations. Then lower the batch per GCD (accumulate "
-        "gradients), use bf16 or activation checkpointing, or shard the model (FSDP)."),
+        "The model, its activations and the batch needed more than the 64 GiB of one GCD, or the free memory "
+        "was cut into pieces too small for the request (the message then shows much memory 'reserved by "
+        "PyTorch but unallocated').",
+        "Much reserved but unallocated: export PYTORCH_HIP_ALLOC_CONF=expandable_segments:True. Else find the "
+        "peak (profile_memory=True, then `lumikit trace memory FILE`), then lower the batch per GCD, use bf16 or "
+        "activation checkpointing, or shard the model (FSDP)."),
     Signature(
         "host-out-of-memory", "Out of host memory (oom-kill)",
         (r"oom[-_]kill", r"Out Of Memory", r"Exceeded job memory limit", r"\bOUT_OF_MEMORY\b"),
@@ -263,7 +265,7 @@ def diagnose(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -
     found: list[Diagnosis] = []
     for given in paths:
         for path in _log_files(Path(given)):
-            if looks_binary(path) and path != Path(given):  # found in a folder: pass by; named: say why not
+            if path != Path(given) and looks_binary(path):  # found in a folder: pass by; named: say why not
                 continue
             found.extend(diagnose_text(read_log_text(path), source=str(path)))
     return found

@@ -67,3 +67,27 @@ def plot_hip_calls(table: pd.DataFrame, ax: Axes | None = None) -> Figure:
     ax.set_xlabel("time since first call (ms)")
     ax.set_title("HIP launches and copies")
     return ax.figure
+
+
+def plot_busbw(benches: dict, site: object = "lumi", ax: Axes | None = None) -> Figure:
+    """Bus bandwidth against message size for rccl-tests outputs ({label: CollectiveBenchmark}), each with a dashed
+    line at the peak of the link its ranks crossed (:func:`lumikit.logs.collbench.link_for`)."""
+    from .collbench import is_generated, link_for
+
+    ax = axes_or_new(ax, (8, 3.5))
+    for i, (label, bench) in enumerate(benches.items()):
+        colour = f"C{i}"
+        sizes = [r.size_bytes for r in bench.rows if r.busbw is not None]
+        ax.plot(sizes, [r.busbw for r in bench.rows if r.busbw is not None], "o-", ms=3, color=colour,
+                label=label + (" (generated)" if is_generated(bench) else ""))
+        verdict = link_for(bench, site)
+        if verdict.peak_gb_s:
+            ax.axhline(verdict.peak_gb_s, ls="--", lw=0.8, color=colour)
+            ax.annotate(f"{verdict.link} {verdict.peak_gb_s:g} GB/s", (sizes[0] if sizes else 1, verdict.peak_gb_s),
+                        fontsize=7, color=colour, va="bottom")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("bus bandwidth (GB/s)")
+    ax.set_title("all_reduce_perf: bus bandwidth per size against the link's peak")
+    ax.legend(fontsize=8, loc="center left")
+    return ax.figure

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 from ..errors import LumikitError
@@ -15,6 +16,9 @@ def read_log_text(path: str | os.PathLike[str]) -> str:
     """The text of a log file; undecodable bytes become U+FFFD and ``\\r`` stays (tqdm's updates need it)."""
     p = Path(path)
     try:
+        if not p.is_dir() and p.exists() and not stat.S_ISREG(p.stat().st_mode):
+            # a pipe never ends until its writer does, /dev/zero never: read only what a job left behind
+            raise LumikitError(f"{p}: not a regular file (a pipe or a device); save the log to a file first")
         data = p.read_bytes()
     except FileNotFoundError:
         raise LumikitError(f"{p}: no such file; give the path of a job log (for example slurm-<jobid>.out)") from None

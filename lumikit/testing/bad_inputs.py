@@ -21,6 +21,7 @@ READERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("logs progress", ("logs", "progress"), ()),
     ("logs hip", ("logs", "hip"), ()),
     ("logs rccl", ("logs", "rccl"), ()),
+    ("logs rccl-tests", ("logs", "rccl-tests"), ()),
     ("doctor", ("doctor",), ()),
 )
 
@@ -75,6 +76,8 @@ _GIVEN = {
     "logs progress": ("missing file", "a folder", "binary garbage", "corrupt gzip"),
     "logs hip": ("missing file", "a folder", "binary garbage"),
     "logs rccl": ("missing file", "a folder", "binary garbage"),
+    "logs rccl-tests": ("missing file", "a folder", "empty file", "binary garbage", "corrupt gzip", "a Chrome trace",
+                        "26-digit call count"),
     "doctor": ("missing file", "binary garbage", "corrupt gzip"),
 }
 

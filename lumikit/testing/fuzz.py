@@ -222,6 +222,7 @@ def trace_seeds(fixtures: Path | None) -> list[Seed]:
 
 def logs_seeds(fixtures: Path | None) -> list[Seed]:
     """Job logs: real ones and the generated RCCL, HIP and training logs."""
+    from ..logs.collbench import synthesize
     from ..logs.samples import rccl_debug_log
 
     bars = "".join(f"\r 40%|####      | {n}/100 [00:{n:02d}<00:30, 2.5it/s, loss=0.{n}]" for n in range(40, 60))
@@ -232,7 +233,7 @@ def logs_seeds(fixtures: Path | None) -> list[Seed]:
                   f":3:hip_module.cpp           :680 : {1001 + i} us: [pid:7 tid:0x1a] hipModuleLaunchKernel: "
                   f"Returned hipSuccess : \n" for i in range(4))
     seeds = [Seed("rccl.log", rccl_debug_log(plugin=False).encode()), Seed("train.out", train.encode()),
-             Seed("hip.log", hip.encode())]
+             Seed("hip.log", hip.encode()), Seed("all_reduce_perf.out", synthesize((0, 1), max_bytes=1 << 16).encode())]
     return seeds + _fixture_seeds(fixtures, ("logs", "slurm"))
 
 
@@ -348,7 +349,7 @@ def _trace_target(path: Path, rng: random.Random) -> None:
         _check_cli(["trace", "summary", str(out), "--json"])
 
 
-LOG_COMMANDS = (("logs", "progress"), ("logs", "hip"), ("logs", "rccl"), ("doctor",))
+LOG_COMMANDS = (("logs", "progress"), ("logs", "hip"), ("logs", "rccl"), ("logs", "rccl-tests"), ("doctor",))
 
 
 def _logs_target(path: Path, rng: random.Random) -> None:

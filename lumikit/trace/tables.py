@@ -25,19 +25,6 @@ RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver")
 HOST_STEP_CATEGORIES = ("user_annotation", "cpu_op")
 GPU_STEP_CATEGORY = "gpu_user_annotation"
 _STEP = re.compile(r"^ProfilerStep\s*#\s*(\d+)")
-#: Runtime calls that put work on a GPU stream (CUDA and HIP spellings).
-LAUNCH_PATTERN = re.compile(
-    r"^(?:cuda|hip)(?:LaunchKernel(?:ExC)?|LaunchCooperativeKernel\w*|ModuleLaunchKernel|ExtModuleLaunchKernel|"
-    r"ExtLaunchKernel|ExtLaunchMultiKernelMultiDevice|GraphLaunch|Memcpy\w*|Memset\w*)$|^cuLaunchKernel(?:Ex)?$")
-
-
-def is_launch_name(name: str) -> bool:
-    """Whether a runtime call enqueues GPU work (``hipModuleLaunchKernel``, ``cudaMemcpyAsync`` ...).
-
-    >>> is_launch_name("hipExtModuleLaunchKernel"), is_launch_name("hipGetDevicePropertiesR0600")
-    (True, False)
-    """
-    return bool(LAUNCH_PATTERN.match(name))
 
 
 def step_number(name: str) -> int | None:

@@ -86,6 +86,17 @@ def dist_env(environ: Mapping[str, str] | None = None) -> DistEnv:
                    master_addr=env.get("MASTER_ADDR"), master_port=env.get("MASTER_PORT"), source=source)
 
 
+def loader_start_method(env: DistEnv, workers: int) -> str | None:
+    """How DataLoader workers start: ``spawn`` when the job spans several nodes, else Python's default (fork).
+
+    The course's multi-node runs set ``torch.multiprocessing.set_start_method('spawn')``: forking a process that
+    has opened the Slingshot network (RCCL over libfabric/CXI) is not safe, and PyTorch's thread registration
+    breaks in forked children (pytorch/pytorch#119845). One node keeps fork, which starts workers faster."""
+    if workers <= 0 or env.world_size <= env.local_world_size:
+        return None
+    return "spawn"
+
+
 def pick_device(local_rank: int = 0, requested: str = "auto") -> "torch.device":  # noqa: F821
     """The GPU for this local rank where torch sees one (ROCm builds answer through torch.cuda), else the CPU."""
     import torch

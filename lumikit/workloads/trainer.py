@@ -24,8 +24,8 @@ from .. import profiler
 from ..errors import SpecError
 from .checkpoint import check_compatible, load_checkpoint, save_checkpoint
 from .common import (DistEnv, MetricsWriter, check_common_args, default_out_dir, dist_env,
-                     init_distributed, limit_cpu_threads, metrics_path, pick_device, print0, result_path,
-                     write_json_atomic)
+                     init_distributed, limit_cpu_threads, loader_start_method, metrics_path, pick_device, print0,
+                     result_path, write_json_atomic)
 
 
 @dataclass
@@ -222,6 +222,7 @@ def run_training(task: Task, args: argparse.Namespace, setup: Setup, clock_start
                                "epoch_acc": epoch_acc})
         save_times.append(time.perf_counter() - begun)
 
+    start_method = loader_start_method(env, args.workers)  # spawn across nodes, as the course's multi-node runs
     with MetricsWriter(metrics_file, append=resumed_from is not None) as metrics, _StopFlag() as stop, \
             profiler.profile_steps(enabled=prof_config.enabled, rank=env.rank, out_dir=prof_config.out_dir,
                                    schedule=prof_config.schedule) as prof:
@@ -231,7 +232,8 @@ def run_training(task: Task, args: argparse.Namespace, setup: Setup, clock_start
                                     batch=process_batch)[position:]
             batches = batches[: total_steps - step]
             loader = torch.utils.data.DataLoader(task.dataset, batch_sampler=batches, num_workers=args.workers,
-                                                 collate_fn=task.collate, pin_memory=device.type == "cuda")
+                                                 collate_fn=task.collate, pin_memory=device.type == "cuda",
+                                                 multiprocessing_context=start_method)
             epoch_started = time.perf_counter()
             tick = time.perf_counter()
             halt = False
@@ -311,7 +313,8 @@ def run_training(task: Task, args: argparse.Namespace, setup: Setup, clock_start
         "steps_per_epoch": steps_per_epoch, "mode": args.mode, "rank": env.rank, "world_size": env.world_size,
         "launcher": env.source, "device": str(device), "backend": setup.backend, "cpu_threads": setup.threads,
         "model_size": args.model_size, "parameters": parameters, "batch_size": args.batch_size,
-        "global_batch_size": global_batch, "workers": args.workers, "lr": args.lr, "seed": args.seed,
+        "global_batch_size": global_batch, "workers": args.workers,
+        "loader_start_method": start_method or "default", "lr": args.lr, "seed": args.seed,
         "elapsed_s": elapsed, "mean_step_time_s": mean_step,
         "samples_per_s": process_batch / mean_step if steady else math.nan,  # this process
         "global_samples_per_s": global_batch / mean_step if steady else math.nan,  # all ranks together

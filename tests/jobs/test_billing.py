@@ -20,7 +20,7 @@ def job(**options):
 def test_the_rule_comes_from_the_site_profile_with_its_source():
     rule = billing_rule(LUMI)
     assert (rule.gpu_hours_per_gcd_hour, rule.cores_per_gcd, rule.memory_per_gcd_gb) == (0.5, 8, 64)
-    assert "07-Slurm" in rule.source
+    assert "lumi_env/billing.md" in rule.source
 
 
 @pytest.mark.parametrize("options, equivalents, reason, gpu_hours", [
@@ -34,6 +34,13 @@ def test_the_rule_comes_from_the_site_profile_with_its_source():
     (dict(partition="standard-g", nodes=2, gpus_per_node=8, time="1:00:00"), 8, "whole node", 8.0),
     (dict(partition="standard-g", nodes=1, gpus_per_node=1, time="1:00:00"), 8, "whole node", 4.0),
     (dict(partition="small-g", exclusive=True, gpus_per_node=8, time="1:00:00"), 8, "whole node", 4.0),
+    # LUMI rounds each slice up: 9 cores start a second 8-core slice, 65G a second 64 GB slice
+    (dict(partition="small-g", gpus_per_node=1, cpus_per_task=9, time="1:00:00"), 2, "cores", 1.0),
+    (dict(partition="small-g", gpus_per_node=1, mem="65G", time="1:00:00"), 2, "memory", 1.0),
+    (dict(partition="small-g", gpus_per_node=1, mem="64G", cpus_per_task=8, time="1:00:00"), 1, "GCDs", 0.5),
+    # the user guide's example: 1 GCD with 128 GB for 24 hours is 24 GPU-hours
+    (dict(partition="small-g", gpus_per_node=1, mem="128G", time="24:00:00"), 2, "memory", 24.0),
+    (dict(partition="dev-g", gpus_per_node=2, ntasks_per_node=2, cpus_per_task=9, time="1:00:00"), 3, "cores", 1.5),
 ])
 def test_gcd_equivalents_and_gpu_hours(options, equivalents, reason, gpu_hours):
     bill = estimate(job(**options), LUMI)
@@ -72,6 +79,18 @@ def test_sbatch_explain_states_the_cost_and_names_memory():
     assert "cost: 4 GPU-hours (4 GCD-equivalents x 0.5 x 2 h, set by memory)" in proc.stdout
     assert "warning: 256 GB of host memory for 1 GCD is billed as 4 GCDs" in proc.stdout
     assert "--cpus-per-task=16" in proc.stdout and "#" in proc.stdout.split("--cpus-per-task=16")[-1]
+
+
+@pytest.mark.parametrize("extra", [["-c", "9"], ["--mem", "65G"]])
+def test_srun_explain_rounds_a_started_slice_up_to_one_gpu_hour_and_states_the_rule(extra):
+    proc = _lumikit("srun", "--site", "lumi", "-A", "p", "-t", "1:00:00", "-p", "small-g", "--gpus-per-node", "1",
+                    *extra, "--explain", "--", "python", "x.py")
+    assert proc.returncode == 0, proc.stderr
+    assert "cost: 1 GPU-hours (2 GCD-equivalents x 0.5 x 1 h" in proc.stdout
+    assert "0.562" not in proc.stdout and "1.125" not in proc.stdout
+    assert "max(ceil(cores / 8), ceil(memory / 64 GB), GCDs) x 0.5" in proc.stdout
+    assert "docs/runjobs/lumi_env/billing.md" in proc.stdout
+    assert "billed as 2 GCDs" in proc.stdout
 
 
 def test_standard_g_two_nodes_cost_eight_gpu_hours():

@@ -141,3 +141,30 @@ def test_an_unknown_option_names_the_nearest_real_one(capsys):
         main(["srun", "--gpu", "2", "--", "true"])
     err = capsys.readouterr().err
     assert "usage: lumikit srun" in err and "did you mean --gpus?" in err
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["attach", "123", "--node", "nid001", "--", "watch", "rocm-smi"],
+     "srun --jobid=123 --overlap --nodelist=nid001 --pty watch rocm-smi"),
+    (["attach", "123", "--node=nid001", "--no-pty"], "srun --jobid=123 --overlap --nodelist=nid001 /bin/bash"),
+    (["attach", "--node", "nid002", "123", "--", "watch", "-n1", "rocm-smi"],
+     "srun --jobid=123 --overlap --nodelist=nid002 --pty watch -n1 rocm-smi"),
+])
+def test_attach_options_after_the_job_id_are_options_not_the_command(argv, expected, capsys):
+    assert main(argv) == 0
+    assert capsys.readouterr().out.strip() == expected
+
+
+def test_attach_refuses_an_unknown_option_before_the_command(capsys):
+    assert main(["attach", "123", "--nod", "x"]) == 2
+    assert "--nod" in capsys.readouterr().err
+
+
+def test_salloc_explain_tells_the_sruns_typed_afterwards_about_srun_cpus_per_task(capsys):
+    assert main(["salloc", "--site", "lumi", "-A", "p", "-p", "small-g", "--gpus-per-node", "2", "-c", "14",
+                 "-t", "0:30:00", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK" in out
+    main(["salloc", "--site", "lumi", "-A", "p", "-p", "small-g", "--gpus-per-node", "2", "-c", "14",
+          "-t", "0:30:00"])
+    assert "SRUN_CPUS_PER_TASK" not in capsys.readouterr().out  # the plain command stays pasteable

@@ -96,3 +96,11 @@ def test_out_of_memory_messages_point_at_the_memory_view(line):
     (found,) = diagnose_text(line)
     assert found.signature == "gpu-out-of-memory"
     assert "lumikit trace memory" in found.fix and "profile_memory=True" in found.fix
+
+
+def test_out_of_memory_fix_names_the_expandable_segments_setting():
+    line = ("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. Of the allocated memory 40.1 GiB "
+            "is allocated by PyTorch, and 18.2 GiB is reserved by PyTorch but unallocated.")
+    (found,) = diagnose_text(line)
+    assert "PYTORCH_HIP_ALLOC_CONF=expandable_segments:True" in found.fix
+    assert "reserved by PyTorch but unallocated" in found.cause

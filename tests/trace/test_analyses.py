@@ -11,7 +11,6 @@ from lumikit.trace.loader import load_trace
 from lumikit.trace.metrics import intersection_length, merge_intervals
 from lumikit.trace.synth import event as x
 from lumikit.trace.synth import write_events
-from lumikit.trace.tables import is_launch_name
 
 
 @pytest.fixture()
@@ -74,14 +73,6 @@ def test_launch_delays_join_hip_launches_by_correlation(small):
     # gemm launched at 1..3, starts at 10: 7 µs; hipModuleLaunchKernel 21..23 -> 35: 12 µs
     assert d.loc["hipModuleLaunchKernel", "launch_delay"] == 12
     assert sorted(d["launch_delay"]) == [1, 1, 7, 8, 12]
-
-
-@pytest.mark.parametrize("name, expected", [("hipLaunchKernel", True), ("hipExtLaunchKernel", True),
-                                            ("hipGraphLaunch", True), ("cudaLaunchKernelExC", True),
-                                            ("cuLaunchKernel", True), ("hipMemcpyWithStream", True),
-                                            ("hipGetDevicePropertiesR0600", False), ("cudaStreamSynchronize", False)])
-def test_launch_names(name, expected):
-    assert is_launch_name(name) is expected
 
 
 def test_idle_breakdown_host_wait_kernel_wait_other(tmp_path):

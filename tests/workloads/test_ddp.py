@@ -55,3 +55,25 @@ def test_ddp_without_a_launcher_explains_how_to_start_it(launcher):
     proc = subprocess.run([sys.executable, "-m", "lumikit.workloads.lm", "--mode", "ddp", "--steps", "1"],
                           env=launcher.clean_env(), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "torchrun" in proc.stderr
+
+
+def test_loader_workers_spawn_when_the_job_spans_nodes_and_fork_on_one():
+    from lumikit.workloads.common import DistEnv, loader_start_method
+
+    two_nodes = DistEnv(rank=9, local_rank=1, world_size=16, local_world_size=8)
+    one_node = DistEnv(rank=1, local_rank=1, world_size=8, local_world_size=8)
+    assert loader_start_method(two_nodes, workers=7) == "spawn"
+    assert loader_start_method(one_node, workers=7) is None
+    assert loader_start_method(two_nodes, workers=0) is None  # no worker processes, nothing to start
+
+
+def test_two_node_ddp_with_loader_workers_spawns_them_and_trains(tmp_path, launcher):
+    # one rank per "node": LOCAL_WORLD_SIZE=1, so the world spans two nodes as far as the ranks can tell
+    one_per_node = {r: {"LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"} for r in (0, 1)}
+    ranks = launcher.run_ranks("lumikit.workloads.lm", ["--mode", "ddp", "--steps", "2", "--workers", "1",
+                                                        "--no-progress", "--out", str(tmp_path)],
+                               world=2, per_rank_env=one_per_node, timeout=240)
+    assert [r.returncode for r in ranks] == [0, 0], ranks[0].stderr + ranks[1].stderr
+    summary = json.loads((tmp_path / "result.rank0.json").read_text())
+    assert summary["loader_start_method"] == "spawn" and summary["workers"] == 1
+    assert launcher.final_loss(ranks[0].stdout) == launcher.final_loss(ranks[1].stdout)

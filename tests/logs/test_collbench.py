@@ -1,0 +1,171 @@
+"""The rccl-tests / nccl-tests output reader: bandwidth per size, ranks and GCDs, and the link it is held against.
+
+No rccl-tests output from LUMI is published with a licence that lets the project ship it, so the outputs below are
+WRITTEN FROM THE DOCUMENTED FORMAT (nccl-tests' ``src/common.cu`` printing and ``doc/PERFORMANCE.md``; RCCL's
+fork prints the same), with the variants real outputs show: the ``Group`` column of older versions and its absence
+in newer ones, ``rccl-tests: Version`` and ``RCCL version :`` lines, ``N/A`` in ``#wrong``, and extra trailing
+columns. Their numbers are made up for the test: they are not measurements. The layout was also checked by hand
+against a real public output, all_reduce_perf on 8 and 16 AMD MI300X (hisohara/ai-scripts,
+training/01_rccl-smoketest/README.md at 0780bb3c); that repository states no licence, so it is not copied here.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from lumikit.errors import LumikitError, ParseError
+from lumikit.logs.collbench import (check_busbw, gcds_of, is_generated, link_for, parse_collbench, read_collbench,
+                                    synthesize)
+
+# Written from the documented format (see the module docstring): 2 ranks on GCDs 0 and 1 of one LUMI-G node.
+SMALL_G_PAIR = """\
+# nThread 1 nGpus 1 minBytes 1048576 maxBytes 268435456 step: 4(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+rccl-tests: Version develop:0000000
+# Using devices
+#  Rank  0 Group  0 Pid  41001 on  nid005001 device  0 [0000:c1:00] AMD Instinct MI250X
+#  Rank  1 Group  0 Pid  41002 on  nid005001 device  1 [0000:c6:00] AMD Instinct MI250X
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+     1048576        262144     float     sum      -1    40.00   26.21   26.21      0    41.00   25.58   25.58      0
+     4194304       1048576     float     sum      -1    80.00   52.43   52.43      0    82.00   51.15   51.15      0
+    16777216       4194304     float     sum      -1   200.00   83.89   83.89      0   201.00   83.47   83.47      0
+    67108864      16777216     float     sum      -1    600.0  111.85  111.85      0    602.0  111.48  111.48      0
+   268435456      67108864     float     sum      -1   2200.0  122.02  122.02      0   2210.0  121.46  121.46      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 79.28
+#
+"""
+
+# Newer layout: no Group column, version lines, N/A in #wrong, two trailing columns RCCL can add; two nodes.
+TWO_NODES_NEW_LAYOUT = """\
+# Collective test starting: all_reduce_perf
+# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 0 graph: 0
+#
+# Using devices
+#   Rank  0 Pid  51001 on  nid005001 device  0 [0000:d1:00.0] AMD Instinct MI250X
+#   Rank  1 Pid  51002 on  nid005002 device  0 [0000:d1:00.0] AMD Instinct MI250X
+RCCL version : 2.20.5-HEAD:0000000
+HIP version  : 6.2.41134-00000000
+#
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+   33554432       8388608     float     sum      -1   2000.0   16.78   16.78    N/A   2001.0   16.77   16.77    N/A  RING  SIMPLE
+   134217728     33554432     float     sum      -1   7000.0   19.17   19.17    N/A   7002.0   19.17   19.17    N/A  RING  SIMPLE
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 17.975
+"""
+
+
+def test_rows_hold_algbw_and_busbw_per_size():
+    bench = parse_collbench(SMALL_G_PAIR, "all_reduce_perf.out")
+    assert bench.test == "all_reduce_perf"  # named by the file when the output does not say
+    assert [r.size_bytes for r in bench.rows] == [1048576, 4194304, 16777216, 67108864, 268435456]
+    last = bench.rows[-1]
+    assert (last.time_us, last.algbw, last.busbw, last.wrong) == (2200.0, 122.02, 122.02, 0)
+    assert (last.in_time_us, last.in_busbw, last.redop, last.dtype) == (2210.0, 121.46, "sum", "float")
+    assert bench.avg_busbw == 79.28 and bench.out_of_bounds == 0
+    assert bench.peak is last
+    assert list(bench.table().columns)[:3] == ["count", "dtype", "redop"]
+
+
+def test_ranks_name_their_host_device_and_bus():
+    bench = parse_collbench(SMALL_G_PAIR)
+    assert [(r.rank, r.host, r.device, r.bus) for r in bench.ranks] == [
+        (0, "nid005001", 0, "0000:c1:00"), (1, "nid005001", 1, "0000:c6:00")]
+    assert bench.nodes == 1
+
+
+def test_two_gcds_of_one_package_are_held_against_the_200_gb_s_link():
+    verdict = link_for(parse_collbench(SMALL_G_PAIR), "lumi")
+    assert verdict.link == "gcd_in_package" and verdict.peak_gb_s == 200
+    assert verdict.gcds == (0, 1) and verdict.packages == (0,)
+    assert verdict.fraction == pytest.approx(122.02 / 200)
+    assert "61 % of it" in verdict.text()
+
+
+def test_two_gcds_on_different_packages_are_held_against_one_50_gb_s_link():
+    other_package = SMALL_G_PAIR.replace("[0000:c6:00]", "[0000:d1:00]")  # GCD 4: package 2
+    verdict = link_for(parse_collbench(other_package), "lumi")
+    assert verdict.link == "gcd_between_packages" and verdict.peak_gb_s == 50
+    assert verdict.gcds == (0, 4) and verdict.packages == (0, 2)
+
+
+def test_physical_gcds_come_from_bus_ids_not_from_the_jobs_device_numbers():
+    # in a small-g job both ranks may say "device 0"/"device 1" whatever GCDs they got; the bus id tells
+    shifted = SMALL_G_PAIR.replace("[0000:c1:00]", "[0000:d9:00]").replace("[0000:c6:00]", "[0000:de:00]")
+    assert gcds_of(parse_collbench(shifted), "lumi") == {0: 6, 1: 7}
+    assert link_for(parse_collbench(shifted), "lumi").packages == (3,)
+
+
+def test_new_layout_two_nodes_and_na_wrong_columns():
+    bench = parse_collbench(TWO_NODES_NEW_LAYOUT)
+    assert bench.test == "all_reduce_perf" and bench.nodes == 2
+    assert [r.wrong for r in bench.rows] == [None, None]
+    assert bench.rows[1].busbw == 19.17 and bench.rows[1].in_busbw == 19.17
+    verdict = link_for(bench, "lumi")
+    assert verdict.link == "slingshot_nic" and verdict.peak_gb_s == 25  # one GCD per node: one NIC
+    assert "1 per node" in verdict.reason
+
+
+def test_busbw_is_checked_against_algbw_times_the_collective_factor():
+    assert check_busbw(parse_collbench(SMALL_G_PAIR, "all_reduce_perf.txt")) == []  # 2 ranks: factor 1
+    edited = SMALL_G_PAIR.replace("122.02  122.02      0   2210.0", "122.02  150.00      0   2210.0")
+    (complaint,) = check_busbw(parse_collbench(edited, "all_reduce_perf.txt"))
+    assert complaint.startswith("268435456 bytes: busbw 150")
+
+
+def test_generated_outputs_say_so_and_read_back():
+    text = synthesize((0, 2), site="lumi")
+    assert is_generated(text) and text.startswith("# lumikit: GENERATED")
+    bench = parse_collbench(text)
+    assert is_generated(bench) and "generated" in bench.notes
+    assert link_for(bench, "lumi").link == "gcd_between_packages"
+    assert check_busbw(bench) == []
+    assert not is_generated(parse_collbench(SMALL_G_PAIR))
+
+
+@pytest.mark.parametrize("text", ["", "hello\n", "# size count type time algbw busbw\n", "\x00" * 64,
+                                  "#  size count type redop root time algbw busbw #wrong\n  1e400 2 float sum -1\n"])
+def test_text_without_a_table_is_refused_by_name(text):
+    with pytest.raises(ParseError, match="no rccl-tests"):
+        parse_collbench(text, "bad.txt")
+
+
+def test_hostile_files_are_refused_without_reading_them(tmp_path):
+    fifo = tmp_path / "fifo"
+    import os
+    os.mkfifo(fifo)
+    for path in (fifo, "/dev/zero", tmp_path):
+        with pytest.raises(LumikitError):
+            read_collbench(path)
+    with pytest.raises(LumikitError, match="no such file"):
+        read_collbench(tmp_path / "missing.txt")
+
+
+def test_cli_prints_the_table_and_the_link_and_json_holds_them(tmp_path):
+    out = tmp_path / "all_reduce_perf.out"
+    out.write_text(SMALL_G_PAIR)
+    run = [sys.executable, "-m", "lumikit", "logs", "rccl-tests", str(out)]
+    text = subprocess.run(run, capture_output=True, text=True, timeout=120)
+    assert text.returncode == 0, text.stderr
+    assert "peak busbw 122.02 GB/s" in text.stdout and "gcd_in_package (200 GB/s" in text.stdout
+    data = json.loads(subprocess.run(run + ["--json"], capture_output=True, text=True, timeout=120).stdout)
+    assert data["link"]["link"] == "gcd_in_package" and data["peak_busbw"] == 122.02
+    assert len(data["rows"]) == 5 and data["inconsistent_rows"] == []
+    bad = subprocess.run([sys.executable, "-m", "lumikit", "logs", "rccl-tests", "/dev/zero"], capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 2 and "not a regular file" in bad.stderr
+
+
+def test_devices_of_another_machine_get_no_lumi_link():
+    # the bus ids of another machine (an 8-GPU MI300X node prints 0000:05:00.0, 0000:25:00.0, ...) are no LUMI GCDs
+    other = TWO_NODES_NEW_LAYOUT.replace("[0000:d1:00.0] AMD Instinct MI250X", "[0000:05:00.0] AMD Instinct MI300X")
+    verdict = link_for(parse_collbench(other), "lumi")
+    assert verdict.link is None and verdict.fraction is None
+    assert "not GCDs of this site" in verdict.text()
