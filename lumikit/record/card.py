@@ -19,6 +19,7 @@ from ..site import PowerThresholds, load_site
 from ..smi.interpret import gcd_activity, interpret_window, main_group, packages_of, package_power
 from ..smi.model import Snapshot
 from ..smi.sessions import Session
+from .recorder import GPU_DIR
 
 GIB = 2**30
 J_PER_KWH = 3.6e6
@@ -407,7 +408,8 @@ def card_of_run(run_or_path: Any) -> ReportCard:
     from . import _run_dir, read_capped, read_markers, read_record
 
     folder = _run_dir(run_or_path)
-    manifest = RunFolder.open(folder).read()
+    # a copied record (gpu/ without the manifest) still gets its card; anything else must be a run folder
+    manifest = RunFolder(folder).read() if (folder / GPU_DIR).is_dir() else RunFolder.open(folder).read()
     steps: list[dict[str, Any]] = []
     for line in read_capped(folder / "metrics.rank0.jsonl").splitlines()[:1_000_000]:
         try:

@@ -119,3 +119,13 @@ def test_run_report_gives_the_card_a_table_and_a_picture(tmp_path: Path, capsys)
     fig = card.figure()
     assert [line.get_label() for line in fig.axes[0].get_lines()] == ["nid005001 (generated)",
                                                                       "nid005002 (generated)"]
+
+
+def test_a_copied_record_without_its_manifest_still_gets_a_card(tmp_path: Path, capsys):
+    run = run_folder(tmp_path)
+    (run / "manifest.json").unlink()
+    assert main(["report", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("nid005001 ") == 2 and "GPU-hours: billed - (the manifest has no bill" in out
+    assert main(["report", str(tmp_path / "nowhere")]) == 2
+    assert "is not a run folder" in capsys.readouterr().err
