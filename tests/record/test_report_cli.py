@@ -129,3 +129,13 @@ def test_a_copied_record_without_its_manifest_still_gets_a_card(tmp_path: Path, 
     assert out.count("nid005001 ") == 2 and "GPU-hours: billed - (the manifest has no bill" in out
     assert main(["report", str(tmp_path / "nowhere")]) == 2
     assert "is not a run folder" in capsys.readouterr().err
+
+
+def test_on_lumi_the_recorder_runs_in_the_jobs_container():
+    site = load_site("lumi")
+    job = spec(["python", "train.py"], partition="small-g", gpus_per_node=8, container="pytorch",
+               account="project_465000000")
+    script = with_record("#!/bin/bash\nsrun python train.py\n", plan(job), site, "/scratch/run", job)
+    rec = next(line for line in script.splitlines() if "-m lumikit.record sample" in line)
+    assert "singularity" in rec and site.container("pytorch").path in rec and "--site lumi" in rec
+    assert "--command" not in rec  # LUMI's profile names no stand-in: the recorder picks amd-smi / rocm-smi there
