@@ -79,6 +79,9 @@ class ReportCard:
         if any(info["kind"] == "generated" for info in self.nodes.values()):
             out.append("  GENERATED readings: a stand-in tool printed them on nodes without a GPU; not real hardware")
         for node, info in self.nodes.items():
+            if info["kind"] == "absent":
+                out.append(f"  {node}: no GPU record: {info['description']}")
+                continue
             out.append(f"  {node}: {info['kind']}, {info['samples']} samples every {info['interval_s']:g} s "
                        f"over {info['duration_s']:.0f} s; source: {info['source'] or '-'}")
             out.extend(f"    note: {n}" for n in info.get("notes", ()))
@@ -326,6 +329,11 @@ def report_card(sessions: Mapping[str, Session], manifest: Mapping[str, Any] | N
         card.billing = _billing(manifest, [], site_obj)
         return card
     hbm = float(site_obj.node.gcd_memory_gb)
+    for node, sess in sessions.items():
+        if node not in present:  # a node without a tool, beside nodes with one: said, never filled in
+            card.nodes[node] = {"kind": "absent", "source": "", "samples": 0, "interval_s": sess.header.interval_s,
+                                "started": sess.header.started, "duration_s": 0.0, "notes": [],
+                                "description": sess.header.description}
     starts = []
     for node, sess in present.items():
         rows, notes, series, snaps = _node_rows(node, sess, th, site_obj.name, hbm)

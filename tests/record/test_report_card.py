@@ -109,3 +109,12 @@ def test_a_record_without_readings_says_why():
     assert card.text().startswith("r: no GPU record: none of amd-smi") and card.rows == []
     off = report_card({}, {"gpu_record": {"enabled": False, "why": "the job asks for no GPUs"}}, run="r")
     assert off.absent == "the record was off: the job asks for no GPUs"
+
+
+def test_a_node_without_a_tool_beside_one_with_a_tool_is_said_not_filled_in():
+    absent = Session(SessionHeader(name="nid005002", kind="absent", description="none of amd-smi, rocm-smi, "
+                                   "nvidia-smi was found on PATH on node nid005002: nothing was sampled"))
+    card = report_card({"nid005001": session(), "nid005002": absent}, MANIFEST)
+    assert {r.node for r in card.rows} == {"nid005001"}
+    assert "  nid005002: no GPU record: none of amd-smi" in card.text()
+    assert card.to_dict()["nodes"]["nid005002"]["kind"] == "absent"
