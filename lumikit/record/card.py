@@ -119,8 +119,9 @@ class ReportCard:
                        f"{_f(p['mean_power_w'], 0)} W")
         if self.steps:
             s = self.steps
-            out.append(f"steps ({s['source']}): {s['steps']} steps, {_f(s['energy_per_step_j'], 1)} J and mean "
-                       f"{_f(s['mean_power_w'], 0)} W per step")
+            out.append(f"steps ({s['source']}): {s['steps']} steps over {s['span_s']:.1f} s, "
+                       f"{_f(s['energy_per_step_j'], 1)} J per step at a mean {_f(s['mean_power_w'], 0)} W (power "
+                       "interpolated between samples: an estimate where steps are shorter than the interval)")
         return "\n".join(out)
 
     def table(self) -> Any:
@@ -300,15 +301,30 @@ def _billing(manifest: Mapping[str, Any], rows: Sequence[GcdRow], site: Any) -> 
                               f"GPU-hours per GCD-hour" if site is not None else ""}
 
 
+def _at(pts: Sequence[tuple[float, float]], t: float) -> float:
+    """The power at ``t``, linear between the two samples around it (``pts`` sorted, ``t`` within them)."""
+    for (t0, p0), (t1, p1) in zip(pts, pts[1:]):
+        if t0 <= t <= t1:
+            return p0 if t1 == t0 else p0 + (p1 - p0) * (t - t0) / (t1 - t0)
+    return pts[-1][1]
+
+
 def _window(series: Mapping[str, Sequence[tuple[float, float | None]]], start: float, end: float
             ) -> tuple[float | None, float | None]:
-    """Energy (J) and mean power (W) of all nodes between two record times (samples inside, trapezoid)."""
+    """Energy (J) and mean power (W) of all nodes between two record times: the samples inside and the power
+    interpolated at both ends (a window shorter than the interval is an estimate between two samples), clipped to
+    the record's span."""
     energy, seen = 0.0, False
-    for pts in series.values():
-        inside = [(t, p) for t, p in pts if start <= t <= end and p is not None]
-        if len(inside) >= 2:
-            energy += _trapezoid(inside)
-            seen = True
+    for raw in series.values():
+        pts = [(t, p) for t, p in raw if p is not None]
+        if len(pts) < 2:
+            continue
+        a, b = max(start, pts[0][0]), min(end, pts[-1][0])
+        if b <= a:
+            continue
+        inside = [(a, _at(pts, a))] + [(t, p) for t, p in pts if a < t < b] + [(b, _at(pts, b))]
+        energy += _trapezoid(inside)
+        seen = True
     if not seen or end <= start:
         return None, None
     return energy, energy / (end - start)
