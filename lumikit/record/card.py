@@ -106,7 +106,7 @@ class ReportCard:
                        "and energy are the package's; the odd GCD's row says which GCD carries it")
         out.append("")
         if self.findings:
-            out.append("findings (held in at least half of the samples):")
+            out.append("findings (interpret's held in at least half of the samples; idle: in all of them):")
             out.extend(f"  {f['node']}: {f['message']}" for f in self.findings)
         else:
             out.append("findings: none (no idle, starved or waiting GCD, no memory near full)")
