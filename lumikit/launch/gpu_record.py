@@ -50,7 +50,17 @@ def recorder_args(site: Site, run_dir: str, interval: float, python: str = "pyth
     return argv
 
 
-def sbatch_lines(record: dict[str, Any] | None, site: Site, run_dir: str) -> tuple[list[str], list[str]]:
+def in_job_environment(argv: list[str], spec: JobSpec, site: Site) -> list[str]:
+    """``argv`` the way the job's ranks run their command: inside the job's container (on LUMI the Python that has
+    lumikit and the SMI tools are there; the node's own python3 is too old), with its environment recipes and
+    working folder; no profiler and no rank variables."""
+    from ..jobs.render import payload
+
+    return payload(spec.with_(command=tuple(argv), profile=None, profile_ranks=(), rank_env=False), site)[0]
+
+
+def sbatch_lines(record: dict[str, Any] | None, site: Site, run_dir: str,
+                 spec: JobSpec | None = None) -> tuple[list[str], list[str]]:
     """The batch-script lines before the job's step (start one recorder per node in the background) and after it
     (stop them). Should the script end early anyway (a cancelled job), Slurm ends the recorder with the job.
 
@@ -60,6 +70,8 @@ def sbatch_lines(record: dict[str, Any] | None, site: Site, run_dir: str) -> tup
     if not record or not record.get("enabled"):
         return [], []
     rec = recorder_args(site, run_dir, float(record.get("interval_s", DEFAULT_INTERVAL_S)))
+    if spec is not None:
+        rec = in_job_environment(rec, spec, site)
     step = ["srun", "--overlap", "--nodes=${SLURM_JOB_NUM_NODES}", "--ntasks=${SLURM_JOB_NUM_NODES}",
             "--ntasks-per-node=1", "--cpus-per-task=1", "--mem=0", "--cpu-bind=none", "--input=none", "--quiet",
             f"--output={run_dir}/gpu/recorder-node%n.log"]
@@ -79,11 +91,12 @@ def sbatch_lines(record: dict[str, Any] | None, site: Site, run_dir: str) -> tup
     return before, after
 
 
-def with_record(script: str, record: dict[str, Any] | None, site: Site, run_dir: str) -> str:
+def with_record(script: str, record: dict[str, Any] | None, site: Site, run_dir: str,
+                spec: JobSpec | None = None) -> str:
     """A rendered batch script (its last line is the job's step) with the recorder around that step. The step's
     status is kept and becomes the script's after the recorder has stopped, so a failed step still ends the job
     with its own exit code (and the recorder ends cleanly then too)."""
-    before, after = sbatch_lines(record, site, run_dir)
+    before, after = sbatch_lines(record, site, run_dir, spec)
     if not before:
         return script
     head, step = script.rstrip("\n").rsplit("\n", 1)

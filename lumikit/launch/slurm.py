@@ -87,7 +87,7 @@ class SlurmBackend:
         script = render_sbatch(spec, self.site, output=str(folder.path / "slurm-%j.out"),
                                step_options=(f"--output={folder.path}/rank%t.out", f"--error={folder.path}/rank%t.err"),
                                exports=exports, check=False)  # launch() has validated the spec
-        return with_record(script, folder.read().get("gpu_record"), self.site, str(folder.path))
+        return with_record(script, folder.read().get("gpu_record"), self.site, str(folder.path), spec)
 
     def submit(self, spec: JobSpec, folder: RunFolder) -> str:
         secret = spec.secret_names()

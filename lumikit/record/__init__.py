@@ -130,4 +130,12 @@ def report_card(*args: Any, **kwargs: Any) -> Any:
     return _card(*args, **kwargs)
 
 
-__all__ = ["GPU_DIR", "MARKERS", "RUN_DIR_ENV", "mark", "read_markers", "read_record", "record_files", "report_card"]
+def card_of_run(run_or_path: Any) -> Any:
+    """See :func:`lumikit.record.card.card_of_run` (a run folder's card: record, manifest, markers, steps)."""
+    from .card import card_of_run as _of_run
+
+    return _of_run(run_or_path)
+
+
+__all__ = ["GPU_DIR", "MARKERS", "RUN_DIR_ENV", "card_of_run", "mark", "read_markers", "read_record", "record_files",
+           "report_card"]

@@ -19,6 +19,7 @@ from ..site import PowerThresholds, load_site
 from ..smi.interpret import gcd_activity, interpret_window, main_group, packages_of, package_power
 from ..smi.model import Snapshot
 from ..smi.sessions import Session
+from .recorder import GPU_DIR
 
 GIB = 2**30
 J_PER_KWH = 3.6e6
@@ -78,6 +79,9 @@ class ReportCard:
         if any(info["kind"] == "generated" for info in self.nodes.values()):
             out.append("  GENERATED readings: a stand-in tool printed them on nodes without a GPU; not real hardware")
         for node, info in self.nodes.items():
+            if info["kind"] == "absent":
+                out.append(f"  {node}: no GPU record: {info['description']}")
+                continue
             out.append(f"  {node}: {info['kind']}, {info['samples']} samples every {info['interval_s']:g} s "
                        f"over {info['duration_s']:.0f} s; source: {info['source'] or '-'}")
             out.extend(f"    note: {n}" for n in info.get("notes", ()))
@@ -102,7 +106,7 @@ class ReportCard:
                        "and energy are the package's; the odd GCD's row says which GCD carries it")
         out.append("")
         if self.findings:
-            out.append("findings (held in at least half of the samples):")
+            out.append("findings (interpret's held in at least half of the samples; idle: in all of them):")
             out.extend(f"  {f['node']}: {f['message']}" for f in self.findings)
         else:
             out.append("findings: none (no idle, starved or waiting GCD, no memory near full)")
@@ -115,8 +119,9 @@ class ReportCard:
                        f"{_f(p['mean_power_w'], 0)} W")
         if self.steps:
             s = self.steps
-            out.append(f"steps ({s['source']}): {s['steps']} steps, {_f(s['energy_per_step_j'], 1)} J and mean "
-                       f"{_f(s['mean_power_w'], 0)} W per step")
+            out.append(f"steps ({s['source']}): {s['steps']} steps over {s['span_s']:.1f} s, "
+                       f"{_f(s['energy_per_step_j'], 1)} J per step at a mean {_f(s['mean_power_w'], 0)} W (power "
+                       "interpolated between samples: an estimate where steps are shorter than the interval)")
         return "\n".join(out)
 
     def table(self) -> Any:
@@ -296,15 +301,30 @@ def _billing(manifest: Mapping[str, Any], rows: Sequence[GcdRow], site: Any) -> 
                               f"GPU-hours per GCD-hour" if site is not None else ""}
 
 
+def _at(pts: Sequence[tuple[float, float]], t: float) -> float:
+    """The power at ``t``, linear between the two samples around it (``pts`` sorted, ``t`` within them)."""
+    for (t0, p0), (t1, p1) in zip(pts, pts[1:]):
+        if t0 <= t <= t1:
+            return p0 if t1 == t0 else p0 + (p1 - p0) * (t - t0) / (t1 - t0)
+    return pts[-1][1]
+
+
 def _window(series: Mapping[str, Sequence[tuple[float, float | None]]], start: float, end: float
             ) -> tuple[float | None, float | None]:
-    """Energy (J) and mean power (W) of all nodes between two record times (samples inside, trapezoid)."""
+    """Energy (J) and mean power (W) of all nodes between two record times: the samples inside and the power
+    interpolated at both ends (a window shorter than the interval is an estimate between two samples), clipped to
+    the record's span."""
     energy, seen = 0.0, False
-    for pts in series.values():
-        inside = [(t, p) for t, p in pts if start <= t <= end and p is not None]
-        if len(inside) >= 2:
-            energy += _trapezoid(inside)
-            seen = True
+    for raw in series.values():
+        pts = [(t, p) for t, p in raw if p is not None]
+        if len(pts) < 2:
+            continue
+        a, b = max(start, pts[0][0]), min(end, pts[-1][0])
+        if b <= a:
+            continue
+        inside = [(a, _at(pts, a))] + [(t, p) for t, p in pts if a < t < b] + [(b, _at(pts, b))]
+        energy += _trapezoid(inside)
+        seen = True
     if not seen or end <= start:
         return None, None
     return energy, energy / (end - start)
@@ -325,6 +345,11 @@ def report_card(sessions: Mapping[str, Session], manifest: Mapping[str, Any] | N
         card.billing = _billing(manifest, [], site_obj)
         return card
     hbm = float(site_obj.node.gcd_memory_gb)
+    for node, sess in sessions.items():
+        if node not in present:  # a node without a tool, beside nodes with one: said, never filled in
+            card.nodes[node] = {"kind": "absent", "source": "", "samples": 0, "interval_s": sess.header.interval_s,
+                                "started": sess.header.started, "duration_s": 0.0, "notes": [],
+                                "description": sess.header.description}
     starts = []
     for node, sess in present.items():
         rows, notes, series, snaps = _node_rows(node, sess, th, site_obj.name, hbm)
@@ -407,7 +432,8 @@ def card_of_run(run_or_path: Any) -> ReportCard:
     from . import _run_dir, read_capped, read_markers, read_record
 
     folder = _run_dir(run_or_path)
-    manifest = RunFolder.open(folder).read()
+    # a copied record (gpu/ without the manifest) still gets its card; anything else must be a run folder
+    manifest = RunFolder(folder).read() if (folder / GPU_DIR).is_dir() else RunFolder.open(folder).read()
     steps: list[dict[str, Any]] = []
     for line in read_capped(folder / "metrics.rank0.jsonl").splitlines()[:1_000_000]:
         try:

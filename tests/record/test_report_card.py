@@ -109,3 +109,21 @@ def test_a_record_without_readings_says_why():
     assert card.text().startswith("r: no GPU record: none of amd-smi") and card.rows == []
     off = report_card({}, {"gpu_record": {"enabled": False, "why": "the job asks for no GPUs"}}, run="r")
     assert off.absent == "the record was off: the job asks for no GPUs"
+
+
+def test_a_node_without_a_tool_beside_one_with_a_tool_is_said_not_filled_in():
+    absent = Session(SessionHeader(name="nid005002", kind="absent", description="none of amd-smi, rocm-smi, "
+                                   "nvidia-smi was found on PATH on node nid005002: nothing was sampled"))
+    card = report_card({"nid005001": session(), "nid005002": absent}, MANIFEST)
+    assert {r.node for r in card.rows} == {"nid005001"}
+    assert "  nid005002: no GPU record: none of amd-smi" in card.text()
+    assert card.to_dict()["nodes"]["nid005002"]["kind"] == "absent"
+
+
+def test_a_phase_shorter_than_the_interval_is_interpolated_between_samples():
+    markers = [{"time": STARTED + 1.0, "name": "a"}, {"time": STARTED + 1.5, "name": "b"}]
+    a, b = report_card({"nid005001": session()}, MANIFEST, markers).phases
+    # power 300 W at 0 s and 320 W at 2 s: 310 W at 1.0 s, 315 W at 1.5 s
+    assert a["energy_j"] == pytest.approx(0.5 * (310 + 315) / 2) and a["mean_power_w"] == pytest.approx(312.5)
+    # 1.5 s to the record's end at 4 s: 0.5 x (315 + 320) / 2 + 2 x (320 + 340) / 2
+    assert b["energy_j"] == pytest.approx(158.75 + 660.0)

@@ -119,3 +119,23 @@ def test_run_report_gives_the_card_a_table_and_a_picture(tmp_path: Path, capsys)
     fig = card.figure()
     assert [line.get_label() for line in fig.axes[0].get_lines()] == ["nid005001 (generated)",
                                                                       "nid005002 (generated)"]
+
+
+def test_a_copied_record_without_its_manifest_still_gets_a_card(tmp_path: Path, capsys):
+    run = run_folder(tmp_path)
+    (run / "manifest.json").unlink()
+    assert main(["report", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("nid005001 ") == 2 and "GPU-hours: billed - (the manifest has no bill" in out
+    assert main(["report", str(tmp_path / "nowhere")]) == 2
+    assert "is not a run folder" in capsys.readouterr().err
+
+
+def test_on_lumi_the_recorder_runs_in_the_jobs_container():
+    site = load_site("lumi")
+    job = spec(["python", "train.py"], partition="small-g", gpus_per_node=8, container="pytorch",
+               account="project_465000000")
+    script = with_record("#!/bin/bash\nsrun python train.py\n", plan(job), site, "/scratch/run", job)
+    rec = next(line for line in script.splitlines() if "-m lumikit.record sample" in line)
+    assert "singularity" in rec and site.container("pytorch").path in rec and "--site lumi" in rec
+    assert "--command" not in rec  # LUMI's profile names no stand-in: the recorder picks amd-smi / rocm-smi there
