@@ -273,11 +273,11 @@ def rocpd_kernel_stats(paths: str | os.PathLike[str] | Iterable[str | os.PathLik
                     notes += schema_notes(con, sfx, str(path), schema)
                     parts.append(
                         f"""SELECT COALESCE(S.display_name, S.kernel_name) AS name, G.*, '{schema}' AS db
-                            FROM (SELECT kernel_id, COUNT(*) AS calls, SUM(d) AS total_ns, MIN(d) AS min_ns,
-                                         MAX(d) AS max_ns, SUM(d * d) AS sumsq, SUM(d < 0) AS negative
-                                  FROM (SELECT kernel_id, CAST("end" - start AS REAL) AS d
-                                        FROM "{schema}"."{_ANCHOR}{sfx}")
-                                  GROUP BY kernel_id) G
+                            FROM (SELECT kernel_id, COUNT(*) AS calls, TOTAL("end" - start) AS total_ns,
+                                         MIN("end" - start) AS min_ns, MAX("end" - start) AS max_ns,
+                                         TOTAL(("end" - start) * 1.0 * ("end" - start)) AS sumsq,
+                                         SUM("end" < start) AS negative
+                                  FROM "{schema}"."{_ANCHOR}{sfx}" GROUP BY kernel_id) G
                             LEFT JOIN "{schema}"."rocpd_info_kernel_symbol{sfx}" S ON S.id = G.kernel_id""")
             except sqlite3.DatabaseError as exc:
                 raise ParseError(f"unreadable rocpd database ({str(exc).splitlines()[0][:200]}); was it copied "
