@@ -202,3 +202,17 @@ def test_negative_durations_are_flagged(tmp_path, capsys):
     assert any("2 kernel dispatches end before they start" in n for n in read_rocpd(path).notes)
     assert main(["rocprof", "stats", str(path)]) == 0
     assert "negative durations" in capsys.readouterr().out
+
+
+def test_the_scale_benchmark_runs_and_saves_its_table(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_rocpd.py"
+    done = subprocess.run([sys.executable, str(script), "--rows", "3000", "--repeat", "1", "--results", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads((tmp_path / "rocpd.json").read_text())
+    assert rows[0]["rows"] == 3000 and rows[0]["lumikit"]["peak_mb"] > 0 and rows[0]["ratio"] > 0
+    assert "| 3,000 |" in (tmp_path / "rocpd.md").read_text()
