@@ -263,3 +263,23 @@ def test_gpu_work_before_the_first_step_without_its_launch_is_left_out(tmp_path)
     assert "before the first step" in default["window"]
     every = TraceAnalyzer.from_path(path, include_last_step=True).summary()["ranks"]["0"]["temporal"]
     assert every["span_us"] == 2250.0
+
+
+def test_launches_are_linked_by_external_id_when_correlation_is_missing(tmp_path):
+    # Generated, as PyTorch's ROCm traces may be written (chakra#128): no "correlation" anywhere, only the
+    # operator's "External id" on its launch calls and on their kernels. One operator launches two kernels.
+    events = [x("ProfilerStep#1", "user_annotation", 0, 1000, pid=100),
+              x("ProfilerStep#2", "user_annotation", 1000, 1000, pid=100)]
+    for step, t0 in ((1, 0), (2, 1000)):
+        ext = 10 * step
+        events += [x("hipGetDevice", "cuda_runtime", t0 + 5, 1, pid=100, **{"External id": ext}),
+                   x("hipLaunchKernel", "cuda_runtime", t0 + 10, 4, pid=100, **{"External id": ext}),
+                   x("hipLaunchKernel", "cuda_runtime", t0 + 20, 4, pid=100, **{"External id": ext}),
+                   x("Cijk_first", "kernel", t0 + 50, 30, pid=0, tid=0, stream=0, **{"External id": ext}),
+                   x("Cijk_second", "kernel", t0 + 90, 30, pid=0, tid=0, stream=0, **{"External id": ext})]
+    a = TraceAnalyzer.from_path(write_events(tmp_path / "no_correlation.json", events), include_last_step=True)
+    gpu = a.gpu(0)
+    assert list(gpu["launch_name"]) == ["hipLaunchKernel"] * 4
+    assert list(gpu["launch_ts"]) == [10.0, 20.0, 1010.0, 1020.0]  # n-th kernel of an operator <- n-th launch
+    assert list(gpu["step"]) == [1, 1, 2, 2]
+    assert list(a.get_kernel_launch_delays()["launch_delay"]) == [36.0, 66.0, 36.0, 66.0]
