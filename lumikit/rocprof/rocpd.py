@@ -223,7 +223,12 @@ def _attached(files: list[Path], batch: int = 8) -> Iterator[tuple[sqlite3.Conne
         try:
             for j, path in enumerate(group):
                 uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro"
-                con.execute(f"ATTACH DATABASE ? AS db{j}", (uri,))
+                try:
+                    con.execute(f"ATTACH DATABASE ? AS db{j}", (uri,))
+                    con.execute(f"SELECT count(*) FROM db{j}.sqlite_master").fetchone()  # a damaged header fails here
+                except sqlite3.DatabaseError as exc:
+                    raise ParseError(f"unreadable rocpd database ({str(exc).splitlines()[0][:200]}); was it copied "
+                                     "while rocprofv3 was still writing?", source=str(path)) from None
                 schemas.append((f"db{j}", path))
             yield con, schemas
         finally:
