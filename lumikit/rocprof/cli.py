@@ -114,6 +114,18 @@ def _has_activities(path: str) -> bool:
     return p.name.lower().endswith((".db", ".rpd", ".sqlite", ".pftrace"))
 
 
+def _databases(path: str) -> list:
+    """The rocpd databases PATH is or holds (a folder's databases win over its Perfetto traces), else []."""
+    from pathlib import Path
+
+    from .outputs import find_outputs
+
+    p = Path(path)
+    if p.is_dir():
+        return list(find_outputs(p).databases)
+    return [p] if p.name.lower().endswith((".db", ".rpd", ".sqlite")) else []
+
+
 def _summary(args: argparse.Namespace) -> int:
     from .outputs import activities
 
@@ -121,16 +133,24 @@ def _summary(args: argparse.Namespace) -> int:
         if not args.json:  # --json prints JSON only
             print("(CSV or v1 outputs: kernels only; copies and API calls are in the rocpd database or .pftrace)")
         return _stats(args)
-    acts = activities(args.path)
-    tables = {"kernels": acts.kernel_stats(), "copies": acts.copy_stats(), "api": acts.api_stats()}
-    report = acts.summary()
+    databases = _databases(args.path)
+    if databases:  # added up inside SQLite: millions of rows never enter pandas
+        from .rocpd import rocpd_summary
+
+        report, tables = rocpd_summary(databases)
+        source, generation = report["source"], report["generation"]
+    else:
+        acts = activities(args.path)
+        tables = {"kernels": acts.kernel_stats(), "copies": acts.copy_stats(), "api": acts.api_stats()}
+        report = acts.summary()
+        source, generation = acts.source, acts.generation
     if args.json:
         report["top"] = {k: [{"name": r["name"], "calls": int(r["calls"]), "total_ns": float(r["total_ns"])}
                              for _, r in t.head(args.top).iterrows()] for k, t in tables.items()}
         print_json(report)
         return 0
     nodes = report.get("nodes") or []
-    print(f"{acts.source} (rocprof {acts.generation}): {report['processes']} processes"
+    print(f"{source} (rocprof {generation}): {report['processes']} processes"
           + (f" on {len(nodes)} nodes ({', '.join(nodes)})" if nodes else ""))
     titles = {"kernels": "kernels", "copies": "memory copies", "api": "API calls"}
     for key, table in tables.items():
@@ -139,6 +159,8 @@ def _summary(args: argparse.Namespace) -> int:
         print(f"\n{titles[key]}: {part['count']} in {len(table)} names, {part['total_ns'] / 1e6:.3f} ms{extra}")
         for _, r in table.head(args.top).iterrows():
             print(f"  {r['total_ns'] / 1e6:>10.3f} ms {r['calls']:>7}x  {short_kernel_name(r['name'], 70)}")
+    for note in report.get("notes", []):
+        print(f"note: {note}")
     return 0
 
 

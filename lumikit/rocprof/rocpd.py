@@ -254,19 +254,38 @@ def _no_anchor(source: str) -> list[str]:
                      source=source)
 
 
-def rocpd_kernel_stats(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> pd.DataFrame:
-    """The ranked kernel table of one or more rocpd databases, added up inside SQLite (GROUP BY per kernel).
+#: What :func:`rocpd_stats` groups for each kind: table, grouping column, name table and name expression.
+_STATS_SOURCES = {
+    "kernel": (_ANCHOR, "kernel_id", "rocpd_info_kernel_symbol", "COALESCE(S.display_name, S.kernel_name)"),
+    "copy": ("rocpd_memory_copy", "name_id", "rocpd_string", "S.string"),
+    "api": ("rocpd_region", "name_id", "rocpd_string", "S.string"),
+}
+_WHAT = {"kernel": "kernel dispatches", "copy": "memory copies", "api": "API calls"}
 
-    The same table as :meth:`Activities.kernel_stats` (names, calls, total/average/min/max, population standard
-    deviation), without reading every dispatch into memory: databases are ATTACHed a few at a time, each
-    suffix's dispatches are grouped by kernel symbol, and the small per-symbol rows are summed by name in one
-    query. ``table.attrs["notes"]`` flags negative durations and unknown schema versions.
+
+def _in_schema(con: sqlite3.Connection, schema: str, name: str) -> bool:
+    return con.execute(f'SELECT 1 FROM "{schema}".sqlite_master WHERE name = ?', (name,)).fetchone() is not None
+
+
+def rocpd_stats(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], kind: str = "kernel"
+                ) -> pd.DataFrame:
+    """The ranked table of kernels (``kind="kernel"``), memory copies (``"copy"``, by direction) or API calls
+    (``"api"``) of one or more rocpd databases, added up inside SQLite.
+
+    The same table as :meth:`Activities.kernel_stats` and friends (names, calls, total/average/min/max, population
+    standard deviation), without reading every row into memory: databases are ATTACHed a few at a time, each
+    suffix's rows are grouped by their name id, and the small per-id rows are summed by name in one query. Copies
+    add ``bytes``. ``table.attrs["notes"]`` flags negative durations and unknown schema versions.
     """
     from .stats import _finish
 
+    if kind not in _STATS_SOURCES:
+        raise LumikitError(f"kind={kind!r}: give 'kernel', 'copy' or 'api'")
+    table_name, key, names, name_sql = _STATS_SOURCES[kind]
     files = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
     if not files:
         raise LumikitError("no rocpd databases given")
+    size = 'TOTAL(size)' if kind == "copy" else "0"
     pieces: list[pd.DataFrame] = []
     notes: list[str] = []
     for con, schemas in _attached(files):
@@ -275,38 +294,90 @@ def rocpd_kernel_stats(paths: str | os.PathLike[str] | Iterable[str | os.PathLik
             try:
                 for sfx in _suffixes_in(con, schema, str(path)):
                     _require(con, sfx, str(path), schema)
-                    notes += schema_notes(con, sfx, str(path), schema)
+                    if kind == "kernel":
+                        notes += schema_notes(con, sfx, str(path), schema)
+                    if not (_in_schema(con, schema, table_name + sfx) and _in_schema(con, schema, names + sfx)):
+                        continue  # not traced: no rows of this kind
                     parts.append(
-                        f"""SELECT COALESCE(S.display_name, S.kernel_name) AS name, G.*, '{schema}' AS db
-                            FROM (SELECT kernel_id, COUNT(*) AS calls, TOTAL("end" - start) AS total_ns,
+                        f"""SELECT {name_sql} AS name, G.*
+                            FROM (SELECT {key}, COUNT(*) AS calls, TOTAL("end" - start) AS total_ns,
                                          MIN("end" - start) AS min_ns, MAX("end" - start) AS max_ns,
                                          TOTAL(("end" - start) * 1.0 * ("end" - start)) AS sumsq,
-                                         SUM("end" < start) AS negative
-                                  FROM "{schema}"."{_ANCHOR}{sfx}" GROUP BY kernel_id) G
-                            LEFT JOIN "{schema}"."rocpd_info_kernel_symbol{sfx}" S ON S.id = G.kernel_id""")
+                                         SUM("end" < start) AS negative, {size} AS bytes
+                                  FROM "{schema}"."{table_name}{sfx}" GROUP BY {key}) G
+                            LEFT JOIN "{schema}"."{names}{sfx}" S ON S.id = G.{key}""")
             except sqlite3.DatabaseError as exc:
                 raise ParseError(f"unreadable rocpd database ({str(exc).splitlines()[0][:200]}); was it copied "
                                  "while rocprofv3 was still writing?", source=str(path)) from None
+        if not parts:
+            continue
         query = f"""SELECT name, SUM(calls) AS calls, SUM(total_ns) AS total_ns, MIN(min_ns) AS min_ns,
-                           MAX(max_ns) AS max_ns, SUM(sumsq) AS sumsq, SUM(negative) AS negative
+                           MAX(max_ns) AS max_ns, SUM(sumsq) AS sumsq, SUM(negative) AS negative,
+                           SUM(bytes) AS bytes
                     FROM ({" UNION ALL ".join(parts)}) GROUP BY name"""
         try:
             pieces.append(pd.read_sql_query(query, con))
         except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
             raise ParseError(f"unreadable rocpd database ({str(exc).splitlines()[0][:200]}); was it copied while "
                              "rocprofv3 was still writing?", source=", ".join(str(p) for _, p in schemas)) from None
-    both = pd.concat(pieces, ignore_index=True)
-    both["name"] = both["name"].fillna("(unknown kernel symbol)")
+    columns = ["name", "calls", "total_ns", "min_ns", "max_ns", "sumsq", "negative", "bytes"]
+    both = pd.concat(pieces, ignore_index=True) if pieces else pd.DataFrame(columns=columns)
+    both["name"] = both["name"].fillna(f"(unknown {kind} name)")
     table = both.groupby("name", sort=False).agg(calls=("calls", "sum"), total_ns=("total_ns", "sum"),
                                                 min_ns=("min_ns", "min"), max_ns=("max_ns", "max"),
-                                                sumsq=("sumsq", "sum"), negative=("negative", "sum")).reset_index()
+                                                sumsq=("sumsq", "sum"), negative=("negative", "sum"),
+                                                bytes=("bytes", "sum")).reset_index()
     table["average_ns"] = table["total_ns"] / table["calls"]
-    table["stddev_ns"] = np.sqrt(np.maximum(table["sumsq"] / table["calls"] - table["average_ns"] ** 2, 0.0))
+    table["stddev_ns"] = np.sqrt(np.maximum(table["sumsq"].astype(float) / table["calls"]
+                                            - table["average_ns"].astype(float) ** 2, 0.0))
     source = ", ".join(str(p) for p in files)
-    notes += _negative_note(int(table["negative"].sum()), "kernel dispatches", source)
-    out = _finish(table.drop(columns=["sumsq", "negative"]), "kernel")
-    out.attrs.update(kind="kernel", source=source, generation="v3 rocpd", notes=notes)
+    notes += _negative_note(int(table["negative"].sum()), _WHAT[kind], source)
+    nbytes = dict(zip(table["name"], table["bytes"]))
+    out = _finish(table.drop(columns=["sumsq", "negative", "bytes"]), kind)
+    if kind == "copy":
+        out["bytes"] = [int(nbytes[n]) for n in out["name"]]
+    out.attrs.update(kind=kind, source=source, generation="v3 rocpd", notes=notes)
     return out
+
+
+def rocpd_kernel_stats(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> pd.DataFrame:
+    """The ranked kernel table of one or more rocpd databases (:func:`rocpd_stats` of the kernels)."""
+    return rocpd_stats(paths, "kernel")
+
+
+def rocpd_summary(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> tuple[dict, dict]:
+    """What ``lumikit rocprof summary`` prints for databases, added up inside SQLite: the report of
+    :meth:`Activities.summary` (counts, totals, copied bytes, processes and nodes) and the three ranked tables."""
+    files = [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
+    tables = {"kernels": rocpd_stats(files, "kernel"), "copies": rocpd_stats(files, "copy"),
+              "api": rocpd_stats(files, "api")}
+
+    def part(t: pd.DataFrame) -> dict:
+        return {"count": int(t["calls"].sum()), "total_ns": int(t["total_ns"].sum())}
+    hosts: set[str] = set()
+    processes = 0
+    for path in files:
+        con = _connect(path)
+        try:
+            for sfx in suffixes(con, str(path)):
+                _stand_in_missing(con, sfx)
+                processes += con.execute(f'SELECT COUNT(*) FROM "rocpd_info_process{sfx}"').fetchone()[0]
+                hosts |= {h for (h,) in con.execute(f'SELECT hostname FROM "rocpd_info_node{sfx}"') if h}
+        except sqlite3.DatabaseError as exc:
+            raise ParseError(f"unreadable rocpd database ({str(exc).splitlines()[0][:200]})", source=str(path)) \
+                from None
+        finally:
+            con.close()
+    report = {"source": ", ".join(str(p) for p in files), "generation": "v3 rocpd", "kernels": part(tables["kernels"]),
+              "copies": {**part(tables["copies"]), "bytes": int(tables["copies"]["bytes"].sum())
+                         if "bytes" in tables["copies"] else 0},
+              "api": part(tables["api"]), "processes": int(processes)}
+    if hosts:
+        report["nodes"] = sorted(hosts)
+    notes = [n for t in tables.values() for n in t.attrs.get("notes", [])]
+    if notes:
+        report["notes"] = notes
+    return report, tables
 
 
 def rocpd_totals(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],

@@ -216,3 +216,17 @@ def test_the_scale_benchmark_runs_and_saves_its_table(tmp_path):
     rows = json.loads((tmp_path / "rocpd.json").read_text())
     assert rows[0]["rows"] == 3000 and rows[0]["lumikit"]["peak_mb"] > 0 and rows[0]["ratio"] > 0
     assert "| 3,000 |" in (tmp_path / "rocpd.md").read_text()
+
+
+def test_the_sql_summary_equals_the_row_by_row_one(outputs):
+    from lumikit.rocprof.rocpd import rocpd_summary
+
+    for files in (outputs["per_process"], [outputs["merged"]]):
+        report, tables = rocpd_summary(files)
+        acts = read_rocpd(files)
+        expected = acts.summary()
+        for key in ("kernels", "copies", "api", "processes", "nodes"):
+            assert report[key] == expected[key], key
+        for key, rows in (("kernels", acts.kernel_stats()), ("copies", acts.copy_stats()), ("api", acts.api_stats())):
+            assert ranking(tables[key]) == ranking(rows), key
+        assert tables["copies"]["bytes"].sum() == expected["copies"]["bytes"]
