@@ -117,7 +117,7 @@ def read_counter_db(path: str | os.PathLike[str]) -> pd.DataFrame:
                     LEFT JOIN "rocpd_info_agent{sfx}" A ON A.id = K.agent_id
                     LEFT JOIN "rocpd_info_process{sfx}" P ON P.id = K.pid
                     LEFT JOIN "rocpd_info_thread{sfx}" T ON T.id = K.tid""", con))
-    except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
+    except (sqlite3.DatabaseError, pd.errors.DatabaseError, UnicodeDecodeError) as exc:
         raise ParseError(f"unreadable rocpd database ({str(exc).splitlines()[0][:200]})", source=str(p)) from None
     finally:
         con.close()

@@ -226,7 +226,7 @@ def _attached(files: list[Path], batch: int = 8) -> Iterator[tuple[sqlite3.Conne
                 try:
                     con.execute(f"ATTACH DATABASE ? AS db{j}", (uri,))
                     con.execute(f"SELECT count(*) FROM db{j}.sqlite_master").fetchone()  # a damaged header fails here
-                except sqlite3.DatabaseError as exc:
+                except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # a damaged schema's text, too
                     raise ParseError(f"unreadable rocpd database ({str(exc).splitlines()[0][:200]}); was it copied "
                                      "while rocprofv3 was still writing?", source=str(path)) from None
                 schemas.append((f"db{j}", path))
@@ -306,7 +306,7 @@ def rocpd_stats(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
                                          SUM("end" < start) AS negative, {size} AS bytes
                                   FROM "{schema}"."{table_name}{sfx}" GROUP BY {key}) G
                             LEFT JOIN "{schema}"."{names}{sfx}" S ON S.id = G.{key}""")
-            except sqlite3.DatabaseError as exc:
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
                 raise ParseError(f"unreadable rocpd database ({str(exc).splitlines()[0][:200]}); was it copied "
                                  "while rocprofv3 was still writing?", source=str(path)) from None
         if not parts:
@@ -317,7 +317,7 @@ def rocpd_stats(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
                     FROM ({" UNION ALL ".join(parts)}) GROUP BY name"""
         try:
             pieces.append(pd.read_sql_query(query, con))
-        except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
+        except (sqlite3.DatabaseError, pd.errors.DatabaseError, UnicodeDecodeError) as exc:
             raise ParseError(f"unreadable rocpd database ({str(exc).splitlines()[0][:200]}); was it copied while "
                              "rocprofv3 was still writing?", source=", ".join(str(p) for _, p in schemas)) from None
     columns = ["name", "calls", "total_ns", "min_ns", "max_ns", "sumsq", "negative", "bytes"]
@@ -363,7 +363,7 @@ def rocpd_summary(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str
                 _stand_in_missing(con, sfx)
                 processes += con.execute(f'SELECT COUNT(*) FROM "rocpd_info_process{sfx}"').fetchone()[0]
                 hosts |= {h for (h,) in con.execute(f'SELECT hostname FROM "rocpd_info_node{sfx}"') if h}
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             raise ParseError(f"unreadable rocpd database ({str(exc).splitlines()[0][:200]})", source=str(path)) \
                 from None
         finally:
@@ -409,7 +409,7 @@ def rocpd_totals(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]
                         LEFT JOIN "rocpd_info_node{sfx}" N ON N.id = G.nid
                         {"LEFT JOIN " + chr(34) + "rocpd_info_agent" + sfx + chr(34) + " A ON A.id = G.agent_id"
                          if by == "agent" else ""}""", con))
-        except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
+        except (sqlite3.DatabaseError, pd.errors.DatabaseError, UnicodeDecodeError) as exc:
             raise ParseError(f"unreadable rocpd database ({str(exc).splitlines()[0][:200]}); was it copied while "
                              "rocprofv3 was still writing?", source=str(path)) from None
         finally:
