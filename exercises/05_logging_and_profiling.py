@@ -218,3 +218,114 @@ raise NotImplementedError("Exercise 05.S3: the app is an interactive session (a 
 
 # %% tags=["check"]
 seed_checks.check_tensorboard_choice(tensorboard_answer)
+
+# %% [markdown]
+# ## ROCm warm-up: MIOpen's first-call kernel search, and where its results go
+#
+# The first convolution (or batch norm, or RNN) of a given shape makes MIOpen search for its fastest kernel: it
+# compiles and times candidates, which can take tens of seconds, and stores the winner in its user database and the
+# compiled kernels in its cache. `MIOPEN_FIND_MODE` chooses how hard it searches (`FAST` or `2`: the quickest
+# acceptable kernel; the default `DYNAMIC_HYBRID` searches where no tuned result exists). Both caches, and Triton's
+# (`torch.compile`), default to the home directory, which on LUMI holds 20 GB and is shared by every node of a job:
+# move them to the project's scratch (`MIOPEN_USER_DB_PATH`, `MIOPEN_CUSTOM_CACHE_DIR`, `TRITON_CACHE_DIR`), and the
+# next job finds its kernels already searched. The step times below are generated (not recorded): a convolutional
+# model's first ten steps on one GCD, the first one carrying the search.
+
+# %%
+project = "project_465000000"
+warmup = checks.warmup_steps()
+print([f"{t:.3f}" for t in warmup])
+
+# %% tags=["exercise"]
+# Exercise 05.W1: Store in `cache_env` (a dict) the environment that puts MIOpen's user database, MIOpen's kernel cache
+# and Triton's cache in folders under /scratch/<project> (use `project` above).
+# Hint: three variables; MIOPEN_FIND_MODE chooses how hard MIOpen searches, not where it keeps the results.
+cache_env = None
+raise NotImplementedError("Exercise 05.W1: three variables; MIOPEN_FIND_MODE chooses how hard MIOpen searches, not where it keeps the results.")
+
+# %% tags=["check"]
+checks.check_cache_env(cache_env, project)
+
+# %% tags=["exercise"]
+# Exercise 05.W2: How many seconds did the first step cost beyond a steady step? Store it in `search_s`.
+# Hint: the later steps are steady; compare the first with their median.
+search_s = None
+raise NotImplementedError("Exercise 05.W2: the later steps are steady; compare the first with their median.")
+
+# %% tags=["check"]
+checks.check_warmup_cost(search_s, warmup)
+
+# %% [markdown]
+# ## Precision on MI250X: no TF32, so bf16 is the lever
+#
+# An MI250X GCD has no TF32: `torch.backends.cuda.matmul.allow_tf32` changes nothing there, and an fp32 matrix
+# multiply runs at the fp32 matrix peak, 47.9 TFLOPS per GCD, against 191.5 in bf16 (the site profile holds the
+# figures and their source: `load_site("lumi").hardware["gcd_peak_tflops"]`). `torch.autocast("cuda",
+# dtype=torch.bfloat16)` around the forward pass is what moves a model to the bf16 units. Model FLOPs utilisation is
+# then measured against the peak of the precision the run used, for one GCD, the device PyTorch sees. The run below
+# is generated (not recorded).
+
+# %%
+from lumikit.site import load_site
+
+run_numbers = checks.precision_run()
+print(run_numbers, load_site("lumi").hardware["gcd_peak_tflops"])
+
+# %% tags=["exercise"]
+# Exercise 05.P1: What was the run's MFU (0-1)? Store it in `mfu`.
+# Hint: FLOPs per step / step time / one GCD's peak for the precision the run used.
+peaks = None
+mfu = None
+raise NotImplementedError("Exercise 05.P1: FLOPs per step / step time / one GCD's peak for the precision the run used.")
+
+# %% tags=["check"]
+checks.check_mfu_for_precision(mfu, run_numbers)
+
+# %% [markdown]
+# ## The allocator and a memory snapshot
+#
+# PyTorch keeps freed GPU memory in its caching allocator; `torch.cuda.memory_reserved()` above
+# `memory_allocated()` is that cache, and fragmentation of it can make an allocation fail while plenty is free.
+# `PYTORCH_HIP_ALLOC_CONF=expandable_segments:True` (ROCm's name; `PYTORCH_CUDA_ALLOC_CONF` is read too) lets the
+# allocator grow its segments instead of cutting new ones. To see what filled the memory, record a snapshot on the GPU:
+#
+# ```python
+# torch.cuda.memory._record_memory_history(max_entries=100_000)
+# ...  # a few training steps
+# torch.cuda.memory._dump_snapshot("snapshot.pickle")
+# ```
+#
+# This notebook runs without a GPU here, so the snapshot read below is generated in the documented layout (not
+# recorded): `lumikit.trace.memory.load_memory` reads a recorded one the same way (`lumikit trace memory FILE`).
+
+# %%
+import pickle
+import tempfile
+from pathlib import Path
+
+from lumikit.trace.memory import load_memory
+
+frames_fwd = [{"filename": "train.py", "line": 12, "name": "forward"}]
+frames_opt = [{"filename": "/opt/torch/optim/adamw.py", "line": 3, "name": "step"}]
+snapshot_path = Path(tempfile.mkdtemp()) / "snapshot.pickle"
+snapshot_path.write_bytes(pickle.dumps({"device_traces": [[
+    {"action": "alloc", "addr": 0x1000, "size": 300 << 20, "stream": 0, "frames": frames_fwd},
+    {"action": "alloc", "addr": 0x9000, "size": 200 << 20, "stream": 0, "frames": frames_fwd},
+    {"action": "free_completed", "addr": 0x1000, "size": 300 << 20, "stream": 0, "frames": frames_fwd},
+    {"action": "alloc", "addr": 0x20000, "size": 120 << 20, "stream": 0, "frames": frames_opt}]],
+    "segments": [{"device": 0, "address": 0, "total_size": 1 << 30, "stream": 0, "segment_type": "large",
+                  "allocated_size": 320 << 20, "active_size": 320 << 20, "blocks": [
+                      {"address": 0x9000, "size": 200 << 20, "requested_size": 200 << 20,
+                       "state": "active_allocated", "frames": frames_fwd},
+                      {"address": 0x20000, "size": 120 << 20, "requested_size": 120 << 20,
+                       "state": "active_allocated", "frames": frames_opt}]}]}))
+print(load_memory(snapshot_path).describe())
+
+# %% tags=["exercise"]
+# Exercise 05.M1: What was the peak of live allocated bytes in the snapshot? Store it (an int, bytes) in `peak_bytes`.
+# Hint: the peak is a moment in the history, not what the segments hold at the end.
+peak_bytes = None
+raise NotImplementedError("Exercise 05.M1: the peak is a moment in the history, not what the segments hold at the end.")
+
+# %% tags=["check"]
+checks.check_snapshot_peak(peak_bytes, str(snapshot_path))

@@ -122,3 +122,29 @@ checks.check_perfetto_slice(slice_path, rank=analyzer.get_straggler(), step=11)
 # **Question 06.E.** What do you look at first when you open the slice of 06.5 in Perfetto?
 #
 # **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown]
+# ## Hardware counters: GPU% 100 only says a kernel was resident
+#
+# `rocm-smi`'s GPU% is the share of time the GPU had any work; one wave on one compute unit keeps it at 100.
+# `rocprofv3 --pmc GRBM_GUI_ACTIVE SQ_WAVES -- python train.py` counts, per kernel dispatch, the busy cycles
+# (`GRBM_GUI_ACTIVE`, what GPU% sees) and the waves launched (`SQ_WAVES`). A GCD has 110 compute units: a kernel with
+# fewer waves than that left most of them idle, busy or not. The counter file below is generated in rocprofv3's
+# documented columns (not recorded); `lumikit rocprof counters FILE` reads a recorded one, or the rocpd database.
+
+# %%
+from lumikit.rocprof.counters import counters_per_kernel, parse_counter_csv, waves_per_cu
+
+counter_csv = checks.counter_exercise_csv()
+counter_table = parse_counter_csv(counter_csv)
+print(counters_per_kernel(counter_table))
+
+# %% tags=["exercise"]
+# Exercise 06.C1: Which kernels had fewer waves than the GCD has compute units? Store their names in a list `starved`.
+# Hint: every kernel was busy for its whole run; count waves per compute unit instead.
+per_dispatch = None
+starved = None
+raise NotImplementedError("Exercise 06.C1: every kernel was busy for its whole run; count waves per compute unit instead.")
+
+# %% tags=["check"]
+checks.check_starved_kernels(starved, counter_csv)

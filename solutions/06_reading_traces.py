@@ -144,3 +144,28 @@ checks.check_perfetto_slice(slice_path, rank=analyzer.get_straggler(), step=11)
 # **Answer.** The slice holds one step of one rank, a few kB instead of the whole file, and Perfetto opens it at
 # once. Look at the gap at the start of the compute stream (the host wait of 06.3) and at the long collectives on
 # the other ranks' slices.
+
+# %% [markdown]
+# ## Hardware counters: GPU% 100 only says a kernel was resident
+#
+# `rocm-smi`'s GPU% is the share of time the GPU had any work; one wave on one compute unit keeps it at 100.
+# `rocprofv3 --pmc GRBM_GUI_ACTIVE SQ_WAVES -- python train.py` counts, per kernel dispatch, the busy cycles
+# (`GRBM_GUI_ACTIVE`, what GPU% sees) and the waves launched (`SQ_WAVES`). A GCD has 110 compute units: a kernel with
+# fewer waves than that left most of them idle, busy or not. The counter file below is generated in rocprofv3's
+# documented columns (not recorded); `lumikit rocprof counters FILE` reads a recorded one, or the rocpd database.
+
+# %%
+from lumikit.rocprof.counters import counters_per_kernel, parse_counter_csv, waves_per_cu
+
+counter_csv = checks.counter_exercise_csv()
+counter_table = parse_counter_csv(counter_csv)
+print(counters_per_kernel(counter_table))
+
+# %% tags=["solution"]
+# Exercise 06.C1: Which kernels had fewer waves than the GCD has compute units? Store their names in a list `starved`.
+# Hint: every kernel was busy for its whole run; count waves per compute unit instead.
+per_dispatch = waves_per_cu(counter_table)
+starved = sorted(per_dispatch.loc[per_dispatch["waves_per_cu"] < 1, "kernel"])
+
+# %% tags=["check"]
+checks.check_starved_kernels(starved, counter_csv)

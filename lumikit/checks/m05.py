@@ -199,3 +199,118 @@ WHY_WARMUP = Choice("05.q2", "Why does the schedule of 05.1 give the profiler a 
                 "one."),
 })
 check_why_warmup = choice_check(WHY_WARMUP)
+
+
+# --- ROCm warm-up: MIOpen's kernel search and the caches out of the home directory --------------------------------
+
+#: The variables that move MIOpen's and Triton's caches (MIOpen: user performance database and compiled kernels).
+CACHE_VARIABLES = ("MIOPEN_USER_DB_PATH", "MIOPEN_CUSTOM_CACHE_DIR", "TRITON_CACHE_DIR")
+
+
+def _cache_problems(env: Mapping[str, str], project: str) -> list[str]:
+    """What is wrong with a cache environment: variables missing, or a cache left in the 20 GB home."""
+    out = [f"{v} is not set" for v in CACHE_VARIABLES if not str(env.get(v, "")).strip()]
+    for v in CACHE_VARIABLES:
+        value = str(env.get(v, ""))
+        if value and not any(value.startswith(f"/{fs}/{project}") for fs in ("scratch", "flash", "project")):
+            out.append(f"{v}={value} is not under /scratch/{project}, /flash/{project} or /project/{project}")
+    return out
+
+
+@check("05.W1",
+       wrong("the caches in the home directory (the 20 GB quota fills, and every node shares it)",
+             env=lambda a: {v: f"$HOME/.cache/{v.lower()}" for v in CACHE_VARIABLES}, mentions="HOME"),
+       wrong("MIOpen only: Triton still compiles into ~/.triton", env=lambda a: {
+           "MIOPEN_USER_DB_PATH": f"/scratch/{a.project}/miopen", "MIOPEN_CUSTOM_CACHE_DIR": f"/scratch/{a.project}/miopen"},
+           mentions="TRITON_CACHE_DIR"),
+       wrong("only MIOPEN_FIND_MODE set: a faster search, but the results still land in the home directory",
+             env={"MIOPEN_FIND_MODE": "FAST"}, mentions="MIOPEN_USER_DB_PATH"))
+def check_cache_env(env: Mapping[str, str] | None, project: str) -> Passed:
+    """Exercise 05.W1: MIOpen's database and kernel cache and Triton's cache, all in the project's scratch."""
+    expect_type("05.W1", env, dict, what="a dict of environment variables",
+                hint="{'MIOPEN_USER_DB_PATH': '/scratch/<project>/...', ...}")
+    bad = _cache_problems(env, project)  # type: ignore[arg-type]
+    if bad:
+        raise CheckFailed("05.W1", "; ".join(bad), hint="set " + ", ".join(CACHE_VARIABLES) + f" to folders under "
+                          f"/scratch/{project} (the home directory holds 20 GB, and each node writes there)")
+    return passed("05.W1", "MIOpen's search results and compiled kernels, and Triton's, survive in the project's "
+                           "scratch: the next job starts warm")
+
+
+def warmup_steps() -> list[float]:
+    """Generated step times (s) of a convolutional model's first steps on one GCD, the first one carrying MIOpen's
+    kernel search; different per learner."""
+    rng = rng_for("05.W2")
+    steady = rng.uniform(0.08, 0.2)
+    search = rng.uniform(8.0, 40.0)
+    return [round(steady + search, 3)] + [round(steady * rng.uniform(0.97, 1.03), 4) for _ in range(9)]
+
+
+@check("05.W2",
+       wrong("the first step's whole time, not what it cost beyond a steady step",
+             answer=lambda a: a.steps[0]),
+       wrong("the mean over all steps minus the steady median (the search spread over ten steps)",
+             answer=lambda a: statistics.mean(a.steps) - statistics.median(a.steps[1:])),
+       wrong("in milliseconds", answer=lambda a: 1000 * (a.steps[0] - statistics.median(a.steps[1:]))))
+def check_warmup_cost(answer: float | None, steps: list[float]) -> Passed:
+    """Exercise 05.W2: how many seconds the first step cost beyond a steady one (the kernel search)."""
+    expected = steps[0] - statistics.median(steps[1:])
+    expect_close("05.W2", answer, expected, rel=0.001, what="the first step's extra time in seconds",
+                 hint="the first step minus the median of the later steps.")
+    return passed("05.W2", f"{expected:.1f} s of kernel search: MIOPEN_FIND_MODE=FAST shortens it, a kept "
+                           "MIOPEN_USER_DB_PATH skips it in the next job")
+
+
+# --- Precision on MI250X: MFU for the precision the run used -------------------------------------------------------
+
+def precision_run() -> dict:
+    """A generated bf16 run on one GCD (autocast): model FLOPs per step and the step time; different per learner."""
+    rng = rng_for("05.P1")
+    step_s = round(rng.uniform(0.5, 3.0), 3)
+    flops = round(rng.uniform(0.15, 0.5) * _peak("bf16") * step_s / 1e12) * 1e12  # whole TFLOPs per step
+    return {"precision": "bf16", "flops_per_step": flops, "step_s": step_s}
+
+
+def _peak(precision: str) -> float:
+    return float(load_site("lumi").hardware["gcd_peak_tflops"][precision]) * 1e12
+
+
+@check("05.P1",
+       wrong("against the fp32 matrix peak: a bf16 run measured against fp32 looks four times better",
+             mfu=lambda a: a.run["flops_per_step"] / a.run["step_s"] / _peak("fp32_matrix")),
+       wrong("against a whole MI250X (two GCDs): PyTorch's device is one GCD",
+             mfu=lambda a: a.run["flops_per_step"] / a.run["step_s"] / (2 * _peak("bf16"))),
+       wrong("a percentage", mfu=lambda a: 100 * a.run["flops_per_step"] / a.run["step_s"] / _peak("bf16")))
+def check_mfu_for_precision(mfu: float | None, run: dict) -> Passed:
+    """Exercise 05.P1: MFU (0-1) of the run against one GCD's peak for the precision it used."""
+    expected = run["flops_per_step"] / run["step_s"] / _peak(run["precision"])
+    expect_close("05.P1", mfu, expected, rel=0.01, what="the model FLOPs utilisation (0-1)",
+                 hint="FLOPs per step / step time / one GCD's peak for the run's precision "
+                      "(load_site('lumi').hardware['gcd_peak_tflops']).")
+    return passed("05.P1", f"MFU {expected:.1%} of {_peak(run['precision']) / 1e12:.1f} TFLOPS "
+                           f"({run['precision']}, one GCD)")
+
+
+# --- The allocator and a memory snapshot ---------------------------------------------------------------------------
+
+@check("05.M1",
+       wrong("the reserved segments' total, not the peak of live allocations",
+             peak_bytes=lambda a: sum(s["total_size"] for s in __import__("pickle").loads(
+                 __import__("pathlib").Path(a.path).read_bytes())["segments"])),
+       wrong("in MiB", peak_bytes=lambda a: _snapshot_peak(a.path) / 2**20),
+       wrong("what is still allocated at the end", peak_bytes=lambda a: sum(
+           b["size"] for s in __import__("pickle").loads(__import__("pathlib").Path(a.path).read_bytes())["segments"]
+           for b in s["blocks"] if b["state"] == "active_allocated")))
+def check_snapshot_peak(peak_bytes: int | None, path: str) -> Passed:
+    """Exercise 05.M1: the peak of live allocated bytes in a memory snapshot."""
+    expected = _snapshot_peak(path)
+    expect_close("05.M1", peak_bytes, expected, rel=0.001, what="the peak of allocated bytes",
+                 hint="load_memory(path).peak()['bytes'] follows allocations and frees over time.")
+    return passed("05.M1", f"peak {expected / 2**20:.0f} MiB live; reserved memory above it is the allocator's "
+                           "cache (PYTORCH_HIP_ALLOC_CONF=expandable_segments:True lets it grow segments in place)")
+
+
+def _snapshot_peak(path: str) -> int:
+    from ..trace.memory import load_memory
+
+    return int(load_memory(path).peak()["bytes"])

@@ -216,3 +216,49 @@ WHY_NOT_STEP_TIME = Choice("06.q1", "Why can the step time not tell you which ra
                 "they are just as long: the collectives make every rank's step end at the same time."),
 })
 check_why_not_step_time = choice_check(WHY_NOT_STEP_TIME)
+
+
+# --- Hardware counters: GPU% 100 only says a kernel was resident ---------------------------------------------------
+
+def counter_exercise_csv() -> str:
+    """A generated ``rocprofv3 --pmc GRBM_GUI_ACTIVE SQ_WAVES`` counter CSV (documented columns): kernels that each
+    kept the GCD busy for their whole run, some with far fewer waves than compute units; different per learner."""
+    from ..checks.learner import rng_for
+
+    rng = rng_for("06.C1")
+    header = ('"Correlation_Id","Dispatch_Id","Agent_Id","Queue_Id","Process_Id","Thread_Id","Grid_Size","Kernel_Id",'
+              '"Kernel_Name","Workgroup_Size","LDS_Block_Size","Scratch_Size","VGPR_Count","Accum_VGPR_Count",'
+              '"SGPR_Count","Counter_Name","Counter_Value","Start_Timestamp","End_Timestamp"')
+    kernels = [("layer_norm_small", rng.choice([16, 32, 64])), ("gemm_big", rng.choice([8192, 16384, 65536])),
+               ("reduce_tail", rng.choice([1, 2, 4])), ("elementwise_wide", rng.choice([2048, 4096]))]
+    rows, t = [header], 1_000_000
+    for i, (name, waves) in enumerate(kernels, start=1):
+        dur = rng.randrange(20_000, 200_000)
+        for counter, value in (("GRBM_GUI_ACTIVE", round(dur * 1.7)), ("SQ_WAVES", waves)):
+            rows.append(f'{i},{i},"Agent 1",1,4242,4242,{waves * 64},{i},"{name}",64,0,0,32,0,32,"{counter}",'
+                        f'{value},{t},{t + dur}')
+        t += dur + 1000
+    return "\n".join(rows) + "\n"
+
+
+def _waves(text: str) -> dict[str, float]:
+    from ..rocprof.counters import parse_counter_csv, waves_per_cu
+
+    w = waves_per_cu(parse_counter_csv(text))
+    return dict(zip(w["kernel"], w["waves_per_cu"]))
+
+
+@check("06.C1",
+       wrong("every kernel kept the GPU busy (GRBM_GUI_ACTIVE): busy is not used",
+             starved=lambda a: sorted(_waves(a.csv_text))),
+       wrong("waves per GCD instead of per compute unit: only the kernels below 1 wave",
+             starved=lambda a: sorted(k for k, w in _waves(a.csv_text).items() if w * 110 < 1) or ["none"]),
+       wrong("the biggest kernel", starved=lambda a: [max(_waves(a.csv_text), key=_waves(a.csv_text).get)]))
+def check_starved_kernels(starved: list[str] | None, csv_text: str) -> Passed:
+    """Exercise 06.C1: the kernels with fewer waves than the GCD has compute units (below 1 wave per CU)."""
+    expected = sorted(k for k, w in _waves(csv_text).items() if w < 1)
+    expect_type("06.C1", starved, list, what="a list of kernel names")
+    expect_equal("06.C1", sorted(starved), expected, what="the kernels with less than one wave per compute unit",
+                 hint="waves_per_cu(parse_counter_csv(text)): SQ_WAVES / 110 compute units per GCD.")
+    return passed("06.C1", f"{', '.join(expected)}: GPU% read 100 while most of the 110 compute units had nothing "
+                           "to run")

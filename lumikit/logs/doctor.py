@@ -263,14 +263,56 @@ def diagnose(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     found: list[Diagnosis] = []
+    dumps: list[Path] = []
     for given in paths:
+        dumps += _flight_recorder_dumps(Path(given))
         for path in _log_files(Path(given)):
-            if path != Path(given) and looks_binary(path):  # found in a folder: pass by; named: say why not
+            if path in dumps or (path != Path(given) and looks_binary(path)):  # in a folder: pass by; named: say why not
                 continue
             found.extend(diagnose_text(read_log_text(path), source=str(path)))
-    return found
+    return found + diagnose_flight_recorder(dumps)
 
 
 def problems(diagnoses: Iterable[Diagnosis]) -> list[Diagnosis]:
     """Only the diagnoses that are failures (severity ``problem``), not notes."""
     return [d for d in diagnoses if d.severity == "problem"]
+
+
+# --- PyTorch flight recorder dumps (a hang: which rank never joined which collective) ---------------------------
+
+_DUMP_NAME = re.compile(r"(?:trace|fr|flight)\w*?_?(\d+)(?:\.json|\.pkl)?$", re.IGNORECASE)
+
+
+def _flight_recorder_dumps(path: Path) -> list[Path]:
+    """Flight recorder dumps given by name, or found in a folder under their usual names (``nccl_trace_rank_3``,
+    ``fr_trace_rank_3``, ``<TORCH_FR_DUMP_TEMP_FILE>3``)."""
+    from .flight_recorder import is_flight_recorder_dump
+
+    if path.is_file():
+        return [path] if is_flight_recorder_dump(path) else []
+    if not path.is_dir():
+        return []
+    return sorted(p for p in path.rglob("*") if p.is_file() and _DUMP_NAME.search(p.name)
+                  and not any(part.startswith(".") for part in p.relative_to(path).parts)
+                  and is_flight_recorder_dump(p))
+
+
+def diagnose_flight_recorder(dumps: Iterable[str | os.PathLike[str]]) -> list[Diagnosis]:
+    """One diagnosis per process group where some ranks never joined a collective the others waited in."""
+    from .flight_recorder import find_hangs, read_flight_recorder
+
+    records = [read_flight_recorder(p) for p in dumps]
+    by_rank = {r.rank: r for r in records}
+    out = []
+    for hang in find_hangs(records):
+        where = by_rank[hang.waiting[0]].path if hang.waiting else records[0].path
+        out.append(Diagnosis(
+            "collective-never-joined", "A rank never joined a collective (flight recorder)", "problem", str(where),
+            0, hang.describe(),
+            f"The ranks {', '.join(map(str, hang.waiting))} called collective {hang.seq} of that process group and "
+            "waited until the timeout; the others were elsewhere: an exception, a data loader that ran out early "
+            "on one rank, a branch that skips a collective, or a rank stuck before it.",
+            f"Look at what rank {hang.missing[0]} did after collective {hang.last_seen[hang.missing[0]]}: its "
+            "traceback in the job log, or `py-spy dump --pid PID` on it through `srun --overlap --jobid JOBID`; "
+            "keep TORCH_FR_BUFFER_SIZE=2000 set so the next hang is recorded too."))
+    return out

@@ -32,7 +32,8 @@ _IDS = (
 )
 _CALL = re.compile(r"^\s*(?P<api>hip\w+)\s*\((?P<args>.*)\)\s*$")
 _RETURN = re.compile(r"^\s*(?P<api>hip\w+):\s*Returned\s+(?P<status>\w+)")
-_SHADER = re.compile(r"ShaderName\s*:\s*(?P<name>\S+)")
+# The name is the rest of the record: ROCm 7 logs demangled names ("void at::native::kernel<4, ...>(int, ...)").
+_SHADER = re.compile(r"ShaderName\s{0,40}:\s{0,40}(?P<name>\S.{0,8191})")
 _DISPATCH = re.compile(r"Dispatch Header.{0,500}?grid=\[(?P<grid>[\d, ]{1,100})\],\s{0,40}"
                        r"workgroup=\[(?P<wg>[\d, ]{1,100})\]")
 _LAUNCH_API = re.compile(r"^hip\w*Launch\w*$|^hipGraphLaunch$")
@@ -212,7 +213,7 @@ def parse_hip_log(text: str, source: str = "<text>") -> pd.DataFrame:
             continue
         m = _SHADER.search(rec.message)
         if m and thread in open_kernel:
-            rows[open_kernel[thread]]["name"] = m.group("name")
+            rows[open_kernel[thread]]["name"] = m.group("name").rstrip()
             continue
         m = _DISPATCH.search(rec.message)
         if m and thread in open_kernel:

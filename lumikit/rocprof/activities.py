@@ -61,6 +61,8 @@ class Activities:
     source: str
     processes: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["hostname", "pid", "command"]))
     generation: str = "v3"
+    #: What a reader flagged on the way (negative durations, an unknown schema version, tables read as empty).
+    notes: list[str] = field(default_factory=list)
 
     @classmethod
     def build(cls, kernels: pd.DataFrame | None, copies: pd.DataFrame | None, api: pd.DataFrame | None,
@@ -77,7 +79,7 @@ class Activities:
     def kernel_stats(self) -> pd.DataFrame:
         """Kernels ranked by total GPU time: the table of ``lumikit rocprof stats``."""
         table = stats_from_durations(self.kernels[["name", "duration_ns"]])
-        table.attrs.update(source=self.source, generation=self.generation)
+        table.attrs.update(source=self.source, generation=self.generation, notes=list(self.notes))
         return table
 
     def copy_stats(self) -> pd.DataFrame:

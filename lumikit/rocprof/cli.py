@@ -36,6 +36,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     summary.add_argument("--json", action="store_true", help="print JSON instead of text")
     summary.add_argument("--top", type=int, default=5, metavar="N", help="the N largest of each kind (default 5)")
     summary.set_defaults(func=_summary)
+    counters = sub.add_parser(
+        "counters", help="hardware counters (rocprofv3 --pmc) per kernel",
+        description="Add up the hardware counters of a rocprofv3 --pmc run per kernel. PATH is a "
+                    "*_counter_collection.csv or a rocpd *_results.db. With SQ_WAVES, also the waves per compute "
+                    "unit: below 1, most of the GCD had nothing to run even while GPU% read 100.")
+    counters.add_argument("path", metavar="PATH", help="a *_counter_collection.csv or a rocpd .db")
+    counters.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    counters.add_argument("--top", type=int, default=10, metavar="N", help="the N longest kernels (default 10)")
+    counters.set_defaults(func=_counters)
 
 
 def _finite(value: float) -> float | None:
@@ -105,6 +114,18 @@ def _has_activities(path: str) -> bool:
     return p.name.lower().endswith((".db", ".rpd", ".sqlite", ".pftrace"))
 
 
+def _databases(path: str) -> list:
+    """The rocpd databases PATH is or holds (a folder's databases win over its Perfetto traces), else []."""
+    from pathlib import Path
+
+    from .outputs import find_outputs
+
+    p = Path(path)
+    if p.is_dir():
+        return list(find_outputs(p).databases)
+    return [p] if p.name.lower().endswith((".db", ".rpd", ".sqlite")) else []
+
+
 def _summary(args: argparse.Namespace) -> int:
     from .outputs import activities
 
@@ -112,16 +133,24 @@ def _summary(args: argparse.Namespace) -> int:
         if not args.json:  # --json prints JSON only
             print("(CSV or v1 outputs: kernels only; copies and API calls are in the rocpd database or .pftrace)")
         return _stats(args)
-    acts = activities(args.path)
-    tables = {"kernels": acts.kernel_stats(), "copies": acts.copy_stats(), "api": acts.api_stats()}
-    report = acts.summary()
+    databases = _databases(args.path)
+    if databases:  # added up inside SQLite: millions of rows never enter pandas
+        from .rocpd import rocpd_summary
+
+        report, tables = rocpd_summary(databases)
+        source, generation = report["source"], report["generation"]
+    else:
+        acts = activities(args.path)
+        tables = {"kernels": acts.kernel_stats(), "copies": acts.copy_stats(), "api": acts.api_stats()}
+        report = acts.summary()
+        source, generation = acts.source, acts.generation
     if args.json:
         report["top"] = {k: [{"name": r["name"], "calls": int(r["calls"]), "total_ns": float(r["total_ns"])}
                              for _, r in t.head(args.top).iterrows()] for k, t in tables.items()}
         print_json(report)
         return 0
     nodes = report.get("nodes") or []
-    print(f"{acts.source} (rocprof {acts.generation}): {report['processes']} processes"
+    print(f"{source} (rocprof {generation}): {report['processes']} processes"
           + (f" on {len(nodes)} nodes ({', '.join(nodes)})" if nodes else ""))
     titles = {"kernels": "kernels", "copies": "memory copies", "api": "API calls"}
     for key, table in tables.items():
@@ -130,4 +159,30 @@ def _summary(args: argparse.Namespace) -> int:
         print(f"\n{titles[key]}: {part['count']} in {len(table)} names, {part['total_ns'] / 1e6:.3f} ms{extra}")
         for _, r in table.head(args.top).iterrows():
             print(f"  {r['total_ns'] / 1e6:>10.3f} ms {r['calls']:>7}x  {short_kernel_name(r['name'], 70)}")
+    for note in report.get("notes", []):
+        print(f"note: {note}")
+    return 0
+
+
+def _counters(args: argparse.Namespace) -> int:
+    from .counters import counters_per_kernel, read_counters
+
+    table = counters_per_kernel(read_counters(args.path)).head(args.top if args.top > 0 else None)
+    names = [c for c in table.columns if c not in ("kernel", "dispatches", "duration_ns")]
+    if "SQ_WAVES" in table:
+        table["waves_per_cu_per_dispatch"] = table["SQ_WAVES"] / table["dispatches"] / 110
+    if args.json:
+        print_json({"source": str(args.path), "counters": names,
+                    "kernels": [{k: (None if isinstance(v, float) and math.isnan(v) else
+                                     (v.item() if hasattr(v, "item") else v)) for k, v in r.items()}
+                                for r in table.to_dict("records")]})
+        return 0
+    print(f"{args.path}: counters {', '.join(names)}")
+    extra = "  waves/CU" if "SQ_WAVES" in table else ""
+    print(f"{'ms':>10} {'calls':>7}  " + "  ".join(f"{n:>16}" for n in names) + extra + "  kernel")
+    for _, r in table.iterrows():
+        cells = "  ".join(f"{r[n]:>16.6g}" for n in names)
+        waves = f"  {r['waves_per_cu_per_dispatch']:>8.2f}" if extra else ""
+        print(f"{r['duration_ns'] / 1e6:>10.3f} {int(r['dispatches']):>7}  {cells}{waves}  "
+              f"{short_kernel_name(str(r['kernel']), 60)}")
     return 0

@@ -112,7 +112,11 @@ def activities(path: str | os.PathLike[str]):
 
 def _kernels_from_file(path: Path) -> pd.DataFrame:
     name = path.name.lower()
-    if name.endswith((".db", ".rpd", ".sqlite", ".pftrace")):
+    if name.endswith((".db", ".rpd", ".sqlite")):
+        from .rocpd import rocpd_kernel_stats
+
+        return rocpd_kernel_stats(path)  # added up inside SQLite: millions of dispatches never enter pandas
+    if name.endswith(".pftrace"):
         return activities(path).kernel_stats()
     if name.endswith("kernel_trace.csv"):
         events = read_kernel_trace(path)
@@ -146,7 +150,11 @@ def rocprof_kernels(path: str | os.PathLike[str]) -> pd.DataFrame:
             files = getattr(outputs, role)
             if files:
                 return combine_stats(_kernels_from_file(f) for f in files)
-        if outputs.databases or outputs.perfetto_traces:
+        if outputs.databases:
+            from .rocpd import rocpd_kernel_stats
+
+            return rocpd_kernel_stats(outputs.databases)
+        if outputs.perfetto_traces:
             return activities(p).kernel_stats()
         raise LumikitError(f"{p}: no rocprof kernel outputs found (results.stats.csv, *_kernel_stats.csv, "
                            "*_kernel_trace.csv, results.json, *_results.db or *.pftrace); run with "

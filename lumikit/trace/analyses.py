@@ -95,14 +95,26 @@ class TraceAnalyzer:
         return int(steps["step"][int(np.argmax(steps["start"]))])
 
     def _window_mask(self, rank: int) -> np.ndarray | None:
-        """Which GPU activities the analyses count (None: all): work launched from the host before the last
-        ProfilerStep began, and unlaunched work that started before it."""
-        if self.dropped_step(rank) is None:
+        """Which GPU activities the analyses count (None: all), as HTA's window: work launched from the host before
+        the last ProfilerStep began (before it ended with ``include_last_step``), and unlaunched work (its launch is
+        not in the trace) only where it starts inside the steps; so GPU work before the first step whose launch
+        was not recorded (kernels still running from before the profiler started) does not count."""
+        steps = self.step_columns(rank)
+        if len(steps) < 2:  # HTA filters nothing with fewer than two steps
             return None
         gpu = self.gpu_columns(rank)
-        last = float(self.step_columns(rank)["start"].max())
+        first = float(steps["start"].min())
         launch = gpu["launch_ts"]
-        return np.where(np.isnan(launch), gpu["ts"], launch) < last
+        if self.include_last_step:
+            end = float(steps["end"].max())
+            in_launch = launch <= end
+            in_start = (gpu["ts"] >= first) & (gpu["ts"] <= end)
+        else:
+            last = float(steps["start"].max())
+            in_launch = launch < last
+            in_start = (gpu["ts"] >= first) & (gpu["ts"] < last)
+        mask = np.where(np.isnan(launch), in_start, in_launch)
+        return None if mask.all() else mask
 
     def window_columns(self, rank: int) -> Columns:
         """The GPU activities the analyses count, as numpy columns (see :meth:`window`)."""
@@ -113,8 +125,8 @@ class TraceAnalyzer:
         return self._window_cols[rank]
 
     def window(self, rank: int) -> "pd.DataFrame":
-        """The GPU activities the analyses count: without the last step's work unless ``include_last_step``
-        (work launched from the host before the last ProfilerStep began; unlaunched work that started before it)."""
+        """The GPU activities the analyses count: HTA's window (see :meth:`_window_mask`): without the last step's
+        work unless ``include_last_step``, and without unlaunched work that started before the first step."""
         def build() -> "pd.DataFrame":
             mask = self._window_mask(rank)
             return self.gpu(rank) if mask is None else self.gpu(rank)[mask]
@@ -364,11 +376,12 @@ def distinct(values: np.ndarray) -> list[int]:
 
 def window_note(include_last_step: bool) -> str:
     """One sentence on which steps the analyses counted, and how that compares with HTA."""
+    before = ("; GPU work from before the first step whose launch is not in the trace is left out, as HTA does")
     if include_last_step:
         return ("every ProfilerStep counted, the last one too (HTA leaves the last step out unless "
-                "include_last_profiler_step=True)")
+                "include_last_profiler_step=True)" + before)
     return ("the last ProfilerStep of each rank left out, as HTA does (it is often cut short when the profiler "
-            "stops); include_last_step=True (command line: --include-last-step) counts it")
+            "stops); include_last_step=True (command line: --include-last-step) counts it" + before)
 
 
 def straggler_counts(rows: list[dict], ranks: list[int]) -> dict[int, int]:

@@ -119,6 +119,12 @@ def looks_like_trace(path: Path) -> bool:
     return b'"traceEvents"' in head or head[:1] == b"["
 
 
+def is_rocprof_v1_json(path: Path) -> bool:
+    """Whether a JSON file is rocprof v1's ``results.json`` (it opens with an empty event: ``{ "traceEvents":[{}``),
+    which has its own reader (``lumikit rocprof stats``) and no PyTorch steps or ranks."""
+    return _head(path, 256).replace(b" ", b"").replace(b"\n", b"").startswith(b'{"traceEvents":[{}')
+
+
 def find_trace_files(path: Path | str, rank_map: Mapping[int, str | Path] | None = None) -> dict[int, Path]:
     """Map ranks to trace files under ``path`` (a file or a folder; run folders are searched recursively).
 
@@ -145,6 +151,10 @@ def find_trace_files(path: Path | str, rank_map: Mapping[int, str | Path] | None
     for p in candidates:
         if not looks_like_trace(p):
             warnings.warn(f"{p}: skipped, not a trace file (no traceEvents)", stacklevel=2)
+            continue
+        if is_rocprof_v1_json(p):
+            warnings.warn(f"{p}: skipped, a rocprof v1 results.json, not a PyTorch profiler trace; read it with "
+                          f"`lumikit rocprof stats {p}`", stacklevel=2)
             continue
         rank = rank_from_content(p)
         if rank is None:

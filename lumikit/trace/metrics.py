@@ -53,8 +53,18 @@ def intersection_length(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, n
 
 
 def _spans(gpu: Columns, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    ts, end = gpu["ts"], gpu["end"]
-    return (ts, end) if mask is None else (ts[mask], end[mask])
+    """Starts and ends of the activities relative to the table's first start, the ends as start + ``dur``.
+
+    Epoch timestamps in float microseconds (about 1.7e15) sit on a 0.25 µs grid, so an ``end`` column computed
+    as ``ts + dur`` there is off by up to 0.125 µs and a union of back-to-back kernels could come out longer than
+    their durations add up to; relative to the first start the sums stay exact. Lengths do not change.
+    """
+    ts, dur = gpu["ts"], gpu["dur"]
+    if mask is not None:
+        ts, dur = ts[mask], dur[mask]
+    base = float(gpu["ts"].min()) if len(gpu["ts"]) else 0.0
+    start = ts - base
+    return start, start + dur
 
 
 def temporal_breakdown(gpu: "Columns | pd.DataFrame") -> dict[str, float]:
@@ -62,8 +72,9 @@ def temporal_breakdown(gpu: "Columns | pd.DataFrame") -> dict[str, float]:
     g = as_columns(gpu)
     if g.empty:
         return {"span_us": 0.0, "idle_us": 0.0, "compute_us": 0.0, "non_compute_us": 0.0}
-    span = float(g["end"].max() - g["ts"].min())
-    busy = union_length(*_spans(g))
+    start, end = _spans(g)
+    span = float(end.max() - start.min())
+    busy = union_length(start, end)
     compute = union_length(*_spans(g, g.label_mask("kclass", ("compute",))))
     return {"span_us": span, "idle_us": span - busy, "compute_us": compute, "non_compute_us": busy - compute}
 

@@ -196,7 +196,9 @@ class TraceStream:
             body = buf[:pos].strip()
             if body and not _last_event_complete(body):
                 continue
-            if b"[" in buf[pos + 1:] and not _parses(body):  # arrays after the events make the end ambiguous
+            # An array among the keys after the events ("deviceProperties": [{..}, {..}]) ends in "]" too, and its
+            # objects look like events: the body must then parse as a whole, else the "]" belongs to that array.
+            if (b"[" in buf[pos + 1:] or b"]" in body) and not _parses(body):
                 continue
             self.metadata.update(trailer)
             if body:

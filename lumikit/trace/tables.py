@@ -105,6 +105,30 @@ def _first_match(keys: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.n
     return first[pos], uniq[pos] == wanted
 
 
+def _link_by_external_id(ev: Columns, idx: np.ndarray, found: np.ndarray, launch: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """Launches for GPU activities without a correlation match, through the ``External id`` they share with their
+    launch call: PyTorch's ROCm traces may lack ``correlation`` (chakra#128). Within one External id (an operator
+    that launched several kernels) the n-th activity by start time goes with the n-th launch call. Nothing to do,
+    and no cost, when every activity was matched."""
+    missing = np.flatnonzero(~found & (ev["external_id"][idx] >= 0))
+    if len(missing) == 0:
+        return found, launch
+    ridx = np.flatnonzero(ev.label_mask("cat", RUNTIME_CATEGORIES) & ev.label_mask("name", LAUNCH_PATTERN.match)
+                          & (ev["external_id"] >= 0))
+    taken = set(launch[found].tolist())
+    calls: dict[int, list[int]] = {}
+    for r in ridx[np.argsort(ev["ts"][ridx], kind="stable")].tolist():
+        if r not in taken:
+            calls.setdefault(int(ev["external_id"][r]), []).append(r)
+    found, launch = found.copy(), launch.copy()
+    for i in missing[np.argsort(ev["ts"][idx[missing]], kind="stable")].tolist():
+        queue = calls.get(int(ev["external_id"][idx[i]]))
+        if queue:
+            launch[i], found[i] = queue.pop(0), True
+    return found, launch
+
+
 def gpu_columns(events: "Columns | pd.DataFrame", host_steps: Columns | None = None) -> Columns:
     """GPU activities of one rank with their launch and step.
 
@@ -129,17 +153,22 @@ def gpu_columns(events: "Columns | pd.DataFrame", host_steps: Columns | None = N
             "dur": dur, "correlation": correlation, "bytes": ev["bytes"][idx], "end": ts + dur,
             "kclass": np.where(is_mem_cat, np.int8(CLASSES.index("memory")), classes[codes])}
 
-    # launches: the first runtime/driver event with the same correlation id
+    # launches: the first runtime/driver event with the same correlation id, else by External id
     ridx = np.flatnonzero(ev.label_mask("cat", RUNTIME_CATEGORIES) & (ev["correlation"] >= 0))
     where, found = _first_match(ev["correlation"][ridx], correlation)
     if len(ridx) == 0:  # no launch events (a slice that starts after them): none found
         found = np.zeros(len(idx), dtype=bool)
-    launch = ridx[where] if len(ridx) else where
-    data["launch_name"] = np.where(found, ev["name"][launch], -1).astype(np.int32) if len(ridx) else \
-        np.full(len(idx), -1, dtype=np.int32)
-    data["launch_ts"] = np.where(found, ev["ts"][launch], np.nan) if len(ridx) else np.full(len(idx), np.nan)
-    data["launch_dur"] = np.where(found, ev["dur"][launch], np.nan) if len(ridx) else np.full(len(idx), np.nan)
-    data["launch_tid"] = np.where(found, ev["tid"][launch], -1) if len(ridx) else np.full(len(idx), -1)
+    launch = ridx[where] if len(ridx) else np.zeros(len(idx), dtype=np.int64)
+    found, launch = _link_by_external_id(ev, idx, found, launch)
+    if found.any():
+        data["launch_name"] = np.where(found, ev["name"][launch], -1).astype(np.int32)
+        data["launch_ts"] = np.where(found, ev["ts"][launch], np.nan)
+        data["launch_dur"] = np.where(found, ev["dur"][launch], np.nan)
+        data["launch_tid"] = np.where(found, ev["tid"][launch], -1)
+    else:
+        data["launch_name"] = np.full(len(idx), -1, dtype=np.int32)
+        data["launch_ts"], data["launch_dur"] = np.full(len(idx), np.nan), np.full(len(idx), np.nan)
+        data["launch_tid"] = np.full(len(idx), -1)
 
     # steps: host steps for launches, GPU-side annotations where present
     host = step_columns(ev) if host_steps is None else host_steps

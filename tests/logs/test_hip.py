@@ -1,8 +1,11 @@
 """AMD_LOG_LEVEL=4 logs -> a table of kernel launches and copies (ROCm 6 and 7 layouts, hard-wrapped copies)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from lumikit.cli import main
 from lumikit.logs import hip_records, hip_summary, parse_hip_log
 
 
@@ -93,3 +96,66 @@ def test_summary_counts_by_direction_and_names_failed_calls():
 def test_text_without_hip_records_gives_an_empty_table():
     table = parse_hip_log("Epoch 1, Training Loss: 2.0\n")
     assert table.empty and table.attrs["layout"] is None
+
+
+# A real ROCm 7 AMD_LOG_LEVEL=4 excerpt (PyTorch in the LAIF container lumi-multitorch-u24r70f21m50t210-20260513
+# on LUMI): Lumi-supercomputer/Getting_Started_with_AI_workshop (MIT),
+# 04_Understanding_GPU_activity_and_checking_jobs/README.md, the 2026 edition's "Activate logging" block.
+# TRANSCRIBED from the public page (every hard-wrapped line is 199 characters wide, as in the source); the
+# kernel's name is logged demangled and hard-wrapped over three lines.
+REAL_ROCM7 = """\
+:3:hip_module.cpp           :812 : 9529939547052 us: [pid:31271 tid: 0x145b173466c0]  hipLaunchKernel ( 0x145bd3dc0e30, {65536,1,1}, {256,1,1}, 0x145b17344480, 0, stream:<null> ) 
+:4:hip_device.cpp           :35  : 9529939547073 us: [pid:31271 tid: 0x145b173466c0] NullStream 0x101fe7b0, wait 1  
+:4:command.cpp              :169 : 9529939547067 us: [pid:31271 tid: 0x1457f1aaf6c0] Command 0x1449648f6fe0 complete      
+:4:command.cpp              :169 : 9529939547081 us: [pid:31271 tid: 0x1457f1aaf6c0] Command 0x144964976700 complete                                          
+:4:command.cpp              :357 : 9529939547077 us: [pid:31271 tid: 0x145b173466c0] Command (KernelExecution) enqueued: 0x144964749e60 to queue: 0x101fe7b0
+:3:rocvirtual.cpp           :883 : 9529939547090 us: [pid:31271 tid: 0x145b173466c0] Arg0:   = val:0x4000000 (size:0x4)
+:4:command.cpp              :169 : 9529939547084 us: [pid:31271 tid: 0x1457f1aaf6c0] Command 0x1449649769a0 complete                                                                             
+:4:command.cpp              :169 : 9529939547097 us: [pid:31271 tid: 0x1457f1aaf6c0] Command 0x14496495dfa0 complete                  
+:3:rocvirtual.cpp           :883 : 9529939547093 us: [pid:31271 tid: 0x145b173466c0] Arg1:   = val:0x3 (size:0x1)                                                                  
+:3:rocvirtual.cpp           :879 : 9529939547106 us: [pid:31271 tid: 0x145b173466c0] Arg2:   = 0x00 00 60 53 4b 14 00 00 00 00 40 43 4b 14 00 00  (size:0x10)
+:3:rocvirtual.cpp           :3351: 9529939547112 us: [pid:31271 tid: 0x145b173466c0] ShaderName : void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::pow_tensor_scala
+r_kernel_impl<float, float>(at::TensorIteratorBase&, float)::{lambda(float)#1}, std::array<char*, 2ul> >(int, at::native::(anonymous namespace)::pow_tensor_scalar_kernel_impl<float, float>(at::Tensor
+IteratorBase&, float)::{lambda(float)#1}, std::array<char*, 2ul>)                                                                                                                                      
+:3:rocvirtual.cpp           :3549: 9529939547119 us: [pid:31271 tid: 0x145b173466c0] KernargSegmentByteSize = 24 KernargSegmentAlignment = 128
+:4:command.cpp              :169 : 9529939547100 us: [pid:31271 tid: 0x1457f1aaf6c0] Command 0x14496495e240 complete
+:4:rocvirtual.cpp           :1083: 9529939547131 us: [pid:31271 tid: 0x145b173466c0] SWq=0x14590ce70000, HWq=0x1457f1700000, id=1, Dispatch Header = 0xb02 (type=2, barrier=1, acquire=1, release=1), s
+etup=3, grid=[16777216, 1, 1], workgroup=[256, 1, 1], private_seg_size=0, group_seg_size=0, kernel_obj=0x1454f82b71c0, kernarg_address=0x1457f1544280, completion_signal=0x0, correlation_id=0, rptr=39
+030, wptr=39805                                                                                                                                                                                        
+:4:command.cpp              :169 : 9529939547137 us: [pid:31271 tid: 0x1457f1aaf6c0] Command 0x144964978020 complete
+:4:command.cpp              :169 : 9529939547142 us: [pid:31271 tid: 0x1457f1aaf6c0] Command 0x14496497a990 complete
+:3:hip_module.cpp           :813 : 9529939547138 us: [pid:31271 tid: 0x145b173466c0] hipLaunchKernel: Returned hipSuccess : : duration: 86 us 
+"""
+
+POW_KERNEL = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::pow_tensor_scalar_"
+              "kernel_impl<float, float>(at::TensorIteratorBase&, float)::{lambda(float)#1}, std::array<char*, 2ul> >"
+              "(int, at::native::(anonymous namespace)::pow_tensor_scalar_kernel_impl<float, float>(at::TensorIterator"
+              "Base&, float)::{lambda(float)#1}, std::array<char*, 2ul>)")
+
+
+def test_a_real_rocm7_log_keeps_the_whole_demangled_kernel_name():
+    table = parse_hip_log(REAL_ROCM7)
+    assert table.attrs["layout"] == "rocm7"
+    kernel = table.iloc[0]
+    assert (kernel["name"], kernel["grid"], kernel["workgroup"], kernel["status"], kernel["api_us"]) == \
+        (POW_KERNEL, "16777216,1,1", "256,1,1", "hipSuccess", 86)
+
+
+def test_two_different_void_kernels_are_two_kernels(tmp_path, capsys):
+    # The real excerpt followed by a second launch written in the same layout (not recorded): a different
+    # demangled kernel that also starts with "void".
+    second = "\n".join(rocm7(9529939547200 + i, m, where=w) for i, (m, w) in enumerate([
+        (" hipLaunchKernel ( 0x145bd3dc0f00, {64,1,1}, {256,1,1}, 0x145b17344480, 0, stream:<null> ) ",
+         "hip_module.cpp           :812 "),
+        ("ShaderName : void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
+         "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)",
+         "rocvirtual.cpp           :3351"),
+        ("hipLaunchKernel: Returned hipSuccess : : duration: 9 us ", "hip_module.cpp           :813 ")]))
+    log = tmp_path / "rocm7.log"
+    log.write_text(REAL_ROCM7 + second + "\n")
+    summary = hip_summary(parse_hip_log(log.read_text()))
+    names = [k["name"] for k in summary["top_kernels"]]
+    assert len(names) == 2 and all(n.startswith("void at::native::") for n in names)
+    assert main(["logs", "hip", str(log), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert len(printed["top_kernels"]) == 2 and "void" not in [k["name"] for k in printed["top_kernels"]]

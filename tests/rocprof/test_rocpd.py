@@ -10,7 +10,7 @@ from lumikit.cli import main
 from lumikit.errors import LumikitError, ParseError
 from lumikit.rocprof import rocprof_kernels
 from lumikit.rocprof.outputs import activities, find_outputs
-from lumikit.rocprof.rocpd import read_rocpd, suffixes
+from lumikit.rocprof.rocpd import read_rocpd, rocpd_kernel_stats, rocpd_totals, suffixes
 from lumikit.testing import rocprof_outputs as gen
 
 RUN = gen.generated_run(nodes=2, processes_per_node=2, steps=4)
@@ -118,9 +118,115 @@ def test_bad_inputs_say_what_to_do(tmp_path, capsys):
     con = sqlite3.connect(cut)
     con.execute('CREATE TABLE "rocpd_kernel_dispatch_ab" (id, guid)')
     con.commit()
-    with pytest.raises(ParseError, match="rocpd_string_ab is missing"):
+    with pytest.raises(ParseError, match="rocpd_info_kernel_symbol_ab is missing"):
         read_rocpd(cut)
+    with pytest.raises(ParseError, match="rocpd_info_kernel_symbol_ab is missing"):
+        rocpd_kernel_stats(cut)
     with pytest.raises(LumikitError, match="no such file"):
         read_rocpd(tmp_path / "absent.db")
     assert main(["rocprof", "stats", str(text)]) == 2
     assert "not a SQLite database" in capsys.readouterr().err
+
+
+def _one_process_db(path, edit):
+    """A one-process database (generated) changed by ``edit(con, suffix)`` before it is closed."""
+    gen.write_rocpd(path, RUN.of("nid005001", 40000))
+    con = sqlite3.connect(path)
+    (sfx,) = suffixes(con)
+    edit(con, sfx)
+    con.commit()
+    con.close()
+    return path
+
+
+def test_sql_statistics_equal_the_per_row_ones_across_many_attached_databases(tmp_path):
+    run = gen.generated_run(nodes=3, processes_per_node=4, steps=3)  # 12 databases: more than one ATTACH batch
+    files = gen.write_rocpd_per_process(tmp_path, run)
+    assert len(files) == 12
+    sql = rocpd_kernel_stats(files)
+    rows = read_rocpd(files).kernel_stats()
+    assert ranking(sql) == ranking(rows)
+    for col in ("average_ns", "min_ns", "max_ns", "stddev_ns", "percent"):
+        assert sql[col].to_numpy() == pytest.approx(rows[col].to_numpy(), rel=1e-9, abs=1e-6)
+    assert list(sql["kernel_class"]) == list(rows["kernel_class"])
+    assert sql.attrs["notes"] == [] and sql.attrs["generation"] == "v3 rocpd"
+
+
+def test_totals_per_agent_and_per_process_are_added_up_in_sqlite(outputs):
+    kernels = read_rocpd(outputs["merged"]).kernels
+    per_agent = rocpd_totals(outputs["merged"], by="agent")
+    expected = kernels.groupby(["hostname", "pid", "agent_id", "gpu_index"])["duration_ns"].agg(["count", "sum"])
+    assert [(r.hostname, r.pid, r.agent_id, r.gpu_index, r.calls, r.total_ns) for r in per_agent.itertuples()] == \
+        [(*k, c, float(t)) for k, (c, t) in expected.iterrows()]
+    per_process = rocpd_totals(outputs["per_process"], by="process")
+    assert list(per_process["calls"]) == [20, 20, 20, 20]
+    assert list(per_process["pid"]) == [40000, 40001, 40100, 40101]
+    with pytest.raises(LumikitError, match="give 'agent' or 'process'"):
+        rocpd_totals(outputs["merged"], by="node")
+
+
+def test_a_database_without_optional_tables_is_read(tmp_path, capsys):
+    def drop(con, sfx):
+        for t in ("rocpd_memory_copy", "rocpd_region", "rocpd_info_thread"):
+            con.execute(f'DROP VIEW "{t}"')
+            con.execute(f'DROP TABLE "{t}{sfx}"')
+    path = _one_process_db(tmp_path / "1_results.db", drop)
+    acts = read_rocpd(path)
+    assert (len(acts.kernels), len(acts.copies), len(acts.api)) == (20, 0, 0)
+    assert any("rocpd_memory_copy_" in n and "read as empty" in n for n in acts.notes)
+    assert rocpd_kernel_stats(path)["calls"].sum() == 20
+    assert main(["rocprof", "summary", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["kernels"]["count"] == 20 and report["copies"]["count"] == 0
+
+
+def test_an_unknown_schema_version_is_flagged(tmp_path, capsys):
+    def bump(con, sfx):
+        con.execute(f"UPDATE \"rocpd_metadata{sfx}\" SET value = '7' WHERE tag = 'schema_version'")
+    path = _one_process_db(tmp_path / "1_results.db", bump)
+    (note,) = rocpd_kernel_stats(path).attrs["notes"]
+    assert "schema version '7' is not one this reader knows (3)" in note
+    assert any("schema version '7'" in n for n in read_rocpd(path).notes)
+    assert main(["rocprof", "stats", str(path)]) == 0
+    assert "note: " in capsys.readouterr().out
+
+
+def test_negative_durations_are_flagged(tmp_path, capsys):
+    def swap(con, sfx):
+        con.execute(f'UPDATE "rocpd_kernel_dispatch{sfx}" SET start = "end" + 5, "end" = start WHERE id IN (1, 2)')
+    path = _one_process_db(tmp_path / "1_results.db", swap)
+    table = rocpd_kernel_stats(path)
+    (note,) = table.attrs["notes"]
+    assert "2 kernel dispatches end before they start" in note
+    assert table["min_ns"].min() < 0
+    assert any("2 kernel dispatches end before they start" in n for n in read_rocpd(path).notes)
+    assert main(["rocprof", "stats", str(path)]) == 0
+    assert "negative durations" in capsys.readouterr().out
+
+
+def test_the_scale_benchmark_runs_and_saves_its_table(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_rocpd.py"
+    done = subprocess.run([sys.executable, str(script), "--rows", "3000", "--repeat", "1", "--results", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads((tmp_path / "rocpd.json").read_text())
+    assert rows[0]["rows"] == 3000 and rows[0]["lumikit"]["peak_mb"] > 0 and rows[0]["ratio"] > 0
+    assert "| 3,000 |" in (tmp_path / "rocpd.md").read_text()
+
+
+def test_the_sql_summary_equals_the_row_by_row_one(outputs):
+    from lumikit.rocprof.rocpd import rocpd_summary
+
+    for files in (outputs["per_process"], [outputs["merged"]]):
+        report, tables = rocpd_summary(files)
+        acts = read_rocpd(files)
+        expected = acts.summary()
+        for key in ("kernels", "copies", "api", "processes", "nodes"):
+            assert report[key] == expected[key], key
+        for key, rows in (("kernels", acts.kernel_stats()), ("copies", acts.copy_stats()), ("api", acts.api_stats())):
+            assert ranking(tables[key]) == ranking(rows), key
+        assert tables["copies"]["bytes"].sum() == expected["copies"]["bytes"]

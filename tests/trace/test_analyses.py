@@ -209,3 +209,68 @@ def test_the_summary_command_runs_without_pandas(rocm_run):
     assert run.stderr.strip().endswith("NO PANDAS")
     summary = json.loads(run.stdout)
     assert summary == json.loads(json.dumps(TraceAnalyzer.from_path(rocm_run).summary()))  # the same numbers
+
+
+def test_kernel_union_stays_within_their_sum_on_nanosecond_epoch_timestamps(tmp_path):
+    # Generated: 400 kernels of 1.2 µs, 3 µs apart, at a nanosecond-precise epoch time (µs since 1970, as Kineto
+    # writes). In float64 such times sit on a 0.25 µs grid; ends computed there (ts + 1.2 -> ts + 1.25) used to
+    # make the union of the kernels longer than their durations add up to.
+    base = 1_732_000_000_123_456.789
+    events = [x("ProfilerStep#1", "user_annotation", base - 10, 2000, pid=100)]
+    for i in range(400):
+        ts = base + i * 3.0
+        events.append(x("hipLaunchKernel", "cuda_runtime", ts - 5, 1, pid=100, correlation=i + 1))
+        events.append(x("Cijk_gemm", "kernel", ts, 1.2, pid=0, tid=0, correlation=i + 1, stream=0, device=0))
+    a = TraceAnalyzer.from_path(write_events(tmp_path / "epoch.json", events))
+    temporal = a.summary()["ranks"]["0"]["temporal"]
+    gpu = a.gpu(0)
+    total = float(gpu["dur"].sum())
+    from lumikit.trace.metrics import temporal_breakdown
+    breakdown = temporal_breakdown(gpu)
+    assert total == pytest.approx(480.0)
+    assert breakdown["compute_us"] <= total + 1e-6
+    assert breakdown["compute_us"] == pytest.approx(total, abs=1e-6)  # no overlaps: the union is the sum
+    assert temporal["compute"] == pytest.approx(480.0 / breakdown["span_us"], abs=1e-4)
+
+
+def test_gpu_work_before_the_first_step_without_its_launch_is_left_out(tmp_path):
+    # Generated: two kernels still running from before the profiler started (their launches are not in the trace)
+    # and three steps of three launched kernels each. HTA drops unlaunched work; the defaults do too.
+    events, corr = [], 1
+    for ts in (10.0, 2100.0):
+        events.append(x("Cijk_gemm", "kernel", ts, 2000, pid=0, tid=0, correlation=corr, stream=0, device=0))
+        corr += 1
+    for s in range(3):
+        t0 = 5000 + s * 1000
+        events.append(x(f"ProfilerStep#{s + 1}", "user_annotation", t0, 1000, pid=100))
+        for k in range(3):
+            events.append(x("hipLaunchKernel", "cuda_runtime", t0 + 10 + k * 100, 5, pid=100, correlation=corr))
+            events.append(x("Cijk_gemm", "kernel", t0 + 20 + k * 100, 50, pid=0, tid=0, correlation=corr, stream=0,
+                            device=0))
+            corr += 1
+    path = write_events(tmp_path / "warm.json", events)
+    default = TraceAnalyzer.from_path(path).summary()
+    assert default["ranks"]["0"]["temporal"]["span_us"] == 1250.0  # steps 1 and 2 only
+    assert "before the first step" in default["window"]
+    every = TraceAnalyzer.from_path(path, include_last_step=True).summary()["ranks"]["0"]["temporal"]
+    assert every["span_us"] == 2250.0
+
+
+def test_launches_are_linked_by_external_id_when_correlation_is_missing(tmp_path):
+    # Generated, as PyTorch's ROCm traces may be written (chakra#128): no "correlation" anywhere, only the
+    # operator's "External id" on its launch calls and on their kernels. One operator launches two kernels.
+    events = [x("ProfilerStep#1", "user_annotation", 0, 1000, pid=100),
+              x("ProfilerStep#2", "user_annotation", 1000, 1000, pid=100)]
+    for step, t0 in ((1, 0), (2, 1000)):
+        ext = 10 * step
+        events += [x("hipGetDevice", "cuda_runtime", t0 + 5, 1, pid=100, **{"External id": ext}),
+                   x("hipLaunchKernel", "cuda_runtime", t0 + 10, 4, pid=100, **{"External id": ext}),
+                   x("hipLaunchKernel", "cuda_runtime", t0 + 20, 4, pid=100, **{"External id": ext}),
+                   x("Cijk_first", "kernel", t0 + 50, 30, pid=0, tid=0, stream=0, **{"External id": ext}),
+                   x("Cijk_second", "kernel", t0 + 90, 30, pid=0, tid=0, stream=0, **{"External id": ext})]
+    a = TraceAnalyzer.from_path(write_events(tmp_path / "no_correlation.json", events), include_last_step=True)
+    gpu = a.gpu(0)
+    assert list(gpu["launch_name"]) == ["hipLaunchKernel"] * 4
+    assert list(gpu["launch_ts"]) == [10.0, 20.0, 1010.0, 1020.0]  # n-th kernel of an operator <- n-th launch
+    assert list(gpu["step"]) == [1, 1, 2, 2]
+    assert list(a.get_kernel_launch_delays()["launch_delay"]) == [36.0, 66.0, 36.0, 66.0]

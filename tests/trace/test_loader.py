@@ -190,3 +190,14 @@ def test_a_task_that_overflows_its_slice_sends_its_arrays_instead():
     assert shared.store([chunk], tight) == [chunk]
     del back, stored
     shared.close()
+
+
+def test_a_rocprof_v1_results_json_beside_a_kineto_trace_is_skipped_and_named(tmp_path):
+    # Generated: one Kineto trace without a rank and rocprof v1's results.json (its documented first bytes).
+    write_events(tmp_path / "host.pt.trace.json", [x("ProfilerStep#1", "user_annotation", 0, 100, pid=1),
+                                                   x("k", "kernel", 5, 2, pid=0, tid=0)])
+    (tmp_path / "results.json").write_text('{ "traceEvents":[{}\n,{"ph":"X","pid":6,"tid":1,"name":"copy_kernel",'
+                                           '"ts":"1","dur":"2"}\n]}\n')
+    with pytest.warns(UserWarning, match="results.json.*rocprof v1.*lumikit rocprof stats"):
+        files = find_trace_files(tmp_path)
+    assert list(files.values()) == [tmp_path / "host.pt.trace.json"]

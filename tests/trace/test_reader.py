@@ -96,3 +96,17 @@ def test_an_event_that_is_not_an_object_is_a_clear_error(tmp_path):
                     '{"ph": "X", "name": "k", "ts": 3}]}')
     with pytest.raises(TraceError, match=r"t.json: malformed trace events .*\$\[1\]"):
         load_trace(path)
+
+
+@pytest.mark.parametrize("indent", [None, 1])
+def test_keys_after_the_events_may_hold_arrays_of_objects(tmp_path, indent):
+    # Generated: a valid trace whose trailing keys hold arrays of objects that look like events ("name" first).
+    events = [x("k1", "kernel", 1.0, 2.0, pid=0, tid=0), x("k2", "kernel", 4.0, 2.0, pid=0, tid=0)]
+    trailer = {"deviceProperties": [{"name": "AMD Instinct MI250X", "id": 0}, {"name": "AMD Instinct MI250X", "id": 1}],
+               "traceName": "rank0"}
+    path = tmp_path / "trailing.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events, **trailer}, indent=indent))
+    stream = TraceStream(path)
+    assert [e["name"] for e in _events(stream.pieces())] == ["k1", "k2"]
+    assert stream.metadata["deviceProperties"] == trailer["deviceProperties"]
+    assert len(load_trace(path)[0].columns) == 2

@@ -1,0 +1,50 @@
+"""The checks of the lessons added for issue 22 (ROCm warm-up and caches, MFU for the run's precision, the memory
+snapshot's peak, hardware counters): the right answer passes and every declared wrong answer fails."""
+from __future__ import annotations
+
+import pickle
+import statistics
+
+from lumikit.checks import m05, m06
+from lumikit.rocprof.counters import parse_counter_csv, waves_per_cu
+from lumikit.site import load_site
+from lumikit.trace.memory import load_memory
+
+from .test_declared_wrong import assert_wrong_answers_fail
+
+
+def test_caches_out_of_home():
+    right = {v: f"/scratch/project_465000000/caches/{v.lower()}" for v in m05.CACHE_VARIABLES}
+    assert assert_wrong_answers_fail(m05.check_cache_env, env=right, project="project_465000000") == 3
+
+
+def test_warmup_cost():
+    steps = m05.warmup_steps()
+    assert steps[0] > 10 * statistics.median(steps[1:])  # the search dominates the first step
+    assert assert_wrong_answers_fail(m05.check_warmup_cost, answer=steps[0] - statistics.median(steps[1:]),
+                                     steps=steps) == 3
+
+
+def test_mfu_for_the_precision_used():
+    run = m05.precision_run()
+    peak = load_site("lumi").hardware["gcd_peak_tflops"]["bf16"] * 1e12
+    mfu = run["flops_per_step"] / run["step_s"] / peak
+    assert 0.1 < mfu < 0.6
+    assert assert_wrong_answers_fail(m05.check_mfu_for_precision, mfu=mfu, run=run) == 3
+
+
+def test_snapshot_peak(tmp_path):
+    from tests.trace.test_memory import snapshot
+
+    path = snapshot(tmp_path / "snap.pickle")
+    peak = load_memory(path).peak()["bytes"]
+    assert peak > sum(s["allocated_size"] for s in pickle.loads(path.read_bytes())["segments"]) - 1
+    assert assert_wrong_answers_fail(m05.check_snapshot_peak, peak_bytes=peak, path=str(path)) == 3
+
+
+def test_starved_kernels():
+    text = m06.counter_exercise_csv()
+    w = waves_per_cu(parse_counter_csv(text))
+    starved = sorted(w.loc[w["waves_per_cu"] < 1, "kernel"])
+    assert "reduce_tail" in starved and "gemm_big" not in starved
+    assert assert_wrong_answers_fail(m06.check_starved_kernels, starved=starved, csv_text=text) == 3
