@@ -62,6 +62,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     progress.add_argument("--grade", action="store_true",
                           help="with --class: re-run the checks on each learner's recorded answers, with references "
                                "computed here from the learner's seed (never stored in their folder)")
+    progress.add_argument("--references", type=Path, default=None, metavar="DIR",
+                          help="the instructor's full workbook (with solutions/) whose exercise list and checks "
+                               "grade the class (default: the workbook this runs in)")
     progress.set_defaults(func=_progress)
 
 
@@ -79,6 +82,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _progress(args: argparse.Namespace) -> int:
+    import sys
     from dataclasses import replace
 
     from ..errors import LumikitError
@@ -87,30 +91,41 @@ def _progress(args: argparse.Namespace) -> int:
     from .learner import learner_name, workbook_root
 
     root = workbook_root()
-    exercises = progress.workbook_exercises(root)
+    exercises = progress.workbook_exercises(args.references or root)
     if args.class_dir is not None:
-        folders = progress.learner_folders(args.class_dir)
-        results = {name: progress.read_results(folder, learner=None) for name, folder in folders.items()}
+        from .grading import grade_class, regradable_count
+
+        problems: list[str] = []
+        folders = progress.learner_folders(args.class_dir, problems)
+        results = {name: progress.read_results(folder, within=args.class_dir / name, problems=problems)
+                   for name, folder in folders.items()}
         if not results:
+            for line in problems:
+                print(f"refused: {line}", file=sys.stderr)
             raise LumikitError(f"{args.class_dir}: no learner folder holds a progress/ folder. Fix: give the folder "
                                f"whose sub-folders are the learners' workbooks")
-        grades = None
-        if args.grade:
-            from .grading import grade_class
-
-            grades = grade_class(folders, results)
+        grades = grade_class(folders, results, rerun_checks=args.grade)
         named = {name: [replace(r, learner=name) for r in rows] for name, rows in results.items()}
         text = progress.class_csv(named, exercises, grades)
+        can, total = regradable_count(exercises)
+        report = sys.stderr if args.csv is None else sys.stdout
+        for line in problems:
+            print(f"refused: {line}", file=report)
         if args.csv is None:
             print(text, end="")
         else:
             write_atomic(args.csv, text)
-            print(f"wrote {args.csv}: {len(results)} learner(s), {len(text.splitlines()[0].split(',')) - 3} "
-                  f"exercise(s)")
+            print(f"wrote {args.csv}: {len(results)} learner(s), {len(exercises)} exercise(s)")
+        print(f"{can} of {total} exercises can be regraded from a record"
+              + ("" if args.grade else "; add --grade to regrade them (claimed passes are self-reported until then)"),
+              file=report)
         return 0
     folder = args.dir or progress.progress_dir()
     if folder is None:
         raise LumikitError("recording is off (LUMIKIT_PROGRESS=off). Fix: unset it, or pass --dir DIR")
-    results = progress.read_results(folder)
-    print(progress.format_summary(progress.summary_table(results, exercises), learner_name(), folder))
+    problems = []
+    results = progress.read_results(folder, problems=problems)
+    print(progress.format_summary(progress.summary_table(results, exercises), learner_name(), folder, results))
+    for line in problems:
+        print(f"refused: {line}")
     return 0

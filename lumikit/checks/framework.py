@@ -81,9 +81,33 @@ class Passed:
         }
 
 
+@dataclass(frozen=True)
+class NotChecked(Passed):
+    """A check that could not be run here (no Slurm): shown in grey, recorded as "not checked", never as passed."""
+
+    def __str__(self) -> str:
+        return f"○ Exercise {self.exercise} not checked here" + (f": {self.message}" if self.message else "")
+
+    def __bool__(self) -> bool:
+        return False
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        text = html.escape(str(self))
+        return {
+            "text/plain": str(self),
+            "text/html": f'<div style="color:#6e7781;font-weight:600">{text}</div>',
+            PASS_MIMETYPE: {"exercise": self.exercise, "passed": False, "not_checked": True, "message": self.message},
+        }
+
+
 def passed(exercise: str, message: str = "") -> Passed:
     """The value a check returns when the answer is right; end the check cell with the call so it is shown."""
     return Passed(exercise, message)
+
+
+def not_checked(exercise: str, why: str) -> NotChecked:
+    """What a check returns when it cannot judge here (no Slurm): recorded as "not checked", to run again later."""
+    return NotChecked(exercise, why)
 
 
 def expect_answer(exercise: str, found: Any, what: str, *, hint: str | None = None) -> Any:
@@ -231,12 +255,15 @@ def check(exercise: str, *cases: Wrong) -> Callable[[F], F]:
             except TypeError:
                 return func(*args, **kwargs)
             answers = {n: bound.arguments.get(n) for n in names}
+            evidence = {n: v for n, v in bound.arguments.items() if n not in names}
             try:
                 result = func(*args, **kwargs)
             except CheckFailed as failure:
-                _record(exercise, answers, passed=False, unanswered=failure.unanswered, message=str(failure))
+                _record(exercise, answers, passed=False, unanswered=failure.unanswered, message=str(failure),
+                        evidence=evidence)
                 raise
-            _record(exercise, answers, passed=True, unanswered=False, message=str(result))
+            _record(exercise, answers, passed=not isinstance(result, NotChecked), unanswered=False,
+                    message=str(result), evidence=evidence, not_checked=isinstance(result, NotChecked))
             return result
 
         wrapper.__lumikit_check__ = CheckInfo(exercise, tuple(cases), names)  # type: ignore[attr-defined]

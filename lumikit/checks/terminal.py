@@ -18,9 +18,15 @@ from typing import Any
 from ..errors import LaunchError
 from ..launch.terminal import Cluster, ShellResult, find_cluster, sacct_rows
 from ..site import load_site
-from .framework import CheckFailed, Passed, check, expect_answer, expect_equal, expect_type, passed, wrong
+from .framework import (CheckFailed, Passed, check, expect_answer, expect_equal, expect_type, not_checked, passed,
+                        wrong)
 
 _PROJECT = re.compile(r"^project_\d{9}$")
+
+
+class NoSlurmHere(CheckFailed):
+    """A job id was given where no Slurm cluster answers: the learner is told to check it where it ran, and an
+    instructor's regrade counts the record as not checked here, never as failed."""
 
 
 # --- reading what the commands printed -----------------------------------------------------------------------------
@@ -222,8 +228,8 @@ def check_bind_test(bind_command: str | None, bind_run: ShellResult | str | None
                                "--ntasks-per-node).")
     text, skipped = _output_text(bind_run, "01.T2", "the output of the binding test")
     if skipped:
-        return passed("01.T2", f"the command starts {started} tasks for {len(masks)} masks; its output was not "
-                               f"checked here ({skipped})")
+        return not_checked("01.T2", f"the command starts {started} tasks for {len(masks)} masks; its output was not "
+                                    f"checked here ({skipped}). Run the cell again where Slurm answers")
     lines = re.findall(r"^\s*(\d+)\b.*?Cpus_allowed_list:\s*([\d,\-]+)", text, flags=re.M)
     if len(lines) < 2:
         raise CheckFailed("01.T2", "the output holds fewer than two `RANK ... Cpus_allowed_list: ...` lines",
@@ -273,11 +279,11 @@ def check_fixed_script(script_path: str | Path | None, submit: ShellResult | str
                                                                   "(the seed's second mistake).")
     job_id, skipped = _job_id("03.T1", submit, "the submission")
     if skipped:
-        return passed("03.T1", f"the script is right (account {account}, {tasks} tasks for {gpus} GPUs); it was not "
-                               f"submitted here ({skipped})")
+        return not_checked("03.T1", f"the script is right (account {account}, {tasks} tasks for {gpus} GPUs); it "
+                                    f"was not submitted here ({skipped}). Submit it where Slurm answers")
     cluster = _cluster("03.T1")
     if cluster is None:
-        raise CheckFailed("03.T1", "no Slurm cluster answers here, so the job cannot be looked up",
+        raise NoSlurmHere("03.T1", "no Slurm cluster answers here, so the job cannot be looked up",
                           hint="run the check where you submitted the job.")
     rows = _job_rows("03.T1", job_id, cluster)
     job = rows[0]
@@ -302,7 +308,7 @@ def check_cancelled_job(job_id: ShellResult | str | int | None, squeue_seen: She
     found_id, skipped = _job_id("03.T2", job_id, "the job you cancelled")
     text, squeue_skipped = _output_text(squeue_seen, "03.T2", "what squeue printed before scancel")
     if skipped and squeue_skipped:
-        return passed("03.T2", f"not checked against Slurm here ({skipped})")
+        return not_checked("03.T2", f"not checked against Slurm here ({skipped})")
     if skipped or squeue_skipped:
         raise CheckFailed("03.T2", "one of the two answers was not run on a Slurm cluster",
                           hint="submit, look with squeue and cancel on the same cluster, in this order.")
@@ -311,7 +317,7 @@ def check_cancelled_job(job_id: ShellResult | str | int | None, squeue_seen: She
                           hint="store the squeue output taken while the job was queued or running.")
     cluster = _cluster("03.T2")
     if cluster is None:
-        raise CheckFailed("03.T2", "no Slurm cluster answers here, so the job cannot be looked up")
+        raise NoSlurmHere("03.T2", "no Slurm cluster answers here, so the job cannot be looked up")
     job = _job_rows("03.T2", found_id, cluster)[0]
     state = job["State"].split()[0]
     expect_equal("03.T2", state, "CANCELLED", what=f"the state sacct records for job {found_id}",
@@ -336,10 +342,10 @@ def check_overlap_steps(allocation: ShellResult | str | int | None) -> Passed:
     """Exercise 04.T1: an allocation (salloc) with a long step and an ``srun --overlap`` step that ran during it."""
     job_id, skipped = _job_id("04.T1", allocation, "the allocation's job id")
     if skipped:
-        return passed("04.T1", f"not checked against Slurm here ({skipped})")
+        return not_checked("04.T1", f"not checked against Slurm here ({skipped})")
     cluster = _cluster("04.T1")
     if cluster is None:
-        raise CheckFailed("04.T1", "no Slurm cluster answers here, so the job cannot be looked up")
+        raise NoSlurmHere("04.T1", "no Slurm cluster answers here, so the job cannot be looked up")
     rows = _job_rows("04.T1", job_id, cluster)
     if not rows[0]["SubmitLine"].startswith("salloc"):
         raise CheckFailed("04.T1", f"job {job_id} was not made by salloc", found=rows[0]["SubmitLine"],
@@ -381,7 +387,7 @@ def check_gpu_visibility(visibility_run: ShellResult | str | None, nodes: int | 
     """Exercise 08.T1: a 2-node job in which Slurm gives each task one GPU (``ROCR_VISIBLE_DEVICES``)."""
     text, skipped = _output_text(visibility_run, "08.T1", "the output of the visibility job")
     if skipped:
-        return passed("08.T1", f"not run here ({skipped})")
+        return not_checked("08.T1", f"not run here ({skipped})")
     lines = re.findall(r"^\s*(\d+)\s+(\S+)\s+ROCR_VISIBLE_DEVICES=(\S*)", text, flags=re.M)
     if not lines:
         raise CheckFailed("08.T1", "no `RANK NODE ROCR_VISIBLE_DEVICES=...` lines in the output",
