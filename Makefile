@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv lab test unit slurm-up slurm-down exercises verify clean-venv
+.PHONY: venv lab test unit slurm-up slurm-down exercises verify clean-venv handout
 
 venv: $(STAMP)
 
@@ -51,3 +51,8 @@ exercises: venv
 
 verify: venv
 	$(VENV)/bin/lumikit verify
+
+# A graded course: a copy for learners without solutions/ (and the instructor notes, tests); grade from this one.
+handout: venv
+	@test -n "$(DEST)" || { echo "make handout DEST=/path/to/learners-copy"; exit 2; }
+	$(VENV)/bin/lumikit handout $(DEST)

@@ -67,6 +67,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                "grade the class (default: the workbook this runs in)")
     progress.set_defaults(func=_progress)
 
+    hand = subparsers.add_parser(
+        "handout", help="copy this workbook for learners, without solutions/ (a graded course)",
+        description="Copy the workbook's tracked files to DEST without solutions/, docs/instructor-notes/ and tests/, "
+                    "for learners of a graded course. Grade later from this full workbook with "
+                    "`lumikit progress --class DIR --grade --references THIS_WORKBOOK`.")
+    hand.add_argument("dest", type=Path, metavar="DEST", help="a new (or empty) folder for the learners' copy")
+    hand.set_defaults(func=_handout)
+
+
+def _handout(args: argparse.Namespace) -> int:
+    from ..errors import LumikitError
+    from .handout import handout
+    from .learner import workbook_root
+
+    root = workbook_root()
+    if root is None:
+        raise LumikitError("not inside a workbook checkout. Fix: run `lumikit handout DEST` in the full workbook")
+    copied = handout(root, args.dest)
+    print(f"wrote {args.dest}: {len(copied)} files, without solutions/, docs/instructor-notes/ and tests/. Grade "
+          f"with `lumikit progress --class DIR --grade --references {root}`")
+    return 0
+
 
 def _generate(args: argparse.Namespace) -> int:
     from .generate import run
@@ -91,7 +113,14 @@ def _progress(args: argparse.Namespace) -> int:
     from .learner import learner_name, workbook_root
 
     root = workbook_root()
-    exercises = progress.workbook_exercises(args.references or root)
+    if args.references is not None:
+        from .handout import references_root
+
+        root = references_root(args.references)
+    elif args.grade and root is not None and not (root / "solutions").is_dir():
+        raise LumikitError(f"{root} has no solutions/ (a learners' copy). Fix: grade from the full workbook, or pass "
+                           f"--references FULL_WORKBOOK")
+    exercises = progress.workbook_exercises(root)
     if args.class_dir is not None:
         from .grading import grade_class, regradable_count
 

@@ -8,19 +8,24 @@ Decoding only rebuilds lumikit's own dataclasses and pandas tables, and writes f
 """
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
 import importlib
 import json
 import math
 import stat
+import zlib
 from pathlib import Path, PurePath
 from typing import Any
 
 #: The largest file kept as evidence (a batch script, a small trace); a larger one makes the record self-reported.
 FILE_LIMIT = 256 * 1024
-#: The largest evidence kept for one record, as JSON text.
-EVIDENCE_LIMIT = 400 * 1024
+#: The largest evidence kept for one record, as JSON text (compressed when it is over :data:`COMPRESS_OVER`).
+EVIDENCE_LIMIT = 300 * 1024
+COMPRESS_OVER = 32 * 1024
+#: The most a compressed evidence may expand to when read back (no zip bomb reaches the instructor's memory).
+EXPAND_LIMIT = 16 * 1024 * 1024
 
 
 class Unencodable(ValueError):
@@ -87,11 +92,12 @@ def _encode_file(path: Path) -> dict[str, Any]:
     if info.st_size > FILE_LIMIT:
         raise Unencodable(f"{path} is larger than {FILE_LIMIT // 1024} KB")
     data = path.read_bytes()[:FILE_LIMIT + 1]
+    kept: dict[str, Any] = {"__path__": str(path), "name": path.name, "sha256": hashlib.sha256(data).hexdigest()}
     try:
-        text = data.decode("utf-8")
+        kept["text"] = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise Unencodable(f"{path} is not text") from None
-    return {"__path__": str(path), "name": path.name, "text": text, "sha256": hashlib.sha256(data).hexdigest()}
+        kept["base64"] = base64.b64encode(data).decode("ascii")
+    return kept
 
 
 def decode(data: Any, files: Path | None = None) -> Any:
@@ -121,11 +127,14 @@ def decode(data: Any, files: Path | None = None) -> Any:
             return pd.DataFrame(part.get("data", []), index=index, columns=part.get("columns"))
         return pd.Series(part.get("data", []), index=index, name=part.get("name"))
     if "__path__" in data:
-        if data.get("missing") or files is None or "text" not in data:
+        if data.get("missing") or files is None or ("text" not in data and "base64" not in data):
             return Path("/nonexistent-evidence") / Path(str(data.get("name") or "missing")).name
         target = Path(files) / (Path(str(data.get("name", "file"))).name or "file")
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(str(data["text"]), encoding="utf-8")
+        if "text" in data:
+            target.write_text(str(data["text"]), encoding="utf-8")
+        else:
+            target.write_bytes(base64.b64decode(str(data["base64"]))[:FILE_LIMIT])
         return target
     if "__dataclass__" in data:
         module_name, _, qualname = str(data["__dataclass__"]).partition(":")
@@ -153,9 +162,32 @@ def encode_all(values: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         except (Unencodable, OSError, TypeError, ValueError) as why:
             out[name] = {"__unencodable__": str(why)[:200]}
             exact = False
-    if len(json.dumps(out, ensure_ascii=False)) > EVIDENCE_LIMIT:
-        return {name: {"__unencodable__": "too large to keep"} for name in values}, False
+    text = json.dumps(out, ensure_ascii=False)
+    if len(text) > COMPRESS_OVER:
+        packed = base64.b64encode(zlib.compress(text.encode(), 9)).decode("ascii")
+        if len(packed) > EVIDENCE_LIMIT:
+            return {name: {"__unencodable__": "too large to keep"} for name in values}, False
+        return {"__zlib__": packed}, exact
     return out, exact
+
+
+def expand(values: Any) -> dict[str, Any]:
+    """The mapping :func:`encode_all` wrote, decompressed (at most :data:`EXPAND_LIMIT` bytes) where it was."""
+    if not isinstance(values, dict):
+        return {}
+    if "__zlib__" not in values:
+        return values
+    try:
+        inflater = zlib.decompressobj()
+        raw = inflater.decompress(base64.b64decode(str(values["__zlib__"])), EXPAND_LIMIT)
+        if inflater.unconsumed_tail:
+            raise Unencodable("expands beyond the limit")
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, zlib.error, UnicodeDecodeError) as err:
+        raise Unencodable(f"compressed evidence unreadable ({err})") from None
+    if not isinstance(data, dict):
+        raise Unencodable("compressed evidence is not a mapping")
+    return data
 
 
 def fresh_folder() -> Path:
@@ -165,4 +197,4 @@ def fresh_folder() -> Path:
     return Path(tempfile.mkdtemp(prefix="lumikit-regrade-"))
 
 
-__all__ = ["FILE_LIMIT", "Unencodable", "decode", "encode", "encode_all", "fresh_folder"]
+__all__ = ["FILE_LIMIT", "Unencodable", "decode", "encode", "encode_all", "expand", "fresh_folder"]

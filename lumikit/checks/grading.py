@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .evidence import Unencodable, decode, fresh_folder
+from .evidence import Unencodable, decode, expand, fresh_folder
 from .framework import _PROBING, CheckFailed, NotChecked, check_info
 from .learner import seed_digest
 from .progress import Result, read_text_safely, recorded_cell
@@ -118,6 +118,7 @@ def rerun(func: Callable[..., Any], answers: Mapping[str, Any], evidence: Mappin
     files = fresh_folder()
     try:
         try:
+            answers, evidence = expand(answers), expand(evidence)
             kwargs = {name: decode(answers.get(name), files) for name in info.answer_names}  # type: ignore[union-attr]
             parameters = inspect.signature(func).parameters
             kwargs.update({k: decode(v, files) for k, v in evidence.items() if k in parameters and k not in kwargs})
@@ -136,7 +137,12 @@ def rerun(func: Callable[..., Any], answers: Mapping[str, Any], evidence: Mappin
 
 
 def _unencodable(values: Mapping[str, Any] | None) -> bool:
-    return any(isinstance(v, dict) and "__unencodable__" in v for v in (values or {}).values())
+    """True when a recorded mapping says one of its values could not be kept exactly."""
+    try:
+        values = expand(values)
+    except Unencodable:
+        return True
+    return any(isinstance(v, dict) and "__unencodable__" in v for v in values.values())
 
 
 def regrade(result: Result, seed: str, functions: Mapping[str, Callable[..., Any]] | None = None,
@@ -169,9 +175,16 @@ def regrade(result: Result, seed: str, functions: Mapping[str, Callable[..., Any
         if answers is None or evidence is None:
             return Grade(result.exercise, recorded, "not regraded", "disagrees",
                          "claims a pass without the passing answers to regrade it")
+        if not result.passed_exact:
+            return Grade(result.exercise, recorded, "not regraded", "self-reported",
+                         "an answer or input was not recorded exactly")
     else:
         answers, evidence = result.answers, result.evidence
     info = check_info(func)
+    try:
+        answers = expand(answers)
+    except Unencodable:
+        answers = {}
     if not any(answers.get(n) is not None for n in info.answer_names):  # type: ignore[union-attr]
         return Grade(result.exercise, recorded, "not regraded", "disagrees" if claimed else recorded,
                      "no answers recorded" if claimed else "")

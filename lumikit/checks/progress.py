@@ -57,6 +57,7 @@ class Result:
     passed_evidence: Mapping[str, Any] | None = None
     from_solutions: bool = False
     path: str = ""
+    passed_exact: bool = False
 
     @property
     def module(self) -> str:
@@ -263,8 +264,8 @@ def read_results(folder: Path, *, learner: str | None = None, within: Path | Non
                               str(first) if first else None, str(data.get("updated", "")),
                               str(data.get("message", "")), answers,
                               str(data.get("seed_digest", "")), data.get("answers_exact") is True, evidence,
-                              data.get("evidence_exact") is True and data.get("passed_exact", True) is not False,
-                              passed_answers, passed_evidence, data.get("from_solutions") is True, str(path)))
+                              data.get("evidence_exact") is True, passed_answers, passed_evidence,
+                              data.get("from_solutions") is True, str(path), data.get("passed_exact") is True))
     return sorted(results, key=lambda r: _exercise_key(r.exercise))
 
 
