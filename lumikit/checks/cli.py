@@ -62,6 +62,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     progress.add_argument("--grade", action="store_true",
                           help="with --class: re-run the checks on each learner's recorded answers, with references "
                                "computed here from the learner's seed (never stored in their folder)")
+    progress.add_argument("--open-answers", type=Path, default=None, metavar="FILE",
+                          help="with --class: write every learner's answers to the open questions to FILE "
+                               "(Markdown)")
     progress.add_argument("--references", type=Path, default=None, metavar="DIR",
                           help="the instructor's full workbook (with solutions/) whose exercise list and checks "
                                "grade the class (default: the workbook this runs in)")
@@ -145,6 +148,13 @@ def _progress(args: argparse.Namespace) -> int:
         else:
             write_atomic(args.csv, text)
             print(f"wrote {args.csv}: {len(results)} learner(s), {len(exercises)} exercise(s)")
+        if args.open_answers is not None:
+            from .open_answers import export_markdown, of_learner
+
+            gathered = {name: of_learner(folder, args.class_dir / name) for name, folder in folders.items()}
+            write_atomic(args.open_answers, export_markdown(gathered))
+            print(f"wrote {args.open_answers}: open answers of {sum(1 for g in gathered.values() if g)} learner(s)",
+                  file=report)
         print(f"{can} of {total} exercises can be regraded from a record"
               + ("" if args.grade else "; add --grade to regrade them (claimed passes are self-reported until then)"),
               file=report)
@@ -157,4 +167,9 @@ def _progress(args: argparse.Namespace) -> int:
     print(progress.format_summary(progress.summary_table(results, exercises), learner_name(), folder, results))
     for line in problems:
         print(f"refused: {line}")
+    if root is not None and args.dir is None and (root / "exercises").is_dir():
+        from .open_answers import save
+
+        path, count = save(root, folder)
+        print(f"{count} open answer(s) from your exercise notebooks saved in {path}")
     return 0
