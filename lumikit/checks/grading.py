@@ -46,7 +46,7 @@ NOT_REGRADABLE = {
     "11.4": "the check reads the capstone's run folders",
 }
 #: Modules holding check functions besides ``mNN``.
-_OTHER_CHECK_MODULES = ("terminal", "seeds", "concepts")
+_OTHER_CHECK_MODULES = ("terminal", "seeds", "concepts", "handson")
 
 
 @dataclass(frozen=True)
