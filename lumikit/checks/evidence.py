@@ -21,6 +21,8 @@ from typing import Any
 
 #: The largest file kept as evidence (a batch script, a small trace); a larger one makes the record self-reported.
 FILE_LIMIT = 256 * 1024
+#: The largest table kept (cells); a larger one is not even written out.
+CELL_LIMIT = 100_000
 #: The largest evidence kept for one record, as JSON text (compressed when it is over :data:`COMPRESS_OVER`).
 EVIDENCE_LIMIT = 300 * 1024
 COMPRESS_OVER = 32 * 1024
@@ -56,6 +58,8 @@ def encode(value: Any, depth: int = 0) -> Any:
     if type_name.startswith("pandas."):
         import pandas as pd
 
+        if value.size > CELL_LIMIT:
+            raise Unencodable(f"a table of {value.size:,} cells (more than {CELL_LIMIT:,})")
         if isinstance(value, pd.DataFrame):
             return {"__frame__": json.loads(value.to_json(orient="split", date_format="iso", double_precision=15))}
         if isinstance(value, pd.Series):

@@ -83,13 +83,11 @@ class Passed:
 
 @dataclass(frozen=True)
 class NotChecked(Passed):
-    """A check that could not be run here (no Slurm): shown in grey, recorded as "not checked", never as passed."""
+    """A check that could not be run here (no Slurm): shown in grey, recorded as "not checked", never as passed.
+    It is truthy like a pass only in that the check did not fail."""
 
     def __str__(self) -> str:
         return f"○ Exercise {self.exercise} not checked here" + (f": {self.message}" if self.message else "")
-
-    def __bool__(self) -> bool:
-        return False
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         text = html.escape(str(self))

@@ -18,6 +18,7 @@ import pytest
 
 from lumikit.checks import CheckFailed, m01, m04
 from lumikit.checks.datasets import starved_gcd
+from lumikit.checks.framework import NotChecked
 from lumikit.checks.grading import check_functions, regradable_count
 from lumikit.checks.learner import seed_digest, workbook_root
 from lumikit.checks.progress import workbook_exercises
@@ -116,7 +117,7 @@ def test_without_slurm_a_terminal_task_is_not_checked_never_passed(monkeypatch, 
     monkeypatch.setenv("LUMIKIT_LEARNER", "ada")
     skipped = ShellResult("echo hello", None, skipped="no Slurm client on this machine")
     result = check_gpu_visibility(skipped)
-    assert not result and "not checked here" in str(result)
+    assert isinstance(result, NotChecked) and "not checked here" in str(result)
     data = json.loads((folder / "08.T1.json").read_text())
     assert (data["status"], data["first_passed"]) == ("not checked", None)
     assert main(["progress", "--dir", str(folder)]) == 0
