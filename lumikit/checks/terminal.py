@@ -29,6 +29,11 @@ class NoSlurmHere(CheckFailed):
     instructor's regrade counts the record as not checked here, never as failed."""
 
 
+class NoRecordHere(NoSlurmHere):
+    """This cluster's accounting has no record of the job: a wrong id for the learner; for an instructor's regrade
+    possibly another cluster, or accounting that hides other users' jobs, so the record stays not checked."""
+
+
 # --- reading what the commands printed -----------------------------------------------------------------------------
 
 def cpus_of_mask(mask: str) -> frozenset[int]:
@@ -113,13 +118,13 @@ def _job_rows(exercise: str, job_id: str, cluster: Cluster, settle_s: float = 15
         try:
             rows = sacct_rows(job_id, cluster)
         except LaunchError as err:
-            raise CheckFailed(exercise, f"Slurm has no record of job {job_id!r} ({err})",
-                              hint="give the job id that sbatch/salloc printed.") from None
+            raise NoRecordHere(exercise, f"Slurm has no record of job {job_id!r} ({err})",
+                               hint="give the job id that sbatch/salloc printed.") from None
         if (rows and rows[0]["SubmitLine"]) or time.monotonic() > deadline - (0 if rows else settle_s * 2 / 3):
             break
         time.sleep(1)
     if not rows:
-        raise CheckFailed(exercise, f"`sacct -j {job_id}` lists no job (yet)",
+        raise NoRecordHere(exercise, f"`sacct -j {job_id}` lists no job (yet)",
                           hint="give the job id that sbatch/salloc printed, on this cluster; a job appears in "
                                "sacct once it is in Slurm's accounting.")
     return rows

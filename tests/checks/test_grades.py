@@ -187,3 +187,19 @@ def test_another_user_of_the_group_reads_a_recorded_result() -> None:
             subprocess.run(["userdel", user], capture_output=True)
         subprocess.run(["groupdel", group], capture_output=True)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_terminal_pass_whose_job_this_cluster_cannot_find_is_not_verified_nor_failed(monkeypatch, tmp_path,
+                                                                                      capsys) -> None:
+    from lumikit.checks.evidence import encode
+    from lumikit.checks.grading import rerun
+    from lumikit.checks.terminal import check_overlap_steps
+
+    answers = {"allocation": encode("salloc: Granted job allocation 99999999")}
+    assert rerun(check_overlap_steps, answers, {}, "ada") == "not checked"  # no Slurm here, or no such job here
+    folder = _learner_folder(monkeypatch, tmp_path / "class", "ada")
+    record = json.loads((folder / "01.q1.json").read_text())
+    record.update(exercise="04.T1", answers=answers, passed_answers=answers, passed_evidence={}, passed_exact=True)
+    (folder / "04.T1.json").write_text(json.dumps(record))
+    rows = _grade(tmp_path / "class", tmp_path, capsys)
+    assert rows["ada"]["04.T1"] == "self-reported" and "cannot be looked up in Slurm here" in rows["ada"]["not verified"]
