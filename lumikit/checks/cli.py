@@ -65,6 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     progress.add_argument("--open-answers", type=Path, default=None, metavar="FILE",
                           help="with --class: write every learner's answers to the open questions to FILE "
                                "(Markdown)")
+    progress.add_argument("--seeds", type=Path, default=None, metavar="CSV",
+                          help="with --grade: a CSV of learner,seed for seeds you handed out ($LUMIKIT_SEED); "
+                               "others use their progress/seed file or their name")
     progress.add_argument("--references", type=Path, default=None, metavar="DIR",
                           help="the instructor's full workbook (with solutions/) whose exercise list and checks "
                                "grade the class (default: the workbook this runs in)")
@@ -77,6 +80,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "`lumikit progress --class DIR --grade --references THIS_WORKBOOK`.")
     hand.add_argument("dest", type=Path, metavar="DEST", help="a new (or empty) folder for the learners' copy")
     hand.set_defaults(func=_handout)
+
+
+def _read_seeds(path: Path) -> dict[str, str]:
+    """Learner -> seed from a two-column CSV (``learner,seed``; a header line is skipped)."""
+    import csv
+
+    from ..errors import LumikitError
+
+    try:
+        rows = list(csv.reader(path.read_text(encoding="utf-8").splitlines()))
+    except (OSError, UnicodeDecodeError) as err:
+        raise LumikitError(f"{path}: cannot read the seeds ({err}). Fix: give a CSV of learner,seed") from None
+    seeds = {r[0].strip(): r[1].strip() for r in rows if len(r) >= 2 and r[0].strip() and r[1].strip()}
+    seeds.pop("learner", None)
+    if not seeds:
+        raise LumikitError(f"{path}: no learner,seed rows. Fix: one line per learner, e.g. `ada,course-7f3a`")
+    return seeds
 
 
 def _handout(args: argparse.Namespace) -> int:
@@ -136,7 +156,8 @@ def _progress(args: argparse.Namespace) -> int:
                 print(f"refused: {line}", file=sys.stderr)
             raise LumikitError(f"{args.class_dir}: no learner folder holds a progress/ folder. Fix: give the folder "
                                f"whose sub-folders are the learners' workbooks")
-        grades = grade_class(folders, results, rerun_checks=args.grade)
+        seeds = _read_seeds(args.seeds) if args.seeds is not None else None
+        grades = grade_class(folders, results, seeds, rerun_checks=args.grade)
         named = {name: [replace(r, learner=name) for r in rows] for name, rows in results.items()}
         text = progress.class_csv(named, exercises, grades)
         can, total = regradable_count(exercises)

@@ -203,3 +203,18 @@ def test_a_terminal_pass_whose_job_this_cluster_cannot_find_is_not_verified_nor_
     (folder / "04.T1.json").write_text(json.dumps(record))
     rows = _grade(tmp_path / "class", tmp_path, capsys)
     assert rows["ada"]["04.T1"] == "self-reported" and "cannot be looked up in Slurm here" in rows["ada"]["not verified"]
+
+
+def test_seeds_the_instructor_handed_out_are_used_for_the_regrade(monkeypatch, tmp_path, capsys) -> None:
+    folder = tmp_path / "class" / "ada" / "workbook" / "progress"
+    monkeypatch.setenv("LUMIKIT_PROGRESS_DIR", str(folder))
+    monkeypatch.setenv("LUMIKIT_LEARNER", "ada")
+    monkeypatch.setenv("LUMIKIT_SEED", "handed-out-7f3a")
+    m04.check_starved_gcd(starved_gcd("04"))
+    rows = _grade(tmp_path / "class", tmp_path, capsys)
+    assert rows["ada"]["04.1"] == "disagrees"  # the name is not the seed this record was made with
+    (tmp_path / "seeds.csv").write_text("learner,seed\nada,handed-out-7f3a\n")
+    monkeypatch.delenv("LUMIKIT_SEED")
+    assert main(["progress", "--class", str(tmp_path / "class"), "--grade", "--seeds", str(tmp_path / "seeds.csv"),
+                 "--csv", str(tmp_path / "g.csv")]) == 0
+    assert "ada,1," in (tmp_path / "g.csv").read_text()  # one verified
