@@ -149,7 +149,8 @@ def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswere
         data["passed_answers"], data["passed_evidence"] = encoded, kept
         data["passed_exact"] = answers_exact and evidence_exact
     elif previous.get("passed_answers") is not None:
-        data["passed_answers"], data["passed_evidence"] = previous.get("passed_answers"), previous.get("passed_evidence")
+        data["passed_answers"] = previous.get("passed_answers")
+        data["passed_evidence"] = previous.get("passed_evidence")
         data["passed_exact"] = bool(previous.get("passed_exact"))
     mode = 0o666 & ~current_umask()
     with atomic_path(path) as tmp:
@@ -403,7 +404,8 @@ def recorded_cell(result: Result) -> str:
 
 
 def neutralise(cell: Any) -> Any:
-    """A CSV cell a spreadsheet cannot take for a formula (``=``, ``+``, ``-``, ``@``, tab, CR first: a ``'`` before)."""
+    """A CSV cell a spreadsheet cannot take for a formula: one starting with ``=``, ``+``, ``-``, ``@``, tab or CR
+    gets a ``'`` before it."""
     if isinstance(cell, str) and cell[:1] in ("=", "+", "-", "@", "\t", "\r"):
         return "'" + cell
     return cell
