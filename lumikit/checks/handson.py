@@ -243,7 +243,8 @@ def check_miopen_logging(miopen_job: JobSpec | None) -> Passed:
     env = dict(miopen_job.env)
     if env.get("MIOPEN_ENABLE_LOGGING") != "1":
         extra = " (AMD_LOG_LEVEL is the HIP runtime's log)" if "AMD_LOG_LEVEL" in env else ""
-        raise CheckFailed("05.S4", f"MIOPEN_ENABLE_LOGGING is not \"1\", so MIOpen logs none of its calls{extra}",
+        raise CheckFailed("05.S4", f"MIOPEN_ENABLE_LOGGING does not switch MIOpen's logging on, so it logs none of "
+                                   f"its calls{extra}",
                           hint="MIOpen's own variables start with MIOPEN_; the log level alone does not log calls.")
     if env.get("MIOPEN_ENABLE_LOGGING_CMD") != "1":
         raise CheckFailed("05.S4", "the log will not show the MIOpenDriver command of each convolution",
