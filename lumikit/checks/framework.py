@@ -192,6 +192,8 @@ def _show(value: Any) -> str:
 WRONG_MIMETYPE = "application/vnd.lumikit.wrong+json"
 #: Set while wrong answers are being tried: those calls are not recorded as the learner's progress.
 _PROBING: ContextVar[bool] = ContextVar("lumikit_checks_probing", default=False)
+#: Exercise -> the other inputs of the check call being recorded (so an instructor can regrade it from the record).
+_EVIDENCE: ContextVar[dict[str, dict[str, Any]]] = ContextVar("lumikit_checks_evidence", default={})
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -254,11 +256,11 @@ def check(exercise: str, *cases: Wrong) -> Callable[[F], F]:
                 return func(*args, **kwargs)
             answers = {n: bound.arguments.get(n) for n in names}
             evidence = {n: v for n, v in bound.arguments.items() if n not in names}
+            _EVIDENCE.set({**_EVIDENCE.get(), exercise: evidence})  # the check's other inputs, for _record
             try:
                 result = func(*args, **kwargs)
             except CheckFailed as failure:
-                _record(exercise, answers, passed=False, unanswered=failure.unanswered, message=str(failure),
-                        evidence=evidence)
+                _record(exercise, answers, passed=False, unanswered=failure.unanswered, message=str(failure))
                 raise
             _record(exercise, answers, passed=not isinstance(result, NotChecked), unanswered=False,
                     message=str(result), evidence=evidence, not_checked=isinstance(result, NotChecked))
@@ -279,6 +281,7 @@ def _record(exercise: str, answers: dict[str, Any], **outcome: Any) -> None:
     """Record one outcome in the learner's progress folder; a folder that cannot be written never fails a check."""
     from .progress import record
 
+    outcome.setdefault("evidence", _EVIDENCE.get().get(exercise))
     try:
         record(exercise, answers, **outcome)
     except OSError:
