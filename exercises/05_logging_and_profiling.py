@@ -198,28 +198,6 @@ raise NotImplementedError("Exercise 05.S2: a launch returns at once; look for th
 seed_checks.check_hip_log_reading(hip_launches, slowest_call)
 
 # %% [markdown]
-# ## TensorBoard in LUMI's web interface
-#
-# LUMI's web interface (Open OnDemand) has a TensorBoard app (Apps → TensorBoard): its form asks for a project, the
-# resources and the "TensorBoard log directory", and it starts TensorBoard as an interactive session. PyTorch's
-# older profiler tutorials open traces in TensorBoard's *PyTorch Profiler* tab; the tutorial now says that plugin is
-# deprecated and points to Holistic Trace Analysis.
-
-# %% tags=["exercise"]
-# Exercise 05.S3: Which statement is right? Store its letter in `tensorboard_answer`.
-#  (a) The PyTorch Profiler tab of the TensorBoard app shows the traces `tensorboard_trace_handler` wrote.
-#  (b) The app shows the scalars written with SummaryWriter; the profiler traces are read in Perfetto or analysed
-#      with lumikit.trace / HTA.
-#  (c) Closing the browser tab stops the TensorBoard session.
-#  (d) The app uploads the log directory to a TensorBoard server outside LUMI.
-# Hint: the app is an interactive session (a Slurm job), and the profiler plugin is deprecated.
-tensorboard_answer = None
-raise NotImplementedError("Exercise 05.S3: the app is an interactive session (a Slurm job), and the profiler plugin is deprecated.")
-
-# %% tags=["check"]
-seed_checks.check_tensorboard_choice(tensorboard_answer)
-
-# %% [markdown]
 # ## MIOpen's own log (seed hands-on)
 #
 # `AMD_LOG_LEVEL=4` (05.S2) logs the HIP runtime: launches and copies. Convolutions go through MIOpen, which keeps
@@ -241,3 +219,24 @@ raise NotImplementedError("Exercise 05.S4: MIOpen's variables start with MIOPEN_
 # %% tags=["check"]
 handson_checks.check_miopen_logging(miopen_job)
 
+# %% [markdown]
+# ## TensorBoard in LUMI's web interface
+#
+# LUMI's web interface (Open OnDemand) has a TensorBoard app (Apps → TensorBoard): its form asks for a project, the
+# resources and the "TensorBoard log directory", and it starts TensorBoard as an interactive session. PyTorch's
+# older profiler tutorials open traces in TensorBoard's *PyTorch Profiler* tab; the tutorial now says that plugin is
+# deprecated and points to Holistic Trace Analysis.
+
+# %% tags=["exercise"]
+# Exercise 05.S3: Which statement is right? Store its letter in `tensorboard_answer`.
+#  (a) The PyTorch Profiler tab of the TensorBoard app shows the traces `tensorboard_trace_handler` wrote.
+#  (b) The app shows the scalars written with SummaryWriter; the profiler traces are read in Perfetto or analysed
+#      with lumikit.trace / HTA.
+#  (c) Closing the browser tab stops the TensorBoard session.
+#  (d) The app uploads the log directory to a TensorBoard server outside LUMI.
+# Hint: the app is an interactive session (a Slurm job), and the profiler plugin is deprecated.
+tensorboard_answer = None
+raise NotImplementedError("Exercise 05.S3: the app is an interactive session (a Slurm job), and the profiler plugin is deprecated.")
+
+# %% tags=["check"]
+seed_checks.check_tensorboard_choice(tensorboard_answer)

@@ -168,27 +168,6 @@ print(device_count, physical_gcd)
 seed_checks.check_visible_gcd(physical_gcd, device_count)
 
 # %% [markdown]
-# ## A reading: DeepSpeed
-#
-# The course's last day ran DeepSpeed's ImageNet example in the PyTorch container (which ships DeepSpeed) with the
-# config `ds_fp16_z1_config.json`: fp16 training with **ZeRO stage 1**. ZeRO (DeepSpeed's Zero Redundancy Optimizer)
-# removes copies that plain DDP keeps on every rank: stage 1 partitions the optimizer states across the ranks,
-# stage 2 the gradients too, stage 3 the parameters too (gathered when a layer needs them). The launch is the one
-# of this module: one task per GCD, the same binding and RCCL environment; DeepSpeed reads `RANK`, `LOCAL_RANK`,
-# `WORLD_SIZE`, `MASTER_ADDR` and `MASTER_PORT` like `torch.distributed` does. The seed also asks to set the
-# `spawn` start method for its data loaders (module 09).
-
-# %% tags=["solution"]
-# Exercise 08.S2: With `ds_fp16_z1_config.json`, what is split across the ranks? Store the letter in `zero_answer`.
-#  (a) the optimizer states  (b) gradients and optimizer states  (c) parameters, gradients and optimizer states
-#  (d) nothing: it is plain data parallelism
-# Hint: z1 is ZeRO stage 1.
-zero_answer = "a"
-
-# %% tags=["check"]
-seed_checks.check_zero_stage(zero_answer)
-
-# %% [markdown]
 # ## Scaling efficiency across nodes (seed hands-on)
 #
 # `scaling_runs()` holds **generated** images/s of one job on 1 to 32 GCDs (8 per node), different for every
@@ -243,3 +222,23 @@ print(srun_line, "", wrapper, sep="\n")
 # %% tags=["check"]
 handson_checks.check_slurm_escaping(srun_line, wrapper)
 
+# %% [markdown]
+# ## A reading: DeepSpeed
+#
+# The course's last day ran DeepSpeed's ImageNet example in the PyTorch container (which ships DeepSpeed) with the
+# config `ds_fp16_z1_config.json`: fp16 training with **ZeRO stage 1**. ZeRO (DeepSpeed's Zero Redundancy Optimizer)
+# removes copies that plain DDP keeps on every rank: stage 1 partitions the optimizer states across the ranks,
+# stage 2 the gradients too, stage 3 the parameters too (gathered when a layer needs them). The launch is the one
+# of this module: one task per GCD, the same binding and RCCL environment; DeepSpeed reads `RANK`, `LOCAL_RANK`,
+# `WORLD_SIZE`, `MASTER_ADDR` and `MASTER_PORT` like `torch.distributed` does. The seed also asks to set the
+# `spawn` start method for its data loaders (module 09).
+
+# %% tags=["solution"]
+# Exercise 08.S2: With `ds_fp16_z1_config.json`, what is split across the ranks? Store the letter in `zero_answer`.
+#  (a) the optimizer states  (b) gradients and optimizer states  (c) parameters, gradients and optimizer states
+#  (d) nothing: it is plain data parallelism
+# Hint: z1 is ZeRO stage 1.
+zero_answer = "a"
+
+# %% tags=["check"]
+seed_checks.check_zero_stage(zero_answer)

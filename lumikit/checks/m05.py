@@ -176,6 +176,14 @@ def check_profiler_slowdown(answer: float | None, step_times: Mapping[int, float
                           f"{_profiler_noise([times[s] for s in recorded], [times[s] for s in unprofiled])}")
 
 
+def _profiler_noise(recorded: list[float], unprofiled: list[float]) -> str:
+    """Recorded against unprofiled steps, with their spread: the profiler's cost, or the machine's noise."""
+    from ..measure import measured, noise_note
+
+    return noise_note(measured("recorded step", recorded), measured("unprofiled step", unprofiled), unit="s",
+                      on_lumi="recorded steps measurably slower than unprofiled ones: the profiler times every "
+                              "operator and kernel")
+
 # --- Conceptual questions ----------------------------------------------------------------------------------------
 
 WHY_FEW_STEPS = Choice("05.q1", "Why profile a few steps of one rank, not the whole run on every rank?", {
@@ -200,12 +208,3 @@ WHY_WARMUP = Choice("05.q2", "Why does the schedule of 05.1 give the profiler a 
                 "one."),
 })
 check_why_warmup = choice_check(WHY_WARMUP)
-
-
-def _profiler_noise(recorded: list[float], unprofiled: list[float]) -> str:
-    """Recorded against unprofiled steps, with their spread: the profiler's cost, or the machine's noise."""
-    from ..measure import measured, noise_note
-
-    return noise_note(measured("recorded step", recorded), measured("unprofiled step", unprofiled), unit="s",
-                      on_lumi="recorded steps measurably slower than unprofiled ones: the profiler times every "
-                              "operator and kernel")

@@ -172,44 +172,6 @@ def check_batch_size(step_time_ratio: float | None, throughput_ratio: float | No
                           f"{_rate_note(large, small, 'large batch', 'small batch', ON_LUMI['07.6'])}")
 
 
-# --- Conceptual questions ----------------------------------------------------------------------------------------
-
-FEWER_STEPS = Choice("07.q1", "(seed question 3) Why does each DDP rank run fewer iterations per epoch than the "
-                              "single run?", {
-    "a": Option("DDP leaves part of the data set out.", False,
-                "the distributed sampler gives each rank its own share; together the ranks cover the whole set."),
-    "b": Option("Each rank takes its own batch in every step, so one step uses batch x ranks samples.", True,
-                "an epoch then has data set / (batch x ranks) steps per rank (07.1); keep the global batch by "
-                "dividing --batch-size by the ranks."),
-    "c": Option("DDP uses a larger batch per device.", False,
-                "--batch-size is per device and stays what you give (compare `batch_size` in the table)."),
-})
-check_fewer_steps = choice_check(FEWER_STEPS)
-
-DP_OR_DDP = Prediction("07.q2", "(seed question 5) On two devices, which will reach more samples per second?", {
-    "a": "DistributedDataParallel (DDP)",
-    "b": "DataParallel (DP)",
-    "c": "about the same (within 5 %)",
-})
-check_dp_or_ddp_prediction = prediction_check(DP_OR_DDP)
-
-
-def _dp_or_ddp_truth(measured: Mapping[str, Any]) -> str:
-    ddp, dp = float(measured["ddp_samples_per_s"]), float(measured["dp_samples_per_s"])
-    return "a" if ddp > 1.05 * dp else "b" if dp > 1.05 * ddp else "c"
-
-
-check_dp_or_ddp_outcome = outcome_check("07.q3", DP_OR_DDP, _dp_or_ddp_truth, {
-    "a": "DDP came out ahead in this run. DDP runs one process per device and overlaps the all-reduce of the "
-         "gradients with the backward pass; DataParallel drives every device from one Python process and copies the "
-         "model, scatters the inputs and gathers the outputs in every step. Off LUMI one run of each on shared CPU "
-         "cores is noisy: the lesson's repeated runs say whether such a difference is beyond the noise.",
-    "b": "here DataParallel came out ahead: without real devices it runs the one process with the global batch, so "
-         "this measures the CPU, not how GPUs scale; on LUMI expect DDP ahead.",
-    "c": "here both share the same few CPU cores, so neither can scale; on LUMI expect DDP clearly ahead.",
-})
-
-
 # --- Noise as a lesson: the learner's own runs, with their spread ---------------------------------------------------
 
 #: What each comparison should show on LUMI's GCDs (expected from how the methods work, not a measurement here).
@@ -256,3 +218,40 @@ def _first_step_note(first_epoch: list[float]) -> str:
         return "too few steps to judge the noise"
     return outlier_note("first step", first_epoch[0], measured("other steps", middle(first_epoch[1:])),
                         on_lumi=ON_LUMI["07.2"], unit="s")
+
+# --- Conceptual questions ----------------------------------------------------------------------------------------
+
+FEWER_STEPS = Choice("07.q1", "(seed question 3) Why does each DDP rank run fewer iterations per epoch than the "
+                              "single run?", {
+    "a": Option("DDP leaves part of the data set out.", False,
+                "the distributed sampler gives each rank its own share; together the ranks cover the whole set."),
+    "b": Option("Each rank takes its own batch in every step, so one step uses batch x ranks samples.", True,
+                "an epoch then has data set / (batch x ranks) steps per rank (07.1); keep the global batch by "
+                "dividing --batch-size by the ranks."),
+    "c": Option("DDP uses a larger batch per device.", False,
+                "--batch-size is per device and stays what you give (compare `batch_size` in the table)."),
+})
+check_fewer_steps = choice_check(FEWER_STEPS)
+
+DP_OR_DDP = Prediction("07.q2", "(seed question 5) On two devices, which will reach more samples per second?", {
+    "a": "DistributedDataParallel (DDP)",
+    "b": "DataParallel (DP)",
+    "c": "about the same (within 5 %)",
+})
+check_dp_or_ddp_prediction = prediction_check(DP_OR_DDP)
+
+
+def _dp_or_ddp_truth(measured: Mapping[str, Any]) -> str:
+    ddp, dp = float(measured["ddp_samples_per_s"]), float(measured["dp_samples_per_s"])
+    return "a" if ddp > 1.05 * dp else "b" if dp > 1.05 * ddp else "c"
+
+
+check_dp_or_ddp_outcome = outcome_check("07.q3", DP_OR_DDP, _dp_or_ddp_truth, {
+    "a": "DDP came out ahead in this run. DDP runs one process per device and overlaps the all-reduce of the "
+         "gradients with the backward pass; DataParallel drives every device from one Python process and copies the "
+         "model, scatters the inputs and gathers the outputs in every step. Off LUMI one run of each on shared CPU "
+         "cores is noisy: the lesson's repeated runs say whether such a difference is beyond the noise.",
+    "b": "here DataParallel came out ahead: without real devices it runs the one process with the global batch, so "
+         "this measures the CPU, not how GPUs scale; on LUMI expect DDP ahead.",
+    "c": "here both share the same few CPU cores, so neither can scale; on LUMI expect DDP clearly ahead.",
+})
