@@ -83,7 +83,7 @@ MODULES: tuple[Module, ...] = (
             "start DDP with srun or torchrun"),
            ("03", "05"), ("One process per GCD (DDP) beats one process driving several (DataParallel).",
                           "Slurm sets RANK, LOCAL_RANK and WORLD_SIZE; torchrun is optional on LUMI.")),
-    Module("08", "08_several_nodes", "Several nodes", 70,
+    Module("08", "08_several_nodes", "Several nodes", 60,
            ("write a multi-node batch script with binding and RCCL's environment",
             "prove from RCCL's log that the network was used",
             "know which GPU each rank sees (Slurm, ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES)"),

@@ -31,12 +31,12 @@
 # | **05** Logging and profiling | 60 | 03 | read a HIP log (AMD_LOG_LEVEL=4) and rocprof's tables; profile a few steps with torch.profiler, with and without lumikit's wrapper; diagnose a failed job from its log | [lesson](05_logging_and_profiling.ipynb) → [exercise](../exercises/05_logging_and_profiling.ipynb) → [solution](../solutions/05_logging_and_profiling.ipynb) |
 # | **06** Reading traces | 60 | 05 | split GPU time into compute, communication and idle; find a straggler rank and hidden communication in multi-rank traces | [lesson](06_reading_traces.ipynb) → [exercise](../exercises/06_reading_traces.ipynb) → [solution](../solutions/06_reading_traces.ipynb) |
 # | **07** Several GPUs on one node | 75 | 03, 05 | run DDP with one task per GCD, and compare it with DataParallel; start DDP with srun or torchrun | [lesson](07_several_gpus.ipynb) → [exercise](../exercises/07_several_gpus.ipynb) → [solution](../solutions/07_several_gpus.ipynb) |
-# | **08** Several nodes | 70 | 07 | write a multi-node batch script with binding and RCCL's environment; prove from RCCL's log that the network was used; know which GPU each rank sees (Slurm, ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES) | [lesson](08_several_nodes.ipynb) → [exercise](../exercises/08_several_nodes.ipynb) → [solution](../solutions/08_several_nodes.ipynb) |
+# | **08** Several nodes | 60 | 07 | write a multi-node batch script with binding and RCCL's environment; prove from RCCL's log that the network was used; know which GPU each rank sees (Slurm, ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES) | [lesson](08_several_nodes.ipynb) → [exercise](../exercises/08_several_nodes.ipynb) → [solution](../solutions/08_several_nodes.ipynb) |
 # | **09** Data and I/O | 45 | 03 | choose where data lives on LUMI and why one file beats many small ones; size DataLoader workers, and start them with spawn in multi-node jobs | [lesson](09_data_and_io.ipynb) → [exercise](../exercises/09_data_and_io.ipynb) → [solution](../solutions/09_data_and_io.ipynb) |
 # | **10** JAX on LUMI | 30 | 02 | run JAX from LUMI's JAX container with a pinned venv; launch one JAX process per GCD | [lesson](10_jax_on_lumi.ipynb) → [exercise](../exercises/10_jax_on_lumi.ipynb) → [solution](../solutions/10_jax_on_lumi.ipynb) |
 # | **11** Capstone: find a bottleneck, fix it, measure | 60 | 04, 05, 06, 07, 09 | find a planted bottleneck with the GPU view, the profiler and the trace analysis; fix it and report before/after numbers | [lesson](11_capstone.ipynb) → [exercise](../exercises/11_capstone.ipynb) → [solution](../solutions/11_capstone.ipynb) |
 #
-# In all about 11 hours.
+# In all about 10 hours.
 #
 # **Prerequisites for the whole workbook:** Python and a little PyTorch (a training loop: model, loss, optimizer),
 # and a Unix shell. No Slurm or GPU experience is assumed. Three routes:
