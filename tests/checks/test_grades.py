@@ -162,31 +162,45 @@ def test_a_record_honours_the_umask(monkeypatch, tmp_path) -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("useradd") is None or shutil.which("setpriv") is None,
                     reason="needs root and useradd/setpriv to create a learner and an instructor in one group")
-def test_another_user_of_the_group_reads_a_recorded_result() -> None:
+def test_another_user_of_the_group_reads_a_recorded_result_and_an_unreadable_one_is_named() -> None:
     tag = uuid.uuid4().hex[:6]
     group, learner, instructor = f"lkg{tag}", f"lkl{tag}", f"lki{tag}"
-    folder = Path(tempfile.mkdtemp(prefix="lumikit-project-"))
+    project = Path(tempfile.mkdtemp(prefix="lumikit-project-"))  # a LUMI project folder: one folder per learner
+    folder = project / learner
     try:
         subprocess.run(["groupadd", group], check=True)
         for user in (learner, instructor):
             subprocess.run(["useradd", "-M", "-N", "-g", group, "-s", "/bin/sh", user], check=True)
-        os.chmod(folder, 0o2770)
-        shutil.chown(folder, group=group)
+        folder.mkdir()
+        for path, owner in ((project, "root"), (folder, learner)):
+            os.chmod(path, 0o2770)
+            shutil.chown(path, user=owner, group=group)
         as_user = ["setpriv", "--reuid", learner, "--regid", group, "--init-groups", "--"]
-        code = ("import os; os.umask(0o002); from lumikit.checks import m01; m01.check_why_seven_cores('b')")
         env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(REPO), "HOME": str(folder),
-               "LUMIKIT_PROGRESS_DIR": str(folder / "progress")}
+               "LUMIKIT_PROGRESS_DIR": str(folder / "progress"), "LUMIKIT_LEARNER": learner}
+        code = "import os; os.umask(0o002); from lumikit.checks import m01; m01.check_why_seven_cores('b')"
         subprocess.run([*as_user, sys.executable, "-c", code], check=True, env=env, cwd=folder)
         path = folder / "progress" / "01.q1.json"
         assert stat.S_IMODE(path.stat().st_mode) == 0o664
-        read = subprocess.run(["setpriv", "--reuid", instructor, "--regid", group, "--init-groups", "--", "cat",
-                               str(path)], capture_output=True, text=True, env=env)
+        as_instructor = ["setpriv", "--reuid", instructor, "--regid", group, "--init-groups", "--"]
+        read = subprocess.run([*as_instructor, "cat", str(path)], capture_output=True, text=True, env=env)
         assert read.returncode == 0 and json.loads(read.stdout)["status"] == "passed"
+        # a result written under umask 077 is unreadable to the group: the class export names it, never skips it
+        private = "import os; os.umask(0o077); from lumikit.checks import m01; m01.check_why_bind('a')"
+        subprocess.run([*as_user, sys.executable, "-c", private], env=env, cwd=folder, capture_output=True)
+        [hidden] = [p for p in (folder / "progress").glob("01.*.json") if p.name != "01.q1.json"]
+        assert stat.S_IMODE(hidden.stat().st_mode) == 0o600
+        export = subprocess.run([*as_instructor, sys.executable, "-m", "lumikit", "progress", "--class",
+                                 str(project), "--csv", str(project / "grades.csv")],
+                                capture_output=True, text=True, env=env, cwd=REPO)
+        assert export.returncode == 0, export.stderr
+        assert f"{hidden}: unreadable (permission denied)" in export.stdout, export.stdout
+        assert "self-reported" in (project / "grades.csv").read_text()  # the readable record still counts
     finally:
         for user in (learner, instructor):
             subprocess.run(["userdel", user], capture_output=True)
         subprocess.run(["groupdel", group], capture_output=True)
-        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(project, ignore_errors=True)
 
 
 def test_a_terminal_pass_whose_job_this_cluster_cannot_find_is_not_verified_nor_failed(monkeypatch, tmp_path,
