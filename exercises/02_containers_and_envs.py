@@ -131,6 +131,7 @@ import lumikit.checks.handson as handson_checks
 # `$CONTAINER` with the course's bindings module (`singularity-AI-bindings` from /appl/local/containers/ai-modules).
 # Store them as a list of strings in `shell_commands`.
 # Hint: Lmod only loads modules from folders it knows.
+# Tool: `module use FOLDER`, `module load NAME`, `singularity shell IMAGE`.
 shell_commands = None
 raise NotImplementedError("Exercise 02.S1: Lmod only loads modules from folders it knows.")
 

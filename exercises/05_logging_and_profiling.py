@@ -213,6 +213,7 @@ from lumikit.site import load_site
 # Exercise 05.S4: Build a one-GCD job (`miopen_job`, small-g, 10 minutes) running `python train.py` with MIOpen
 # logging every call it makes, together with the MIOpenDriver command line of each call.
 # Hint: MIOpen's variables start with MIOPEN_.
+# Tool: MIOpen's documentation, "Debugging and logging"; `spec([...], env={...})`.
 miopen_job = None
 raise NotImplementedError("Exercise 05.S4: MIOpen's variables start with MIOPEN_.")
 

@@ -184,6 +184,7 @@ print(lumi_log.show())
 # and at how many GCDs does it first fall below 90 % (`first_below_90`)? From the real LUMI log, how many images/s
 # did each GCD process (`lumi_per_gcd`)?
 # Hint: efficiency compares N GCDs with N times one GCD.
+# Tool: column arithmetic on `scaling`; `handson_checks.lumi_total_images_per_s()` reads the log's total.
 one_gcd = None
 efficiency_32 = None
 first_below_90 = None
@@ -205,6 +206,7 @@ handson_checks.check_scaling_efficiency(efficiency_32, first_below_90, lumi_per_
 # `$CONTAINER` through `bash -c "..."`, exporting RANK, LOCAL_RANK and WORLD_SIZE from Slurm's per-task variables;
 # and the text of a wrapper `run.sh` (`wrapper`) that exports the same three and then runs the command it is given.
 # Hint: ask which shell reads each `$`: the batch script's, or each task's.
+# Tool: inside double quotes `\$` leaves a `$` for the next shell; a wrapper ends with `exec "$@"`.
 srun_line = None
 wrapper = None
 raise NotImplementedError("Exercise 08.S4: ask which shell reads each `$`: the batch script's, or each task's.")

@@ -55,6 +55,7 @@ import lumikit.checks.handson as handson_checks
 # per GCD on 2 GCDs. How many devices does `jax.local_devices()` list in each process (`devices_per_process`), and
 # how many processes does `jax.process_count()` report (`process_count`)?
 # Hint: count GPUs per task, not per node.
+# Tool: `spec([...], ntasks_per_node=..., gpus_per_task=..., container="jax", ...)`.
 per_gcd_job = None
 devices_per_process = None
 process_count = None

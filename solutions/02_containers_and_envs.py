@@ -140,6 +140,7 @@ import lumikit.checks.handson as handson_checks
 # `$CONTAINER` with the course's bindings module (`singularity-AI-bindings` from /appl/local/containers/ai-modules).
 # Store them as a list of strings in `shell_commands`.
 # Hint: Lmod only loads modules from folders it knows.
+# Tool: `module use FOLDER`, `module load NAME`, `singularity shell IMAGE`.
 shell_commands = ["module purge", "module use /appl/local/containers/ai-modules",
                   "module load singularity-AI-bindings", "singularity shell $CONTAINER"]
 print("\n".join(shell_commands))

@@ -240,6 +240,7 @@ from lumikit.site import load_site
 # Exercise 05.S4: Build a one-GCD job (`miopen_job`, small-g, 10 minutes) running `python train.py` with MIOpen
 # logging every call it makes, together with the MIOpenDriver command line of each call.
 # Hint: MIOpen's variables start with MIOPEN_.
+# Tool: MIOpen's documentation, "Debugging and logging"; `spec([...], env={...})`.
 miopen_job = spec(["python", "train.py"], partition="small-g", gpus_per_node=1, time="0:10:00",
                   env={"MIOPEN_ENABLE_LOGGING": "1", "MIOPEN_ENABLE_LOGGING_CMD": "1"})
 print(render_srun(miopen_job, load_site("lumi")).text())

@@ -191,6 +191,7 @@ print(lumi_log.show())
 # and at how many GCDs does it first fall below 90 % (`first_below_90`)? From the real LUMI log, how many images/s
 # did each GCD process (`lumi_per_gcd`)?
 # Hint: efficiency compares N GCDs with N times one GCD.
+# Tool: column arithmetic on `scaling`; `handson_checks.lumi_total_images_per_s()` reads the log's total.
 one_gcd = scaling.loc[scaling["gcds"] == 1, "images_per_s"].iloc[0]
 scaling["efficiency"] = scaling["images_per_s"] / (scaling["gcds"] * one_gcd)
 efficiency_32 = scaling.loc[scaling["gcds"] == 32, "efficiency"].iloc[0]
@@ -213,6 +214,7 @@ handson_checks.check_scaling_efficiency(efficiency_32, first_below_90, lumi_per_
 # `$CONTAINER` through `bash -c "..."`, exporting RANK, LOCAL_RANK and WORLD_SIZE from Slurm's per-task variables;
 # and the text of a wrapper `run.sh` (`wrapper`) that exports the same three and then runs the command it is given.
 # Hint: ask which shell reads each `$`: the batch script's, or each task's.
+# Tool: inside double quotes `\$` leaves a `$` for the next shell; a wrapper ends with `exec "$@"`.
 srun_line = ('srun singularity exec $CONTAINER bash -c "export RANK=\\$SLURM_PROCID LOCAL_RANK=\\$SLURM_LOCALID '
              'WORLD_SIZE=\\$SLURM_NPROCS && python train.py"')
 wrapper = ("#!/bin/bash\nexport RANK=$SLURM_PROCID\nexport LOCAL_RANK=$SLURM_LOCALID\n"

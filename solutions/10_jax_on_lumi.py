@@ -60,6 +60,7 @@ import lumikit.checks.handson as handson_checks
 # per GCD on 2 GCDs. How many devices does `jax.local_devices()` list in each process (`devices_per_process`), and
 # how many processes does `jax.process_count()` report (`process_count`)?
 # Hint: count GPUs per task, not per node.
+# Tool: `spec([...], ntasks_per_node=..., gpus_per_task=..., container="jax", ...)`.
 per_gcd_job = spec(["python", "-c", JAX_PROGRAM], partition="small-g", ntasks_per_node=2, gpus_per_task=1,
                    time="0:05:00", container="jax", env={"PYTHONNOUSERSITE": "1"})
 devices_per_process = 1

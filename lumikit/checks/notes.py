@@ -24,6 +24,7 @@ NOTES_DIR = Path("docs") / "instructor-notes"
 MINUTES = {"lesson": 15, "exercise": 4, "terminal": 8, "question": 2, "discussion": 3}
 _EXERCISE = re.compile(r"^#\s*Exercise\s+(?P<id>\d\d\.\w+)\s*:\s*(?P<text>.*)$")
 _HINT = re.compile(r"^#\s*Hint\s*:\s*(?P<text>.*)$")
+_TOOL = re.compile(r"^#\s*Tool\s*:\s*(?P<text>.*)$")
 _ANSWER = re.compile(r"^\s*\*\*Answer\.?\*\*\s*", re.M)
 
 
@@ -34,6 +35,7 @@ class Item:
     exercise: str
     question: str
     hint: str = ""
+    tool: str = ""
     model: str = ""
     mistakes: list[str] = field(default_factory=list)
     code: bool = True  # the model answer is the solution's code (else the right option, in words)
@@ -78,17 +80,19 @@ def read_module(path: Path) -> tuple[list[Item], list[Prompt]]:
         comments, code = [], []
         for line in text.splitlines():
             (comments if line.startswith("#") and not code else code).append(line)
-        exercise = question = hint = ""
+        exercise = question = hint = tool = ""
         for line in comments:
             if m := _EXERCISE.match(line):
                 exercise, question = m["id"], m["text"]
             elif m := _HINT.match(line):
                 hint = m["text"]
+            elif m := _TOOL.match(line):
+                tool = m["text"]
             elif exercise and not hint and line.startswith("# "):
                 question += " " + line[2:]
         if not exercise:
             continue
-        item = Item(exercise, question.strip(), hint.strip(), "\n".join(code).strip())
+        item = Item(exercise, question.strip(), hint.strip(), tool.strip(), "\n".join(code).strip())
         func = functions.get(exercise)
         info = getattr(func, "__lumikit_check__", None)
         if info is not None:
@@ -142,6 +146,8 @@ def render(module: Module, items: Sequence[Item], prompts: Sequence[Prompt]) -> 
         out += [f"### {item.exercise}", "", item.question or "(asked in the lesson)", ""]
         if item.hint:
             out += [f"*Hint (level 1):* {item.hint}", ""]
+        if item.tool:
+            out += [f"*Hint (level 2, the tool):* {item.tool}", ""]
         if item.model and item.code:
             out += ["*Model answer:*", "", "```python", item.model, "```", ""]
         elif item.model:
