@@ -170,11 +170,11 @@ def _read_regular(path: Path, *, within: Path, limit: int = READ_LIMIT) -> str:
     reading, so nothing here waits or reads without end.
     """
     info = os.lstat(path)
+    target = Path(os.path.realpath(path))
+    root = Path(os.path.realpath(within))
+    if target != root and root not in target.parents:  # the file, or a folder on its way, links out
+        raise _Refused(f"a link to {target}, outside the learner's folder")
     if stat.S_ISLNK(info.st_mode):
-        target = Path(os.path.realpath(path))
-        root = Path(os.path.realpath(within))
-        if target != root and root not in target.parents:
-            raise _Refused(f"a link to {target}, outside the learner's folder")
         info = os.stat(target)
         path = target
     if not stat.S_ISREG(info.st_mode):

@@ -233,3 +233,15 @@ def test_seeds_the_instructor_handed_out_are_used_for_the_regrade(monkeypatch, t
     assert main(["progress", "--class", str(tmp_path / "class"), "--grade", "--seeds", str(tmp_path / "seeds.csv"),
                  "--csv", str(tmp_path / "g.csv")]) == 0
     assert "ada,1," in (tmp_path / "g.csv").read_text()  # one verified
+
+
+def test_a_folder_linked_out_of_the_learners_folder_is_not_read_through(monkeypatch, tmp_path) -> None:
+    from lumikit.checks.progress import read_text_safely
+
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "07_several_gpus.ipynb").write_text("{}")
+    (tmp_path / "ada").mkdir()
+    (tmp_path / "ada" / "exercises").symlink_to(tmp_path / "elsewhere")
+    assert read_text_safely(tmp_path / "ada" / "exercises" / "07_several_gpus.ipynb", within=tmp_path / "ada") is None
+    (tmp_path / "ada" / "own.json").write_text("{}")
+    assert read_text_safely(tmp_path / "ada" / "own.json", within=tmp_path / "ada") == "{}"
