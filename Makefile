@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 TORCH       ?=
 TORCH_INDEX ?= $(if $(filter cpu,$(TORCH)),https://download.pytorch.org/whl/cpu,)
 
-.PHONY: venv lab test unit slurm-up slurm-down exercises verify clean-venv
+.PHONY: venv lab test unit slurm-up slurm-down exercises verify clean-venv handout
 
 venv: $(STAMP)
 
@@ -56,3 +56,8 @@ exercises: venv
 
 verify: venv
 	$(VENV)/bin/lumikit verify
+
+# A graded course: a copy for learners without solutions/ (and the instructor notes, tests); grade from this one.
+handout: venv
+	@test -n "$(DEST)" || { echo "make handout DEST=/path/to/learners-copy"; exit 2; }
+	$(VENV)/bin/lumikit handout $(DEST)

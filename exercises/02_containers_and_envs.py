@@ -114,3 +114,27 @@ checks.check_why_pin(why_pin)
 # of 02.4 keep your venv's torch the container's one?
 #
 # **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown]
+# ## A shell in the container (seed hands-on)
+#
+# The course's run scripts prepare the container with two module commands before they start it: one that makes
+# LUMI's AI container modules known, one that loads the bindings module (it binds /project, /scratch, /flash and
+# the system libraries into the container). Interactively, `singularity shell` then opens a shell inside it, where
+# `python -c "import torch"` finds the container's PyTorch.
+
+# %%
+import lumikit.checks.handson as handson_checks
+
+# %% tags=["exercise"]
+# Exercise 02.S1: Write the commands, in order, that open an interactive shell in the PyTorch container
+# `$CONTAINER` with the course's bindings module (`singularity-AI-bindings` from /appl/local/containers/ai-modules).
+# Store them as a list of strings in `shell_commands`.
+# Hint: Lmod only loads modules from folders it knows.
+# Tool: `module use FOLDER`, `module load NAME`, `singularity shell IMAGE`.
+shell_commands = None
+raise NotImplementedError("Exercise 02.S1: Lmod only loads modules from folders it knows.")
+
+# %% tags=["check"]
+handson_checks.check_container_shell(shell_commands)
+

@@ -111,3 +111,36 @@ class Comparison:
 def compare(a: Measured, b: Measured, *, min_effect: float = MIN_EFFECT) -> Comparison:
     """Compare two measured variants (see :class:`Comparison`)."""
     return Comparison(a, b, min_effect)
+
+
+def middle(values: Sequence[float], keep: float = 0.8) -> list[float]:
+    """The middle ``keep`` share of ``values`` (sorted; the slowest and fastest ends dropped), at least one value.
+
+    Many steps of one run carry a few outliers (a garbage collection, another job's burst); their min-max range
+    says little, the middle 80 % says how much the run's steps really vary.
+    """
+    ordered = sorted(float(v) for v in values)
+    drop = int(len(ordered) * (1 - keep) / 2 + 1e-9)  # 10 values, keep 0.8: drop 1 at each end
+    return ordered[drop:len(ordered) - drop] or ordered
+
+
+def noise_note(a: Measured, b: Measured, *, on_lumi: str, unit: str = "", fmt: str = "{:.3g}",
+               min_effect: float = MIN_EFFECT) -> str:
+    """One clause for a check's passed line: ``within noise on this machine (...); on LUMI expect ...``, or
+    ``beyond noise on this machine (...)``, built from the two measurements alone."""
+    comparison = compare(a, b, min_effect=min_effect)
+    sentence = comparison.sentence(unit=unit, fmt=fmt).rstrip(".")
+    if comparison.within_noise:
+        return f"within noise on this machine ({sentence}); on LUMI expect {on_lumi}"
+    return f"beyond noise on this machine ({sentence})"
+
+
+def outlier_note(label: str, value: float, others: Measured, *, on_lumi: str, unit: str = "", fmt: str = "{:.3g}",
+                 min_effect: float = MIN_EFFECT) -> str:
+    """One value (a first step) against the spread of the rest: beyond noise only when it is above their whole
+    range and more than ``min_effect`` above their median."""
+    u = f" {unit}" if unit else ""
+    text = f"{label} {fmt.format(value)}{u} against {others.describe(fmt, unit)}"
+    if value > others.hi and value > others.median * (1 + min_effect):
+        return f"beyond noise on this machine ({text})"
+    return f"within noise on this machine ({text}); on LUMI expect {on_lumi}"

@@ -3,7 +3,8 @@
 Module 00 renders the whole map (:func:`syllabus_markdown`); each module opens with its own line from here
 (:func:`glance_markdown`) and closes with its key points. One source, so the map and the modules cannot disagree
 (``tests/test_syllabus.py`` compares them). Minutes are estimates for a learner working through the lesson, then the
-exercises, on LUMI or a laptop.
+exercises, on LUMI or a laptop; ``python -m lumikit.checks.notes`` estimates them again from each module's content
+(its instructor notes say both).
 """
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ MODULES: tuple[Module, ...] = (
            ("01", "02"), ("Plan with the warm step time, not the first step.",
                           "A job at its time limit ends TIMEOUT: checkpoint, then resume.",
                           "sbatch, squeue, sacct and scancel are what lumikit runs underneath.")),
-    Module("04", "04_watching_the_gpu", "Watching the GPU", 45,
+    Module("04", "04_watching_the_gpu", "Watching the GPU", 55,
            ("read rocm-smi: power, clock, busy %, memory per GCD and package",
             "tell a working GCD from a waiting one",
             "look at a running job with salloc and srun --overlap"),
@@ -79,7 +80,7 @@ MODULES: tuple[Module, ...] = (
            ("05",), ("Idle time says the GPU waited; the host side says for what.",
                      "Communication that overlaps computation costs nothing extra.",
                      "One slow rank makes every rank's step slow.")),
-    Module("07", "07_several_gpus", "Several GPUs on one node", 45,
+    Module("07", "07_several_gpus", "Several GPUs on one node", 75,
            ("run DDP with one task per GCD, and compare it with DataParallel",
             "start DDP with srun or torchrun"),
            ("03", "05"), ("One process per GCD (DDP) beats one process driving several (DataParallel).",

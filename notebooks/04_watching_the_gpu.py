@@ -1,5 +1,5 @@
 # %% [markdown]
-# > **Module 04 at a glance.** About **45 minutes** (lesson and exercises). Before it: module(s) 01.
+# > **Module 04 at a glance.** About **55 minutes** (lesson and exercises). Before it: module(s) 01.
 # >
 # > **Objectives.** After it you can:
 # > - read rocm-smi: power, clock, busy %, memory per GCD and package

@@ -123,3 +123,28 @@ checks.check_why_pin(why_pin)
 # works inside it. The pins printed in 02.4 are the versions this base really has (here a CPU build of PyTorch; on
 # LUMI the container's ROCm build); with them in a constraints file pip may add packages but must keep those
 # versions, or stop with a conflict you can read.
+
+# %% [markdown]
+# ## A shell in the container (seed hands-on)
+#
+# The course's run scripts prepare the container with two module commands before they start it: one that makes
+# LUMI's AI container modules known, one that loads the bindings module (it binds /project, /scratch, /flash and
+# the system libraries into the container). Interactively, `singularity shell` then opens a shell inside it, where
+# `python -c "import torch"` finds the container's PyTorch.
+
+# %%
+import lumikit.checks.handson as handson_checks
+
+# %% tags=["solution"]
+# Exercise 02.S1: Write the commands, in order, that open an interactive shell in the PyTorch container
+# `$CONTAINER` with the course's bindings module (`singularity-AI-bindings` from /appl/local/containers/ai-modules).
+# Store them as a list of strings in `shell_commands`.
+# Hint: Lmod only loads modules from folders it knows.
+# Tool: `module use FOLDER`, `module load NAME`, `singularity shell IMAGE`.
+shell_commands = ["module purge", "module use /appl/local/containers/ai-modules",
+                  "module load singularity-AI-bindings", "singularity shell $CONTAINER"]
+print("\n".join(shell_commands))
+
+# %% tags=["check"]
+handson_checks.check_container_shell(shell_commands)
+

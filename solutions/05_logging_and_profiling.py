@@ -225,6 +225,30 @@ print(hip_launches, durations)
 seed_checks.check_hip_log_reading(hip_launches, slowest_call)
 
 # %% [markdown]
+# ## MIOpen's own log (seed hands-on)
+#
+# `AMD_LOG_LEVEL=4` (05.S2) logs the HIP runtime: launches and copies. Convolutions go through MIOpen, which keeps
+# its own log, switched on with its own variables; with the command of each call logged, one slow convolution can
+# be replayed alone with `MIOpenDriver`. Off LUMI no MIOpen runs here, so the job is built, not run.
+
+# %%
+import lumikit.checks.handson as handson_checks
+from lumikit.jobs import render_srun, spec
+from lumikit.site import load_site
+
+# %% tags=["solution"]
+# Exercise 05.S4: Build a one-GCD job (`miopen_job`, small-g, 10 minutes) running `python train.py` with MIOpen
+# logging every call it makes, together with the MIOpenDriver command line of each call.
+# Hint: MIOpen's variables start with MIOPEN_.
+# Tool: MIOpen's documentation, "Debugging and logging"; `spec([...], env={...})`.
+miopen_job = spec(["python", "train.py"], partition="small-g", gpus_per_node=1, time="0:10:00",
+                  env={"MIOPEN_ENABLE_LOGGING": "1", "MIOPEN_ENABLE_LOGGING_CMD": "1"})
+print(render_srun(miopen_job, load_site("lumi")).text())
+
+# %% tags=["check"]
+handson_checks.check_miopen_logging(miopen_job)
+
+# %% [markdown]
 # ## TensorBoard in LUMI's web interface
 #
 # LUMI's web interface (Open OnDemand) has a TensorBoard app (Apps → TensorBoard): its form asks for a project, the

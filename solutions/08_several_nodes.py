@@ -168,6 +168,63 @@ print(device_count, physical_gcd)
 seed_checks.check_visible_gcd(physical_gcd, device_count)
 
 # %% [markdown]
+# ## Scaling efficiency across nodes (seed hands-on)
+#
+# `scaling_runs()` holds **generated** images/s of one job on 1 to 32 GCDs (8 per node), different for every
+# learner; no published LUMI series of one job on 1 to 32 GCDs ships with the workbook. Beside it, a **real** LUMI
+# log: the LUMI user guide's CNN trained with DDP on 32 GCDs (4 nodes), printed below with its source.
+
+# %%
+import pandas as pd
+
+import lumikit.checks.handson as handson_checks
+from lumikit.reference import load as load_reference
+
+scaling = pd.DataFrame(handson_checks.scaling_runs())
+print("GENERATED runs (not a measurement):")
+print(scaling.to_string(index=False))
+lumi_log = load_reference("slurm-images-per-sec-32gcd")
+print(lumi_log.show())
+
+# %% tags=["solution"]
+# Exercise 08.S3: What is the scaling efficiency at 32 GCDs of the generated runs (`efficiency_32`, 1.0 = perfect),
+# and at how many GCDs does it first fall below 90 % (`first_below_90`)? From the real LUMI log, how many images/s
+# did each GCD process (`lumi_per_gcd`)?
+# Hint: efficiency compares N GCDs with N times one GCD.
+# Tool: column arithmetic on `scaling`; `handson_checks.lumi_total_images_per_s()` reads the log's total.
+one_gcd = scaling.loc[scaling["gcds"] == 1, "images_per_s"].iloc[0]
+scaling["efficiency"] = scaling["images_per_s"] / (scaling["gcds"] * one_gcd)
+efficiency_32 = scaling.loc[scaling["gcds"] == 32, "efficiency"].iloc[0]
+first_below_90 = int(scaling.loc[scaling["efficiency"] < 0.9, "gcds"].min())
+lumi_per_gcd = handson_checks.lumi_total_images_per_s() / 32
+print(scaling.round(3).to_string(index=False))
+
+# %% tags=["check"]
+handson_checks.check_scaling_efficiency(efficiency_32, first_below_90, lumi_per_gcd)
+
+# %% [markdown]
+# ## Per-task variables: escaping `$SLURM_*` (seed hands-on)
+#
+# In a batch script the script's own shell reads every line first. `$SLURM_PROCID` written there is expanded once,
+# before srun starts any task; each task needs its own. The seed's scripts either protect the `$` inside the
+# `bash -c "..."` that each task runs, or start a wrapper `run.sh` in every task that reads the variables itself.
+
+# %% tags=["solution"]
+# Exercise 08.S4: Write the srun line of a batch script (`srun_line`) that runs `python train.py` in the container
+# `$CONTAINER` through `bash -c "..."`, exporting RANK, LOCAL_RANK and WORLD_SIZE from Slurm's per-task variables;
+# and the text of a wrapper `run.sh` (`wrapper`) that exports the same three and then runs the command it is given.
+# Hint: ask which shell reads each `$`: the batch script's, or each task's.
+# Tool: inside double quotes `\$` leaves a `$` for the next shell; a wrapper ends with `exec "$@"`.
+srun_line = ('srun singularity exec $CONTAINER bash -c "export RANK=\\$SLURM_PROCID LOCAL_RANK=\\$SLURM_LOCALID '
+             'WORLD_SIZE=\\$SLURM_NPROCS && python train.py"')
+wrapper = ("#!/bin/bash\nexport RANK=$SLURM_PROCID\nexport LOCAL_RANK=$SLURM_LOCALID\n"
+           "export WORLD_SIZE=$SLURM_NPROCS\nexec \"$@\"\n")
+print(srun_line, "", wrapper, sep="\n")
+
+# %% tags=["check"]
+handson_checks.check_slurm_escaping(srun_line, wrapper)
+
+# %% [markdown]
 # ## A reading: DeepSpeed
 #
 # The course's last day ran DeepSpeed's ImageNet example in the PyTorch container (which ships DeepSpeed) with the

@@ -45,6 +45,31 @@ print(jax_output or "not run here: no Slurm and no JAX in this kernel")
 # %% tags=["check"]
 seed_checks.check_jax_job(jax_job, devices_expected, jax_output)
 
+# %% [markdown]
+# ## One process per GCD
+#
+# A multi-node JAX run starts one process per GCD, as PyTorch's DDP does, and joins them with
+# `jax.distributed.initialize()`, which reads the Slurm task layout. Each process then has local devices and the
+# whole job has global ones.
+
+# %%
+import lumikit.checks.handson as handson_checks
+
+# %% tags=["solution"]
+# Exercise 10.2: Build `per_gcd_job`: the same program in the JAX container on small-g, 5 minutes, as one process
+# per GCD on 2 GCDs. How many devices does `jax.local_devices()` list in each process (`devices_per_process`), and
+# how many processes does `jax.process_count()` report (`process_count`)?
+# Hint: count GPUs per task, not per node.
+# Tool: `spec([...], ntasks_per_node=..., gpus_per_task=..., container="jax", ...)`.
+per_gcd_job = spec(["python", "-c", JAX_PROGRAM], partition="small-g", ntasks_per_node=2, gpus_per_task=1,
+                   time="0:05:00", container="jax", env={"PYTHONNOUSERSITE": "1"})
+devices_per_process = 1
+process_count = 2
+print("On LUMI:", render_srun(per_gcd_job, site).text())
+
+# %% tags=["check"]
+handson_checks.check_jax_per_gcd(per_gcd_job, devices_per_process, process_count)
+
 # %% [markdown] tags=["solution"]
 # **Question 10.A.** Why does JAX list two devices in this job, what would it list with
 # `--ntasks-per-node=2 --gpus-per-task=1`, and what happens to a job that forgets `--gpus-per-node`?

@@ -62,7 +62,55 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     progress.add_argument("--grade", action="store_true",
                           help="with --class: re-run the checks on each learner's recorded answers, with references "
                                "computed here from the learner's seed (never stored in their folder)")
+    progress.add_argument("--open-answers", type=Path, default=None, metavar="FILE",
+                          help="with --class: write every learner's answers to the open questions to FILE "
+                               "(Markdown)")
+    progress.add_argument("--seeds", type=Path, default=None, metavar="CSV",
+                          help="with --grade: a CSV of learner,seed for seeds you handed out ($LUMIKIT_SEED); "
+                               "others use their progress/seed file or their name")
+    progress.add_argument("--references", type=Path, default=None, metavar="DIR",
+                          help="the instructor's full workbook (with solutions/) whose exercise list and checks "
+                               "grade the class (default: the workbook this runs in)")
     progress.set_defaults(func=_progress)
+
+    hand = subparsers.add_parser(
+        "handout", help="copy this workbook for learners, without solutions/ (a graded course)",
+        description="Copy the workbook's tracked files to DEST without solutions/, docs/instructor-notes/ and tests/, "
+                    "for learners of a graded course. Grade later from this full workbook with "
+                    "`lumikit progress --class DIR --grade --references THIS_WORKBOOK`.")
+    hand.add_argument("dest", type=Path, metavar="DEST", help="a new (or empty) folder for the learners' copy")
+    hand.set_defaults(func=_handout)
+
+
+def _read_seeds(path: Path) -> dict[str, str]:
+    """Learner -> seed from a two-column CSV (``learner,seed``; a header line is skipped)."""
+    import csv
+
+    from ..errors import LumikitError
+
+    try:
+        rows = list(csv.reader(path.read_text(encoding="utf-8").splitlines()))
+    except (OSError, UnicodeDecodeError) as err:
+        raise LumikitError(f"{path}: cannot read the seeds ({err}). Fix: give a CSV of learner,seed") from None
+    seeds = {r[0].strip(): r[1].strip() for r in rows if len(r) >= 2 and r[0].strip() and r[1].strip()}
+    seeds.pop("learner", None)
+    if not seeds:
+        raise LumikitError(f"{path}: no learner,seed rows. Fix: one line per learner, e.g. `ada,course-7f3a`")
+    return seeds
+
+
+def _handout(args: argparse.Namespace) -> int:
+    from ..errors import LumikitError
+    from .handout import handout
+    from .learner import workbook_root
+
+    root = workbook_root()
+    if root is None:
+        raise LumikitError("not inside a workbook checkout. Fix: run `lumikit handout DEST` in the full workbook")
+    copied = handout(root, args.dest)
+    print(f"wrote {args.dest}: {len(copied)} files, without solutions/, docs/instructor-notes/ and tests/. Grade "
+          f"with `lumikit progress --class DIR --grade --references {root}`")
+    return 0
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -79,6 +127,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _progress(args: argparse.Namespace) -> int:
+    import sys
     from dataclasses import replace
 
     from ..errors import LumikitError
@@ -87,30 +136,61 @@ def _progress(args: argparse.Namespace) -> int:
     from .learner import learner_name, workbook_root
 
     root = workbook_root()
+    if args.references is not None:
+        from .handout import references_root
+
+        root = references_root(args.references)
+    elif args.grade and root is not None and not (root / "solutions").is_dir():
+        raise LumikitError(f"{root} has no solutions/ (a learners' copy). Fix: grade from the full workbook, or pass "
+                           f"--references FULL_WORKBOOK")
     exercises = progress.workbook_exercises(root)
     if args.class_dir is not None:
-        folders = progress.learner_folders(args.class_dir)
-        results = {name: progress.read_results(folder, learner=None) for name, folder in folders.items()}
+        from .grading import grade_class, regradable_count
+
+        problems: list[str] = []
+        folders = progress.learner_folders(args.class_dir, problems)
+        results = {name: progress.read_results(folder, within=args.class_dir / name, problems=problems)
+                   for name, folder in folders.items()}
         if not results:
+            for line in problems:
+                print(f"refused: {line}", file=sys.stderr)
             raise LumikitError(f"{args.class_dir}: no learner folder holds a progress/ folder. Fix: give the folder "
                                f"whose sub-folders are the learners' workbooks")
-        grades = None
-        if args.grade:
-            from .grading import grade_class
-
-            grades = grade_class(folders, results)
+        seeds = _read_seeds(args.seeds) if args.seeds is not None else None
+        grades = grade_class(folders, results, seeds, rerun_checks=args.grade)
         named = {name: [replace(r, learner=name) for r in rows] for name, rows in results.items()}
         text = progress.class_csv(named, exercises, grades)
+        can, total = regradable_count(exercises)
+        report = sys.stderr if args.csv is None else sys.stdout
+        for line in problems:
+            print(f"refused: {line}", file=report)
         if args.csv is None:
             print(text, end="")
         else:
             write_atomic(args.csv, text)
-            print(f"wrote {args.csv}: {len(results)} learner(s), {len(text.splitlines()[0].split(',')) - 3} "
-                  f"exercise(s)")
+            print(f"wrote {args.csv}: {len(results)} learner(s), {len(exercises)} exercise(s)")
+        if args.open_answers is not None:
+            from .open_answers import export_markdown, of_learner
+
+            gathered = {name: of_learner(folder, args.class_dir / name) for name, folder in folders.items()}
+            write_atomic(args.open_answers, export_markdown(gathered))
+            print(f"wrote {args.open_answers}: open answers of {sum(1 for g in gathered.values() if g)} learner(s)",
+                  file=report)
+        print(f"{can} of {total} exercises can be regraded from a record"
+              + ("" if args.grade else "; add --grade to regrade them (claimed passes are self-reported until then)"),
+              file=report)
         return 0
     folder = args.dir or progress.progress_dir()
     if folder is None:
         raise LumikitError("recording is off (LUMIKIT_PROGRESS=off). Fix: unset it, or pass --dir DIR")
-    results = progress.read_results(folder)
-    print(progress.format_summary(progress.summary_table(results, exercises), learner_name(), folder))
+    problems = []
+    results = progress.read_results(folder, problems=problems)
+    print(progress.format_summary(progress.summary_table(results, exercises), learner_name(), folder, results))
+    for line in problems:
+        print(f"refused: {line}")
+    if root is not None and args.dir is None and (root / "exercises").is_dir():
+        from .open_answers import save
+
+        path, count = save(root, folder)
+        print(f"{count} open answer(s) from your exercise notebooks saved in {path}")
     return 0

@@ -81,9 +81,31 @@ class Passed:
         }
 
 
+@dataclass(frozen=True)
+class NotChecked(Passed):
+    """A check that could not be run here (no Slurm): shown in grey, recorded as "not checked", never as passed.
+    It is truthy like a pass only in that the check did not fail."""
+
+    def __str__(self) -> str:
+        return f"○ Exercise {self.exercise} not checked here" + (f": {self.message}" if self.message else "")
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        text = html.escape(str(self))
+        return {
+            "text/plain": str(self),
+            "text/html": f'<div style="color:#6e7781;font-weight:600">{text}</div>',
+            PASS_MIMETYPE: {"exercise": self.exercise, "passed": False, "not_checked": True, "message": self.message},
+        }
+
+
 def passed(exercise: str, message: str = "") -> Passed:
     """The value a check returns when the answer is right; end the check cell with the call so it is shown."""
     return Passed(exercise, message)
+
+
+def not_checked(exercise: str, why: str) -> NotChecked:
+    """What a check returns when it cannot judge here (no Slurm): recorded as "not checked", to run again later."""
+    return NotChecked(exercise, why)
 
 
 def expect_answer(exercise: str, found: Any, what: str, *, hint: str | None = None) -> Any:
@@ -170,6 +192,8 @@ def _show(value: Any) -> str:
 WRONG_MIMETYPE = "application/vnd.lumikit.wrong+json"
 #: Set while wrong answers are being tried: those calls are not recorded as the learner's progress.
 _PROBING: ContextVar[bool] = ContextVar("lumikit_checks_probing", default=False)
+#: Exercise -> the other inputs of the check call being recorded (so an instructor can regrade it from the record).
+_EVIDENCE: ContextVar[dict[str, dict[str, Any]]] = ContextVar("lumikit_checks_evidence", default={})
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -231,12 +255,15 @@ def check(exercise: str, *cases: Wrong) -> Callable[[F], F]:
             except TypeError:
                 return func(*args, **kwargs)
             answers = {n: bound.arguments.get(n) for n in names}
+            evidence = {n: v for n, v in bound.arguments.items() if n not in names}
+            _EVIDENCE.set({**_EVIDENCE.get(), exercise: evidence})  # the check's other inputs, for _record
             try:
                 result = func(*args, **kwargs)
             except CheckFailed as failure:
                 _record(exercise, answers, passed=False, unanswered=failure.unanswered, message=str(failure))
                 raise
-            _record(exercise, answers, passed=True, unanswered=False, message=str(result))
+            _record(exercise, answers, passed=not isinstance(result, NotChecked), unanswered=False,
+                    message=str(result), evidence=evidence, not_checked=isinstance(result, NotChecked))
             return result
 
         wrapper.__lumikit_check__ = CheckInfo(exercise, tuple(cases), names)  # type: ignore[attr-defined]
@@ -254,6 +281,7 @@ def _record(exercise: str, answers: dict[str, Any], **outcome: Any) -> None:
     """Record one outcome in the learner's progress folder; a folder that cannot be written never fails a check."""
     from .progress import record
 
+    outcome.setdefault("evidence", _EVIDENCE.get().get(exercise))
     try:
         record(exercise, answers, **outcome)
     except OSError:

@@ -1,12 +1,20 @@
-"""Grading on the instructor's side: re-run the checks on each learner's recorded answers, with references the
-instructor computes from the learner's seed, so no reference value ever sits in a learner's notebook or folder.
+"""Grading on the instructor's side: re-run the checks on each learner's recorded answers and evidence, with
+references the instructor computes from the learner's seed, so no reference value ever sits in a learner's folder.
 
-A check can be re-run when every input it needs besides the answers is made by the check itself (the learner's
-generated session, task, GCD, a multiple-choice key...) or has a default, and its answers were recorded exactly
-(numbers, text, lists, dicts; not a job spec): then only the recorded answers and the learner's seed are needed.
-The seed is the learner's ``progress/seed`` file if there is one, else the name recorded with their results
-(:mod:`lumikit.checks.learner`); a seed digest recorded with each result says whether it is the same seed the
-learner's notebook used. A recorded "passed" that does not pass again is reported, not trusted.
+A record holds the answers of the latest attempt that passed, and the check's other inputs (the evidence: step
+times, a table, a job spec, a batch script's text, what ``sh(...)`` printed, a job id to look up in ``sacct``), each
+in an exact JSON form (:mod:`.evidence`). The instructor's copy of the check judges them again. What each class CSV
+cell then says (:data:`lumikit.checks.progress.CELLS`):
+
+- ``verified``: the record claims a pass, and the instructor's check passed the recorded answers as the learner
+  (their seed, their name), with status passed;
+- ``self-reported``: a claimed pass that could not be regraded (an input with no exact form, a folder of traces);
+- ``not checked``: a terminal task that never ran where Slurm answers (and does not here either);
+- ``failed``: the latest attempt failed, and does again; ``disagrees``: the instructor's verdict is not the record's,
+  or the record is not the learner's (another seed, another name) or is self-contradictory;
+- ``from solutions``: recorded while running the shipped ``solutions/``.
+
+Every claimed pass that is not verified is listed with its reason in the CSV's ``not verified`` column.
 """
 from __future__ import annotations
 
@@ -14,40 +22,60 @@ import importlib
 import inspect
 import os
 import pkgutil
+import pwd
+import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .framework import _PROBING, CheckFailed, check_info
+from .evidence import Unencodable, decode, expand, fresh_folder
+from .framework import _PROBING, CheckFailed, NotChecked, check_info
 from .learner import seed_digest
-from .progress import Result
+from .progress import Result, read_text_safely, recorded_cell
+
+#: Exercises whose check needs an input that has no exact recorded form (a live object or a folder of traces):
+#: their passes stay self-reported. Every other exercise with a check is regradable.
+NOT_REGRADABLE = {
+    "06.3": "the check takes a live TraceAnalyzer",
+    "06.4": "the check reads a folder of traces",
+    "09.S1": "the check takes a live DataLoader",
+    "11.2": "the check reads the capstone's run folder",
+    "11.3": "the check reads the capstone's run folder",
+    "11.4": "the check reads the capstone's run folders",
+}
+#: Modules holding check functions besides ``mNN``.
+_OTHER_CHECK_MODULES = ("terminal", "seeds", "concepts", "handson")
 
 
 @dataclass(frozen=True)
 class Grade:
-    """The instructor's verdict on one recorded result: ``passed``, ``failed``, or why it was not re-run."""
+    """The instructor's verdict on one recorded result: the CSV cell, the re-run's outcome, and why a claimed pass
+    is not verified (empty when it is, or when nothing was claimed)."""
 
     exercise: str
-    recorded: str  # the outcome found in the learner's progress folder
-    regraded: str  # passed | failed | not regradable | seed differs | no answers
+    recorded: str  # the outcome in the learner's folder ("passed" when it ever passed)
+    regraded: str  # passed | failed | not checked | not regraded
+    cell: str
+    why: str = ""
 
     @property
     def disagrees(self) -> bool:
-        """The progress folder says passed and the re-run fails, or the other way round."""
-        return self.regraded in ("passed", "failed") and (self.recorded == "passed") != (self.regraded == "passed")
+        """The instructor's verdict is not the record's, or the record is not the learner's own."""
+        return self.cell == "disagrees"
 
 
 def check_functions() -> dict[str, Callable[..., Any]]:
-    """Exercise id -> its check function, over every check module ``lumikit.checks.mNN``."""
+    """Exercise id -> its check function, over every check module (``lumikit.checks.mNN``, terminal, seeds)."""
     from .. import checks
 
     found: dict[str, Callable[..., Any]] = {}
-    for module_info in sorted(pkgutil.iter_modules(checks.__path__), key=lambda m: m.name):
-        if not (module_info.name.startswith("m") and module_info.name[1:].isdigit()):
+    names = sorted(m.name for m in pkgutil.iter_modules(checks.__path__))
+    for name in names:
+        if not ((name.startswith("m") and name[1:].isdigit()) or name in _OTHER_CHECK_MODULES):
             continue
-        module = importlib.import_module(f"lumikit.checks.{module_info.name}")
+        module = importlib.import_module(f"lumikit.checks.{name}")
         for value in vars(module).values():
             info = check_info(value)
             if info is not None:
@@ -56,12 +84,15 @@ def check_functions() -> dict[str, Callable[..., Any]]:
 
 
 def regradable(func: Callable[..., Any]) -> bool:
-    """True when the check needs nothing but its answers (every other parameter has a default)."""
+    """True when the check can be judged again from a record: it is a check, and needs no live object or folder."""
     info = check_info(func)
-    if info is None:
-        return False
-    return all(name in info.answer_names or p.default is not inspect.Parameter.empty
-               for name, p in inspect.signature(func).parameters.items())
+    return info is not None and info.exercise not in NOT_REGRADABLE
+
+
+def regradable_count(exercises: Sequence[str]) -> tuple[int, int]:
+    """(how many of ``exercises`` can be regraded from a record, how many there are)."""
+    functions = check_functions()
+    return sum(1 for e in exercises if e in functions and regradable(functions[e])), len(exercises)
 
 
 @contextmanager
@@ -80,43 +111,150 @@ def _as_learner(seed: str) -> Iterator[None]:
             os.environ["LUMIKIT_SEED"] = saved
 
 
-def regrade(result: Result, seed: str, functions: Mapping[str, Callable[..., Any]] | None = None) -> Grade:
-    """Re-run the check of one recorded result on its recorded answers, as the learner with ``seed``."""
-    functions = check_functions() if functions is None else functions
-    func = functions.get(result.exercise)
-    if func is None or not regradable(func) or not result.answers_exact:
-        return Grade(result.exercise, result.status, "not regradable")
-    if result.seed_digest and result.seed_digest != seed_digest(seed):
-        return Grade(result.exercise, result.status, "seed differs")
+def rerun(func: Callable[..., Any], answers: Mapping[str, Any], evidence: Mapping[str, Any], seed: str) -> str:
+    """Call ``func`` on recorded (JSON) answers and evidence as the learner with ``seed``: passed, failed, not
+    checked (it cannot judge here), or not regraded (a recorded value it cannot take back)."""
     info = check_info(func)
-    answers = {name: result.answers.get(name) for name in info.answer_names}  # type: ignore[union-attr]
-    if all(v is None for v in answers.values()):
-        return Grade(result.exercise, result.status, "no answers")
-    with _as_learner(seed):
+    files = fresh_folder()
+    try:
         try:
-            func(**answers)
-        except CheckFailed:
-            return Grade(result.exercise, result.status, "failed")
-        except Exception:  # noqa: BLE001 (an answer recorded in a form the check cannot take back)
-            return Grade(result.exercise, result.status, "not regradable")
-    return Grade(result.exercise, result.status, "passed")
+            answers, evidence = expand(answers), expand(evidence)
+            kwargs = {name: decode(answers.get(name), files) for name in info.answer_names}  # type: ignore[union-attr]
+            parameters = inspect.signature(func).parameters
+            kwargs.update({k: decode(v, files) for k, v in evidence.items() if k in parameters and k not in kwargs})
+        except (Unencodable, TypeError, ValueError, ImportError, OSError):
+            return "not regraded"
+        with _as_learner(seed):
+            try:
+                result = func(**kwargs)
+            except CheckFailed as failure:
+                from .terminal import NoSlurmHere
+
+                return "not checked" if isinstance(failure, NoSlurmHere) else "failed"
+            except Exception:  # noqa: BLE001 (a recorded value in a form the check cannot take back)
+                return "not regraded"
+        return "not checked" if isinstance(result, NotChecked) else "passed"
+    finally:
+        shutil.rmtree(files, ignore_errors=True)
 
 
-def learner_seed_for(progress_folder: Path, results: Sequence[Result]) -> str:
-    """The seed a learner's notebook used: their ``progress/seed`` file, else the name recorded with their results."""
-    seed_file = Path(progress_folder) / "seed"
-    if seed_file.is_file() and seed_file.read_text(encoding="utf-8").strip():
-        return seed_file.read_text(encoding="utf-8").strip()
-    names = [r.learner for r in results if r.learner]
-    return names[0] if names else Path(progress_folder).parent.name
+def _unencodable(values: Mapping[str, Any] | None) -> bool:
+    """True when a recorded mapping says one of its values could not be kept exactly."""
+    try:
+        values = expand(values)
+    except Unencodable:
+        return True
+    return any(isinstance(v, dict) and "__unencodable__" in v for v in values.values())
+
+
+def regrade(result: Result, seed: str, functions: Mapping[str, Callable[..., Any]] | None = None,
+            learners: Sequence[str] = ()) -> Grade:
+    """The instructor's verdict on one recorded result, as the learner with ``seed`` (named one of ``learners``)."""
+    functions = check_functions() if functions is None else functions
+    recorded = "passed" if result.ever_passed else result.status
+    func = functions.get(result.exercise)
+    claimed = result.ever_passed
+    if result.status == "unanswered" and not claimed:
+        return Grade(result.exercise, recorded, "not regraded", "unanswered")
+    # The record must be the learner's own before anything else counts.
+    if learners and result.learner and result.learner not in learners:
+        return Grade(result.exercise, recorded, "not regraded", "disagrees",
+                     f"recorded by {result.learner!r}, not by this learner")
+    if not result.seed_digest or result.seed_digest != seed_digest(seed):
+        why = "no seed recorded" if not result.seed_digest else "the seed is not the learner's"
+        return Grade(result.exercise, recorded, "not regraded", "disagrees" if claimed else recorded, why)
+    if claimed and result.status not in ("passed", "failed"):
+        return Grade(result.exercise, recorded, "not regraded", "disagrees",
+                     f"first passed, yet its status is {result.status!r}")
+    if claimed and result.from_solutions:
+        return Grade(result.exercise, recorded, "not regraded", "from solutions", "recorded running solutions/")
+    if func is None or not regradable(func):
+        why = NOT_REGRADABLE.get(result.exercise, "no check of this workbook judges it")
+        return Grade(result.exercise, recorded, "not regraded", recorded_cell(result) if claimed else recorded,
+                     why if claimed else "")
+    if claimed:
+        answers, evidence = result.passed_answers, result.passed_evidence
+        if answers is None or evidence is None:
+            return Grade(result.exercise, recorded, "not regraded", "disagrees",
+                         "claims a pass without the passing answers to regrade it")
+        if not result.passed_exact:
+            return Grade(result.exercise, recorded, "not regraded", "self-reported",
+                         "an answer or input was not recorded exactly")
+    else:
+        answers, evidence = result.answers, result.evidence
+    info = check_info(func)
+    try:
+        answers = expand(answers)
+    except Unencodable:
+        answers = {}
+    if not any(answers.get(n) is not None for n in info.answer_names):  # type: ignore[union-attr]
+        return Grade(result.exercise, recorded, "not regraded", "disagrees" if claimed else recorded,
+                     "no answers recorded" if claimed else "")
+    if _unencodable(answers) or _unencodable(evidence) or not result.answers_exact and not claimed:
+        return Grade(result.exercise, recorded, "not regraded", "self-reported" if claimed else recorded,
+                     "an answer or input was not recorded exactly" if claimed else "")
+    verdict = rerun(func, answers, evidence, seed)
+    if verdict == "not regraded":
+        return Grade(result.exercise, recorded, verdict, "self-reported" if claimed else recorded,
+                     "the recorded values could not be judged again" if claimed else "")
+    if verdict == "not checked":
+        return Grade(result.exercise, recorded, verdict, "not checked" if not claimed else "self-reported",
+                     "cannot be looked up in Slurm here" if claimed else "")
+    if claimed:
+        if verdict == "passed" and result.status == "passed":
+            return Grade(result.exercise, recorded, verdict, "verified")
+        if verdict == "passed":  # passed once, a later attempt failed: the pass is real, the status says failed
+            return Grade(result.exercise, recorded, verdict, "disagrees",
+                         "passed once, but the latest attempt failed")
+        return Grade(result.exercise, recorded, verdict, "disagrees", "the recorded pass fails the instructor's check")
+    if result.status == "not checked":
+        return Grade(result.exercise, recorded, verdict, "not checked" if verdict != "passed" else "disagrees",
+                     "passes here, though recorded as not checked" if verdict == "passed" else "")
+    return Grade(result.exercise, recorded, verdict, "failed" if verdict == "failed" else "disagrees",
+                 "" if verdict == "failed" else "recorded as failed, passes the instructor's check")
+
+
+def learner_seed_for(progress_folder: Path, results: Sequence[Result], learners: Sequence[str] = ()) -> str:
+    """The seed a learner's notebook used: their ``progress/seed`` file, else their name (the first of
+    ``learners``, or the name recorded with their results)."""
+    text = read_text_safely(Path(progress_folder) / "seed", within=Path(progress_folder), limit=4096)
+    if text and text.strip():
+        return text.strip()
+    names = [r.learner for r in results if r.learner and (not learners or r.learner in learners)]
+    if names:
+        return names[0]
+    return learners[0] if learners else Path(progress_folder).parent.name
+
+
+def owner_name(path: Path) -> str | None:
+    """The login name owning ``path`` (who wrote a learner's progress folder), if it has one."""
+    try:
+        return pwd.getpwuid(path.stat().st_uid).pw_name
+    except (KeyError, OSError):
+        return None
 
 
 def grade_class(folders: Mapping[str, Path], results: Mapping[str, Sequence[Result]],
-                seeds: Mapping[str, str] | None = None) -> dict[str, list[Grade]]:
-    """Learner -> the instructor's grades of every recorded result (``seeds`` overrides a learner's seed)."""
-    functions = check_functions()
+                seeds: Mapping[str, str] | None = None, *, rerun_checks: bool = True) -> dict[str, list[Grade]]:
+    """Learner -> the instructor's grade of every recorded result (``seeds`` overrides a learner's seed).
+
+    A learner is the folder's name or the owner of their progress folder; records naming anyone else disagree.
+    Without ``rerun_checks`` the records are only vetted (seed, name, status), never verified.
+    """
+    functions = check_functions() if rerun_checks else {}
     out = {}
     for learner, rows in results.items():
-        seed = (seeds or {}).get(learner) or learner_seed_for(folders[learner], rows)
-        out[learner] = [regrade(r, seed, functions) for r in rows]
+        names = [learner] + [n for n in (owner_name(folders[learner]),) if n and n != learner]
+        seed = (seeds or {}).get(learner) or learner_seed_for(folders[learner], rows, names)
+        if rerun_checks:
+            out[learner] = [regrade(r, seed, functions, names) for r in rows]
+        else:
+            out[learner] = [_vetted(r) for r in rows]
     return out
+
+
+def _vetted(result: Result) -> Grade:
+    """A record nobody re-ran: a claimed pass is self-reported."""
+    cell = recorded_cell(result)
+    return Grade(result.exercise, "passed" if result.ever_passed else result.status, "not regraded", cell,
+                 "not regraded (add --grade)" if cell in ("self-reported", "from solutions") else "")

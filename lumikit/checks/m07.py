@@ -11,6 +11,7 @@ import statistics
 from typing import Any, Mapping
 
 from .concepts import Choice, Option, Prediction, choice_check, outcome_check, prediction_check
+from ..measure import measured, middle, noise_note, outlier_note
 from .framework import CheckFailed, Passed, check, expect_close, expect_equal, expect_type, passed, wrong
 
 Summary = Mapping[str, Any]
@@ -86,7 +87,8 @@ def check_first_epoch(first_epoch_extra_s: float | None, first_step_extra_s: flo
                  what="first step time minus the median of the other first-epoch steps (s)",
                  hint="use the step rows with epoch == 0: the first `step_time_s` minus the median of the rest.")
     return passed("07.2", f"first epoch {expected_epoch:+.3f} s against the second; "
-                          f"the first step alone {expected_step:+.3f} s against a typical step")
+                          f"the first step alone {expected_step:+.3f} s against a typical step; "
+                          f"{_first_step_note(first)}")
 
 
 @check("07.3",
@@ -105,7 +107,8 @@ def check_ddp_gain(ddp_speedup: float | None, ddp_efficiency: float | None, sing
     expect_close("07.3", ddp_efficiency, efficiency, rel=0.02, what="the speed-up per rank",
                  hint="divide the speed-up by the number of ranks (`world_size`).")
     return passed("07.3", f"DDP on {ddp['world_size']} ranks: {speedup:.2f}x the samples/s of one device, "
-                          f"{efficiency:.0%} of perfect scaling")
+                          f"{efficiency:.0%} of perfect scaling; "
+                          f"{_rate_note(ddp, single, 'DDP', 'one device', ON_LUMI['07.3'])}")
 
 
 @check("07.4",
@@ -125,7 +128,8 @@ def check_dp_cost(dp_speedup: float | None, dp_overhead: float | None, single: S
     expect_close("07.4", dp_overhead, overhead, rel=0.02, abs=0.005,
                  what="the DP step time over the single step time, minus 1",
                  hint="`mean_step_time_s` of DP / that of the single run - 1 (0.25 means 25 % longer steps).")
-    return passed("07.4", f"DataParallel: {speedup:.2f}x the samples/s of one device; each step {overhead:+.0%}")
+    return passed("07.4", f"DataParallel: {speedup:.2f}x the samples/s of one device; each step {overhead:+.0%}; "
+                          f"{_rate_note(dp, single, 'DP', 'one device', ON_LUMI['07.4'])}")
 
 
 @check("07.5",
@@ -144,7 +148,8 @@ def check_model_size(param_ratio: float | None, step_time_ratio: float | None, b
                  hint="the summaries' `parameters` count every weight.")
     expect_close("07.5", step_time_ratio, times, rel=0.02, what="mean step time of the other model / of the base",
                  hint="use `mean_step_time_s` (the first, warm-up step is already left out).")
-    return passed("07.5", f"{params:.1f}x the parameters, {times:.1f}x the step time")
+    return passed("07.5", f"{params:.1f}x the parameters, {times:.1f}x the step time; "
+                          f"{_step_note(other, base, 'larger model', 'base model', ON_LUMI['07.5'])}")
 
 
 @check("07.6",
@@ -163,8 +168,56 @@ def check_batch_size(step_time_ratio: float | None, throughput_ratio: float | No
     expect_close("07.6", throughput_ratio, rate, rel=0.02, what="samples/s at the large batch / at the small batch",
                  hint="divide the `global_samples_per_s` values.")
     factor = _field("07.6", large, "batch_size") / _field("07.6", small, "batch_size")
-    return passed("07.6", f"{factor:g}x the batch: {times:.2f}x the step time, {rate:.2f}x the samples/s")
+    return passed("07.6", f"{factor:g}x the batch: {times:.2f}x the step time, {rate:.2f}x the samples/s; "
+                          f"{_rate_note(large, small, 'large batch', 'small batch', ON_LUMI['07.6'])}")
 
+
+# --- Noise as a lesson: the learner's own runs, with their spread ---------------------------------------------------
+
+#: What each comparison should show on LUMI's GCDs (expected from how the methods work, not a measurement here).
+ON_LUMI = {
+    "07.2": "the first step clearly slower than the rest (kernel selection and memory allocation on the GCD)",
+    "07.3": "DDP on 2 GCDs close to twice the samples/s of one GCD",
+    "07.4": "DataParallel behind DDP: one Python process drives both GCDs and copies the model every step",
+    "07.5": "the step time to grow with the model, though less than the parameter count while the GCD has room",
+    "07.6": "more samples/s with the larger batch until the GCD is busy",
+}
+
+
+def _warm_steps(summary: Summary) -> list[float] | None:
+    """The warm steps' times a run summary carries (``step_times_s``), or None for a summary without them."""
+    values = summary.get("step_times_s") if isinstance(summary, Mapping) else None
+    if not isinstance(values, (list, tuple)) or len(values) < 3:
+        return None
+    return middle([float(v) for v in values])
+
+
+def _step_note(a: Summary, b: Summary, a_label: str, b_label: str, on_lumi: str) -> str:
+    """Step time of ``a`` against ``b``, with the spread of their steps."""
+    steps_a, steps_b = _warm_steps(a), _warm_steps(b)
+    if steps_a is None or steps_b is None:
+        return "no per-step times in the summaries, so the noise cannot be judged (run the workload again)"
+    return noise_note(measured(f"{a_label} step", steps_a), measured(f"{b_label} step", steps_b),
+                      on_lumi=on_lumi, unit="s")
+
+
+def _rate_note(a: Summary, b: Summary, a_label: str, b_label: str, on_lumi: str) -> str:
+    """Samples/s of ``a`` against ``b``, each step's global batch over its time, with their spread."""
+    steps_a, steps_b = _warm_steps(a), _warm_steps(b)
+    if steps_a is None or steps_b is None:
+        return "no per-step times in the summaries, so the noise cannot be judged (run the workload again)"
+    rate_a = [float(a["global_batch_size"]) / t for t in steps_a]
+    rate_b = [float(b["global_batch_size"]) / t for t in steps_b]
+    return noise_note(measured(f"{a_label} samples/s", rate_a), measured(f"{b_label} samples/s", rate_b),
+                      on_lumi=on_lumi)
+
+
+def _first_step_note(first_epoch: list[float]) -> str:
+    """The first step against the spread of the other first-epoch steps."""
+    if len(first_epoch) < 4:
+        return "too few steps to judge the noise"
+    return outlier_note("first step", first_epoch[0], measured("other steps", middle(first_epoch[1:])),
+                        on_lumi=ON_LUMI["07.2"], unit="s")
 
 # --- Conceptual questions ----------------------------------------------------------------------------------------
 

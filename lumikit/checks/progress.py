@@ -13,24 +13,33 @@ import io
 import json
 import os
 import re
-from dataclasses import dataclass
+import stat
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import LumikitError
-from ..files import write_atomic
+from ..files import atomic_path
 from .learner import learner_name, seed_digest, workbook_root
 
-#: Outcomes, best first: a check that passed once counts as passed even if a later attempt failed.
-STATUSES = ("passed", "failed", "unanswered")
+#: Outcomes, best first: a check that passed once counts as passed even if a later attempt failed. "not checked":
+#: the check could not judge here (a terminal task without Slurm); it is never a pass, and is run again where it can.
+STATUSES = ("passed", "not checked", "failed", "unanswered")
+#: The largest progress file read; a larger one is refused by name.
+READ_LIMIT = 1_000_000
 _EXERCISE_ID = re.compile(r"^\d\d\.\w+$")
 _EXERCISE_LINE = re.compile(r"^#\s*Exercise\s+(?P<id>\d\d\.\w+)\s*:", re.MULTILINE)
 
 
 @dataclass(frozen=True)
 class Result:
-    """One learner's recorded result for one exercise."""
+    """One learner's recorded result for one exercise.
+
+    ``answers``/``evidence`` are the latest attempt's answers and other check inputs (JSON forms, see
+    :mod:`.evidence`); ``passed_answers``/``passed_evidence`` those of the latest attempt that passed, so the
+    instructor regrades the pass itself. ``from_solutions``: recorded while running the shipped ``solutions/``.
+    """
 
     learner: str
     exercise: str
@@ -42,6 +51,13 @@ class Result:
     answers: Mapping[str, Any]
     seed_digest: str = ""
     answers_exact: bool = False
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    evidence_exact: bool = False
+    passed_answers: Mapping[str, Any] | None = None
+    passed_evidence: Mapping[str, Any] | None = None
+    from_solutions: bool = False
+    path: str = ""
+    passed_exact: bool = False
 
     @property
     def module(self) -> str:
@@ -66,82 +82,191 @@ def progress_dir(start: Path | None = None) -> Path | None:
     return state / "lumikit" / "progress"
 
 
-def _readable(value: Any, limit: int = 300) -> Any:
-    """A JSON-safe, short form of an answer (numbers and short strings as they are, the rest as text)."""
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    if isinstance(value, str):
-        return value if len(value) <= limit else value[:limit] + "..."
-    if isinstance(value, (list, tuple)) and len(value) <= 32:
-        return [_readable(v, 60) for v in value]
-    if isinstance(value, Mapping) and len(value) <= 32:
-        return {str(k): _readable(v, 60) for k, v in value.items()}
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _exact(value: Any, readable: Any) -> bool:
-    """True when the readable form of an answer is the answer itself (so it can be checked again from the JSON)."""
-    if isinstance(value, tuple):
-        value = list(value)
-    if isinstance(value, Mapping):
-        value = {str(k): v for k, v in value.items()}
+def current_umask() -> int:
+    """This process's umask (from /proc where it can, so no other thread sees it change)."""
     try:
-        return json.loads(json.dumps(value)) == readable
-    except (TypeError, ValueError):
-        return False
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def from_solutions(cwd: Path | None = None) -> bool:
+    """True when the check runs in a notebook of the workbook's ``solutions/`` (the shipped answers)."""
+    session = os.environ.get("JPY_SESSION_NAME", "")
+    if session and Path(session).parent.name == "solutions":
+        return True
+    here = (cwd or Path.cwd()).resolve()
+    return here.name == "solutions" and (here.parent / "exercises").is_dir()
 
 
 def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswered: bool, message: str,
-           folder: Path | None = None) -> Path | None:
-    """Record one check outcome in the learner's folder (``<exercise>.json``); returns the file, or None if off."""
+           folder: Path | None = None, evidence: Mapping[str, Any] | None = None,
+           not_checked: bool = False) -> Path | None:
+    """Record one check outcome in the learner's folder (``<exercise>.json``); returns the file, or None if off.
+
+    The file honours the umask (0664 under ``umask 002``), so an instructor of the same group can read it.
+    """
+    from .evidence import encode_all
+
     folder = progress_dir() if folder is None else folder
     if folder is None:
         return None
     path = Path(folder) / f"{exercise}.json"
     previous: dict[str, Any] = {}
-    if path.is_file():
-        try:
-            previous = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+    try:
+        text = _read_regular(path, within=Path(folder))
+        previous = json.loads(text)
+        if not isinstance(previous, dict):
             previous = {}
+    except (OSError, ValueError, _Refused):
+        previous = {}
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    readable = {k: _readable(v) for k, v in answers.items()}
-    status = "passed" if passed else ("unanswered" if unanswered else "failed")
+    encoded, answers_exact = encode_all(dict(answers))
+    kept, evidence_exact = encode_all(dict(evidence or {}))
+    status = ("not checked" if not_checked else "passed") if passed or not_checked else \
+        ("unanswered" if unanswered else "failed")
     data = {
         "exercise": exercise,
         "learner": learner_name(),
         "status": status,
-        "attempts": int(previous.get("attempts", 0)) + (0 if unanswered else 1),
-        "first_passed": previous.get("first_passed") or (now if passed else None),
+        "attempts": int(previous.get("attempts", 0) or 0) + (0 if unanswered else 1),
+        "first_passed": previous.get("first_passed") or (now if passed and not not_checked else None),
         "updated": now,
         "message": message[:500],
-        "answers": readable,
-        "answers_exact": all(_exact(answers[k], readable[k]) for k in answers),
+        "answers": encoded,
+        "answers_exact": answers_exact,
+        "evidence": kept,
+        "evidence_exact": evidence_exact,
         "seed_digest": seed_digest(),
+        "from_solutions": from_solutions(),
     }
-    write_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    if passed and not not_checked:
+        data["passed_answers"], data["passed_evidence"] = encoded, kept
+        data["passed_exact"] = answers_exact and evidence_exact
+    elif previous.get("passed_answers") is not None:
+        data["passed_answers"] = previous.get("passed_answers")
+        data["passed_evidence"] = previous.get("passed_evidence")
+        data["passed_exact"] = bool(previous.get("passed_exact"))
+    mode = 0o666 & ~current_umask()
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.chmod(tmp, mode)
     return path
 
 
-def read_results(folder: Path, *, learner: str | None = None) -> list[Result]:
-    """Every result recorded in one progress folder, by exercise id; unreadable files are skipped."""
+class _Refused(Exception):
+    """A file in a progress folder that is not read: why, in words."""
+
+
+def _read_regular(path: Path, *, within: Path, limit: int = READ_LIMIT) -> str:
+    """The text of a regular file of at most ``limit`` bytes inside ``within``; raises :class:`_Refused` otherwise.
+
+    A link is followed only to a regular file inside ``within``; FIFOs, devices and sockets are never opened for
+    reading, so nothing here waits or reads without end.
+    """
+    info = os.lstat(path)
+    target = Path(os.path.realpath(path))
+    root = Path(os.path.realpath(within))
+    if target != root and root not in target.parents:  # the file, or a folder on its way, links out
+        raise _Refused(f"a link to {target}, outside the learner's folder")
+    if stat.S_ISLNK(info.st_mode):
+        info = os.stat(target)
+        path = target
+    if not stat.S_ISREG(info.st_mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device" if stat.S_ISCHR(info.st_mode) or
+                stat.S_ISBLK(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode) else
+                "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file")
+        raise _Refused(f"{kind}, not a regular file")
+    if info.st_size > limit:
+        raise _Refused(f"{info.st_size:,} bytes, more than the {limit:,} read")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise _Refused("not a regular file when opened")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise _Refused(f"more than the {limit:,} bytes read")
+    return data.decode("utf-8", errors="replace")
+
+
+def read_text_safely(path: Path, *, within: Path, limit: int = READ_LIMIT) -> str | None:
+    """The text of a small regular file inside ``within``, or None when it is missing or refused."""
+    try:
+        return _read_regular(Path(path), within=Path(within), limit=limit)
+    except (OSError, _Refused):
+        return None
+
+
+def read_results(folder: Path, *, learner: str | None = None, within: Path | None = None,
+                 problems: list[str] | None = None) -> list[Result]:
+    """Every result recorded in one progress folder, by exercise id.
+
+    Only regular files (or links to one inside ``within``, default the folder) of at most 1 MB are read; every
+    other entry, and every file that cannot be read or parsed, is named in ``problems`` (one line each).
+    """
     folder = Path(folder)
+    within = folder if within is None else Path(within)
     results = []
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        if not _EXERCISE_ID.match(path.stem):
+    try:
+        entries = sorted(folder.iterdir()) if folder.is_dir() else []
+    except OSError as err:
+        entries = []
+        if problems is not None:
+            problems.append(f"{folder}: cannot be listed ({err.strerror or err}); ask the learner to run "
+                            f"`chmod -R g+rX {folder}`")
+    for path in entries:
+        is_result = path.suffix == ".json" and _EXERCISE_ID.match(path.stem) is not None
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        odd = not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode))
+        if not is_result and not odd:
             continue
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(_read_regular(path, within=within))
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+        except _Refused as why:
+            if problems is not None:
+                problems.append(f"{path}: refused ({why})")
+            continue
+        except PermissionError:
+            if problems is not None:
+                problems.append(f"{path}: unreadable (permission denied); ask the learner to run "
+                                f"`chmod g+r {path}` and to work under `umask 002`")
+            continue
+        except (OSError, ValueError) as err:
+            if problems is not None:
+                problems.append(f"{path}: unreadable ({err})")
+            continue
+        if not is_result:
             continue
         status = data.get("status")
         if status not in STATUSES:
+            if problems is not None:
+                problems.append(f"{path}: unknown status {str(status)[:40]!r}")
             continue
-        results.append(Result(learner or str(data.get("learner", "")), path.stem, status,
-                              int(data.get("attempts", 0)), data.get("first_passed"), str(data.get("updated", "")),
-                              str(data.get("message", "")), data.get("answers") or {},
-                              str(data.get("seed_digest", "")), bool(data.get("answers_exact", False))))
+        try:
+            attempts = int(data.get("attempts", 0) or 0)
+        except (TypeError, ValueError):
+            attempts = 0
+        answers = data.get("answers") if isinstance(data.get("answers"), dict) else {}
+        evidence = data.get("evidence") if isinstance(data.get("evidence"), dict) else {}
+        passed_answers = data.get("passed_answers") if isinstance(data.get("passed_answers"), dict) else None
+        passed_evidence = data.get("passed_evidence") if isinstance(data.get("passed_evidence"), dict) else None
+        first = data.get("first_passed")
+        results.append(Result(learner or str(data.get("learner", "")), path.stem, status, attempts,
+                              str(first) if first else None, str(data.get("updated", "")),
+                              str(data.get("message", "")), answers,
+                              str(data.get("seed_digest", "")), data.get("answers_exact") is True, evidence,
+                              data.get("evidence_exact") is True, passed_answers, passed_evidence,
+                              data.get("from_solutions") is True, str(path), data.get("passed_exact") is True))
     return sorted(results, key=lambda r: _exercise_key(r.exercise))
 
 
@@ -167,7 +292,7 @@ def workbook_exercises(root: Path | None) -> list[str]:
 
 
 def summary_table(results: Sequence[Result], exercises: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """One row per module: exercises in it, passed, failed (tried, not passed), not tried yet."""
+    """One row per module: exercises in it, passed, not checked here (no Slurm), failed, not tried yet."""
     by_module: dict[str, dict[str, Result]] = {}
     for r in results:
         by_module.setdefault(r.module, {})[r.exercise] = r
@@ -179,17 +304,19 @@ def summary_table(results: Sequence[Result], exercises: Sequence[str] = ()) -> l
         done = by_module.get(module, {})
         ids = known.get(module, set()) | set(done)
         passed = [e for e in ids if e in done and done[e].ever_passed]
+        unchecked = [e for e in ids if e in done and not done[e].ever_passed and done[e].status == "not checked"]
         failed = [e for e in ids if e in done and not done[e].ever_passed and done[e].status == "failed"]
-        rows.append({"module": module, "exercises": len(ids), "passed": len(passed), "failed": len(failed),
-                     "not yet": len(ids) - len(passed) - len(failed),
+        rows.append({"module": module, "exercises": len(ids), "passed": len(passed), "not checked": len(unchecked),
+                     "failed": len(failed), "not yet": len(ids) - len(passed) - len(failed) - len(unchecked),
                      "to do": ", ".join(sorted((e for e in ids if e not in passed), key=_exercise_key))})
     return rows
 
 
-def format_summary(rows: Sequence[Mapping[str, Any]], learner: str, folder: Path) -> str:
-    """The per-module summary as a plain-text table, with a total line."""
-    header = ("module", "exercises", "passed", "failed", "not yet", "to do")
-    lines = [tuple(str(row[h]) for h in header) for row in rows]
+def format_summary(rows: Sequence[Mapping[str, Any]], learner: str, folder: Path,
+                   results: Sequence[Result] = ()) -> str:
+    """The per-module summary as a plain-text table, with a total line and the tasks to check again with Slurm."""
+    header = ("module", "exercises", "passed", "not checked", "failed", "not yet", "to do")
+    lines = [tuple(str(row.get(h, 0)) for h in header) for row in rows]
     widths = [max(len(x) for x in col) for col in zip(header, *lines)]
     out = [f"progress of {learner} ({folder})"]
     out += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in (header, *lines)]
@@ -197,52 +324,119 @@ def format_summary(rows: Sequence[Mapping[str, Any]], learner: str, folder: Path
     total = sum(r["exercises"] for r in rows)
     done = sum(r["passed"] for r in rows)
     out.append(f"\n{done} of {total} exercises passed")
+    waiting = [r.exercise for r in results if r.status == "not checked" and not r.ever_passed]
+    if waiting:
+        out.append(f"not checked here (no Slurm), never counted as passed: {', '.join(waiting)}. Run those cells "
+                   f"again on LUMI (or with the local cluster up) to check them.")
+    solved = [r.exercise for r in results if r.from_solutions]
+    if solved:
+        out.append(f"recorded while running solutions/ (marked so in a class export): {', '.join(solved)}")
     return "\n".join(out)
 
 
-def learner_folders(class_dir: Path) -> dict[str, Path]:
-    """Learner -> progress folder, for every sub-folder of ``class_dir`` holding one (up to 3 levels down)."""
+def learner_folders(class_dir: Path, problems: list[str] | None = None) -> dict[str, Path]:
+    """Learner -> progress folder, for every sub-folder of ``class_dir`` holding one (up to 3 levels down).
+
+    Links are not followed (a learner's folder or a ``progress`` that is a link is named in ``problems``).
+    """
     class_dir = Path(class_dir)
     if not class_dir.is_dir():
         raise LumikitError(f"{class_dir}: no such folder. Fix: give the folder holding one folder per learner "
                            f"(on LUMI e.g. /project/project_465000000)")
     found: dict[str, Path] = {}
-    for learner in sorted(p for p in class_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        for pattern in ("progress", "*/progress", "*/*/progress"):
-            hits = sorted(p for p in learner.glob(pattern) if p.is_dir())
-            if hits:
-                found[learner.name] = hits[0]
-                break
+    for learner in sorted(class_dir.iterdir()):
+        if learner.name.startswith("."):
+            continue
+        if learner.is_symlink():
+            if problems is not None and learner.is_dir():
+                problems.append(f"{learner}: refused (a link; a learner's folder is read only where it lies)")
+            continue
+        if not learner.is_dir():
+            continue
+        hit = _find_progress(learner, depth=3, problems=problems)
+        if hit is not None:
+            found[learner.name] = hit
     return found
 
 
-def read_class(class_dir: Path) -> dict[str, list[Result]]:
-    """Learner (folder name) -> their recorded results, for a class folder."""
-    return {name: read_results(folder, learner=name) for name, folder in learner_folders(class_dir).items()}
+def _find_progress(folder: Path, depth: int, problems: list[str] | None) -> Path | None:
+    """The first ``progress`` folder at most ``depth`` levels under ``folder``, breadth first, following no link."""
+    level = [folder]
+    for _ in range(depth):
+        below: list[Path] = []
+        for parent in level:
+            try:
+                children = sorted(parent.iterdir())
+            except OSError as err:
+                if problems is not None and parent == folder:
+                    problems.append(f"{parent}: cannot be listed ({err.strerror or err}); ask the learner to run "
+                                    f"`chmod g+rX` on it")
+                continue
+            for child in children:
+                if child.is_symlink() or not child.is_dir() or child.name.startswith("."):
+                    if child.name == "progress" and child.is_symlink() and problems is not None:
+                        problems.append(f"{child}: refused (a link; progress/ is read only where it lies)")
+                    continue
+                if child.name == "progress":
+                    return child
+                below.append(child)
+        level = below
+    return None
+
+
+def read_class(class_dir: Path, problems: list[str] | None = None) -> dict[str, list[Result]]:
+    """Learner (folder name) -> their recorded results, for a class folder; refused files go to ``problems``."""
+    return {name: read_results(folder, learner=name, within=Path(class_dir) / name, problems=problems)
+            for name, folder in learner_folders(class_dir, problems).items()}
+
+
+#: What a class CSV cell says about one exercise of one learner.
+CELLS = ("verified", "self-reported", "not checked", "failed", "disagrees", "from solutions", "unanswered")
+
+
+def recorded_cell(result: Result) -> str:
+    """The cell for a result nobody regraded: a claimed pass is only self-reported."""
+    if result.from_solutions and result.ever_passed:
+        return "from solutions"
+    if result.ever_passed:
+        return "self-reported"
+    return result.status
+
+
+def neutralise(cell: Any) -> Any:
+    """A CSV cell a spreadsheet cannot take for a formula: one starting with ``=``, ``+``, ``-``, ``@``, tab or CR
+    gets a ``'`` before it."""
+    if isinstance(cell, str) and cell[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + cell
+    return cell
 
 
 def class_csv(results: Mapping[str, Sequence[Result]], exercises: Iterable[str] = (),
               grades: Mapping[str, Sequence[Any]] | None = None) -> str:
-    """One row per learner: passed and tried counts, then one column per exercise (passed/failed/unanswered/empty).
+    """One row per learner: counts per kind of cell, the claimed passes not verified (and why), then one column per
+    exercise saying what it is (:data:`CELLS`).
 
-    With ``grades`` (from :func:`lumikit.checks.grading.grade_class`) an exercise the instructor re-ran shows the
-    instructor's verdict, and two more columns count the re-run results and list those that disagree with the
-    learner's record.
+    Without ``grades`` (from :func:`lumikit.checks.grading.grade_class`) every claimed pass is self-reported.
     """
     ids = sorted(set(exercises) | {r.exercise for rs in results.values() for r in rs}, key=_exercise_key)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    extra = ["regraded", "disagree"] if grades is not None else []
-    writer.writerow(["learner", "passed", "tried", *extra, *ids])
+    writer.writerow(["learner", "verified", "self-reported", "not checked", "failed", "disagrees", "tried",
+                     "not verified", *ids])
     for learner, rows in sorted(results.items()):
-        status = {r.exercise: ("passed" if r.ever_passed else r.status) for r in rows}
-        more: list[Any] = []
+        cells = {r.exercise: recorded_cell(r) for r in rows}
+        flagged = {r.exercise: "not regraded (add --grade)" for r in rows
+                   if cells[r.exercise] in ("self-reported", "from solutions")}
         if grades is not None:
-            mine = [g for g in grades.get(learner, ()) if g.regraded in ("passed", "failed")]
-            for g in mine:
-                status[g.exercise] = g.regraded
-            more = [len(mine), " ".join(g.exercise for g in grades.get(learner, ()) if g.disagrees)]
-        writer.writerow([learner, sum(s == "passed" for s in status.values()),
-                         sum(s in ("passed", "failed") for s in status.values()), *more,
-                         *(status.get(e, "") for e in ids)])
+            flagged = {}
+            for g in grades.get(learner, ()):
+                cells[g.exercise] = g.cell
+                if g.why:
+                    flagged[g.exercise] = g.why
+        counts = {kind: sum(c == kind for c in cells.values()) for kind in CELLS}
+        tried = sum(c not in ("unanswered", "") for c in cells.values())
+        listed = "; ".join(f"{e}: {why}" for e, why in sorted(flagged.items(), key=lambda x: _exercise_key(x[0])))
+        writer.writerow([neutralise(c) for c in (
+            learner, counts["verified"], counts["self-reported"] + counts["from solutions"], counts["not checked"],
+            counts["failed"], counts["disagrees"], tried, listed, *(cells.get(e, "") for e in ids))])
     return out.getvalue()

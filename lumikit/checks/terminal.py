@@ -18,9 +18,20 @@ from typing import Any
 from ..errors import LaunchError
 from ..launch.terminal import Cluster, ShellResult, find_cluster, sacct_rows
 from ..site import load_site
-from .framework import CheckFailed, Passed, check, expect_answer, expect_equal, expect_type, passed, wrong
+from .framework import (CheckFailed, Passed, check, expect_answer, expect_equal, expect_type, not_checked, passed,
+                        wrong)
 
 _PROJECT = re.compile(r"^project_\d{9}$")
+
+
+class NoSlurmHere(CheckFailed):
+    """A job id was given where no Slurm cluster answers: the learner is told to check it where it ran, and an
+    instructor's regrade counts the record as not checked here, never as failed."""
+
+
+class NoRecordHere(NoSlurmHere):
+    """This cluster's accounting has no record of the job: a wrong id for the learner; for an instructor's regrade
+    possibly another cluster, or accounting that hides other users' jobs, so the record stays not checked."""
 
 
 # --- reading what the commands printed -----------------------------------------------------------------------------
@@ -107,13 +118,13 @@ def _job_rows(exercise: str, job_id: str, cluster: Cluster, settle_s: float = 15
         try:
             rows = sacct_rows(job_id, cluster)
         except LaunchError as err:
-            raise CheckFailed(exercise, f"Slurm has no record of job {job_id!r} ({err})",
-                              hint="give the job id that sbatch/salloc printed.") from None
+            raise NoRecordHere(exercise, f"Slurm has no record of job {job_id!r} ({err})",
+                               hint="give the job id that sbatch/salloc printed.") from None
         if (rows and rows[0]["SubmitLine"]) or time.monotonic() > deadline - (0 if rows else settle_s * 2 / 3):
             break
         time.sleep(1)
     if not rows:
-        raise CheckFailed(exercise, f"`sacct -j {job_id}` lists no job (yet)",
+        raise NoRecordHere(exercise, f"`sacct -j {job_id}` lists no job (yet)",
                           hint="give the job id that sbatch/salloc printed, on this cluster; a job appears in "
                                "sacct once it is in Slurm's accounting.")
     return rows
@@ -225,8 +236,8 @@ def check_bind_test(bind_command: str | None, bind_run: ShellResult | str | None
         skipped = ("this cluster accepts CPU masks without applying them: lumi-sim's LUMI-shaped nodes claim CPUs "
                    "this machine lacks; `LUMIKIT_SLURM_PROFILE=real make slurm-up` applies them")
     if skipped:
-        return passed("01.T2", f"the command starts {started} tasks for {len(masks)} masks; its output was not "
-                               f"checked here ({skipped})")
+        return not_checked("01.T2", f"the command starts {started} tasks for {len(masks)} masks; its output was not "
+                                    f"checked here ({skipped}). Run the cell again where Slurm answers")
     lines = re.findall(r"^\s*(\d+)\b.*?Cpus_allowed_list:\s*([\d,\-]+)", text, flags=re.M)
     if len(lines) < 2:
         raise CheckFailed("01.T2", "the output holds fewer than two `RANK ... Cpus_allowed_list: ...` lines",
@@ -276,11 +287,11 @@ def check_fixed_script(script_path: str | Path | None, submit: ShellResult | str
                                                                   "(the seed's second mistake).")
     job_id, skipped = _job_id("03.T1", submit, "the submission")
     if skipped:
-        return passed("03.T1", f"the script is right (account {account}, {tasks} tasks for {gpus} GPUs); it was not "
-                               f"submitted here ({skipped})")
+        return not_checked("03.T1", f"the script is right (account {account}, {tasks} tasks for {gpus} GPUs); it "
+                                    f"was not submitted here ({skipped}). Submit it where Slurm answers")
     cluster = _cluster("03.T1")
     if cluster is None:
-        raise CheckFailed("03.T1", "no Slurm cluster answers here, so the job cannot be looked up",
+        raise NoSlurmHere("03.T1", "no Slurm cluster answers here, so the job cannot be looked up",
                           hint="run the check where you submitted the job.")
     rows = _job_rows("03.T1", job_id, cluster)
     job = rows[0]
@@ -305,7 +316,7 @@ def check_cancelled_job(job_id: ShellResult | str | int | None, squeue_seen: She
     found_id, skipped = _job_id("03.T2", job_id, "the job you cancelled")
     text, squeue_skipped = _output_text(squeue_seen, "03.T2", "what squeue printed before scancel")
     if skipped and squeue_skipped:
-        return passed("03.T2", f"not checked against Slurm here ({skipped})")
+        return not_checked("03.T2", f"not checked against Slurm here ({skipped})")
     if skipped or squeue_skipped:
         raise CheckFailed("03.T2", "one of the two answers was not run on a Slurm cluster",
                           hint="submit, look with squeue and cancel on the same cluster, in this order.")
@@ -314,7 +325,7 @@ def check_cancelled_job(job_id: ShellResult | str | int | None, squeue_seen: She
                           hint="store the squeue output taken while the job was queued or running.")
     cluster = _cluster("03.T2")
     if cluster is None:
-        raise CheckFailed("03.T2", "no Slurm cluster answers here, so the job cannot be looked up")
+        raise NoSlurmHere("03.T2", "no Slurm cluster answers here, so the job cannot be looked up")
     job = _job_rows("03.T2", found_id, cluster)[0]
     state = job["State"].split()[0]
     expect_equal("03.T2", state, "CANCELLED", what=f"the state sacct records for job {found_id}",
@@ -339,10 +350,10 @@ def check_overlap_steps(allocation: ShellResult | str | int | None) -> Passed:
     """Exercise 04.T1: an allocation (salloc) with a long step and an ``srun --overlap`` step that ran during it."""
     job_id, skipped = _job_id("04.T1", allocation, "the allocation's job id")
     if skipped:
-        return passed("04.T1", f"not checked against Slurm here ({skipped})")
+        return not_checked("04.T1", f"not checked against Slurm here ({skipped})")
     cluster = _cluster("04.T1")
     if cluster is None:
-        raise CheckFailed("04.T1", "no Slurm cluster answers here, so the job cannot be looked up")
+        raise NoSlurmHere("04.T1", "no Slurm cluster answers here, so the job cannot be looked up")
     rows = _job_rows("04.T1", job_id, cluster)
     if not rows[0]["SubmitLine"].startswith("salloc"):
         raise CheckFailed("04.T1", f"job {job_id} was not made by salloc", found=rows[0]["SubmitLine"],
@@ -384,7 +395,7 @@ def check_gpu_visibility(visibility_run: ShellResult | str | None, nodes: int | 
     """Exercise 08.T1: a 2-node job in which Slurm gives each task one GPU (``ROCR_VISIBLE_DEVICES``)."""
     text, skipped = _output_text(visibility_run, "08.T1", "the output of the visibility job")
     if skipped:
-        return passed("08.T1", f"not run here ({skipped})")
+        return not_checked("08.T1", f"not run here ({skipped})")
     lines = re.findall(r"^\s*(\d+)\s+(\S+)\s+ROCR_VISIBLE_DEVICES=(\S*)", text, flags=re.M)
     if not lines:
         raise CheckFailed("08.T1", "no `RANK NODE ROCR_VISIBLE_DEVICES=...` lines in the output",

@@ -316,6 +316,7 @@ def run_training(task: Task, args: argparse.Namespace, setup: Setup, clock_start
         "global_batch_size": global_batch, "workers": args.workers,
         "loader_start_method": start_method or "default", "lr": args.lr, "seed": args.seed,
         "elapsed_s": elapsed, "mean_step_time_s": mean_step,
+        "step_times_s": steady,  # the warm steps' times: their spread says what is noise (lumikit.measure)
         "samples_per_s": process_batch / mean_step if steady else math.nan,  # this process
         "global_samples_per_s": global_batch / mean_step if steady else math.nan,  # all ranks together
         # what the caching allocator handed out at most (compare with lumikit.model_estimate); none on a CPU

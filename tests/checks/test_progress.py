@@ -50,8 +50,10 @@ def test_the_summary_counts_passed_failed_and_not_yet_per_module(monkeypatch, tm
     with pytest.raises(CheckFailed):
         example.check_kernel_class("compute")
     rows = summary_table(read_results(tmp_path), ["00.1", "00.2", "00.3", "01.1"])
-    assert rows == [{"module": "00", "exercises": 3, "passed": 1, "failed": 1, "not yet": 1, "to do": "00.2, 00.3"},
-                    {"module": "01", "exercises": 1, "passed": 0, "failed": 0, "not yet": 1, "to do": "01.1"}]
+    assert rows == [{"module": "00", "exercises": 3, "passed": 1, "not checked": 0, "failed": 1, "not yet": 1,
+                     "to do": "00.2, 00.3"},
+                    {"module": "01", "exercises": 1, "passed": 0, "not checked": 0, "failed": 0, "not yet": 1,
+                     "to do": "01.1"}]
 
 
 def _answer(rng: random.Random, check, right, wrongs) -> None:
@@ -89,12 +91,14 @@ def test_a_generated_class_of_five_exports_a_csv_that_matches_their_records(monk
                     for p in (tmp_path / "class" / row["learner"] / "lumi-ai-workbook" / "progress").glob("*.json")}
         for exercise in ("00.1", "00.2", "00.3"):
             data = recorded.get(exercise)
-            expected = "" if data is None else ("passed" if data["first_passed"] else data["status"])
-            assert row[exercise] == expected
-        assert int(row["passed"]) == sum(1 for d in recorded.values() if d["first_passed"])
+            expected = "" if data is None else ("self-reported" if data["first_passed"] else data["status"])
+            assert row[exercise] == expected  # without --grade a claimed pass is only self-reported
+        assert int(row["self-reported"]) == sum(1 for d in recorded.values() if d["first_passed"])
+        assert row["verified"] == "0"
     every = workbook_exercises(workbook_root())  # the command lists every exercise of the workbook it runs in
     assert class_csv(read_class(tmp_path / "class"), every) == (tmp_path / "grades.csv").read_text()
-    assert "wrote" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "wrote" in out and "exercises can be regraded from a record" in out
 
 
 def test_progress_command_summarises_one_learner_and_rejects_a_missing_class(monkeypatch, tmp_path: Path,
@@ -140,9 +144,9 @@ def test_the_instructor_regrades_recorded_answers_with_references_from_each_lear
     rows = {r["learner"]: r for r in csv.DictReader(io.StringIO((tmp_path / "g.csv").read_text()))}
     for n in range(5):
         row = rows[f"learner{n}"]
-        assert (row["04.1"], row["01.q1"]) == ("passed", "passed")
-        assert row["08.1"] == ("passed" if n % 2 == 0 else "failed")
-        assert row["regraded"] == "3"  # a job spec is recorded as text: its recorded result stands
-        assert row["08.4"] == "passed"
-    assert rows["learner3"]["disagree"] == "08.1" and rows["learner1"]["disagree"] == ""
+        assert (row["04.1"], row["01.q1"]) == ("verified", "verified")
+        assert row["08.1"] == ("verified" if n % 2 == 0 else "failed" if n != 3 else "disagrees")
+        assert row["08.4"] == "verified"  # a job spec is recorded exactly, so it is regraded too
+    assert rows["learner3"]["disagrees"] == "1" and "08.1" in rows["learner3"]["not verified"]
+    assert rows["learner1"]["disagrees"] == "0" and rows["learner1"]["not verified"] == ""
     capsys.readouterr()

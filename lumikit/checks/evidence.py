@@ -1,0 +1,204 @@
+"""Answers and a check's other inputs in a JSON form the instructor can turn back into the same values.
+
+A check is regraded from what the learner's progress record holds: the answers, and the evidence (the check's other
+arguments: step times, a table, a job spec, a script file's text, what ``sh(...)`` printed). :func:`encode` writes
+them as JSON (tables, lumikit's own dataclasses and small files tagged so :func:`decode` rebuilds them); a value it
+cannot write exactly raises :class:`Unencodable`, and that record is then self-reported, never verified.
+Decoding only rebuilds lumikit's own dataclasses and pandas tables, and writes files into a folder the caller gives.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import importlib
+import json
+import math
+import stat
+import zlib
+from pathlib import Path, PurePath
+from typing import Any
+
+#: The largest file kept as evidence (a batch script, a small trace); a larger one makes the record self-reported.
+FILE_LIMIT = 256 * 1024
+#: The largest table kept (cells); a larger one is not even written out.
+CELL_LIMIT = 100_000
+#: The largest evidence kept for one record, as JSON text (compressed when it is over :data:`COMPRESS_OVER`).
+EVIDENCE_LIMIT = 300 * 1024
+COMPRESS_OVER = 32 * 1024
+#: The most a compressed evidence may expand to when read back (no zip bomb reaches the instructor's memory).
+EXPAND_LIMIT = 16 * 1024 * 1024
+
+
+class Unencodable(ValueError):
+    """A value with no exact JSON form (an object, a folder, a file too big)."""
+
+
+def encode(value: Any, depth: int = 0) -> Any:
+    """The JSON form of ``value``: plain JSON as it is, the rest tagged (``{"__frame__": ...}``)."""
+    if depth > 12:
+        raise Unencodable("nested too deep")
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return {"__float__": repr(value)}
+        return value
+    type_name = type(value).__module__ + "." + type(value).__name__
+    if type_name.startswith("numpy."):
+        import numpy as np
+
+        if isinstance(value, np.generic):
+            return encode(value.item(), depth + 1)
+        if isinstance(value, np.ndarray) and value.size <= 100_000:
+            return {"__array__": encode(value.tolist(), depth + 1), "dtype": str(value.dtype)}
+        raise Unencodable(f"a numpy {type(value).__name__}")
+    if type_name.startswith("pandas."):
+        import pandas as pd
+
+        if value.size > CELL_LIMIT:
+            raise Unencodable(f"a table of {value.size:,} cells (more than {CELL_LIMIT:,})")
+        if isinstance(value, pd.DataFrame):
+            return {"__frame__": json.loads(value.to_json(orient="split", date_format="iso", double_precision=15))}
+        if isinstance(value, pd.Series):
+            return {"__series__": json.loads(value.to_json(orient="split", date_format="iso", double_precision=15))}
+        raise Unencodable(f"a pandas {type(value).__name__}")
+    if isinstance(value, PurePath):
+        return _encode_file(Path(value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        cls = type(value)
+        if not cls.__module__.startswith("lumikit."):
+            raise Unencodable(f"a {cls.__name__} (not one of lumikit's own)")
+        fields = {f.name: encode(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value) if f.init}
+        return {"__dataclass__": f"{cls.__module__}:{cls.__qualname__}", "fields": fields}
+    if isinstance(value, tuple):
+        return {"__tuple__": [encode(v, depth + 1) for v in value]}
+    if isinstance(value, (list, set, frozenset)):
+        items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
+        return [encode(v, depth + 1) for v in items]
+    if isinstance(value, dict) or hasattr(value, "items") and hasattr(value, "keys"):
+        if all(isinstance(k, str) for k in value.keys()):
+            return {"__dict__": {k: encode(v, depth + 1) for k, v in value.items()}}
+        return {"__pairs__": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
+    raise Unencodable(f"a {type(value).__name__}")
+
+
+def _encode_file(path: Path) -> dict[str, Any]:
+    """A path to a small regular file: its name and text (so the regrade never reads the learner's path)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return {"__path__": str(path), "missing": True}
+    if not stat.S_ISREG(info.st_mode):
+        raise Unencodable(f"{path} is not a regular file")
+    if info.st_size > FILE_LIMIT:
+        raise Unencodable(f"{path} is larger than {FILE_LIMIT // 1024} KB")
+    data = path.read_bytes()[:FILE_LIMIT + 1]
+    kept: dict[str, Any] = {"__path__": str(path), "name": path.name, "sha256": hashlib.sha256(data).hexdigest()}
+    try:
+        kept["text"] = data.decode("utf-8")
+    except UnicodeDecodeError:
+        kept["base64"] = base64.b64encode(data).decode("ascii")
+    return kept
+
+
+def decode(data: Any, files: Path | None = None) -> Any:
+    """The value :func:`encode` wrote; files are written again under ``files`` (a fresh folder), by name only."""
+    if isinstance(data, list):
+        return [decode(v, files) for v in data]
+    if not isinstance(data, dict):
+        return data
+    if "__float__" in data:
+        return float(data["__float__"])
+    if "__tuple__" in data:
+        return tuple(decode(v, files) for v in data["__tuple__"])
+    if "__dict__" in data:
+        return {k: decode(v, files) for k, v in data["__dict__"].items()}
+    if "__pairs__" in data:
+        return {_hashable(decode(k, files)): decode(v, files) for k, v in data["__pairs__"]}
+    if "__array__" in data:
+        import numpy as np
+
+        return np.asarray(decode(data["__array__"], files), dtype=str(data.get("dtype", "float64")))
+    if "__frame__" in data or "__series__" in data:
+        import pandas as pd
+
+        part = data.get("__frame__") or data.get("__series__")
+        index = part.get("index")
+        if "__frame__" in data:
+            return pd.DataFrame(part.get("data", []), index=index, columns=part.get("columns"))
+        return pd.Series(part.get("data", []), index=index, name=part.get("name"))
+    if "__path__" in data:
+        if data.get("missing") or files is None or ("text" not in data and "base64" not in data):
+            return Path("/nonexistent-evidence") / Path(str(data.get("name") or "missing")).name
+        target = Path(files) / (Path(str(data.get("name", "file"))).name or "file")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if "text" in data:
+            target.write_text(str(data["text"]), encoding="utf-8")
+        else:
+            target.write_bytes(base64.b64decode(str(data["base64"]))[:FILE_LIMIT])
+        return target
+    if "__dataclass__" in data:
+        module_name, _, qualname = str(data["__dataclass__"]).partition(":")
+        if not module_name.startswith("lumikit.") or "." in qualname:
+            raise Unencodable(f"{data['__dataclass__']} is not one of lumikit's dataclasses")
+        cls = getattr(importlib.import_module(module_name), qualname, None)
+        if cls is None or not dataclasses.is_dataclass(cls):
+            raise Unencodable(f"{data['__dataclass__']} is not one of lumikit's dataclasses")
+        fields = {k: decode(v, files) for k, v in dict(data.get("fields") or {}).items()}
+        return cls(**fields)
+    return {k: decode(v, files) for k, v in data.items()}
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def encode_all(values: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """(the JSON form of each value, True when every one was written exactly and the whole fits the limit)."""
+    out: dict[str, Any] = {}
+    exact = True
+    for name, value in values.items():
+        try:
+            out[name] = encode(value)
+        except (Unencodable, OSError, TypeError, ValueError) as why:
+            out[name] = {"__unencodable__": str(why)[:200]}
+            exact = False
+    text = json.dumps(out, ensure_ascii=False)
+    if len(text) > COMPRESS_OVER:
+        packed = base64.b64encode(zlib.compress(text.encode(), 9)).decode("ascii")
+        if len(packed) > EVIDENCE_LIMIT:
+            return {name: {"__unencodable__": "too large to keep"} for name in values}, False
+        return {"__zlib__": packed}, exact
+    return out, exact
+
+
+def expand(values: Any) -> dict[str, Any]:
+    """The mapping :func:`encode_all` wrote, decompressed (at most :data:`EXPAND_LIMIT` bytes) where it was."""
+    if not isinstance(values, dict):
+        return {}
+    if "__zlib__" not in values:
+        return values
+    try:
+        inflater = zlib.decompressobj()
+        raw = inflater.decompress(base64.b64decode(str(values["__zlib__"])), EXPAND_LIMIT)
+        if inflater.unconsumed_tail:
+            raise Unencodable("expands beyond the limit")
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, zlib.error, UnicodeDecodeError) as err:
+        raise Unencodable(f"compressed evidence unreadable ({err})") from None
+    if not isinstance(data, dict):
+        raise Unencodable("compressed evidence is not a mapping")
+    return data
+
+
+def fresh_folder() -> Path:
+    """A private temporary folder for files rebuilt from evidence."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="lumikit-regrade-"))
+
+
+__all__ = ["FILE_LIMIT", "Unencodable", "decode", "encode", "encode_all", "expand", "fresh_folder"]
