@@ -66,7 +66,9 @@ MODULES: tuple[Module, ...] = (
             "look at a running job with salloc and srun --overlap"),
            ("01",), ("Read power before GPU%: a waiting kernel can show 100 % busy.",
                      "On MI250X the package power is reported on the even GCD.",
-                     "srun --overlap runs a second step in a job whose first step holds its CPUs.")),
+                     "srun --overlap runs a second step in a job whose first step holds its CPUs.",
+                     "A run's GPU record (`gpu/<node>.jsonl`) and `run.report()` keep what Slurm does not: peak "
+                     "VRAM and energy.")),
     Module("05", "05_logging_and_profiling", "Logging and profiling", 60,
            ("read a HIP log (AMD_LOG_LEVEL=4) and rocprof's tables",
             "profile a few steps with torch.profiler, with and without lumikit's wrapper",
