@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import time
 import warnings
 from pathlib import Path
@@ -252,10 +253,14 @@ def test_an_unreadable_file_is_one_line_too(tmp_path: Path, monkeypatch: pytest.
     path = tmp_path / "x.out"
     path.write_text("hello\n")
 
-    def refuse(self: Path) -> bytes:
-        raise PermissionError(13, "Permission denied", str(self))
+    real_open = os.open
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)
+    def refuse(name: str | os.PathLike[str], flags: int, *args: object, **kwargs: object) -> int:
+        if Path(name) == path:  # as chmod 000 would for a plain user (root reads anything)
+            raise PermissionError(13, "Permission denied", str(name))
+        return real_open(name, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
     status, _, err = run_cli(["logs", "progress", str(path)])
     assert status == 2 and err.strip() == f"lumikit: error: {path}: Permission denied; check the path and its " \
                                           f"permissions"

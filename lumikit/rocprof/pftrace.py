@@ -24,6 +24,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from ..errors import LumikitError, ParseError
+from ..files import read_bytes
 from .activities import Activities
 
 INSTALL_HINT = ("reading a .pftrace needs the perfetto package (pip install perfetto==0.59.1, which brings "
@@ -167,10 +168,9 @@ def _pid(tracks: dict[int, dict], uuid: int, fallback: int | None) -> int | None
 
 
 def _read_one(path: Path, pb: Any) -> dict[str, pd.DataFrame]:
-    if not path.is_file():
-        raise LumikitError(f"{path}: no such file; give a rocprofv3 .pftrace or a run folder")
+    data = read_bytes(path, "a rocprofv3 .pftrace or a run folder")
     try:
-        trace = pb.Trace.FromString(path.read_bytes())
+        trace = pb.Trace.FromString(data)
     except Exception as exc:  # protobuf raises its own DecodeError, not importable without the package
         raise ParseError(f"not a Perfetto trace ({type(exc).__name__}: {exc}); was it cut short? Re-run, or use "
                          "--output-format csv", source=str(path)) from None

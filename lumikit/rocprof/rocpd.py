@@ -20,6 +20,7 @@ from typing import Iterable
 import pandas as pd
 
 from ..errors import LumikitError, ParseError
+from ..files import open_regular, regular_file
 from .activities import Activities
 
 _SUFFIX = re.compile(r"^[A-Za-z0-9_]*$")
@@ -33,15 +34,14 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 def is_rocpd(path: str | os.PathLike[str]) -> bool:
     """Whether a file is a SQLite database (rocpd or not: the tables are checked when it is read)."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             return fh.read(16) == SQLITE_MAGIC
-    except OSError:
+    except (OSError, LumikitError):
         return False
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    if not path.is_file():
-        raise LumikitError(f"{path}: no such file; give a rocprofv3 database (<pid>_results.db) or a run folder")
+    regular_file(path, "a rocprofv3 database (<pid>_results.db) or a run folder")  # sqlite reads by pages: any size
     if not is_rocpd(path):
         raise ParseError("not a SQLite database; give the .db that rocprofv3 writes by default (ROCm 7), "
                          "or re-run with --output-format csv", source=str(path))

@@ -11,6 +11,7 @@ from typing import Any, TextIO
 
 from .. import reference
 from ..errors import LumikitError
+from ..files import MAX_READ_ENV, max_read_bytes, read_text
 from ..json_output import print_json
 from .interpret import activity_table, interpret
 from .model import Snapshot
@@ -69,13 +70,17 @@ def _source(args: argparse.Namespace) -> Source:
 
 def cmd_parse(args: argparse.Namespace) -> int:
     if args.file == "-":
-        text, source = sys.stdin.read(), "<stdin>"
+        limit = max_read_bytes()  # `< /dev/zero` never ends: read at most the limit
+        data = getattr(sys.stdin, "buffer", sys.stdin).read(limit + 1)
+        if len(data) > limit:
+            raise LumikitError(f"<stdin>: more than {limit >> 20} MB, the limit for input read whole; save the "
+                               f"output to a file, or raise the limit with {MAX_READ_ENV}")
+        text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+        source = "<stdin>"
     else:
         path = Path(args.file)
-        if not path.is_file():
-            what = "is a folder" if path.is_dir() else "no such file"
-            raise LumikitError(f"{path}: {what}; give the path of a saved rocm-smi / amd-smi / nvidia-smi output")
-        text, source = path.read_text(encoding="utf-8", errors="replace"), str(path)
+        text = read_text(path, "the path of a saved rocm-smi / amd-smi / nvidia-smi output")
+        source = str(path)
     snap = parse_smi(text, source=source, site=args.site)
     if args.json:
         print_json(snap.to_dict())

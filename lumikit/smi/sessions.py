@@ -25,7 +25,7 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from ..errors import LumikitError, ParseError
-from ..files import write_atomic
+from ..files import gunzip_bounded, read_bytes, write_atomic
 from .model import DEVICE_FIELDS, Snapshot
 from .parse import parse_smi
 
@@ -118,10 +118,10 @@ def session_listing() -> list[dict[str, str]]:
 
 def _read_text(path: Path) -> str:
     """The text of a session file (gzip or plain); a broken file becomes a :class:`ParseError` naming it."""
+    data = read_bytes(path, "a recorded session (.jsonl or .jsonl.gz)")
     try:
-        data = path.read_bytes()
         if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
+            data = gunzip_bounded(data, str(path))
         return data.decode("utf-8")
     except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
         raise ParseError(f"not a readable gzip file ({exc}); record the session again or give the plain .jsonl",
