@@ -268,3 +268,81 @@ def test_an_unreadable_file_is_one_line_too(tmp_path: Path, monkeypatch: pytest.
 
 def test_lumikit_errors_are_value_errors_where_they_were() -> None:
     assert issubclass(ParseError, (LumikitError, ValueError))
+
+
+# -- control characters in names -------------------------------------------------------------------------
+#: A name that sets the terminal's title (OSC ... BEL), clears the screen (CSI 2J) and forges a table row.
+EVIL = "evil\x1b]0;pwned\x07\x1b[2J\nFORGED ROW"
+
+
+def _assert_escaped(out: str) -> None:
+    assert "\x1b" not in out and "\x07" not in out, f"raw control characters reach the terminal: {out!r}"
+    assert not any(line.startswith("FORGED") or line.strip().startswith("FORGED") for line in out.splitlines())
+    assert "\\x1b]0;pwned\\x07\\x1b[2J\\nFORGED ROW" in out or "\\x1b]0;pwned\\x07" in out, out
+
+
+def _strings(value: object) -> list[str]:
+    """Every string in a parsed JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (k, *_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _evil_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
+    """{command: (argv, the raw name the JSON output must keep)}: a kernel name with ESC, BEL and a newline in
+    each reader's own format; where the format has no room for a newline in a name (a log line), the file's name
+    carries it."""
+    from lumikit.logs.samples import rccl_debug_log
+    from lumikit.testing.rocprof_outputs import Dispatch, Run, write_rocpd
+
+    stats = tmp_path / "results.stats.csv"
+    quoted = EVIL.replace('"', '""')
+    stats.write_text(f'"Name","Calls","TotalDurationNs","AverageNs","Percentage"\n"{quoted}",10,5000,500,100.0\n')
+    db = write_rocpd(tmp_path / "1_results.db", Run(tuple(Dispatch("nid005001", 7, 0, EVIL, 1000 * i, 1000 * i + 500)
+                                                           for i in range(1, 4))))
+    trace = write_events(tmp_path / "evil.pt.trace.json", [event(EVIL, "kernel", 10 * i, 5, pid=0, tid=0, stream=0)
+                                                          for i in range(3)])
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    named = logs / f"{EVIL}.out"  # a file name can hold every character but "/" and NUL
+    hip = named.with_name(f"{EVIL}.hip.log")
+    hip.write_text(":3:hip_module.cpp :662 : 100 us: [pid:1 tid: 0x1] hipLaunchKernel ( 0x1, {1,1,1}, {64,1,1}, "
+                   "0x2, 0, stream:<null> )\n:3:rocvirtual.cpp :2853: 101 us: [pid:1 tid: 0x1] ShaderName : "
+                   "k\x1b]0;pwned\x07\n")
+    named.write_text("Epoch 1, Training Loss: 0.5\n\x1b]0;pwned\x07 ModuleNotFoundError: No module named 'torch'\n"
+                     + rccl_debug_log(plugin=False).replace("NCCL INFO ", "NCCL INFO \x1b]0;pwned\x07 ", 1))
+    smi = logs / f"{EVIL}.txt"
+    smi.write_text(synth.concise_rocm6([synth.Gcd(index=0, temp_c=40.0, power_w=90.0, cap_w=500.0, sclk=1700,
+                                                  busy=100, vram_pct=50)]))
+    return {"rocprof stats": (["rocprof", "stats", str(stats)], EVIL),
+            "rocprof summary": (["rocprof", "summary", str(db)], EVIL),
+            "trace summary": (["trace", "summary", str(trace)], EVIL),
+            "logs progress": (["logs", "progress", str(named)], str(named)),
+            "logs hip": (["logs", "hip", str(hip)], "k\x1b]0;pwned\x07"),
+            "logs rccl": (["logs", "rccl", str(named)], str(named)),
+            "doctor": (["doctor", str(named)], str(named)),
+            "smi parse": (["smi", "parse", str(smi)], str(smi))}
+
+
+@pytest.mark.parametrize("command", ["rocprof stats", "rocprof summary", "trace summary", "logs progress",
+                                     "logs hip", "logs rccl", "doctor", "smi parse"])
+def test_names_with_control_characters_print_escaped_and_stay_raw_in_json(tmp_path: Path, command: str) -> None:
+    argv, raw = _evil_inputs(tmp_path)[command]
+    status, out, err = run_cli(argv)
+    assert status in (0, 1), err  # 1: doctor found a problem, rccl the socket fall-back
+    _assert_escaped(out)
+    status, out, err = run_cli([*argv, "--json"])
+    assert status in (0, 1), err
+    assert any(raw in s for s in _strings(strict_json(out))), out  # JSON escapes them itself: nothing lost
+
+
+def test_errors_and_warnings_name_a_hostile_file_escaped(tmp_path: Path) -> None:
+    path = tmp_path / f"{EVIL}.out"
+    path.write_bytes(bytes(range(256)) * 8)  # binary: refused, the message names the file
+    status, out, err = run_cli(["logs", "progress", str(path)])
+    assert status == 2 and err.count("\n") == 1
+    _assert_escaped(err)

@@ -7,6 +7,7 @@ import math
 import pandas as pd
 
 from ..json_output import print_json
+from ..text import printable
 from .names import short_kernel_name
 from .outputs import rocprof_kernels
 from .stats import GPU_KINDS, class_totals
@@ -77,18 +78,19 @@ def _stats(args: argparse.Namespace) -> int:
     gpu = table.attrs.get("kind", "kernel") in GPU_KINDS
     what = f"{len(table)} kernels, {total_ms:.3f} ms of GPU time" if gpu else \
         f"{len(table)} {table.attrs.get('kind')} functions, {total_ms:.3f} ms of host time"
-    print(f"{table.attrs.get('source')} (rocprof {table.attrs.get('generation', '?')}): {what}")
+    source, generation = printable(table.attrs.get("source")), table.attrs.get("generation", "?")
+    print(f"{source} (rocprof {generation}): {printable(what)}")
     if gpu:
         print("  " + "   ".join(f"{c} {100 * r['share']:.1f} %" for c, r in class_totals(table).iterrows()))
     rows = table if args.top <= 0 else table.head(args.top)
     print(f"{'#':>3}  {'class':<13} {'total ms':>10} {'calls':>7} {'avg us':>9} {'%':>6}  name")
     for _, r in rows.iterrows():
         print(f"{r['rank']:>3}  {_class(r['kernel_class']) or 'api':<13} {r['total_ns'] / 1e6:>10.3f} {r['calls']:>7} "
-              f"{r['average_ns'] / 1e3:>9.2f} {r['percent']:>6.2f}  {short_kernel_name(r['name'], 70)}")
+              f"{r['average_ns'] / 1e3:>9.2f} {r['percent']:>6.2f}  {printable(short_kernel_name(r['name'], 70))}")
     if len(rows) < len(table):
         print(f"  ... {len(table) - len(rows)} more (--top 0 shows all)")
     for note in table.attrs.get("notes", []):
-        print(f"note: {note}")
+        print(f"note: {printable(note)}")
     return 0
 
 
@@ -121,13 +123,13 @@ def _summary(args: argparse.Namespace) -> int:
         print_json(report)
         return 0
     nodes = report.get("nodes") or []
-    print(f"{acts.source} (rocprof {acts.generation}): {report['processes']} processes"
-          + (f" on {len(nodes)} nodes ({', '.join(nodes)})" if nodes else ""))
+    print(f"{printable(acts.source)} (rocprof {acts.generation}): {report['processes']} processes"
+          + (f" on {len(nodes)} nodes ({printable(', '.join(map(str, nodes)))})" if nodes else ""))
     titles = {"kernels": "kernels", "copies": "memory copies", "api": "API calls"}
     for key, table in tables.items():
         part = report[key]
         extra = f", {part['bytes'] / 2**20:.1f} MiB" if key == "copies" else ""
         print(f"\n{titles[key]}: {part['count']} in {len(table)} names, {part['total_ns'] / 1e6:.3f} ms{extra}")
         for _, r in table.head(args.top).iterrows():
-            print(f"  {r['total_ns'] / 1e6:>10.3f} ms {r['calls']:>7}x  {short_kernel_name(r['name'], 70)}")
+            print(f"  {r['total_ns'] / 1e6:>10.3f} ms {r['calls']:>7}x  {printable(short_kernel_name(r['name'], 70))}")
     return 0

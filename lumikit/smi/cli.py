@@ -13,6 +13,7 @@ from .. import reference
 from ..errors import LumikitError
 from ..files import MAX_READ_ENV, max_read_bytes, read_text
 from ..json_output import print_json
+from ..text import printable
 from .interpret import activity_table, interpret
 from .model import Snapshot
 from .parse import parse_smi
@@ -93,21 +94,29 @@ def _cell(v: Any, fmt: str = "{:.0f}", unit: str = "") -> str:
     return "-" if v is None else (fmt.format(v) + unit if isinstance(v, (int, float)) else str(v))
 
 
+def _when(timestamp: float) -> str:
+    """A sample's time as a reader wants it: the clock time of a live sample (seconds since the epoch), the
+    seconds into the session of a replayed one."""
+    if timestamp >= 1e8:
+        return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(timestamp))
+    return f"t={timestamp:.1f} s"
+
+
 def format_table(snap: Snapshot) -> str:
     """A plain table of one snapshot plus its findings (what ``watch`` prints each time)."""
     act = {r["index"]: r for r in activity_table(snap)}
     head = f"{'task':>4} {'GCD':>3} {'pkg':>3} {'temp':>6} {'power':>7} {'sclk':>8} {'busy':>5} {'vram':>5}  activity"
-    lines = [f"{snap.format}  {snap.source}" + (f"  t={snap.timestamp:g}" if snap.timestamp is not None else ""),
-             head]
+    when = "" if snap.timestamp is None else f"  {_when(snap.timestamp)}"
+    lines = [f"{snap.format}  {printable(snap.source)}{when}", head]
     for d in snap.devices:
-        a = act.get(d.index, {}).get("activity", "")
+        a = printable(act.get(d.index, {}).get("activity", ""))
         lines.append(f"{_cell(d.task):>4} {d.index:>3} {_cell(d.package):>3} {_cell(d.temp_c, unit='C'):>6} "
                      f"{_cell(d.power_w, unit='W'):>7} {_cell(d.sclk_mhz, unit='MHz'):>8} "
                      f"{_cell(d.gpu_busy_pct, unit='%'):>5} {_cell(d.vram_pct, unit='%'):>5}  {a}")
     for note in snap.notes:
-        lines.append(f"note: {note}")
+        lines.append(f"note: {printable(note)}")
     for f in interpret(snap):
-        lines.append(f"finding [{f.kind}]: {f.message}")
+        lines.append(f"finding [{f.kind}]: {printable(f.message)}")
     return "\n".join(lines)
 
 
