@@ -9,6 +9,9 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import resource
+import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -346,3 +349,49 @@ def test_errors_and_warnings_name_a_hostile_file_escaped(tmp_path: Path) -> None
     status, out, err = run_cli(["logs", "progress", str(path)])
     assert status == 2 and err.count("\n") == 1
     _assert_escaped(err)
+
+
+# -- FIFOs, devices and huge files -------------------------------------------------------------------------
+#: The reader commands of issue 23 and the name each one's sparse file gets (the name decides how some read it).
+HOSTILE_READERS = {"logs progress": ("train.out",), "logs hip": ("hip.log",), "logs rccl": ("rccl.log",),
+                   "doctor": ("job.out",), "smi parse": ("rocm-smi.txt",), "trace summary": ("rank0.pt.trace.json",),
+                   "rocprof stats": ("results.stats.csv", "run.pftrace")}
+
+
+def _lumikit_capped(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``lumikit ARGV`` in a fresh process with 1 GB of address space (reading a 2 GB file whole fails) and a
+    timeout (a reader blocked on a FIFO never returns by itself)."""
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "OPENBLAS_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "lumikit", *argv], capture_output=True, text=True, timeout=60,
+                          env=env, preexec_fn=cap)
+
+
+@pytest.mark.parametrize("command", HOSTILE_READERS)
+def test_a_fifo_and_dev_zero_are_refused_at_once_by_every_reader(tmp_path: Path, command: str) -> None:
+    fifo = tmp_path / HOSTILE_READERS[command][0]
+    os.mkfifo(fifo)  # nobody writes to it: a reader that opens it blocks for ever (the timeout catches that)
+    for path, kind in ((fifo, "a FIFO (named pipe)"), (Path("/dev/zero"), "a character device")):
+        done = _lumikit_capped([*command.split(), str(path)])
+        assert done.returncode == 2, f"{command} {path}: {done.returncode} {done.stderr[-300:]}"
+        assert done.stderr.startswith(f"lumikit: error: {path}: is {kind}, not a regular file; lumikit reads "
+                                      f"saved files only") and done.stderr.count("\n") == 1, done.stderr
+        assert done.stdout == ""
+
+
+@pytest.mark.parametrize("command", HOSTILE_READERS)
+def test_a_2_gb_sparse_file_is_refused_without_being_read(tmp_path: Path, command: str) -> None:
+    for name in HOSTILE_READERS[command]:
+        sparse = tmp_path / name
+        with open(sparse, "wb") as fh:
+            fh.truncate(2 << 30)
+        done = _lumikit_capped([*command.split(), str(sparse)])
+        assert done.returncode == 2, f"{command} {name}: {done.returncode} {done.stderr[-300:]}"
+        line = done.stderr.strip()
+        assert line.count("\n") == 0 and line.startswith(f"lumikit: error: {sparse}: ")
+        if command == "trace summary":  # streamed, never read whole: refused at its first bytes
+            assert "not a Chrome/Kineto trace" in line
+        else:
+            assert "2.0 GB, above the 512 MB limit for files read whole" in line and "LUMIKIT_MAX_READ_MB" in line
