@@ -142,9 +142,11 @@ def read_bytes(path: str | os.PathLike[str], what: str = "a file", *, limit: int
 
 def read_text(path: str | os.PathLike[str], what: str = "a file", *, limit: int | None = None,
               errors: str = "replace") -> str:
-    """The text of a regular file (UTF-8; undecodable bytes become U+FFFD unless ``errors`` says otherwise),
-    with :func:`read_bytes`'s checks."""
-    return read_bytes(path, what, limit=limit).decode("utf-8", errors=errors)
+    """The text of a regular file with :func:`read_bytes`'s checks, read as ``Path.read_text`` reads it: UTF-8
+    (undecodable bytes become U+FFFD unless ``errors`` says otherwise), ``\r\n`` and a lone ``\r`` as ``\n``.
+    Logs, whose ``\r`` matters (progress bars), use :func:`read_bytes`."""
+    text = read_bytes(path, what, limit=limit).decode("utf-8", errors=errors)
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 def gunzip_bounded(data: bytes, source: str, *, limit: int | None = None) -> bytes:

@@ -60,10 +60,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _clean(value: object) -> object:
     """JSON-safe cell values: NaN/NA -> None, numpy numbers -> Python numbers."""
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+    if value is None or value is pd.NA or (isinstance(value, float) and not math.isfinite(value)):
         return None
     if hasattr(value, "item"):
-        return value.item()
+        return _clean(value.item())
     return value
 
 
@@ -78,7 +78,8 @@ def _progress(args: argparse.Namespace) -> int:
     if "training" in summary:
         t = summary["training"]
         rate = f"{t['median_it_per_s']:.2f} it/s median" if t["median_it_per_s"] else "no rate yet"
-        print(f"  training: step {t['steps']} of {t['total']} after {t['elapsed_s']:.0f} s, {rate}")
+        elapsed = "?" if t["elapsed_s"] is None else f"{t['elapsed_s']:.0f}"
+        print(f"  training: step {t['steps']} of {t['total']} after {elapsed} s, {rate}")
     for bar in summary["bars"]:
         if "training" not in summary or (bar["series"], bar["total"]) != (summary["training"]["series"],
                                                                           summary["training"]["total"]):
@@ -86,10 +87,12 @@ def _progress(args: argparse.Namespace) -> int:
                   f"{printable(bar['unit'])})")
     for key, value in summary.items():
         if key.startswith("last_"):
-            print(f"  {key.replace('_', ' ')}: {value:.4g}")
+            shown = "not a number" if value is None else f"{value:.4g}"
+            print(f"  {key.replace('_', ' ')}: {shown}")
     for tp in summary.get("throughput", []):
         epoch = f" epoch {tp['epoch']:.0f}" if tp["epoch"] is not None else ""
-        print(f"  {printable(tp['series'])}{epoch}: {tp['rate']:g} {printable(tp['unit'])}")
+        rate = "?" if tp["rate"] is None else f"{tp['rate']:g}"
+        print(f"  {printable(tp['series'])}{epoch}: {rate} {printable(tp['unit'])}")
     return 0
 
 

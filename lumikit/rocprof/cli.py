@@ -39,8 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     summary.set_defaults(func=_summary)
 
 
-def _finite(value: float) -> float | None:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+def _finite(value: float | None) -> float | None:
+    """``value`` as a float, or None for a missing, NaN or infinite one (a JSON-ready value carries neither)."""
+    return None if value is None or not math.isfinite(float(value)) else float(value)
 
 
 def _class(value: object) -> str | None:
@@ -57,13 +58,13 @@ def stats_report(table: pd.DataFrame, top: int = 20) -> dict:
         "notes": list(table.attrs.get("notes", [])),
         "generation": table.attrs.get("generation"),
         "kernels_total": int(len(table)),
-        "total_ns": float(table["total_ns"].sum()),
-        "classes": {c: {"total_ns": float(r["total_ns"]), "calls": int(r["calls"]), "share": float(r["share"])}
+        "total_ns": _finite(table["total_ns"].sum()),
+        "classes": {c: {"total_ns": _finite(r["total_ns"]), "calls": int(r["calls"]), "share": _finite(r["share"])}
                     for c, r in totals.iterrows()},
         "kernels": [
             {"rank": int(r["rank"]), "name": r["name"], "class": _class(r["kernel_class"]), "calls": int(r["calls"]),
-             "total_ns": float(r["total_ns"]), "average_ns": _finite(float(r["average_ns"])),
-             "percent": _finite(float(r["percent"]))}
+             "total_ns": _finite(r["total_ns"]), "average_ns": _finite(r["average_ns"]),
+             "percent": _finite(r["percent"])}
             for _, r in rows.iterrows()
         ],
     }
@@ -118,7 +119,7 @@ def _summary(args: argparse.Namespace) -> int:
     tables = {"kernels": acts.kernel_stats(), "copies": acts.copy_stats(), "api": acts.api_stats()}
     report = acts.summary()
     if args.json:
-        report["top"] = {k: [{"name": r["name"], "calls": int(r["calls"]), "total_ns": float(r["total_ns"])}
+        report["top"] = {k: [{"name": r["name"], "calls": int(r["calls"]), "total_ns": _finite(r["total_ns"])}
                              for _, r in t.head(args.top).iterrows()] for k, t in tables.items()}
         print_json(report)
         return 0

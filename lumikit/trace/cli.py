@@ -106,9 +106,18 @@ def run_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ms(us: float | None, digits: int = 2) -> str:
+    """Microseconds as milliseconds; "?" where the summary has no number (a damaged time)."""
+    return "?" if us is None else f"{us / 1000:.{digits}f}"
+
+
+def _pct(fraction: float | None) -> str:
+    return "?" if fraction is None else f"{fraction:.1%}"
+
+
 def _print_rank(rank: str, info: dict) -> None:
     print(f"rank {printable(rank)}: {printable(info['file'])}")
-    print("  steps: " + (", ".join(f"#{s['step']} {s['dur_us'] / 1000:.2f} ms" for s in info["steps"])
+    print("  steps: " + (", ".join(f"#{s['step']} {_ms(s['dur_us'])} ms" for s in info["steps"])
                           or "none (no ProfilerStep annotations)"))
     kt = info["kernel_time_us"]
     no_gpu = info.get("gpu_activities") == 0
@@ -116,15 +125,15 @@ def _print_rank(rank: str, info: dict) -> None:
         print("  GPU: no GPU events in this trace (no kernels, copies or memsets): a CPU-only run, or one profiled "
               "without ProfilerActivity.CUDA (the activity that records ROCm GPUs too)")
     else:
-        print(f"  GPU time: compute {kt['compute'] / 1000:.2f} ms, communication {kt['communication'] / 1000:.2f} "
-              f"ms, memory {kt['memory'] / 1000:.2f} ms on streams {printable(info['streams'])}")
+        print(f"  GPU time: compute {_ms(kt['compute'])} ms, communication {_ms(kt['communication'])} ms, "
+              f"memory {_ms(kt['memory'])} ms on streams {printable(info['streams'])}")
     for device, d in () if no_gpu else info["devices"].items():
         t = d["temporal"]
         where = f"device {device} " if len(info["devices"]) > 1 else ""
         overlap = "" if d["comm_comp_overlap"] is None else \
             f"; communication overlapped by compute {d['comm_comp_overlap']:.1%}"
-        print(f"  {where}GPU span {t['span_us'] / 1000:.2f} ms: idle {t['idle']:.1%}, compute {t['compute']:.1%}, "
-              f"non-compute {t['non_compute']:.1%}{overlap}")
+        print(f"  {where}GPU span {_ms(t['span_us'])} ms: idle {_pct(t['idle'])}, compute {_pct(t['compute'])}, "
+              f"non-compute {_pct(t['non_compute'])}{overlap}")
     ld = info["launch_delays"]
     if ld["negative"]:
         print(f"  launch delays: {ld['negative']} of {ld['count']} negative (down to {ld['min_us']} µs): GPU work "
@@ -132,7 +141,7 @@ def _print_rank(rank: str, info: dict) -> None:
     for text in info["warnings"]:
         print(f"  warning: {printable(text)}")
     for k in info["top_kernels"][:5]:
-        print(f"    {k['total_us'] / 1000:9.3f} ms  {k['count']:6d}x  {k['class']:<13} {printable(k['name'][:70])}")
+        print(f"    {_ms(k['total_us'], 3):>9} ms  {k['count']:6d}x  {k['class']:<13} {printable(k['name'][:70])}")
 
 
 def run_collectives(args: argparse.Namespace) -> int:
