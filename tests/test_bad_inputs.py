@@ -446,3 +446,11 @@ def test_api_summaries_carry_no_nan_or_infinity(tmp_path: Path) -> None:
     finite_json(stats_report(table))
     with pytest.raises(Exception, match="the API returned nan at a.b"):
         finite_json({"a": {"b": float("nan")}})
+
+
+def test_a_rocpd_database_whose_name_holds_uri_characters_is_read(tmp_path: Path) -> None:
+    from lumikit.rocprof.rocpd import read_rocpd
+    from lumikit.testing import rocprof_outputs as gen
+
+    path = gen.write_rocpd(tmp_path / "run?1#2_results.db", gen.generated_run(nodes=1, processes_per_node=1, steps=1))
+    assert len(read_rocpd(path).kernels) == len(gen.KERNELS)

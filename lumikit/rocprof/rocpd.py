@@ -16,6 +16,7 @@ import re
 import sqlite3
 from pathlib import Path
 from typing import Iterable
+from urllib.parse import quote
 
 import pandas as pd
 
@@ -45,8 +46,11 @@ def _connect(path: Path) -> sqlite3.Connection:
     if not is_rocpd(path):
         raise ParseError("not a SQLite database; give the .db that rocprofv3 writes by default (ROCm 7), "
                          "or re-run with --output-format csv", source=str(path))
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    con = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)  # "?" or "#" in a name stay
     con.text_factory = lambda raw: raw.decode("utf-8", errors="replace")  # a damaged name is not a crash
+    # a damaged file meets SQLite's extra page checks, and its schema can run no SQL functions of its own
+    con.execute("PRAGMA cell_size_check = ON")
+    con.execute("PRAGMA trusted_schema = OFF")
     return con
 
 
