@@ -454,3 +454,22 @@ def test_a_rocpd_database_whose_name_holds_uri_characters_is_read(tmp_path: Path
 
     path = gen.write_rocpd(tmp_path / "run?1#2_results.db", gen.generated_run(nodes=1, processes_per_node=1, steps=1))
     assert len(read_rocpd(path).kernels) == len(gen.KERNELS)
+
+
+# -- small messages that say what they mean ----------------------------------------------------------------
+def test_a_cpu_only_trace_summary_says_there_were_no_gpu_events(tmp_path: Path) -> None:
+    path = write_events(tmp_path / "cpu.json", [event("ProfilerStep#1", "user_annotation", 0, 100, pid=0, tid=0),
+                                               event("aten::mm", "cpu_op", 10, 50, pid=0, tid=0)])
+    status, out, err = run_cli(["trace", "summary", str(path), "--include-last-step"])
+    assert status == 0, err
+    assert "no GPU events in this trace" in out and "streams []" not in out and "GPU span" not in out
+
+
+def test_smi_headers_print_clock_time_for_live_samples_and_seconds_for_replays() -> None:
+    from lumikit.smi.cli import format_table
+
+    snap = parse_smi(synth.concise_rocm6([synth.Gcd(index=0, temp_c=40.0, power_w=90.0, cap_w=500.0, sclk=1700,
+                                                    busy=100, vram_pct=50)]), source="rocm-smi")
+    live = format_table(snap.with_timestamp(1764073200.5)).splitlines()[0]
+    assert "e+09" not in live and time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(1764073200.5)) in live
+    assert format_table(snap.with_timestamp(12.0)).splitlines()[0].endswith("t=12.0 s")
