@@ -118,7 +118,7 @@ def session_listing() -> list[dict[str, str]]:
 
 def _read_text(path: Path) -> str:
     """The text of a session file (gzip or plain); a broken file becomes a :class:`ParseError` naming it."""
-    data = read_bytes(path, "a recorded session (.jsonl or .jsonl.gz)")
+    data = read_bytes(path, "a session file (.jsonl or .jsonl.gz)")
     try:
         if data[:2] == b"\x1f\x8b":
             data = gunzip_bounded(data, str(path))
