@@ -2,10 +2,11 @@
 
 The same seeded mutations as ``tests/test_fuzz.py`` (byte flips, token insertion, line deletion and duplication,
 number changes, truncation, structural JSON edits) over the project's generated data and the real outputs in
-``../shared/fixtures`` (when present), each input through ``lumikit ... --json`` in this process. Counts as
-failures: an exception other than LumikitError, an input over 2 s (or still running at 20 s), output that is not
-standard JSON. Prints a table and saves ``benchmarks/results/fuzz.json`` and ``fuzz.md``; exit status 1 when a
-failure was found (the first ones are printed).
+``../shared/fixtures`` (when present), each input through ``lumikit ... --json`` in forked worker processes.
+Counts as failures: an exception other than LumikitError, an input over 2 s (or still running at 20 s), output
+that is not standard JSON, NaN or infinity in what the Python API returned, a worker killed by a signal. A fresh
+seed each run unless ``--seed`` (printed; every failing case names the chunk seed that replays it). Prints a table
+and saves ``benchmarks/results/fuzz.json`` and ``fuzz.md``; exit status 1 when a failure was found.
 
     .venv/bin/python benchmarks/bench_fuzz.py                  # 2,500 inputs per family (10,000 in all)
     .venv/bin/python benchmarks/bench_fuzz.py --inputs 200     # quicker
@@ -24,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from lumikit.testing.fuzz import FAMILIES, FamilyResult, fuzz_family  # noqa: E402
+from lumikit.testing.fuzz import FAMILIES, FamilyResult, fresh_seed, fuzz_parallel  # noqa: E402
 
 SHARED = Path(os.environ.get("LUMIKIT_SHARED_FIXTURES", REPO.parent / "shared" / "fixtures"))
 
@@ -32,20 +33,22 @@ SHARED = Path(os.environ.get("LUMIKIT_SHARED_FIXTURES", REPO.parent / "shared" /
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--inputs", type=int, default=2500, help="mutated inputs per family (default 2500)")
-    parser.add_argument("--seed", type=int, default=2026, help="random seed (default 2026)")
+    parser.add_argument("--seed", type=int, default=None, help="random seed (default: a fresh one, printed)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
     parser.add_argument("--results", type=Path, default=REPO / "benchmarks" / "results")
     args = parser.parse_args()
+    args.seed = fresh_seed() if args.seed is None else args.seed
     fixtures = SHARED if SHARED.is_dir() else None
     print(f"fixtures: {fixtures or 'not found (generated seeds only)'}; seed {args.seed}", flush=True)
     warnings.simplefilter("ignore")  # salvaged traces and recordings warn by design
-    results: list[FamilyResult] = []
     started = time.perf_counter()
-    for family in args.families:
-        def progress(r: FamilyResult) -> None:
-            print(f"  {family}: {r.inputs} inputs, {len(r.unhandled)} unhandled, {len(r.hangs)} hangs, "
-                  f"{len(r.invalid_json)} invalid JSON", flush=True)
-        results.append(fuzz_family(family, args.inputs, seed=args.seed, fixtures=fixtures, on_progress=progress))
+
+    def progress(r: FamilyResult) -> None:
+        print(f"  {r.family}: {r.inputs} inputs, {len(r.unhandled)} unhandled, {len(r.hangs)} hangs, "
+              f"{len(r.invalid_json)} invalid JSON", flush=True)
+    results = fuzz_parallel(args.inputs, seed=args.seed, families=tuple(args.families), fixtures=fixtures,
+                            workers=args.workers, on_progress=progress)
     total = time.perf_counter() - started
     head = f"{'family':<8} {'inputs':>7} {'accepted':>8} {'refused':>8} {'unhandled':>9} {'hangs':>6} " \
            f"{'bad JSON':>8} {'slowest s':>9} {'seconds':>8}"
@@ -60,7 +63,7 @@ def main() -> int:
     for f in failures[:10]:
         print("  " + f)
     report = {"machine": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
-              "load_average": os.getloadavg(), "seed": args.seed, "fixtures": str(fixtures) if fixtures else None,
+              "load_average": os.getloadavg(), "seed": args.seed, "workers": args.workers, "fixtures": str(fixtures) if fixtures else None,
               "seconds": round(total, 1), "families": [r.as_dict() | {"slowest_case": r.slowest_case}
                                                       for r in results], "failures": failures[:100]}
     args.results.mkdir(parents=True, exist_ok=True)
@@ -74,7 +77,7 @@ def main() -> int:
           "slowest input (s) |", "|---|---|---|---|---|---|---|---|"]
     md += [f"| {d['family']} | {d['inputs']} | {d['accepted']} | {d['refused']} | {d['unhandled']} | {d['hangs']} | "
            f"{d['invalid_json']} | {d['slowest_s']:.3f} |" for d in report["families"]]
-    md += ["", f"Total: {inputs} inputs, {len(failures)} failures, {total:.0f} s."]
+    md += ["", f"Total: {inputs} inputs, {len(failures)} failures, {total:.0f} s with {args.workers} workers."]
     (args.results / f"{stem}.md").write_text("\n".join(md) + "\n")
     return 1 if failures else 0
 

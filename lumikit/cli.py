@@ -16,6 +16,7 @@ from typing import Sequence
 
 from . import __version__
 from .errors import LumikitError
+from .text import printable
 
 WINGS = (
     "lumikit.jobs.cli",
@@ -59,8 +60,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def one_line(text: str) -> str:
-    """A message on one line (a quoted input line may carry line breaks)."""
-    return " ".join(text.split("\n")).strip()
+    """A message on one line (a quoted input line may carry line breaks), its other control characters escaped
+    (a file or kernel name in it may hold terminal escapes)."""
+    return printable(" ".join(text.split("\n")).strip())
 
 
 def _refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:
@@ -104,7 +106,7 @@ def _run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         return 0
     except OSError as exc:  # a file that exists but cannot be read (permissions, a folder, a broken disk)
-        where = f"{exc.filename}: " if exc.filename else ""
+        where = f"{printable(exc.filename)}: " if exc.filename else ""
         print(f"lumikit: error: {where}{one_line(str(exc.strerror or exc))}; check the path and its permissions",
               file=sys.stderr)
         return 2

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
+import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,7 +131,34 @@ class _StepProfiler:
         self.trace_dir = trace_dir
 
     def step(self) -> None:
-        self._prof.step()
+        with _without_usdt_lines():  # a step that starts or stops recording makes Kineto print
+            self._prof.step()
+
+
+@contextlib.contextmanager
+def _without_usdt_lines() -> Iterator[None]:
+    """Drop the ``USDT:<time> <pid>:<tid> ...] profiler_start`` (and ``profiler_stop``) notices that Kineto, the
+    profiler's C++ side, writes straight to the process's stderr at each start and stop (a notebook shows them as
+    pink error boxes; ``KINETO_LOG_LEVEL`` hides its errors with them). While the profiler starts or stops, file
+    descriptor 2 goes to a temporary file; every other line is passed on unchanged afterwards."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr at all
+        yield
+        return
+    with tempfile.TemporaryFile() as tmp:
+        sys.stderr.flush()
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            kept = b"".join(line for line in tmp.read().splitlines(keepends=True) if not line.startswith(b"USDT:"))
+            while kept:
+                kept = kept[os.write(2, kept):]
 
 
 @contextlib.contextmanager
@@ -165,8 +194,13 @@ def profile_steps(*, enabled: bool | None = None, rank: int | None = None, out_d
                                                repeat=plan.repeat),
                        on_trace_ready=tensorboard_trace_handler(str(config.out_dir), worker_name=f"rank{rank}"),
                        record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack)
-        with prof:
+        with _without_usdt_lines():
+            prof.__enter__()
+        try:
             yield _StepProfiler(prof, config.out_dir)
+        finally:
+            with _without_usdt_lines():
+                prof.__exit__(None, None, None)
 
 
 def trace_files(folder: Path | str, rank: int | None = None) -> list[Path]:

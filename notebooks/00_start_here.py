@@ -104,6 +104,9 @@ print(f"reservation: {cfg.reservation or '(none)'}")
 
 # %% [markdown]
 # ## What runs for real here?
+#
+# What this machine has. The mode line above says what the cells use: a Slurm client found here is used only where
+# the site is a Slurm one (`lumi`, or `lumi-sim` for a rehearsal); with `laptop`, jobs stay local processes.
 
 # %%
 import shutil

@@ -262,8 +262,7 @@ print("HTA launch statistics on a ROCm trace:", {r: len(t) for r, t in
 # 3 recorded). Where PyTorch sees a GPU, this cell runs on it and the trace gets kernels. On a CPU-only machine it
 # has host events only.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 import torch
 
 from lumikit.profiler import profile_steps

@@ -38,6 +38,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from lumikit.launch import mode_line
+from lumikit.launch.runfolder import default_runs_dir
 from lumikit.profiler import profile_steps
 from lumikit.trace import load_trace
 from lumikit.trace.host_ops import host_ops, step_phases
@@ -50,12 +51,13 @@ torch.set_num_threads(1)
 data = SlowInput(TextWindows(encode(load_corpus(None)[:20000]), 32), delay_s=0.004)
 model = torch.nn.Sequential(torch.nn.Embedding(256, 64), torch.nn.Flatten(), torch.nn.Linear(32 * 64, 256))
 optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-Path("runs").mkdir(exist_ok=True)
+runs = default_runs_dir()  # the clone's runs/, where `lumikit run` puts its run folders too
+runs.mkdir(exist_ok=True)
 
 
 def rehearse(workers: int) -> tuple[float, float]:
     """Profile 3 of 6 steps with ``workers`` loader processes; (mean step ms, data share of the step)."""
-    out = Path(tempfile.mkdtemp(prefix=f"11-rehearsal-w{workers}-", dir="runs"))
+    out = Path(tempfile.mkdtemp(prefix=f"11-rehearsal-w{workers}-", dir=runs))
     loader = DataLoader(data, batch_size=16, num_workers=workers)
     with profile_steps(enabled=True, rank=0, out_dir=out, schedule="2,1,3,1") as prof:
         for step, (inputs, targets) in enumerate(loader):

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import resource
+import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -215,9 +219,10 @@ def test_json_output_writes_non_finite_numbers_as_null_with_a_note(tmp_path: Pat
     assert notes == ["a", "b[1]"]
     log = tmp_path / "train.out"
     log.write_text("Epoch 1, Training Loss: 1e999\n")
+    assert progress_summary(parse_progress(log.read_text()))["last_train_loss"] is None  # the API: no inf
     status, out, err = run_cli(["logs", "progress", str(log), "--json"])
     assert status == 0 and strict_json(out)["summary"]["last_train_loss"] is None
-    assert "written as null" in err
+    assert err == ""  # nothing non-finite reached print_json, so no note
 
 
 def test_a_chrome_trace_is_not_amd_smi_output() -> None:
@@ -237,7 +242,7 @@ def test_every_reader_prints_one_line_and_exits_2_for_a_bad_file(tmp_path: Path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rows = bad_input_rows(tmp_path)
-    assert len({r.command for r in rows}) == 10
+    assert len({r.command for r in rows}) == 10 and {"/dev/zero", "a FIFO nobody writes to"} <= {r.input for r in rows}
     for row in rows:
         where = f"{row.command} on {row.input}"
         assert row.status == 2, f"{where}: exit status {row.status}"
@@ -245,17 +250,21 @@ def test_every_reader_prints_one_line_and_exits_2_for_a_bad_file(tmp_path: Path)
         assert len(lines) == 1 and lines[0].startswith("lumikit: error: "), f"{where}: {row.stderr!r}"
         assert "Traceback" not in row.stderr
         if row.input not in ("missing file",) or "replay" not in row.command:
-            assert str(tmp_path) in lines[0], f"{where} does not name the file: {lines[0]}"
+            assert str(tmp_path) in lines[0] or row.input == "/dev/zero", f"{where} does not name the file: {lines[0]}"
 
 
 def test_an_unreadable_file_is_one_line_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "x.out"
     path.write_text("hello\n")
 
-    def refuse(self: Path) -> bytes:
-        raise PermissionError(13, "Permission denied", str(self))
+    real_open = os.open
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)
+    def refuse(name: str | os.PathLike[str], flags: int, *args: object, **kwargs: object) -> int:
+        if Path(name) == path:  # as chmod 000 would for a plain user (root reads anything)
+            raise PermissionError(13, "Permission denied", str(name))
+        return real_open(name, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
     status, _, err = run_cli(["logs", "progress", str(path)])
     assert status == 2 and err.strip() == f"lumikit: error: {path}: Permission denied; check the path and its " \
                                           f"permissions"
@@ -263,3 +272,204 @@ def test_an_unreadable_file_is_one_line_too(tmp_path: Path, monkeypatch: pytest.
 
 def test_lumikit_errors_are_value_errors_where_they_were() -> None:
     assert issubclass(ParseError, (LumikitError, ValueError))
+
+
+# -- control characters in names -------------------------------------------------------------------------
+#: A name that sets the terminal's title (OSC ... BEL), clears the screen (CSI 2J) and forges a table row.
+EVIL = "evil\x1b]0;pwned\x07\x1b[2J\nFORGED ROW"
+
+
+def _assert_escaped(out: str) -> None:
+    assert "\x1b" not in out and "\x07" not in out, f"raw control characters reach the terminal: {out!r}"
+    assert not any(line.startswith("FORGED") or line.strip().startswith("FORGED") for line in out.splitlines())
+    assert "\\x1b]0;pwned\\x07\\x1b[2J\\nFORGED ROW" in out or "\\x1b]0;pwned\\x07" in out, out
+
+
+def _strings(value: object) -> list[str]:
+    """Every string in a parsed JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (k, *_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _evil_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
+    """{command: (argv, the raw name the JSON output must keep)}: a kernel name with ESC, BEL and a newline in
+    each reader's own format; where the format has no room for a newline in a name (a log line), the file's name
+    carries it."""
+    from lumikit.logs.samples import rccl_debug_log
+    from lumikit.testing.rocprof_outputs import Dispatch, Run, write_rocpd
+
+    stats = tmp_path / "results.stats.csv"
+    quoted = EVIL.replace('"', '""')
+    stats.write_text(f'"Name","Calls","TotalDurationNs","AverageNs","Percentage"\n"{quoted}",10,5000,500,100.0\n')
+    db = write_rocpd(tmp_path / "1_results.db", Run(tuple(Dispatch("nid005001", 7, 0, EVIL, 1000 * i, 1000 * i + 500)
+                                                           for i in range(1, 4))))
+    trace = write_events(tmp_path / "evil.pt.trace.json", [event(EVIL, "kernel", 10 * i, 5, pid=0, tid=0, stream=0)
+                                                          for i in range(3)])
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    named = logs / f"{EVIL}.out"  # a file name can hold every character but "/" and NUL
+    hip = named.with_name(f"{EVIL}.hip.log")
+    hip.write_text(":3:hip_module.cpp :662 : 100 us: [pid:1 tid: 0x1] hipLaunchKernel ( 0x1, {1,1,1}, {64,1,1}, "
+                   "0x2, 0, stream:<null> )\n:3:rocvirtual.cpp :2853: 101 us: [pid:1 tid: 0x1] ShaderName : "
+                   "k\x1b]0;pwned\x07\n")
+    named.write_text("Epoch 1, Training Loss: 0.5\n\x1b]0;pwned\x07 ModuleNotFoundError: No module named 'torch'\n"
+                     + rccl_debug_log(plugin=False).replace("NCCL INFO ", "NCCL INFO \x1b]0;pwned\x07 ", 1))
+    smi = logs / f"{EVIL}.txt"
+    smi.write_text(synth.concise_rocm6([synth.Gcd(index=0, temp_c=40.0, power_w=90.0, cap_w=500.0, sclk=1700,
+                                                  busy=100, vram_pct=50)]))
+    return {"rocprof stats": (["rocprof", "stats", str(stats)], EVIL),
+            "rocprof summary": (["rocprof", "summary", str(db)], EVIL),
+            "trace summary": (["trace", "summary", str(trace)], EVIL),
+            "logs progress": (["logs", "progress", str(named)], str(named)),
+            "logs hip": (["logs", "hip", str(hip)], "k\x1b]0;pwned\x07"),
+            "logs rccl": (["logs", "rccl", str(named)], str(named)),
+            "doctor": (["doctor", str(named)], str(named)),
+            "smi parse": (["smi", "parse", str(smi)], str(smi))}
+
+
+@pytest.mark.parametrize("command", ["rocprof stats", "rocprof summary", "trace summary", "logs progress",
+                                     "logs hip", "logs rccl", "doctor", "smi parse"])
+def test_names_with_control_characters_print_escaped_and_stay_raw_in_json(tmp_path: Path, command: str) -> None:
+    argv, raw = _evil_inputs(tmp_path)[command]
+    status, out, err = run_cli(argv)
+    assert status in (0, 1), err  # 1: doctor found a problem, rccl the socket fall-back
+    _assert_escaped(out)
+    status, out, err = run_cli([*argv, "--json"])
+    assert status in (0, 1), err
+    assert any(raw in s for s in _strings(strict_json(out))), out  # JSON escapes them itself: nothing lost
+
+
+def test_errors_and_warnings_name_a_hostile_file_escaped(tmp_path: Path) -> None:
+    path = tmp_path / f"{EVIL}.out"
+    path.write_bytes(bytes(range(256)) * 8)  # binary: refused, the message names the file
+    status, out, err = run_cli(["logs", "progress", str(path)])
+    assert status == 2 and err.count("\n") == 1
+    _assert_escaped(err)
+
+
+# -- FIFOs, devices and huge files -------------------------------------------------------------------------
+#: The reader commands of issue 23 and the name each one's sparse file gets (the name decides how some read it).
+HOSTILE_READERS = {"logs progress": ("train.out",), "logs hip": ("hip.log",), "logs rccl": ("rccl.log",),
+                   "doctor": ("job.out",), "smi parse": ("rocm-smi.txt",), "trace summary": ("rank0.pt.trace.json",),
+                   "rocprof stats": ("results.stats.csv", "run.pftrace")}
+
+
+def _lumikit_capped(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``lumikit ARGV`` in a fresh process with 1 GB of address space (reading a 2 GB file whole fails) and a
+    timeout (a reader blocked on a FIFO never returns by itself)."""
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "OPENBLAS_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "lumikit", *argv], capture_output=True, text=True, timeout=60,
+                          env=env, preexec_fn=cap)
+
+
+@pytest.mark.parametrize("command", HOSTILE_READERS)
+def test_a_fifo_and_dev_zero_are_refused_at_once_by_every_reader(tmp_path: Path, command: str) -> None:
+    fifo = tmp_path / HOSTILE_READERS[command][0]
+    os.mkfifo(fifo)  # nobody writes to it: a reader that opens it blocks for ever (the timeout catches that)
+    for path, kind in ((fifo, "a FIFO (named pipe)"), (Path("/dev/zero"), "a character device")):
+        done = _lumikit_capped([*command.split(), str(path)])
+        assert done.returncode == 2, f"{command} {path}: {done.returncode} {done.stderr[-300:]}"
+        assert done.stderr.startswith(f"lumikit: error: {path}: is {kind}, not a regular file; lumikit reads "
+                                      f"saved files only") and done.stderr.count("\n") == 1, done.stderr
+        assert done.stdout == ""
+
+
+@pytest.mark.parametrize("command", HOSTILE_READERS)
+def test_a_2_gb_sparse_file_is_refused_without_being_read(tmp_path: Path, command: str) -> None:
+    for name in HOSTILE_READERS[command]:
+        sparse = tmp_path / name
+        with open(sparse, "wb") as fh:
+            fh.truncate(2 << 30)
+        done = _lumikit_capped([*command.split(), str(sparse)])
+        assert done.returncode == 2, f"{command} {name}: {done.returncode} {done.stderr[-300:]}"
+        line = done.stderr.strip()
+        assert line.count("\n") == 0 and line.startswith(f"lumikit: error: {sparse}: ")
+        if command == "trace summary":  # streamed, never read whole: refused at its first bytes
+            assert "not a Chrome/Kineto trace" in line
+        else:
+            assert "2.0 GB, above the 512 MB limit for files read whole" in line and "LUMIKIT_MAX_READ_MB" in line
+
+
+# -- crashes found by fuzzing (issue 23) -----------------------------------------------------------------
+def test_a_20_digit_profiler_step_is_no_step_and_no_overflow(tmp_path: Path) -> None:
+    path = write_events(tmp_path / "t.json", [
+        {**event("ProfilerStep#99999999999999999999", "user_annotation", 0, 100, pid=0, tid=0)},
+        event("ProfilerStep#3", "user_annotation", 100, 100, pid=0, tid=0),
+        event("k", "kernel", 120, 5, pid=0, tid=0, stream=0)])
+    status, out, err = run_cli(["trace", "summary", str(path), "--json", "--include-last-step"])
+    assert status == 0, err
+    assert [s["step"] for s in next(iter(strict_json(out)["ranks"].values()))["steps"]] == [3]
+
+
+def test_a_carriage_return_inside_an_smi_csv_is_a_line_end_for_the_api_too() -> None:
+    text = "device,Temperature (Sensor edge) (C),GPU use (%)\ncard0,40.0,5\ncard1,41.0,9\n"
+    for cut in range(len(text)):
+        damaged = text[:cut] + "\r" + text[cut:]
+        try:
+            parse_smi(damaged, source="smi.csv")
+        except ParseError:
+            pass  # refused with the project's error: fine; csv's own Error escaping is not
+
+
+def test_a_pftrace_cut_short_keeps_its_complete_packets(tmp_path: Path) -> None:
+    from lumikit.rocprof.pftrace import read_pftrace
+    from lumikit.testing import rocprof_outputs as gen
+
+    whole = gen.write_pftrace(tmp_path / "whole.pftrace", gen.generated_run(nodes=1, processes_per_node=1, steps=2))
+    kernels = len(read_pftrace(whole).kernels)
+    cut = tmp_path / "cut.pftrace"
+    cut.write_bytes(whole.read_bytes()[:-1])
+    with pytest.warns(UserWarning, match="cut short .* kept its \\d+ complete packets"):
+        assert 0 < len(read_pftrace(cut).kernels) <= kernels
+    status, _, err = run_cli(["rocprof", "summary", str(cut)])
+    assert status == 0 and err.startswith(f"lumikit: warning: {cut}: cut short") and err.count("\n") == 1
+    cut.write_bytes(whole.read_bytes()[:5])
+    with pytest.raises(ParseError, match="cut short before its first complete packet"):
+        read_pftrace(cut)
+
+
+def test_api_summaries_carry_no_nan_or_infinity(tmp_path: Path) -> None:
+    from lumikit.rocprof.cli import stats_report
+    from lumikit.testing.fuzz import finite_json
+
+    finite_json(progress_summary(parse_progress("rank 0: 1e999 images/sec per GPU\nEpoch 1, Training Loss: nan\n")))
+    table = parse_rocprof_stats('"Name","Calls","TotalDurationNs","AverageNs","Percentage"\n"gemm",3,1e309,1e309,'
+                                '1e309\n')
+    finite_json(stats_report(table))
+    with pytest.raises(Exception, match="the API returned nan at a.b"):
+        finite_json({"a": {"b": float("nan")}})
+
+
+def test_a_rocpd_database_whose_name_holds_uri_characters_is_read(tmp_path: Path) -> None:
+    from lumikit.rocprof.rocpd import read_rocpd
+    from lumikit.testing import rocprof_outputs as gen
+
+    path = gen.write_rocpd(tmp_path / "run?1#2_results.db", gen.generated_run(nodes=1, processes_per_node=1, steps=1))
+    assert len(read_rocpd(path).kernels) == len(gen.KERNELS)
+
+
+# -- small messages that say what they mean ----------------------------------------------------------------
+def test_a_cpu_only_trace_summary_says_there_were_no_gpu_events(tmp_path: Path) -> None:
+    path = write_events(tmp_path / "cpu.json", [event("ProfilerStep#1", "user_annotation", 0, 100, pid=0, tid=0),
+                                               event("aten::mm", "cpu_op", 10, 50, pid=0, tid=0)])
+    status, out, err = run_cli(["trace", "summary", str(path), "--include-last-step"])
+    assert status == 0, err
+    assert "no GPU events in this trace" in out and "streams []" not in out and "GPU span" not in out
+
+
+def test_smi_headers_print_clock_time_for_live_samples_and_seconds_for_replays() -> None:
+    from lumikit.smi.cli import format_table
+
+    snap = parse_smi(synth.concise_rocm6([synth.Gcd(index=0, temp_c=40.0, power_w=90.0, cap_w=500.0, sclk=1700,
+                                                    busy=100, vram_pct=50)]), source="rocm-smi")
+    live = format_table(snap.with_timestamp(1764073200.5)).splitlines()[0]
+    assert "e+09" not in live and time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(1764073200.5)) in live
+    assert format_table(snap.with_timestamp(12.0)).splitlines()[0].endswith("t=12.0 s")

@@ -5,7 +5,8 @@ CI runs, from the repository root:
     python -m pytest --nbval-lax --nbval-current-env --nbval-cell-timeout=90 \
         --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:randomly notebooks/
 
-Lax mode executes every cell (an error fails the notebook) but compares only cells marked `# NBVAL_CHECK_OUTPUT`;
+Lax mode executes every cell (an error fails the notebook) but compares only cells tagged `nbval-check-output` (cell
+metadata, which a learner never reads in the code; in a Jupytext .py: `# %% tags=["nbval-check-output"]`);
 `--nbval-current-env` runs them in this Python, as `lumikit verify` does.
 """
 from __future__ import annotations
@@ -74,8 +75,17 @@ def test_what_a_lesson_teaches_is_left_alone(stable: str) -> None:
     assert sanitize(stable) == stable
 
 
+def test_no_notebook_shows_a_test_marker_to_learners() -> None:
+    """nbval's markers are cell tags, never `# NBVAL_...` comments in the code a learner reads."""
+    root = Path(__file__).resolve().parents[1]
+    marked = [f"{p.relative_to(root)} cell {i}" for folder in ("notebooks", "exercises", "solutions")
+              for p in sorted((root / folder).glob("*.ipynb"))
+              for i, cell in enumerate(nbformat.read(p, as_version=4).cells) if "NBVAL" in cell.source]
+    assert not marked, f"test markers in learners' code: {marked}"
+
+
 def _notebook_with_stored_output(path: Path, code: str, stored: str) -> Path:
-    cell = nbformat.v4.new_code_cell(f"# NBVAL_CHECK_OUTPUT\nprint({code!r})")
+    cell = nbformat.v4.new_code_cell(f"print({code!r})", metadata={"tags": ["nbval-check-output"]})
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=stored + "\n")]
     cell.execution_count = 1
     nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)

@@ -75,7 +75,7 @@ def mode_line(site: Site | str | None = None, backend: str | None = None) -> str
     if b.name == "slurm":
         return f"Mode: {b.site.name} - jobs go to Slurm ({b.site.description.split(':')[0]})"
     if b.name == "local":
-        return (f"Mode: {b.site.name} - no Slurm here: jobs run as local processes (no container, no GPU); "
+        return (f"Mode: {b.site.name} - jobs run as local processes, not through Slurm (no container, no GPU); "
                 "GPU views replay generated sessions, beside real LUMI outputs")
     return f"Mode: {b.site.name} - dry run: commands are printed and kept, nothing runs"
 

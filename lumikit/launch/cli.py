@@ -107,7 +107,9 @@ def _status(args: argparse.Namespace) -> int:
         return 1
     m = run.manifest
     code = m.get("exit_code")
-    print(f"{state}  job {m.get('job_id')}  exit code {'-' if code is None else code}  "
+    # only Slurm has jobs: a local run's id is lumikit's own number, shown as such
+    who = f"job {m.get('job_id')}" if m.get("backend") == "slurm" else f"{m.get('backend')} run {run.path.name}"
+    print(f"{state}  {who}  exit code {'-' if code is None else code}  "
           f"({m.get('backend')} on {m.get('site')})" + "".join(f"  {m[k]}" for k in ("reason", "note") if m.get(k)))
     return 0
 
@@ -130,7 +132,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "code and the failing rank's last stderr lines.")
     add_job_options(p)
     p.add_argument("--backend", choices=sorted(BACKENDS), help="default: the site's (LUMI: slurm, laptop: local)")
-    p.add_argument("--runs-dir", help="where run folders go (default: ./runs or $LUMIKIT_RUNS_DIR)")
+    p.add_argument("--runs-dir", help="where run folders go (default: $LUMIKIT_RUNS_DIR, else the clone's runs/)")
     p.add_argument("--wait", action="store_true", help="follow the job until it ends, showing rank 0's output")
     p.add_argument("--timeout", type=float, help="with --wait: give up following after this many seconds")
     p.add_argument("--quiet", action="store_true", help="(kept for old scripts: --wait shows no progress bar)")

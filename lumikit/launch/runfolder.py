@@ -44,6 +44,19 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "rank_exit_codes": (list,), "master_port": (int,)}
 
 
+def default_runs_dir() -> Path:
+    """Where run folders go unless told: ``$LUMIKIT_RUNS_DIR``, else the clone's ``runs/`` when lumikit is used
+    from a clone of the workbook (a notebook's kernel runs in ``notebooks/``, the command line at the root: one
+    place for both), else ``runs/`` in the working folder."""
+    given = os.environ.get("LUMIKIT_RUNS_DIR")
+    if given:
+        return Path(given).resolve()
+    clone = Path(__file__).resolve().parents[2]
+    if (clone / "pyproject.toml").is_file() and (clone / "notebooks").is_dir():
+        return clone / DEFAULT_RUNS
+    return Path(DEFAULT_RUNS).resolve()
+
+
 def redact(env: Mapping[str, str], marked: Iterable[str] = ()) -> dict[str, str]:
     """The environment with the values of secret-looking names (``*TOKEN*``, ``*KEY*``, ...) and of the ``marked``
     names hidden."""
@@ -106,7 +119,7 @@ class RunFolder:
     @classmethod
     def create(cls, name: str, runs_dir: str | os.PathLike[str] | None = None) -> "RunFolder":
         """A new folder ``runs/<timestamp>-<name>-<id>``; ``mkdir`` without exist_ok makes it safe under concurrency."""
-        base = Path(runs_dir or os.environ.get("LUMIKIT_RUNS_DIR") or DEFAULT_RUNS).resolve()
+        base = Path(runs_dir).resolve() if runs_dir else default_runs_dir()
         base.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         for _ in range(20):

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ..json_output import print_json
 from ..rocprof.names import short_kernel_name
+from ..text import printable
 from .doctor import diagnose, problems
 from .hip import hip_summary, read_hip_log
 from .progress import progress_summary, read_progress
@@ -70,10 +71,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _clean(value: object) -> object:
     """JSON-safe cell values: NaN/NA -> None, numpy numbers -> Python numbers."""
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+    if value is None or value is pd.NA or (isinstance(value, float) and not math.isfinite(value)):
         return None
     if hasattr(value, "item"):
-        return value.item()
+        return _clean(value.item())
     return value
 
 
@@ -84,21 +85,25 @@ def _progress(args: argparse.Namespace) -> int:
         rows = [{k: _clean(v) for k, v in row.items()} for row in table.to_dict("records")]
         print_json({"summary": summary, "rows": rows})
         return 0
-    print(f"{args.file}: {len(table)} progress observations")
+    print(f"{printable(args.file)}: {len(table)} progress observations")
     if "training" in summary:
         t = summary["training"]
         rate = f"{t['median_it_per_s']:.2f} it/s median" if t["median_it_per_s"] else "no rate yet"
-        print(f"  training: step {t['steps']} of {t['total']} after {t['elapsed_s']:.0f} s, {rate}")
+        elapsed = "?" if t["elapsed_s"] is None else f"{t['elapsed_s']:.0f}"
+        print(f"  training: step {t['steps']} of {t['total']} after {elapsed} s, {rate}")
     for bar in summary["bars"]:
         if "training" not in summary or (bar["series"], bar["total"]) != (summary["training"]["series"],
                                                                           summary["training"]["total"]):
-            print(f"  bar {bar['series']!r}: {bar['steps']}/{bar['total']} ({bar['updates']} updates, {bar['unit']})")
+            print(f"  bar {printable(repr(bar['series']))}: {bar['steps']}/{bar['total']} ({bar['updates']} updates, "
+                  f"{printable(bar['unit'])})")
     for key, value in summary.items():
         if key.startswith("last_"):
-            print(f"  {key.replace('_', ' ')}: {value:.4g}")
+            shown = "not a number" if value is None else f"{value:.4g}"
+            print(f"  {key.replace('_', ' ')}: {shown}")
     for tp in summary.get("throughput", []):
         epoch = f" epoch {tp['epoch']:.0f}" if tp["epoch"] is not None else ""
-        print(f"  {tp['series']}{epoch}: {tp['rate']:g} {tp['unit']}")
+        rate = "?" if tp["rate"] is None else f"{tp['rate']:g}"
+        print(f"  {printable(tp['series'])}{epoch}: {rate} {printable(tp['unit'])}")
     return 0
 
 
@@ -108,18 +113,19 @@ def _hip(args: argparse.Namespace) -> int:
     if args.json:
         print_json(summary)
         return 0
-    print(f"{args.file}: {summary['records']} HIP log records (layout {summary['layout'] or 'not recognised'})")
+    layout = summary["layout"] or "not recognised"
+    print(f"{printable(args.file)}: {summary['records']} HIP log records (layout {layout})")
     print(f"  {summary['launches']} kernel launches, {summary['copies']} copies, {summary['memsets']} memsets")
     for direction, d in summary["bytes_by_direction"].items():
-        print(f"  {direction}: {d['calls']} calls, {d['bytes']} bytes")
+        print(f"  {printable(direction)}: {d['calls']} calls, {d['bytes']} bytes")
     if summary["kernel_classes"]:
-        print("  kernels by class: " + ", ".join(f"{c} {n}" for c, n in summary["kernel_classes"].items()))
+        print("  kernels by class: " + ", ".join(f"{printable(c)} {n}" for c, n in summary["kernel_classes"].items()))
     for k in summary["top_kernels"]:
-        print(f"  {k['launches']:>7}  {short_kernel_name(k['name'], 90)}")
+        print(f"  {k['launches']:>7}  {printable(short_kernel_name(k['name'], 90))}")
     for f in summary["failed_calls"]:
-        print(f"  line {f['log_line']}: {f['api']} returned {f['status']}")
+        print(f"  line {f['log_line']}: {printable(f['api'])} returned {printable(f['status'])}")
     for e in summary["errors"]:
-        print(f"  line {e['log_line']}: error: {e['message'][:150]}")
+        print(f"  line {e['log_line']}: error: {printable(e['message'][:150])}")
     return 0
 
 
@@ -129,9 +135,9 @@ def _rccl(args: argparse.Namespace) -> int:
         print_json([{**asdict(r), "ok": r.ok} for r in results])
     else:
         for r in results:
-            print(f"{r.source}: {r.describe()}")
+            print(f"{printable(r.source)}: {printable(r.describe())}")
             for ev in r.evidence[:4]:
-                print(f"    {ev.line_no}: {ev.text[:160]}")
+                print(f"    {ev.line_no}: {printable(ev.text[:160])}")
     return 1 if any(r.transport == "socket" for r in results) else 0
 
 

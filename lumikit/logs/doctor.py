@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterable, Literal
 
 from ..errors import LumikitError
+from ..text import printable
 from .text import ANSI, bound_lines, looks_binary, read_log_text
 
 Severity = Literal["problem", "note"]
@@ -64,8 +65,8 @@ class Diagnosis:
     def describe(self) -> str:
         """A few readable lines: place and title, the evidence, the cause and the fix."""
         more = f"  (and {self.count - 1} more line{'s' if self.count > 2 else ''} like it)" if self.count > 1 else ""
-        return (f"{self.file}:{self.line_no}: [{self.severity}] {self.title} ({self.signature})\n"
-                f"    > {self.line}{more}\n"
+        return (f"{printable(self.file)}:{self.line_no}: [{self.severity}] {self.title} ({self.signature})\n"
+                f"    > {printable(self.line)}{more}\n"
                 f"    cause: {self.cause}\n"
                 f"    fix:   {self.fix}")
 

@@ -14,6 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from ..json_output import jsonable
 from .text import clean, read_log_text
 
 _NUM = r"[-+]?\d{1,40}(?:\.\d{1,40})?(?:[eE][-+]?\d{1,4})?"
@@ -326,4 +327,4 @@ def progress_summary(table: pd.DataFrame) -> dict[str, object]:
     if len(tp):
         summary["throughput"] = [{"series": r["series"], "epoch": None if pd.isna(r["epoch"]) else float(r["epoch"]),
                                   "rate": float(r["rate"]), "unit": r["unit"]} for _, r in tp.iterrows()]
-    return summary
+    return jsonable(summary)  # a loss of 1e999 in the log is no number in the summary: None, never inf or NaN

@@ -7,6 +7,7 @@ import stat
 from pathlib import Path
 
 from ..errors import LumikitError
+from ..files import open_regular, read_bytes
 
 #: Terminal control sequences (cursor up, colours) that tqdm and coloured loggers leave in logs.
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -15,15 +16,7 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 def read_log_text(path: str | os.PathLike[str]) -> str:
     """The text of a log file; undecodable bytes become U+FFFD and ``\\r`` stays (tqdm's updates need it)."""
     p = Path(path)
-    try:
-        if not p.is_dir() and p.exists() and not stat.S_ISREG(p.stat().st_mode):
-            # a pipe never ends until its writer does, /dev/zero never: read only what a job left behind
-            raise LumikitError(f"{p}: not a regular file (a pipe or a device); save the log to a file first")
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise LumikitError(f"{p}: no such file; give the path of a job log (for example slurm-<jobid>.out)") from None
-    except IsADirectoryError:
-        raise LumikitError(f"{p}: is a folder; give a log file inside it") from None
+    data = read_bytes(p, "the path of a job log (for example slurm-<jobid>.out)")
     head = data[:8192]
     if head[:2] == b"\x1f\x8b":
         raise LumikitError(f"{p}: gzip-compressed data, not a text log; gunzip it first (zcat {p.name} > log.txt)")
@@ -43,7 +36,7 @@ def is_binary(head: bytes) -> bool:
 
 def looks_binary(path: str | os.PathLike[str]) -> bool:
     """Whether a file is binary (a NUL byte in its first 8 KiB), so log readers can pass it by."""
-    with open(path, "rb") as fh:
+    with open_regular(path, "a job log") as fh:
         return b"\0" in fh.read(8192)
 
 

@@ -7,6 +7,7 @@ import math
 import pandas as pd
 
 from ..json_output import print_json
+from ..text import printable
 from .names import short_kernel_name
 from .outputs import rocprof_kernels
 from .stats import GPU_KINDS, class_totals
@@ -47,8 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     counters.set_defaults(func=_counters)
 
 
-def _finite(value: float) -> float | None:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
+def _finite(value: float | None) -> float | None:
+    """``value`` as a float, or None for a missing, NaN or infinite one (a JSON-ready value carries neither)."""
+    return None if value is None or not math.isfinite(float(value)) else float(value)
 
 
 def _class(value: object) -> str | None:
@@ -65,13 +67,13 @@ def stats_report(table: pd.DataFrame, top: int = 20) -> dict:
         "notes": list(table.attrs.get("notes", [])),
         "generation": table.attrs.get("generation"),
         "kernels_total": int(len(table)),
-        "total_ns": float(table["total_ns"].sum()),
-        "classes": {c: {"total_ns": float(r["total_ns"]), "calls": int(r["calls"]), "share": float(r["share"])}
+        "total_ns": _finite(table["total_ns"].sum()),
+        "classes": {c: {"total_ns": _finite(r["total_ns"]), "calls": int(r["calls"]), "share": _finite(r["share"])}
                     for c, r in totals.iterrows()},
         "kernels": [
             {"rank": int(r["rank"]), "name": r["name"], "class": _class(r["kernel_class"]), "calls": int(r["calls"]),
-             "total_ns": float(r["total_ns"]), "average_ns": _finite(float(r["average_ns"])),
-             "percent": _finite(float(r["percent"]))}
+             "total_ns": _finite(r["total_ns"]), "average_ns": _finite(r["average_ns"]),
+             "percent": _finite(r["percent"])}
             for _, r in rows.iterrows()
         ],
     }
@@ -86,18 +88,19 @@ def _stats(args: argparse.Namespace) -> int:
     gpu = table.attrs.get("kind", "kernel") in GPU_KINDS
     what = f"{len(table)} kernels, {total_ms:.3f} ms of GPU time" if gpu else \
         f"{len(table)} {table.attrs.get('kind')} functions, {total_ms:.3f} ms of host time"
-    print(f"{table.attrs.get('source')} (rocprof {table.attrs.get('generation', '?')}): {what}")
+    source, generation = printable(table.attrs.get("source")), table.attrs.get("generation", "?")
+    print(f"{source} (rocprof {generation}): {printable(what)}")
     if gpu:
         print("  " + "   ".join(f"{c} {100 * r['share']:.1f} %" for c, r in class_totals(table).iterrows()))
     rows = table if args.top <= 0 else table.head(args.top)
     print(f"{'#':>3}  {'class':<13} {'total ms':>10} {'calls':>7} {'avg us':>9} {'%':>6}  name")
     for _, r in rows.iterrows():
         print(f"{r['rank']:>3}  {_class(r['kernel_class']) or 'api':<13} {r['total_ns'] / 1e6:>10.3f} {r['calls']:>7} "
-              f"{r['average_ns'] / 1e3:>9.2f} {r['percent']:>6.2f}  {short_kernel_name(r['name'], 70)}")
+              f"{r['average_ns'] / 1e3:>9.2f} {r['percent']:>6.2f}  {printable(short_kernel_name(r['name'], 70))}")
     if len(rows) < len(table):
         print(f"  ... {len(table) - len(rows)} more (--top 0 shows all)")
     for note in table.attrs.get("notes", []):
-        print(f"note: {note}")
+        print(f"note: {printable(note)}")
     return 0
 
 
@@ -145,22 +148,22 @@ def _summary(args: argparse.Namespace) -> int:
         report = acts.summary()
         source, generation = acts.source, acts.generation
     if args.json:
-        report["top"] = {k: [{"name": r["name"], "calls": int(r["calls"]), "total_ns": float(r["total_ns"])}
+        report["top"] = {k: [{"name": r["name"], "calls": int(r["calls"]), "total_ns": _finite(r["total_ns"])}
                              for _, r in t.head(args.top).iterrows()] for k, t in tables.items()}
         print_json(report)
         return 0
     nodes = report.get("nodes") or []
-    print(f"{source} (rocprof {generation}): {report['processes']} processes"
-          + (f" on {len(nodes)} nodes ({', '.join(nodes)})" if nodes else ""))
+    print(f"{printable(source)} (rocprof {generation}): {report['processes']} processes"
+          + (f" on {len(nodes)} nodes ({printable(', '.join(map(str, nodes)))})" if nodes else ""))
     titles = {"kernels": "kernels", "copies": "memory copies", "api": "API calls"}
     for key, table in tables.items():
         part = report[key]
         extra = f", {part['bytes'] / 2**20:.1f} MiB" if key == "copies" else ""
         print(f"\n{titles[key]}: {part['count']} in {len(table)} names, {part['total_ns'] / 1e6:.3f} ms{extra}")
         for _, r in table.head(args.top).iterrows():
-            print(f"  {r['total_ns'] / 1e6:>10.3f} ms {r['calls']:>7}x  {short_kernel_name(r['name'], 70)}")
+            print(f"  {r['total_ns'] / 1e6:>10.3f} ms {r['calls']:>7}x  {printable(short_kernel_name(r['name'], 70))}")
     for note in report.get("notes", []):
-        print(f"note: {note}")
+        print(f"note: {printable(note)}")
     return 0
 
 
@@ -177,12 +180,12 @@ def _counters(args: argparse.Namespace) -> int:
                                      (v.item() if hasattr(v, "item") else v)) for k, v in r.items()}
                                 for r in table.to_dict("records")]})
         return 0
-    print(f"{args.path}: counters {', '.join(names)}")
+    print(f"{printable(str(args.path))}: counters {printable(', '.join(names))}")
     extra = "  waves/CU" if "SQ_WAVES" in table else ""
     print(f"{'ms':>10} {'calls':>7}  " + "  ".join(f"{n:>16}" for n in names) + extra + "  kernel")
     for _, r in table.iterrows():
         cells = "  ".join(f"{r[n]:>16.6g}" for n in names)
         waves = f"  {r['waves_per_cu_per_dispatch']:>8.2f}" if extra else ""
         print(f"{r['duration_ns'] / 1e6:>10.3f} {int(r['dispatches']):>7}  {cells}{waves}  "
-              f"{short_kernel_name(str(r['kernel']), 60)}")
+              f"{printable(short_kernel_name(str(r['kernel']), 60))}")
     return 0

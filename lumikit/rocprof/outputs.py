@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import LumikitError, ParseError
+from ..files import open_regular, regular_file
 from ..sniff import looks_like_sentence
 from .stats import combine_stats, read_rocprof_stats, stats_from_durations, stats_kind
 from .traces import is_rocprof_json, read_kernel_trace, read_rocprof_json
@@ -103,6 +104,7 @@ def activities(path: str | os.PathLike[str]):
         if outputs.perfetto_traces:
             return read_pftrace(outputs.perfetto_traces)
         raise LumikitError(f"{p}: no rocprofv3 database (*_results.db) or Perfetto trace (*.pftrace) found")
+    regular_file(p, "a rocprofv3 database (.db), a Perfetto trace (.pftrace) or a run folder")
     if p.name.lower().endswith(".pftrace"):
         return read_pftrace(p)
     if p.name.lower().endswith((".db", ".rpd", ".sqlite")):
@@ -123,7 +125,8 @@ def _kernels_from_file(path: Path) -> pd.DataFrame:
         table = stats_from_durations(events[["name", "duration_ns"]])
     elif name.endswith(".json"):
         if not is_rocprof_json(path):
-            head = path.read_bytes()[:8192]
+            with open_regular(path) as fh:
+                head = fh.read(8192)
             raise ParseError("not rocprof v1's results.json (that starts with '{ \"traceEvents\":[{}')"
                              + looks_like_sentence(head, unless="results.json"), source=str(path))
         events = read_rocprof_json(path)
@@ -161,4 +164,5 @@ def rocprof_kernels(path: str | os.PathLike[str]) -> pd.DataFrame:
                            "`rocprof --hip-trace --stats` or `rocprofv3 --kernel-trace --stats`")
     if not p.exists():
         raise LumikitError(f"{p}: no such file or folder; give a rocprof output file or a run folder")
+    regular_file(p, "a rocprof output file or a run folder")
     return _kernels_from_file(p)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from ..errors import LumikitError, ParseError
+from ..files import read_bytes
 from .activities import Activities
 
 INSTALL_HINT = ("reading a .pftrace needs the perfetto package (pip install perfetto==0.59.1, which brings "
@@ -166,14 +168,49 @@ def _pid(tracks: dict[int, dict], uuid: int, fallback: int | None) -> int | None
     return fallback
 
 
+def _varint(data: bytes, pos: int) -> tuple[int, int] | None:
+    """The protobuf varint at ``pos`` and the position after it, or None when the data ends inside it."""
+    value = shift = 0
+    while pos < len(data) and shift < 64:
+        byte = data[pos]
+        value |= (byte & 0x7F) << shift
+        pos += 1
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+    return None
+
+
+def _complete_packets(data: bytes) -> int:
+    """How many leading bytes of a ``Trace`` hold complete top-level fields (its packets): a file cut short keeps
+    what it wrote before the cut. Stops at the first field that is not length-delimited (no trace: the protobuf
+    decoder then says what is wrong) or that runs past the end."""
+    pos = 0
+    while pos < len(data):
+        tag = _varint(data, pos)
+        if tag is None or tag[0] & 7 != 2:
+            return pos if tag is None else len(data)
+        size = _varint(data, tag[1])
+        if size is None or size[1] + size[0] > len(data):
+            return pos
+        pos = size[1] + size[0]
+    return pos
+
+
 def _read_one(path: Path, pb: Any) -> dict[str, pd.DataFrame]:
-    if not path.is_file():
-        raise LumikitError(f"{path}: no such file; give a rocprofv3 .pftrace or a run folder")
+    data = read_bytes(path, "a rocprofv3 .pftrace or a run folder")
+    complete = _complete_packets(data)
     try:
-        trace = pb.Trace.FromString(path.read_bytes())
+        trace = pb.Trace.FromString(data[:complete])
     except Exception as exc:  # protobuf raises its own DecodeError, not importable without the package
-        raise ParseError(f"not a Perfetto trace ({type(exc).__name__}: {exc}); was it cut short? Re-run, or use "
-                         "--output-format csv", source=str(path)) from None
+        raise ParseError(f"not a Perfetto trace, or one damaged inside ({type(exc).__name__}: {exc}); re-run, or "
+                         "use --output-format csv", source=str(path)) from None
+    if complete < len(data):
+        if not trace.packet:
+            raise ParseError(f"not a Perfetto trace, or one cut short before its first complete packet "
+                             f"({len(data):,} bytes); re-run, or use --output-format csv", source=str(path))
+        warnings.warn(f"{path}: cut short (the job stopped while writing it?): kept its {len(trace.packet):,} "
+                      f"complete packets, the last {len(data) - complete:,} bytes are an incomplete one", stacklevel=3)
     slices, tracks = _slices(trace, pb)
     m = re.match(r"^(\d+)_", path.name)
     file_pid = int(m.group(1)) if m else next((t["pid"] for t in tracks.values() if t.get("pid")), None)

@@ -17,11 +17,13 @@ import sqlite3
 import urllib.parse
 from pathlib import Path
 from typing import Iterable, Iterator
+from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
 
 from ..errors import LumikitError, ParseError
+from ..files import open_regular, regular_file
 from .activities import Activities
 
 _SUFFIX = re.compile(r"^[A-Za-z0-9_]*$")
@@ -51,20 +53,22 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 def is_rocpd(path: str | os.PathLike[str]) -> bool:
     """Whether a file is a SQLite database (rocpd or not: the tables are checked when it is read)."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             return fh.read(16) == SQLITE_MAGIC
-    except OSError:
+    except (OSError, LumikitError):
         return False
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    if not path.is_file():
-        raise LumikitError(f"{path}: no such file; give a rocprofv3 database (<pid>_results.db) or a run folder")
+    regular_file(path, "a rocprofv3 database (<pid>_results.db) or a run folder")  # sqlite reads by pages: any size
     if not is_rocpd(path):
         raise ParseError("not a SQLite database; give the .db that rocprofv3 writes by default (ROCm 7), "
                          "or re-run with --output-format csv", source=str(path))
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    con = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)  # "?" or "#" in a name stay
     con.text_factory = lambda raw: raw.decode("utf-8", errors="replace")  # a damaged name is not a crash
+    # a damaged file meets SQLite's extra page checks, and its schema can run no SQL functions of its own
+    con.execute("PRAGMA cell_size_check = ON")
+    con.execute("PRAGMA trusted_schema = OFF")
     return con
 
 

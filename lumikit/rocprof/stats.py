@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import LumikitError, ParseError
-from ..files import write_new
+from ..files import read_text, write_new
 from ..kernels import classify_kernel
 from ..sniff import looks_like_sentence
 
@@ -138,10 +138,7 @@ def read_rocprof_stats(path: str | os.PathLike[str], kind: str | None = None) ->
     (a pasted shell prompt) is skipped.
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise LumikitError(f"{p}: no such file; give a rocprof statistics CSV or a run folder") from None
+    text = read_text(p, "a rocprof statistics CSV or a run folder")
     return parse_rocprof_stats(text, source=str(p), kind=kind or stats_kind(p))
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 import io
 import os
 import re
-from pathlib import Path
 
 import numpy as np
 import orjson
 import pandas as pd
 
 from ..errors import LumikitError, ParseError
+from ..files import open_regular, read_text
 from ..kernels import classify_kernel
 from ..sniff import looks_like_sentence
 
@@ -26,11 +26,7 @@ ROCPROF_JSON_PREFIX = '{ "traceEvents":[{}'
 
 
 def _read_text(path: str | os.PathLike[str], what: str) -> str:
-    p = Path(path)
-    try:
-        return p.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise LumikitError(f"{p}: no such file; give a {what} or a run folder") from None
+    return read_text(path, f"a {what} or a run folder")
 
 
 def _snake(name: str) -> str:
@@ -260,8 +256,8 @@ def read_rocprof_json(path: str | os.PathLike[str]) -> pd.DataFrame:
 def is_rocprof_json(path: str | os.PathLike[str]) -> bool:
     """Whether a file starts like rocprof v1's JSON (and not, say, a PyTorch profiler trace)."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             head = fh.read(64).decode("utf-8", errors="replace")
-    except OSError:
+    except (OSError, LumikitError):
         return False
     return head.replace(" ", "").startswith(ROCPROF_JSON_PREFIX.replace(" ", ""))

@@ -11,7 +11,9 @@ from typing import Any, TextIO
 
 from .. import reference
 from ..errors import LumikitError
+from ..files import MAX_READ_ENV, max_read_bytes, read_text
 from ..json_output import print_json
+from ..text import printable
 from .interpret import activity_table, interpret
 from .model import Snapshot
 from .parse import parse_smi
@@ -74,13 +76,17 @@ def _source(args: argparse.Namespace) -> Source:
 
 def cmd_parse(args: argparse.Namespace) -> int:
     if args.file == "-":
-        text, source = sys.stdin.read(), "<stdin>"
+        limit = max_read_bytes()  # `< /dev/zero` never ends: read at most the limit
+        data = getattr(sys.stdin, "buffer", sys.stdin).read(limit + 1)
+        if len(data) > limit:
+            raise LumikitError(f"<stdin>: more than {limit >> 20} MB, the limit for input read whole; save the "
+                               f"output to a file, or raise the limit with {MAX_READ_ENV}")
+        text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+        source = "<stdin>"
     else:
         path = Path(args.file)
-        if not path.is_file():
-            what = "is a folder" if path.is_dir() else "no such file"
-            raise LumikitError(f"{path}: {what}; give the path of a saved rocm-smi / amd-smi / nvidia-smi output")
-        text, source = path.read_text(encoding="utf-8", errors="replace"), str(path)
+        text = read_text(path, "the path of a saved rocm-smi / amd-smi / nvidia-smi output")
+        source = str(path)
     snap = parse_smi(text, source=source, site=args.site)
     if args.json:
         print_json(snap.to_dict())
@@ -112,16 +118,16 @@ def format_table(snap: Snapshot) -> str:
     """A plain table of one snapshot plus its findings (what ``watch`` prints each time)."""
     act = {r["index"]: r for r in activity_table(snap)}
     head = f"{'task':>4} {'GCD':>3} {'pkg':>3} {'temp':>6} {'power':>7} {'sclk':>8} {'busy':>5} {'vram':>5}  activity"
-    lines = [f"{snap.format}  {snap.source}{when(snap.timestamp)}", head]
+    lines = [f"{snap.format}  {printable(snap.source)}{when(snap.timestamp)}", head]
     for d in snap.devices:
-        a = act.get(d.index, {}).get("activity", "")
+        a = printable(act.get(d.index, {}).get("activity", ""))
         lines.append(f"{_cell(d.task):>4} {d.index:>3} {_cell(d.package):>3} {_cell(d.temp_c, unit='C'):>6} "
                      f"{_cell(d.power_w, unit='W'):>7} {_cell(d.sclk_mhz, unit='MHz'):>8} "
                      f"{_cell(d.gpu_busy_pct, unit='%'):>5} {_cell(d.vram_pct, unit='%'):>5}  {a}")
     for note in snap.notes:
-        lines.append(f"note: {note}")
+        lines.append(f"note: {printable(note)}")
     for f in interpret(snap):
-        lines.append(f"finding [{f.kind}]: {f.message}")
+        lines.append(f"finding [{f.kind}]: {printable(f.message)}")
     return "\n".join(lines)
 
 

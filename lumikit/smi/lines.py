@@ -16,10 +16,13 @@ _ECHO_STATUS = re.compile(r"echo \$\?\s*$")
 
 
 def numbered(text: str) -> list[Line]:
-    """The text's lines with 1-based numbers (a BOM and ``\\r`` line ends removed)."""
+    """The text's lines with 1-based numbers (a BOM removed; ``\\r\\n`` and a lone ``\\r`` end a line, as in a file
+    read as text, so a ``\\r`` inside a CSV row never reaches the csv module)."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    return [(i, s.rstrip("\r")) for i, s in enumerate(text.split("\n"), start=1)]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return list(enumerate(text.split("\n"), start=1))
 
 
 def split_tasks(lines: list[Line]) -> dict[int | None, list[Line]]:

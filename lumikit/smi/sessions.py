@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ..errors import LumikitError, ParseError
-from ..files import write_atomic
+from ..files import gunzip_bounded, read_bytes, write_atomic
 from .model import DEVICE_FIELDS, Snapshot
 from .parse import parse_smi
 
@@ -122,10 +122,10 @@ def session_listing() -> list[dict[str, str]]:
 
 def _read_text(path: Path) -> str:
     """The text of a session file (gzip or plain); a broken file becomes a :class:`ParseError` naming it."""
+    data = read_bytes(path, "a session file (.jsonl or .jsonl.gz)")
     try:
-        data = path.read_bytes()
         if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
+            data = gunzip_bounded(data, str(path))
         return data.decode("utf-8")
     except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
         raise ParseError(f"not a readable gzip file ({exc}); record the session again or give the plain .jsonl",

@@ -6,6 +6,7 @@ Used by ``tests/test_bad_inputs.py`` (every row must exit 2 with one line that n
 from __future__ import annotations
 
 import gzip
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +44,14 @@ def _bad_files(folder: Path) -> dict[str, Path]:
         "a Chrome trace": folder / "chrome.pt.trace.json",
         "torn recording, damaged inside": folder / "recording.jsonl",
         "26-digit call count": folder / "huge_kernel_stats.csv",
+        "a FIFO nobody writes to": folder / "pipe.out",
+        "/dev/zero": Path("/dev/zero"),
+        "a 2 GB sparse file": folder / "sparse_kernel_stats.csv",
     }
+    if not files["a FIFO nobody writes to"].exists():
+        os.mkfifo(files["a FIFO nobody writes to"])
+    with open(files["a 2 GB sparse file"], "wb") as fh:
+        fh.truncate(2 << 30)  # holes: nothing on disk
     files["a folder"].mkdir(exist_ok=True)
     (files["a folder"] / "ignored.bin").write_bytes(b"\0" * 64)
     files["empty file"].write_bytes(b"")
@@ -64,7 +72,8 @@ def _bad_files(folder: Path) -> dict[str, Path]:
 
 
 #: Which bad inputs each reader is given (a reader is not given what it reads correctly: a Chrome trace is good
-#: input for ``trace summary``; a log reader reads any text).
+#: input for ``trace summary``; a log reader reads any text). Every reader is given the hostile files too.
+HOSTILE = ("a FIFO nobody writes to", "/dev/zero", "a 2 GB sparse file")
 _GIVEN = {
     "smi parse": ("missing file", "a folder", "empty file", "binary garbage", "a Chrome trace"),
     "smi watch --replay": ("missing file", "binary garbage", "torn recording, damaged inside"),
@@ -97,7 +106,7 @@ def bad_input_rows(folder: Path) -> list[BadInputRow]:
     files = _bad_files(folder)
     rows = []
     for name, before, after in READERS:
-        for what in _GIVEN[name]:
+        for what in _GIVEN[name] + HOSTILE:
             path = files[what]
             argv = [*before, str(path), *(a.replace("{tmp}", str(folder)) for a in after)]
             status, _, err = run_cli(argv)

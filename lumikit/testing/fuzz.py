@@ -13,6 +13,8 @@ import contextlib
 import gzip
 import io
 import json
+import math
+import os
 import random
 import re
 import signal
@@ -21,7 +23,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from ..errors import LumikitError
 
@@ -278,9 +280,39 @@ SEEDS: dict[str, Callable[[Path | None], list[Seed]]] = {
     "smi": smi_seeds, "trace": trace_seeds, "logs": logs_seeds, "rocprof": rocprof_seeds}
 
 
+_SEED_CACHE: dict[tuple[str, Path | None], list[Seed]] = {}
+
+
+def family_seeds(family: str, fixtures: Path | None) -> list[Seed]:
+    """The seeds of ``family`` (made once per process; forked workers share the parent's)."""
+    key = (family, fixtures)
+    if key not in _SEED_CACHE:
+        _SEED_CACHE[key] = SEEDS[family](fixtures)
+    return [Seed(s.name, s.data, s.generated) for s in _SEED_CACHE[key]]
+
+
 # -- targets ---------------------------------------------------------------------------------------------
 class InvalidJson(Exception):
-    """A command printed something that is not standard JSON."""
+    """A command printed something that is not standard JSON, or the Python API returned a JSON-ready value with
+    NaN or infinity in it."""
+
+
+def finite_json(value: object, where: str = "") -> None:
+    """Raise :class:`InvalidJson` where a JSON-ready value (dicts, lists, numbers: what the Python API returns
+    for ``--json``) holds NaN or infinity; the command line would write null there and say so in a note."""
+    if isinstance(value, float) or (hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0):
+        try:
+            number = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return
+        if not math.isfinite(number):
+            raise InvalidJson(f"the API returned {number} at {where or '(top)'}")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            finite_json(v, f"{where}.{k}" if where else str(k))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            finite_json(v, f"{where}[{i}]")
 
 
 def strict_json(text: str) -> object:
@@ -318,6 +350,8 @@ def _check_cli(argv: list[str], json_out: bool = True) -> int:
         raise _Refused(lines[0])
     if json_out:
         strict_json(out)
+        if "non-finite number" in err:  # print_json met NaN or infinity in the value the API returned
+            raise InvalidJson(f"the API returned NaN or infinity: {err.strip()[:300]}")
     return status
 
 
@@ -335,8 +369,11 @@ def _smi_target(path: Path, rng: random.Random) -> None:
         return
     _check_cli(["smi", "parse", str(path), "--json"])
     from ..smi.interpret import interpret
-    from ..smi.parse import parse_smi
-    interpret(parse_smi(path.read_text(encoding="utf-8", errors="replace"), source=str(path)))
+    from ..smi.parse import parse_smi_series
+    text = path.read_bytes().decode("utf-8", errors="replace")  # the API gets the text as it is, \r and all
+    for snap in parse_smi_series(text, source=str(path)):
+        finite_json(snap.to_dict())
+        interpret(snap)
 
 
 def _trace_target(path: Path, rng: random.Random) -> None:
@@ -384,14 +421,14 @@ def _alarm(_signum: int, _frame: object) -> None:
     raise _HardStop()
 
 
-def fuzz_family(family: str, count: int, *, seed: int = 0, fixtures: Path | None = None,
+def fuzz_family(family: str, count: int, *, seed: int | str = 0, fixtures: Path | None = None,
                 generated: bool = True, max_seed_bytes: int = MAX_SEED_BYTES,
                 on_progress: Callable[[FamilyResult], None] | None = None) -> FamilyResult:
     """Feed ``count`` mutated inputs of ``family`` to its readers; returns what happened (never raises for them).
 
     Seeds are the project's generated inputs (unless ``generated=False``) and the real outputs under ``fixtures``
     (the shared fixtures folder; None: none); seeds bigger than ``max_seed_bytes`` are left out."""
-    seeds = [s for s in SEEDS[family](fixtures) if len(s.data) <= max_seed_bytes]
+    seeds = [s for s in family_seeds(family, fixtures) if len(s.data) <= max_seed_bytes]
     if not generated:
         seeds = [s for s in seeds if not s.generated]
     if not seeds:
@@ -444,6 +481,87 @@ def fuzz_family(family: str, count: int, *, seed: int = 0, fixtures: Path | None
         signal.signal(signal.SIGALRM, old)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def fresh_seed() -> int:
+    """A new seed for a run (``LUMIKIT_FUZZ_SEED`` when set, to replay one): print it with the results."""
+    given = os.environ.get("LUMIKIT_FUZZ_SEED", "").strip()
+    return int(given) if given else int.from_bytes(os.urandom(4), "big")
+
+
+def _chunk(conn: Any, family: str, count: int, seed: str, fixtures: Path | None, max_seed_bytes: int) -> None:
+    """Run one chunk in a forked worker and send its result back (warnings silenced: salvaging is their job)."""
+    import warnings
+
+    warnings.simplefilter("ignore")
+    try:
+        conn.send(fuzz_family(family, count, seed=seed, fixtures=fixtures, max_seed_bytes=max_seed_bytes))
+    except BaseException as exc:  # noqa: BLE001 - reported, not lost
+        result = FamilyResult(family, inputs=count)
+        result.unhandled.append(f"{family} chunk (seed {seed}): the fuzzer itself failed: {exc!r}")
+        conn.send(result)
+    conn.close()
+
+
+def fuzz_parallel(count: int, *, seed: int, families: tuple[str, ...] = FAMILIES, fixtures: Path | None = None,
+                  workers: int = 2, chunk: int = 250, max_seed_bytes: int = MAX_SEED_BYTES,
+                  on_progress: Callable[[FamilyResult], None] | None = None) -> list[FamilyResult]:
+    """``count`` inputs of each family in chunks of ``chunk``, ``workers`` forked processes at a time; each
+    chunk has its own seed (``"<seed>.<n>"``, named in every failing case, so ``fuzz_family(family, chunk,
+    seed="<seed>.<n>")`` replays it). A worker killed by a signal (a segmentation fault in a C extension) is a
+    failure of its chunk, never of the run. Returns one merged :class:`FamilyResult` per family."""
+    import multiprocessing as mp
+    import multiprocessing.connection
+
+    for family in families:  # seeds made and readers imported once (never run here): forked workers start warm
+        family_seeds(family, fixtures)
+    for argv in (["smi", "parse"], ["trace", "summary"], ["logs", "progress"], ["rocprof", "stats"]):
+        run_cli([*argv, "/nonexistent/warm-up"])
+    ctx = mp.get_context("fork")
+    tasks = [(family, min(chunk, count - start), f"{seed}.{n}")
+             for family in families for n, start in enumerate(range(0, count, chunk))]
+    merged = {family: FamilyResult(family) for family in families}
+    running: list[tuple[Any, Any, tuple[str, int, str], float]] = []
+    started = time.perf_counter()
+
+    def collect(proc: Any, conn: Any, task: tuple[str, int, str]) -> None:
+        family, n, chunk_seed = task
+        try:
+            got = conn.recv() if conn.poll() else None
+        except EOFError:  # the worker died before it could answer
+            got = None
+        proc.join()
+        if got is None:
+            got = FamilyResult(family, inputs=n)
+            got.unhandled.append(f"{family} chunk of {n} inputs (seed {chunk_seed}): the worker died with exit "
+                                 f"status {proc.exitcode} (a negative status is a signal: -11 is a segmentation "
+                                 f"fault); replay: fuzz_family({family!r}, {n}, seed={chunk_seed!r})")
+        m = merged[family]
+        m.inputs += got.inputs
+        m.accepted += got.accepted
+        m.refused += got.refused
+        m.unhandled += got.unhandled
+        m.hangs += got.hangs
+        m.invalid_json += got.invalid_json
+        if got.slowest_s > m.slowest_s:
+            m.slowest_s, m.slowest_case = got.slowest_s, got.slowest_case
+        m.seconds = time.perf_counter() - started
+        if on_progress is not None:
+            on_progress(m)
+
+    while tasks or running:
+        while tasks and len(running) < workers:
+            task = tasks.pop(0)
+            parent, child = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_chunk, args=(child, task[0], task[1], task[2], fixtures, max_seed_bytes))
+            proc.start()
+            child.close()
+            running.append((proc, parent, task, time.perf_counter()))
+        ready = multiprocessing.connection.wait([r[1] for r in running] + [r[0].sentinel for r in running], timeout=1.0)
+        for entry in [r for r in running if r[1] in ready or r[0].sentinel in ready]:
+            running.remove(entry)
+            collect(entry[0], entry[1], entry[2])
+    return [merged[f] for f in families]
 
 
 def _short_tb() -> str:

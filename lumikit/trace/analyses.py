@@ -434,6 +434,7 @@ def launch_delay_summary(delays: np.ndarray) -> dict:
     how many are negative: the GPU work started before its host launch call ended, which on ROCm shows clock skew
     between host and GPU timestamps."""
     delay = np.sort(np.asarray(delays, dtype=float))
+    delay = delay[np.isfinite(delay)]  # a launch or a kernel without a usable time has no delay
     if len(delay) == 0:
         return {"count": 0, "median_us": None, "p95_us": None, "negative": 0, "min_us": None}
     return {"count": int(len(delay)), "median_us": _r(median(delay)), "p95_us": _r(quantile(delay, 0.95)),
@@ -474,8 +475,10 @@ def _by_device(gpu: Columns, devices: list[int]):
         yield d, (gpu if len(devices) <= 1 else gpu.take(dev == d))
 
 
-def _r(value: float, digits: int = 3) -> float:
-    return round(float(value), digits)
+def _r(value: float, digits: int = 3) -> float | None:
+    """``value`` rounded for a JSON-ready summary; None where it is NaN or infinite (a damaged time)."""
+    value = float(value)
+    return round(value, digits) if math.isfinite(value) else None
 
 
 def _or(value: float, default: float) -> float:

@@ -6,6 +6,7 @@ import sys
 
 from ..errors import TraceError
 from ..json_output import print_json
+from ..text import printable
 
 
 def _steps(text: str) -> tuple[int, int]:
@@ -105,28 +106,42 @@ def run_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ms(us: float | None, digits: int = 2) -> str:
+    """Microseconds as milliseconds; "?" where the summary has no number (a damaged time)."""
+    return "?" if us is None else f"{us / 1000:.{digits}f}"
+
+
+def _pct(fraction: float | None) -> str:
+    return "?" if fraction is None else f"{fraction:.1%}"
+
+
 def _print_rank(rank: str, info: dict) -> None:
-    print(f"rank {rank}: {info['file']}")
-    print("  steps: " + (", ".join(f"#{s['step']} {s['dur_us'] / 1000:.2f} ms" for s in info["steps"])
+    print(f"rank {printable(rank)}: {printable(info['file'])}")
+    print("  steps: " + (", ".join(f"#{s['step']} {_ms(s['dur_us'])} ms" for s in info["steps"])
                           or "none (no ProfilerStep annotations)"))
     kt = info["kernel_time_us"]
-    print(f"  GPU time: compute {kt['compute'] / 1000:.2f} ms, communication {kt['communication'] / 1000:.2f} ms,"
-          f" memory {kt['memory'] / 1000:.2f} ms on streams {info['streams']}")
-    for device, d in info["devices"].items():
+    no_gpu = info.get("gpu_activities") == 0
+    if no_gpu:
+        print("  GPU: no GPU events in this trace (no kernels, copies or memsets): a CPU-only run, or one profiled "
+              "without ProfilerActivity.CUDA (the activity that records ROCm GPUs too)")
+    else:
+        print(f"  GPU time: compute {_ms(kt['compute'])} ms, communication {_ms(kt['communication'])} ms, "
+              f"memory {_ms(kt['memory'])} ms on streams {printable(info['streams'])}")
+    for device, d in () if no_gpu else info["devices"].items():
         t = d["temporal"]
         where = f"device {device} " if len(info["devices"]) > 1 else ""
         overlap = "" if d["comm_comp_overlap"] is None else \
             f"; communication overlapped by compute {d['comm_comp_overlap']:.1%}"
-        print(f"  {where}GPU span {t['span_us'] / 1000:.2f} ms: idle {t['idle']:.1%}, compute {t['compute']:.1%}, "
-              f"non-compute {t['non_compute']:.1%}{overlap}")
+        print(f"  {where}GPU span {_ms(t['span_us'])} ms: idle {_pct(t['idle'])}, compute {_pct(t['compute'])}, "
+              f"non-compute {_pct(t['non_compute'])}{overlap}")
     ld = info["launch_delays"]
     if ld["negative"]:
         print(f"  launch delays: {ld['negative']} of {ld['count']} negative (down to {ld['min_us']} µs): GPU work "
               f"timed before its launch returned, host/GPU clock skew")
     for text in info["warnings"]:
-        print(f"  warning: {text}")
+        print(f"  warning: {printable(text)}")
     for k in info["top_kernels"][:5]:
-        print(f"    {k['total_us'] / 1000:9.3f} ms  {k['count']:6d}x  {k['class']:<13} {k['name'][:70]}")
+        print(f"    {_ms(k['total_us'], 3):>9} ms  {k['count']:6d}x  {k['class']:<13} {printable(k['name'][:70])}")
 
 
 def run_collectives(args: argparse.Namespace) -> int:
@@ -141,11 +156,12 @@ def run_collectives(args: argparse.Namespace) -> int:
         print_json(summary.to_dict(orient="records"))
         return 0
     if table.empty:
-        print(f"{args.path}: no RCCL/NCCL kernels in this trace (one process, or no torch.distributed calls)")
+        print(f"{printable(args.path)}: no RCCL/NCCL kernels in this trace (one process, or no torch.distributed "
+              f"calls)")
         return 0
     unsized = int(table["bytes"].isna().sum())
     for line in describe_collectives(summary, links):
-        print(line)
+        print(printable(line))
     if unsized:
         print(f"{unsized} of {len(table)} communication kernels carry no message size (no record_param_comms "
               f"args); they are left out of the bandwidths")
@@ -162,7 +178,8 @@ def run_memory(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report)
         return 0
-    print(view.describe(device=args.device, top=args.top))
+    for line in view.describe(device=args.device, top=args.top).split("\n"):
+        print(printable(line))
     return 0
 
 
@@ -172,5 +189,5 @@ def run_slice(args: argparse.Namespace) -> int:
     written = slice_trace(args.path, args.output, steps=args.steps, ranks=args.ranks, start_us=args.start_us,
                           end_us=args.end_us, force=args.force, rank_map=_rank_map(args.rank_map))
     for path in written:
-        print(path)
+        print(printable(path))
     return 0

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 import msgspec
 
 from ..errors import TraceError
+from ..files import regular_file
 from . import handoff
 from .columns import ColumnChunk, Columns, TableBuilder, parse_array, parse_chunk
 from .handoff import SharedColumns, StoredChunk, store_if_shared
@@ -144,6 +145,8 @@ def find_trace_files(path: Path | str, rank_map: Mapping[int, str | Path] | None
             rank = rank_from_name(root) or 0
         return {rank: root}
     if not root.is_dir():
+        if os.path.lexists(root):  # a FIFO or a device: say which, never open it
+            regular_file(root, "a trace file (.json/.json.gz) or a run folder")
         raise TraceError(f"{root}: no such file or folder; give a trace file (.json/.json.gz) or a run folder")
     candidates = sorted(p for p in root.rglob("*") if p.is_file() and is_trace_name(p))
     found: dict[int, Path] = {}

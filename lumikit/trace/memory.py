@@ -17,6 +17,7 @@ that the total matches what the allocator reported.
 """
 from __future__ import annotations
 
+import os
 import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
+from ..files import max_read_bytes, open_regular, regular_file
 
 EARLIER = "earlier"
 OTHER = "other"
@@ -247,7 +249,7 @@ def memory_from_snapshot(path: Path | str) -> MemoryView:
     """The memory view of a ``torch.cuda.memory._dump_snapshot`` pickle (allocation history per device)."""
     path = Path(path)
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, "a torch.cuda.memory snapshot (.pickle)", limit=max_read_bytes()) as fh:
             snap = pickle.load(fh)  # noqa: S301 - a snapshot the learner's own job wrote
     except (OSError, pickle.UnpicklingError, EOFError) as exc:
         raise TraceError(f"{path}: cannot read the memory snapshot ({exc}); write it with "
@@ -290,6 +292,8 @@ def load_memory(path: Path | str) -> MemoryView:
     """A memory view of a Kineto trace (``.json``/``.json.gz``) or a memory snapshot (``.pickle``/``.pkl``)."""
     path = Path(path)
     if not path.is_file():
+        if os.path.lexists(path):  # a FIFO or a device: say which, never open it
+            regular_file(path, "a trace recorded with profile_memory=True or a torch.cuda.memory snapshot")
         raise TraceError(f"{path}: no such file; give a trace recorded with profile_memory=True or a "
                          f"torch.cuda.memory snapshot (.pickle)")
     if path.suffix in (".pickle", ".pkl"):

@@ -18,6 +18,7 @@ from typing import BinaryIO, Iterator
 import orjson
 
 from ..errors import TraceError
+from ..files import open_regular
 from ..sniff import looks_like_sentence
 
 CHUNK_BYTES = 1 << 20
@@ -27,6 +28,10 @@ _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 # unescaped inside a JSON string, so this never matches inside a kernel name such as "{lambda()#1}, {...}".
 _BOUNDARY = re.compile(rb'\}\s*,\s*\{\s*"(?:ph|name|cat|pid|tid|ts|dur|args|id)"\s*:')
 _MAX_END_TRIES = 64
+#: The most bytes held at once in one piece: the part before the events, one event, the end of a file with no
+#: event boundary. Real ones are kilobytes; a damaged or hostile file (a 2 GB run of zeros after "{") is refused
+#: here instead of being read whole.
+MAX_PIECE_BYTES = 64 << 20
 
 
 def salvage_hint(path: Path | str) -> str:
@@ -37,7 +42,7 @@ def salvage_hint(path: Path | str) -> str:
 
 def open_bytes(path: Path) -> BinaryIO:
     """Open a trace file for binary reading, decompressing gzip transparently (detected by magic bytes)."""
-    fh = open(path, "rb")
+    fh = open_regular(path, "a trace file (.json/.json.gz) or a run folder")  # streamed: any size
     magic = fh.read(2)
     fh.seek(0)
     if magic == b"\x1f\x8b":
@@ -127,7 +132,7 @@ class TraceStream:
         while True:
             block, eof = self._read(fh)
             buf += block
-            m = _EVENTS_KEY.search(buf)
+            m = _EVENTS_KEY.search(buf, max(0, len(buf) - len(block) - 4096))  # the new bytes (and a margin)
             if m:
                 self.metadata.update(self._parse_header(buf[:m.start()]))
                 return buf[m.end():], False, eof, m.end()
@@ -135,6 +140,10 @@ class TraceStream:
             if stripped[:1] == b"[":  # a bare JSON array of events is a valid Chrome trace too
                 skip = len(buf) - len(stripped) + 1
                 return buf[skip:], True, eof, skip
+            if len(buf) > MAX_PIECE_BYTES:
+                raise TraceError(f"{self.path}: no \"traceEvents\" array in the first {MAX_PIECE_BYTES >> 20} MB; "
+                                 f"not a Chrome/Kineto trace (or a damaged one): point the loader at the profiler's "
+                                 f"*.pt.trace.json(.gz) files")
             if eof or (stripped[:1] not in (b"{", b"") and len(buf) > 0):
                 what = "; the file is empty" if not stripped else looks_like_sentence(buf[:8192], unless="trace")
                 raise TraceError(f"{self.path}: not a Chrome/Kineto trace (no \"traceEvents\" array); "
@@ -148,6 +157,8 @@ class TraceStream:
             while len(buf) >= self.chunk_bytes:
                 cut = _last_boundary(buf)
                 if cut is None:
+                    if len(buf) > MAX_PIECE_BYTES:
+                        self._too_long()
                     break  # one event larger than a chunk: read on
                 yield buf[:cut + 1]
                 buf = buf[cut + 1:]
@@ -167,12 +178,19 @@ class TraceStream:
             while size - start > 2 * self.chunk_bytes:
                 cut = _next_boundary(fh, start + self.chunk_bytes, size)
                 if cut is None:
+                    if size - start > MAX_PIECE_BYTES:
+                        self._too_long()
                     break  # no event ends in the rest of the file (a truncated one): the end handles it
                 yield FileRange(self.path, start, cut[0])
                 start = cut[1]
             fh.seek(start)
             rest = fh.read()
         yield from self._finish(rest, bare)
+
+    def _too_long(self) -> None:
+        raise TraceError(f"{self.path}: more than {MAX_PIECE_BYTES >> 20} MB without the end of an event (real "
+                         f"events are a few hundred bytes): the file is damaged or not a trace; re-run the profiled "
+                         f"job to get a complete {self.path.name}")
 
     def _parse_header(self, head: bytes) -> dict:
         text = head.strip().rstrip(b",")

@@ -24,7 +24,12 @@ GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver")
 HOST_STEP_CATEGORIES = ("user_annotation", "cpu_op")
 GPU_STEP_CATEGORY = "gpu_user_annotation"
-_STEP = re.compile(r"^ProfilerStep\s*#\s*(\d+)")
+_STEP = re.compile(r"^ProfilerStep\s*#\s*(\d{1,18})(?!\d)")  # 19+ digits: no real step, and no int64
+#: Runtime calls that put work on a GPU stream (CUDA and HIP spellings): the launches that link to GPU activities
+#: through their External id when a trace has no correlation ids.
+LAUNCH_PATTERN = re.compile(
+    r"^(?:cuda|hip)(?:LaunchKernel(?:ExC)?|LaunchCooperativeKernel\w*|ModuleLaunchKernel|ExtModuleLaunchKernel|"
+    r"ExtLaunchKernel|ExtLaunchMultiKernelMultiDevice|GraphLaunch|Memcpy\w*|Memset\w*)$|^cuLaunchKernel(?:Ex)?$")
 
 
 def step_number(name: str) -> int | None:

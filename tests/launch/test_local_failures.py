@@ -82,6 +82,7 @@ def test_a_program_that_cannot_start_says_why_everywhere(tmp_path, capsys):
     assert "exit code 127" in err and "cannot start 'pythn'" in err
     assert main(["status", path]) == 0
     assert "FAILED" in (status := capsys.readouterr().out) and "exit code 127" in status
+    assert "local run " in status and "job " not in status  # a local run has no Slurm job
     assert main(["tail", path]) == 0
     assert "==> rank0.err <==" in (tail := capsys.readouterr().out) and "No such file or directory" in tail
 
