@@ -59,11 +59,10 @@ timeline(snapshots);
 # Exercise 11.1: Which GCD idles while the others work (`starved`, its index)? Which hypothesis fits (`hypothesis`)?
 #  (a) that GCD is broken  (b) its rank gets its batches late, and the other ranks wait for it at each step
 #  (c) the model is too small for the GPUs
-# Hint: group `session_table` by "index" and compare the median clock (`sclk_mhz`) and power.
 per_gcd = None
 starved = None
 hypothesis = None
-raise NotImplementedError("Exercise 11.1: group `session_table` by \"index\" and compare the median clock (`sclk_mhz`) and power.")
+raise NotImplementedError("Exercise 11.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"11.1\")")
 
 # %% tags=["check"]
 checks.check_starved_gcd(starved, hypothesis)
@@ -86,12 +85,11 @@ analyzer.get_step_times().pivot(index="step", columns="rank", values="dur_us").d
 # %% tags=["exercise"]
 # Exercise 11.2: Which rank spends most of its steps loading data (`slow_rank_found`), and what share (0-1) of its
 # recorded step time is the data phase (`data_share`)?
-# Hint: `step_phases(host_ops(analyzer.trace[rank].events))` gives per step `dur_us` and `data_us`.
 phases = None
 shares = None
 slow_rank_found = None
 data_share = None
-raise NotImplementedError("Exercise 11.2: `step_phases(host_ops(analyzer.trace[rank].events))` gives per step `dur_us` and `data_us`.")
+raise NotImplementedError("Exercise 11.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"11.2\")")
 
 # %% tags=["check"]
 checks.check_slow_rank(before.path, slow_rank_found, data_share)
@@ -102,12 +100,11 @@ checks.check_slow_rank(before.path, slow_rank_found, data_share)
 # %% tags=["exercise"]
 # Exercise 11.3: The fast rank's steps last as long as the slow rank's. In which phase ("forward", "backward",
 # "optimizer" or "other") does it spend the time the slow rank spends loading? Store it in `waiting_phase`.
-# Hint: compare each phase's share of step time on the two ranks; DDP's collectives run in forward and backward.
 phase_names = None
 share_table = None
 fast_rank = None
 waiting_phase = None
-raise NotImplementedError("Exercise 11.3: compare each phase's share of step time on the two ranks; DDP's collectives run in forward and backward.")
+raise NotImplementedError("Exercise 11.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"11.3\")")
 
 # %% tags=["check"]
 checks.check_waiting_phase(before.path, waiting_phase)
@@ -123,11 +120,10 @@ checks.check_waiting_phase(before.path, waiting_phase)
 # Exercise 11.4: Run the same job (profiled too, so both runs pay the same overhead) with DataLoader workers
 # (`capstone_job("capstone-after", workers=...)`), store the run in `after`, and the speed-up (median over ranks of
 # the first run's mean step time divided by the fixed run's) in `speedup`.
-# Hint: each `result.rank<R>.json` in a run folder holds `mean_step_time_s`; 2 workers are enough here.
 after = None
 median_step = None
 speedup = None
-raise NotImplementedError("Exercise 11.4: each `result.rank<R>.json` in a run folder holds `mean_step_time_s`; 2 workers are enough here.")
+raise NotImplementedError("Exercise 11.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"11.4\")")
 
 # %% tags=["check"]
 checks.check_fix(before.path, after, speedup)
