@@ -3,9 +3,9 @@
 ``lumikit verify`` calls :func:`leaked` on the message of every declared wrong answer (and of the stub) with the
 solution's value of each answer argument. A value counts in the forms a message would print it: a number as
 ``repr``, ``%g``, with 1 to 4 decimals or as a percentage; a string as itself (whole words, any case; a one- or
-two-letter string such as a multiple-choice letter only as ``(b)``, ``'b'`` or ``"b"``); a path as its text; a list,
-tuple, set or dict as its whole text and item by item. A form that the wrong answer itself holds is the learner's
-own value echoed back, not a leak. A single digit is too common to search alone: it leaks only after words such
+two-letter string such as a multiple-choice letter only quoted, ``'b'`` or ``"b"``, and so a short word inside a
+list or dict); a path as its text; a list, tuple, set or dict as its whole text and item by item. The learner's
+own (wrong) value echoed back is removed from the message first, and a form it shares is not a leak. A single digit is too common to search alone: it leaks only after words such
 as "expected", "should be", "answer is" or "=".
 """
 from __future__ import annotations
@@ -41,8 +41,11 @@ def number_forms(value: float) -> set[str]:
     return {f for f in forms if "e" not in f and _significant(f.rstrip(" %")) >= 2}
 
 
-def forms(value: Any) -> set[str]:
-    """Every printed form of a value a message could carry (empty for objects with no plain printed form)."""
+def forms(value: Any, *, nested: bool = False) -> set[str]:
+    """Every printed form of a value a message could carry (empty for objects with no plain printed form).
+
+    A short string inside a list or dict (``"one"``, ``"idle"``) is a common word, so it counts only quoted.
+    """
     if value is None or isinstance(value, bool):
         return set()
     if isinstance(value, numbers.Real):
@@ -51,19 +54,32 @@ def forms(value: Any) -> set[str]:
         return {os.fspath(value)}
     if isinstance(value, str):
         text = value.strip()
-        return {text} if text else set()
+        if not text:
+            return set()
+        quoted = {f"'{text}'", f'"{text}"'}
+        return quoted | ({text} if not nested or len(text) >= 8 else set())
     if isinstance(value, Mapping):
         out = {str(dict(value))} if len(value) <= 64 else set()
         for item in list(value.values())[:64]:
-            out |= forms(item)
+            out |= forms(item, nested=True)
         return out
     if isinstance(value, (list, tuple, set, frozenset)) and len(value) <= 64:
         items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else list(value)
         out = {str(items), ", ".join(map(str, items))} if len(items) > 1 else set()
         for item in items:
-            out |= forms(item)
+            out |= forms(item, nested=True)
         return {f for f in out if f}
     return set()
+
+
+def _echoes(value: Any) -> set[str]:
+    """How a check prints the learner's own value back ("you gave ..."): removed before searching."""
+    out = set()
+    for text in (repr(value), str(value)):
+        out |= {text, text[:117]} if len(text) > 3 else set()
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        out.add(repr(float(value)))
+    return out
 
 
 def _small_int(value: Any) -> int | None:
@@ -77,18 +93,21 @@ def _small_int(value: Any) -> int | None:
 def leaked(message: str, solution: Any, given: Iterable[Any] = ()) -> list[str]:
     """The printed forms of ``solution`` found in ``message`` that are not forms of the ``given`` (wrong) values."""
     text = _PREFIX.sub("", message, count=1)
+    for value in given:
+        for echo in sorted(_echoes(value), key=len, reverse=True):
+            text = text.replace(echo, " ")
     own = set().union(*(forms(g) for g in given)) if given else set()
     found = []
     for form in sorted(forms(solution) - own, key=len, reverse=True):
-        if len(form) <= 2 and not form.lstrip("-").isdigit():
-            pattern = rf"\({re.escape(form)}\)|'{re.escape(form)}'|\"{re.escape(form)}\""
+        if form[:1] in "'\"" and form[-1:] == form[:1] and len(form) >= 3:
+            hit = form in text
         elif re.fullmatch(r"-?[\d.,]+ ?%?", form):
-            pattern = rf"(?<![\w.]){re.escape(form)}(?![\w]|\.\d)"
+            hit = bool(re.search(rf"(?<![\w.]){re.escape(form)}(?![\w]|\.\d)", text))
         elif len(form) >= 3:
-            pattern = rf"(?<![\w]){re.escape(form)}(?![\w])"
+            hit = bool(re.search(rf"(?<![\w]){re.escape(form)}(?![\w])", text, flags=re.IGNORECASE))
         else:
-            continue
-        if re.search(pattern, text, flags=re.IGNORECASE):
+            hit = False
+        if hit:
             found.append(form)
     small = _small_int(solution)
     if small is not None and not any(_small_int(g) == small for g in given):

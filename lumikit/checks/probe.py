@@ -111,8 +111,8 @@ def try_wrong_answers(source: str, namespace: Mapping[str, Any]) -> ProbeReport:
                 continue
             arguments.update(replaced)
             outcome = _judge(info.exercise, case.why, case.mentions, func, arguments)
-            given = list(replaced.values())
-            found = [f for n, v in solution.items() for f in leaked(outcome.message, v, given)]
+            given = list(replaced.values())  # answers the case leaves alone are right: showing them tells nothing
+            found = [f for n, v in solution.items() if n in replaced for f in leaked(outcome.message, v, given)]
             outcomes.append(replace(outcome, leaked=tuple(dict.fromkeys(found))))
         stub_message, stub_found = _stub(func, bound.arguments, solution)
     finally:

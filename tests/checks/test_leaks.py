@@ -18,6 +18,8 @@ def test_a_number_leaks_in_any_of_its_printed_forms() -> None:
 def test_the_learners_own_value_echoed_back_is_not_a_leak() -> None:
     assert not leaked("Exercise 06.2: the wait is off; you gave 812.5", 812.5, given=[812.5])
     assert not leaked("Exercise 04.2: you gave [0, 1, 2, 3, 4, 5, 6, 7]", [0, 2, 4, 6], given=[list(range(8))])
+    assert not leaked("Exercise 01.2: you gave [40, 41, 42, 43, 44, 45, 46, 47].", [41, 42, 43, 44, 45, 46, 47],
+                      given=[[40, 41, 42, 43, 44, 45, 46, 47]])
 
 
 def test_the_exercise_id_and_unrelated_numbers_do_not_count() -> None:
@@ -33,7 +35,9 @@ def test_a_single_digit_leaks_only_when_announced() -> None:
 def test_strings_leak_as_whole_words_and_letters_only_as_options() -> None:
     assert leaked("Exercise 06.1: expected 'communication'", "communication")
     assert not leaked("Exercise 06.1: the class with most time is not right", "communication")
-    assert leaked("Exercise 01.q1: the right option is (b)", "b")
+    assert leaked("Exercise 01.q1: the right option is 'b'", "b")
+    assert not leaked("Exercise 04.3: about 300 W is one busy GCD", {0: "one", 1: "idle"})
+    assert leaked("Exercise 04.3: package 0 should be 'one'", {0: "one", 1: "idle"})
     assert not leaked("Exercise 01.q1: (a) is not the best answer: be careful", "b")
     assert leaked("Exercise 02.3: the venv runs /opt/py/bin/python3.12", Path("/opt/py/bin/python3.12"))
 

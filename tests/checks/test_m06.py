@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from lumikit.checks import CheckFailed, Passed
@@ -56,6 +57,7 @@ def test_straggler_passes_with_the_rank_and_the_others_extra_communication_time(
     assert wait > 0
     result = check_straggler(STRAGGLER, wait, table)
     assert result.exercise == "06.2" and f"rank {STRAGGLER}" in str(result)
+    assert check_straggler(np.int64(STRAGGLER), np.float64(wait), table)  # as idxmax gives it
 
 
 @pytest.mark.parametrize("rank, wait, words", [
