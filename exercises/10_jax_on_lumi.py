@@ -28,7 +28,8 @@ JAX_PROGRAM = 'import jax; print("devices:", jax.devices())'
 # Exercise 10.S1: Build a job (`jax_job`) that runs `JAX_PROGRAM` with `python -c` in the JAX container on small-g,
 # one task with 2 GCDs (`gpus_per_node=2`), 5 minutes. Predict how many devices `jax.devices()` lists in it
 # (`devices_expected`). Then run it where you can (Slurm, or this kernel when it has JAX) and store what it printed in
-# `jax_output` ("" where it cannot run).
+# `jax_output` ("" where it cannot run). Keep the packages of your ~/.local out of the container's Python (a jax
+# installed there with `pip install --user` would shadow the container's ROCm build).
 jax_job = None
 devices_expected = None
 jax_output = None
