@@ -197,7 +197,7 @@ partition = cluster.gpu_partition if cluster else "standard-g"
 bind_command = (f"srun --partition={partition} --nodes=1 --ntasks={len(task_masks)} --time=1 "
                 f"--cpu-bind=mask_cpu:{','.join(task_masks)} "
                 "bash -c 'echo $SLURM_PROCID $(grep Cpus_allowed_list /proc/self/status)' | sort -n")
-bind_run = sh(bind_command, cluster, timeout=80)
+bind_run = sh(bind_command, cluster, timeout=200)
 
 # %% tags=["check"]
 terminal_checks.check_bind_test(bind_command, bind_run)

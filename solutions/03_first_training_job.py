@@ -188,7 +188,7 @@ fixed_script.write_text(fixed_text)
 fixed_submit = sh("sbatch --parsable fixed.sh", cluster, cwd=workdir)
 if fixed_submit.ran and fixed_submit.returncode == 0:
     fixed_id = fixed_submit.stdout.strip().split(";")[0]
-    print("final state:", wait_for_job(fixed_id, cluster, timeout=80))
+    print("final state:", wait_for_job(fixed_id, cluster, timeout=200))
     sh(f"cat first-sbatch-{fixed_id}.out; sacct -j {fixed_id} -o JobID,JobName,State,NTasks,Account", cluster,
        cwd=workdir)
 
@@ -212,7 +212,7 @@ cancel_id = to_cancel.stdout.strip().split(";")[0]
 squeue_seen = sh(f"squeue -j {cancel_id}", cluster)
 if to_cancel.ran:
     sh(f"scancel {cancel_id}", cluster)
-    print("final state:", wait_for_job(cancel_id, cluster, timeout=60))
+    print("final state:", wait_for_job(cancel_id, cluster, timeout=200))
 
 # %% tags=["check"]
 terminal_checks.check_cancelled_job(to_cancel, squeue_seen)

@@ -199,7 +199,7 @@ sh(f"squeue -s -j {alloc_id}", cluster)
 sh("sleep 5", cluster)
 sh(f"scancel {alloc_id}", cluster)
 if allocation.ran:
-    print("allocation:", wait_for_job(alloc_id, cluster, timeout=60))
+    print("allocation:", wait_for_job(alloc_id, cluster, timeout=200))
     sh(f"cat training-{alloc_id}.log; sacct -j {alloc_id} -o JobID,JobName,State,Start,End", cluster, cwd=workdir)
 
 # %% tags=["check"]

@@ -155,7 +155,7 @@ report = "echo $SLURM_PROCID $SLURMD_NODENAME ROCR_VISIBLE_DEVICES=$ROCR_VISIBLE
 # Hint: one task per GPU on each of the two nodes; the report prints where each task ran.
 # Tool: `srun --nodes=2 --ntasks-per-node=... --gpus-per-task=1 ...`.
 visibility_run = sh(f"srun --partition={partition} --nodes=2 --ntasks-per-node={tasks_per_node} --gpus-per-task=1 "
-                    f"--time=1 bash -c '{report}' | sort -n", cluster, timeout=80)
+                    f"--time=1 bash -c '{report}' | sort -n", cluster, timeout=200)
 
 # %% tags=["check"]
 terminal_checks.check_gpu_visibility(visibility_run, nodes=2)

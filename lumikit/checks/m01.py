@@ -135,7 +135,7 @@ def check_gcd_neighbours(cores: Sequence[int] | None, numa: int | None) -> Passe
 
 
 @check("01.3",
-       wrong("gives each GCD's task 1 core", fixed=lambda a: a.rejected.with_(cpus_per_task=1), mentions="7"),
+       wrong("gives each GCD's task 1 core", fixed=lambda a: a.rejected.with_(cpus_per_task=1), mentions="idle"),
        wrong("drops --cpus-per-task (Slurm then gives each task 1 core)",
              fixed=lambda a: a.rejected.with_(cpus_per_task=None)),
        wrong("shrinks the job to 7 GCDs", fixed=lambda a: a.rejected.with_(gpus_per_node=7, ntasks_per_node=7)),

@@ -164,14 +164,13 @@ def check_package_activity(sample: int | None, answer: Mapping[int, str] | None,
     snapshots = exercise_session()
     first = _first_lone_sample(snapshots, site)
     gcd = _starved(snapshots)
-    sample_hint = (f"keep the rows of GCD {gcd} whose `gpu_busy_pct` is at or above `thresholds.busy_pct` and take "
-                   "the smallest `sample` (samples count from 0, as `tidy` numbers them).")
+    sample_hint = (f"the first sample in which GCD {gcd} is busy by the site's threshold (samples count from 0, as "
+                   "`tidy` numbers them).")
     expect_type("04.3", sample, Integral, what="the sample number", hint=sample_hint)
     expect_equal("04.3", int(sample), first, what="the sample number", hint=sample_hint)  # type: ignore[arg-type]
     expected = _sample_activity(snapshots, first, site)
-    hint = (f"compare each package's `power_w` in sample {first} with `load_site('lumi').power`: below "
-            "idle_below_w nothing computes (whatever GPU% says), about one_gcd_busy_w is one busy GCD, "
-            "both_gcds_busy_w two; `lumikit.smi.interpret.package_activity` does the comparison.")
+    hint = ("read each package's power in that sample against the site's power thresholds, not its GPU%: a "
+            "package near idle power computes nothing, whatever GPU% says.")
     expect_type("04.3", answer, Mapping, what="the activity per package (a dict package -> 'idle'/'one'/'both')",
                 hint=hint)
     given = {int(k): v for k, v in answer.items()}  # type: ignore[union-attr]
