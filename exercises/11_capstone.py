@@ -130,8 +130,8 @@ checks.check_claim(claim, before.path, after)
 # %% tags=["exercise"]
 # Exercise 11.A: Write your conclusion for the people who pay for the GPU hours (at least 60 words, as a string in
 # `conclusion`): why the GPU view and the step times cannot name the slow rank, what does, why every rank got
-# faster when only one rank's loading changed, and your numbers (the rank, its share, the step times before and
-# after). The check saves it to your progress folder, where your instructor reads it.
+# faster when your fix touched one rank's problem only, and your numbers (the rank, its share, the step times
+# before and after). The check saves it to your progress folder, where your instructor reads it.
 conclusion = None
 raise NotImplementedError("Exercise 11.A: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"11.A\")")
 

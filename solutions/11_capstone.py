@@ -142,8 +142,8 @@ checks.check_claim(claim, before.path, after)
 # %% tags=["solution"]
 # Exercise 11.A: Write your conclusion for the people who pay for the GPU hours (at least 60 words, as a string in
 # `conclusion`): why the GPU view and the step times cannot name the slow rank, what does, why every rank got
-# faster when only one rank's loading changed, and your numbers (the rank, its share, the step times before and
-# after). The check saves it to your progress folder, where your instructor reads it.
+# faster when your fix touched one rank's problem only, and your numbers (the rank, its share, the step times
+# before and after). The check saves it to your progress folder, where your instructor reads it.
 # Hint: one paragraph per view (GPU, profiler, trace), then the fix and what it changed.
 # Tool: an f-string with the numbers you measured above.
 conclusion = (

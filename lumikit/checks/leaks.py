@@ -2,7 +2,7 @@
 
 ``lumikit verify`` calls :func:`leaked` on the message of every declared wrong answer (and of the stub) with the
 solution's value of each answer argument. A value counts in the forms a message would print it: a number as
-``repr``, ``%g``, with 1 to 4 decimals or as a percentage; a string as itself (whole words, any case; a one- or
+``repr``, ``%g``, with 1 to 4 decimals or as a percentage; a string as itself (whole words, in its own case, so that a recipe named ``miopen`` is not found in "MIOpen's"; a one- or
 two-letter string such as a multiple-choice letter only quoted, ``'b'`` or ``"b"``, and so a short word inside a
 list or dict); a path as its text; a list, tuple, set or dict as its whole text and item by item. The learner's
 own (wrong) value echoed back is removed from the message first, and a form it shares is not a leak. A single digit is too common to search alone: it leaks only after words such
@@ -104,7 +104,7 @@ def leaked(message: str, solution: Any, given: Iterable[Any] = ()) -> list[str]:
         elif re.fullmatch(r"-?[\d.,]+ ?%?", form):
             hit = bool(re.search(rf"(?<![\w.]){re.escape(form)}(?![\w]|\.\d)", text))
         elif len(form) >= 3:
-            hit = bool(re.search(rf"(?<![\w]){re.escape(form)}(?![\w])", text, flags=re.IGNORECASE))
+            hit = bool(re.search(rf"(?<![\w]){re.escape(form)}(?![\w])", text))
         else:
             hit = False
         if hit:

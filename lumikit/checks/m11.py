@@ -156,8 +156,8 @@ def check_waiting_phase(before_dir: str | Path | None, waiting_phase: str | None
     expected = max(growth, key=growth.get)
     expect_in("11.3", waiting_phase, [p for p in PHASES if p != "data"], what="the phase")
     expect_equal("11.3", waiting_phase, expected, what="the phase where the fast ranks wait",
-                 hint="compare each phase's share on the fast and the slow rank; DDP's collectives sit in "
-                      "forward (buffers) and backward (gradients).")
+                 hint="the phase that grows on the fast rank(s): compare each phase's share there and on the "
+                      "slow rank.")
     return passed("11.3", f"the fast rank(s) spend {growth[expected]:.0%} more of each step in {expected}: "
                           f"waiting for the slow rank at a collective")
 

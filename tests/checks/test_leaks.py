@@ -35,6 +35,7 @@ def test_a_single_digit_leaks_only_when_announced() -> None:
 def test_strings_leak_as_whole_words_and_letters_only_as_options() -> None:
     assert leaked("Exercise 06.1: expected 'communication'", "communication")
     assert not leaked("Exercise 06.1: the class with most time is not right", "communication")
+    assert not leaked("Exercise 08.3: the recipe that moves MIOpen's database off Lustre", "miopen")
     assert leaked("Exercise 01.q1: the right option is 'b'", "b")
     assert not leaked("Exercise 04.3: about 300 W is one busy GCD", {0: "one", 1: "idle"})
     assert leaked("Exercise 04.3: package 0 should be 'one'", {0: "one", 1: "idle"})
