@@ -15,7 +15,9 @@
 # (`lumikit.measure`), then a written conclusion that goes to your progress folder. Modules 04 to 09 gave you every
 # tool you need; choosing them is part of the exercise. `hint("11.2")` and friends are there when you are stuck.
 #
-# The runs are local processes here (2 ranks on the CPU, `gloo`) and Slurm jobs on LUMI.
+# What to find, and why it matters: the one rank that holds every other rank back, and the evidence for it (in a
+# data-parallel job the slowest rank sets the step time of all, so the GPU hours of every rank are lost to one
+# rank's problem). The runs are local processes here (2 ranks on the CPU, `gloo`) and Slurm jobs on LUMI.
 
 # %%
 import lumikit.checks.m11 as checks
@@ -137,3 +139,9 @@ raise NotImplementedError("Exercise 11.A: replace each None above with your answ
 
 # %% tags=["check"]
 checks.check_conclusion(conclusion, before.path)
+
+# %% [markdown] tags=["exercise"]
+# **Question 11.B.** Your fix hides the slow input behind the computation. When would it stop being enough, and what
+# would you then change or ask for?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._

@@ -15,7 +15,9 @@
 # (`lumikit.measure`), then a written conclusion that goes to your progress folder. Modules 04 to 09 gave you every
 # tool you need; choosing them is part of the exercise. `hint("11.2")` and friends are there when you are stuck.
 #
-# The runs are local processes here (2 ranks on the CPU, `gloo`) and Slurm jobs on LUMI.
+# What to find, and why it matters: the one rank that holds every other rank back, and the evidence for it (in a
+# data-parallel job the slowest rank sets the step time of all, so the GPU hours of every rank are lost to one
+# rank's problem). The runs are local processes here (2 ranks on the CPU, `gloo`) and Slurm jobs on LUMI.
 
 # %%
 import lumikit.checks.m11 as checks
@@ -164,3 +166,13 @@ print(conclusion)
 
 # %% tags=["check"]
 checks.check_conclusion(conclusion, before.path)
+
+# %% [markdown] tags=["solution"]
+# **Question 11.B.** Your fix hides the slow input behind the computation. When would it stop being enough, and what
+# would you then change or ask for?
+#
+# **Answer.** It works while loading the next batches takes no longer than computing the current step with the
+# workers you have: each worker loads a whole batch, so a delay per batch larger than a step (or fewer cores than
+# workers, on LUMI 7 cores per GCD) shows again as waiting at the first collective. Then the data itself has to
+# move: a local copy on the node (`/tmp`, in memory), one large file instead of many small ones (module 09), or a
+# faster file system (LUMI's flash tier, LUMI-F), which is a request to the project's storage, not to the code.
