@@ -23,7 +23,7 @@
 import lumikit.checks.m11 as checks
 from lumikit.jobs import workload_spec
 from lumikit.launch import launch, mode_line
-from lumikit.measure import compare, measured
+from lumikit.measure import measured
 from lumikit.smi import load_session, tidy
 from lumikit.smi.plots import timeline
 from lumikit.trace import TraceAnalyzer

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..measure import Measured, compare
+from ..measure import Measured
 from ..smi import load_session, tidy
 from ..trace import TraceAnalyzer
 from ..trace.host_ops import PHASES, host_ops, step_phases
@@ -163,7 +163,9 @@ def check_waiting_phase(before_dir: str | Path | None, waiting_phase: str | None
 
 
 def step_times(run_dir: object, rank: int = 0) -> list[float]:
-    """A run's warm step times (s) on ``rank``, from its ``metrics.rank<R>.jsonl`` (the first, cold step left out)."""
+    """A run's warm step times (s) on ``rank``, from its ``metrics.rank<R>.jsonl``: without the first two steps (the
+    cold one, and the one in which DataLoader workers fill their queue) and the last (it writes the profiler's
+    trace)."""
     path = Path(getattr(run_dir, "path", run_dir))  # type: ignore[arg-type]
     times = []
     try:
@@ -177,11 +179,21 @@ def step_times(run_dir: object, rank: int = 0) -> list[float]:
             continue
         if isinstance(row, dict) and isinstance(row.get("step_time_s"), (int, float)) and "epoch_time_s" not in row:
             times.append(float(row["step_time_s"]))
-    return times[1:]
+    return times[2:-1] if len(times) >= 6 else times[1:]
 
 
-#: What a claim (exercise 11.4) holds: the slow rank, the phase the other ranks wait in, the fix, and the step times
-#: before and after it as ``lumikit.measure.Measured`` (repeated values: a median and its spread).
+def _beyond_noise(before: list[float], after: list[float]) -> tuple[bool, str]:
+    """Whether the after steps are faster beyond the noise: the middle half of the after steps lies below the middle
+    half of the before steps, and the medians differ by at least :data:`MIN_SPEEDUP`; and the sentence saying so."""
+    b, a = statistics.quantiles(before, n=4), statistics.quantiles(after, n=4)
+    ratio = b[1] / a[1]
+    text = (f"warm steps {b[1] * 1000:.0f} ms (middle half {b[0] * 1000:.0f}-{b[2] * 1000:.0f}) before, "
+            f"{a[1] * 1000:.0f} ms ({a[0] * 1000:.0f}-{a[2] * 1000:.0f}) after: {ratio:.1f}x")
+    return a[2] < b[0] and ratio >= MIN_SPEEDUP, text
+
+
+#: What a claim (exercise 11.4) holds: the slow rank, the phase the other ranks wait in, the fix, and the warm step
+#: times before and after it as ``lumikit.measure.Measured`` (one value per warm step: a median and its spread).
 CLAIM_KEYS = ("rank", "phase", "fix", "before", "after")
 
 
@@ -208,7 +220,7 @@ def _measured_claim(exercise: str, value: object, run_dir: object, which: str) -
     steps = step_times(run_dir)
     if not steps:
         raise CheckFailed(exercise, f"the {which} run has no step times", hint="wait until the run has ended.")
-    if not math.isclose(value.median, statistics.median(steps), rel_tol=0.10):
+    if not math.isclose(value.median, statistics.median(steps), rel_tol=0.20):
         raise CheckFailed(exercise, f"the {which} step times are not that run's", found=value.describe(unit="s"),
                           mistake=_step_unit_mistake(value.median, statistics.median(steps)),
                           hint="measure the run the claim is about: its warm steps, in seconds.")
@@ -264,14 +276,14 @@ def check_claim(claim: Mapping[str, Any] | None, before_dir: object, after_dir: 
     if _workers_in(claim["fix"]) != int(a["workers"]):
         raise CheckFailed("11.4", "the claimed fix is not what the fixed run did", found=claim["fix"],
                           hint="name the option you changed and its value, as the run was launched.")
-    before_m = _measured_claim("11.4", claim["before"], before_dir, "before")
-    after_m = _measured_claim("11.4", claim["after"], after_dir, "after")
-    comparison = compare(after_m, before_m)
-    if comparison.within_noise or 1 / comparison.ratio < MIN_SPEEDUP:
-        raise CheckFailed("11.4", f"the fix is not beyond the noise: {comparison.sentence(unit='s')}",
+    _measured_claim("11.4", claim["before"], before_dir, "before")
+    _measured_claim("11.4", claim["after"], after_dir, "after")
+    real, sentence = _beyond_noise(step_times(before_dir), step_times(after_dir))
+    if not real:
+        raise CheckFailed("11.4", f"the fix is not beyond the noise: {sentence}",
                           hint="a fix that covers the delay makes every rank's step shorter, well beyond the spread.")
     return passed("11.4", f"rank {slow} loads slowly, the others wait in {claim['phase']}; {claim['fix']}: "
-                          f"{comparison.sentence(unit='s', lower='faster')} (the slow input unchanged)")
+                          f"{sentence}, beyond the noise (the slow input unchanged)")
 
 
 def _waiting_phase(before_dir: object) -> str:
