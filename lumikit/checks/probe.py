@@ -17,6 +17,7 @@ from types import SimpleNamespace
 from typing import Any, Mapping
 
 from .framework import _PROBING, WRONG_MIMETYPE, CheckFailed, check_info
+from .hints import hint_levels
 from .leaks import leaked
 
 
@@ -114,14 +115,16 @@ def try_wrong_answers(source: str, namespace: Mapping[str, Any]) -> ProbeReport:
             given = list(replaced.values())  # answers the case leaves alone are right: showing them tells nothing
             found = [f for n, v in solution.items() if n in replaced for f in leaked(outcome.message, v, given)]
             outcomes.append(replace(outcome, leaked=tuple(dict.fromkeys(found))))
-        stub_message, stub_found = _stub(func, bound.arguments, solution)
+        stub_message, stub_found = _stub(func, bound.arguments, solution, info.exercise)
     finally:
         _PROBING.reset(token)
     return ProbeReport(info.exercise, name, tuple(outcomes), stub_message=stub_message, stub_leaked=stub_found)
 
 
-def _stub(func: Any, arguments: Mapping[str, Any], solution: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
-    """The check's message when every answer is None (the exercise's stub), and the solution's forms found in it."""
+def _stub(func: Any, arguments: Mapping[str, Any], solution: Mapping[str, Any],
+          exercise: str = "") -> tuple[str, tuple[str, ...]]:
+    """The check's message when every answer is None (the exercise's stub) followed by the exercise's on-demand
+    hints (all the help a learner gets without answering), and the solution's forms found in them."""
     try:
         func(**{**arguments, **{n: None for n in solution}})
     except CheckFailed as failure:
@@ -130,6 +133,7 @@ def _stub(func: Any, arguments: Mapping[str, Any], solution: Mapping[str, Any]) 
         return f"{type(exc).__name__}: {exc}", ()
     else:
         return "", ()
+    message = " ".join([message, *hint_levels(exercise)]) if exercise else message
     return message, tuple(dict.fromkeys(f for v in solution.values() for f in leaked(message, v)))
 
 

@@ -51,3 +51,13 @@ def test_failed_attempts_bring_the_idea_then_the_tool(workbook: Path) -> None:
     assert "(Attempt 2.) Idea: GCDs count from 0." in messages[1] and "Tool:" not in messages[1]
     assert "(Attempt 3.) Idea: GCDs count from 0. Tool: `site.node.gcd(k)`." in messages[2]
     assert all(" 5" not in m for m in messages)
+
+
+def test_verify_searches_the_hints_for_the_answer_too(workbook: Path) -> None:
+    from lumikit.checks.probe import try_wrong_answers
+
+    (workbook / "exercises" / "hints.json").write_text(json.dumps(
+        {"99.1": {"idea": "count them.", "tool": "the answer is 5, obviously."}}))
+    hints._load.cache_clear()
+    report = try_wrong_answers("_check_five(5)", {"_check_five": _check_five})
+    assert report.stub_leaked == ("5",) and "the answer is 5" in report.stub_message
