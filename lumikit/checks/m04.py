@@ -81,6 +81,13 @@ def check_starved_gcd(answer: int | None) -> Passed:
     expected = _starved(exercise_session())
     hint = "average `gpu_busy_pct` (or `sclk_mhz`) per GCD over the session: one stands out, low."
     expect_type("04.1", answer, Integral, what="the index of the starved GCD", hint=hint)
+    mistakes = {_busiest(exercise_session()): "the busiest GCD: the starved one is the one that waits",
+                expected ^ 1: "the other GCD of the same package: clock and GPU% are per GCD, not per package"
+                              + (" (or GCDs counted from 1)" if expected ^ 1 == expected + 1 else ""),
+                expected // 2: "the package's number, not the GCD's (two GCDs per package)"}
+    if int(answer) != expected and int(answer) in mistakes:  # type: ignore[arg-type]
+        raise CheckFailed("04.1", "the index of the starved GCD is not right", expected=expected, found=answer,
+                          mistake=mistakes[int(answer)], hint=hint)  # type: ignore[arg-type]
     expect_equal("04.1", int(answer), expected, what="the index of the starved GCD", hint=hint)  # type: ignore[arg-type]
     return passed("04.1", f"GCD {expected} idles at low clock while the other GCDs work")
 

@@ -83,6 +83,11 @@ def check_straggler(rank: int | None, wait_us: float | None, stragglers: pd.Data
                 hint="a whole number, the rank with the most `straggler_steps` in `get_stragglers()`.")
     worst = stragglers.loc[stragglers["straggler_steps"].idxmax()]
     expected_rank = int(worst["rank"])
+    waits_most = int(stragglers.loc[stragglers["mean_comm_us"].idxmax(), "rank"])
+    if int(rank) != expected_rank and int(rank) == waits_most:
+        raise CheckFailed("06.2", "the straggler rank is not right", expected=expected_rank, found=rank,
+                          mistake="the rank that waits longest in communication: it waits for the straggler",
+                          hint="who arrives last at each all-reduce?")
     expect_equal("06.2", rank, expected_rank, what="the straggler rank",
                  hint="the straggler arrives last at each all-reduce, so it spends the least time in "
                       "communication kernels (`mean_comm_us`).")

@@ -50,7 +50,7 @@ def test_starved_gcd_is_the_one_the_session_interpretation_finds(starved, monkey
 
 
 @pytest.mark.parametrize("answer, words", [
-    (5, "the index of the starved GCD is not right; you gave 5. It looks like counted from 1"),  # its package neighbour
+    (5, "you gave 5. It looks like the other GCD of the same package"),  # its package neighbour (or counted from 1)
     ("4", "has the wrong type"),
     (None, "No answer yet for 04.1"),
 ])
