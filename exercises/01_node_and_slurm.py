@@ -23,12 +23,11 @@ print(f"{site.node.gcd_count} GCDs per node, {site.node.cpus_per_gcd} usable cor
 # Exercise 01.1: Build a job on 2 full nodes, one task per GCD, each task bound to the cores next to its GCD
 # (`cpu_bind="auto"`). Store the spec in `two_node_job`, render it with `render_srun(two_node_job, site)` and store
 # the CPU masks of its `--cpu-bind=mask_cpu:` option, in GCD order, in the list `masks`.
-# Hint: masks need whole nodes (standard-g, or exclusive=True); the option's value is the masks joined by commas.
 two_node_job = None
 command = None
 bind = None
 masks = None
-raise NotImplementedError("Exercise 01.1: masks need whole nodes (standard-g, or exclusive=True); the option's value is the masks joined by commas.")
+raise NotImplementedError("Exercise 01.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"01.1\")")
 
 # %% tags=["check"]
 checks.check_full_node_job(two_node_job, masks)
@@ -46,11 +45,10 @@ print(f"your GCD: k = {k}")
 # %% tags=["exercise"]
 # Exercise 01.2: Which cores and which NUMA domain sit next to GCD `k`? Store the core numbers (a list) in
 # `cores_k` and the NUMA domain (an int) in `numa_k`.
-# Hint: `site.node.gcd(k)` holds both; GCD k is not next to cores 8k to 8k+7.
 gcd = None
 cores_k = None
 numa_k = None
-raise NotImplementedError("Exercise 01.2: `site.node.gcd(k)` holds both; GCD k is not next to cores 8k to 8k+7.")
+raise NotImplementedError("Exercise 01.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"01.2\")")
 
 # %% tags=["check"]
 checks.check_gcd_neighbours(cores_k, numa_k)
@@ -60,9 +58,8 @@ checks.WHY_SEVEN_CORES  # the question and its options
 
 # %% tags=["exercise"]
 # Exercise 01.q1: Why does each GCD's task get 7 cores, not 8? Pick one of the options shown above and store its letter in `why_seven_cores`.
-# Hint: look at the cores of your GCD in 01.2: which core of its group of 8 is missing?
 why_seven_cores = None
-raise NotImplementedError("Exercise 01.q1: look at the cores of your GCD in 01.2: which core of its group of 8 is missing?")
+raise NotImplementedError("Exercise 01.q1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"01.q1\")")
 
 # %% tags=["check"]
 checks.check_why_seven_cores(why_seven_cores)
@@ -80,12 +77,11 @@ print(rejected)
 # %% tags=["exercise"]
 # Exercise 01.3: Which field of `rejected` breaks LUMI's rules? Store its name (e.g. "time") in `bad_field`, and a
 # corrected copy of the job (same nodes, GCDs and tasks) in `fixed_job`.
-# Hint: `problems(rejected, site)` lists every rule it breaks; `rejected.with_(name=value)` makes a changed copy.
 found = None
 err = None
 bad_field = None
 fixed_job = None
-raise NotImplementedError("Exercise 01.3: `problems(rejected, site)` lists every rule it breaks; `rejected.with_(name=value)` makes a changed copy.")
+raise NotImplementedError("Exercise 01.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"01.3\")")
 
 # %% tags=["check"]
 checks.check_rejected_job(bad_field, fixed_job, rejected)
@@ -95,9 +91,8 @@ checks.WHY_BIND  # the question and its options
 
 # %% tags=["exercise"]
 # Exercise 01.q2: Why bind each task to the cores next to its own GCD? Pick one of the options shown above and store its letter in `why_bind`.
-# Hint: think of where a task's memory lives and which way a copy to its GCD travels.
 why_bind = None
-raise NotImplementedError("Exercise 01.q2: think of where a task's memory lives and which way a copy to its GCD travels.")
+raise NotImplementedError("Exercise 01.q2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"01.q2\")")
 
 # %% tags=["check"]
 checks.check_why_bind(why_bind)
@@ -139,8 +134,6 @@ for out in (topo, cpus):
 # %% tags=["exercise"]
 # Exercise 01.T1: From the two outputs above, derive the CPU mask of every GCD (GCD 0 first) as hex strings such as
 # "0x00fe000000000000", and store the list in `derived_masks`.
-# Hint: GCD -> NUMA from the first output; a NUMA domain's first 16 cores (lscpu) are two groups of 8; drop the
-# first core of each group.
 numa_of = None
 first_core = None
 line = None
@@ -149,7 +142,7 @@ derived_masks = None
 gcd_index = None
 second = None
 group = None
-raise NotImplementedError("Exercise 01.T1: GCD -> NUMA from the first output; a NUMA domain's first 16 cores (lscpu) are two groups of 8; drop the")
+raise NotImplementedError("Exercise 01.T1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"01.T1\")")
 
 # %% tags=["check"]
 terminal_checks.check_topology_masks(derived_masks)
@@ -178,11 +171,10 @@ print("the seed's test:", seed_command)
 # %% tags=["exercise"]
 # Exercise 01.T2: Fix the seed's test so it starts one task per mask, run it with `sh(...)` and store the command
 # line in `bind_command` and `sh`'s result in `bind_run`. On lumi-sim use partition `small-g` and `--time=1`.
-# Hint: `--ntasks` (or `--ntasks-per-node`) equal to the number of masks; read the printed lists: one line per rank.
 partition = None
 bind_command = None
 bind_run = None
-raise NotImplementedError("Exercise 01.T2: `--ntasks` (or `--ntasks-per-node`) equal to the number of masks; read the printed lists: one line per rank.")
+raise NotImplementedError("Exercise 01.T2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"01.T2\")")
 
 # %% tags=["check"]
 terminal_checks.check_bind_test(bind_command, bind_run)

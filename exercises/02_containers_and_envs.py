@@ -27,10 +27,9 @@ print("bind sets in the site profile:", ", ".join(site.binds))
 # %% tags=["exercise"]
 # Exercise 02.1: Render the srun command of a job on 2 standard-g nodes (8 tasks and 8 GCDs per node) that runs
 # `python train.py` in the site's PyTorch container. Store the rendered command in `two_node_command`.
-# Hint: name the container (`container="pytorch"`) and let lumikit choose the binds; `render_srun(job, site)`.
 two_node_job = None
 two_node_command = None
-raise NotImplementedError("Exercise 02.1: name the container (`container=\"pytorch\"`) and let lumikit choose the binds; `render_srun(job, site)`.")
+raise NotImplementedError("Exercise 02.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"02.1\")")
 
 # %% tags=["check"]
 checks.check_two_node_container(two_node_command)
@@ -38,11 +37,10 @@ checks.check_two_node_container(two_node_command)
 # %% tags=["exercise"]
 # Exercise 02.2: Which of the site's bind sets does a job need once it spans several nodes (RCCL over
 # Slingshot)? Store its name in `rccl_bind_set`.
-# Hint: compare `effective_binds` of the 2-node job with that of a 1-node job.
 one_node_job = None
 extra = None
 rccl_bind_set = None
-raise NotImplementedError("Exercise 02.2: compare `effective_binds` of the 2-node job with that of a 1-node job.")
+raise NotImplementedError("Exercise 02.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"02.2\")")
 
 # %% tags=["check"]
 checks.check_rccl_bind_set(rccl_bind_set)
@@ -65,9 +63,8 @@ print(pyvenv_cfg)
 # %% tags=["exercise"]
 # Exercise 02.3: Which Python interpreter does the venv really run when you start `venv/bin/python`? Store its path
 # (a string) in `venv_python`.
-# Hint: `venv/bin/python` is a symbolic link; follow it (`Path.resolve()`), or look at `home` in pyvenv.cfg.
 venv_python = None
-raise NotImplementedError("Exercise 02.3: `venv/bin/python` is a symbolic link; follow it (`Path.resolve()`), or look at `home` in pyvenv.cfg.")
+raise NotImplementedError("Exercise 02.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"02.3\")")
 
 # %% tags=["check"]
 checks.check_venv_python(venv_python, pyvenv_cfg)
@@ -84,9 +81,8 @@ print(base_versions)
 # %% tags=["exercise"]
 # Exercise 02.4: Write the lines of a pip constraints file that stop `pip install` from replacing the base's
 # torch and numpy. Store them, one string per package, in the list `pins`.
-# Hint: a constraint line is `name==version`; use the measured `base_versions`.
 pins = None
-raise NotImplementedError("Exercise 02.4: a constraint line is `name==version`; use the measured `base_versions`.")
+raise NotImplementedError("Exercise 02.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"02.4\")")
 
 # %% tags=["check"]
 checks.check_pins(pins, base_versions)
@@ -96,9 +92,8 @@ checks.WHY_PIN  # the question and its options
 
 # %% tags=["exercise"]
 # Exercise 02.q1: Why must pip never replace the container's torch? Pick one of the options shown above and store its letter in `why_pin`.
-# Hint: where does a torch from PyPI come from, and what was the container's torch built for?
 why_pin = None
-raise NotImplementedError("Exercise 02.q1: where does a torch from PyPI come from, and what was the container's torch built for?")
+raise NotImplementedError("Exercise 02.q1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"02.q1\")")
 
 # %% tags=["check"]
 checks.check_why_pin(why_pin)

@@ -44,10 +44,9 @@ print(f"first job: {len(first_metrics)} metric rows; resumed job: {len(resumed_m
 # %% tags=["exercise"]
 # Exercise 03.1: From the first job's per-step times (`step_times`, seconds), what is the step time once warm
 # (`warm_step_s`), and how much longer than that did the first step take (`first_step_overhead_s`)?
-# Hint: leave out step 1, take the median of the rest; the overhead is step 1's time minus that.
 warm_step_s = None
 first_step_overhead_s = None
-raise NotImplementedError("Exercise 03.1: leave out step 1, take the median of the rest; the overhead is step 1's time minus that.")
+raise NotImplementedError("Exercise 03.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"03.1\")")
 
 # %% tags=["check"]
 checks.check_warm_step_time(warm_step_s, first_step_overhead_s, step_times)
@@ -55,10 +54,9 @@ checks.check_warm_step_time(warm_step_s, first_step_overhead_s, step_times)
 # %% tags=["exercise"]
 # Exercise 03.2: The second job resumed from the first job's checkpoint. At which step number did it continue
 # (the first step it trained: `continued_at`), and how many steps did it train itself (`steps_trained`)?
-# Hint: `resumed_steps` holds the `step` of each metrics row the resumed job wrote (or read `resumed.stdout()`).
 continued_at = None
 steps_trained = None
-raise NotImplementedError("Exercise 03.2: `resumed_steps` holds the `step` of each metrics row the resumed job wrote (or read `resumed.stdout()`).")
+raise NotImplementedError("Exercise 03.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"03.2\")")
 
 # %% tags=["check"]
 checks.check_resume(continued_at, steps_trained, first_steps, resumed_steps)
@@ -66,9 +64,8 @@ checks.check_resume(continued_at, steps_trained, first_steps, resumed_steps)
 # %% tags=["exercise"]
 # Exercise 03.3: On LUMI this job would get `--time=0:15:00`. Keeping 60 s for start-up and the last checkpoint,
 # how many whole steps at the warm step time of 03.1 fit? Store the number in `steps_that_fit`.
-# Hint: `parse_time` (from lumikit.jobs) turns a Slurm time into seconds; round down.
 steps_that_fit = None
-raise NotImplementedError("Exercise 03.3: `parse_time` (from lumikit.jobs) turns a Slurm time into seconds; round down.")
+raise NotImplementedError("Exercise 03.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"03.3\")")
 
 # %% tags=["check"]
 checks.check_steps_in_limit(steps_that_fit, step_times, time_limit="0:15:00", reserve_s=60)
@@ -82,11 +79,10 @@ slurm_log = ("epoch 0: loss 2.1043, epoch time 301.22s\n"
 # %% tags=["exercise"]
 # Exercise 03.4: Which signature id does the log doctor give `slurm_log`'s last line (`time_limit_signature`), and
 # in which state does `sacct` then show the job (`final_state`)?
-# Hint: `diagnose_text(text)` (lumikit.logs) returns diagnoses with a `signature`; Slurm's states are in `STATES`.
 diagnoses = None
 time_limit_signature = None
 final_state = None
-raise NotImplementedError("Exercise 03.4: `diagnose_text(text)` (lumikit.logs) returns diagnoses with a `signature`; Slurm's states are in `STATES`.")
+raise NotImplementedError("Exercise 03.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"03.4\")")
 
 # %% tags=["check"]
 checks.check_time_limit(time_limit_signature, final_state, slurm_log)
@@ -96,9 +92,8 @@ checks.AT_THE_LIMIT  # the question and its options
 
 # %% tags=["exercise"]
 # Exercise 03.q1: What happens when a job reaches its `--time` limit? Pick one of the options shown above and store its letter in `at_the_limit`.
-# Hint: the log in 03.4 and the state `sacct` shows tell you.
 at_the_limit = None
-raise NotImplementedError("Exercise 03.q1: the log in 03.4 and the state `sacct` shows tell you.")
+raise NotImplementedError("Exercise 03.q1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"03.q1\")")
 
 # %% tags=["check"]
 checks.check_at_the_limit(at_the_limit)
@@ -164,12 +159,11 @@ sh("sbatch broken.sh", cluster, cwd=workdir);  # Slurm's own answer to the first
 # write the script to `workdir / "fixed.sh"` and store its path in `fixed_script`. Submit it with
 # `sh("sbatch --parsable fixed.sh", cluster, cwd=workdir)` and store the result in `fixed_submit`; wait for the job
 # (`wait_for_job(job_id, cluster)`) and print its output file.
-# Hint: the value of `--account` must be the project itself; `--tasks-per-node` must equal `--gpus-per-node`.
 fixed_text = None
 fixed_script = None
 fixed_submit = None
 fixed_id = None
-raise NotImplementedError("Exercise 03.T1: the value of `--account` must be the project itself; `--tasks-per-node` must equal `--gpus-per-node`.")
+raise NotImplementedError("Exercise 03.T1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"03.T1\")")
 
 # %% tags=["check"]
 terminal_checks.check_fixed_script(fixed_script, fixed_submit)
@@ -183,11 +177,10 @@ terminal_checks.check_fixed_script(fixed_script, fixed_submit)
 # Exercise 03.T2: Submit `sbatch --parsable --wrap "sleep 300"` (with the partition above and `--time=00:06:00`),
 # store `sh`'s result in `to_cancel`; while it is queued or running, store `sh("squeue -j <id>")` in
 # `squeue_seen`; then stop it with `scancel <id>` and wait until sacct says it ended.
-# Hint: the job id is the first word `sbatch --parsable` prints; sacct shows `CANCELLED by <uid>` afterwards.
 to_cancel = None
 cancel_id = None
 squeue_seen = None
-raise NotImplementedError("Exercise 03.T2: the job id is the first word `sbatch --parsable` prints; sacct shows `CANCELLED by <uid>` afterwards.")
+raise NotImplementedError("Exercise 03.T2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"03.T2\")")
 
 # %% tags=["check"]
 terminal_checks.check_cancelled_job(to_cancel, squeue_seen)

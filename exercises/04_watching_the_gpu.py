@@ -28,10 +28,9 @@ ddp_table[["sample", "index", "package", "power_w", "gpu_busy_pct", "sclk_mhz"]]
 # %% tags=["exercise"]
 # Exercise 04.1: In your session `ddp` one GCD is starved: it waits for input data while the others work. Which?
 # Store its index in `starved_gcd`.
-# Hint: average `gpu_busy_pct` (and `sclk_mhz`) per GCD over the whole session; one stands out.
 per_gcd = None
 starved_gcd = None
-raise NotImplementedError("Exercise 04.1: average `gpu_busy_pct` (and `sclk_mhz`) per GCD over the whole session; one stands out.")
+raise NotImplementedError("Exercise 04.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"04.1\")")
 
 # %% tags=["check"]
 checks.check_starved_gcd(starved_gcd)
@@ -39,11 +38,10 @@ checks.check_starved_gcd(starved_gcd)
 # %% tags=["exercise"]
 # Exercise 04.2: Which GCDs print a power reading at all (`power_gcds`, a list), and what is each package's mean
 # power over the session (`package_power_w`, a dict package -> watts)?
-# Hint: drop the rows whose `power_w` is missing (the odd GCDs print N/A), then group by `package`.
 with_power = None
 power_gcds = None
 package_power_w = None
-raise NotImplementedError("Exercise 04.2: drop the rows whose `power_w` is missing (the odd GCDs print N/A), then group by `package`.")
+raise NotImplementedError("Exercise 04.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"04.2\")")
 
 # %% tags=["check"]
 checks.check_power_reporting(power_gcds, package_power_w)
@@ -53,9 +51,8 @@ checks.WHY_NA  # the question and its options
 
 # %% tags=["exercise"]
 # Exercise 04.q1: Why do the odd GCDs print `N/A` for power? Pick one of the options shown above and store its letter in `why_na`.
-# Hint: compare the odd GCDs' GPU% and clock with their power column.
 why_na = None
-raise NotImplementedError("Exercise 04.q1: compare the odd GCDs' GPU% and clock with their power column.")
+raise NotImplementedError("Exercise 04.q1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"04.q1\")")
 
 # %% tags=["check"]
 checks.check_why_na(why_na)
@@ -65,12 +62,11 @@ checks.check_why_na(why_na)
 # thresholds, printed above). A mean over the session mixes long waits with short bursts, so read one sample: the
 # first one in which your starved GCD computes (its GPU% at or above `thresholds.busy_pct`). Store that sample's
 # number in `sample`, and in `activity` a dict package -> "idle", "one" or "both" by each package's power in it.
-# Hint: filter `ddp_table` on the starved GCD and `gpu_busy_pct`, take the smallest `sample`; then apply `package_activity(watts, thresholds)` from lumikit.smi.interpret to each package's `power_w` in that sample.
 catching_up = None
 sample = None
 in_sample = None
 activity = None
-raise NotImplementedError("Exercise 04.3: filter `ddp_table` on the starved GCD and `gpu_busy_pct`, take the smallest `sample`; then apply `package_activity(watts, thresholds)` from lumikit.smi.interpret to each package's `power_w` in that sample.")
+raise NotImplementedError("Exercise 04.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"04.3\")")
 
 # %% tags=["check"]
 checks.check_package_activity(sample, activity)
@@ -83,9 +79,8 @@ checks.WAITING_POWER  # the question and its options
 
 # %% tags=["exercise"]
 # Exercise 04.q2: Predict before you read the next cell: what will the package power of a GCD that waits in an all-reduce at 100 % GPU% be? Store the letter of your prediction in `waiting_prediction`.
-# Hint: there is no wrong prediction here; think of what the arithmetic units do while a collective waits.
 waiting_prediction = None
-raise NotImplementedError("Exercise 04.q2: there is no wrong prediction here; think of what the arithmetic units do while a collective waits.")
+raise NotImplementedError("Exercise 04.q2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"04.q2\")")
 
 # %% tags=["check"]
 checks.check_waiting_prediction(waiting_prediction)
@@ -100,9 +95,8 @@ waiting = Snapshot(devices=(
 
 # %% tags=["exercise"]
 # Exercise 04.q3: Now read the `waiting` snapshot above: which option does its package power show? Store the letter in `waiting_outcome`; the check compares it with your prediction.
-# Hint: compare `waiting.device(0).power_w` with the site's thresholds (printed at the top).
 waiting_outcome = None
-raise NotImplementedError("Exercise 04.q3: compare `waiting.device(0).power_w` with the site's thresholds (printed at the top).")
+raise NotImplementedError("Exercise 04.q3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"04.q3\")")
 
 # %% tags=["check"]
 checks.check_waiting_outcome(waiting_outcome, waiting_prediction,
@@ -111,12 +105,11 @@ checks.check_waiting_outcome(waiting_outcome, waiting_prediction,
 # %% tags=["exercise"]
 # Exercise 04.4: What does lumikit's interpretation call the `waiting` snapshot (`finding_kind`, the finding's
 # kind), and are its GCDs computing (`computing`, True or False)?
-# Hint: `interpret(waiting)` returns findings with a `kind` and a `message`; compare the power with the thresholds.
 findings = None
 finding = None
 finding_kind = None
 computing = None
-raise NotImplementedError("Exercise 04.4: `interpret(waiting)` returns findings with a `kind` and a `message`; compare the power with the thresholds.")
+raise NotImplementedError("Exercise 04.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"04.4\")")
 
 # %% tags=["check"]
 checks.check_busy_without_power(finding_kind, computing, waiting)
@@ -168,10 +161,9 @@ training = "bash -c 'for i in $(seq 8); do echo step $i; sleep 1; done'"
 # store `sh`'s result in `allocation`. Start `training` as a step in the background (`srun --jobid=<id> ... &`,
 # output to a file), then run `watch_command` as a second step with `srun --jobid=<id> --overlap` while it runs.
 # Show the steps with `squeue -s -j <id>`, then release the allocation with `scancel <id>`.
-# Hint: salloc prints "Granted job allocation <id>"; without --overlap the second srun waits for the first to end.
 allocation = None
 alloc_id = None
-raise NotImplementedError("Exercise 04.T1: salloc prints \"Granted job allocation <id>\"; without --overlap the second srun waits for the first to end.")
+raise NotImplementedError("Exercise 04.T1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"04.T1\")")
 
 # %% tags=["check"]
 terminal_checks.check_overlap_steps(allocation)

@@ -37,40 +37,36 @@ print(f"05.1: profile rank {target_rank}, recording steps {target_steps}")
 
 # %% tags=["exercise"]
 # Exercise 05.1: In a 4-rank job, profile only rank `target_rank` with torch.profiler, recording the steps `target_steps` (printed above, counted from 1 as the metrics file does), with one profiler warm-up step before them, and stop the run after the last of them. Store the job spec in `job`.
-# Hint: `workload_spec("lm", "--mode", "ddp", gcds=..., ntasks_per_node=..., profile=..., profile_ranks=[...], profile_steps=..., env={"LUMIKIT_PROFILE_SCHEDULE": "wait,warmup,active,repeat"})`; torch skips `wait` steps and warms up for `warmup` before it records.
 schedule_05_1 = None
 job = None
-raise NotImplementedError("Exercise 05.1: `workload_spec(\"lm\", \"--mode\", \"ddp\", gcds=..., ntasks_per_node=..., profile=..., profile_ranks=[...], profile_steps=..., env={\"LUMIKIT_PROFILE_SCHEDULE\": \"wait,warmup,active,repeat\"})`; torch skips `wait` steps and warms up for `warmup` before it records.")
+raise NotImplementedError("Exercise 05.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.1\")")
 
 # %% tags=["check"]
 checks.check_rank_profile_spec(job)
 
 # %% tags=["exercise"]
 # Exercise 05.2: Over the recorded steps, what share (0-1) of the step time went to backward, and what share to the optimizer? Store them in `backward_share` and `optimizer_share`.
-# Hint: `phases` has one row per recorded step: its duration `dur_us` and the time of each phase.
 backward_share = None
 optimizer_share = None
-raise NotImplementedError("Exercise 05.2: `phases` has one row per recorded step: its duration `dur_us` and the time of each phase.")
+raise NotImplementedError("Exercise 05.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.2\")")
 
 # %% tags=["check"]
 checks.check_step_shares(backward_share, optimizer_share, phases)
 
 # %% tags=["exercise"]
 # Exercise 05.3: Which operator spent the most self time in the recorded steps? Store its name (e.g. "aten::add") in `top_op`.
-# Hint: self time leaves out the operators called inside; `op_summary(ops)` ranks by it.
 ranking = None
 top_op = None
-raise NotImplementedError("Exercise 05.3: self time leaves out the operators called inside; `op_summary(ops)` ranks by it.")
+raise NotImplementedError("Exercise 05.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.3\")")
 
 # %% tags=["check"]
 checks.check_top_self_op(top_op, ops)
 
 # %% tags=["exercise"]
 # Exercise 05.4: How much slower is a recorded step than an unprofiled one? Store the median recorded step time divided by the median unprofiled step time in `slowdown`.
-# Hint: `step_times` is indexed by step (from 1); recorded steps are the trace's ProfilerStep numbers plus one; unprofiled are steps 2-6 (step 1 warms the model up, step 7 the profiler).
 recorded = None
 slowdown = None
-raise NotImplementedError("Exercise 05.4: `step_times` is indexed by step (from 1); recorded steps are the trace's ProfilerStep numbers plus one; unprofiled are steps 2-6 (step 1 warms the model up, step 7 the profiler).")
+raise NotImplementedError("Exercise 05.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.4\")")
 
 # %% tags=["check"]
 checks.check_profiler_slowdown(slowdown, step_times, schedule)
@@ -80,9 +76,8 @@ checks.WHY_FEW_STEPS  # the question and its options
 
 # %% tags=["exercise"]
 # Exercise 05.q1: Why profile a few steps of one rank? Pick one of the options shown above and store its letter in `why_few_steps`.
-# Hint: 05.4 measured what recording a step costs.
 why_few_steps = None
-raise NotImplementedError("Exercise 05.q1: 05.4 measured what recording a step costs.")
+raise NotImplementedError("Exercise 05.q1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.q1\")")
 
 # %% tags=["check"]
 checks.check_why_few_steps(why_few_steps)
@@ -92,9 +87,8 @@ checks.WHY_WARMUP  # the question and its options
 
 # %% tags=["exercise"]
 # Exercise 05.q2: Why does the schedule give the profiler a warm-up step? Pick one of the options shown above and store its letter in `why_warmup`.
-# Hint: whose start-up does the profiler's warm-up step absorb: the model's or the profiler's?
 why_warmup = None
-raise NotImplementedError("Exercise 05.q2: whose start-up does the profiler's warm-up step absorb: the model's or the profiler's?")
+raise NotImplementedError("Exercise 05.q2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.q2\")")
 
 # %% tags=["check"]
 checks.check_why_warmup(why_warmup)
@@ -158,13 +152,12 @@ print("write the trace into", raw_dir)
 # Exercise 05.S1: Profile `train_step` with `torch.profiler.profile` (CPU activity) and the schedule wait=1,
 # warmup=1, active=2, repeat=1. Run 6 steps, calling `prof.step()` after each; let `on_trace_ready` write a chrome
 # trace to `raw_dir / "trace.json"`. Store the trace's path in `raw_trace` and the number of steps run in `steps_run`.
-# Hint: `on_trace_ready=lambda p: p.export_chrome_trace(str(path))`; the trace names each recorded step ProfilerStep#N.
 raw_trace = None
 steps_run = None
 prof = None
 _ = None
 profiled_steps = None
-raise NotImplementedError("Exercise 05.S1: `on_trace_ready=lambda p: p.export_chrome_trace(str(path))`; the trace names each recorded step ProfilerStep#N.")
+raise NotImplementedError("Exercise 05.S1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.S1\")")
 
 # %% tags=["check"]
 seed_checks.check_raw_profiler(raw_trace, steps_run)
@@ -183,7 +176,6 @@ print(hip_log_text)
 # %% tags=["exercise"]
 # Exercise 05.S2: How many kernels does the log launch (`hip_launches`, an int), and which HIP call took longest from
 # its record to its `Returned` record (`slowest_call`, e.g. "hipMemcpyAsync")?
-# Hint: a launch returns at once; look for the call that has to wait for the GPU.
 hip_launches = None
 started = None
 durations = None
@@ -192,7 +184,7 @@ stamp = None
 call = None
 returned = None
 slowest_call = None
-raise NotImplementedError("Exercise 05.S2: a launch returns at once; look for the call that has to wait for the GPU.")
+raise NotImplementedError("Exercise 05.S2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.S2\")")
 
 # %% tags=["check"]
 seed_checks.check_hip_log_reading(hip_launches, slowest_call)
@@ -235,9 +227,8 @@ handson_checks.check_miopen_logging(miopen_job)
 #      with lumikit.trace / HTA.
 #  (c) Closing the browser tab stops the TensorBoard session.
 #  (d) The app uploads the log directory to a TensorBoard server outside LUMI.
-# Hint: the app is an interactive session (a Slurm job), and the profiler plugin is deprecated.
 tensorboard_answer = None
-raise NotImplementedError("Exercise 05.S3: the app is an interactive session (a Slurm job), and the profiler plugin is deprecated.")
+raise NotImplementedError("Exercise 05.S3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.S3\")")
 
 # %% tags=["check"]
 seed_checks.check_tensorboard_choice(tensorboard_answer)

@@ -23,24 +23,22 @@ print("ranks:", analyzer.ranks, "· steps:", analyzer.get_profiler_steps())
 
 # %% tags=["exercise"]
 # Exercise 06.1: Which kernel class (compute, communication or memory) takes the most GPU time on rank 0? Store it in `top_class`.
-# Hint: `analyzer.get_kernel_breakdown()` has one row per rank and class, with `total_us`.
 breakdown = None
 rank0 = None
 top_class = None
-raise NotImplementedError("Exercise 06.1: `analyzer.get_kernel_breakdown()` has one row per rank and class, with `total_us`.")
+raise NotImplementedError("Exercise 06.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"06.1\")")
 
 # %% tags=["check"]
 checks.check_top_kernel_class(top_class, analyzer.get_kernel_breakdown(), rank=0)
 
 # %% tags=["exercise"]
 # Exercise 06.2: Which rank is the straggler, and how long (µs per step) do the other ranks wait for it? Store them in `straggler` and `wait_us`.
-# Hint: `analyzer.get_stragglers()`: the straggler arrives last at each all-reduce, so it spends the least time in communication (`mean_comm_us`).
 stragglers = None
 straggler = None
 others = None
 mine = None
 wait_us = None
-raise NotImplementedError("Exercise 06.2: `analyzer.get_stragglers()`: the straggler arrives last at each all-reduce, so it spends the least time in communication (`mean_comm_us`).")
+raise NotImplementedError("Exercise 06.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"06.2\")")
 
 # %% tags=["check"]
 checks.check_straggler(straggler, wait_us, analyzer.get_stragglers())
@@ -50,16 +48,14 @@ checks.WHY_NOT_STEP_TIME  # the question and its options
 
 # %% tags=["exercise"]
 # Exercise 06.q1: Why can the step time not name the straggler? Pick one of the options shown above and store its letter in `why_not_step_time`.
-# Hint: compare `mean_step_us` of the ranks in the table printed by 06.2.
 why_not_step_time = None
-raise NotImplementedError("Exercise 06.q1: compare `mean_step_us` of the ranks in the table printed by 06.2.")
+raise NotImplementedError("Exercise 06.q1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"06.q1\")")
 
 # %% tags=["check"]
 checks.check_why_not_step_time(why_not_step_time)
 
 # %% tags=["exercise"]
 # Exercise 06.3: What fraction of the straggler's GPU span is idle, and which idle category (host_wait, kernel_wait or other) holds most of the idle time on its compute stream? Store them in `idle_fraction` and `idle_reason`.
-# Hint: the compute stream is the one with the most compute time in `analyzer.gpu(rank)`; `get_temporal_breakdown()` has `idle_fraction`; `get_idle_time_breakdown()` has one row per rank and stream.
 straggler = None
 gpu = None
 compute_stream = None
@@ -68,31 +64,29 @@ idle_fraction = None
 idle = None
 lane = None
 idle_reason = None
-raise NotImplementedError("Exercise 06.3: the compute stream is the one with the most compute time in `analyzer.gpu(rank)`; `get_temporal_breakdown()` has `idle_fraction`; `get_idle_time_breakdown()` has one row per rank and stream.")
+raise NotImplementedError("Exercise 06.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"06.3\")")
 
 # %% tags=["check"]
 checks.check_idle(idle_fraction, idle_reason, analyzer, rank=analyzer.get_straggler())
 
 # %% tags=["exercise"]
 # Exercise 06.4: With Holistic Trace Analysis (HTA), what share of the straggler's GPU time is idle, in percent? Store HTA's number in `hta_idle_pct`.
-# Hint: `trace_analysis(run.path / "traces")` from `lumikit.trace.hta_bridge` builds HTA's `TraceAnalysis`; its `get_temporal_breakdown(visualize=False)` has `idle_time_pctg`. lumikit's own number is not the answer: compare the two.
 hta = None
 hta_temporal = None
 straggler = None
 hta_idle_pct = None
 ours = None
-raise NotImplementedError("Exercise 06.4: `trace_analysis(run.path / \"traces\")` from `lumikit.trace.hta_bridge` builds HTA's `TraceAnalysis`; its `get_temporal_breakdown(visualize=False)` has `idle_time_pctg`. lumikit's own number is not the answer: compare the two.")
+raise NotImplementedError("Exercise 06.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"06.4\")")
 
 # %% tags=["check"]
 checks.check_hta_idle(hta_idle_pct, run.path / "traces", rank=analyzer.get_straggler())
 
 # %% tags=["exercise"]
 # Exercise 06.5: Write step 11 of the straggler rank as a gzip slice for ui.perfetto.dev under `run.path / "slices"`. Store the written file in `slice_path`.
-# Hint: `slice_trace(None, <file>.json.gz, steps=(11, 11), ranks=[rank], trace=analyzer.trace)` returns the files it wrote.
 straggler = None
 written = None
 slice_path = None
-raise NotImplementedError("Exercise 06.5: `slice_trace(None, <file>.json.gz, steps=(11, 11), ranks=[rank], trace=analyzer.trace)` returns the files it wrote.")
+raise NotImplementedError("Exercise 06.5: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"06.5\")")
 
 # %% tags=["check"]
 checks.check_perfetto_slice(slice_path, rank=analyzer.get_straggler(), step=11)

@@ -53,9 +53,8 @@ checks.DP_OR_DDP  # the question and its options
 
 # %% tags=["exercise"]
 # Exercise 07.q2: Predict before the runs: on two devices, which reaches more samples per second? Store the letter of your prediction in `dp_or_ddp_prediction`.
-# Hint: there is no wrong prediction here; think of how many Python processes drive the devices in each mode.
 dp_or_ddp_prediction = None
-raise NotImplementedError("Exercise 07.q2: there is no wrong prediction here; think of how many Python processes drive the devices in each mode.")
+raise NotImplementedError("Exercise 07.q2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.q2\")")
 
 # %% tags=["check"]
 checks.check_dp_or_ddp_prediction(dp_or_ddp_prediction)
@@ -78,10 +77,9 @@ pd.DataFrame([{c: s[c] for c in columns} for s in (single, ddp, dp)]).set_index(
 # Exercise 07.1: (question 3) How many steps make one epoch for each DDP rank? Store it in `ddp_steps_per_rank`.
 # And which --batch-size per device would give the DDP run the same global batch as the single run? Store it in
 # `same_global_batch`.
-# Hint: one DDP step uses (batch per device x ranks) samples; the summaries hold dataset_size, batch_size, world_size.
 ddp_steps_per_rank = None
 same_global_batch = None
-raise NotImplementedError("Exercise 07.1: one DDP step uses (batch per device x ranks) samples; the summaries hold dataset_size, batch_size, world_size.")
+raise NotImplementedError("Exercise 07.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.1\")")
 
 # %% tags=["check"]
 checks.check_ddp_steps(ddp_steps_per_rank, same_global_batch, single, ddp)
@@ -91,9 +89,8 @@ checks.FEWER_STEPS  # the question and its options
 
 # %% tags=["exercise"]
 # Exercise 07.q1: Why does each DDP rank run fewer iterations per epoch? Pick one of the options shown above and store its letter in `fewer_steps`.
-# Hint: compare `batch_size`, `global_batch_size` and `steps_per_epoch` of the runs in the table.
 fewer_steps = None
-raise NotImplementedError("Exercise 07.q1: compare `batch_size`, `global_batch_size` and `steps_per_epoch` of the runs in the table.")
+raise NotImplementedError("Exercise 07.q1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.q1\")")
 
 # %% tags=["check"]
 checks.check_fewer_steps(fewer_steps)
@@ -102,10 +99,9 @@ checks.check_fewer_steps(fewer_steps)
 # Exercise 07.2: (question 2) How many seconds longer was the first epoch of the single run than the second? Store
 # it in `first_epoch_extra_s`. How much longer was its first step than the median of the other first-epoch steps?
 # Store that in `first_step_extra_s`.
-# Hint: `single_epochs` has one row per epoch (`epoch_time_s`); `single_steps` one per step (`epoch`, `step_time_s`).
 first_epoch_extra_s = None
 first_step_extra_s = None
-raise NotImplementedError("Exercise 07.2: `single_epochs` has one row per epoch (`epoch_time_s`); `single_steps` one per step (`epoch`, `step_time_s`).")
+raise NotImplementedError("Exercise 07.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.2\")")
 
 # %% tags=["check"]
 checks.check_first_epoch(first_epoch_extra_s, first_step_extra_s, single_epochs, single_steps)
@@ -113,10 +109,9 @@ checks.check_first_epoch(first_epoch_extra_s, first_step_extra_s, single_epochs,
 # %% tags=["exercise"]
 # Exercise 07.3: (question 4) How many times the single run's samples/s did DDP reach (`ddp_speedup`), and what
 # fraction of perfect scaling is that per rank (`ddp_efficiency`, 1.0 = two ranks give twice the samples/s)?
-# Hint: compare `global_samples_per_s`; divide the speed-up by `world_size`.
 ddp_speedup = None
 ddp_efficiency = None
-raise NotImplementedError("Exercise 07.3: compare `global_samples_per_s`; divide the speed-up by `world_size`.")
+raise NotImplementedError("Exercise 07.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.3\")")
 
 # %% tags=["check"]
 checks.check_ddp_gain(ddp_speedup, ddp_efficiency, single, ddp)
@@ -124,21 +119,19 @@ checks.check_ddp_gain(ddp_speedup, ddp_efficiency, single, ddp)
 # %% tags=["exercise"]
 # Exercise 07.4: (question 5) How many times the single run's samples/s did DataParallel reach (`dp_speedup`), and
 # how much longer was each DP step than a single-device step (`dp_overhead`, 0.25 = 25 % longer)?
-# Hint: `global_samples_per_s` for the first, `mean_step_time_s` for the second.
 dp_speedup = None
 dp_overhead = None
-raise NotImplementedError("Exercise 07.4: `global_samples_per_s` for the first, `mean_step_time_s` for the second.")
+raise NotImplementedError("Exercise 07.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.4\")")
 
 # %% tags=["check"]
 checks.check_dp_cost(dp_speedup, dp_overhead, single, dp)
 
 # %% tags=["exercise"]
 # Exercise 07.q3: Now compare with your prediction: which option do the measured samples/s of DDP and DP show? Store the letter in `dp_or_ddp_outcome`.
-# Hint: compare `global_samples_per_s` of `ddp` and `dp`; "about the same" means within 5 %.
 ddp_rate = None
 dp_rate = None
 dp_or_ddp_outcome = None
-raise NotImplementedError("Exercise 07.q3: compare `global_samples_per_s` of `ddp` and `dp`; \"about the same\" means within 5 %.")
+raise NotImplementedError("Exercise 07.q3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.q3\")")
 
 # %% tags=["check"]
 checks.check_dp_or_ddp_outcome(dp_or_ddp_outcome, dp_or_ddp_prediction,
@@ -164,10 +157,9 @@ pd.DataFrame([{"model": s["model_size"], "batch": s["batch_size"], "parameters":
 # %% tags=["exercise"]
 # Exercise 07.5: (question 6) How many times the parameters of the base model has the other model (`param_ratio`),
 # and how many times its mean step time (`step_time_ratio`)?
-# Hint: the summaries `single` and `other` hold `parameters` and `mean_step_time_s`.
 param_ratio = None
 step_time_ratio = None
-raise NotImplementedError("Exercise 07.5: the summaries `single` and `other` hold `parameters` and `mean_step_time_s`.")
+raise NotImplementedError("Exercise 07.5: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.5\")")
 
 # %% tags=["check"]
 checks.check_model_size(param_ratio, step_time_ratio, single, other)
@@ -175,10 +167,9 @@ checks.check_model_size(param_ratio, step_time_ratio, single, other)
 # %% tags=["exercise"]
 # Exercise 07.6: (question 7) With twice the batch per device, how many times the step time (`batch_step_ratio`)
 # and how many times the samples/s (`batch_throughput_ratio`)?
-# Hint: compare `big_batch` with `single`.
 batch_step_ratio = None
 batch_throughput_ratio = None
-raise NotImplementedError("Exercise 07.6: compare `big_batch` with `single`.")
+raise NotImplementedError("Exercise 07.6: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.6\")")
 
 # %% tags=["check"]
 checks.check_batch_size(batch_step_ratio, batch_throughput_ratio, single, big_batch)

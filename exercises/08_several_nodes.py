@@ -40,21 +40,19 @@ print(rccl_transport(rccl_log).describe())
 
 # %% tags=["exercise"]
 # Exercise 08.1: In `two_nodes` (2 nodes x 8 tasks), which CPU mask does your task (SLURM_PROCID=`task`, printed above) get? Store the mask string (like '0x00fe000000000000') in `mask_task`.
-# Hint: your task is on the second node; `cpu_masks(two_nodes, site)` lists one node's masks, and every node repeats them.
 local_id = None
 mask_task = None
-raise NotImplementedError("Exercise 08.1: your task is on the second node; `cpu_masks(two_nodes, site)` lists one node's masks, and every node repeats them.")
+raise NotImplementedError("Exercise 08.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.1\")")
 
 # %% tags=["check"]
 checks.check_task_mask(mask_task, tasks_per_node=two_nodes.ntasks_per_node)
 
 # %% tags=["exercise"]
 # Exercise 08.2: Which of the site's environment recipes asks RCCL for GPU-direct RDMA? Store its name in `gdr_recipe`. Which line of `rccl_log` (counting from 1) is the first proof that RCCL used it? Store the number in `gdr_line`.
-# Hint: `site.env` maps recipe names to variables (GDR is NCCL_NET_GDR_LEVEL); the proof is a channel's transport line, not the line echoing the variable.
 gdr_recipe = None
 rccl_text = None
 gdr_line = None
-raise NotImplementedError("Exercise 08.2: `site.env` maps recipe names to variables (GDR is NCCL_NET_GDR_LEVEL); the proof is a channel's transport line, not the line echoing the variable.")
+raise NotImplementedError("Exercise 08.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.2\")")
 
 # %% tags=["check"]
 checks.check_gdr(gdr_recipe, gdr_line, rccl_log.read_text())
@@ -64,19 +62,17 @@ checks.WHY_NOT_PROOF  # the question and its options
 
 # %% tags=["exercise"]
 # Exercise 08.q1: Why is the line echoing NCCL_NET_GDR_LEVEL no proof of GDR? Pick one of the options shown above and store its letter in `why_not_proof`.
-# Hint: what does the line say: what was asked for, or what RCCL did?
 why_not_proof = None
-raise NotImplementedError("Exercise 08.q1: what does the line say: what was asked for, or what RCCL did?")
+raise NotImplementedError("Exercise 08.q1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.q1\")")
 
 # %% tags=["check"]
 checks.check_why_not_proof(why_not_proof)
 
 # %% tags=["exercise"]
 # Exercise 08.3: Run the log doctor on `miopen_log`. Which environment recipe of the site applies the fix it suggests? Store its name in `miopen_recipe`.
-# Hint: `diagnose(miopen_log)` gives the cause and the fix; the fix sets MIOPEN_USER_DB_PATH.
 found = None
 miopen_recipe = None
-raise NotImplementedError("Exercise 08.3: `diagnose(miopen_log)` gives the cause and the fix; the fix sets MIOPEN_USER_DB_PATH.")
+raise NotImplementedError("Exercise 08.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.3\")")
 
 # %% tags=["check"]
 checks.check_miopen_fix(miopen_recipe, miopen_log.read_text())
@@ -86,18 +82,16 @@ checks.WHY_MIOPEN_LOCK  # the question and its options
 
 # %% tags=["exercise"]
 # Exercise 08.q2: Why does MIOpen's database fail on Lustre? Pick one of the options shown above and store its letter in `why_miopen_lock`.
-# Hint: the error names SQLite's locking protocol; what do many ranks on many nodes do to one file?
 why_miopen_lock = None
-raise NotImplementedError("Exercise 08.q2: the error names SQLite's locking protocol; what do many ranks on many nodes do to one file?")
+raise NotImplementedError("Exercise 08.q2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.q2\")")
 
 # %% tags=["check"]
 checks.check_why_miopen_lock(why_miopen_lock)
 
 # %% tags=["exercise"]
 # Exercise 08.4: Profile exactly one rank of `two_nodes` with rocprof, and pick a rank on the second node. Store the job spec in `profiled`.
-# Hint: `two_nodes.with_(profile=..., profile_ranks=(...,))`; ranks 8-15 run on the second node.
 profiled = None
-raise NotImplementedError("Exercise 08.4: `two_nodes.with_(profile=..., profile_ranks=(...,))`; ranks 8-15 run on the second node.")
+raise NotImplementedError("Exercise 08.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.4\")")
 
 # %% tags=["check"]
 checks.check_profile_one_rank(profiled, nodes=2, tasks_per_node=8)
@@ -140,9 +134,8 @@ report = "echo $SLURM_PROCID $SLURMD_NODENAME ROCR_VISIBLE_DEVICES=$ROCR_VISIBLE
 # %% tags=["exercise"]
 # Exercise 08.T1: Run `report` in every task of a job on 2 nodes with `tasks_per_node` tasks per node and one GPU per
 # task, with `sh(...)`; store the result in `visibility_run`.
-# Hint: `srun --nodes=2 --ntasks-per-node=N --gpus-per-task=1 --partition=... --time=1 bash -c "<report>"`.
 visibility_run = None
-raise NotImplementedError("Exercise 08.T1: `srun --nodes=2 --ntasks-per-node=N --gpus-per-task=1 --partition=... --time=1 bash -c \"<report>\"`.")
+raise NotImplementedError("Exercise 08.T1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.T1\")")
 
 # %% tags=["check"]
 terminal_checks.check_gpu_visibility(visibility_run, nodes=2)
@@ -150,12 +143,11 @@ terminal_checks.check_gpu_visibility(visibility_run, nodes=2)
 # %% tags=["exercise"]
 # Exercise 08.S1: A task runs with ROCR_VISIBLE_DEVICES=4,5 and HIP_VISIBLE_DEVICES=1. How many devices does
 # `torch.cuda.device_count()` return (`device_count`), and which GCD of the node (0-7) is `cuda:0` (`physical_gcd`)?
-# Hint: ROCR first (it leaves GCDs 4 and 5, renumbered 0 and 1), then HIP on that numbering.
 rocr_visible = None
 hip_visible = None
 device_count = None
 physical_gcd = None
-raise NotImplementedError("Exercise 08.S1: ROCR first (it leaves GCDs 4 and 5, renumbered 0 and 1), then HIP on that numbering.")
+raise NotImplementedError("Exercise 08.S1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.S1\")")
 
 # %% tags=["check"]
 seed_checks.check_visible_gcd(physical_gcd, device_count)
@@ -229,9 +221,8 @@ handson_checks.check_slurm_escaping(srun_line, wrapper)
 # Exercise 08.S2: With `ds_fp16_z1_config.json`, what is split across the ranks? Store the letter in `zero_answer`.
 #  (a) the optimizer states  (b) gradients and optimizer states  (c) parameters, gradients and optimizer states
 #  (d) nothing: it is plain data parallelism
-# Hint: z1 is ZeRO stage 1.
 zero_answer = None
-raise NotImplementedError("Exercise 08.S2: z1 is ZeRO stage 1.")
+raise NotImplementedError("Exercise 08.S2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.S2\")")
 
 # %% tags=["check"]
 seed_checks.check_zero_stage(zero_answer)

@@ -31,9 +31,8 @@ checks.MORE_WORKERS  # the question and its options
 
 # %% tags=["exercise"]
 # Exercise 09.q2: Predict before the next cells measure it: with 2 DataLoader workers instead of 0, what will the mean step time do? Store the letter of your prediction in `workers_prediction`.
-# Hint: there is no wrong prediction here; think of how much work preparing these tiny in-memory images takes.
 workers_prediction = None
-raise NotImplementedError("Exercise 09.q2: there is no wrong prediction here; think of how much work preparing these tiny in-memory images takes.")
+raise NotImplementedError("Exercise 09.q2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"09.q2\")")
 
 # %% tags=["check"]
 checks.check_more_workers_prediction(workers_prediction)
@@ -70,9 +69,8 @@ print(f"{len(snapshots)} snapshots of {len(snapshots[0].devices)} GCDs")
 
 # %% tags=["exercise"]
 # Exercise 09.1: How many times faster was reading the one .npy file than reading the same images as small files? Store the ratio in `speedup`.
-# Hint: divide the small-files time by the one-file time (both measured above).
 speedup = None
-raise NotImplementedError("Exercise 09.1: divide the small-files time by the one-file time (both measured above).")
+raise NotImplementedError("Exercise 09.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"09.1\")")
 
 # %% tags=["check"]
 checks.check_archive_speedup(speedup, small_files_s, one_file_s)
@@ -82,39 +80,35 @@ checks.WHY_SMALL_FILES  # the question and its options
 
 # %% tags=["exercise"]
 # Exercise 09.q1: Why are many small files slow on Lustre? Pick one of the options shown above and store its letter in `why_small_files`.
-# Hint: what does every open() of a file on Lustre have to ask, and of whom?
 why_small_files = None
-raise NotImplementedError("Exercise 09.q1: what does every open() of a file on Lustre have to ask, and of whom?")
+raise NotImplementedError("Exercise 09.q1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"09.q1\")")
 
 # %% tags=["check"]
 checks.check_why_small_files(why_small_files)
 
 # %% tags=["exercise"]
 # Exercise 09.2: From `step_times` (workers -> mean step time), how many workers are enough: the fewest whose step time is within 10 % of the best? Store it in `workers_enough`.
-# Hint: find the best (smallest) time, then the smallest worker count with a time of at most 1.1 times that.
 best = None
 workers_enough = None
-raise NotImplementedError("Exercise 09.2: find the best (smallest) time, then the smallest worker count with a time of at most 1.1 times that.")
+raise NotImplementedError("Exercise 09.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"09.2\")")
 
 # %% tags=["check"]
 checks.check_enough_workers(workers_enough, step_times, tolerance=0.10)
 
 # %% tags=["exercise"]
 # Exercise 09.q3: Now compare with your prediction: which option do the three rounds show (step time with 2 workers against 0)? Store the letter in `workers_outcome`.
-# Hint: `compare(runs[2], runs[0])` from lumikit.measure says whether the difference is within the noise; if not, its `ratio` says which way.
 workers_vs_none = None
 workers_outcome = None
-raise NotImplementedError("Exercise 09.q3: `compare(runs[2], runs[0])` from lumikit.measure says whether the difference is within the noise; if not, its `ratio` says which way.")
+raise NotImplementedError("Exercise 09.q3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"09.q3\")")
 
 # %% tags=["check"]
 checks.check_more_workers_outcome(workers_outcome, workers_prediction, measured=rounds)
 
 # %% tags=["exercise"]
 # Exercise 09.3: Which GCD is starved in your generated session `snapshots`? Store its index in `starved_gcd`.
-# Hint: group `tidy(snapshots)` by "index"; the starved GCD has a low busy % and a low clock while the others work.
 per_gcd = None
 starved_gcd = None
-raise NotImplementedError("Exercise 09.3: group `tidy(snapshots)` by \"index\"; the starved GCD has a low busy % and a low clock while the others work.")
+raise NotImplementedError("Exercise 09.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"09.3\")")
 
 # %% tags=["check"]
 checks.check_starved_gcd(starved_gcd)
@@ -157,11 +151,10 @@ print(f"{len(windows)} windows of 32 bytes")
 #  (a) fork copies the parent's threads, locks and GPU/RCCL state into each worker; spawn starts fresh interpreters.
 #  (b) spawn starts workers faster than fork.
 #  (c) fork does not work on Linux.
-# Hint: `DataLoader(..., num_workers=1, multiprocessing_context="spawn")`; each spawned worker imports torch anew.
 spawn_loader = None
 first_batch = None
 why_spawn = None
-raise NotImplementedError("Exercise 09.S1: `DataLoader(..., num_workers=1, multiprocessing_context=\"spawn\")`; each spawned worker imports torch anew.")
+raise NotImplementedError("Exercise 09.S1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"09.S1\")")
 
 # %% tags=["check"]
 seed_checks.check_spawn_loader(spawn_loader, first_batch, why_spawn)

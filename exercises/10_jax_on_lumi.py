@@ -28,14 +28,14 @@ JAX_PROGRAM = 'import jax; print("devices:", jax.devices())'
 # Exercise 10.S1: Build a job (`jax_job`) that runs `JAX_PROGRAM` with `python -c` in the JAX container on small-g,
 # one task with 2 GCDs (`gpus_per_node=2`), 5 minutes. Predict how many devices `jax.devices()` lists in it
 # (`devices_expected`). Then run it where you can (Slurm, or this kernel when it has JAX) and store what it printed in
-# `jax_output` ("" where it cannot run).
-# Hint: `spec(["python", "-c", JAX_PROGRAM], partition=..., gpus_per_node=2, time="0:05:00", container="jax")`.
+# `jax_output` ("" where it cannot run). Keep the packages of your ~/.local out of the container's Python (a jax
+# installed there with `pip install --user` would shadow the container's ROCm build).
 jax_job = None
 devices_expected = None
 jax_output = None
 job = None
 run = None
-raise NotImplementedError("Exercise 10.S1: `spec([\"python\", \"-c\", JAX_PROGRAM], partition=..., gpus_per_node=2, time=\"0:05:00\", container=\"jax\")`.")
+raise NotImplementedError("Exercise 10.S1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"10.S1\")")
 
 # %% tags=["check"]
 seed_checks.check_jax_job(jax_job, devices_expected, jax_output)

@@ -1,30 +1,29 @@
 # %% [markdown]
 # # 11 · Capstone: find the bottleneck, fix it, measure: exercises
 #
-# A 2-rank DDP training run of the course's language model is slower than it should be: one rank loads its data
-# from slow storage (the bottleneck is planted; which rank it is depends on your user name). Find it the way you
-# would on LUMI, with each tool in turn, then fix it without touching the storage and report the numbers:
+# **The symptom.** A 2-rank DDP training run of the course's language model (`capstone_job` below) is slower than
+# it should be, and the people who pay for its GPU hours want to know why and what to do about it. Nothing in its
+# log is an error.
 #
-# 1. **GPU view** (module 04): what does a run with this problem look like on a LUMI-G node?
-# 2. **Profiler** (module 05): which rank spends its steps loading data?
-# 3. **Trace analysis** (module 06): where do the other ranks lose the same time?
-# 4. **Fix and measure** (modules 07 and 09): the step time before and after.
+# **Your budget.** Three runs of 12 steps: the first one (launched for you below, profiled on every rank), and two
+# more of your choice. Here a run takes about a minute on a busy machine; on LUMI each costs a few GPU-minutes.
+# What you may change: how the job runs and loads its data (`python -m lumikit.workloads.capstone --help` lists the
+# workload's options). What you may not: the storage it reads from (its `--case` and the delay stay as they are).
 #
-# The runs are local processes here (2 ranks on the CPU, `gloo`) and Slurm jobs on LUMI; each takes about a minute
-# to start on a busy machine.
+# **What you deliver.** A claim the check judges against your runs: which rank holds the job back, in which phase
+# the other ranks lose the time, which fix you applied, and the step time before and after with its spread
+# (`lumikit.measure`), then a written conclusion that goes to your progress folder. Modules 04 to 09 gave you every
+# tool you need; choosing them is part of the exercise. `hint("11.2")` and friends are there when you are stuck.
 #
-# What to find, and why it matters: the one rank that holds every other rank back, and the evidence for it
-# (in a data-parallel job the slowest rank sets the step time of all, so the GPU hours of every rank are lost
-# to one rank's storage).
+# What to find, and why it matters: the one rank that holds every other rank back, and the evidence for it (in a
+# data-parallel job the slowest rank sets the step time of all, so the GPU hours of every rank are lost to one
+# rank's problem). The runs are local processes here (2 ranks on the CPU, `gloo`) and Slurm jobs on LUMI.
 
 # %%
-import json
-import statistics
-from pathlib import Path
-
 import lumikit.checks.m11 as checks
 from lumikit.jobs import workload_spec
 from lumikit.launch import launch, mode_line
+from lumikit.measure import measured
 from lumikit.smi import load_session, tidy
 from lumikit.smi.plots import timeline
 from lumikit.trace import TraceAnalyzer
@@ -35,12 +34,12 @@ case = case_for()
 print(mode_line(), "· your case:", case)
 
 
-def capstone_job(name: str, workers: int):
-    """The capstone run: 2 ranks of DDP, 12 steps, steps 8-11 profiled (schedule 6,1,4,1)."""
+def capstone_job(name: str, *options: str):
+    """The capstone run: 2 ranks of DDP, 12 steps, profiled on every rank (steps 8-11 recorded); `options` are more
+    options of the workload (`python -m lumikit.workloads.capstone --help`)."""
     return workload_spec("capstone", "--model-size", "tiny", "--no-progress", "--steps", "12", "--mode", "ddp",
-                         "--case", str(case), "--workers", str(workers), name=name, gcds=2, ntasks_per_node=2,
-                         time="0:10:00", profile="torch", profile_steps=12,
-                         env={"LUMIKIT_PROFILE_SCHEDULE": "6,1,4,1"})
+                         "--case", str(case), *options, name=name, gcds=2, ntasks_per_node=2, time="0:10:00",
+                         profile="torch", profile_steps=12, env={"LUMIKIT_PROFILE_SCHEDULE": "6,1,4,1"})
 
 
 # %% [markdown]
@@ -56,26 +55,27 @@ session_table = tidy(snapshots)
 timeline(snapshots);
 
 # %% tags=["exercise"]
-# Exercise 11.1: Which GCD idles while the others work (`starved`, its index)? Which hypothesis fits (`hypothesis`)?
+# Exercise 11.1: What does this session show: which GCD behaves unlike the others (`starved`, its index), and which
+# hypothesis fits (`hypothesis`)?
 #  (a) that GCD is broken  (b) its rank gets its batches late, and the other ranks wait for it at each step
 #  (c) the model is too small for the GPUs
-# Hint: group `session_table` by "index" and compare the median clock (`sclk_mhz`) and power.
 per_gcd = None
 starved = None
 hypothesis = None
-raise NotImplementedError("Exercise 11.1: group `session_table` by \"index\" and compare the median clock (`sclk_mhz`) and power.")
+raise NotImplementedError("Exercise 11.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"11.1\")")
 
 # %% tags=["check"]
 checks.check_starved_gcd(starved, hypothesis)
 
 # %% [markdown]
-# ## 2 · The profiler
+# ## 2 · Your first run
 #
-# Run the job with `torch.profiler` on every rank (the run prints where its folder is).
+# The run with the symptom, as it is, profiled with `torch.profiler` on every rank (the cell waits on the run's
+# state, at most `checks.WAIT_S` seconds, and prints where its folder is).
 
 # %%
-before = launch(capstone_job("capstone-before", workers=0))
-print(mode_line(), "->", before.wait(timeout=85, progress=False), before.path)
+before = launch(capstone_job("capstone-before"))
+print(mode_line(), "->", before.wait(timeout=checks.WAIT_S, progress=False), before.path)
 analyzer = TraceAnalyzer.from_path(before.path / "profile")
 analyzer.get_step_times().pivot(index="step", columns="rank", values="dur_us").div(1000).round(1)
 
@@ -84,56 +84,64 @@ analyzer.get_step_times().pivot(index="step", columns="rank", values="dur_us").d
 # the step time alone does not say which rank is slow. The phases of each step do.
 
 # %% tags=["exercise"]
-# Exercise 11.2: Which rank spends most of its steps loading data (`slow_rank_found`), and what share (0-1) of its
-# recorded step time is the data phase (`data_share`)?
-# Hint: `step_phases(host_ops(analyzer.trace[rank].events))` gives per step `dur_us` and `data_us`.
+# Exercise 11.2: Which rank holds the others back (`slow_rank_found`), and what share (0-1) of its recorded step
+# time is your evidence for it (`data_share`: the share of the phase that gives it away)?
 phases = None
 shares = None
 slow_rank_found = None
 data_share = None
-raise NotImplementedError("Exercise 11.2: `step_phases(host_ops(analyzer.trace[rank].events))` gives per step `dur_us` and `data_us`.")
+raise NotImplementedError("Exercise 11.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"11.2\")")
 
 # %% tags=["check"]
 checks.check_slow_rank(before.path, slow_rank_found, data_share)
 
 # %% [markdown]
-# ## 3 · The trace analysis
+# ## 3 · Where the others lose the time
 
 # %% tags=["exercise"]
-# Exercise 11.3: The fast rank's steps last as long as the slow rank's. In which phase ("forward", "backward",
-# "optimizer" or "other") does it spend the time the slow rank spends loading? Store it in `waiting_phase`.
-# Hint: compare each phase's share of step time on the two ranks; DDP's collectives run in forward and backward.
+# Exercise 11.3: The other rank's steps last as long as the slow rank's. In which phase ("forward", "backward",
+# "optimizer" or "other") does it lose the time the slow rank spends on its own problem? Store it in `waiting_phase`.
 phase_names = None
 share_table = None
 fast_rank = None
 waiting_phase = None
-raise NotImplementedError("Exercise 11.3: compare each phase's share of step time on the two ranks; DDP's collectives run in forward and backward.")
+raise NotImplementedError("Exercise 11.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"11.3\")")
 
 # %% tags=["check"]
 checks.check_waiting_phase(before.path, waiting_phase)
 
 # %% [markdown]
-# ## 4 · Fix it and measure
+# ## 4 · Fix it, measure, claim
 #
-# The storage stays slow (`--case` and the delay stay as they are). What you can change is *when* the slow rank
-# reads: with DataLoader workers (module 09) the next batches load in other processes while the current step
-# computes.
+# You have two runs left. The storage stays slow; everything else about how the job runs is yours to change.
 
 # %% tags=["exercise"]
-# Exercise 11.4: Run the same job (profiled too, so both runs pay the same overhead) with DataLoader workers
-# (`capstone_job("capstone-after", workers=...)`), store the run in `after`, and the speed-up (median over ranks of
-# the first run's mean step time divided by the fixed run's) in `speedup`.
-# Hint: each `result.rank<R>.json` in a run folder holds `mean_step_time_s`; 2 workers are enough here.
+# Exercise 11.4: Fix it: launch the fixed run (`after`, with `capstone_job("capstone-after", <your options>)`, so it
+# is profiled like the first and pays the same overhead), measure both runs' warm step times with their spread, and
+# state your claim in `claim`: {"rank": ..., "phase": ..., "fix": "<the options you changed>", "before": <Measured>,
+# "after": <Measured>}. The check judges each part against the runs.
+fix = None
 after = None
-median_step = None
-speedup = None
-raise NotImplementedError("Exercise 11.4: each `result.rank<R>.json` in a run folder holds `mean_step_time_s`; 2 workers are enough here.")
+warm = None
+claim = None
+raise NotImplementedError("Exercise 11.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"11.4\")")
 
 # %% tags=["check"]
-checks.check_fix(before.path, after, speedup)
+checks.check_claim(claim, before.path, after)
+
+# %% tags=["exercise"]
+# Exercise 11.A: Write your conclusion for the people who pay for the GPU hours (at least 60 words, as a string in
+# `conclusion`): why the GPU view and the step times cannot name the slow rank, what does, why every rank got
+# faster when your fix touched one rank's problem only, and your numbers (the rank, its share, the step times
+# before and after). The check saves it to your progress folder, where your instructor reads it.
+conclusion = None
+raise NotImplementedError("Exercise 11.A: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"11.A\")")
+
+# %% tags=["check"]
+checks.check_conclusion(conclusion, before.path)
 
 # %% [markdown] tags=["exercise"]
-# **Question 11.A.** Why can the GPU view and the step times not name the slow rank, what does, and why does every
-# rank get faster when only one rank's loading changed?
+# **Question 11.B.** Your fix hides the slow input behind the computation. When would it stop being enough, and what
+# would you then change or ask for?
 #
 # **Your answer:** _write it here, with the numbers from the cells above that support it._

@@ -23,7 +23,8 @@ print(f"{site.node.gcd_count} GCDs per node, {site.node.cpus_per_gcd} usable cor
 # Exercise 01.1: Build a job on 2 full nodes, one task per GCD, each task bound to the cores next to its GCD
 # (`cpu_bind="auto"`). Store the spec in `two_node_job`, render it with `render_srun(two_node_job, site)` and store
 # the CPU masks of its `--cpu-bind=mask_cpu:` option, in GCD order, in the list `masks`.
-# Hint: masks need whole nodes (standard-g, or exclusive=True); the option's value is the masks joined by commas.
+# Hint: a mask needs the whole node, and each task gets the cores next to its own GCD; the rendered command carries them.
+# Tool: `spec(..., partition="standard-g", cpu_bind="auto")`, `render_srun(job, site).argv` (the `--cpu-bind=mask_cpu:` token).
 two_node_job = spec(["python", "train.py"], partition="standard-g", nodes=2, ntasks_per_node=8, gpus_per_node=8,
                     cpus_per_task=7, mem_per_gpu="60G", time="0:30:00", cpu_bind="auto")
 command = render_srun(two_node_job, site)
@@ -48,7 +49,8 @@ print(f"your GCD: k = {k}")
 # %% tags=["solution"]
 # Exercise 01.2: Which cores and which NUMA domain sit next to GCD `k`? Store the core numbers (a list) in
 # `cores_k` and the NUMA domain (an int) in `numa_k`.
-# Hint: `site.node.gcd(k)` holds both; GCD k is not next to cores 8k to 8k+7.
+# Hint: GCD numbers are not core groups: GCD k is not next to cores 8k to 8k+7; the site profile maps each GCD to its cores.
+# Tool: `site.node.gcd(k)` (its `.cores` and `.numa`).
 gcd = site.node.gcd(k)
 cores_k = list(gcd.cores)
 numa_k = gcd.numa
@@ -81,7 +83,8 @@ print(rejected)
 # %% tags=["solution"]
 # Exercise 01.3: Which field of `rejected` breaks LUMI's rules? Store its name (e.g. "time") in `bad_field`, and a
 # corrected copy of the job (same nodes, GCDs and tasks) in `fixed_job`.
-# Hint: `problems(rejected, site)` lists every rule it breaks; `rejected.with_(name=value)` makes a changed copy.
+# Hint: LUMI checks each field against the node; the fix keeps the job's shape and gives each task what sits next to its GCD.
+# Tool: `problems(rejected, site)` lists the rules broken (each with a `.field`); `rejected.with_(name=value)` makes a changed copy.
 found = problems(rejected, site)
 for err in found:
     print(err)
@@ -146,8 +149,8 @@ for out in (topo, cpus):
 # %% tags=["solution"]
 # Exercise 01.T1: From the two outputs above, derive the CPU mask of every GCD (GCD 0 first) as hex strings such as
 # "0x00fe000000000000", and store the list in `derived_masks`.
-# Hint: GCD -> NUMA from the first output; a NUMA domain's first 16 cores (lscpu) are two groups of 8; drop the
-# first core of each group.
+# Hint: GCD -> NUMA from the first output; a NUMA domain's first 16 cores (lscpu) are two groups of 8; the first core of each group is reserved.
+# Tool: a mask sets bit n for core n: `hex(sum(1 << c for c in cores))`.
 numa_of = {d.index: d.numa_node for d in parse_smi(topo.text).devices}
 first_core = {}
 for line in cpus.text.splitlines():
@@ -189,12 +192,13 @@ print("the seed's test:", seed_command)
 # %% tags=["solution"]
 # Exercise 01.T2: Fix the seed's test so it starts one task per mask, run it with `sh(...)` and store the command
 # line in `bind_command` and `sh`'s result in `bind_run`. On lumi-sim use partition `small-g` and `--time=1`.
-# Hint: `--ntasks` (or `--ntasks-per-node`) equal to the number of masks; read the printed lists: one line per rank.
+# Hint: one task per mask: the test proves nothing with one task; read the printed lists, one line per rank.
+# Tool: `--ntasks` (or `--ntasks-per-node`) on the `srun` line.
 partition = cluster.gpu_partition if cluster else "standard-g"
 bind_command = (f"srun --partition={partition} --nodes=1 --ntasks={len(task_masks)} --time=1 "
                 f"--cpu-bind=mask_cpu:{','.join(task_masks)} "
                 "bash -c 'echo $SLURM_PROCID $(grep Cpus_allowed_list /proc/self/status)' | sort -n")
-bind_run = sh(bind_command, cluster, timeout=80)
+bind_run = sh(bind_command, cluster, timeout=200)
 
 # %% tags=["check"]
 terminal_checks.check_bind_test(bind_command, bind_run)

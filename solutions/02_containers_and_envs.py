@@ -27,7 +27,8 @@ print("bind sets in the site profile:", ", ".join(site.binds))
 # %% tags=["solution"]
 # Exercise 02.1: Render the srun command of a job on 2 standard-g nodes (8 tasks and 8 GCDs per node) that runs
 # `python train.py` in the site's PyTorch container. Store the rendered command in `two_node_command`.
-# Hint: name the container (`container="pytorch"`) and let lumikit choose the binds; `render_srun(job, site)`.
+# Hint: name the container and let lumikit choose the binds a 2-node job needs.
+# Tool: `spec(..., container="pytorch")`, then `render_srun(job, site)`.
 two_node_job = spec(["python", "train.py"], partition="standard-g", nodes=2, ntasks_per_node=8, gpus_per_node=8,
                     cpus_per_task=7, mem_per_gpu="60G", time="0:30:00", container="pytorch")
 two_node_command = render_srun(two_node_job, site)
@@ -39,7 +40,8 @@ checks.check_two_node_container(two_node_command)
 # %% tags=["solution"]
 # Exercise 02.2: Which of the site's bind sets does a job need once it spans several nodes (RCCL over
 # Slingshot)? Store its name in `rccl_bind_set`.
-# Hint: compare `effective_binds` of the 2-node job with that of a 1-node job.
+# Hint: which paths does a 2-node job bind that a 1-node job does not?
+# Tool: `effective_binds(job, site)` of both jobs.
 one_node_job = spec(["python", "train.py"], gpus_per_node=1, container="pytorch")
 extra = set(effective_binds(two_node_job, site)) - set(effective_binds(one_node_job, site))
 print("bound only for 2 nodes:", sorted(extra))
@@ -67,7 +69,8 @@ print(pyvenv_cfg)
 # %% tags=["solution"]
 # Exercise 02.3: Which Python interpreter does the venv really run when you start `venv/bin/python`? Store its path
 # (a string) in `venv_python`.
-# Hint: `venv/bin/python` is a symbolic link; follow it (`Path.resolve()`), or look at `home` in pyvenv.cfg.
+# Hint: `venv/bin/python` is only a link; the interpreter it runs lives where the venv's configuration says.
+# Tool: `Path.resolve()` on the link, or `home` in pyvenv.cfg.
 venv_python = str((venv / "bin" / "python").resolve())
 print("venv/bin/python ->", venv_python)
 print("pyvenv.cfg home: ", pyvenv_cfg["home"])
@@ -87,7 +90,8 @@ print(base_versions)
 # %% tags=["solution"]
 # Exercise 02.4: Write the lines of a pip constraints file that stop `pip install` from replacing the base's
 # torch and numpy. Store them, one string per package, in the list `pins`.
-# Hint: a constraint line is `name==version`; use the measured `base_versions`.
+# Hint: a lower bound lets pip upgrade; only an exact version keeps the base's package.
+# Tool: one line `name==version` per package of `base_versions`.
 pins = [f"{name}=={version}" for name, version in base_versions.items()]
 print("\n".join(pins))
 

@@ -44,7 +44,8 @@ print(f"first job: {len(first_metrics)} metric rows; resumed job: {len(resumed_m
 # %% tags=["solution"]
 # Exercise 03.1: From the first job's per-step times (`step_times`, seconds), what is the step time once warm
 # (`warm_step_s`), and how much longer than that did the first step take (`first_step_overhead_s`)?
-# Hint: leave out step 1, take the median of the rest; the overhead is step 1's time minus that.
+# Hint: the first step is not like the others: leave it out before you average; the overhead is how much longer step 1 took.
+# Tool: `statistics.median(step_times[1:])`.
 warm_step_s = statistics.median(step_times[1:])
 first_step_overhead_s = step_times[0] - warm_step_s
 print(f"warm step: {warm_step_s * 1000:.1f} ms, first step: {step_times[0] * 1000:.1f} ms "
@@ -56,7 +57,8 @@ checks.check_warm_step_time(warm_step_s, first_step_overhead_s, step_times)
 # %% tags=["solution"]
 # Exercise 03.2: The second job resumed from the first job's checkpoint. At which step number did it continue
 # (the first step it trained: `continued_at`), and how many steps did it train itself (`steps_trained`)?
-# Hint: `resumed_steps` holds the `step` of each metrics row the resumed job wrote (or read `resumed.stdout()`).
+# Hint: the resumed job's metrics start where the checkpoint ended.
+# Tool: `resumed_steps` (the `step` of each metrics row it wrote), or `resumed.stdout()`.
 continued_at = min(resumed_steps)
 steps_trained = len(resumed_steps)
 print(resumed.stdout().splitlines()[0])
@@ -68,7 +70,8 @@ checks.check_resume(continued_at, steps_trained, first_steps, resumed_steps)
 # %% tags=["solution"]
 # Exercise 03.3: On LUMI this job would get `--time=0:15:00`. Keeping 60 s for start-up and the last checkpoint,
 # how many whole steps at the warm step time of 03.1 fit? Store the number in `steps_that_fit`.
-# Hint: `parse_time` (from lumikit.jobs) turns a Slurm time into seconds; round down.
+# Hint: seconds of --time, less the reserve, divided by the warm step time; a step that does not finish does not count.
+# Tool: `parse_time` (lumikit.jobs) turns a Slurm time into seconds; `math.floor`.
 steps_that_fit = math.floor((parse_time("0:15:00") - 60) / warm_step_s)
 print(f"{parse_time('0:15:00') - 60} s / {warm_step_s * 1000:.1f} ms per step -> {steps_that_fit:,} steps")
 
@@ -84,7 +87,8 @@ slurm_log = ("epoch 0: loss 2.1043, epoch time 301.22s\n"
 # %% tags=["solution"]
 # Exercise 03.4: Which signature id does the log doctor give `slurm_log`'s last line (`time_limit_signature`), and
 # in which state does `sacct` then show the job (`final_state`)?
-# Hint: `diagnose_text(text)` (lumikit.logs) returns diagnoses with a `signature`; Slurm's states are in `STATES`.
+# Hint: the log doctor names what a log's last lines show; Slurm has a state for a job whose --time ran out.
+# Tool: `diagnose_text(text)` (lumikit.logs) returns diagnoses with a `signature`; the states are in `STATES`.
 diagnoses = diagnose_text(slurm_log, source="slurm-7345012.out")
 time_limit_signature = diagnoses[-1].signature
 final_state = "TIMEOUT"  # one of STATES: the --time ran out
@@ -174,7 +178,8 @@ sh("sbatch broken.sh", cluster, cwd=workdir);  # Slurm's own answer to the first
 # write the script to `workdir / "fixed.sh"` and store its path in `fixed_script`. Submit it with
 # `sh("sbatch --parsable fixed.sh", cluster, cwd=workdir)` and store the result in `fixed_submit`; wait for the job
 # (`wait_for_job(job_id, cluster)`) and print its output file.
-# Hint: the value of `--account` must be the project itself; `--tasks-per-node` must equal `--gpus-per-node`.
+# Hint: the value of `--account` must be the project itself; each GPU gets its own task.
+# Tool: `--tasks-per-node` equal to `--gpus-per-node`, `--cpus-per-task` divided to match.
 fixed_text = (broken_script.replace("--account=--account=", "--account=")
               .replace("--tasks-per-node=1", f"--tasks-per-node={gpus}")
               .replace(f"--cpus-per-task={cores_per_task * gpus}", f"--cpus-per-task={cores_per_task}"))
@@ -183,7 +188,7 @@ fixed_script.write_text(fixed_text)
 fixed_submit = sh("sbatch --parsable fixed.sh", cluster, cwd=workdir)
 if fixed_submit.ran and fixed_submit.returncode == 0:
     fixed_id = fixed_submit.stdout.strip().split(";")[0]
-    print("final state:", wait_for_job(fixed_id, cluster, timeout=80))
+    print("final state:", wait_for_job(fixed_id, cluster, timeout=200))
     sh(f"cat first-sbatch-{fixed_id}.out; sacct -j {fixed_id} -o JobID,JobName,State,NTasks,Account", cluster,
        cwd=workdir)
 
@@ -199,14 +204,15 @@ terminal_checks.check_fixed_script(fixed_script, fixed_submit)
 # Exercise 03.T2: Submit `sbatch --parsable --wrap "sleep 300"` (with the partition above and `--time=00:06:00`),
 # store `sh`'s result in `to_cancel`; while it is queued or running, store `sh("squeue -j <id>")` in
 # `squeue_seen`; then stop it with `scancel <id>` and wait until sacct says it ended.
-# Hint: the job id is the first word `sbatch --parsable` prints; sacct shows `CANCELLED by <uid>` afterwards.
+# Hint: sbatch --parsable prints the job id first; sacct remembers who cancelled a job.
+# Tool: `scancel <id>`, then `sacct -j <id>` (it shows `CANCELLED by <uid>`).
 to_cancel = sh(f'sbatch --parsable --partition={partition} --time=00:06:00 --job-name=to-cancel --wrap "sleep 300"',
                cluster, cwd=workdir)
 cancel_id = to_cancel.stdout.strip().split(";")[0]
 squeue_seen = sh(f"squeue -j {cancel_id}", cluster)
 if to_cancel.ran:
     sh(f"scancel {cancel_id}", cluster)
-    print("final state:", wait_for_job(cancel_id, cluster, timeout=60))
+    print("final state:", wait_for_job(cancel_id, cluster, timeout=200))
 
 # %% tags=["check"]
 terminal_checks.check_cancelled_job(to_cancel, squeue_seen)

@@ -28,7 +28,8 @@ ddp_table[["sample", "index", "package", "power_w", "gpu_busy_pct", "sclk_mhz"]]
 # %% tags=["solution"]
 # Exercise 04.1: In your session `ddp` one GCD is starved: it waits for input data while the others work. Which?
 # Store its index in `starved_gcd`.
-# Hint: average `gpu_busy_pct` (and `sclk_mhz`) per GCD over the whole session; one stands out.
+# Hint: a starved GCD idles at a low clock while the others work: compare the GCDs over the whole session, not one sample.
+# Tool: group the session's table by `index` and average `gpu_busy_pct` or `sclk_mhz`.
 per_gcd = ddp_table.groupby("index")[["gpu_busy_pct", "sclk_mhz"]].mean()
 starved_gcd = int(per_gcd["gpu_busy_pct"].idxmin())
 print(per_gcd.round(0).T)
@@ -40,7 +41,8 @@ checks.check_starved_gcd(starved_gcd)
 # %% tags=["solution"]
 # Exercise 04.2: Which GCDs print a power reading at all (`power_gcds`, a list), and what is each package's mean
 # power over the session (`package_power_w`, a dict package -> watts)?
-# Hint: drop the rows whose `power_w` is missing (the odd GCDs print N/A), then group by `package`.
+# Hint: power is measured per package of two GCDs: the odd GCDs print N/A.
+# Tool: drop the rows whose `power_w` is missing (`dropna`), then group by `package`.
 with_power = ddp_table.dropna(subset=["power_w"])
 power_gcds = sorted(int(i) for i in with_power["index"].unique())
 package_power_w = {int(p): float(w) for p, w in with_power.groupby("package")["power_w"].mean().items()}
@@ -66,7 +68,8 @@ checks.check_why_na(why_na)
 # thresholds, printed above). A mean over the session mixes long waits with short bursts, so read one sample: the
 # first one in which your starved GCD computes (its GPU% at or above `thresholds.busy_pct`). Store that sample's
 # number in `sample`, and in `activity` a dict package -> "idle", "one" or "both" by each package's power in it.
-# Hint: filter `ddp_table` on the starved GCD and `gpu_busy_pct`, take the smallest `sample`; then apply `package_activity(watts, thresholds)` from lumikit.smi.interpret to each package's `power_w` in that sample.
+# Hint: GPU% counts a kernel that is resident, even one that waits; power counts arithmetic. Find the first sample where the starved GCD computes, then read each package's power against the site's thresholds.
+# Tool: the session table's `sample`, `gpu_busy_pct` and `power_w` columns; the thresholds in `load_site("lumi").power`.
 catching_up = ddp_table[(ddp_table["index"] == starved_gcd) & (ddp_table["gpu_busy_pct"] >= thresholds.busy_pct)]
 sample = int(catching_up["sample"].min())
 in_sample = ddp_table[ddp_table["sample"] == sample].dropna(subset=["power_w"])
@@ -102,7 +105,7 @@ waiting = Snapshot(devices=(
 
 # %% tags=["solution"]
 # Exercise 04.q3: Now read the `waiting` snapshot above: which option does its package power show? Store the letter in `waiting_outcome`; the check compares it with your prediction.
-# Hint: compare `waiting.device(0).power_w` with the site's thresholds (printed at the top).
+# Hint: compare the `waiting` snapshot's package power with the site's thresholds (printed at the top).
 waiting_outcome = {"both": "a", "one": "b", "idle": "c"}[package_activity(waiting.device(0).power_w, thresholds)]
 print(f"package 0 draws {waiting.device(0).power_w:g} W at 100 % GPU%")
 
@@ -113,7 +116,8 @@ checks.check_waiting_outcome(waiting_outcome, waiting_prediction,
 # %% tags=["solution"]
 # Exercise 04.4: What does lumikit's interpretation call the `waiting` snapshot (`finding_kind`, the finding's
 # kind), and are its GCDs computing (`computing`, True or False)?
-# Hint: `interpret(waiting)` returns findings with a `kind` and a `message`; compare the power with the thresholds.
+# Hint: 100 % GPU% at near-idle power: is the GCD doing arithmetic?
+# Tool: `interpret(waiting)` returns findings with a `kind`.
 findings = interpret(waiting)
 for finding in findings:
     print(f"[{finding.kind}] {finding.message}")
@@ -181,7 +185,8 @@ training = "bash -c 'for i in $(seq 8); do echo step $i; sleep 1; done'"
 # store `sh`'s result in `allocation`. Start `training` as a step in the background (`srun --jobid=<id> ... &`,
 # output to a file), then run `watch_command` as a second step with `srun --jobid=<id> --overlap` while it runs.
 # Show the steps with `squeue -s -j <id>`, then release the allocation with `scancel <id>`.
-# Hint: salloc prints "Granted job allocation <id>"; without --overlap the second srun waits for the first to end.
+# Hint: salloc prints the allocation's id; a second srun in the same allocation waits for the first unless it may overlap.
+# Tool: `salloc --no-shell`, `srun --jobid=<id> --overlap`.
 allocation = sh(f"salloc --no-shell --partition={partition} --nodes=1 --ntasks=1 --gpus-per-node=1 "
                 f"--time=00:05:00 --job-name=watch-me", cluster)
 alloc_id = re.search(r"allocation (\d+)", allocation.stderr).group(1) if allocation.ran else "<id>"
@@ -194,7 +199,7 @@ sh(f"squeue -s -j {alloc_id}", cluster)
 sh("sleep 5", cluster)
 sh(f"scancel {alloc_id}", cluster)
 if allocation.ran:
-    print("allocation:", wait_for_job(alloc_id, cluster, timeout=60))
+    print("allocation:", wait_for_job(alloc_id, cluster, timeout=200))
     sh(f"cat training-{alloc_id}.log; sacct -j {alloc_id} -o JobID,JobName,State,Start,End", cluster, cwd=workdir)
 
 # %% tags=["check"]

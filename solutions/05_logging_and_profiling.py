@@ -37,7 +37,8 @@ print(f"05.1: profile rank {target_rank}, recording steps {target_steps}")
 
 # %% tags=["solution"]
 # Exercise 05.1: In a 4-rank job, profile only rank `target_rank` with torch.profiler, recording the steps `target_steps` (printed above, counted from 1 as the metrics file does), with one profiler warm-up step before them, and stop the run after the last of them. Store the job spec in `job`.
-# Hint: `workload_spec("lm", "--mode", "ddp", gcds=..., ntasks_per_node=..., profile=..., profile_ranks=[...], profile_steps=..., env={"LUMIKIT_PROFILE_SCHEDULE": "wait,warmup,active,repeat"})`; torch skips `wait` steps and warms up for `warmup` before it records.
+# Hint: torch's schedule skips some steps, warms up, then records; count which steps that makes, from 1 as the metrics file does, and stop the run after the last recorded one.
+# Tool: `workload_spec("lm", ..., profile=..., profile_ranks=..., profile_steps=..., env={"LUMIKIT_PROFILE_SCHEDULE": "wait,warmup,active,repeat"})`.
 schedule_05_1 = f"{target_steps[0] - 2},1,{len(target_steps)},1"
 job = workload_spec("lm", "--mode", "ddp", gcds=4, ntasks_per_node=4, time="0:15:00", profile="torch",
                     profile_ranks=[target_rank], profile_steps=target_steps[-1],
@@ -50,7 +51,8 @@ checks.check_rank_profile_spec(job)
 
 # %% tags=["solution"]
 # Exercise 05.2: Over the recorded steps, what share (0-1) of the step time went to backward, and what share to the optimizer? Store them in `backward_share` and `optimizer_share`.
-# Hint: `phases` has one row per recorded step: its duration `dur_us` and the time of each phase.
+# Hint: a share is a phase's time over the recorded steps divided by those steps' total time.
+# Tool: `phases` has one row per recorded step: `dur_us` and the time of each phase.
 backward_share = phases["backward_us"].sum() / phases["dur_us"].sum()
 optimizer_share = phases["optimizer_us"].sum() / phases["dur_us"].sum()
 print(f"backward {backward_share:.1%}, optimizer {optimizer_share:.1%}, "
@@ -61,7 +63,8 @@ checks.check_step_shares(backward_share, optimizer_share, phases)
 
 # %% tags=["solution"]
 # Exercise 05.3: Which operator spent the most self time in the recorded steps? Store its name (e.g. "aten::add") in `top_op`.
-# Hint: self time leaves out the operators called inside; `op_summary(ops)` ranks by it.
+# Hint: self time leaves out the operators called inside; total time counts them.
+# Tool: `op_summary(ops)` and its `self_us` column.
 ranking = op_summary(ops)
 top_op = ranking.loc[0, "name"]
 print(ranking.head(3)[["name", "calls", "total_us", "self_us", "self_share"]].round(3))
@@ -71,7 +74,8 @@ checks.check_top_self_op(top_op, ops)
 
 # %% tags=["solution"]
 # Exercise 05.4: How much slower is a recorded step than an unprofiled one? Store the median recorded step time divided by the median unprofiled step time in `slowdown`.
-# Hint: `step_times` is indexed by step (from 1); recorded steps are the trace's ProfilerStep numbers plus one; unprofiled are steps 2-6 (step 1 warms the model up, step 7 the profiler).
+# Hint: compare the median of the recorded steps with the median of unprofiled warm steps (step 1 warms the model up).
+# Tool: `step_times` is indexed by step (from 1); the recorded steps are the trace's ProfilerStep numbers plus one.
 recorded = [int(s) + 1 for s in phases["step"]]
 slowdown = step_times.loc[recorded].median() / step_times.loc[2:6].median()
 print(f"recorded steps {recorded}: {step_times.loc[recorded].median() * 1e3:.1f} ms median; "
@@ -175,7 +179,8 @@ print("write the trace into", raw_dir)
 # Exercise 05.S1: Profile `train_step` with `torch.profiler.profile` (CPU activity) and the schedule wait=1,
 # warmup=1, active=2, repeat=1. Run 6 steps, calling `prof.step()` after each; let `on_trace_ready` write a chrome
 # trace to `raw_dir / "trace.json"`. Store the trace's path in `raw_trace` and the number of steps run in `steps_run`.
-# Hint: `on_trace_ready=lambda p: p.export_chrome_trace(str(path))`; the trace names each recorded step ProfilerStep#N.
+# Hint: the profiler hands a trace to a callback when a cycle ends; each recorded step is named in it.
+# Tool: `on_trace_ready=lambda p: p.export_chrome_trace(str(path))`, `schedule(wait=..., warmup=..., active=...)`.
 raw_trace = raw_dir / "trace.json"
 steps_run = 6
 with profile(activities=[ProfilerActivity.CPU],

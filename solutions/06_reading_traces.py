@@ -23,7 +23,8 @@ print("ranks:", analyzer.ranks, "· steps:", analyzer.get_profiler_steps())
 
 # %% tags=["solution"]
 # Exercise 06.1: Which kernel class (compute, communication or memory) takes the most GPU time on rank 0? Store it in `top_class`.
-# Hint: `analyzer.get_kernel_breakdown()` has one row per rank and class, with `total_us`.
+# Hint: GPU time per kernel class, for the rank asked about.
+# Tool: `analyzer.get_kernel_breakdown()` (`kclass`, `total_us`).
 breakdown = analyzer.get_kernel_breakdown()
 rank0 = breakdown[breakdown["rank"] == 0]
 top_class = str(rank0.loc[rank0["total_us"].idxmax(), "kclass"])
@@ -35,7 +36,8 @@ checks.check_top_kernel_class(top_class, analyzer.get_kernel_breakdown(), rank=0
 
 # %% tags=["solution"]
 # Exercise 06.2: Which rank is the straggler, and how long (µs per step) do the other ranks wait for it? Store them in `straggler` and `wait_us`.
-# Hint: `analyzer.get_stragglers()`: the straggler arrives last at each all-reduce, so it spends the least time in communication (`mean_comm_us`).
+# Hint: the straggler arrives last at each all-reduce, so it waits least in communication; the others wait the difference.
+# Tool: `analyzer.get_stragglers()` (`mean_comm_us`).
 stragglers = analyzer.get_stragglers()
 straggler = int(stragglers.loc[stragglers["straggler_steps"].idxmax(), "rank"])
 others = stragglers[stragglers["rank"] != straggler]
@@ -61,7 +63,8 @@ checks.check_why_not_step_time(why_not_step_time)
 
 # %% tags=["solution"]
 # Exercise 06.3: What fraction of the straggler's GPU span is idle, and which idle category (host_wait, kernel_wait or other) holds most of the idle time on its compute stream? Store them in `idle_fraction` and `idle_reason`.
-# Hint: the compute stream is the one with the most compute time in `analyzer.gpu(rank)`; `get_temporal_breakdown()` has `idle_fraction`; `get_idle_time_breakdown()` has one row per rank and stream.
+# Hint: idle time is the GPU span without kernels; look at the stream where the rank's compute kernels run.
+# Tool: `get_temporal_breakdown()` (`idle_fraction`) and `get_idle_time_breakdown()` (one row per rank and stream).
 straggler = analyzer.get_straggler()
 gpu = analyzer.gpu(straggler)
 compute_stream = int(gpu[gpu["kclass"] == "compute"].groupby("stream")["dur"].sum().idxmax())
@@ -80,7 +83,8 @@ checks.check_idle(idle_fraction, idle_reason, analyzer, rank=analyzer.get_stragg
 
 # %% tags=["solution"]
 # Exercise 06.4: With Holistic Trace Analysis (HTA), what share of the straggler's GPU time is idle, in percent? Store HTA's number in `hta_idle_pct`.
-# Hint: `trace_analysis(run.path / "traces")` from `lumikit.trace.hta_bridge` builds HTA's `TraceAnalysis`; its `get_temporal_breakdown(visualize=False)` has `idle_time_pctg`. lumikit's own number is not the answer: compare the two.
+# Hint: HTA and lumikit define the span differently (HTA leaves out the last step): the answer is HTA's own number.
+# Tool: `trace_analysis(...)` from `lumikit.trace.hta_bridge` and its `get_temporal_breakdown(visualize=False)`.
 from lumikit.trace.hta_bridge import trace_analysis
 
 hta = trace_analysis(run.path / "traces")
@@ -97,7 +101,8 @@ checks.check_hta_idle(hta_idle_pct, run.path / "traces", rank=analyzer.get_strag
 
 # %% tags=["solution"]
 # Exercise 06.5: Write step 11 of the straggler rank as a gzip slice for ui.perfetto.dev under `run.path / "slices"`. Store the written file in `slice_path`.
-# Hint: `slice_trace(None, <file>.json.gz, steps=(11, 11), ranks=[rank], trace=analyzer.trace)` returns the files it wrote.
+# Hint: a slice keeps one rank and one step of the trace, written as gzip for Perfetto.
+# Tool: `slice_trace` (lumikit.trace) returns the files it wrote.
 straggler = analyzer.get_straggler()
 written = slice_trace(None, run.path / "slices" / f"rank{straggler}-step11.pt.trace.json.gz", steps=(11, 11),
                       ranks=[straggler], trace=analyzer.trace)

@@ -77,7 +77,8 @@ pd.DataFrame([{c: s[c] for c in columns} for s in (single, ddp, dp)]).set_index(
 # Exercise 07.1: (question 3) How many steps make one epoch for each DDP rank? Store it in `ddp_steps_per_rank`.
 # And which --batch-size per device would give the DDP run the same global batch as the single run? Store it in
 # `same_global_batch`.
-# Hint: one DDP step uses (batch per device x ranks) samples; the summaries hold dataset_size, batch_size, world_size.
+# Hint: one DDP step uses a batch on every rank at once.
+# Tool: the summaries' `dataset_size`, `batch_size`, `world_size`.
 ddp_steps_per_rank = ddp["dataset_size"] // (ddp["batch_size"] * ddp["world_size"])
 same_global_batch = single["global_batch_size"] // ddp["world_size"]
 print(f"single: {single['steps_per_epoch']} steps per epoch; DDP: {ddp_steps_per_rank} per rank; "
@@ -101,7 +102,8 @@ checks.check_fewer_steps(fewer_steps)
 # Exercise 07.2: (question 2) How many seconds longer was the first epoch of the single run than the second? Store
 # it in `first_epoch_extra_s`. How much longer was its first step than the median of the other first-epoch steps?
 # Store that in `first_step_extra_s`.
-# Hint: `single_epochs` has one row per epoch (`epoch_time_s`); `single_steps` one per step (`epoch`, `step_time_s`).
+# Hint: a difference of times, epoch against epoch and the first step against a typical one.
+# Tool: `single_epochs` (`epoch_time_s`) and `single_steps` (`epoch`, `step_time_s`).
 first_epoch_extra_s = single_epochs["epoch_time_s"].iloc[0] - single_epochs["epoch_time_s"].iloc[1]
 first_step_extra_s = (single_steps["step_time_s"].iloc[0]
                       - single_steps.loc[single_steps["epoch"] == 0, "step_time_s"].iloc[1:].median())
@@ -114,7 +116,8 @@ checks.check_first_epoch(first_epoch_extra_s, first_step_extra_s, single_epochs,
 # %% tags=["solution"]
 # Exercise 07.3: (question 4) How many times the single run's samples/s did DDP reach (`ddp_speedup`), and what
 # fraction of perfect scaling is that per rank (`ddp_efficiency`, 1.0 = two ranks give twice the samples/s)?
-# Hint: compare `global_samples_per_s`; divide the speed-up by `world_size`.
+# Hint: compare the work done per second by all ranks together; per rank, divide by the ranks.
+# Tool: `global_samples_per_s` and `world_size`.
 ddp_speedup = ddp["global_samples_per_s"] / single["global_samples_per_s"]
 ddp_efficiency = ddp_speedup / ddp["world_size"]
 print(f"DDP: {ddp_speedup:.2f}x the samples/s of one device = {ddp_efficiency:.0%} scaling efficiency; "
@@ -126,7 +129,8 @@ checks.check_ddp_gain(ddp_speedup, ddp_efficiency, single, ddp)
 # %% tags=["solution"]
 # Exercise 07.4: (question 5) How many times the single run's samples/s did DataParallel reach (`dp_speedup`), and
 # how much longer was each DP step than a single-device step (`dp_overhead`, 0.25 = 25 % longer)?
-# Hint: `global_samples_per_s` for the first, `mean_step_time_s` for the second.
+# Hint: throughput for the first answer, the step time for the second.
+# Tool: `global_samples_per_s`, `mean_step_time_s`.
 dp_speedup = dp["global_samples_per_s"] / single["global_samples_per_s"]
 dp_overhead = dp["mean_step_time_s"] / single["mean_step_time_s"] - 1
 print(f"DP: {dp_speedup:.2f}x the samples/s (global batch {dp['global_batch_size']}), step {dp_overhead:+.0%}; "
@@ -137,7 +141,7 @@ checks.check_dp_cost(dp_speedup, dp_overhead, single, dp)
 
 # %% tags=["solution"]
 # Exercise 07.q3: Now compare with your prediction: which option do the measured samples/s of DDP and DP show? Store the letter in `dp_or_ddp_outcome`.
-# Hint: compare `global_samples_per_s` of `ddp` and `dp`; "about the same" means within 5 %.
+# Hint: "about the same" means within 5 %.
 ddp_rate, dp_rate = ddp["global_samples_per_s"], dp["global_samples_per_s"]
 dp_or_ddp_outcome = "a" if ddp_rate > 1.05 * dp_rate else "b" if dp_rate > 1.05 * ddp_rate else "c"
 print(f"DDP {ddp_rate:.1f} samples/s, DP {dp_rate:.1f} samples/s -> ({dp_or_ddp_outcome})")
@@ -166,7 +170,8 @@ pd.DataFrame([{"model": s["model_size"], "batch": s["batch_size"], "parameters":
 # %% tags=["solution"]
 # Exercise 07.5: (question 6) How many times the parameters of the base model has the other model (`param_ratio`),
 # and how many times its mean step time (`step_time_ratio`)?
-# Hint: the summaries `single` and `other` hold `parameters` and `mean_step_time_s`.
+# Hint: a ratio of the other model to the base, for the parameters and for the step time.
+# Tool: the summaries' `parameters` and `mean_step_time_s`.
 param_ratio = other["parameters"] / single["parameters"]
 step_time_ratio = other["mean_step_time_s"] / single["mean_step_time_s"]
 print(f"{other['model_size']} against {single['model_size']}: {param_ratio:.1f}x the parameters, "
@@ -178,7 +183,8 @@ checks.check_model_size(param_ratio, step_time_ratio, single, other)
 # %% tags=["solution"]
 # Exercise 07.6: (question 7) With twice the batch per device, how many times the step time (`batch_step_ratio`)
 # and how many times the samples/s (`batch_throughput_ratio`)?
-# Hint: compare `big_batch` with `single`.
+# Hint: compare the run with the bigger batch with the single run.
+# Tool: `mean_step_time_s`, `global_samples_per_s`.
 batch_step_ratio = big_batch["mean_step_time_s"] / single["mean_step_time_s"]
 batch_throughput_ratio = big_batch["global_samples_per_s"] / single["global_samples_per_s"]
 print(f"batch {single['batch_size']} -> {big_batch['batch_size']}: {batch_step_ratio:.2f}x the step time, "

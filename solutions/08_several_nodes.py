@@ -40,7 +40,8 @@ print(rccl_transport(rccl_log).describe())
 
 # %% tags=["solution"]
 # Exercise 08.1: In `two_nodes` (2 nodes x 8 tasks), which CPU mask does your task (SLURM_PROCID=`task`, printed above) get? Store the mask string (like '0x00fe000000000000') in `mask_task`.
-# Hint: your task is on the second node; `cpu_masks(two_nodes, site)` lists one node's masks, and every node repeats them.
+# Hint: masks depend on the task's place on its node, and every node repeats the same list.
+# Tool: `cpu_masks(two_nodes, site)` lists one node's masks.
 local_id = task % two_nodes.ntasks_per_node
 mask_task = cpu_masks(two_nodes, site)[local_id]
 print(f"task {task} = node 1, local id {local_id} -> GCD {local_id} -> {mask_task}")
@@ -50,7 +51,8 @@ checks.check_task_mask(mask_task, tasks_per_node=two_nodes.ntasks_per_node)
 
 # %% tags=["solution"]
 # Exercise 08.2: Which of the site's environment recipes asks RCCL for GPU-direct RDMA? Store its name in `gdr_recipe`. Which line of `rccl_log` (counting from 1) is the first proof that RCCL used it? Store the number in `gdr_line`.
-# Hint: `site.env` maps recipe names to variables (GDR is NCCL_NET_GDR_LEVEL); the proof is a channel's transport line, not the line echoing the variable.
+# Hint: a recipe names the variables it sets; what RCCL did is in a channel's transport line, not in the line that echoes the variable.
+# Tool: `site.env`; lines counted from 1 (`enumerate(..., start=1)`).
 gdr_recipe = next(name for name, values in site.env.items() if "NCCL_NET_GDR_LEVEL" in values)
 rccl_text = rccl_log.read_text()
 gdr_line = next(no for no, line in enumerate(rccl_text.splitlines(), start=1) if line.endswith("/GDRDMA"))
@@ -73,7 +75,8 @@ checks.check_why_not_proof(why_not_proof)
 
 # %% tags=["solution"]
 # Exercise 08.3: Run the log doctor on `miopen_log`. Which environment recipe of the site applies the fix it suggests? Store its name in `miopen_recipe`.
-# Hint: `diagnose(miopen_log)` gives the cause and the fix; the fix sets MIOPEN_USER_DB_PATH.
+# Hint: the doctor names the cause and the variable its fix sets; one recipe of the site sets that variable.
+# Tool: `diagnose(miopen_log)` and `site.env`.
 for found in diagnose(miopen_log):
     print(found.describe())
 miopen_recipe = next(name for name, values in site.env.items() if "MIOPEN_USER_DB_PATH" in values)
@@ -95,7 +98,8 @@ checks.check_why_miopen_lock(why_miopen_lock)
 
 # %% tags=["solution"]
 # Exercise 08.4: Profile exactly one rank of `two_nodes` with rocprof, and pick a rank on the second node. Store the job spec in `profiled`.
-# Hint: `two_nodes.with_(profile=..., profile_ranks=(...,))`; ranks 8-15 run on the second node.
+# Hint: one rank, on the second node, for a few dozen steps: enough to pass the cold first steps, a trace that stays small.
+# Tool: `two_nodes.with_(profile=..., profile_ranks=(...,), profile_steps=...)`.
 profiled = two_nodes.with_(profile="rocprof", profile_ranks=(14,), profile_steps=32)
 print(render_sbatch(profiled, site).splitlines()[-1].split("bash -c ")[1])
 
@@ -148,9 +152,10 @@ report = "echo $SLURM_PROCID $SLURMD_NODENAME ROCR_VISIBLE_DEVICES=$ROCR_VISIBLE
 # %% tags=["solution"]
 # Exercise 08.T1: Run `report` in every task of a job on 2 nodes with `tasks_per_node` tasks per node and one GPU per
 # task, with `sh(...)`; store the result in `visibility_run`.
-# Hint: `srun --nodes=2 --ntasks-per-node=N --gpus-per-task=1 --partition=... --time=1 bash -c "<report>"`.
+# Hint: one task per GPU on each of the two nodes; the report prints where each task ran.
+# Tool: `srun --nodes=2 --ntasks-per-node=... --gpus-per-task=1 ...`.
 visibility_run = sh(f"srun --partition={partition} --nodes=2 --ntasks-per-node={tasks_per_node} --gpus-per-task=1 "
-                    f"--time=1 bash -c '{report}' | sort -n", cluster, timeout=80)
+                    f"--time=1 bash -c '{report}' | sort -n", cluster, timeout=200)
 
 # %% tags=["check"]
 terminal_checks.check_gpu_visibility(visibility_run, nodes=2)
@@ -158,7 +163,8 @@ terminal_checks.check_gpu_visibility(visibility_run, nodes=2)
 # %% tags=["solution"]
 # Exercise 08.S1: A task runs with ROCR_VISIBLE_DEVICES=4,5 and HIP_VISIBLE_DEVICES=1. How many devices does
 # `torch.cuda.device_count()` return (`device_count`), and which GCD of the node (0-7) is `cuda:0` (`physical_gcd`)?
-# Hint: ROCR first (it leaves GCDs 4 and 5, renumbered 0 and 1), then HIP on that numbering.
+# Hint: the two variables filter in order: the runtime's first, then HIP's, and each renumbers what it keeps from 0.
+# Tool: write down the list the first filter leaves, renumbered, then apply the second to it.
 rocr_visible, hip_visible = [4, 5], [1]
 device_count = len(hip_visible)
 physical_gcd = rocr_visible[hip_visible[0]]
@@ -239,7 +245,7 @@ handson_checks.check_slurm_escaping(srun_line, wrapper)
 # Exercise 08.S2: With `ds_fp16_z1_config.json`, what is split across the ranks? Store the letter in `zero_answer`.
 #  (a) the optimizer states  (b) gradients and optimizer states  (c) parameters, gradients and optimizer states
 #  (d) nothing: it is plain data parallelism
-# Hint: z1 is ZeRO stage 1.
+# Hint: the number after z is the ZeRO stage; each stage splits more.
 zero_answer = "a"
 
 # %% tags=["check"]

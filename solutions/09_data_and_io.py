@@ -69,7 +69,7 @@ print(f"{len(snapshots)} snapshots of {len(snapshots[0].devices)} GCDs")
 
 # %% tags=["solution"]
 # Exercise 09.1: How many times faster was reading the one .npy file than reading the same images as small files? Store the ratio in `speedup`.
-# Hint: divide the small-files time by the one-file time (both measured above).
+# Hint: how many times faster: the slower time over the faster.
 speedup = small_files_s / one_file_s
 print(f"one file is {speedup:.1f} times faster")
 
@@ -89,7 +89,8 @@ checks.check_why_small_files(why_small_files)
 
 # %% tags=["solution"]
 # Exercise 09.2: From `step_times` (workers -> mean step time), how many workers are enough: the fewest whose step time is within 10 % of the best? Store it in `workers_enough`.
-# Hint: find the best (smallest) time, then the smallest worker count with a time of at most 1.1 times that.
+# Hint: enough is where more workers stop paying: the fewest within 10 % of the best step time.
+# Tool: `min(step_times.values())` gives the best time.
 best = min(step_times.values())
 workers_enough = min(w for w, t in step_times.items() if t <= 1.10 * best)
 print(f"best {best:.4f} s per step; {workers_enough} worker(s) are enough")
@@ -99,7 +100,8 @@ checks.check_enough_workers(workers_enough, step_times, tolerance=0.10)
 
 # %% tags=["solution"]
 # Exercise 09.q3: Now compare with your prediction: which option do the three rounds show (step time with 2 workers against 0)? Store the letter in `workers_outcome`.
-# Hint: `compare(runs[2], runs[0])` from lumikit.measure says whether the difference is within the noise; if not, its `ratio` says which way.
+# Hint: a difference smaller than the spread of the rounds is no difference.
+# Tool: `compare(...)` from lumikit.measure (`within_noise`, `ratio`).
 workers_vs_none = compare(runs[2], runs[0])
 print(workers_vs_none.sentence(unit="s/step", fmt="{:.4f}"))
 workers_outcome = "b" if workers_vs_none.within_noise else "a" if workers_vs_none.ratio < 1 else "c"
@@ -109,7 +111,8 @@ checks.check_more_workers_outcome(workers_outcome, workers_prediction, measured=
 
 # %% tags=["solution"]
 # Exercise 09.3: Which GCD is starved in your generated session `snapshots`? Store its index in `starved_gcd`.
-# Hint: group `tidy(snapshots)` by "index"; the starved GCD has a low busy % and a low clock while the others work.
+# Hint: the starved GCD has a low busy % and a low clock while the others work.
+# Tool: group `tidy(snapshots)` by "index".
 per_gcd = tidy(snapshots).groupby("index")[["gpu_busy_pct", "sclk_mhz"]].mean()
 starved_gcd = int(per_gcd["gpu_busy_pct"].idxmin())
 print(per_gcd.round(0))
@@ -164,7 +167,8 @@ print(f"{len(windows)} windows of 32 bytes")
 #  (a) fork copies the parent's threads, locks and GPU/RCCL state into each worker; spawn starts fresh interpreters.
 #  (b) spawn starts workers faster than fork.
 #  (c) fork does not work on Linux.
-# Hint: `DataLoader(..., num_workers=1, multiprocessing_context="spawn")`; each spawned worker imports torch anew.
+# Hint: a spawned worker starts a fresh interpreter: it imports torch anew, then the data set reaches it by pickling.
+# Tool: `DataLoader(..., num_workers=..., multiprocessing_context=...)`.
 from torch.utils.data import DataLoader
 
 spawn_loader = DataLoader(windows, batch_size=8, num_workers=1, multiprocessing_context="spawn")

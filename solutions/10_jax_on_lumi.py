@@ -28,8 +28,10 @@ JAX_PROGRAM = 'import jax; print("devices:", jax.devices())'
 # Exercise 10.S1: Build a job (`jax_job`) that runs `JAX_PROGRAM` with `python -c` in the JAX container on small-g,
 # one task with 2 GCDs (`gpus_per_node=2`), 5 minutes. Predict how many devices `jax.devices()` lists in it
 # (`devices_expected`). Then run it where you can (Slurm, or this kernel when it has JAX) and store what it printed in
-# `jax_output` ("" where it cannot run).
-# Hint: `spec(["python", "-c", JAX_PROGRAM], partition=..., gpus_per_node=2, time="0:05:00", container="jax")`.
+# `jax_output` ("" where it cannot run). Keep the packages of your ~/.local out of the container's Python (a jax
+# installed there with `pip install --user` would shadow the container's ROCm build).
+# Hint: the job's shape decides what JAX sees, not the node; keep your own ~/.local packages out of the container's Python.
+# Tool: `spec([...], partition=..., gpus_per_node=..., time=..., container=..., env={...})`.
 jax_job = spec(["python", "-c", JAX_PROGRAM], partition="small-g", gpus_per_node=2, time="0:05:00",
                container="jax", env={"PYTHONNOUSERSITE": "1"})
 devices_expected = 2
@@ -38,7 +40,7 @@ jax_output = ""
 if backend.name == "slurm" or jax_here:
     job = jax_job if backend.name == "slurm" else jax_job.with_(command=(sys.executable, "-c", JAX_PROGRAM))
     run = launch(job)
-    run.wait(timeout=80, progress=False)
+    run.wait(timeout=200, progress=False)  # a bound on the job's state, generous for a loaded machine
     jax_output = run.stdout(0)
 print(jax_output or "not run here: no Slurm and no JAX in this kernel")
 

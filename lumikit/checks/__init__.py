@@ -38,6 +38,7 @@ from .framework import (
     passed,
     wrong,
 )
+from .hints import hint
 
 __all__ = [
     "PASS_MIMETYPE",
@@ -52,4 +53,5 @@ __all__ = [
     "Wrong",
     "check",
     "wrong",
+    "hint",
 ]

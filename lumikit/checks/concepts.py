@@ -68,14 +68,19 @@ class Prediction:
         return self._repr_markdown_().replace("**", "")
 
 
-def _letter(exercise: str, answer: Any, options: Mapping[str, Any], what: str) -> str:
+def letter(exercise: str, answer: Any, options: Mapping[str, Any], what: str) -> str:
     """The option key a learner gave (``"b"``, ``"B"``, ``"(b)"`` or ``"b)"``), failing on anything else."""
     expect_answer(exercise, answer, what, hint=f"one letter: {', '.join(options)}.")
-    key = str(answer).strip().strip("()").rstrip(")").strip().lower() if isinstance(answer, str) else None
+    key = _key(answer)
     if key not in options:
         raise CheckFailed(exercise, f"{what} should be one of the letters {', '.join(options)}", found=answer,
-                          hint="store the letter as a string, e.g. \"b\".")
+                          hint="store one of the letters as a string, in quotes.")
     return key
+
+
+def _key(answer: Any) -> str | None:
+    """The option key in ``"b"``, ``" B "``, ``"(b)"`` or ``"b)"``; None for anything that is not a string."""
+    return answer.strip().strip("()").strip().lower() if isinstance(answer, str) else None
 
 
 def choice_check(question: Choice) -> Callable[[str | None], Passed]:
@@ -86,7 +91,7 @@ def choice_check(question: Choice) -> Callable[[str | None], Passed]:
 
     @check(question.exercise, *wrongs)
     def check_choice(answer: str | None) -> Passed:
-        key = _letter(question.exercise, answer, question.options, "your answer")
+        key = letter(question.exercise, answer, question.options, "your answer")
         option = question.options[key]
         if not option.right:
             raise CheckFailed(question.exercise, f"({key}) is not the best answer: {option.why.rstrip('.')}",
@@ -104,7 +109,7 @@ def prediction_check(prediction: Prediction) -> Callable[[str | None], Passed]:
            wrong("a number instead of one of the options", answer=2, mentions="one of the letters"),
            wrong("a letter that is not offered", answer="z", mentions="one of the letters"))
     def check_prediction(answer: str | None) -> Passed:
-        key = _letter(prediction.exercise, answer, prediction.options, "your prediction")
+        key = letter(prediction.exercise, answer, prediction.options, "your prediction")
         return passed(prediction.exercise, f"prediction recorded: ({key}) {prediction.options[key]}. Now measure.")
 
     check_prediction.__doc__ = f"Prediction {prediction.exercise}: {prediction.question}"
@@ -124,13 +129,13 @@ def outcome_check(exercise: str, prediction: Prediction, truth: Callable[[Mappin
            wrong("the second option the data does not show", outcome=lambda a: others(a)[1], mentions="measurement"),
            wrong("a letter that is not offered", outcome="z", mentions="one of the letters"))
     def check_outcome(outcome: str | None, predicted: str | None, measured: Mapping[str, Any]) -> Passed:
-        key = _letter(exercise, outcome, prediction.options, "what the measurement shows")
+        key = letter(exercise, outcome, prediction.options, "what the measurement shows")
         shown = truth(measured)
         if key != shown:
             shows = prediction.options[key].rstrip(".")
             raise CheckFailed(exercise, f"the measurement does not show ({key}) {shows}",
                               hint="read the numbers printed above again; which option do they support?")
-        guess = str(predicted).strip().strip("()").lower() if isinstance(predicted, str) else None
+        guess = _key(predicted)
         verdict = ("as you predicted" if guess == shown else
                    f"you predicted ({guess}) {prediction.options[guess]}" if guess in prediction.options else
                    "you made no prediction")

@@ -13,9 +13,12 @@ from __future__ import annotations
 import functools
 import html
 import inspect
+import json
 import math
+import numbers
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable, Iterable, TypeVar
 
@@ -27,29 +30,40 @@ _MISSING = object()
 
 
 class CheckFailed(LumikitError, AssertionError):
-    """An exercise answer that is missing or wrong: names the exercise, what was expected, what was found, a hint."""
+    """An exercise answer that is missing or wrong: names the exercise, what is wrong, what was found, a hint.
+
+    The expected value is kept (``.expected``, for tests and the instructor) but never printed: a learner who reads
+    the answer in a failure learns nothing, and the record would say passed. ``mistake`` names the kind of mistake
+    when the check recognises one ("a percentage instead of a fraction").
+    """
 
     def __init__(self, exercise: str, problem: str, *, expected: Any = _MISSING, found: Any = _MISSING,
-                 hint: str | None = None, unanswered: bool = False) -> None:
+                 hint: str | None = None, unanswered: bool = False, mistake: str | None = None) -> None:
         self.exercise = exercise
         self.problem = problem
         self.expected = None if expected is _MISSING else expected
         self.found = None if found is _MISSING else found
         self.hint = hint
+        self.mistake = mistake
         self.unanswered = unanswered
         if unanswered:
             text = (f"No answer yet for {exercise}: {problem}. Replace the `None` in the exercise cell with your "
                     f"answer (and delete its `raise NotImplementedError` line), run it, then run this check again.")
         else:
             text = f"Exercise {exercise}: {problem}"
-            if expected is not _MISSING:
-                text += f"; expected {_show(expected)}"
             if found is not _MISSING:
-                text += f"; found {_show(found)}"
+                text += f"; you gave {_show(found)}"
+            if mistake:
+                text += f". It looks like {mistake}"
             text += "."
         if hint:
             text += f" Hint: {hint}"
         super().__init__(text)
+
+    def with_more_help(self, text: str) -> "CheckFailed":
+        """The same failure with more help appended to its message (the on-demand hints after failed attempts)."""
+        self.args = (f"{self.args[0]} {text}",)
+        return self
 
     def _render_traceback_(self) -> list[str]:
         """IPython shows this instead of a traceback: one red line a learner can act on."""
@@ -116,20 +130,67 @@ def expect_answer(exercise: str, found: Any, what: str, *, hint: str | None = No
 
 
 def expect_equal(exercise: str, found: Any, expected: Any, *, what: str, hint: str | None = None) -> Any:
-    """Fail unless ``found == expected``; returns ``found``."""
+    """Fail unless ``found == expected``; returns ``found``. An off-by-one whole number is named as such."""
     expect_answer(exercise, found, what, hint=hint)
     try:
         same = bool(found == expected)
     except (TypeError, ValueError):  # e.g. an array compared to a scalar
         same = False
     if not same:
-        raise CheckFailed(exercise, f"{what} is not right", expected=expected, found=found, hint=hint)
+        raise CheckFailed(exercise, f"{what} is not right", expected=expected, found=found, hint=hint,
+                          mistake=_whole_number_mistake(found, expected))
     return found
+
+
+def _is_whole(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _whole_number_mistake(found: Any, expected: Any) -> str | None:
+    """The kind of mistake an off-by-one whole number usually is (GCDs, ranks and samples count from 0)."""
+    if not (_is_whole(found) and _is_whole(expected)):
+        return None
+    if int(found) == int(expected) + 1:
+        return "counted from 1 where the numbering starts at 0 (or one past the end)"
+    if int(found) == int(expected) - 1:
+        return "counted from 0 where the numbering starts at 1 (or one short)"
+    return None
+
+
+#: Factors that turn a right number into a typical wrong one, and the name of that mistake.
+_FACTOR_MISTAKES = (
+    (1000.0, "a unit off by 1000 (milliseconds for seconds, or µs for ms): convert the unit"),
+    (1 / 1000, "a unit off by 1000 (seconds for milliseconds, or ms for µs): convert the unit"),
+    (100.0, "a percentage where a fraction (0 to 1) is asked"),
+    (1 / 100, "a fraction where a percentage is asked"),
+    (-1.0, "the sign reversed: subtract the other way round"),
+)
+
+
+def _number_mistake(value: float, expected: float, rel: float) -> str | None:
+    """The kind of mistake a wrong number shows, when it is a typical one (a factor of 1000 or 100, upside down)."""
+    tol = max(rel, 0.02)
+    if expected == 0 or value == 0:
+        return None
+    for factor, mistake in _FACTOR_MISTAKES:
+        if math.isclose(value, expected * factor, rel_tol=tol):
+            return mistake
+    if math.isclose(value, 1 / expected, rel_tol=tol) and not math.isclose(abs(expected), 1, rel_tol=0.2):
+        return "the ratio upside down: which quantity goes on top?"
+    if math.isclose(value, expected - 1, rel_tol=tol, abs_tol=1e-9) and abs(expected) > 0.2:
+        return "the extra part (ratio minus 1) where the ratio itself is asked"
+    if math.isclose(value, expected + 1, rel_tol=tol, abs_tol=1e-9) and abs(expected) < 5:
+        return "the whole ratio where only the extra part (ratio minus 1) is asked"
+    return None
 
 
 def expect_close(exercise: str, found: Any, expected: float, *, what: str, rel: float = 0.05,
                  abs: float = 0.0, hint: str | None = None) -> float:
-    """Fail unless ``found`` is a number within ``rel`` (fraction) or ``abs`` of ``expected``; returns it as float."""
+    """Fail unless ``found`` is a number within ``rel`` (fraction) or ``abs`` of ``expected``; returns it as float.
+
+    The failure names a typical mistake (a unit off by 1000, a percentage for a fraction, a ratio upside down) when
+    the number shows one; it never prints ``expected``.
+    """
     expect_answer(exercise, found, what, hint=hint)
     if isinstance(found, bool):
         raise CheckFailed(exercise, f"{what} should be a number", expected=expected, found=found, hint=hint)
@@ -139,11 +200,8 @@ def expect_close(exercise: str, found: Any, expected: float, *, what: str, rel: 
         raise CheckFailed(exercise, f"{what} should be a number", expected=expected, found=found,
                           hint=hint) from None
     if not math.isclose(value, expected, rel_tol=rel, abs_tol=abs):
-        tolerance = f"within {rel:.0%}" if rel else f"within ±{abs:g}"
-        if rel and abs:
-            tolerance = f"within {rel:.0%} or ±{abs:g}"
-        raise CheckFailed(exercise, f"{what} is off", expected=_Described(f"{expected:g} ({tolerance})"),
-                          found=value, hint=hint)
+        raise CheckFailed(exercise, f"{what} is off", expected=expected, found=value, hint=hint,
+                          mistake=_number_mistake(value, float(expected), rel))
     return value
 
 
@@ -156,20 +214,29 @@ def expect_in(exercise: str, found: Any, allowed: Iterable[Any], *, what: str, h
     except (TypeError, ValueError):  # e.g. an array, whose comparison has no single truth value
         known = False
     if not known:
-        listed = ", ".join(_show(c) for c in choices)
-        raise CheckFailed(exercise, f"{what} is not one of the possible answers",
-                          expected=_Described(f"one of {listed}"), found=found, hint=hint)
+        raise CheckFailed(exercise, f"{what} is not one of the possible answers", expected=choices, found=found,
+                          hint=hint)
     return found
+
+
+#: Types a learner's number may come in: numpy's integers (``idxmax``) are whole numbers, numpy's floats numbers.
+_NUMBER_TYPES = {int: numbers.Integral, float: numbers.Real}
 
 
 def expect_type(exercise: str, found: Any, types: type | tuple[type, ...], *, what: str,
                 hint: str | None = None) -> Any:
-    """Fail unless ``found`` is an instance of ``types``; returns ``found``."""
+    """Fail unless ``found`` is an instance of ``types``; returns ``found``.
+
+    ``int`` accepts any whole number (numpy's too) and ``float`` any real number; ``bool`` is never a number.
+    """
     expect_answer(exercise, found, what, hint=hint)
-    if not isinstance(found, types):
-        names = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
-        raise CheckFailed(exercise, f"{what} has the wrong type", expected=_Described(f"type {names}"),
-                          found=_Described(f"type {type(found).__name__}: {_show(found)}"), hint=hint)
+    wanted = types if isinstance(types, tuple) else (types,)
+    accepted = tuple(_NUMBER_TYPES.get(t, t) for t in wanted)
+    numeric = any(t in _NUMBER_TYPES for t in wanted) and bool not in wanted
+    if not isinstance(found, accepted) or (numeric and isinstance(found, bool)):
+        names = " or ".join(t.__name__ for t in wanted)
+        raise CheckFailed(exercise, f"{what} has the wrong type: a {type(found).__name__}, where a {names} is asked",
+                          expected=_Described(f"type {names}"), found=found, hint=hint)
     return found
 
 
@@ -260,6 +327,8 @@ def check(exercise: str, *cases: Wrong) -> Callable[[F], F]:
             try:
                 result = func(*args, **kwargs)
             except CheckFailed as failure:
+                if not failure.unanswered:
+                    _help_after_attempts(failure, exercise)
                 _record(exercise, answers, passed=False, unanswered=failure.unanswered, message=str(failure))
                 raise
             _record(exercise, answers, passed=not isinstance(result, NotChecked), unanswered=False,
@@ -275,6 +344,33 @@ def check(exercise: str, *cases: Wrong) -> Callable[[F], F]:
 def check_info(func: Any) -> CheckInfo | None:
     """The :class:`CheckInfo` of a function declared with :func:`check`, else None."""
     return getattr(func, "__lumikit_check__", None)
+
+
+def _help_after_attempts(failure: CheckFailed, exercise: str) -> None:
+    """From the second failed attempt on, add the exercise's idea; from the third, the tool as well."""
+    from .hints import hint_levels
+
+    attempt = _attempts_so_far(exercise) + 1
+    levels = hint_levels(exercise)
+    shown = levels[:1] if attempt == 2 else levels if attempt >= 3 else []
+    if shown:
+        failure.with_more_help(f"(Attempt {attempt}.) " + " ".join(shown))
+
+
+def _attempts_so_far(exercise: str) -> int:
+    """How many answers (not "no answer yet") this learner gave to ``exercise`` before, from their progress file."""
+    from .progress import progress_dir
+
+    folder = progress_dir()
+    if folder is None:
+        return 0
+    path = Path(folder) / f"{exercise}.json"
+    try:
+        if not path.is_file() or path.stat().st_size > 1_000_000:
+            return 0
+        return max(0, int(json.loads(path.read_text(encoding="utf-8")).get("attempts", 0)))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0
 
 
 def _record(exercise: str, answers: dict[str, Any], **outcome: Any) -> None:

@@ -1,8 +1,9 @@
 """The exercise generator: ``solutions/NN_name.py`` is the one source; ``exercises/NN_name.py`` is derived from it.
 
-A code cell tagged ``solution`` becomes a stub tagged ``exercise``: its leading comment lines (``# Exercise NN.k:``
-and ``# Hint:``), then ``name = None`` for every name the solution binds at module scope, then
-``raise NotImplementedError("Exercise NN.k: <hint>")``. A markdown cell tagged ``solution`` opens with the
+A code cell tagged ``solution`` becomes a stub tagged ``exercise``: its leading comment lines (the question,
+``# Exercise NN.k:``) without the ``# Hint:`` and ``# Tool:`` lines, then ``name = None`` for every name the solution
+binds at module scope, then ``raise NotImplementedError(...)`` saying how to ask for a hint. The hints go to
+``exercises/hints.json`` (shown on demand by :func:`lumikit.checks.hints.hint`). A markdown cell tagged ``solution`` opens with the
 question(s) it answers, then a line starting ``**Answer.**``: the exercise keeps the question and puts a place to
 answer where the answer was. Every other cell is copied unchanged. The paired ``.ipynb`` files (no outputs) are
 written for both folders. ``python -m lumikit.checks.generate --check`` writes nothing and exits 1 naming the files
@@ -28,11 +29,13 @@ from nbformat import NotebookNode
 from ..files import write_atomic
 from ..errors import LumikitError, ParseError
 from .conventions import EXERCISE_TAG, KERNELSPEC, NOTEBOOK_FILE, SOLUTION_TAG
+from .hints import HINTS_FILE
 
 ANSWER_PLACEHOLDER = "**Your answer:** _write it here, with the numbers from the cells above that support it._"
 
 _EXERCISE_LINE = re.compile(r"^#\s*Exercise\s+(?P<id>[\w.-]+?)\s*:\s*(?P<text>.*)$")
 _HINT_LINE = re.compile(r"^#\s*Hint\s*:\s*(?P<hint>.+?)\s*$")
+_TOOL_LINE = re.compile(r"^#\s*Tool\s*:\s*(?P<tool>.+?)\s*$")
 _HEADER = re.compile(r"\A# ---\n(?:#.*\n)*?# ---\n")
 _ANSWER_LINE = re.compile(r"^\s*\*\*Answer\b")
 
@@ -98,19 +101,57 @@ class _ModuleScopeNames(ast.NodeVisitor):
             self.visit(condition)
 
 
-def stub_source(source: str, *, where: str, prefix: str | None = None) -> tuple[str, str]:
-    """The exercise stub for one solution code cell, and the exercise id it names.
+def cell_hints(source: str) -> dict[str, str]:
+    """The help a solution cell's leading comments hold: ``idea`` (``# Hint:``) and ``tool`` (``# Tool:``); comment
+    lines right after either continue it."""
+    out: dict[str, str] = {}
+    current = None
+    for line in _leading_comments(source):
+        if m := _HINT_LINE.match(line):
+            current = "idea"
+            out.setdefault(current, m["hint"])
+        elif m := _TOOL_LINE.match(line):
+            current = "tool"
+            out.setdefault(current, m["tool"])
+        elif current and not _EXERCISE_LINE.match(line) and line.lstrip("# ").strip():
+            out[current] += " " + line.lstrip("# ").strip()
+        else:
+            current = None
+    return out
 
-    ``where`` names the cell in error messages; ``prefix`` (the file's ``NN``) must start the exercise id.
-    """
-    lines = source.splitlines()
+
+def _help_lines(leading: list[str]) -> set[int]:
+    """The indexes of the hint and tool lines (with their continuation lines) among a cell's leading comments."""
+    out, inside = set(), False
+    for i, line in enumerate(leading):
+        if _HINT_LINE.match(line) or _TOOL_LINE.match(line):
+            inside = True
+        elif _EXERCISE_LINE.match(line) or not line.lstrip("# ").strip():
+            inside = False
+        if inside:
+            out.add(i)
+    return out
+
+
+def _leading_comments(source: str) -> list[str]:
     leading: list[str] = []
-    for line in lines:
+    for line in source.splitlines():
         if line.strip() and not line.lstrip().startswith("#"):
             break
         leading.append(line)
     while leading and not leading[-1].strip():
         leading.pop()
+    return leading
+
+
+def stub_source(source: str, *, where: str, prefix: str | None = None) -> tuple[str, str]:
+    """The exercise stub for one solution code cell, and the exercise id it names.
+
+    The question stays; the ``# Hint:`` and ``# Tool:`` lines go (to ``exercises/hints.json``, shown on demand by
+    ``hint("NN.k")``), so the learner can try first. ``where`` names the cell in error messages; ``prefix`` (the
+    file's ``NN``) must start the exercise id.
+    """
+    leading = _leading_comments(source)
     exercise = next((m for m in map(_EXERCISE_LINE.match, leading) if m), None)
     hint = next((m for m in map(_HINT_LINE.match, leading) if m), None)
     if exercise is None:
@@ -123,9 +164,12 @@ def stub_source(source: str, *, where: str, prefix: str | None = None) -> tuple[
     if prefix is not None and not exercise_id.startswith(f"{prefix}."):
         raise ParseError(f"exercise id {exercise_id!r} does not belong to this notebook. "
                          f"Fix: number it {prefix}.1, {prefix}.2, ...", source=where)
+    help_lines = _help_lines(leading)
+    question = [line for i, line in enumerate(leading) if i not in help_lines]
     body = [f"{name} = None" for name in assigned_names(source, where=where)]
-    message = json.dumps(f"Exercise {exercise_id}: {hint['hint']}", ensure_ascii=False)
-    return "\n".join([*leading, *body, f"raise NotImplementedError({message})"]), exercise_id
+    message = json.dumps(f"Exercise {exercise_id}: replace each None above with your answer and delete this line. "
+                         f"Stuck? Run: from lumikit.checks import hint; hint(\"{exercise_id}\")", ensure_ascii=False)
+    return "\n".join([*question, *body, f"raise NotImplementedError({message})"]), exercise_id
 
 
 def question_source(source: str, *, where: str) -> str:
@@ -198,6 +242,7 @@ def planned_files(solutions_dir: Path, exercises_dir: Path) -> list[PlannedFile]
     """Every file the generator writes for these folders, with its exact content."""
     exercises_dir = Path(exercises_dir)
     planned: list[PlannedFile] = []
+    hints: dict[str, dict[str, str]] = {}
     for source_path in solution_files(solutions_dir):
         text = source_path.read_text(encoding="utf-8")
         solution = jupytext.reads(text, fmt="py:percent")
@@ -209,7 +254,22 @@ def planned_files(solutions_dir: Path, exercises_dir: Path) -> list[PlannedFile]
             PlannedFile(target, percent_text(exercise, like=text)),
             PlannedFile(target.with_suffix(".ipynb"), ipynb_text(exercise)),
         ]
+        hints.update(solution_hints(solution))
+    if planned:
+        planned.append(PlannedFile(exercises_dir / HINTS_FILE, json.dumps(hints, indent=1, ensure_ascii=False)
+                                   + "\n"))
     return planned
+
+
+def solution_hints(solution: NotebookNode) -> dict[str, dict[str, str]]:
+    """Exercise id -> its hints (``idea``, ``tool``), from the solution cells of one notebook."""
+    out = {}
+    for cell in solution.cells:
+        if cell.cell_type == "code" and SOLUTION_TAG in cell.metadata.get("tags", []):
+            match = next((m for m in map(_EXERCISE_LINE.match, _leading_comments(cell.source)) if m), None)
+            if match:
+                out[match["id"]] = cell_hints(cell.source)
+    return out
 
 
 def drift(solutions_dir: Path, exercises_dir: Path) -> list[str]:

@@ -38,6 +38,19 @@ def _mask_list(command_argv: Sequence[str]) -> list[str] | None:
     return None
 
 
+def _mask_int(mask: object) -> int | None:
+    """A CPU mask as a number, whether written ``0x00fe...``, ``00fe...`` (as Slurm and taskset print them) or as an
+    int; None when it is no mask at all."""
+    if isinstance(mask, bool):
+        return None
+    if isinstance(mask, int):
+        return mask
+    try:
+        return int(str(mask).strip(), 16)
+    except ValueError:
+        return None
+
+
 def gcd_to_study() -> int:
     """Exercise 01.2's GCD ``k``: one of the node's GCDs, chosen for this learner."""
     return pick("01.2", range(_lumi().node.gcd_count))
@@ -64,7 +77,7 @@ def check_full_node_job(job: JobSpec | None, masks: Sequence[str] | None) -> Pas
                  hint="one task (process) per GCD.")
     if job.cpu_bind != "auto":
         raise CheckFailed("01.1", "the CPU binding (`cpu_bind`) is not right", expected="auto", found=job.cpu_bind,
-                          hint="`cpu_bind='auto'` derives the masks from the site's GCD -> core map.")
+                          hint="let lumikit derive the masks from the site's GCD -> core map rather than write them.")
     try:
         command = render_srun(job, _lumi())
     except SpecError as err:
@@ -75,8 +88,14 @@ def check_full_node_job(job: JobSpec | None, masks: Sequence[str] | None) -> Pas
                  hint="masks need whole nodes: use standard-g or add `exclusive=True`.")
     expect_type("01.1", masks, (list, tuple), what="the list of masks, in GCD order",
                 hint="take them from the `--cpu-bind=mask_cpu:` token of `render_srun(job, site).argv`.")
-    expect_equal("01.1", [str(m).lower() for m in masks], expected, what="the masks in GCD order",
-                 hint="split the token after `mask_cpu:` at the commas; `site.node.masks()` lists them too.")
+    given = [_mask_int(m) for m in masks]
+    if sorted(given, key=str) == sorted((int(m, 16) for m in expected), key=str) and given != [int(m, 16) for m in
+                                                                                               expected]:
+        raise CheckFailed("01.1", "the masks in GCD order are not right: the masks are, their order is not",
+                          found=list(masks),
+                          hint="the i-th mask belongs to GCD i, and GCD numbers do not follow the core numbers.")
+    expect_equal("01.1", given, [int(m, 16) for m in expected], what="the masks in GCD order",
+                 hint="split the token after `mask_cpu:` at the commas.")
     return passed("01.1", f"{job.total_tasks} tasks; task i on a node runs next to GCD i, starting with "
                           f"{expected[0]} (cores {node.gcd(0).cores[0]}-{node.gcd(0).cores[-1]})")
 
@@ -110,12 +129,13 @@ def check_gcd_neighbours(cores: Sequence[int] | None, numa: int | None) -> Passe
     expect_equal("01.2", found, sorted(gcd.cores), what=f"the cores next to GCD {k}",
                  hint="GCD numbers are not core groups: look the GCD up in the table above, not core k*8.")
     expect_type("01.2", numa, int, what=f"the NUMA domain of GCD {k}", hint="a whole number, 0 to 3.")
-    expect_equal("01.2", numa, gcd.numa, what=f"the NUMA domain of GCD {k}", hint="`site.node.gcd(k).numa`.")
+    expect_equal("01.2", numa, gcd.numa, what=f"the NUMA domain of GCD {k}",
+                 hint="each NUMA domain holds two GCDs; the site profile says which.")
     return passed("01.2", f"GCD {k} sits on NUMA {gcd.numa}, cores {gcd.cores[0]}-{gcd.cores[-1]}")
 
 
 @check("01.3",
-       wrong("gives each GCD's task 1 core", fixed=lambda a: a.rejected.with_(cpus_per_task=1), mentions="7"),
+       wrong("gives each GCD's task 1 core", fixed=lambda a: a.rejected.with_(cpus_per_task=1), mentions="idle"),
        wrong("drops --cpus-per-task (Slurm then gives each task 1 core)",
              fixed=lambda a: a.rejected.with_(cpus_per_task=None)),
        wrong("shrinks the job to 7 GCDs", fixed=lambda a: a.rejected.with_(gpus_per_node=7, ntasks_per_node=7)),
@@ -142,8 +162,8 @@ def check_rejected_job(bad_field: str | None, fixed: JobSpec | None, rejected: J
     if fixed.cpus_per_task != per_task:
         raise CheckFailed("01.3", "`cpus_per_task` of the fixed job is not right", expected=per_task,
                           found=fixed.cpus_per_task,
-                          hint=f"LUMI accepts fewer cores too (none given means 1), but then each GCD's task leaves "
-                               f"cores idle: give each task all {node.cpus_per_gcd} usable cores next to its GCD.")
+                          hint="LUMI accepts fewer cores too (none given means 1), but then each GCD's task leaves "
+                               "cores idle: give each task every usable core next to its GCD.")
     return passed("01.3", f"{bad_field}: {found[0].problem}")
 
 

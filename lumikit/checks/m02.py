@@ -7,6 +7,7 @@ the notebook measured (``pyvenv.cfg`` and the base environment's package version
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
@@ -16,6 +17,12 @@ from ..jobs import Command, effective_binds, render_srun, spec
 from ..site import Site, load_site
 from .concepts import Choice, Option, choice_check
 from .framework import CheckFailed, Passed, check, expect_in, expect_type, passed, wrong
+
+
+#: The file name of a Python interpreter: python, python3, python3.11 (not python3-config, not pip).
+_PYTHON_NAME = re.compile(r"python(\d+(\.\d+)*)?")
+#: One constraint line: a name, an operator, a version (``torch == 2.1.0``).
+_PIN = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<op>===|==|>=|<=|~=|!=|>|<)?\s*(?P<version>\S*)\s*$")
 
 
 def _lumi() -> Site:
@@ -102,7 +109,7 @@ def check_rccl_bind_set(answer: str | None) -> Passed:
     extra = set(effective_binds(base.with_(nodes=2), site)) - set(effective_binds(base, site))
     expected = [name for name, paths in site.binds.items() if paths and set(paths) <= extra]
     expect_type("02.2", answer, str, what="the name of the bind set",
-                hint=f"one of the names in `site.binds`: {', '.join(site.binds)}.")
+                hint="the name of one of the site's bind sets (`site.binds`).")
     expect_in("02.2", answer, list(site.binds), what="the bind set",
               hint="compare `effective_binds` of a 1-node and a 2-node spec.")
     expect_in("02.2", answer, expected, what="the bind set RCCL needs across nodes",
@@ -117,7 +124,9 @@ def check_rccl_bind_set(answer: str | None) -> Passed:
        wrong("a python that does not exist", answer=lambda a: str(Path(a.pyvenv_cfg["home"]) / "python9.99"),
              mentions="does not exist"),
        wrong("the home folder itself", answer=lambda a: a.pyvenv_cfg["home"]),
-       wrong("the pyvenv.cfg file", answer=lambda a: str(Path(a.pyvenv_cfg["home"]).parent / "pyvenv.cfg")))
+       wrong("the pyvenv.cfg file", answer=lambda a: str(Path(a.pyvenv_cfg["home"]).parent / "pyvenv.cfg")),
+       wrong("python3-config, a build helper beside the interpreter",
+             answer=lambda a: str(Path(a.pyvenv_cfg["home"]) / "python3-config"), mentions="python3-config"))
 def check_venv_python(answer: str | os.PathLike[str] | None, pyvenv_cfg: Mapping[str, str]) -> Passed:
     """Exercise 02.3: the interpreter a venv really runs (its ``bin/python`` is a link into ``home``)."""
     expect_type("02.3", answer, (str, os.PathLike), what="the path of the python the venv runs",
@@ -127,12 +136,14 @@ def check_venv_python(answer: str | os.PathLike[str] | None, pyvenv_cfg: Mapping
         raise CheckFailed("02.3", "the pyvenv.cfg passed to the check has no `home` line",
                           hint="pass the parsed pyvenv.cfg of the venv made above.")
     path = Path(os.path.abspath(answer))
+    if not _PYTHON_NAME.fullmatch(path.name):
+        raise CheckFailed("02.3", f"{path.name} is not a python interpreter", found=str(answer),
+                          mistake=("a helper script beside the interpreter (python3-config prints build flags; it "
+                                   "runs no Python)" if path.name.startswith("python") else None),
+                          hint="the venv runs `python` (or `python3.X`) from pyvenv.cfg's `home`, not another tool.")
     if not path.is_file():
         raise CheckFailed("02.3", f"{path} does not exist or is not a file",
-                          hint="give the path of an interpreter that exists: follow the link with `.resolve()`.")
-    if not path.name.startswith("python"):
-        raise CheckFailed("02.3", f"{path.name} is not a python interpreter", found=str(answer),
-                          hint="the venv runs `python` (or `python3.X`) from pyvenv.cfg's `home`, not another tool.")
+                          hint="give the path of an interpreter that exists: follow the link.")
     folder = path.parent
     allowed = {Path(home), Path(home).resolve()}
     if folder not in allowed:
@@ -147,19 +158,43 @@ def check_venv_python(answer: str | os.PathLike[str] | None, pyvenv_cfg: Mapping
              pins=lambda a: [f"{n}>={v}" for n, v in a.base_versions.items()], mentions="=="),
        wrong("names without versions", pins=lambda a: list(a.base_versions)),
        wrong("only torch pinned", pins=lambda a: [f"{n}=={v}" for n, v in a.base_versions.items()][:1]),
-       wrong("one string with every pin", pins=lambda a: " ".join(f"{n}=={v}" for n, v in a.base_versions.items())))
+       wrong("one string with every pin", pins=lambda a: " ".join(f"{n}=={v}" for n, v in a.base_versions.items())),
+       wrong("the right pins plus one that contradicts them",
+             pins=lambda a: [*(f"{n}=={v}" for n, v in a.base_versions.items()),
+                             f"{next(iter(a.base_versions))}==0.0.1"], mentions="contradicts"))
 def check_pins(pins: Sequence[str] | None, base_versions: Mapping[str, str]) -> Passed:
-    """Exercise 02.4: the ``name==version`` constraint lines that stop pip replacing the base's packages."""
-    expected = sorted(f"{name}=={version}" for name, version in base_versions.items())
+    """Exercise 02.4: the ``name==version`` constraint lines that stop pip replacing the base's packages.
+
+    Names are compared as pip compares them (``TORCH``, ``Torch_Vision`` and ``torch-vision`` are one package); a
+    pin that contradicts another for a base package (a second version, a lower bound) is refused.
+    """
+    expected = {_canonical(name): version for name, version in base_versions.items()}
     expect_type("02.4", pins, (list, tuple, set), what="the list of pin lines",
-                hint="one string per package, e.g. ['torch==X.Y.Z', ...].")
-    found = sorted(str(p).strip().replace(" ", "") for p in pins)
-    missing = [e for e in expected if e not in found]
-    if missing:
-        raise CheckFailed("02.4", "some packages of the base are not pinned to the version it has",
-                          expected=expected, found=found,
-                          hint="use `==` and the versions measured in the base (`importlib.metadata.version`).")
-    return passed("02.4", f"pip may add packages but keeps {', '.join(expected)}")
+                hint="one string per package.")
+    parsed = []
+    for line in pins:
+        match = _PIN.match(str(line))
+        if not match:
+            raise CheckFailed("02.4", f"{str(line)!r} is not a constraint line", found=line,
+                              hint="a line is a package name, an operator and a version.")
+        parsed.append((_canonical(match["name"]), match["op"] or "", match["version"]))
+    for name, version in expected.items():
+        mine = [(op, v) for n, op, v in parsed if n == name]
+        if not any(op in ("==", "===") and v == version for op, v in mine):
+            raise CheckFailed("02.4", "some packages of the base are not pinned to the version it has", found=pins,
+                              hint="pin with `==` to the versions measured in the base.")
+        others = [f"{op}{v}" for op, v in mine if not (op in ("==", "===") and v == version)]
+        if others:
+            raise CheckFailed("02.4", f"{name} is pinned twice, and the other line ({', '.join(others)}) contradicts "
+                                      f"the base's version", found=pins,
+                              mistake="a contradicting pin: pip then either fails to resolve or replaces the base's "
+                                      "package", hint="one line per package, the base's version only.")
+    return passed("02.4", f"pip may add packages but keeps {', '.join(sorted(f'{n}=={v}' for n, v in expected.items()))}")
+
+
+def _canonical(name: str) -> str:
+    """A package name as pip compares it (PEP 503): lower case, runs of ``-``, ``_`` and ``.`` as one ``-``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 # --- Conceptual questions ----------------------------------------------------------------------------------------

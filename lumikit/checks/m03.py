@@ -19,6 +19,7 @@ from .framework import (
     CheckFailed,
     Passed,
     check,
+    expect_answer,
     expect_close,
     expect_equal,
     expect_in,
@@ -50,19 +51,29 @@ def _close_to_any(exercise: str, found: object, candidates: Sequence[float], *, 
        wrong("the warm step time in milliseconds", warm_step_s=lambda a: 1000 * statistics.median(a.step_times[1:]),
              mentions="warm step time"),
        wrong("the first step's whole time as its overhead", first_step_overhead_s=lambda a: a.step_times[0],
-             warm_step_s=lambda a: statistics.median(a.step_times[1:]), mentions="overhead"))
+             warm_step_s=lambda a: statistics.median(a.step_times[1:]), mentions="overhead"),
+       wrong("the mean of every step, the cold first step in it",
+             warm_step_s=lambda a: statistics.fmean(a.step_times),
+             first_step_overhead_s=lambda a: a.step_times[0] - statistics.fmean(a.step_times), mentions="cold"))
 def check_warm_step_time(warm_step_s: float | None, first_step_overhead_s: float | None,
                          step_times: Sequence[float]) -> Passed:
     """Exercise 03.1: the step time once warm (median or mean of the steps after the first) and how much longer
-    the first step took than that."""
+    the first step took than that. The mean of every step, the cold first step in it, is the mistake it teaches:
+    refused whenever the answer lies nearer to it than to the warm steps' median or mean."""
     warm = _warm(step_times)
     candidates = [statistics.median(warm), statistics.fmean(warm)]
-    hint = "leave out step 1 (`step_times[1:]`), then take the median (or the mean) of the rest."
+    hint = "the first step is not like the others: leave it out before you average."
+    expect_answer("03.1", warm_step_s, "the warm step time (s)", hint=hint)
+    if isinstance(warm_step_s, Real) and not isinstance(warm_step_s, bool):
+        cold = statistics.fmean(float(t) for t in step_times)
+        if abs(float(warm_step_s) - cold) < min(abs(float(warm_step_s) - c) for c in candidates):
+            raise CheckFailed("03.1", "the warm step time is not right", expected=candidates[0], found=warm_step_s,
+                              mistake="the mean of every step, the cold first step in it", hint=hint)
     value = _close_to_any("03.1", warm_step_s, candidates, what="the warm step time (s)", rel=0.03, hint=hint)
     first = float(step_times[0])
     expect_close("03.1", first_step_overhead_s, first - value, what="the first step's overhead (s)", rel=0.03,
-                 abs=1e-4, hint="the first step's time minus the warm step time (it may be negative if step 1 "
-                                "was not the slowest).")
+                 abs=1e-4, hint="how much longer than a warm step did the first step take? (It may come out "
+                                "negative if step 1 was not the slowest.)")
     return passed("03.1", f"warm steps take {value * 1000:.1f} ms; step 1 took {first * 1000:.1f} ms "
                           f"({(first - value) * 1000:+.1f} ms)")
 
@@ -96,19 +107,35 @@ def check_resume(continued_at: int | None, steps_trained: int | None, first_run_
        wrong("divides by the step time in milliseconds", answer=lambda a: math.floor(
            (parse_time(a.time_limit) - a.reserve_s) / (1000 * statistics.median(a.step_times[1:])))),
        wrong("not rounded down to whole steps", answer=lambda a: (parse_time(a.time_limit) - a.reserve_s)
-             / statistics.median(a.step_times[1:]), mentions="whole"))
+             / statistics.median(a.step_times[1:]), mentions="whole"),
+       wrong("rounded up: the last step would not fit", answer=lambda a: math.ceil(
+           (parse_time(a.time_limit) - a.reserve_s) / statistics.median(a.step_times[1:])), mentions="rounded up"))
 def check_steps_in_limit(answer: int | None, step_times: Sequence[float], time_limit: str = "0:15:00",
                          reserve_s: float = 60.0) -> Passed:
     """Exercise 03.3: how many whole warm steps fit into a job's ``--time`` less a reserve for start-up and the
-    final checkpoint."""
+    final checkpoint. Rounded down: a count rounded up (or to the nearest) holds a step that does not fit."""
     warm = _warm(step_times)
     budget = parse_time(time_limit) - reserve_s
-    candidates = [math.floor(budget / statistics.median(warm)), math.floor(budget / statistics.fmean(warm))]
-    hint = (f"convert {time_limit} to seconds, subtract the {reserve_s:g} s reserve, divide by the warm step time "
-            "of 03.1 and round down.")
+    exact = [budget / statistics.median(warm), budget / statistics.fmean(warm)]
+    candidates = [math.floor(x) for x in exact]
+    hint = (f"how many seconds does {time_limit} leave once the reserve is kept, and how many whole warm steps "
+            "fit in them?")
     expect_type("03.3", answer, Integral, what="the number of whole steps", hint=hint)
+    if int(answer) not in candidates and any(int(answer) == math.ceil(x) for x in exact):  # type: ignore[arg-type]
+        raise CheckFailed("03.3", "the number of steps is not right", expected=candidates[0], found=answer,
+                          mistake="rounded up: the last of those steps would not finish before the limit", hint=hint)
+    if int(answer) > max(candidates):  # type: ignore[arg-type]
+        raise CheckFailed("03.3", "that many steps do not fit", expected=candidates[0], found=answer,
+                          mistake=_too_many(int(answer), exact, budget, parse_time(time_limit)), hint=hint)  # type: ignore[arg-type]
     _close_to_any("03.3", answer, candidates, what="the number of steps", rel=0.02, hint=hint)
     return passed("03.3", f"about {candidates[0]:,} steps fit in {budget:g} s")
+
+
+def _too_many(answer: int, exact: Sequence[float], budget_s: float, limit_s: float) -> str | None:
+    """The kind of mistake a count above the right one shows: the reserve left out."""
+    if any(abs(answer - math.floor(x * limit_s / budget_s)) <= 1 for x in exact):
+        return "the whole --time divided by the step time: the reserve for start-up and the checkpoint is left out"
+    return None
 
 
 @check("03.4",

@@ -81,6 +81,13 @@ def check_starved_gcd(answer: int | None) -> Passed:
     expected = _starved(exercise_session())
     hint = "average `gpu_busy_pct` (or `sclk_mhz`) per GCD over the session: one stands out, low."
     expect_type("04.1", answer, Integral, what="the index of the starved GCD", hint=hint)
+    mistakes = {_busiest(exercise_session()): "the busiest GCD: the starved one is the one that waits",
+                expected ^ 1: "the other GCD of the same package: clock and GPU% are per GCD, not per package"
+                              + (" (or GCDs counted from 1)" if expected ^ 1 == expected + 1 else ""),
+                expected // 2: "the package's number, not the GCD's (two GCDs per package)"}
+    if int(answer) != expected and int(answer) in mistakes:  # type: ignore[arg-type]
+        raise CheckFailed("04.1", "the index of the starved GCD is not right", expected=expected, found=answer,
+                          mistake=mistakes[int(answer)], hint=hint)  # type: ignore[arg-type]
     expect_equal("04.1", int(answer), expected, what="the index of the starved GCD", hint=hint)  # type: ignore[arg-type]
     return passed("04.1", f"GCD {expected} idles at low clock while the other GCDs work")
 
@@ -164,14 +171,13 @@ def check_package_activity(sample: int | None, answer: Mapping[int, str] | None,
     snapshots = exercise_session()
     first = _first_lone_sample(snapshots, site)
     gcd = _starved(snapshots)
-    sample_hint = (f"keep the rows of GCD {gcd} whose `gpu_busy_pct` is at or above `thresholds.busy_pct` and take "
-                   "the smallest `sample` (samples count from 0, as `tidy` numbers them).")
+    sample_hint = (f"the first sample in which GCD {gcd} is busy by the site's threshold (samples count from 0, as "
+                   "`tidy` numbers them).")
     expect_type("04.3", sample, Integral, what="the sample number", hint=sample_hint)
     expect_equal("04.3", int(sample), first, what="the sample number", hint=sample_hint)  # type: ignore[arg-type]
     expected = _sample_activity(snapshots, first, site)
-    hint = (f"compare each package's `power_w` in sample {first} with `load_site('lumi').power`: below "
-            "idle_below_w nothing computes (whatever GPU% says), about one_gcd_busy_w is one busy GCD, "
-            "both_gcds_busy_w two; `lumikit.smi.interpret.package_activity` does the comparison.")
+    hint = ("read each package's power in that sample against the site's power thresholds, not its GPU%: a "
+            "package near idle power computes nothing, whatever GPU% says.")
     expect_type("04.3", answer, Mapping, what="the activity per package (a dict package -> 'idle'/'one'/'both')",
                 hint=hint)
     given = {int(k): v for k, v in answer.items()}  # type: ignore[union-attr]

@@ -15,6 +15,11 @@ from .concepts import Choice, Option, choice_check
 from .framework import CheckFailed, Passed, check, expect_equal, expect_in, expect_type, passed, wrong
 
 
+#: The profiled run's length a check accepts (``profile_steps``): past the cold first steps, and a trace that stays
+#: small.
+PROFILE_STEPS = (5, 200)
+
+
 def _mask_value(exercise: str, answer: object, what: str) -> int:
     """A CPU mask given as ``"0x00fe..."`` or as an int, as an int."""
     expect_type(exercise, answer, (str, int), what=what,
@@ -126,7 +131,10 @@ def check_miopen_fix(recipe: str | None, log_text: str) -> Passed:
              mentions="profile_steps"),
        wrong("a rank on the first node", job=lambda a: a.job.with_(profile_ranks=(3,)), mentions="second node"),
        wrong("every rank profiled", job=lambda a: a.job.with_(profile_ranks=())),
-       wrong("torch.profiler instead of rocprof", job=lambda a: a.job.with_(profile="torch")))
+       wrong("torch.profiler instead of rocprof", job=lambda a: a.job.with_(profile="torch")),
+       wrong("profile_steps=1: only the cold first step", job=lambda a: a.job.with_(profile_steps=1),
+             mentions="cold"),
+       wrong("profile_steps=1000: a huge trace", job=lambda a: a.job.with_(profile_steps=1000), mentions="trace"))
 def check_profile_one_rank(job: JobSpec | None, nodes: int = 2, tasks_per_node: int = 8) -> Passed:
     """Exercise 08.4: a job spec of ``nodes`` x ``tasks_per_node`` ranks that profiles exactly one rank, on the
     second node, with rocprof."""
@@ -148,8 +156,17 @@ def check_profile_one_rank(job: JobSpec | None, nodes: int = 2, tasks_per_node: 
                           f"{second.stop - 1}", found=rank, hint="ranks 0-7 are on the first node.")
     if job.profile_steps is None:
         raise CheckFailed("08.4", "the job does not stop after a few steps (profile_steps is not set), so rocprof "
-                                  "traces the whole run", hint="set `profile_steps` (e.g. 32): a few steps are enough "
-                                                               "and keep the trace small.")
+                                  "traces the whole run", hint="a few dozen steps are enough and keep the trace "
+                                                               "small: set `profile_steps`.")
+    if not PROFILE_STEPS[0] <= job.profile_steps <= PROFILE_STEPS[1]:
+        few = job.profile_steps < PROFILE_STEPS[0]
+        raise CheckFailed("08.4", f"profile_steps={job.profile_steps} is no sensible length for a profiled run",
+                          found=job.profile_steps,
+                          mistake=("a run that stops in its first, cold steps: rocprof then records start-up (kernel "
+                                   "compilation, the first allocations), not training" if few else
+                                   "a run of that many steps under rocprof: a trace of gigabytes and a long job, "
+                                   "for nothing a few dozen steps do not show"),
+                          hint="long enough to pass the first, cold steps; short enough to keep the trace small.")
     script = render_sbatch(job, "lumi")
     if f'case "$SLURM_PROCID" in {rank})' not in script:
         raise CheckFailed("08.4", "the rendered script does not branch on the rank",

@@ -67,8 +67,8 @@ def check_enough_workers(answer: int | None, step_times: Mapping[int, float], to
     best = min(step_times.values())
     expect_equal("09.2", answer, expected, what="the fewest workers within "
                  f"{tolerance:.0%} of the best step time ({best:.4f} s)",
-                 hint="find the best (smallest) mean step time, then the smallest worker count whose time is at "
-                      f"most {1 + tolerance:g} times that.")
+                 hint="enough is where more workers stop paying off: the fewest whose step time is within the "
+                      "tolerance of the best.")
     return passed("09.2", f"{expected} worker(s): {step_times[expected]:.4f} s per step, best {best:.4f} s")
 
 

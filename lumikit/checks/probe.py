@@ -4,18 +4,21 @@ After each ``check`` cell of a solution, verify runs ``probe_cell(<that cell's s
 from the cell, its arguments are evaluated in the notebook's namespace and bound to the check's parameters, and
 the check is called once per declared :class:`~lumikit.checks.framework.Wrong` answer, with the answer arguments
 replaced. Each must raise :class:`~lumikit.checks.framework.CheckFailed` (a real failure, not "no answer yet") whose
-message names the exercise (and the wrong answer's ``mentions``, if given). Nothing is recorded as progress.
+message names the exercise (and the wrong answer's ``mentions``, if given), and no message (nor the stub's, every
+answer None) may show the solution's answer (:func:`lumikit.checks.leaks.leaked`). Nothing is recorded as progress.
 """
 from __future__ import annotations
 
 import ast
 import copy
 import inspect
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from types import SimpleNamespace
 from typing import Any, Mapping
 
 from .framework import _PROBING, WRONG_MIMETYPE, CheckFailed, check_info
+from .hints import hint_levels
+from .leaks import leaked
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,7 @@ class WrongOutcome:
     why: str
     outcome: str  # rejected | accepted | unanswered | crashed | not mentioned
     message: str
+    leaked: tuple[str, ...] = ()  # printed forms of the solution's answer found in the message
 
     @property
     def rejected(self) -> bool:
@@ -40,12 +44,27 @@ class ProbeReport:
     function: str
     outcomes: tuple[WrongOutcome, ...]
     problem: str = ""
+    stub_message: str = ""  # the check's message for an unanswered exercise (every answer None)
+    stub_leaked: tuple[str, ...] = ()
+
+    @property
+    def messages_checked(self) -> int:
+        """How many failure messages were searched for the solution's answer (the wrong answers' and the stub's)."""
+        return sum(bool(o.message) for o in self.outcomes) + bool(self.stub_message)
+
+    @property
+    def leaks(self) -> int:
+        """How many of those messages showed the solution's answer."""
+        return sum(bool(o.leaked) for o in self.outcomes) + bool(self.stub_leaked)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
         rejected = sum(o.rejected for o in self.outcomes)
         text = (self.problem or f"{self.exercise}: {rejected}/{len(self.outcomes)} known-wrong answers rejected")
+        if self.leaks:
+            text += f"; {self.leaks} message(s) show the solution's answer"
         data = {"exercise": self.exercise, "function": self.function, "problem": self.problem,
-                "outcomes": [asdict(o) for o in self.outcomes]}
+                "outcomes": [asdict(o) for o in self.outcomes], "stub_message": self.stub_message,
+                "stub_leaked": list(self.stub_leaked)}
         return {"text/plain": text, WRONG_MIMETYPE: data}
 
 
@@ -80,6 +99,7 @@ def try_wrong_answers(source: str, namespace: Mapping[str, Any]) -> ProbeReport:
     bound = inspect.signature(func).bind(*args, **kwargs)
     bound.apply_defaults()
     outcomes = []
+    solution = {n: bound.arguments.get(n) for n in info.answer_names}
     token = _PROBING.set(True)
     try:
         for case in info.wrong:
@@ -91,10 +111,30 @@ def try_wrong_answers(source: str, namespace: Mapping[str, Any]) -> ProbeReport:
                                              f"building the wrong answer raised {type(exc).__name__}: {exc}"))
                 continue
             arguments.update(replaced)
-            outcomes.append(_judge(info.exercise, case.why, case.mentions, func, arguments))
+            outcome = _judge(info.exercise, case.why, case.mentions, func, arguments)
+            given = list(replaced.values())  # answers the case leaves alone are right: showing them tells nothing
+            found = [f for n, v in solution.items() if n in replaced for f in leaked(outcome.message, v, given)]
+            outcomes.append(replace(outcome, leaked=tuple(dict.fromkeys(found))))
+        stub_message, stub_found = _stub(func, bound.arguments, solution, info.exercise)
     finally:
         _PROBING.reset(token)
-    return ProbeReport(info.exercise, name, tuple(outcomes))
+    return ProbeReport(info.exercise, name, tuple(outcomes), stub_message=stub_message, stub_leaked=stub_found)
+
+
+def _stub(func: Any, arguments: Mapping[str, Any], solution: Mapping[str, Any],
+          exercise: str = "") -> tuple[str, tuple[str, ...]]:
+    """The check's message when every answer is None (the exercise's stub) followed by the exercise's on-demand
+    hints (all the help a learner gets without answering), and the solution's forms found in them."""
+    try:
+        func(**{**arguments, **{n: None for n in solution}})
+    except CheckFailed as failure:
+        message = str(failure)
+    except Exception as exc:  # noqa: BLE001 (verify's exercise run reports a crash on None)
+        return f"{type(exc).__name__}: {exc}", ()
+    else:
+        return "", ()
+    message = " ".join([message, *hint_levels(exercise)]) if exercise else message
+    return message, tuple(dict.fromkeys(f for v in solution.values() for f in leaked(message, v)))
 
 
 def _judge(exercise: str, why: str, mentions: str | None, func: Any, arguments: dict[str, Any]) -> WrongOutcome:

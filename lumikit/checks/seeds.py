@@ -16,14 +16,14 @@ from typing import Any
 from ..jobs import JobSpec, render_srun
 from ..logs import parse_hip_log
 from ..site import load_site
+from .concepts import letter as parse_letter
 from .framework import CheckFailed, Passed, check, expect_answer, expect_equal, expect_in, expect_type, passed, wrong
 
 
 def expect_choice(exercise: str, found: Any, options: Mapping[str, tuple[bool, str]], *, what: str) -> str:
-    """Fail unless ``found`` is the right option's letter; a wrong option fails with its own explanation."""
-    expect_in(exercise, found if not isinstance(found, str) else found.strip().lower(), list(options), what=what,
-              hint="answer with the option's letter, e.g. \"a\".")
-    letter = found.strip().lower()
+    """Fail unless ``found`` is the right option's letter (``"b"``, ``"B"``, ``"(b)"``, ``"b)"``: the course's one
+    parser, :func:`lumikit.checks.concepts.letter`); a wrong option fails with its own explanation."""
+    letter = parse_letter(exercise, found, options, what)
     right, why = options[letter]
     if not right:
         raise CheckFailed(exercise, f"({letter}) is not right: {why}")
@@ -246,7 +246,10 @@ def check_zero_stage(answer: str | None) -> Passed:
        wrong("every GCD of a node expected", devices_expected=8),
        wrong("the PyTorch container", jax_job=lambda a: a.jax_job.with_(container="pytorch"), mentions="container"),
        wrong("an error taken for a device list", jax_output="ModuleNotFoundError: No module named 'jax'",
-             mentions="no JAX device"))
+             mentions="no JAX device"),
+       wrong("without PYTHONNOUSERSITE=1: ~/.local shadows the container's JAX",
+             jax_job=lambda a: a.jax_job.with_(env={k: v for k, v in a.jax_job.env_dict().items()
+                                                    if k != "PYTHONNOUSERSITE"}), mentions="~/.local"))
 def check_jax_job(jax_job: JobSpec | None, devices_expected: int | None, jax_output: str | None) -> Passed:
     """Exercise 10.S1: a one-task JAX job on 2 GCDs in the JAX container, how many devices JAX lists, and (where
     it ran) the device list it printed."""
@@ -257,12 +260,18 @@ def check_jax_job(jax_job: JobSpec | None, devices_expected: int | None, jax_out
     expect_equal("10.S1", jax_job.gpus_per_node, 2, what="GCDs per node", hint="ask for 2 with gpus_per_node=2.")
     tasks = jax_job.ntasks_per_node or 1
     expect_equal("10.S1", tasks, 1, what="tasks per node", hint="one process drives both GCDs here.")
+    if jax_job.env_dict().get("PYTHONNOUSERSITE") != "1":
+        raise CheckFailed("10.S1", "the job lets Python read packages from your ~/.local into the container",
+                          found=jax_job.env_dict().get("PYTHONNOUSERSITE"),
+                          hint="a jax or jaxlib once installed with `pip install --user` would shadow the container's "
+                               "ROCm build; set PYTHONNOUSERSITE=1 in the job's environment.")
     command = render_srun(jax_job, site).text()
     if "singularity" not in command:
         raise CheckFailed("10.S1", "the rendered command does not run in the container", found=command[:160])
     expect_type("10.S1", devices_expected, int, what="how many devices JAX lists")
     expect_equal("10.S1", devices_expected, 2, what="how many devices JAX lists in that job",
-                 hint="Slurm makes the 2 GCDs visible to the one task, and JAX lists every visible GCD.")
+                 hint="Slurm makes the GCDs the job asks for visible to its one task, and JAX lists every visible "
+                      "GCD.")
     expect_type("10.S1", jax_output, str, what="what the job printed (\"\" where it did not run)")
     if jax_output.strip():
         listed = re.findall(r"(?:rocm|cuda|gpu)\w*\(id=\d+\)|RocmDevice\(id=\d+\)|CudaDevice\(id=\d+\)|"

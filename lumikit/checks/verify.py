@@ -1,5 +1,5 @@
 """The instructor verification: every solution passes its checks, every check fails on the exercise's stubs, and
-every check rejects its known-wrong answers.
+every check rejects its known-wrong answers without showing the solution's answer in any failure message.
 
 For each ``solutions/NN_name.py`` the solution is executed (every cell must run, every ``check`` cell must show a
 passed line; after each check cell the check is called again with each of its declared wrong answers, at least
@@ -45,11 +45,13 @@ class CheckReport:
     stub: str  # "fails" or what happened instead
     wrong_tried: int
     wrong_rejected: int
+    messages_checked: int = 0
+    leaks: int = 0
 
     @property
     def ok(self) -> bool:
         return (self.solution == "passes" and self.stub == "fails" and self.wrong_tried >= MIN_WRONG
-                and self.wrong_rejected == self.wrong_tried)
+                and self.wrong_rejected == self.wrong_tried and self.leaks == 0)
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,22 @@ def _probe_problems(where: str, probe: dict) -> list[Problem]:
             problems.append(Problem(f"wrong answer {o.get('outcome')}",
                                     f"{where}: the wrong answer '{o.get('why')}' was {o.get('outcome')}: "
                                     f"{o.get('message')}"))
+        if o.get("leaked"):
+            problems.append(Problem("answer leaked", f"{where}: the message for the wrong answer '{o.get('why')}' "
+                                                     f"shows the solution's answer ({', '.join(o['leaked'])}): "
+                                                     f"{o.get('message')}. Fix: name the mistake, not the answer"))
+    if probe.get("stub_leaked"):
+        problems.append(Problem("answer leaked", f"{where}: the stub's message shows the solution's answer "
+                                                 f"({', '.join(probe['stub_leaked'])}): {probe.get('stub_message')}. "
+                                                 f"Fix: name the mistake, not the answer"))
     return problems
+
+
+def _leak_counts(probe: dict) -> tuple[int, int]:
+    """Failure messages searched for the solution's answer in one probe, and how many showed it."""
+    outcomes = probe.get("outcomes", [])
+    checked = sum(bool(o.get("message")) for o in outcomes) + bool(probe.get("stub_message"))
+    return checked, sum(bool(o.get("leaked")) for o in outcomes) + bool(probe.get("stub_leaked"))
 
 
 def check_reports(solution: NotebookRun, exercise: NotebookRun | None) -> list[CheckReport]:
@@ -131,7 +148,7 @@ def check_reports(solution: NotebookRun, exercise: NotebookRun | None) -> list[C
         exercise_id = probe.get("exercise") or _exercise_of(cell) or f"check {index + 1}"
         stub = stubs[index] if index < len(stubs) else None
         rows.append(CheckReport(exercise_id, _solution_verdict(cell), _stub_verdict(stub), len(outcomes),
-                                sum(o.get("outcome") == "rejected" for o in outcomes)))
+                                sum(o.get("outcome") == "rejected" for o in outcomes), *_leak_counts(probe)))
     return rows
 
 
@@ -247,14 +264,17 @@ def format_table(reports: Sequence[PairReport]) -> str:
 
 def format_check_table(reports: Sequence[PairReport]) -> str:
     """One row per check: the solution passes, the stub fails, the known-wrong answers rejected; then the totals."""
-    header = ("exercise", "solution", "stub", "wrong answers rejected", "verdict")
+    header = ("exercise", "solution", "stub", "wrong answers rejected", "answer leaked", "verdict")
     checks = [c for r in reports for c in r.check_reports]
-    rows = [(c.exercise, c.solution, c.stub, f"{c.wrong_rejected}/{c.wrong_tried}", "ok" if c.ok else "FAIL")
-            for c in checks]
+    rows = [(c.exercise, c.solution, c.stub, f"{c.wrong_rejected}/{c.wrong_tried}", f"{c.leaks}/{c.messages_checked}",
+             "ok" if c.ok else "FAIL") for c in checks]
     tried = sum(c.wrong_tried for c in checks)
     rejected = sum(c.wrong_rejected for c in checks)
+    searched = sum(c.messages_checked for c in checks)
+    leaks = sum(c.leaks for c in checks)
     return "\n".join(_columns(header, rows) + [f"{len(checks)} checks; {rejected} of {tried} known-wrong answers "
-                                                f"rejected"])
+                                                f"rejected; {searched} failure messages checked for leaked answers, "
+                                                f"{leaks} leaked"])
 
 
 def _columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

@@ -73,7 +73,8 @@ def test_terminal_checks_reject_their_wrong_answers(fixed_script) -> None:
 def test_seed_checks_reject_their_wrong_answers(raw_trace) -> None:
     loader = DataLoader(TensorDataset(torch.arange(8.0)), batch_size=2, num_workers=1,
                         multiprocessing_context="spawn")
-    job = spec(["python", "-c", "import jax"], partition="small-g", gpus_per_node=2, time="0:05:00", container="jax")
+    job = spec(["python", "-c", "import jax"], partition="small-g", gpus_per_node=2, time="0:05:00", container="jax",
+               env={"PYTHONNOUSERSITE": "1"})
     total = assert_wrong_answers_fail(seeds.check_raw_profiler, raw_trace=raw_trace, steps_run=6)
     total += assert_wrong_answers_fail(seeds.check_hip_log_reading, launches=3, slowest_call="hipMemcpyWithStream")
     total += assert_wrong_answers_fail(seeds.check_tensorboard_choice, answer="b")

@@ -50,27 +50,36 @@ masks = site.node.masks()
 mask0 = masks[0]"""
 
 
-def test_stub_keeps_the_leading_comments_assigns_none_and_raises_with_the_hint() -> None:
+def test_stub_keeps_the_question_assigns_none_and_leaves_the_hint_for_later() -> None:
     stub, exercise_id = gen.stub_source(SOLUTION_CELL, where="cell", prefix="01")
     assert exercise_id == "01.2"
     assert stub == """\
 # Exercise 01.2: Which CPU mask goes with GCD 0?
 # The mask is derived from the node's topology.
-# Hint: `site.node.masks()` lists them in GCD order.
 site = None
 masks = None
 mask0 = None
-raise NotImplementedError("Exercise 01.2: `site.node.masks()` lists them in GCD order.")"""
+raise NotImplementedError("Exercise 01.2: replace each None above with your answer and delete this line. Stuck? \
+Run: from lumikit.checks import hint; hint(\\"01.2\\")")"""
 
 
-def test_stub_quotes_hints_with_quotes_safely() -> None:
+def test_the_hint_and_the_tool_of_a_cell_continue_over_comment_lines() -> None:
+    source = ("# Exercise 01.T1: which mask?\n# Hint: think of the\n# reserved core.\n# Tool: `site.node.masks()`.\n"
+              "x = 1")
+    assert gen.cell_hints(source) == {"idea": "think of the reserved core.", "tool": "`site.node.masks()`."}
+    stub, _ = gen.stub_source(source, where="cell", prefix="01")
+    assert "reserved core" not in stub and "masks()" not in stub and stub.startswith("# Exercise 01.T1: which mask?\nx")
+
+
+def test_stub_quotes_its_message_safely() -> None:
     stub, _ = gen.stub_source('# Exercise 02.1: bind it\n# Hint: use "--bind" and \\ paths\nx = 1',
                               where="cell", prefix="02")
     raise_line = stub.splitlines()[-1]
     namespace: dict = {}
     with pytest.raises(NotImplementedError) as caught:
         exec(compile(stub, "stub", "exec"), namespace)
-    assert str(caught.value) == 'Exercise 02.1: use "--bind" and \\ paths'
+    assert str(caught.value).endswith('hint("02.1")')
+    assert "--bind" not in stub
     assert raise_line.startswith("raise NotImplementedError(")
     assert namespace["x"] is None
 
@@ -102,7 +111,9 @@ def test_generated_exercise_replaces_only_the_solution_cells(good_workbook: Path
         else:
             assert (ex.cell_type, ex.source, ex.metadata) == (sol.cell_type, sol.source, sol.metadata)
     stub = exercise.cells[2].source
-    assert "# Hint: `load_site(\"lumi\").node` describes the node; each MI250X package holds two GCDs." in stub
+    assert "describes the node" not in stub
+    hints = json.loads((good_workbook / "exercises" / "hints.json").read_text())
+    assert hints["00.1"]["idea"] == "`load_site(\"lumi\").node` describes the node; each MI250X package holds two GCDs."
     assert "node = None\ngcds = None\n" in stub
     assert "len(node.gcds)" not in stub
 
@@ -143,7 +154,9 @@ def test_a_yaml_header_is_kept_as_the_solution_wrote_it(tmp_path: Path) -> None:
     gen.generate(tmp_path / "solutions", tmp_path / "exercises")
     written = (tmp_path / "exercises" / "05_header.py").read_text()
     assert written.startswith(header)
-    assert written.endswith('x = None\nraise NotImplementedError("Exercise 05.1: y")\n')
+    assert written.endswith('x = None\nraise NotImplementedError("Exercise 05.1: replace each None above with your '
+                            'answer and delete this line. Stuck? Run: from lumikit.checks import hint; '
+                            'hint(\\"05.1\\")")\n')
 
 
 def test_check_mode_names_drifted_missing_and_orphan_files(good_workbook: Path, capsys) -> None:

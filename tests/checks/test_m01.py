@@ -1,6 +1,7 @@
 """Module 01 checks: each passes on the right answer and fails, naming its exercise, on a wrong one and on None."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from lumikit.checks import m01
@@ -54,6 +55,13 @@ def test_gcd_neighbours_come_from_the_profile_not_from_k_times_8(monkeypatch):
         check_gcd_neighbours(None, None)
     monkeypatch.setattr(m01, "gcd_to_study", lambda: 0)
     assert check_gcd_neighbours(range(49, 56), 3)
+    assert check_gcd_neighbours(np.arange(49, 56), np.int64(3))  # numpy's numbers (idxmax, arange) are numbers
+
+
+def test_masks_are_accepted_with_or_without_0x(monkeypatch):
+    masks = load_site("lumi").node.masks()
+    assert check_full_node_job(FULL, [m.removeprefix("0x") for m in masks])
+    assert check_full_node_job(FULL, [m.upper().replace("0X", "0x") for m in masks])
 
 
 def test_each_learner_studies_their_own_gcd(monkeypatch):
@@ -74,10 +82,10 @@ def test_rejected_job_names_the_field_and_a_fix_that_keeps_the_shape():
         check_rejected_job("cpus_per_task", REJECTED.with_(ntasks_per_node=7, gpus_per_node=7, cpus_per_task=7),
                            REJECTED)
     with pytest.raises(CheckFailed, match="01.3: `cpus_per_task` of the fixed job is not right; "
-                                          "expected 7; found 1\\."):
+                                          "you gave 1\\."):
         check_rejected_job("cpus_per_task", REJECTED.with_(cpus_per_task=1), REJECTED)  # LUMI takes it, cores idle
     with pytest.raises(CheckFailed, match="01.3: `cpus_per_task` of the fixed job is not right; "
-                                          "expected 7; found None"):
+                                          "you gave None"):
         check_rejected_job("cpus_per_task", REJECTED.with_(cpus_per_task=None), REJECTED)
     with pytest.raises(CheckFailed, match="01.3: the fixed job is still rejected"):
         check_rejected_job("cpus_per_task", REJECTED, REJECTED)

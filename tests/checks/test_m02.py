@@ -72,6 +72,9 @@ def test_venv_python_lives_in_the_home_of_pyvenv_cfg(tmp_path: Path):
     assert f"python3.12 from {home}" in str(check_venv_python(str(home / "python3.12"), cfg))
     with pytest.raises(CheckFailed, match="02.3: pip is not a python interpreter"):
         check_venv_python(str(home / "pip"), cfg)
+    (home / "python3-config").write_text("")
+    with pytest.raises(CheckFailed, match="python3-config is not a python interpreter.*build flags"):
+        check_venv_python(str(home / "python3-config"), cfg)
     with pytest.raises(CheckFailed, match="02.3: .*python9 does not exist"):
         check_venv_python(str(home / "python9"), cfg)
     (tmp_path / "venv" / "bin").mkdir(parents=True)
@@ -94,3 +97,12 @@ def test_pins_are_the_base_versions():
         check_pins(["torch==2.6.0+rocm6.2.4"], base)
     with pytest.raises(CheckFailed, match="No answer yet for 02.4"):
         check_pins(None, base)
+
+
+def test_pins_are_compared_as_pip_names_them_and_a_contradicting_pin_is_refused():
+    base = {"torch": "2.6.0+rocm6.2.4", "typing_extensions": "4.12.2"}
+    assert check_pins(["TORCH==2.6.0+rocm6.2.4", "Typing-Extensions==4.12.2"], base)
+    with pytest.raises(CheckFailed, match="torch is pinned twice.*contradicting pin"):
+        check_pins(["torch==2.6.0+rocm6.2.4", "typing_extensions==4.12.2", "torch==2.5.1"], base)
+    with pytest.raises(CheckFailed, match="is pinned twice"):
+        check_pins(["torch==2.6.0+rocm6.2.4", "typing_extensions==4.12.2", "torch>=2.0"], base)

@@ -41,8 +41,8 @@ def test_ddp_steps_passes_with_half_the_steps_and_half_the_batch():
 
 
 @pytest.mark.parametrize("steps, batch, words", [
-    (16, 4, "the steps per epoch of one DDP rank is not right; expected 8; found 16"),  # the single run's count
-    (8, 8, "the --batch-size that keeps the single run's global batch is not right; expected 4"),
+    (16, 4, "the steps per epoch of one DDP rank is not right; you gave 16"),  # the single run's count
+    (8, 8, "the --batch-size that keeps the single run's global batch is not right; you gave 8"),
     (8.0, 4, "has the wrong type"),
     (None, 4, "No answer yet for 07.1"),
     (8, None, "No answer yet for 07.1"),

@@ -81,6 +81,10 @@ def test_miopen_fix_is_the_miopen_recipe():
 def test_profile_one_rank_on_the_second_node():
     good = TWO_NODES.with_(profile="rocprof", profile_ranks=(14,), profile_steps=32)
     assert m08.check_profile_one_rank(good).exercise == "08.4"
+    with pytest.raises(CheckFailed, match="cold steps"):
+        m08.check_profile_one_rank(good.with_(profile_steps=1))
+    with pytest.raises(CheckFailed, match="trace of gigabytes"):
+        m08.check_profile_one_rank(good.with_(profile_steps=1000))
     with pytest.raises(CheckFailed, match="08.4: the job does not stop after a few steps"):
         m08.check_profile_one_rank(good.with_(profile_steps=None))
 

@@ -55,7 +55,7 @@ def test_multiple_choice_explains_each_wrong_option(check, right, wrongs) -> Non
     for letter, words in wrongs.items():
         with pytest.raises(CheckFailed, match=words):
             check(letter)
-    with pytest.raises(CheckFailed, match="possible answers"):
+    with pytest.raises(CheckFailed, match="one of the letters"):
         check("e")
     with pytest.raises(CheckFailed, match="No answer yet"):
         check(None)
@@ -85,8 +85,11 @@ def test_visible_gcd_applies_rocr_then_hip() -> None:
 
 
 def test_jax_job_is_graded_without_jax_and_reads_a_device_list_when_it_ran() -> None:
-    job = spec(["python", "-c", "import jax"], partition="small-g", gpus_per_node=2, time="0:05:00", container="jax")
+    job = spec(["python", "-c", "import jax"], partition="small-g", gpus_per_node=2, time="0:05:00", container="jax",
+               env={"PYTHONNOUSERSITE": "1"})
     assert "not run here" in str(s.check_jax_job(job, 2, ""))
+    with pytest.raises(CheckFailed, match="packages from your ~/.local"):
+        s.check_jax_job(job.with_(env={}), 2, "")
     assert "2 device(s)" in str(s.check_jax_job(job, 2, "devices: [RocmDevice(id=0), RocmDevice(id=1)]"))
     with pytest.raises(CheckFailed, match="container"):
         s.check_jax_job(job.with_(container="pytorch"), 2, "")
@@ -94,3 +97,8 @@ def test_jax_job_is_graded_without_jax_and_reads_a_device_list_when_it_ran() -> 
         s.check_jax_job(job, 8, "")
     with pytest.raises(CheckFailed, match="lists no JAX device"):
         s.check_jax_job(job, 2, "Traceback: ModuleNotFoundError: No module named 'jax'")
+
+
+@pytest.mark.parametrize("answer", ["(a)", " A ", "a)"])
+def test_every_multiple_choice_parser_reads_a_letter_in_its_usual_forms(answer: str) -> None:
+    assert s.check_zero_stage(answer)

@@ -39,7 +39,9 @@ def test_the_probe_derives_wrong_answers_from_the_check_data_and_judges_each(mon
     assert report.exercise == "00.9"
     outcomes = {o.why: o for o in report.outcomes}
     assert outcomes["one step too many"].outcome == "rejected"
-    assert "expected 12; found 13" in outcomes["one step too many"].message
+    assert "you gave 13" in outcomes["one step too many"].message and "12" not in outcomes["one step too many"].message
+    assert not outcomes["one step too many"].leaked and not report.stub_leaked
+    assert (report.messages_checked, report.leaks) == (4, 0)  # three wrong answers and the stub
     assert outcomes["the count as text"].outcome == "rejected"
     assert outcomes["no answer at all"].outcome == "unanswered"  # a wrong answer must be a real answer
     assert not list(tmp_path.iterdir())  # trying wrong answers records no progress
@@ -62,5 +64,20 @@ def test_the_probe_reports_accepted_unmentioned_and_undeclared_checks() -> None:
 def test_a_declared_check_still_passes_and_fails_as_before(monkeypatch) -> None:
     monkeypatch.setenv("LUMIKIT_PROGRESS", "off")
     assert str(check_steps(12, 12)) == "✓ Exercise 00.9 passed"
-    with pytest.raises(CheckFailed, match="expected 12; found 11"):
+    with pytest.raises(CheckFailed, match="you gave 11. It looks like counted from 0"):
         check_steps(11, 12)
+
+
+def test_the_probe_finds_a_message_that_shows_the_solutions_answer() -> None:
+    @check("00.7", wrong("too few", answer=120), wrong("too many", answer=512))
+    def telling(answer):
+        if answer is None:
+            raise CheckFailed("00.7", "the count", unanswered=True, hint="count the 256 samples")
+        if answer != 256:
+            raise CheckFailed("00.7", f"the count should be 256, not {answer}")
+        return passed("00.7")
+
+    report = try_wrong_answers("telling(256)", {"telling": telling})
+    assert [o.leaked for o in report.outcomes] == [("256",), ("256",)]
+    assert report.stub_leaked == ("256",)
+    assert (report.messages_checked, report.leaks) == (3, 3)
