@@ -196,11 +196,10 @@ print(f"your local rank: r = {r}")
 # Exercise 01.4: Build a one-node job on standard-g that follows the rule (one rank per GCD, 7 cores each, bound
 # with `cpu_bind="auto"`) and store it in `rule_job`. Then store the mask that `taskset -p $$` prints in local
 # rank `r` (hex digits, as taskset prints them) in `rank_mask`.
-# Hint: `rank_table(rule_job, site)` lists every rank: devices seen, the device used, its GCD, cores and mask.
 rule_job = None
 table = None
 rank_mask = None
-raise NotImplementedError("Exercise 01.4: `rank_table(rule_job, site)` lists every rank: devices seen, the device used, its GCD, cores and mask.")
+raise NotImplementedError("Exercise 01.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"01.4\")")
 
 # %% tags=["check"]
 checks.check_rank_rule(rule_job, rank_mask)

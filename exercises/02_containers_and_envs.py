@@ -125,10 +125,8 @@ import lumikit.checks.handson as handson_checks
 # Exercise 02.S1: Write the commands, in order, that open an interactive shell in the PyTorch container
 # `$CONTAINER` with the course's bindings module (`singularity-AI-bindings` from /appl/local/containers/ai-modules).
 # Store them as a list of strings in `shell_commands`.
-# Hint: Lmod only loads modules from folders it knows.
-# Tool: `module use FOLDER`, `module load NAME`, `singularity shell IMAGE`.
 shell_commands = None
-raise NotImplementedError("Exercise 02.S1: Lmod only loads modules from folders it knows.")
+raise NotImplementedError("Exercise 02.S1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"02.S1\")")
 
 # %% tags=["check"]
 handson_checks.check_container_shell(shell_commands)

@@ -204,10 +204,8 @@ from lumikit.site import load_site
 # %% tags=["exercise"]
 # Exercise 05.S4: Build a one-GCD job (`miopen_job`, small-g, 10 minutes) running `python train.py` with MIOpen
 # logging every call it makes, together with the MIOpenDriver command line of each call.
-# Hint: MIOpen's variables start with MIOPEN_.
-# Tool: MIOpen's documentation, "Debugging and logging"; `spec([...], env={...})`.
 miopen_job = None
-raise NotImplementedError("Exercise 05.S4: MIOpen's variables start with MIOPEN_.")
+raise NotImplementedError("Exercise 05.S4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.S4\")")
 
 # %% tags=["check"]
 handson_checks.check_miopen_logging(miopen_job)
@@ -253,18 +251,16 @@ print([f"{t:.3f}" for t in warmup])
 # %% tags=["exercise"]
 # Exercise 05.W1: Store in `cache_env` (a dict) the environment that puts MIOpen's user database, MIOpen's kernel cache
 # and Triton's cache in folders under /scratch/<project> (use `project` above).
-# Hint: three variables; MIOPEN_FIND_MODE chooses how hard MIOpen searches, not where it keeps the results.
 cache_env = None
-raise NotImplementedError("Exercise 05.W1: three variables; MIOPEN_FIND_MODE chooses how hard MIOpen searches, not where it keeps the results.")
+raise NotImplementedError("Exercise 05.W1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.W1\")")
 
 # %% tags=["check"]
 checks.check_cache_env(cache_env, project)
 
 # %% tags=["exercise"]
 # Exercise 05.W2: How many seconds did the first step cost beyond a steady step? Store it in `search_s`.
-# Hint: the later steps are steady; compare the first with their median.
 search_s = None
-raise NotImplementedError("Exercise 05.W2: the later steps are steady; compare the first with their median.")
+raise NotImplementedError("Exercise 05.W2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.W2\")")
 
 # %% tags=["check"]
 checks.check_warmup_cost(search_s, warmup)
@@ -287,10 +283,9 @@ print(run_numbers, load_site("lumi").hardware["gcd_peak_tflops"])
 
 # %% tags=["exercise"]
 # Exercise 05.P1: What was the run's MFU (0-1)? Store it in `mfu`.
-# Hint: FLOPs per step / step time / one GCD's peak for the precision the run used.
 peaks = None
 mfu = None
-raise NotImplementedError("Exercise 05.P1: FLOPs per step / step time / one GCD's peak for the precision the run used.")
+raise NotImplementedError("Exercise 05.P1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.P1\")")
 
 # %% tags=["check"]
 checks.check_mfu_for_precision(mfu, run_numbers)
@@ -337,9 +332,8 @@ print(load_memory(snapshot_path).describe())
 
 # %% tags=["exercise"]
 # Exercise 05.M1: What was the peak of live allocated bytes in the snapshot? Store it (an int, bytes) in `peak_bytes`.
-# Hint: the peak is a moment in the history, not what the segments hold at the end.
 peak_bytes = None
-raise NotImplementedError("Exercise 05.M1: the peak is a moment in the history, not what the segments hold at the end.")
+raise NotImplementedError("Exercise 05.M1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.M1\")")
 
 # %% tags=["check"]
 checks.check_snapshot_peak(peak_bytes, str(snapshot_path))

@@ -135,10 +135,9 @@ print(counters_per_kernel(counter_table))
 
 # %% tags=["exercise"]
 # Exercise 06.C1: Which kernels had fewer waves than the GCD has compute units? Store their names in a list `starved`.
-# Hint: every kernel was busy for its whole run; count waves per compute unit instead.
 per_dispatch = None
 starved = None
-raise NotImplementedError("Exercise 06.C1: every kernel was busy for its whole run; count waves per compute unit instead.")
+raise NotImplementedError("Exercise 06.C1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"06.C1\")")
 
 # %% tags=["check"]
 checks.check_starved_kernels(starved, counter_csv)

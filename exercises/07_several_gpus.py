@@ -241,14 +241,12 @@ pd.DataFrame(links_table("lumi")).T[["gb_s", "description"]]
 # Exercise 07.7: From `output`, store the two physical GCDs of the job in `pair_gcds` (a list), the name of the link
 # between them (a key of the table above) in `pair_link`, and the largest out-of-place bus bandwidth as a share of
 # that link's peak in `busbw_fraction`.
-# Hint: `gcds_of(parse_collbench(output), "lumi")` reads the bus ids; GCDs with the same `package` in the site
-# profile share an MI250X; `bench.peak.busbw` is the largest bus bandwidth.
 bench = None
 pair_gcds = None
 packages = None
 pair_link = None
 busbw_fraction = None
-raise NotImplementedError("Exercise 07.7: `gcds_of(parse_collbench(output), \"lumi\")` reads the bus ids; GCDs with the same `package` in the site")
+raise NotImplementedError("Exercise 07.7: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.7\")")
 
 # %% tags=["check"]
 checks.check_gcd_pair(pair_gcds, pair_link, busbw_fraction)

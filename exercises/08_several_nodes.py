@@ -175,13 +175,11 @@ print(lumi_log.show())
 # Exercise 08.S3: What is the scaling efficiency at 32 GCDs of the generated runs (`efficiency_32`, 1.0 = perfect),
 # and at how many GCDs does it first fall below 90 % (`first_below_90`)? From the real LUMI log, how many images/s
 # did each GCD process (`lumi_per_gcd`)?
-# Hint: efficiency compares N GCDs with N times one GCD.
-# Tool: column arithmetic on `scaling`; `handson_checks.lumi_total_images_per_s()` reads the log's total.
 one_gcd = None
 efficiency_32 = None
 first_below_90 = None
 lumi_per_gcd = None
-raise NotImplementedError("Exercise 08.S3: efficiency compares N GCDs with N times one GCD.")
+raise NotImplementedError("Exercise 08.S3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.S3\")")
 
 # %% tags=["check"]
 handson_checks.check_scaling_efficiency(efficiency_32, first_below_90, lumi_per_gcd)
@@ -197,11 +195,9 @@ handson_checks.check_scaling_efficiency(efficiency_32, first_below_90, lumi_per_
 # Exercise 08.S4: Write the srun line of a batch script (`srun_line`) that runs `python train.py` in the container
 # `$CONTAINER` through `bash -c "..."`, exporting RANK, LOCAL_RANK and WORLD_SIZE from Slurm's per-task variables;
 # and the text of a wrapper `run.sh` (`wrapper`) that exports the same three and then runs the command it is given.
-# Hint: ask which shell reads each `$`: the batch script's, or each task's.
-# Tool: inside double quotes `\$` leaves a `$` for the next shell; a wrapper ends with `exec "$@"`.
 srun_line = None
 wrapper = None
-raise NotImplementedError("Exercise 08.S4: ask which shell reads each `$`: the batch script's, or each task's.")
+raise NotImplementedError("Exercise 08.S4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.S4\")")
 
 # %% tags=["check"]
 handson_checks.check_slurm_escaping(srun_line, wrapper)
@@ -246,14 +242,12 @@ print(baseline["two_nodes"][:700])
 # Exercise 08.5: Read both outputs. Store the largest out-of-place bus bandwidth inside one node in `node_busbw`,
 # the one across two nodes in `cross_busbw`, and the name of the link that limits the two-node run (a key of the
 # site's `[hardware.links]`) in `bottleneck`.
-# Hint: `parse_collbench(text)` reads an output; `.peak.busbw` is the largest bus bandwidth; `link_for(bench, "lumi")`
-# says which link the ranks crossed.
 one_node = None
 across = None
 node_busbw = None
 cross_busbw = None
 bottleneck = None
-raise NotImplementedError("Exercise 08.5: `parse_collbench(text)` reads an output; `.peak.busbw` is the largest bus bandwidth; `link_for(bench, \"lumi\")`")
+raise NotImplementedError("Exercise 08.5: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.5\")")
 
 # %% tags=["check"]
 checks.check_comm_baseline(node_busbw, cross_busbw, bottleneck)
@@ -274,11 +268,10 @@ hang
 # Exercise 08.6: Store in `recorder_env` the environment (a dict) that keeps the flight recorder and dumps it on a
 # timeout; from the table, store the rank that never joined the collective the others wait in, in `missing_rank`,
 # and that collective's `collective_seq_id` in `stuck_seq`.
-# Hint: the waiting ranks are 'started' in the same collective; one rank's last entry is the one before it.
 recorder_env = None
 missing_rank = None
 stuck_seq = None
-raise NotImplementedError("Exercise 08.6: the waiting ranks are 'started' in the same collective; one rank's last entry is the one before it.")
+raise NotImplementedError("Exercise 08.6: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.6\")")
 
 # %% tags=["check"]
 checks.check_hang(recorder_env, missing_rank, stuck_seq)

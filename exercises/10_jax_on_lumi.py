@@ -54,12 +54,10 @@ import lumikit.checks.handson as handson_checks
 # Exercise 10.2: Build `per_gcd_job`: the same program in the JAX container on small-g, 5 minutes, as one process
 # per GCD on 2 GCDs. How many devices does `jax.local_devices()` list in each process (`devices_per_process`), and
 # how many processes does `jax.process_count()` report (`process_count`)?
-# Hint: count GPUs per task, not per node.
-# Tool: `spec([...], ntasks_per_node=..., gpus_per_task=..., container="jax", ...)`.
 per_gcd_job = None
 devices_per_process = None
 process_count = None
-raise NotImplementedError("Exercise 10.2: count GPUs per task, not per node.")
+raise NotImplementedError("Exercise 10.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"10.2\")")
 
 # %% tags=["check"]
 handson_checks.check_jax_per_gcd(per_gcd_job, devices_per_process, process_count)
