@@ -17,10 +17,12 @@ SCANNED = sorted([*REPO.glob("notebooks/*.py"), *REPO.glob("solutions/*.py"), *R
                   REPO / "README.md"])
 # what a real recording is: the profiler's recorded steps (the learner's own run), what rocprof recorded, lumikit's
 # `smi record`, what a run folder's manifest recorded about its supervisor, the learner's own check answers and
-# results recorded in their progress folder, or a sentence that names both kinds
+# results recorded in their progress folder (and regraded from there), what a flight recorder or a rocpd database
+# recorded of a real run, or a sentence that names both kinds
 REAL_RECORDING = re.compile(r"step|profiler|profiled|profiling|rocprof|smi record|supervisor|manifest|generated|kind|recorded from|"
                             r"recorded with|\(recorded\)|progress|recorded answers?|recorded (check )?results?|"
-                            r"prediction recorded|results? recorded|answers? recorded", re.IGNORECASE)
+                            r"prediction recorded|results? recorded|answers? recorded|recorded as \"not checked|grading|"
+                            r"flight.recorder|TORCH_FR|rocpd", re.IGNORECASE)
 GENERATED_THINGS = re.compile(r"ddp-8gcd-starved|single-gcd-training|idle-node|rccl_debug_log|lumikit\.smi\.synth|"
                               r"trace\.synth|write_synthetic")
 REAL_CLAIMS = re.compile(r"\brecorded\b|taken on LUMI|from a real|real job|real run", re.IGNORECASE)

@@ -183,13 +183,17 @@ def step_times(run_dir: object, rank: int = 0) -> list[float]:
 
 
 def _beyond_noise(before: list[float], after: list[float]) -> tuple[bool, str]:
-    """Whether the after steps are faster beyond the noise: the middle half of the after steps lies below the middle
-    half of the before steps, and the medians differ by at least :data:`MIN_SPEEDUP`; and the sentence saying so."""
-    b, a = statistics.quantiles(before, n=4), statistics.quantiles(after, n=4)
-    ratio = b[1] / a[1]
-    text = (f"warm steps {b[1] * 1000:.0f} ms (middle half {b[0] * 1000:.0f}-{b[2] * 1000:.0f}) before, "
-            f"{a[1] * 1000:.0f} ms ({a[0] * 1000:.0f}-{a[2] * 1000:.0f}) after: {ratio:.1f}x")
-    return a[2] < b[0] and ratio >= MIN_SPEEDUP, text
+    """Whether the after steps are faster beyond the noise, and the sentence saying so: the mean warm step (what the
+    run's throughput follows) is at least :data:`MIN_SPEEDUP` shorter, and lies below the middle half of the before
+    steps. Means, not medians: with DataLoader workers the steps often alternate short (a batch was ready) and long
+    (it was not), and a median then lands on either."""
+    b = statistics.quantiles(before, n=4)
+    mean_b, mean_a = statistics.fmean(before), statistics.fmean(after)
+    ratio = mean_b / mean_a
+    text = (f"mean warm step {mean_b * 1000:.0f} ms (middle half {b[0] * 1000:.0f}-{b[2] * 1000:.0f}) before, "
+            f"{mean_a * 1000:.0f} ms (shortest {min(after) * 1000:.0f}, longest {max(after) * 1000:.0f}) after: "
+            f"{ratio:.1f}x")
+    return mean_a < b[0] and ratio >= MIN_SPEEDUP, text
 
 
 #: What a claim (exercise 11.4) holds: the slow rank, the phase the other ranks wait in, the fix, and the warm step

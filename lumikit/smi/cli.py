@@ -100,12 +100,12 @@ def _cell(v: Any, fmt: str = "{:.0f}", unit: str = "") -> str:
 
 
 def when(timestamp: float | None) -> str:
-    """``  at 2025-11-25 12:00:04 CET`` for an epoch time (this machine's zone), ``  t=4`` for seconds since a
+    """``  at 2025-11-25 12:00:04 CET`` for an epoch time (this machine's zone), ``  t=4.0 s`` for seconds since a
     session's start, nothing when unknown: never epoch seconds."""
     if timestamp is None:
         return ""
     if timestamp < 1e8:
-        return f"  t={timestamp:g}"
+        return f"  t={timestamp:.1f} s"
     return f"  at {clock_time(timestamp)}"
 
 
