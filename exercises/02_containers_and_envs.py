@@ -14,6 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from lumikit.launch.runfolder import default_runs_dir
 import lumikit.checks.m02 as checks
 from lumikit.jobs import effective_binds, render_srun, spec
 from lumikit.launch import mode_line
@@ -52,8 +53,9 @@ checks.check_rccl_bind_set(rccl_bind_set)
 # inside the container, on top of the container's Python) and reads its `pyvenv.cfg`.
 
 # %%
-Path("runs").mkdir(exist_ok=True)
-venv = Path(tempfile.mkdtemp(prefix="venv-exercise-", dir="runs")) / "venv"
+runs_dir = default_runs_dir()  # the clone's runs/, where every run folder goes
+runs_dir.mkdir(parents=True, exist_ok=True)
+venv = Path(tempfile.mkdtemp(prefix="venv-exercise-", dir=runs_dir)) / "venv"
 subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True,
                timeout=60)
 pyvenv_cfg = dict(line.split(" = ", 1) for line in (venv / "pyvenv.cfg").read_text().splitlines() if " = " in line)

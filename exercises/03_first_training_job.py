@@ -13,6 +13,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
+from lumikit.launch.runfolder import default_runs_dir
 import lumikit.checks.m03 as checks
 from lumikit.jobs import parse_time, workload_spec
 from lumikit.launch import STATES, launch, mode_line
@@ -27,7 +28,7 @@ def lm_job(name: str, *options: str):
                          time="0:15:00")
 
 
-runs = Path("runs").resolve()
+runs = default_runs_dir()
 runs.mkdir(exist_ok=True)
 checkpoint = Path(tempfile.mkdtemp(prefix="03-checkpoint-", dir=runs)) / "lm.pt"
 first = launch(lm_job("lm-first", "--steps", "12", "--checkpoint", str(checkpoint)))

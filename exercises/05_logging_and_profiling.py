@@ -8,6 +8,7 @@
 # profiler itself costs (so you do not take its slowdown for your model's).
 
 # %%
+from lumikit.launch.runfolder import default_runs_dir
 import lumikit.checks.m05 as checks
 from lumikit.jobs import workload_spec
 from lumikit.launch import launch, mode_line
@@ -144,8 +145,9 @@ def train_step() -> float:
     return loss.item()
 
 
-Path("runs").mkdir(exist_ok=True)
-raw_dir = Path(tempfile.mkdtemp(prefix="05-raw-profiler-", dir="runs"))
+runs_dir = default_runs_dir()  # the clone's runs/, where every run folder goes
+runs_dir.mkdir(parents=True, exist_ok=True)
+raw_dir = Path(tempfile.mkdtemp(prefix="05-raw-profiler-", dir=runs_dir))
 print("write the trace into", raw_dir)
 
 # %% tags=["exercise"]

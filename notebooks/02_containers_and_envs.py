@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from lumikit.launch.runfolder import default_runs_dir
 from lumikit.launch import mode_line
 from lumikit.site import load_site
 
@@ -135,8 +136,9 @@ for line in dry.stdout.splitlines():
 # %%
 import tempfile
 
-Path("runs").mkdir(exist_ok=True)
-venv = Path(tempfile.mkdtemp(prefix="venv-demo-", dir="runs")) / "venv"
+runs_dir = default_runs_dir()  # the clone's runs/, where every run folder goes
+runs_dir.mkdir(parents=True, exist_ok=True)
+venv = Path(tempfile.mkdtemp(prefix="venv-demo-", dir=runs_dir)) / "venv"
 subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True,
                timeout=60)
 cfg = dict(line.split(" = ", 1) for line in (venv / "pyvenv.cfg").read_text().splitlines() if " = " in line)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from lumikit.launch.runfolder import default_runs_dir
 from lumikit.course_jobs import first_lm_job, lm_job  # the course's jobs, one list for notebooks and rehearsals
 from lumikit.jobs import render_sbatch
 from lumikit.launch import launch, mode_line
@@ -31,7 +32,7 @@ print(mode_line(site))
 
 
 # The checkpoint must outlive the job that writes it: keep it in a folder of its own under runs/.
-runs = Path("runs").resolve()
+runs = default_runs_dir()
 runs.mkdir(exist_ok=True)
 checkpoint = Path(tempfile.mkdtemp(prefix="03-checkpoint-", dir=runs)) / "lm.pt"
 first = first_lm_job(checkpoint)  # lm_job("lm-first", "--steps", "12", "--checkpoint", ..., "--checkpoint-every", "6")

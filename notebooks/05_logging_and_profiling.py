@@ -25,6 +25,7 @@
 # %%
 import pandas as pd
 
+from lumikit.launch.runfolder import default_runs_dir
 from lumikit.jobs import PROFILE_MODES
 from lumikit.launch import get_backend, mode_line
 
@@ -254,7 +255,7 @@ from lumikit.rocprof.plots import plot_kernel_ranking
 
 host = ops[(ops["cat"] == "cpu_op") & (ops["step"] >= 0)]
 stats = stats_from_durations(pd.DataFrame({"name": host["name"], "duration_ns": host["self_us"] * 1e3}))
-demo = Path("runs") / f"{run.path.name}-as-rocprofv3" / "localhost" / "0"
+demo = default_runs_dir() / f"{run.path.name}-as-rocprofv3" / "localhost" / "0"
 write_rocprof_stats(stats, demo / "rank0_kernel_stats.csv")
 print(find_outputs(demo.parent.parent).describe())
 kernels = rocprof_kernels(demo.parent.parent)

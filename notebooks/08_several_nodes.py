@@ -17,6 +17,7 @@
 # %%
 import pandas as pd
 
+from lumikit.launch.runfolder import default_runs_dir
 from lumikit.jobs import cpu_masks, render_sbatch, spec
 from lumikit.launch import mode_line
 from lumikit.site import load_site
@@ -105,8 +106,9 @@ from pathlib import Path
 
 from lumikit.logs.samples import rccl_debug_log
 
-Path("runs").mkdir(exist_ok=True)
-logs = Path(tempfile.mkdtemp(prefix="08-rccl-logs-", dir="runs"))
+runs_dir = default_runs_dir()  # the clone's runs/, where every run folder goes
+runs_dir.mkdir(parents=True, exist_ok=True)
+logs = Path(tempfile.mkdtemp(prefix="08-rccl-logs-", dir=runs_dir))
 (logs / "generated-good-rank7.txt").write_text(rccl_debug_log(plugin=True, gdr=True))
 (logs / "generated-no-plugin-rank7.txt").write_text(rccl_debug_log(plugin=False, gdr=False))
 for name in ("generated-good-rank7.txt", "generated-no-plugin-rank7.txt"):

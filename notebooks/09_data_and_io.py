@@ -45,13 +45,15 @@ from pathlib import Path
 
 import pandas as pd
 
+from lumikit.launch.runfolder import default_runs_dir
 from lumikit.io_bench import measure_reads, write_image_files
 from lumikit.measure import compare, measured
 from lumikit.launch import mode_line
 
 print(mode_line())
-Path("runs").mkdir(exist_ok=True)
-files = write_image_files(tempfile.mkdtemp(prefix="09-io-", dir="runs"), 1500)
+runs_dir = default_runs_dir()  # the clone's runs/, where every run folder goes
+runs_dir.mkdir(parents=True, exist_ok=True)
+files = write_image_files(tempfile.mkdtemp(prefix="09-io-", dir=runs_dir), 1500)
 data = files.one_file.parent
 reads = measure_reads(files, repeat=5)  # small, one, small, one, ... 5 times each
 io = pd.DataFrame({"files": [files.count, 1], "read time (s)": [m.median for m in reads.values()],

@@ -12,6 +12,7 @@
 import tempfile
 from pathlib import Path
 
+from lumikit.launch.runfolder import default_runs_dir
 import lumikit.checks.m08 as checks
 from lumikit.jobs import cpu_masks, render_sbatch, spec
 from lumikit.launch import mode_line
@@ -29,8 +30,9 @@ print(f"your task for 08.1: SLURM_PROCID={task}")
 
 # %%
 # Two logs as a 2-node job writes them: rank 7's RCCL log (NCCL_DEBUG=INFO) and a job output with a MIOpen error.
-Path("runs").mkdir(exist_ok=True)
-logs = Path(tempfile.mkdtemp(prefix="08-exercise-logs-", dir="runs"))
+runs_dir = default_runs_dir()  # the clone's runs/, where every run folder goes
+runs_dir.mkdir(parents=True, exist_ok=True)
+logs = Path(tempfile.mkdtemp(prefix="08-exercise-logs-", dir=runs_dir))
 rccl_log = logs / "rccl-rank7.txt"
 rccl_log.write_text(rccl_debug_log(plugin=True, gdr=True))
 miopen_log = logs / "slurm-miopen.out"

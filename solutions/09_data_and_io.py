@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 
+from lumikit.launch.runfolder import default_runs_dir
 import lumikit.checks.m09 as checks
 from lumikit.io_bench import time_reads, write_image_files
 from lumikit.measure import compare, measured
@@ -19,8 +20,9 @@ from lumikit.smi import tidy
 from lumikit.workloads import resnet
 
 print(mode_line())
-Path("runs").mkdir(exist_ok=True)
-files = write_image_files(tempfile.mkdtemp(prefix="09-exercise-", dir="runs"), 1000, seed=1)
+runs_dir = default_runs_dir()  # the clone's runs/, where every run folder goes
+runs_dir.mkdir(parents=True, exist_ok=True)
+files = write_image_files(tempfile.mkdtemp(prefix="09-exercise-", dir=runs_dir), 1000, seed=1)
 data = files.one_file.parent
 times = time_reads(files)
 small_files_s, one_file_s = times["many small files"], times["one .npy file"]

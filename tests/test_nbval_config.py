@@ -21,6 +21,7 @@ import pytest
 from nbval.plugin import get_sanitize_patterns
 
 SANITIZE = Path(__file__).with_name("nbval_sanitize.cfg")
+REPO = Path(__file__).resolve().parents[1]
 NBVAL_ARGS = ["--nbval-lax", "--nbval-current-env", "--nbval-cell-timeout=90", f"--nbval-sanitize-with={SANITIZE}"]
 
 
@@ -105,3 +106,13 @@ def test_nbval_in_lax_mode_fails_only_on_output_the_sanitize_file_does_not_mask(
     assert run.returncode == 1, run.stdout + run.stderr
     assert "1 failed, 1 passed" in run.stdout
     assert "FAILED 02_changed.ipynb::Cell 0" in run.stdout
+
+
+def test_notebooks_put_run_folders_in_the_clones_runs_folder() -> None:
+    """A kernel runs in notebooks/ (or exercises/, solutions/): a relative "runs" there would make a second runs
+    folder beside the clone's. Every notebook asks lumikit for the one place (default_runs_dir)."""
+    relative = re.compile(r"""Path\(["']runs["']\)|dir=["']runs["']|runs_dir=["']runs["']""")
+    bad = [f"{p.relative_to(REPO)}:{i}: {line.strip()}"
+           for folder in ("notebooks", "exercises", "solutions") for p in sorted((REPO / folder).glob("*.py"))
+           for i, line in enumerate(p.read_text().splitlines(), 1) if relative.search(line)]
+    assert not bad, "relative runs folders:\n" + "\n".join(bad)
