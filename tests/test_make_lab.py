@@ -2,6 +2,7 @@
 opens JupyterLab at the repository root on module 00 within 60 s."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -124,11 +125,15 @@ def _stop_all_and_exit(signum: int, frame: object) -> None:
 
 
 def stop(proc: subprocess.Popen) -> None:
+    """End the lab's whole process group (a lab that already ended is fine)."""
     try:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        proc.poll()
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("who", ["root", "user"])

@@ -64,7 +64,7 @@ def test_modules_01_and_03_launch_from_a_kernel_inside_an_ood_like_job(lumi_shap
     work.mkdir()
     result = tmp_path / "result.json"
     job_env = {**env, "PYTHONPATH": str(REPO), "LUMIKIT_SITE": "lumi-sim", "LUMIKIT_SLURM_SIM_DIR": str(sim_dir),
-               "MPLBACKEND": "Agg"}
+               "MPLBACKEND": "Agg", "LUMIKIT_RUNS_DIR": str(work / "runs")}  # not the clone's runs/
     notebooks = [str(REPO / "notebooks" / m) for m in MODULES]
     # what Open OnDemand does: a batch job with a memory request whose one task runs the Jupyter kernel
     sub = subprocess.run(["sbatch", "--parsable", "--mem=8G", "-p", "small-g", "-n1", "-c2", "-t", "0:30:00",

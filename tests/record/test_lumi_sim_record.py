@@ -18,13 +18,13 @@ COMMAND = ["run", "--site", "lumi-sim", "--partition", "small-g", "--nodes", "2"
 
 
 def lumikit(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LUMIKIT_RUNS_DIR": str(cwd / "runs")}  # not the clone's runs/
     return subprocess.run([sys.executable, "-m", "lumikit", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=600)
 
 
 def test_a_two_node_gpu_job_records_both_nodes_and_reports_them(slurm_cluster, tmp_path: Path):
-    done = lumikit(COMMAND, tmp_path)  # run folders go to ./runs of the working folder
+    done = lumikit(COMMAND, tmp_path)
     assert done.returncode == 0, done.stderr
     run = Path(done.stdout.splitlines()[0])
     assert run.parent == tmp_path / "runs" and done.stdout.splitlines()[-1] == "COMPLETED"

@@ -38,6 +38,15 @@ def kill_daemon(sim, pid_file: str) -> None:
         time.sleep(0.05)
 
 
+def wait_saved(sim, since: float, timeout: float = 60) -> None:
+    """Until slurmctld has saved its job state after ``since`` (a few seconds after a change)."""
+    saved = sim.sim_dir / "state" / "ctld" / "job_state"
+    deadline = time.monotonic() + timeout
+    while not (saved.exists() and saved.stat().st_mtime > since + 0.5):
+        assert time.monotonic() < deadline, f"slurmctld did not save its job state within {timeout} s"
+        time.sleep(0.5)
+
+
 def wait_running(run, sim, timeout: float = 60) -> None:
     """Until the job runs and the controller has saved that to its state files (it does so a few seconds after a
     change: a crash before then loses the job, on LUMI as here)."""
@@ -45,11 +54,7 @@ def wait_running(run, sim, timeout: float = 60) -> None:
     while run.status() != "RUNNING":
         assert time.monotonic() < deadline, f"{run.path.name} did not start within {timeout} s"
         time.sleep(0.5)
-    running_since = time.time()
-    saved = sim.sim_dir / "state" / "ctld" / "job_state"
-    while not (saved.exists() and saved.stat().st_mtime > running_since + 0.5):
-        assert time.monotonic() < deadline, f"slurmctld did not save its job state within {timeout} s"
-        time.sleep(0.5)
+    wait_saved(sim, time.time(), timeout)
 
 
 def test_a_controller_restart_during_a_wait_ends_with_the_true_state(faulty_cluster, tmp_path, capsys):
@@ -86,6 +91,7 @@ def test_controller_and_accounting_gone_for_a_minute_is_waited_out(faulty_cluste
 def test_slurm_up_after_a_controller_crash_keeps_the_jobs_it_knew(faulty_cluster, tmp_path):
     run = submit(tmp_path, 1)
     assert run.wait(timeout=120, poll=1, progress=False) == "COMPLETED"
+    wait_saved(faulty_cluster, time.time())  # a crash before the save loses the newest jobs, on LUMI too
     kill_daemon(faulty_cluster, "slurmctld.pid")
     up = faulty_cluster.run("up.sh")
     assert up.returncode == 0, up.stdout + up.stderr
