@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# Where torch comes from. Empty: the default package index (on Linux x86_64 that is the CUDA build, about 4 GB).
+# TORCH=cpu takes PyTorch's CPU-only wheels instead (no GPU on a laptop needs them); TORCH_INDEX=URL names any index.
+TORCH       ?=
+TORCH_INDEX ?= $(if $(filter cpu,$(TORCH)),https://download.pytorch.org/whl/cpu,)
 
 .PHONY: venv lab test unit slurm-up slurm-down exercises verify clean-venv
 
@@ -14,7 +18,8 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "== [2/3] upgrading pip"
 	$(PY) -m pip install --quiet --upgrade pip
-	@echo "== [3/3] installing lumikit and the workbook's packages (torch, JupyterLab, ...): a few minutes the first time"
+	bash scripts/install-torch.sh $(PY) "$(TORCH_INDEX)"
+	@echo "== [3/3] installing lumikit and the workbook's packages (torch, JupyterLab, ...): see the README for size and time"
 	$(PY) -m pip install --progress-bar on -e '.[workbook]'
 	touch $(STAMP)
 	@echo "== $(VENV) is ready: the CLI is $(VENV)/bin/lumikit (or 'source $(VENV)/bin/activate', then 'lumikit')"
@@ -29,7 +34,7 @@ lab: venv
 
 # Unit, conformance, integration and browser tests, then the whole workbook (lessons, solutions, exercises), timed.
 test: venv
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=15
 	PY=$(PY) bash scripts/run-workbook.sh
 
 unit: venv

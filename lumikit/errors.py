@@ -54,5 +54,10 @@ class LaunchError(LumikitError):
     """A job could not be submitted, followed or cancelled; carries the backend's own words."""
 
 
+class SlurmUnreachable(LaunchError):
+    """Slurm's controller (and its accounting) did not answer: the job's state is unknown, not gone. Waiting goes
+    on with back-off; only an answer that does not know the job means it is gone."""
+
+
 class TraceError(LumikitError):
     """A profiler trace that cannot be read (truncated, not a trace, ambiguous rank)."""

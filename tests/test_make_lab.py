@@ -18,6 +18,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_PY = Path(sys.executable)
+MARK = "LUMIKIT_TEST_LAB_MARK"  # carried into every lab this module starts, so a test can find them in /proc
 URL = re.compile(r"(http://127\.0\.0\.1:\d+/\S*\?token=\w+)")
 
 
@@ -35,8 +36,11 @@ def venv_of_this_python() -> Path:
 
 
 def as_ordinary_user(home: Path) -> list[str]:
-    """A prefix that runs a command as a non-root user: a real one (nobody) where it can read the venv's
-    interpreter, else a user namespace that maps us to uid 1000 (the program sees an ordinary uid)."""
+    """A prefix that runs a command as a non-root user: none when we are one already (a learner's laptop), else a
+    real one (nobody) where it can read the venv's interpreter, else a user namespace that maps us to uid 1000
+    (the program sees an ordinary uid)."""
+    if os.geteuid() != 0:
+        return []
     interpreter = VENV_PY.resolve()
     readable = all(os.stat(p).st_mode & 0o005 for p in [*interpreter.parents][::-1] if p != Path("/")) \
         and os.stat(interpreter).st_mode & 0o005
@@ -53,22 +57,27 @@ def start_lab(prefix: list[str], home: Path) -> tuple[subprocess.Popen, str, str
     """Run `make lab` until it prints its URL; return the process, the URL and what it printed."""
     venv = venv_of_this_python()
     env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
-           "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
+           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), MARK: os.environ.get(MARK, "")}
     cmd = [*prefix, "make", "-s", "lab", f"VENV={venv}", f"LAB_PORT={free_port()}"]
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
+    STARTED.append(proc)
     printed: list[str] = []
     deadline = time.monotonic() + 60
     assert proc.stdout is not None
     os.set_blocking(proc.stdout.fileno(), False)
-    while time.monotonic() < deadline and proc.poll() is None:
-        line = proc.stdout.readline()
-        if not line:
-            time.sleep(0.1)
-            continue
-        printed.append(line)
-        if match := URL.search(line):
-            return proc, match.group(1), "".join(printed)
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            line = proc.stdout.readline()
+            if not line:
+                time.sleep(0.1)
+                continue
+            printed.append(line)
+            if match := URL.search(line):
+                return proc, match.group(1), "".join(printed)
+    except BaseException:  # Ctrl-C while waiting: the server must not outlive the test run
+        stop(proc)
+        raise
     stop(proc)
     pytest.fail("make lab printed no URL within 60 s (exit %s):\n%s" % (proc.returncode, "".join(printed)))
 
@@ -87,6 +96,31 @@ def fetch(url: str, proc: subprocess.Popen, printed: str, wait: float = 30.0) ->
                 rest = (proc.stdout.read() if proc.stdout else "") or ""
                 pytest.fail(f"{url}: {exc} (make lab {state}); it printed:\n{printed}{rest}")
             time.sleep(0.5)
+
+
+#: Every lab this module started; the fixture below stops any still running when the module ends, however it ends.
+STARTED: list[subprocess.Popen] = []
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_lab_left_behind():
+    """An interrupted or failed run leaves no JupyterLab server behind (each runs in its own process group)."""
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, _stop_all_and_exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        for proc in STARTED:
+            if proc.poll() is None:
+                stop(proc)
+
+
+def _stop_all_and_exit(signum: int, frame: object) -> None:
+    for proc in STARTED:
+        if proc.poll() is None:
+            stop(proc)
+    raise SystemExit(128 + signum)
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -116,3 +150,41 @@ def test_make_lab_prints_a_working_url_on_module_00(who: str, tmp_path: Path) ->
                    for d in ("notebooks", "exercises", "solutions"))
     finally:
         stop(proc)
+
+
+def labs_marked(mark: str) -> list[int]:
+    """PIDs of JupyterLab processes whose environment carries ``MARK=mark`` (the labs one test run started)."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if f"{MARK}={mark}".encode() in environ.read_bytes().split(b"\0") \
+                    and b"jupyter" in (environ.parent / "cmdline").read_bytes():
+                found.append(int(environ.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_an_interrupted_test_run_leaves_no_lab_running(tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT) or a kill (SIGTERM) of `pytest` while a lab is up: the lab is stopped with it."""
+    venv_of_this_python()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        mark = f"{os.getpid()}-{signum}"
+        proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
+                                 "-k", "working_url and user"], cwd=REPO, env={**os.environ, MARK: mark},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 120
+        while not labs_marked(mark) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if proc.poll() is not None:
+            pytest.skip(f"the inner test run ended (exit {proc.returncode}) before a lab started")
+        assert labs_marked(mark), "no lab started within 120 s"
+        os.kill(proc.pid, signum)
+        proc.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while labs_marked(mark) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = labs_marked(mark)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+        assert not left, f"{signal.Signals(signum).name} to pytest left lab processes {left} running"

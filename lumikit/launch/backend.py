@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from ..errors import LaunchError
+from ..errors import LaunchError, SlurmUnreachable
 from ..jobs.spec import JobSpec
 from ..site import Site
 from .runfolder import RunFolder
@@ -28,7 +28,7 @@ class Backend(Protocol):
 
     def submit(self, spec: JobSpec, folder: RunFolder) -> str: ...
     def status(self, folder: RunFolder) -> str: ...
-    def cancel(self, folder: RunFolder) -> None: ...
+    def cancel(self, folder: RunFolder) -> str: ...
     def attach_command(self, folder: RunFolder, command: list[str]) -> list[str]: ...
 
 
@@ -76,8 +76,10 @@ class Run:
     def status(self) -> str:
         return self.backend.status(self.folder)
 
-    def cancel(self) -> None:
-        self.backend.cancel(self.folder)
+    def cancel(self) -> str:
+        """Cancel the job if it is still this run's and still pending or running; returns what was done, raises
+        LaunchError (doing nothing) otherwise."""
+        return self.backend.cancel(self.folder)
 
     def attach_command(self, command: list[str] | None = None) -> list[str]:
         return self.backend.attach_command(self.folder, command or ["/bin/bash"])
@@ -124,22 +126,41 @@ class Run:
         from tqdm.auto import tqdm
 
         start = time.monotonic()
-        state = self.status()
-        bar = tqdm(total=None, desc=f"{self.path.name}: {state}", bar_format="{desc} [{elapsed}]",
-                   disable=not progress, leave=True)
+        silent_since: float | None = None  # when Slurm stopped answering (None: it answers)
+
+        def ask() -> str | None:
+            """The state, or None while the backend's controller does not answer (said once, then on the bar)."""
+            nonlocal silent_since
+            try:
+                state = self.status()
+            except SlurmUnreachable as exc:
+                if silent_since is None:
+                    silent_since = time.monotonic()
+                    _say(f"{self.path.name}: {exc}; still waiting (the job itself may well be running)")
+                return None
+            if silent_since is not None:
+                _say(f"{self.path.name}: Slurm answers again after {time.monotonic() - silent_since:.0f} s")
+                silent_since = None
+            return state
+
+        state = ask()
+        bar = tqdm(total=None, desc=f"{self.path.name}: {state or 'waiting for Slurm'}",
+                   bar_format="{desc} [{elapsed}]", disable=not progress, leave=True)
         try:
-            while not is_final(state):
-                bar.set_description_str(f"{self.path.name}: {state}")
+            while state is None or not is_final(state):
+                shown = state or f"Slurm not answering for {time.monotonic() - (silent_since or start):.0f} s"
+                bar.set_description_str(f"{self.path.name}: {shown}")
                 if timeout is not None and time.monotonic() - start > timeout:
-                    raise LaunchError(f"{self.path.name}: still {state} after {timeout:.0f} s; it keeps running — "
+                    known = state or "in a state Slurm could not tell (it is not answering)"
+                    raise LaunchError(f"{self.path.name}: still {known} after {timeout:.0f} s; it keeps running — "
                                       f"cancel it with `lumikit cancel {self.path}` or wait longer")
                 pause = poll if timeout is None else max(0.0, min(poll, start + timeout - time.monotonic()))
                 while pause > 0:  # the elapsed time keeps ticking between two (rarer) queries
                     time.sleep(min(pause, 1.0))
                     pause -= 1.0
                     bar.refresh()
-                state = self.status()
-                if getattr(self.backend, "queries_controller", False):
+                state = ask()
+                if getattr(self.backend, "queries_controller", False) or state is None:
                     poll = next_poll(poll, time.monotonic() - start)
             bar.set_description_str(f"{self.path.name}: {state}")
         finally:
@@ -150,8 +171,9 @@ class Run:
         """Wait, and raise LaunchError with the log tail unless the job COMPLETED."""
         state = self.wait(timeout=timeout, progress=progress)
         if state != "COMPLETED":
-            code = self.manifest.get("exit_code")
-            raise LaunchError(f"{self.path.name} ended {state} (exit code {code}).\n{self.tail(10)}")
+            m = self.manifest
+            why = f"exit code {m['exit_code']}" if m.get("exit_code") is not None else (m.get("reason") or "no exit code")
+            raise LaunchError(f"{self.path.name} ended {state} ({why}).\n{self.tail(10)}")
         return state
 
     def __repr__(self) -> str:
@@ -183,6 +205,11 @@ class WorkloadMetrics:
         summary = result_path(folder, rank)
         result = json.loads(summary.read_text()) if summary.exists() else {}
         return cls(pd.DataFrame(steps), pd.DataFrame(epochs), result)
+
+
+def _say(line: str) -> None:
+    """A line about the wait itself (Slurm went silent, came back) on stderr, where the progress bar lives."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _show_card(card: "ReportCard") -> None:

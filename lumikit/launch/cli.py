@@ -8,6 +8,7 @@ import threading
 import warnings
 from pathlib import Path
 
+from ..errors import SlurmUnreachable
 from ..jobs.cli import add_job_options, command_line_secrets, spec_from_args, warn
 from . import BACKENDS, launch, open_run
 from .backend import Run
@@ -56,7 +57,11 @@ def failure_report(run: Run, lines: int = 10) -> str:
         shape = m.get("spec") or {}
         ranks = range(int(shape.get("nodes") or 1) * int(shape.get("ntasks_per_node") or 1))
         rank = int(found.group(1)) if found else next((r for r in ranks if run.stderr(r).strip()), 0)
-    out = [f"{run.path.name}: {m.get('state')}, exit code {m.get('exit_code')} (rank {rank})"]
+    code = m.get("exit_code")
+    if code is None:  # a lost node (NODE_FAIL) leaves no exit code: Slurm's reason says what happened
+        out = [f"{run.path.name}: {m.get('state')}, no exit code" + (f": {m['reason']}" if m.get("reason") else "")]
+    else:
+        out = [f"{run.path.name}: {m.get('state')}, exit code {code} (rank {rank})"]
     if m.get("note"):
         out.append(f"note: {m['note']}")
     err = run.stderr(rank).splitlines()[-lines:]
@@ -95,17 +100,20 @@ def _run(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     run = open_run(args.run)
-    state = run.status()
+    try:
+        state = run.status()
+    except SlurmUnreachable as exc:  # not "gone": say what was last known, and that Slurm is silent
+        print(f"{run.manifest.get('state', 'unknown')} (last known)  job {run.manifest.get('job_id')}  {exc}")
+        return 1
     m = run.manifest
     code = m.get("exit_code")
     print(f"{state}  job {m.get('job_id')}  exit code {'-' if code is None else code}  "
-          f"({m.get('backend')} on {m.get('site')})" + (f"  {m['note']}" if m.get("note") else ""))
+          f"({m.get('backend')} on {m.get('site')})" + "".join(f"  {m[k]}" for k in ("reason", "note") if m.get(k)))
     return 0
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    open_run(args.run).cancel()
-    print("cancel requested")
+    print(open_run(args.run).cancel())
     return 0
 
 

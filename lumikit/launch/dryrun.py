@@ -27,8 +27,8 @@ class DryRunBackend:
     def status(self, folder: RunFolder) -> str:
         return folder.read().get("state", "COMPLETED")
 
-    def cancel(self, folder: RunFolder) -> None:
-        return None
+    def cancel(self, folder: RunFolder) -> str:
+        return f"{folder.path.name} is a dry run: nothing was started, so nothing is cancelled"
 
     def attach_command(self, folder: RunFolder, command: list[str]) -> list[str]:
         return list(command)

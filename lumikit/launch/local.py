@@ -13,13 +13,14 @@ import sys
 import time
 from pathlib import Path
 
+from ..errors import LaunchError
 from ..jobs.render import payload
 from ..jobs.spec import JobSpec, parse_time
 from ..site import Site, load_site
 from .backend import python_path_env
 from ..record.recorder import GPU_DIR, STOP_FILE
 from .gpu_record import local_argv
-from .runfolder import RunFolder, base_manifest, now_iso, remove_secrets, write_secrets
+from .runfolder import RunFolder, base_manifest, disk_full, now_iso, remove_secrets, write_secrets
 from .states import FINAL
 
 
@@ -95,24 +96,27 @@ class LocalBackend:
             remove_secrets(folder)
         return state
 
-    def cancel(self, folder: RunFolder) -> None:
+    def cancel(self, folder: RunFolder) -> str:
         """SIGTERM to the supervisor (it ends the ranks), only if that PID is still our supervisor; ranks left
-        behind by a killed supervisor are found by process group and run folder, and ended."""
+        behind by a killed supervisor are found by process group and run folder, and ended. A run that already
+        ended raises LaunchError (after ending anything of it still left). Returns what was done."""
         m = folder.read()
         deadline = time.monotonic() + 5
         while not m.get("supervisor_pid") and m.get("state") not in FINAL and time.monotonic() < deadline:
             time.sleep(0.05)  # launched a moment ago: submit() is about to record the supervisor
             m = folder.read()
         if m.get("state") in FINAL:
-            end_group(folder, m)  # nothing of ours should be left; if something is, it goes
-            return
+            ended = end_group(folder, m)  # nothing of ours should be left; if something is, it goes
+            left = f"; {ended} leftover process(es) of it were ended" if ended else ""
+            raise LaunchError(f"{folder.path.name} already ended ({m['state']}): nothing to cancel{left}")
         if m.get("supervisor_pid") and _supervisor_alive(m, folder):
             os.kill(m["supervisor_pid"], signal.SIGTERM)
-            return
+            return f"cancel requested: the local supervisor (pid {m['supervisor_pid']}) ends the ranks"
         ended = end_group(folder, m)
         folder.update(lambda cur: cur.get("state") not in FINAL, state="CANCELLED", end_time=now_iso(),
                       note=f"cancelled after the local supervisor was gone ({ended} process(es) ended)")
         remove_secrets(folder)
+        return f"cancelled: the supervisor was gone, {ended} process(es) of the run ended"
 
     def attach_command(self, folder: RunFolder, command: list[str]) -> list[str]:
         return list(command)  # the job runs here: a command run now sees what the job sees
@@ -309,7 +313,13 @@ def _supervise(folder: RunFolder) -> int:
     failed = first_failed if first_failed is not None else next((r for r, c in enumerate(codes) if c != 0), None)
     exit_code = codes[failed] if failed is not None else 0
     state = stopping["why"] or ("COMPLETED" if exit_code == 0 else "FAILED")
-    folder.update(state=state, exit_code=exit_code, rank_exit_codes=codes, failed_rank=failed, end_time=now_iso())
+    extra: dict[str, object] = {}
+    if disk_full(run_dir):  # the ranks' output (and maybe their results) were cut: the run did not do its work
+        state = "FAILED" if state == "COMPLETED" else state
+        extra["note"] = ("disk full: the run folder's file system has no space left, so the ranks' output is cut "
+                         f"short. Fix: free space under {run_dir.parent}, then launch again")
+    folder.update(state=state, exit_code=exit_code, rank_exit_codes=codes, failed_rank=failed, end_time=now_iso(),
+                  **extra)
     return 0
 
 

@@ -1,6 +1,7 @@
 """Run folders: every launch gets its own, never reused, with a manifest written atomically beside its logs."""
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -23,6 +24,19 @@ from ..jobs.spec import REDACTED, is_secret
 from ..packages import installed_versions
 
 DEFAULT_RUNS = "runs"
+#: A run folder keeps this much space for itself (a file freed on "disk full"), so its manifest can still record
+#: how the run ended when the job has filled the file system.
+RESERVE_FILE, RESERVE_BYTES = ".space-reserve", 64 * 1024
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def disk_full(path: Path) -> bool:
+    """Has the file system under ``path`` (almost) no space left for its user?"""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < RESERVE_BYTES
 #: Manifest fields and the types a damaged manifest is checked against (None allowed for each).
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "backend": (str,), "site": (str,), "state": (str,), "job_id": (str,), "exit_code": (int,),
@@ -101,6 +115,11 @@ class RunFolder:
                 path.mkdir()
             except FileExistsError:
                 continue
+            try:
+                (path / RESERVE_FILE).write_bytes(b"\0" * RESERVE_BYTES)
+            except OSError as exc:
+                raise LaunchError(f"cannot write in the new run folder {path}: {exc.strerror}. Fix: free space "
+                                  f"under {base} or give another folder (--runs-dir or LUMIKIT_RUNS_DIR)") from None
             return cls(path)
         raise LaunchError(f"could not create a new run folder under {base}")
 
@@ -161,7 +180,18 @@ class RunFolder:
             if _only_if is not None and not _only_if(data):
                 return data
             data.update(fields)
-            write_atomic(self.manifest_path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+            try:
+                write_atomic(self.manifest_path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+            except OSError as exc:
+                if exc.errno not in _FULL:
+                    raise
+                reserve = self.path / RESERVE_FILE
+                if not reserve.exists():
+                    raise LaunchError(f"{self.manifest_path}: cannot record {sorted(fields)}: the disk is full "
+                                      f"({exc.strerror}). Fix: free space on the file system of {self.path}") from None
+                reserve.unlink()  # the space kept for this moment
+                data["disk_full"] = f"the file system of the run folder filled up ({now_iso()})"
+                write_atomic(self.manifest_path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
             return data
 
     def rank_log(self, rank: int, stream: str = "out") -> Path:

@@ -14,16 +14,18 @@ import os
 import re
 import shutil
 import subprocess
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from ..errors import LaunchError, SpecError
+from ..errors import LaunchError, SlurmUnreachable, SpecError
 from ..jobs.render import attach_argv, render_sbatch
 from ..jobs.spec import JobSpec, parse_time
 from ..site import Site, expand, load_site  # expand: ${VAR:-default} in site settings
 from .backend import python_path_env
 from .gpu_record import with_record
-from .runfolder import RunFolder, base_manifest, now_iso, remove_secrets, write_secrets
+from .runfolder import RunFolder, base_manifest, disk_full, now_iso, remove_secrets, write_secrets
 from .states import FINAL, normalise
 
 #: Prefixes of the variables an enclosing job or allocation leaves behind (input and output variables of
@@ -74,7 +76,8 @@ class SlurmBackend:
         try:
             return subprocess.run(argv, env=self.env(), capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise LaunchError(f"`{' '.join(argv[:3])} ...` did not answer within {timeout:.0f} s; is slurmctld up?") from None
+            raise SlurmUnreachable(f"Slurm is not answering: `{' '.join(argv[:3])} ...` gave no answer within "
+                                   f"{timeout:.0f} s") from None
 
     # --- the protocol ---------------------------------------------------------------------------------------
     def script(self, spec: JobSpec, folder: RunFolder, secrets_file: Path | None = None) -> str:
@@ -102,28 +105,55 @@ class SlurmBackend:
             remove_secrets(folder)
             raise LaunchError(f"Slurm rejected the job: {message}")
         job_id = proc.stdout.strip().split(";")[0]
-        folder.update(job_id=job_id)
+        # what makes the job this run's: cancel() acts only on a job with this id, name and submit time
+        folder.update(job_id=job_id, job_name=spec.name, submitted_epoch=round(time.time(), 3))
         return job_id
 
     def query(self, job_id: str) -> tuple[str, int | None, dict[str, str]]:
         """(state, exit code, extra) from ``scontrol --local show job`` (one controller RPC: squeue costs three),
-        then from sacct (the accounting database) once the controller has forgotten the job."""
+        then from sacct (the accounting database) once the controller has forgotten the job.
+
+        A job lost with its node (NODE_FAIL) has no exit code (Slurm's ``0:0`` there is not the program's) and
+        carries Slurm's reason. A controller or database that does not answer raises :class:`SlurmUnreachable`:
+        only an answer that does not know the job means it is gone."""
         fields = self._show_job(job_id)
         if fields:
-            return normalise(fields.get("JobState", "PENDING")), _exit(fields.get("ExitCode", "")), {
-                "start_time": _known(fields.get("StartTime")), "end_time": _known(fields.get("EndTime")),
-                "nodes": _known(fields.get("NodeList")), "elapsed_s": _seconds(fields.get("RunTime", ""))}
+            state = normalise(fields.get("JobState", "PENDING"))
+            extra = {"start_time": _known(fields.get("StartTime")), "end_time": _known(fields.get("EndTime")),
+                     "nodes": _known(fields.get("NodeList")), "elapsed_s": _seconds(fields.get("RunTime", "")),
+                     "job_name": fields.get("JobName", ""), "submit_time": _known(fields.get("SubmitTime"))}
+            return state, self._exit_code(state, fields.get("ExitCode", ""), extra), extra
         a = self.run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o",
-                      "State,ExitCode,Start,End,NodeList,ElapsedRaw"])
+                      "State,ExitCode,Start,End,NodeList,ElapsedRaw,JobName,Submit"])
+        if a.returncode != 0 and not _accounting_disabled(a.stderr):
+            raise SlurmUnreachable(f"Slurm is not answering about job {job_id}: the controller has no record of it "
+                                   f"and the accounting database did not answer ({one_line(a.stderr)})")
         if a.returncode == 0 and a.stdout.strip():
-            state, code, start, end, nodes, elapsed = (a.stdout.strip().splitlines()[0].split("|") + [""] * 6)[:6]
-            return normalise(state), _exit(code), {"start_time": start, "end_time": end, "nodes": nodes,
-                                                   "elapsed_s": elapsed}
-        raise LaunchError(f"Slurm knows no job {job_id} any more (scontrol and sacct are silent)")
+            state, code, start, end, nodes, elapsed, name, submit = \
+                (a.stdout.strip().splitlines()[0].split("|") + [""] * 8)[:8]
+            state = normalise(state)
+            extra = {"start_time": start, "end_time": end, "nodes": nodes, "elapsed_s": elapsed, "job_name": name,
+                     "submit_time": _known(submit)}
+            return state, self._exit_code(state, code, extra), extra
+        raise LaunchError(f"Slurm knows no job {job_id} any more (scontrol and sacct answered, and neither knows it)")
+
+    def _exit_code(self, state: str, code: str, extra: dict[str, str]) -> int | None:
+        """The program's exit code, or None for a job whose node was lost (then ``extra['reason']`` says why)."""
+        if state != "NODE_FAIL":
+            return _exit(code)
+        reasons = self.run(["sinfo", "-h", "-R", "-n", extra.get("nodes") or "", "-o", "%N|%E"])
+        said = [line.replace("|", ": ", 1) for line in reasons.stdout.splitlines() if "|" in line] \
+            if reasons.returncode == 0 and extra.get("nodes") else []
+        extra["reason"] = ("node " + "; node ".join(said)) if said else "a node of the job failed"
+        return None
 
     def _show_job(self, job_id: str) -> dict[str, str]:
-        """``scontrol --local -o show job``'s fields (``--local``: no federation lookup, one RPC); {} if unknown."""
+        """``scontrol --local -o show job``'s fields (``--local``: no federation lookup, one RPC); {} if the
+        controller does not know the job; :class:`SlurmUnreachable` if it did not answer."""
         s = self.run(["scontrol", "--local", "-o", "show", "job", str(job_id)])
+        if s.returncode != 0 and "Invalid job id" not in s.stderr + s.stdout:
+            raise SlurmUnreachable(f"Slurm is not answering: `scontrol show job {job_id}` failed "
+                                   f"({one_line(s.stderr or s.stdout)})")
         if s.returncode != 0 or "JobState=" not in s.stdout:
             return {}
         return dict(kv.split("=", 1) for kv in s.stdout.split() if "=" in kv)
@@ -138,18 +168,39 @@ class SlurmBackend:
             changes["start_time"] = extra.get("start_time") or now_iso()
         if state in FINAL:
             changes.update(exit_code=code, end_time=extra.get("end_time") or now_iso(), nodes=extra.get("nodes"))
+            if extra.get("reason"):
+                changes["reason"] = extra["reason"]
+            if disk_full(folder.path):
+                changes["note"] = ("disk full: the run folder's file system has no space left, so the job's output "
+                                   f"is cut short. Fix: free space under {folder.path.parent}, then launch again")
             changes.update(_billing_actual(m, self.site, extra.get("elapsed_s", "")))
             remove_secrets(folder)  # the batch script removes it too; a job cancelled while pending never ran that
         folder.update(**changes)
         return state
 
-    def cancel(self, folder: RunFolder) -> None:
-        job_id = folder.read().get("job_id")
+    def cancel(self, folder: RunFolder) -> str:
+        """Cancel the run's job, only if it is still this run's (job id, name and submit time match what the
+        manifest recorded: job ids restart when a cluster is rebuilt) and still pending or running. Returns what
+        was done; raises LaunchError, doing nothing, otherwise."""
+        m = folder.read()
+        job_id = m.get("job_id")
         if not job_id:
-            raise LaunchError(f"{folder.path.name} has no job id: it was never submitted")
+            raise LaunchError(f"{folder.path.name} has no job id: it was never submitted, so there is nothing to cancel")
+        if m.get("state") in FINAL:
+            raise LaunchError(f"{folder.path.name} already ended ({m['state']}): nothing to cancel")
+        state, _, extra = self.query(str(job_id))
+        if not _same_job(m, extra):
+            raise LaunchError(
+                f"job {job_id} is not {folder.path.name}'s any more (Slurm's job {job_id} is named "
+                f"{extra.get('job_name')!r}, submitted {extra.get('submit_time') or 'at an unknown time'}; the run "
+                f"submitted {m.get('job_name')!r}): job ids restart when a cluster is rebuilt. Nothing was cancelled")
+        if state in FINAL:
+            self.status(folder)
+            raise LaunchError(f"{folder.path.name} (job {job_id}) already ended ({state}): nothing to cancel")
         proc = self.run(["scancel", str(job_id)])
         if proc.returncode != 0:
             raise LaunchError(f"scancel {job_id} failed: {proc.stderr.strip()}")
+        return f"cancel requested for job {job_id} ({state})"
 
     def attach_command(self, folder: RunFolder, command: list[str]) -> list[str]:
         return attach_argv(folder.read().get("job_id"), command, pty=False)
@@ -175,6 +226,31 @@ class SlurmBackend:
         chosen = list(nodes) if nodes else self.job_nodes(folder)
         return [(node, attach_argv(job_id, (), node=node, pty=False) + ["--nodes=1", "--ntasks=1", "--quiet", *command])
                 for node in chosen]
+
+
+def one_line(text: str) -> str:
+    """A command's message on one line, for an error that quotes it."""
+    return " ".join(text.split())[:300] or "no message"
+
+
+def _accounting_disabled(stderr: str) -> bool:
+    """sacct on a cluster without accounting (it will never know a finished job): not an outage."""
+    return "accounting storage is disabled" in stderr.lower()
+
+
+def _same_job(manifest: dict, extra: dict[str, str]) -> bool:
+    """Is Slurm's job the one this run submitted? Its name matches, and it was submitted within 10 minutes of the
+    time the run recorded. Runs from before these were recorded match on the id alone."""
+    name, when = manifest.get("job_name"), manifest.get("submitted_epoch")
+    if name is not None and extra.get("job_name") not in ("", None, name):
+        return False
+    if when is None or not extra.get("submit_time"):
+        return True
+    try:
+        submitted = datetime.fromisoformat(extra["submit_time"]).timestamp()
+    except ValueError:
+        return True
+    return abs(submitted - float(when)) < 600
 
 
 def _known(value: str | None) -> str:

@@ -10,8 +10,8 @@
 #   LUMIKIT_SLURM_PROFILE=lumi bash scripts/slurm-sim/up.sh       # nodes shaped like LUMI-G
 #
 # Idempotent. Same configuration and every daemon alive: only checks the nodes (a fraction of a second).
-# Same configuration but a daemon gone (e.g. kill-node.sh): starts just that daemon, keeps jobs and state,
-# and resumes nodes that are down or drained. Different configuration (another mode): stops the old
+# Same configuration but daemons gone (kill-node.sh, a crashed controller, down.sh without --purge): starts just
+# those daemons, keeps jobs, state and accounting, and resumes nodes that are down or drained. Different configuration (another mode): stops the old
 # cluster (down.sh), wipes its state and starts afresh.
 set -euo pipefail
 SCRIPT=slurm-up
@@ -294,9 +294,10 @@ if same_config && all_alive; then
 fi
 
 REPAIR=0
-if same_config && pid_alive "$STATE/slurmctld.pid" slurmctld >/dev/null; then
+if same_config && [ -d "$STATE/ctld" ]; then
+  # The controller too may be gone (a crash): slurmctld reads its saved state back, MariaDB keeps accounting.
   REPAIR=1
-  say "same configuration, some daemons gone: restarting only those (jobs and state kept)"
+  say "same configuration, some daemons gone: restarting only those (jobs, state and accounting kept)"
 else
   if any_alive; then
     say "starting afresh (new configuration, or the controller is gone): stopping the old cluster"

@@ -123,7 +123,8 @@ def test_cancel_never_signals_a_pid_that_is_no_longer_the_supervisor(tmp_path):
     stranger = subprocess.Popen(["sleep", "30"], start_new_session=True)
     try:
         run.folder.update(supervisor_pid=stranger.pid)  # as if the PID had been reused
-        run.cancel()
+        with pytest.raises(LaunchError, match="already ended .COMPLETED.: nothing to cancel"):
+            run.cancel()
         run.folder.update(state="RUNNING")  # even a run that looks alive: the start time is not the recorded one
         run.cancel()
         time.sleep(0.3)

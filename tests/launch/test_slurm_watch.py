@@ -2,12 +2,13 @@
 through `lumikit smi watch RUN` and `GpuDashboard(run=run)` (lumi-sim's nodes stream a generated rocm-smi reading)."""
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
 
 from lumikit.cli import main
-from lumikit.errors import LumikitError
+from lumikit.errors import LaunchError, LumikitError
 from lumikit.jobs import spec
 from lumikit.launch import launch
 from lumikit.smi.sampler import watch_job
@@ -27,7 +28,8 @@ def running(slurm_cluster, tmp_path):
         assert run.status() == "RUNNING"
         yield run
     finally:
-        run.cancel()
+        with contextlib.suppress(LaunchError):  # it may have ended by itself already
+            run.cancel()
         run.wait(timeout=120, progress=False)
 
 

@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -17,6 +18,7 @@ import pytest
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts" / "slurm-sim"
 PRIVATE_PORT_BASE = 7917  # far from the shared cluster's ports (6817..6840)
+FAULTY_PORT_BASE = 8117  # the fault tests' own cluster (tests/slurm_sim/test_faults.py)
 T = TypeVar("T")
 
 
@@ -122,18 +124,16 @@ def poll() -> Callable[..., object]:
     return wait_for
 
 
-@pytest.fixture(scope="module")
-def lumi_shaped_cluster(slurm_cluster) -> Iterator[SimScripts]:
-    """A second, private cluster in LUMI-shaped mode without accounting (own folder and ports), stopped after.
+@contextmanager
+def private_cluster(port_base: int, knobs: dict[str, str]) -> Iterator[SimScripts]:
+    """A private lumi-sim (own folder and ports) with the given knobs, up for the block, then stopped and purged.
 
     It needs what the shared cluster needs (the packages, root), so it runs where ``slurm_cluster`` does.
     """
     # Not below pytest's 0700 temporary folders: munged wants every folder above its socket searchable.
     sim_dir = Path(tempfile.mkdtemp(prefix="lumikit-slurm-sim-test-"))
     sim_dir.chmod(0o755)
-    sim = SimScripts(sim_dir=sim_dir, port_base=PRIVATE_PORT_BASE,
-                     knobs={"LUMIKIT_SLURM_PROFILE": "lumi", "LUMIKIT_SLURM_ACCOUNTING": "0",
-                            "LUMIKIT_SLURM_INSTALL": "0"})
+    sim = SimScripts(sim_dir=sim_dir, port_base=port_base, knobs={**knobs, "LUMIKIT_SLURM_INSTALL": "0"})
     up = sim.run("up.sh")
     assert up.returncode == 0, up.stdout + up.stderr
     try:
@@ -142,3 +142,26 @@ def lumi_shaped_cluster(slurm_cluster) -> Iterator[SimScripts]:
         down = sim.run("down.sh", "--purge")
         assert down.returncode == 0, down.stdout + down.stderr
         shutil.rmtree(sim_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def lumi_shaped_cluster(slurm_cluster) -> Iterator[SimScripts]:
+    """A second, private cluster in LUMI-shaped mode without accounting (own folder and ports), stopped after."""
+    with private_cluster(PRIVATE_PORT_BASE, {"LUMIKIT_SLURM_PROFILE": "lumi", "LUMIKIT_SLURM_ACCOUNTING": "0"}) as sim:
+        yield sim
+
+
+@pytest.fixture(scope="module")
+def faulty_cluster(slurm_cluster, monkeypatch_module) -> Iterator[SimScripts]:
+    """A private cluster with accounting (its daemons are killed by the fault tests), and lumikit's site
+    ``lumi-sim`` pointed at it for the module (LUMIKIT_SLURM_SIM_DIR)."""
+    with private_cluster(FAULTY_PORT_BASE, {"LUMIKIT_SLURM_PROFILE": "lumi", "LUMIKIT_SLURM_ACCOUNTING": "1"}) as sim:
+        monkeypatch_module.setenv("LUMIKIT_SLURM_SIM_DIR", str(sim.sim_dir))
+        yield sim
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
+    """A MonkeyPatch whose changes last for one test module."""
+    with pytest.MonkeyPatch.context() as mp:
+        yield mp

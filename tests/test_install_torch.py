@@ -1,0 +1,57 @@
+"""`make venv TORCH=cpu` takes torch from PyTorch's CPU-only index, and falls back to the default index when that
+one cannot be reached (scripts/install-torch.sh, called by the Makefile)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "install-torch.sh"
+PIN = next(line.strip().strip('",') for line in (REPO / "pyproject.toml").read_text().splitlines()
+           if line.strip().startswith('"torch=='))
+
+
+def fake_python(tmp_path: Path, pip_exit: int) -> tuple[Path, Path]:
+    """A stand-in interpreter that logs the pip command it was given and exits with ``pip_exit``."""
+    log = tmp_path / "argv.log"
+    py = tmp_path / "python"
+    py.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexit {pip_exit}\n')
+    py.chmod(0o755)
+    return py, log
+
+
+def test_make_venv_with_torch_cpu_names_pytorchs_cpu_index() -> None:
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    out = subprocess.run(["make", "-n", "venv", "VENV=/nonexistent/venv", "TORCH=cpu"], cwd=REPO,
+                         capture_output=True, text=True, check=True).stdout
+    assert "install-torch.sh /nonexistent/venv/bin/python \"https://download.pytorch.org/whl/cpu\"" in out
+    default = subprocess.run(["make", "-n", "venv", "VENV=/nonexistent/venv"], cwd=REPO,
+                             capture_output=True, text=True, check=True).stdout
+    assert 'install-torch.sh /nonexistent/venv/bin/python ""' in default
+
+
+def test_the_pin_comes_from_pyproject_and_the_index_is_used(tmp_path: Path) -> None:
+    py, log = fake_python(tmp_path, pip_exit=0)
+    out = subprocess.run(["bash", str(SCRIPT), str(py), "https://example.invalid/whl/cpu"], capture_output=True,
+                         text=True, check=True).stdout
+    assert log.read_text().split() == ["-m", "pip", "install", "--progress-bar", "on", "--index-url",
+                                       "https://example.invalid/whl/cpu", PIN]
+    assert f"{PIN} installed" in out
+
+
+def test_an_unreachable_index_falls_back_to_the_default_with_a_message(tmp_path: Path) -> None:
+    py, log = fake_python(tmp_path, pip_exit=1)
+    proc = subprocess.run(["bash", str(SCRIPT), str(py), "http://127.0.0.1:9/simple"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0
+    assert "default package index is used instead" in proc.stdout
+
+
+def test_no_index_means_nothing_is_installed_here(tmp_path: Path) -> None:
+    py, log = fake_python(tmp_path, pip_exit=0)
+    subprocess.run(["bash", str(SCRIPT), str(py), ""], check=True)
+    assert not log.exists()
