@@ -33,8 +33,10 @@ lab: venv
 	    --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 # Unit, conformance, integration and browser tests, then the whole workbook (lessons, solutions, exercises), timed.
+# The slurm tests run beside the others (scripts/run-tests.sh), not under pytest-xdist: its loadgroup ignores the
+# groups under pytest 9, so it cannot keep the lumi-sim tests apart.
 test: venv
-	$(PY) -m pytest --durations=15
+	PY=$(PY) bash scripts/run-tests.sh --durations=15
 	PY=$(PY) bash scripts/run-workbook.sh
 
 unit: venv

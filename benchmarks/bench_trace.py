@@ -145,12 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=REPO / "benchmarks" / "results")
     parser.add_argument("--repeat", type=int, default=3,
                         help="timed runs per contender and case, interleaved (default 3); the best one counts")
+    parser.add_argument("--sizes", type=float, nargs="+", metavar="MB",
+                        help="total trace sizes in MB, each as 1 and 4 ranks (default 5 15 with --quick, else 100 300)")
     parser.add_argument("--run", nargs=2, metavar=("CONTENDER", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.run:
         print(json.dumps(run_contender(*args.run)))
         return 0
-    sizes = (5, 15) if args.quick else (100, 300)
+    sizes = args.sizes or ((5, 15) if args.quick else (100, 300))
     tmp = None
     if args.workdir is None:
         tmp = tempfile.TemporaryDirectory(prefix="lumikit-bench-")

@@ -31,6 +31,8 @@ def shared_fixtures() -> Path:
 import json  # noqa: E402  (appended section: its own imports)
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 
 @dataclass(frozen=True)
@@ -56,9 +58,9 @@ def _slurm_sim_dir() -> Path:
     return Path(os.environ.get("LUMIKIT_SLURM_SIM_DIR") or "/tmp/lumikit-slurm-sim")
 
 
-def _find_slurm_cluster() -> tuple[SlurmCluster | None, str]:
-    """The running cluster, or None and why not."""
-    sim_dir = _slurm_sim_dir()
+def _find_slurm_cluster(sim_dir: Path | None = None) -> tuple[SlurmCluster | None, str]:
+    """The cluster running from ``sim_dir`` (the shared one by default), or None and why not."""
+    sim_dir = sim_dir or _slurm_sim_dir()
     mode_file = sim_dir / "mode.json"
     if not mode_file.is_file():
         return None, f"lumi-sim Slurm cluster is not up (no {mode_file}); start it with `make slurm-up`"
@@ -92,3 +94,31 @@ def slurm_cluster() -> SlurmCluster:
             pytest.fail(f"CI=true and {why}", pytrace=False)
         pytest.skip(why)
     return cluster
+
+
+REAL_PROFILE_PORT_BASE = 8517  # the binding tests' private cluster (others: 6817 shared, 7917, 8117, 8317)
+
+
+@pytest.fixture(scope="session")
+def real_profile_cluster(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
+    """A lumi-sim in the ``real`` node profile (this machine's CPUs, CPU masks applied by task/affinity), for the
+    tests of real CPU binding: the shared cluster when it runs that profile, else a private one without accounting
+    (own folder, ports from 8517), stopped and purged after the session. The shared cluster is never restarted."""
+    if slurm_cluster.profile == "real":
+        yield slurm_cluster
+        return
+    # Not below pytest's 0700 temporary folders: munged wants every folder above its socket searchable.
+    sim_dir = Path(tempfile.mkdtemp(prefix="lumikit-slurm-sim-real-"))
+    sim_dir.chmod(0o755)
+    env = {**os.environ, "LUMIKIT_SLURM_SIM_DIR": str(sim_dir), "LUMIKIT_SLURM_PORT_BASE": str(REAL_PROFILE_PORT_BASE),
+           "LUMIKIT_SLURM_PROFILE": "real", "LUMIKIT_SLURM_ACCOUNTING": "0", "LUMIKIT_SLURM_INSTALL": "0"}
+    scripts = REPO / "scripts" / "slurm-sim"
+    try:
+        up = subprocess.run(["bash", str(scripts / "up.sh")], env=env, capture_output=True, text=True, timeout=180)
+        assert up.returncode == 0, f"a private real-profile lumi-sim did not start:\n{up.stdout}{up.stderr}"
+        cluster, why = _find_slurm_cluster(sim_dir)
+        assert cluster is not None and cluster.profile == "real", why or cluster
+        yield cluster
+    finally:
+        subprocess.run(["bash", str(scripts / "down.sh"), "--purge"], env=env, capture_output=True, timeout=120)
+        shutil.rmtree(sim_dir, ignore_errors=True)

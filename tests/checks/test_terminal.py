@@ -105,11 +105,19 @@ def cluster(slurm_cluster):
     return found
 
 
+@pytest.fixture(scope="module")
+def binding_cluster(real_profile_cluster):
+    """The cluster as the checks find it, in the 'real' profile (LUMI-shaped nodes accept masks without applying them)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LUMIKIT_SLURM_SIM_DIR", str(real_profile_cluster.sim_dir))
+        found, why = find_cluster()
+    assert found is not None and found.applies_binding, why
+    return found
+
+
 @pytest.mark.slurm
-def test_bind_test_on_lumi_sim_reads_the_masks_slurm_applied(cluster) -> None:
-    if not cluster.applies_binding:
-        pytest.skip("this lumi-sim's LUMI-shaped nodes accept CPU masks without applying them (task/none); "
-                    "the binding test needs LUMIKIT_SLURM_PROFILE=real")
+def test_bind_test_on_lumi_sim_reads_the_masks_slurm_applied(binding_cluster) -> None:
+    cluster = binding_cluster
     masks = [f"0x{1 << i:x}" for i in range(cluster.tasks_per_node)]
     command = (f"srun -p {cluster.gpu_partition} -N1 --ntasks={len(masks)} --time=1 "
                f"--cpu-bind=mask_cpu:{','.join(masks)} {BIND} | sort -n")
