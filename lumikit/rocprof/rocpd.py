@@ -72,9 +72,11 @@ def _connect(path: Path) -> sqlite3.Connection:
     return con
 
 
-def suffixes(con: sqlite3.Connection, source: str = "<db>") -> list[str]:
-    """The table suffixes (``_<uuid>``) of a rocpd database; ``[""]`` when only the unsuffixed names exist."""
-    rows = con.execute("SELECT name, type FROM sqlite_master WHERE name LIKE ?", (_ANCHOR + "%",)).fetchall()
+def suffixes(con: sqlite3.Connection, source: str = "<db>", schema: str = "main") -> list[str]:
+    """The table suffixes (``_<uuid>``) of a rocpd database (``schema``: an ATTACHed one's name); ``[""]`` when only
+    the unsuffixed names exist."""
+    rows = con.execute(f'SELECT name, type FROM "{schema}".sqlite_master WHERE name LIKE ?',
+                       (_ANCHOR + "%",)).fetchall()
     tables = sorted(n[len(_ANCHOR):] for n, t in rows if t == "table" and n != _ANCHOR)
     found = [s for s in tables if _SUFFIX.match(s)]
     if found:
@@ -239,19 +241,6 @@ def _attached(files: list[Path], batch: int = 8) -> Iterator[tuple[sqlite3.Conne
             con.close()
 
 
-def _suffixes_in(con: sqlite3.Connection, schema: str, source: str) -> list[str]:
-    """:func:`suffixes` of an ATTACHed database."""
-    rows = con.execute(f'SELECT name, type FROM "{schema}".sqlite_master WHERE name LIKE ?',
-                       (_ANCHOR + "%",)).fetchall()
-    tables = sorted(n[len(_ANCHOR):] for n, t in rows if t == "table" and n != _ANCHOR)
-    found = [s for s in tables if _SUFFIX.match(s)]
-    if found:
-        return found
-    if any(n == _ANCHOR for n, _ in rows):
-        return [""]
-    return _no_anchor(source)
-
-
 def _no_anchor(source: str) -> list[str]:
     raise ParseError(f"no {_ANCHOR} table: not a rocprofv3 (rocpd) database (an .rpd of rocmProfileData has "
                      "another schema); profile with `rocprofv3 --kernel-trace` (ROCm 7 writes rocpd by default)",
@@ -296,7 +285,7 @@ def rocpd_stats(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
         parts = []
         for schema, path in schemas:
             try:
-                for sfx in _suffixes_in(con, schema, str(path)):
+                for sfx in suffixes(con, str(path), schema):
                     _require(con, sfx, str(path), schema)
                     if kind == "kernel":
                         notes += schema_notes(con, sfx, str(path), schema)
