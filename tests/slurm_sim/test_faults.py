@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -91,7 +92,8 @@ def test_controller_and_accounting_gone_for_a_minute_is_waited_out(faulty_cluste
 def test_slurm_up_after_a_controller_crash_keeps_the_jobs_it_knew(faulty_cluster, tmp_path):
     run = submit(tmp_path, 1)
     assert run.wait(timeout=120, poll=1, progress=False) == "COMPLETED"
-    wait_saved(faulty_cluster, time.time())  # a crash before the save loses the newest jobs, on LUMI too
+    ended = datetime.fromisoformat(run.manifest["end_time"]).timestamp()  # Slurm's EndTime, whole seconds
+    wait_saved(faulty_cluster, ended - 0.5)  # saved after the job ended: a crash before that loses it, on LUMI too
     kill_daemon(faulty_cluster, "slurmctld.pid")
     up = faulty_cluster.run("up.sh")
     assert up.returncode == 0, up.stdout + up.stderr
