@@ -100,6 +100,11 @@ def gcd_activity(d: DeviceReading, th: PowerThresholds) -> str:
     return "idle"
 
 
+def _reading(value: float | None, unit: str) -> str:
+    """A reading for a sentence: ``800 MHz``, or ``? MHz`` where the tool printed none (a line it repeated, N/A)."""
+    return f"{value:.0f} {unit}" if value is not None else f"? {unit}"
+
+
 def interpret(snapshot: Snapshot, site: str | Site | PowerThresholds | None = "lumi") -> list[Finding]:
     """The findings for one snapshot, in the order of :data:`KINDS`."""
     th = _thresholds(site)
@@ -114,7 +119,8 @@ def interpret(snapshot: Snapshot, site: str | Site | PowerThresholds | None = "l
         starved = low_idle
         sample = next(d for d in devices if d.index == min(low_idle))
         findings.append(Finding("starved", tuple(sorted(low_idle)),
-                                f"{_names(low_idle)} idle at {sample.sclk_mhz:.0f} MHz / {sample.gpu_busy_pct:.0f} % "
+                                f"{_names(low_idle)} idle at {_reading(sample.sclk_mhz, 'MHz')} / "
+                                f"{_reading(sample.gpu_busy_pct, '%')} "
                                 f"while {_names(busy)} {_verb(busy, 'is', 'are')} busy: that rank is starved "
                                 "(waiting for input data) and holds the others back at every all-reduce"))
 
