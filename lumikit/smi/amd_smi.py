@@ -7,6 +7,8 @@ Cells carry their unit after a blank (``171 W``, ``32 °C``, ``0.2/ 25.4 GB``): 
 """
 from __future__ import annotations
 
+import math
+
 import re
 from typing import Any, Iterable
 
@@ -194,10 +196,15 @@ def _first(node: Any, *paths: tuple[str, ...]) -> Any:
 
 
 def _num(val: Any) -> float | None:
+    """A JSON value as a reading: a finite number, else None (an overflowing or infinite value is damage)."""
     if isinstance(val, bool):
         return None
     if isinstance(val, (int, float)):
-        return float(val)
+        try:
+            f = float(val)
+        except OverflowError:  # an integer of hundreds of digits
+            return None
+        return f if math.isfinite(f) else None
     return v.number(val) if isinstance(val, str) else None
 
 
