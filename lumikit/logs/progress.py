@@ -8,6 +8,7 @@ interleaved from several ranks), ``it/s`` or ``s/it`` rates, Hugging Face metric
 from __future__ import annotations
 
 import ast
+import math
 import os
 import re
 
@@ -173,7 +174,15 @@ def _metrics(text: str) -> dict[str, float] | None:
         return None
     if not any("loss" in k or k == "epoch" or k.endswith("_runtime") for k in value):
         return None
-    return {k: float(v) for k, v in value.items()}
+    out: dict[str, float] = {}
+    for k, v in value.items():  # a value past float's range (1e999, a 400-digit integer) is damage, not a metric
+        try:
+            f = float(v)
+        except OverflowError:
+            continue
+        if math.isfinite(f):
+            out[k] = f
+    return out or None
 
 
 def _merge_stray_names(table: pd.DataFrame) -> None:
