@@ -8,7 +8,6 @@ Cells carry their unit after a blank (``171 W``, ``32 °C``, ``0.2/ 25.4 GB``): 
 from __future__ import annotations
 
 import math
-
 import re
 from typing import Any, Iterable
 
