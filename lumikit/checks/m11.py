@@ -110,14 +110,19 @@ def _other_rank(run_dir: object) -> int:
     return (slow_rank(int(first["case"]), int(first["world_size"])) + 1) % int(first["world_size"])
 
 
-def _least_grown(run_dir: object) -> str:
-    """The phase whose share grows least on the fast rank (for the wrong answers)."""
-    path, results = _results(run_dir, "11.3", "the profiled run's folder")
+def _phase_growth(run_dir: object, exercise: str, what: str) -> dict[str, float]:
+    """Per phase (data aside), how much larger its share is on the fast ranks than on the slow one."""
+    path, results = _results(run_dir, exercise, what)
     first = results[min(results)]
     slow = slow_rank(int(first["case"]), int(first["world_size"]))
-    shares = _phases(path, "11.3")
+    shares = _phases(path, exercise)
     fast = [r for r in shares if r != slow] or [slow]
-    growth = {p: statistics.mean(shares[r][p] for r in fast) - shares[slow][p] for p in PHASES if p != "data"}
+    return {p: statistics.mean(shares[r][p] for r in fast) - shares[slow][p] for p in PHASES if p != "data"}
+
+
+def _least_grown(run_dir: object) -> str:
+    """The phase whose share grows least on the fast rank (for the wrong answers)."""
+    growth = _phase_growth(run_dir, "11.3", "the profiled run's folder")
     return min(growth, key=growth.get)
 
 
@@ -292,12 +297,7 @@ def check_claim(claim: Mapping[str, Any] | None, before_dir: object, after_dir: 
 
 def _waiting_phase(before_dir: object) -> str:
     """The phase in which the fast ranks absorb the slow rank's delay (what 11.3 asks)."""
-    path, results = _results(before_dir, "11.4", "the first run's folder")
-    first = results[min(results)]
-    slow = slow_rank(int(first["case"]), int(first["world_size"]))
-    shares = _phases(path, "11.4")
-    fast = [r for r in shares if r != slow] or [slow]
-    growth = {p: statistics.mean(shares[r][p] for r in fast) - shares[slow][p] for p in PHASES if p != "data"}
+    growth = _phase_growth(before_dir, "11.4", "the first run's folder")
     return max(growth, key=growth.get)
 
 
