@@ -28,7 +28,8 @@ def shared_fixtures() -> Path:
 
 # ------------------------------------------------------------------------------------------------------
 # The local Slurm cluster "lumi-sim" (scripts/slurm-sim/up.sh, `make slurm-up`) for tests marked `slurm`.
-import json  # noqa: E402  (appended section: its own imports)
+import getpass  # noqa: E402  (appended section: its own imports)
+import json  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
@@ -82,7 +83,29 @@ def _find_slurm_cluster(sim_dir: Path | None = None) -> tuple[SlurmCluster | Non
         return None, f"lumi-sim's `sinfo` fails ({out.stderr.strip()}); restart it with `make slurm-up`"
     if not set(cluster.nodes) <= set(out.stdout.split()):
         return None, f"lumi-sim lists nodes {sorted(set(out.stdout.split()))}, expected {list(cluster.nodes)}"
+    if cluster.accounting:  # with accounting, Slurm refuses the jobs of a user who has no account there
+        user = getpass.getuser()
+        assoc = subprocess.run(["sacctmgr", "-n", "-P", "show", "assoc", f"where user={user}", "format=account"],
+                               env=cluster.env, capture_output=True, text=True, timeout=15)
+        if assoc.returncode == 0 and not assoc.stdout.strip():
+            return None, (f"lumi-sim is up, but user {user} has no account on it; as root, restart it with "
+                          f"`make slurm-down; LUMIKIT_SLURM_USERS=root,{user} make slurm-up`")
     return cluster, ""
+
+
+def skip_unless_root(what: str) -> None:
+    """Skip, naming ``what``, unless this is root: lumi-sim's daemons start only as root (slurmd starts each job
+    step as the user who submitted it), so starting, stopping or killing them is root's."""
+    if os.geteuid() != 0:
+        pytest.skip(f"needs root to {what} (lumi-sim's daemons run as root; this test runs as {getpass.getuser()})")
+
+
+@pytest.fixture(scope="session")
+def slurm_admin(slurm_cluster: SlurmCluster) -> SlurmCluster:
+    """The running lumi-sim, for a test or fixture that starts, stops or kills lumi-sim daemons (the shared
+    cluster's or a private one's): skips unless this is root."""
+    skip_unless_root("start, stop or kill lumi-sim daemons")
+    return slurm_cluster
 
 
 @pytest.fixture(scope="session")
@@ -107,6 +130,7 @@ def real_profile_cluster(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
     if slurm_cluster.profile == "real":
         yield slurm_cluster
         return
+    skip_unless_root("start a private lumi-sim in the real profile")
     # Not below pytest's 0700 temporary folders: munged wants every folder above its socket searchable.
     sim_dir = Path(tempfile.mkdtemp(prefix="lumikit-slurm-sim-real-"))
     sim_dir.chmod(0o755)

@@ -10,6 +10,7 @@ exclusive``, an inherited ``SLURM_CPU_BIND``), so every Slurm command here runs 
 """
 from __future__ import annotations
 
+import getpass
 import os
 import re
 import shutil
@@ -45,6 +46,18 @@ def enclosing_job(env: Mapping[str, str] | None = None) -> str | None:
     """The id of the Slurm job this process runs in (an Open OnDemand session, an salloc shell), or None."""
     e = os.environ if env is None else env
     return e.get("SLURM_JOB_ID") or e.get("SLURM_JOBID") or None
+
+
+def rejection_hint(message: str, site: str) -> str:
+    """What to do about an sbatch refusal whose fix is not in Slurm's own words (empty when there is none)."""
+    if "Invalid account" not in message:
+        return ""
+    if site == "lumi-sim":
+        user = getpass.getuser()
+        return (f"\n  lumi-sim gives an account only to the users named when it started; as root, "
+                f"`LUMIKIT_SLURM_USERS=root,{user} make slurm-up` adds {user} (no restart)")
+    return ("\n  --account must name a project you belong to (on LUMI, `lumi-workspaces` lists yours), and the "
+            "partition must be open to it")
 
 
 class SlurmBackend:
@@ -103,7 +116,7 @@ class SlurmBackend:
             message = (proc.stderr or proc.stdout).strip()
             folder.update(state="FAILED", submit_error=message, end_time=now_iso())
             remove_secrets(folder)
-            raise LaunchError(f"Slurm rejected the job: {message}")
+            raise LaunchError(f"Slurm rejected the job: {message}{rejection_hint(message, self.site.name)}")
         job_id = proc.stdout.strip().split(";")[0]
         # what makes the job this run's: cancel() acts only on a job with this id, name and submit time
         folder.update(job_id=job_id, job_name=spec.name, submitted_epoch=round(time.time(), 3))

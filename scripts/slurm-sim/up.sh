@@ -22,7 +22,10 @@ source "$HERE/lib.sh"
 source "$HERE/config.sh"
 validate_knobs
 [ "$(id -u)" = 0 ] || die "run as root: slurmd must start job steps as the submitting user"
-USERS=${LUMIKIT_SLURM_USERS:-root}
+# Who may submit when accounting is on (Slurm refuses a user without an account): root, and the user behind sudo.
+default_users=root
+[ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ] && default_users="root,$SUDO_USER"
+USERS=${LUMIKIT_SLURM_USERS:-$default_users}
 mapfile -t NODES < <(node_names)
 
 # ------------------------------------------------------------------------------------------ packages
@@ -286,6 +289,7 @@ IN_SERVICE='idle|mixed|allocated|completing|planned'
 if same_config && all_alive; then
   wait_nodes "$IN_SERVICE" \
     || die "the cluster runs but its nodes do not come back (see $LOG/slurmctld.log)"
+  [ "$ACCOUNTING" = 1 ] && setup_accounts  # users named this time get their account too
   ensure_reservation
   [ -f "$MODE_JSON" ] || write_mode_json
   write_env_file

@@ -35,7 +35,7 @@ def without_slurm(env: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def lumi_shaped(slurm_cluster):
+def lumi_shaped(slurm_admin):
     """A private lumi-sim in LUMI-shaped mode; yields (sim_dir, env for Slurm commands); stopped after."""
     sim_dir = Path(tempfile.mkdtemp(prefix="lumikit-slurm-sim-ood-"))
     sim_dir.chmod(0o755)  # munged wants every folder above its socket searchable

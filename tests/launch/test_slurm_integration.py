@@ -61,8 +61,9 @@ def test_time_limit_gives_timeout(slurm_cluster, tmp_path):
 def test_unknown_account_is_rejected_with_slurms_words(slurm_cluster, tmp_path):
     if not slurm_cluster.accounting:
         pytest.skip("accounting is off: Slurm checks no accounts")
-    with pytest.raises(LaunchError, match=r"Slurm rejected the job: .*(account|Account)"):
+    with pytest.raises(LaunchError, match=r"Slurm rejected the job: .*(account|Account)") as refused:
         submit(tmp_path, ["true"], account="project_999999999")
+    assert "LUMIKIT_SLURM_USERS=root," in str(refused.value)  # and how a user without an account gets one
 
 
 def test_unknown_partition_is_rejected_by_slurm_too(slurm_cluster, tmp_path):
@@ -105,6 +106,7 @@ def test_salloc_then_attach_runs_inside_the_job(slurm_cluster):
         backend.run(["scancel", job_id])
 
 
+@pytest.mark.usefixtures("slurm_admin")
 def test_killing_a_slurmd_is_reported_and_never_hangs(slurm_cluster, tmp_path):
     run = submit(tmp_path, ["sleep", "600"], nodes=2, ntasks_per_node=1)
     for _ in range(60):

@@ -145,14 +145,14 @@ def private_cluster(port_base: int, knobs: dict[str, str]) -> Iterator[SimScript
 
 
 @pytest.fixture(scope="module")
-def lumi_shaped_cluster(slurm_cluster) -> Iterator[SimScripts]:
+def lumi_shaped_cluster(slurm_admin) -> Iterator[SimScripts]:
     """A second, private cluster in LUMI-shaped mode without accounting (own folder and ports), stopped after."""
     with private_cluster(PRIVATE_PORT_BASE, {"LUMIKIT_SLURM_PROFILE": "lumi", "LUMIKIT_SLURM_ACCOUNTING": "0"}) as sim:
         yield sim
 
 
 @pytest.fixture(scope="module")
-def faulty_cluster(slurm_cluster, monkeypatch_module) -> Iterator[SimScripts]:
+def faulty_cluster(slurm_admin, monkeypatch_module) -> Iterator[SimScripts]:
     """A private cluster with accounting (its daemons are killed by the fault tests), and lumikit's site
     ``lumi-sim`` pointed at it for the module (LUMIKIT_SLURM_SIM_DIR)."""
     with private_cluster(FAULTY_PORT_BASE, {"LUMIKIT_SLURM_PROFILE": "lumi", "LUMIKIT_SLURM_ACCOUNTING": "1"}) as sim:

@@ -26,12 +26,13 @@ PORT_BASE = 8317  # a private cluster of its own, away from the shared one (6817
 
 
 @pytest.fixture(scope="module")
-def lumi_sim(slurm_cluster) -> Iterator[Path]:
+def lumi_sim(slurm_cluster, request: pytest.FixtureRequest) -> Iterator[Path]:
     """A lumi-sim folder whose cluster has the default profile: the shared one when it runs that profile, else a
     private one started with the default knobs (which is how the next `make slurm-up` starts)."""
     if slurm_cluster.profile == "lumi":
         yield slurm_cluster.sim_dir
         return
+    request.getfixturevalue("slurm_admin")  # starting a private cluster is root's: skips otherwise
     sim_dir = Path(tempfile.mkdtemp(prefix="lumikit-slurm-sim-rehearse-"))
     sim_dir.chmod(0o755)
     env = {**os.environ, "LUMIKIT_SLURM_SIM_DIR": str(sim_dir), "LUMIKIT_SLURM_PORT_BASE": str(PORT_BASE),

@@ -146,6 +146,7 @@ def test_job_without_account_runs_under_the_course_account(accounting, sl):
 
 # ---------------------------------------------------------------------------------------------- the scripts
 
+@pytest.mark.usefixtures("slurm_admin")
 def test_up_again_is_a_no_op_that_keeps_the_daemons(slurm_cluster, scripts_dir):
     state = slurm_cluster.sim_dir / "state"
     before = {p.name: p.read_text() for p in state.glob("slurm*.pid")}
