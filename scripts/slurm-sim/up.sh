@@ -136,6 +136,13 @@ setup_accounts() {
   say "accounts $COURSE_ACCOUNT (default) and $SECOND_ACCOUNT for: $users"
 }
 
+# The users of USERS that have no association yet (one sacctmgr call), one per line.
+users_without_account() {
+  local have
+  have=$(sl sacctmgr -n -P show assoc format=user 2>/dev/null | sort -u)
+  tr ',' '\n' <<<"$USERS" | grep -vxF -e "" -f <(printf '%s\n' "$have") || true
+}
+
 start_slurmctld() {
   pid_alive "$STATE/slurmctld.pid" slurmctld >/dev/null && return 0
   rm -f "$STATE/slurmctld.pid"
@@ -289,7 +296,7 @@ IN_SERVICE='idle|mixed|allocated|completing|planned'
 if same_config && all_alive; then
   wait_nodes "$IN_SERVICE" \
     || die "the cluster runs but its nodes do not come back (see $LOG/slurmctld.log)"
-  [ "$ACCOUNTING" = 1 ] && setup_accounts  # users named this time get their account too
+  [ "$ACCOUNTING" = 1 ] && [ -n "$(users_without_account)" ] && setup_accounts  # users named this time
   ensure_reservation
   [ -f "$MODE_JSON" ] || write_mode_json
   write_env_file
