@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slurm
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_the_benchmark_counts_both_phases(slurm_cluster, tmp_path):
+def test_the_benchmark_counts_both_phases(slurm_admin, tmp_path):  # it starts a private lumi-sim
     out = tmp_path / "rpc.json"
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_slurm_rpc.py"), "--minutes", "0.1",
                            "--json", str(out)], capture_output=True, text=True, timeout=400)
