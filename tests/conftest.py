@@ -85,11 +85,11 @@ def _find_slurm_cluster(sim_dir: Path | None = None) -> tuple[SlurmCluster | Non
         return None, f"lumi-sim lists nodes {sorted(set(out.stdout.split()))}, expected {list(cluster.nodes)}"
     if cluster.accounting:  # with accounting, Slurm refuses the jobs of a user who has no account there
         user = getpass.getuser()
-        assoc = subprocess.run(["sacctmgr", "-n", "-P", "show", "assoc", f"where user={user}", "format=account"],
+        assoc = subprocess.run(["sacctmgr", "-n", "-P", "show", "assoc", "where", f"user={user}", "format=account"],
                                env=cluster.env, capture_output=True, text=True, timeout=15)
         if assoc.returncode == 0 and not assoc.stdout.strip():
-            return None, (f"lumi-sim is up, but user {user} has no account on it; as root, restart it with "
-                          f"`make slurm-down; LUMIKIT_SLURM_USERS=root,{user} make slurm-up`")
+            return None, (f"lumi-sim is up, but user {user} has no account on it; as root, add one with "
+                          f"`LUMIKIT_SLURM_USERS=root,{user} make slurm-up` (no restart)")
     return cluster, ""
 
 
