@@ -139,7 +139,7 @@ def stop(proc: subprocess.Popen) -> None:
 @pytest.mark.parametrize("who", ["root", "user"])
 def test_make_lab_prints_a_working_url_on_module_00(who: str, tmp_path: Path) -> None:
     if who == "root" and os.geteuid() != 0:
-        pytest.skip("not running as root")
+        pytest.skip("the root case of `make lab` (it adds --allow-root) needs root; the user case runs")
     home = tmp_path / "home"
     home.mkdir()
     prefix = as_ordinary_user(home) if who == "user" else []

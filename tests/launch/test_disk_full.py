@@ -23,7 +23,8 @@ def tiny_disk(tmp_path: Path):
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True,
                              text=True)
     if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here ({mounted.stderr.strip() or 'mount failed'}): needs root")
+        first_line = (mounted.stderr.strip().splitlines() or ["mount failed"])[0]
+        pytest.skip(f"the full disk is a 1 MB tmpfs, and mounting one needs root ({first_line})")
     try:
         yield mnt
     finally:
