@@ -306,3 +306,23 @@ def data_parallel_events(steps: int = 4, busy: tuple[float, ...] = (0.9, 0.1), s
                                     pid=device, tid=0, stream=0, correlation=corr, device=device))
                 corr += 1
     return events
+
+
+def unlaunched_work_events() -> list[dict]:
+    """Generated events of a trace that starts mid-run: two kernels still running from before the profiler started
+    (their launches are not in the trace), then three 1 ms steps of three launched 50 us kernels each."""
+    events: list[dict] = []
+    corr = 1
+    for ts in (10.0, 2100.0):
+        events.append(event("Cijk_gemm", "kernel", ts, 2000, pid=0, tid=0, correlation=corr, stream=0, device=0))
+        corr += 1
+    for s in range(3):
+        t0 = 5000 + s * 1000
+        events.append(event(f"ProfilerStep#{s + 1}", "user_annotation", t0, 1000, pid=100, tid=1))
+        for k in range(3):
+            events.append(event("hipLaunchKernel", "cuda_runtime", t0 + 10 + k * 100, 5, pid=100, tid=1,
+                                correlation=corr))
+            events.append(event("Cijk_gemm", "kernel", t0 + 20 + k * 100, 50, pid=0, tid=0, correlation=corr,
+                                stream=0, device=0))
+            corr += 1
+    return events

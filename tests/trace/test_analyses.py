@@ -10,7 +10,7 @@ from lumikit.trace.analyses import TraceAnalyzer
 from lumikit.trace.loader import load_trace
 from lumikit.trace.metrics import intersection_length, merge_intervals
 from lumikit.trace.synth import event as x
-from lumikit.trace.synth import write_events
+from lumikit.trace.synth import unlaunched_work_events, write_events
 
 
 @pytest.fixture()
@@ -236,19 +236,7 @@ def test_kernel_union_stays_within_their_sum_on_nanosecond_epoch_timestamps(tmp_
 def test_gpu_work_before_the_first_step_without_its_launch_is_left_out(tmp_path):
     # Generated: two kernels still running from before the profiler started (their launches are not in the trace)
     # and three steps of three launched kernels each. HTA drops unlaunched work; the defaults do too.
-    events, corr = [], 1
-    for ts in (10.0, 2100.0):
-        events.append(x("Cijk_gemm", "kernel", ts, 2000, pid=0, tid=0, correlation=corr, stream=0, device=0))
-        corr += 1
-    for s in range(3):
-        t0 = 5000 + s * 1000
-        events.append(x(f"ProfilerStep#{s + 1}", "user_annotation", t0, 1000, pid=100))
-        for k in range(3):
-            events.append(x("hipLaunchKernel", "cuda_runtime", t0 + 10 + k * 100, 5, pid=100, correlation=corr))
-            events.append(x("Cijk_gemm", "kernel", t0 + 20 + k * 100, 50, pid=0, tid=0, correlation=corr, stream=0,
-                            device=0))
-            corr += 1
-    path = write_events(tmp_path / "warm.json", events)
+    path = write_events(tmp_path / "warm.json", unlaunched_work_events())
     default = TraceAnalyzer.from_path(path).summary()
     assert default["ranks"]["0"]["temporal"]["span_us"] == 1250.0  # steps 1 and 2 only
     assert "before the first step" in default["window"]

@@ -169,22 +169,9 @@ def test_hta_gets_the_rank_mapping_from_lumikit(tmp_path, rocm_run):
 def test_work_before_the_first_step_is_left_out_as_hta_does(tmp_path):
     """Generated trace: kernels still running from before the profiler started (no launch in the trace), then
     three steps. HTA keeps only launched work; lumikit's default window must give HTA's numbers."""
-    from lumikit.trace.synth import event, write_events
+    from lumikit.trace.synth import unlaunched_work_events, write_events
 
-    events, corr = [], 1
-    for ts in (10.0, 2100.0):
-        events.append(event("Cijk_gemm", "kernel", ts, 2000, pid=0, tid=0, correlation=corr, stream=0, device=0))
-        corr += 1
-    for s in range(3):
-        t0 = 5000 + s * 1000
-        events.append(event(f"ProfilerStep#{s + 1}", "user_annotation", t0, 1000, pid=100, tid=1))
-        for k in range(3):
-            events.append(event("hipLaunchKernel", "cuda_runtime", t0 + 10 + k * 100, 5, pid=100, tid=1,
-                                correlation=corr))
-            events.append(event("Cijk_gemm", "kernel", t0 + 20 + k * 100, 50, pid=0, tid=0, correlation=corr,
-                                stream=0, device=0))
-            corr += 1
-    path = write_events(tmp_path / "warm.json", events)
+    path = write_events(tmp_path / "warm.json", unlaunched_work_events())
     for include in (False, True):
         ours = TraceAnalyzer.from_path(path, include_last_step=include).summary()["ranks"]["0"]["temporal"]
         theirs = hta_temporal(trace_analysis(path, exact_timestamps=True, include_last_profiler_step=include)).loc[0]
