@@ -2,6 +2,7 @@
 (regular files only, refused at once otherwise; files read whole are bounded in size)."""
 from __future__ import annotations
 
+import json
 import os
 import stat
 import tempfile
@@ -9,7 +10,7 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from .errors import LumikitError
 
@@ -165,3 +166,64 @@ def gunzip_bounded(data: bytes, source: str, *, limit: int | None = None) -> byt
             raise EOFError("compressed file ended before the end-of-stream marker was reached")
         rest = unzip.unused_data.lstrip(b"\0")  # gzip allows zero padding after a member
     return bytes(out)
+
+
+# -- JSON from untrusted files: bounded depth, finite numbers of a sane size ------------------------------------
+#: JSON nested deeper than this is refused: no file lumikit reads nests a tenth as deep, and deep nesting is what
+#: blows the parser's stack or a later recursive walk.
+DEFAULT_MAX_JSON_DEPTH = 100
+#: Integers with more digits than this are refused: no count, time stamp or id a tool writes has more, and Python
+#: refuses to print one of over 4,300 digits.
+DEFAULT_MAX_JSON_INT_DIGITS = 40
+
+
+class _JsonNumber(ValueError):
+    """A number the bounded loader refuses (said in its message)."""
+
+
+def _bounded_int(max_digits: int):  # noqa: ANN202 - json's parse_int hook
+    def parse(text: str) -> int:
+        if len(text.lstrip("-")) > max_digits:
+            raise _JsonNumber(f"an integer of {len(text.lstrip('-')):,} digits (at most {max_digits} are read)")
+        return int(text)
+    return parse
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _JsonNumber(f"the number {text[:40]} is beyond a double's range (1.8e308)")
+    return value
+
+
+def _no_constant(name: str) -> None:
+    raise _JsonNumber(f"{name} is not a JSON number")
+
+
+def load_json_bounded(data: bytes | str, source: str, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH,
+                      max_int_digits: int = DEFAULT_MAX_JSON_INT_DIGITS) -> Any:
+    """Parse JSON from an untrusted file (read with :func:`read_bytes`): a :class:`ParseError` naming ``source``
+    for invalid JSON, nesting deeper than ``max_depth``, ``NaN``/``Infinity``, numbers beyond a double's range and
+    integers longer than ``max_int_digits``, so no caller meets a value it cannot print or compare."""
+    from .errors import ParseError
+
+    try:
+        value = json.loads(data, parse_int=_bounded_int(max_int_digits), parse_float=_finite_float,
+                           parse_constant=_no_constant)
+    except RecursionError:
+        raise ParseError(f"JSON nested deeper than {max_depth} levels; no lumikit input nests so deep (a damaged "
+                         "or hostile file?)", source=source) from None
+    except _JsonNumber as exc:
+        raise ParseError(f"{exc}; is this the right file?", source=source) from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise ParseError(f"not valid JSON ({str(exc)[:160]}); was it cut while being written?",
+                         source=source) from None
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:  # iterative: a walk of a deep value must not recurse either
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > max_depth:
+                raise ParseError(f"JSON nested deeper than {max_depth} levels; no lumikit input nests so deep (a "
+                                 "damaged or hostile file?)", source=source)
+            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return value

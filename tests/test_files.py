@@ -103,3 +103,21 @@ def test_a_gzip_bomb_is_refused_and_several_members_are_read(monkeypatch):
     assert gunzip_bounded(gzip.compress(b"a\n") + gzip.compress(b"b\n"), "two.gz") == b"a\nb\n"
     with pytest.raises(EOFError):
         gunzip_bounded(gzip.compress(b"abc" * 100)[:-6], "cut.gz")
+
+
+def test_bounded_json_refuses_deep_nesting_huge_numbers_and_non_finite_values() -> None:
+    from lumikit.errors import ParseError
+    from lumikit.files import load_json_bounded
+
+    assert load_json_bounded(b'{"a": [1, 2.5, null], "b": {"c": "x"}}', "ok.json") == {"a": [1, 2.5, None],
+                                                                                         "b": {"c": "x"}}
+    assert load_json_bounded("[" * 100 + "]" * 100, "deep.json", max_depth=100) is not None
+    for text, why in [("[" * 101 + "]" * 101, "nested deeper than 100"),
+                      ("[" * 100_000 + "]" * 100_000, "nested deeper than 100"),
+                      ('{"n": ' + "9" * 5000 + "}", "an integer of 5,000 digits"),
+                      ("[1e400]", "beyond a double's range"), ("[NaN]", "NaN is not a JSON number"),
+                      ("[-Infinity]", "-Infinity is not a JSON number"), (b"\xff\xfe{", "not valid JSON"),
+                      ('{"a": 1', "not valid JSON")]:
+        with pytest.raises(ParseError, match=why) as info:
+            load_json_bounded(text, "bad.json")
+        assert str(info.value).startswith("bad.json: ")

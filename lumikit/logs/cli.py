@@ -59,6 +59,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bench.add_argument("--json", action="store_true", help="print the rows, the ranks and the link verdict as JSON")
     bench.set_defaults(func=_rccl_tests)
 
+    fr = sub.add_parser("flight-recorder", help="hangs and desyncs from PyTorch flight recorder dumps",
+                        description="Read PyTorch flight recorder dumps (one per rank, pickle or JSON, named as torch "
+                                    "writes them: nccl_trace_rank_<rank>) and name the ranks that never joined a "
+                                    "collective and the ranks that called different collectives (or sizes) at the "
+                                    "same point. Exit status 1 when a hang or a desync is found.")
+    fr.add_argument("files", nargs="+", metavar="DUMP")
+    fr.add_argument("--json", action="store_true", help="print the ranks, hangs and desyncs as JSON")
+    fr.set_defaults(func=_flight_recorder)
+
     doctor = subparsers.add_parser(
         "doctor", help="recognise known LUMI failures in job logs", epilog=DOCTOR_EPILOG,
         description="Look for known LUMI failure signatures (container environment and binds, RCCL network "
@@ -158,6 +167,30 @@ def _rccl_tests(args: argparse.Namespace) -> int:
     for line in check_busbw(bench):
         print(f"  warning: {line}")
     return 0
+
+
+def _flight_recorder(args: argparse.Namespace) -> int:
+    from .flight_recorder import find_desyncs, find_hangs, read_flight_recorder
+
+    records = [read_flight_recorder(f) for f in args.files]
+    hangs, desyncs = find_hangs(records), find_desyncs(records)
+    if args.json:
+        print_json({"dumps": [{"path": str(r.path), "rank": r.rank, "version": r.version, "entries": len(r.entries),
+                               "last_seq": r.last_seq()} for r in records],
+                    "hangs": [{**asdict(h), "last_seen": {str(k): v for k, v in h.last_seen.items()},
+                               "text": h.describe()} for h in hangs],
+                    "desyncs": [{**asdict(d), "text": d.describe()} for d in desyncs]})
+    else:
+        for r in records:
+            groups = ", ".join(f"{printable(g)}: {s}" for g, s in sorted(r.last_seq().items()))
+            print(f"{printable(r.path)}: rank {'?' if r.rank is None else r.rank}, {len(r.entries)} entries; last "
+                  f"collective per process group: {groups or 'none'}")
+        for item in [*desyncs, *hangs]:
+            print(f"  problem: {item.describe()}")
+        if not hangs and not desyncs:
+            print("No hang or desync: every rank reached the same collective of each process group, with the same "
+                  "calls.")
+    return 1 if hangs or desyncs else 0
 
 
 def _doctor(args: argparse.Namespace) -> int:
