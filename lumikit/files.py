@@ -90,6 +90,9 @@ def _refuse_kind(p: Path, mode: int, what: str) -> None:
 
 def _refuse_size(p: Path, size: int, limit: int) -> None:
     if size > limit:
+        if limit != max_read_bytes():  # a reader's own bound (a manifest, a dump): no setting raises it
+            raise LumikitError(f"{p}: {_size(size)}, above the {_size(limit)} that this kind of file ever holds; "
+                               "is it the right file?")
         raise LumikitError(f"{p}: {_size(size)}, above the {_size(limit)} limit for files read whole; give a "
                            f"smaller file, or raise the limit with {MAX_READ_ENV}={max(2 * size >> 20, 1)} (reading "
                            f"needs about twice the file's size in memory)")
