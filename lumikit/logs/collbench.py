@@ -172,7 +172,10 @@ def _size(token: str) -> int | None:
 def _wrong(token: str) -> int | None:
     """``#wrong`` as printed: a count (``%g``, so ``1e+06`` for a million; an asterisk marks one past the
     threshold), or ``N/A`` when the run did not check (-c 0)."""
-    value = _number(token.rstrip("*"))
+    try:
+        value = _number(token.rstrip("*"))
+    except ValueError:
+        return None
     return int(value) if value is not None and 0 <= value < 2**63 else None
 
 

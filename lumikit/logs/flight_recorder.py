@@ -42,7 +42,11 @@ def _load_pickle(data: bytes, source: str) -> Any:
     """The plain value of a pickled dump (refusing anything that names a class or exceeds the caps)."""
     from ..safe_pickle import load_plain
 
-    return load_plain(data, source, what="a flight recorder dump")
+    try:
+        return load_plain(data, source, what="a flight recorder dump")
+    except AttributeError as exc:  # the C unpickler on opcodes in the wrong order (APPEND onto a dict)
+        raise ParseError(f"not a readable pickle ({str(exc)[:120]}): not a flight recorder dump",
+                         source=source) from None
 
 
 @dataclass
