@@ -15,14 +15,32 @@ from typing import Any, BinaryIO
 from .errors import LumikitError
 
 
+def umask() -> int:
+    """The process's umask, read without changing it where Linux says it (``/proc/self/status``)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o077)  # elsewhere: set and restore at once (a thread creating a file meanwhile gets 077)
+    os.umask(old)
+    return old
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``path`` to write (streaming writers, ``torch.save``); on success it is
-    renamed into place, on any error removed, so readers never see half a file and nothing old is lost."""
+    renamed into place, on any error removed, so readers never see half a file and nothing old is lost. The file
+    gets the mode a plain ``open`` would give it (0666 less the umask, so a project group keeps read access), not
+    the temporary file's private 0600; secrets are written elsewhere, 0600 on purpose."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-    os.close(fd)
+    try:
+        os.fchmod(fd, 0o666 & ~umask())
+    finally:
+        os.close(fd)
     try:
         yield Path(tmp)
         os.replace(tmp, p)

@@ -121,3 +121,26 @@ def test_bounded_json_refuses_deep_nesting_huge_numbers_and_non_finite_values() 
         with pytest.raises(ParseError, match=why) as info:
             load_json_bounded(text, "bad.json")
         assert str(info.value).startswith("bad.json: ")
+
+
+@pytest.mark.parametrize("mask, mode", [(0o002, 0o664), (0o022, 0o644), (0o077, 0o600)])
+def test_atomic_writes_keep_the_umask_group_bits_not_a_private_temp_mode(tmp_path, mask, mode) -> None:
+    old = os.umask(mask)
+    try:
+        written = write_atomic(tmp_path / "manifest.json", "{}\n")
+        new = write_new(tmp_path / "class.csv", "a,b\n")
+    finally:
+        os.umask(old)
+    assert written.stat().st_mode & 0o777 == mode and new.stat().st_mode & 0o777 == mode
+
+
+def test_the_secrets_file_stays_private_whatever_the_umask(tmp_path, monkeypatch) -> None:
+    from lumikit.launch.runfolder import RunFolder, write_secrets
+
+    monkeypatch.setenv("LUMIKIT_SECRETS_DIR", str(tmp_path / "secrets"))
+    old = os.umask(0o002)
+    try:
+        path = write_secrets(RunFolder(tmp_path / "run"), {"HF_TOKEN": "hf_x"})
+    finally:
+        os.umask(old)
+    assert path is not None and path.stat().st_mode & 0o777 == 0o600
