@@ -162,8 +162,9 @@ def _rccl_tests(args: argparse.Namespace) -> int:
         return 1 if bench.failed else 0
     print("\n".join(describe(bench, args.site)))
     in_place = bench.placement == "in-place"
+    cpu = ", CPU time" if bench.time_column == "cputime" else ""
     print(f"  {'size (B)':>12}  {'time (us)':>10}  {'algbw':>7}  {'busbw':>7}  {'#wrong':>6}   "
-          f"({'in-place' if in_place else 'out-of-place'}, GB/s{', CPU time' if bench.time_column == 'cputime' else ''})")
+          f"({'in-place' if in_place else 'out-of-place'}, GB/s{cpu})")
     for r in bench.rows:
         def cell(v: float | None, width: int) -> str:
             return f"{'N/A':>{width}}" if v is None else f"{v:>{width}g}"

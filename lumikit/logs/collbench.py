@@ -33,7 +33,8 @@ _RANK = re.compile(r"^#\s*Rank\s+(?P<rank>\d{1,9})\s+(?:Group\s+(?P<group>\d{1,9
                    r"(?P<name>.{0,200}?)\s*$")
 _ARGS = re.compile(r"^#\s*nThread\s+(?P<threads>\d{1,9})\s+nGpus\s+(?P<gpus>\d{1,9})")
 _STARTING = re.compile(r"Collective test starting:\s*(?P<name>\w{1,60})")
-_AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<v>\d{1,20}(?:\.\d{1,20})?(?:[eE][-+]?\d{1,3})?)\s*(?P<verdict>\w*)")
+_AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<v>\d{1,20}(?:\.\d{1,20})?(?:[eE][-+]?\d{1,3})?)"
+                  r"\s*(?P<verdict>\w*)")
 _BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<n>\d{1,18})")
 #: The collective names of rccl-tests' -Z csv / -Z json report files (the test's ``name``) -> the program.
 _REPORT_NAMES = {"allreduce": "all_reduce_perf", "allgather": "all_gather_perf", "reducescatter": "reduce_scatter_perf",
