@@ -15,12 +15,12 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import LumikitError, ParseError
-from ..files import regular_file
+from ..files import load_json_bounded, regular_file
 from ..site import Site, load_site
 from ..text import printable
 from .text import read_log_text
@@ -183,15 +183,18 @@ def _wrong(token: str) -> int | None:
 def _row(tokens: list[str], header: list[str], in_place_only: bool) -> SizeRow | None:
     """A data row laid out as the header says (``redop``/``root`` may be missing; RCCL may append columns); with
     ``-O 0`` the one block of columns is the in-place one."""
+    where: dict[str, int] = {}
+    for i, name in enumerate(header):
+        where.setdefault(name, i)  # the in-place block repeats the out-of-place names: keep the first
+    second = [i for i, name in enumerate(header) if name == "time"][1:]
+    if second and where.get("time", 0) + 4 <= len(tokens) < second[0] + 4:
+        # nccl-tests' trace replay leaves the out-of-place columns blank: the one block is in-place
+        header, second, in_place_only = header[:second[0]], [], True
     if len(tokens) < len(header):
         return None
     size = _size(tokens[0])
     if size is None or not re.fullmatch(r"\d{1,19}", tokens[1]):
         return None
-    where: dict[str, int] = {}
-    for i, name in enumerate(header):
-        where.setdefault(name, i)  # the in-place block repeats the out-of-place names: keep the first
-    second = [i for i, name in enumerate(header) if name == "time"][1:]
     try:
         t, a, b = (_number(tokens[where[k]]) for k in ("time", "algbw", "busbw"))
         wrong = _wrong(tokens[where["#wrong"]]) if "#wrong" in where else None
@@ -290,12 +293,73 @@ def _report_rows(text: str, source: str) -> CollectiveBenchmark | None:
                                world=max(worlds) if len(worlds) == 1 else None)
 
 
+def _finite(value: Any) -> float | None:
+    """A number of a JSON report (nccl-tests writes ``"nan"`` as a string), or None."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok and abs(value) < 1e18 else None
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63 else None
+
+
+def _json_report(text: str, source: str) -> CollectiveBenchmark | None:
+    """NVIDIA nccl-tests' JSON output file (``-J FILE``, nccl-tests 2.17 and later: ``config``, ``devices``,
+    ``results`` with ``out_of_place``/``in_place`` objects, ``out_of_bounds``, ``average_bus_bandwidth``), or None
+    when ``text`` is not one."""
+    head = text.lstrip()[:4096]
+    if not head.startswith("{") or '"results"' not in text:
+        return None
+    data = load_json_bounded(text, source, max_depth=16)
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        return None
+    rows, time_keys = [], set()
+    for r in data["results"][:100_000]:
+        if not isinstance(r, dict) or _count(r.get("size")) is None:
+            continue
+        values: dict[str, Any] = {}
+        for prefix, key in (("", "out_of_place"), ("in_", "in_place")):
+            block = r.get(key) if isinstance(r.get(key), dict) else {}
+            time_key = "cpu_time" if "cpu_time" in block else "time"
+            if block:
+                time_keys.add(time_key)
+            wrong = _finite(block.get("nwrong"))
+            values.update({f"{prefix}time_us": _finite(block.get(time_key)), f"{prefix}algbw": _finite(block.get(
+                "alg_bw")), f"{prefix}busbw": _finite(block.get("bus_bw")),
+                f"{prefix}wrong": int(wrong) if wrong is not None and wrong >= 0 else None})
+        root = str(r.get("root", "")).strip()
+        rows.append(SizeRow(size_bytes=r["size"], count=_count(r.get("count")) or 0, dtype=str(r.get("type", ""))[:20],
+                            redop=str(r.get("redop", ""))[:20], root=int(root) if re.fullmatch(r"-?\d{1,9}", root)
+                            else None, **values))
+    if not rows:
+        return None
+    ranks = []
+    for d in data.get("devices") if isinstance(data.get("devices"), list) else ():
+        if isinstance(d, dict) and all(_count(d.get(k)) is not None for k in ("rank", "device", "pid")):
+            ranks.append(RankDevice(rank=d["rank"], host=str(d.get("hostname", "?"))[:200], device=d["device"],
+                                    bus=str(d.get("device_hex", ""))[:40], name=str(d.get("device_info", ""))[:200],
+                                    pid=d["pid"]))
+    args = data.get("args") if isinstance(data.get("args"), list) else []
+    m = _PROGRAM.search(Path(str(args[0])).name) if args and isinstance(args[0], str) else None
+    bounds = data.get("out_of_bounds") if isinstance(data.get("out_of_bounds"), dict) else {}
+    avg = data.get("average_bus_bandwidth") if isinstance(data.get("average_bus_bandwidth"), dict) else {}
+    placement = "in-place" if all(r.busbw is None and r.time_us is None for r in rows) else "both"
+    return CollectiveBenchmark(source=source, test=m.group("name") if m else None, ranks=tuple(ranks), rows=tuple(rows),
+                               avg_busbw=_finite(avg.get("bandwidth")), out_of_bounds=_count(bounds.get("count")),
+                               notes=("nccl-tests' JSON output file",), test_from="output" if m else None,
+                               placement=placement, time_column="cputime" if time_keys == {"cpu_time"} else "time",
+                               avg_failed=avg.get("okay") in (False, "false"))
+
+
 def parse_collbench(text: str, source: str = "<text>") -> CollectiveBenchmark:
     """Read one rccl-tests / nccl-tests output (the first test when several were concatenated), in any of its
-    modes: out-of-place and in-place columns, in-place only (``-O 0``), CPU time (``-C 1``), unchecked (``-c 0``:
-    ``N/A`` in ``#wrong``), or rccl-tests' ``-Z csv``/``-Z json`` report file."""
-    report = _report_rows(text, source)
+    modes: out-of-place and in-place columns, in-place only (rccl-tests' ``-O 0``, nccl-tests' trace replay), CPU
+    time (``-C 1``), unchecked (``-c 0``: ``N/A`` in ``#wrong``), per-iteration statistics and time stamps (newer
+    nccl-tests), rccl-tests' ``-Z csv``/``-Z json`` report file, or nccl-tests' JSON output file."""
+    report = _json_report(text, source) or _report_rows(text, source)
     if report is not None:
+        if report.test is None and (test := infer_test(report.rows, report.n_ranks)):
+            report = replace(report, test=test, test_from="table")
         return report
     ranks: list[RankDevice] = []
     rows: list[SizeRow] = []
@@ -353,8 +417,10 @@ def parse_collbench(text: str, source: str = "<text>") -> CollectiveBenchmark:
         notes.insert(0, "generated")
     if gpus and gpus > 1:
         notes.append(f"{gpus} GPUs per thread (-g {gpus}): one process drives several devices")
+    in_place_only = in_place_only or all(r.time_us is None and r.busbw is None for r in rows)
     if in_place_only:
-        notes.append("in-place columns only (run with -O 0): the bandwidths are in-place")
+        notes.append("in-place columns only (rccl-tests -O 0, or nccl-tests replaying a trace): the bandwidths are "
+                     "in-place")
     if time_column == "cputime":
         notes.append("time is the host's launch time (-C 1); algbw and busbw are still from the GPU's time, so "
                      "they are not size / time")

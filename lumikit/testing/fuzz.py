@@ -451,7 +451,7 @@ def _flightrec_target(path: Path, rng: random.Random) -> None:
 
 def rccltests_seeds(fixtures: Path | None) -> list[Seed]:
     """GENERATED rccl-tests outputs in each mode: both placements, in-place only (-O 0), CPU time (-C 1), ROCm's
-    unnamed test on four GCDs, and the -Z csv / -Z json report files."""
+    unnamed test on four GCDs, the -Z csv / -Z json report files, and nccl-tests' JSON output file."""
     from ..logs.collbench import synthesize
 
     pair = synthesize((0, 1), max_bytes=1 << 16)
@@ -469,7 +469,22 @@ def rccltests_seeds(fixtures: Path | None) -> list[Seed]:
             Seed("all_reduce_perf_O0.out", in_place.encode()),
             Seed("all_reduce_perf_C1.out", pair.replace("    time   algbw", " cputime   algbw").encode()),
             Seed("report.csv", ("\n".join(report) + "\n").encode()),
-            Seed("report.json", ("\n".join(jsonl) + "\n").encode())]
+            Seed("report.json", ("\n".join(jsonl) + "\n").encode()),
+            Seed("nccl_tests.json", json.dumps(_nccl_tests_json()).encode())]
+
+
+def _nccl_tests_json() -> dict[str, Any]:
+    """A GENERATED nccl-tests JSON output file (-J), in the layout of NVIDIA/nccl-tests src/util.cu."""
+    return {"version": 1, "args": ["/opt/nccl-tests/build/all_reduce_perf", "-J", "out.json"],
+            "devices": [{"rank": r, "group": 0, "pid": 100 + r, "hostname": "nid005001", "device": r,
+                         "device_hex": bus, "device_info": "AMD Instinct MI250X"}
+                        for r, bus in ((0, "0000:c1:00"), (1, "0000:c6:00"))],
+            "results": [{"size": 1 << k, "count": 1 << (k - 2), "type": "float", "redop": "sum", "root": "    -1",
+                         "out_of_place": {"time": 20.0 + k, "alg_bw": k / 2, "bus_bw": k / 2, "nwrong": 0.0},
+                         "in_place": {"time": 21.0 + k, "alg_bw": k / 2.1, "bus_bw": k / 2.1, "nwrong": None},
+                         "actual_iterations": 20} for k in range(10, 20)],
+            "out_of_bounds": {"count": 0, "okay": "true"},
+            "average_bus_bandwidth": {"bandwidth": 7.0, "okay": "unchecked"}}
 
 
 def _rccltests_target(path: Path, rng: random.Random) -> None:

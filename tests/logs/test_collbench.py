@@ -281,3 +281,66 @@ def test_report_files_of_rccl_tests_read_too():
 def test_hostile_numbers_never_crash(change):
     bench = parse_collbench(ROCM_FOUR_GCDS.replace(*change), "all_reduce_perf.out")
     assert bench.rows and json.dumps(bench.to_dict())
+
+
+# NVIDIA nccl-tests 2.19 (NVIDIA/nccl-tests src/util.cu, writeDeviceReport and writeBenchmarkLine*): a version line,
+# per-iteration columns (-I), time stamps at the end of a row; written from that printing, numbers made up.
+NCCL_PER_ITERATION = """\
+# nccl-tests version 2.19.6 nccl-headers=22807 nccl-library=22807
+# Collective test starting: all_reduce_perf
+# nThread 1 nGpus 1 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0
+# Per-Iteration Report: CUDA event timing; i_* uses max over process rows 
+#
+# Using devices
+#  Rank  0 Group  0 Pid  51001 on   gpuhost1 device  0 [0000:1b:00] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid  51002 on   gpuhost1 device  1 [0000:43:00] NVIDIA H100 80GB HBM3
+#
+#                                                   out-of-place (+ per-iteration)                                in-place (+ per-iteration)
+#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%           timestamp
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%)     (us)  (GB/s)  (GB/s)             (us)     (us)     (us)      (%) %Y-%m-%d %H:%M:%S
+     1048576        262144     float     sum      -1    20.00   52.43   52.43       0    19.50    21.00    20.90     1.50    20.10   52.17   52.17       0    19.60    21.10    21.00     1.60 2025-11-25 12:00:01
+     2097152        524288     float     sum      -1    30.00   69.91   69.91       0    29.50    31.00    30.90     1.10    30.20   69.44   69.44       3    29.60    31.10    31.00     1.20 2025-11-25 12:00:02
+# Out of bounds values : 1 FAILED
+# Avg bus bandwidth    : 61.0
+#
+# Collective test concluded: all_reduce_perf
+"""
+
+
+def test_nvidia_per_iteration_columns_and_time_stamps_read_by_name():
+    bench = parse_collbench(NCCL_PER_ITERATION, "slurm-9.out")
+    assert (bench.test, bench.test_from, len(bench.rows)) == ("all_reduce_perf", "output", 2)
+    last = bench.rows[1]
+    assert (last.time_us, last.busbw, last.wrong, last.in_time_us, last.in_busbw, last.in_wrong) == (
+        30.0, 69.91, 0, 30.2, 69.44, 3)
+    assert bench.failed and check_busbw(bench) == []
+
+
+def test_a_replayed_trace_leaves_out_of_place_blank_and_reads_as_in_place():
+    blank = " " * 32  # nccl-tests writeBenchMarkLineNullBody
+    replay = SMALL_G_PAIR.replace("-1    40.00   26.21   26.21      0", "-1" + blank).replace(
+        "-1    80.00   52.43   52.43      0", "-1" + blank)
+    rows = [line for line in replay.splitlines() if line.strip().startswith(("1048576", "4194304"))]
+    assert all(len(r.split()) == 9 for r in rows)
+    bench = parse_collbench(replay, "all_reduce_perf.out")
+    assert bench.rows[0].busbw is None and bench.rows[0].in_busbw == 25.58 and bench.rows[2].busbw == 83.89
+
+
+def test_the_nvidia_json_output_file_reads_as_the_table():
+    report = {"version": 1, "args": ["/opt/nccl-tests/build/all_reduce_perf", "-b", "1M", "-J", "out.json"],
+              "config": {"nthreads": 1, "ngpus": 1},
+              "devices": [{"rank": r, "group": 0, "pid": 51001 + r, "hostname": "nid005001", "device": r,
+                           "device_hex": bus, "device_info": "AMD Instinct MI250X"}
+                          for r, bus in ((0, "0000:c1:00"), (1, "0000:c6:00"))],
+              "results": [{"size": 1048576, "count": 262144, "type": "float", "redop": "sum", "root": "    -1",
+                           "out_of_place": {"time": 40.0, "alg_bw": 26.21, "bus_bw": 26.21, "nwrong": 0.0},
+                           "in_place": {"time": 41.0, "alg_bw": 25.58, "bus_bw": 25.58, "nwrong": None},
+                           "actual_iterations": 20, "experiment_name": ""}],
+              "out_of_bounds": {"count": 0, "okay": "true"},
+              "average_bus_bandwidth": {"bandwidth": 25.9, "okay": "unchecked"}}
+    bench = parse_collbench(json.dumps(report), "out.json")
+    assert (bench.test, bench.n_ranks, bench.rows[0].busbw, bench.rows[0].in_wrong, bench.avg_busbw) == (
+        "all_reduce_perf", 2, 26.21, None, 25.9)
+    assert not bench.failed and link_for(bench, "lumi").link == "gcd_in_package"
+    with pytest.raises(ParseError, match="nested deeper"):
+        parse_collbench('{"results": ' + "[" * 1000 + "]" * 1000 + "}", "deep.json")
