@@ -155,12 +155,14 @@ def _members(pg_config: Any) -> dict[str, tuple[int, ...]]:
 def is_flight_recorder_dump(path: str | os.PathLike[str]) -> bool:
     """Whether a file looks like a flight recorder dump: a pickle or JSON object naming ``entries`` and
     ``pg_config`` (or ``collective_seq_id``) anywhere in it. A 1,024-rank dump lists its process groups first, so
-    ``entries`` can be far from the start: the whole file (its first :data:`MAX_BYTES`) is searched. Anything but
-    a regular file is no dump (a FIFO is never opened)."""
+    ``entries`` can be far from the start: a file whose first 4 KiB name one of those keys is searched whole (its
+    first :data:`MAX_BYTES`); other pickles (a model's) are passed by after 4 KiB. Anything but a regular file is
+    no dump (a FIFO is never opened)."""
     try:
         with open_regular(path, _WHAT) as fh:
             head = fh.read(4096)
-            if not (head[:1] == b"\x80" or head.lstrip()[:1] == b"{"):
+            if not (head[:1] == b"\x80" or head.lstrip()[:1] == b"{") or not any(
+                    mark in head for mark in (b"entries", *_MARKS)):  # a dump names one of them early on
                 return False
             size = os.fstat(fh.fileno()).st_size
             data = head + fh.read(MAX_BYTES - len(head)) if size <= MAX_BYTES else head  # too big: reading says so

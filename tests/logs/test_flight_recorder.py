@@ -176,3 +176,11 @@ def test_a_35_byte_memo_bomb_given_to_the_doctor_stays_small(tmp_path):
     refused, grown_mb = out.stdout.strip().splitlines()
     assert refused.startswith("refused") and "memo" in refused
     assert int(grown_mb) < 200
+
+
+def test_other_pickles_in_a_run_folder_are_passed_by_after_their_first_bytes(tmp_path):
+    model = tmp_path / "run" / "model.pkl"
+    model.parent.mkdir()
+    model.write_bytes(pickle.dumps({"weights": [0.5] * 5000, "entries": [], "pg_config": {}}))  # keys late
+    assert model.read_bytes().index(b"entries") > 4096 and not is_flight_recorder_dump(model)
+    assert diagnose(tmp_path / "run") == []
