@@ -69,8 +69,9 @@ def record_json(exercise: str, learner: str, attempts: list[tuple[float, str, st
 
 
 def write_class(root: str | os.PathLike[str], *, learners: int = 100, exercises: int = 90,
-                now: float = 1_790_000_000.0) -> GeneratedClass:
-    """Write a generated class of ``learners`` x ``exercises`` records under ``root`` as of ``now`` (epoch s)."""
+                now: float = 1_790_000_000.0, without_progress: bool = True) -> GeneratedClass:
+    """Write a generated class of ``learners`` x ``exercises`` records under ``root`` as of ``now`` (epoch s);
+    ``without_progress=False`` gives every learner a ``progress/`` (a full grid, for the benchmark)."""
     root = Path(root)
     ids = exercise_ids(exercises)
     focus = max(0, exercises // 2 - 1)
@@ -83,7 +84,7 @@ def write_class(root: str | os.PathLike[str], *, learners: int = 100, exercises:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "GENERATED").write_text(LABEL + "\n")
         role = i % 10
-        if role == 2:
+        if role == 2 and without_progress:
             empty.append(name)
             continue
         current = min(focus + i % 3, exercises - 1)
