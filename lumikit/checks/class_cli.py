@@ -13,9 +13,11 @@ from .classview import MIN_REFRESH_S, ClassReader, StuckRule, format_text
 
 PRIVACY = ("Privacy: each learner's checks write one small JSON file per exercise in progress/ of their own clone "
            "(outcome, attempts, times of the last 10 calls, the kind of mistake the check named, the answers "
-           "given); nothing leaves the project folder and no server is involved. Whoever can read the learners' "
-           "folders can read them: the project group, when learners work under `umask 002`. A learner opts out "
-           "with LUMIKIT_PROGRESS=off (nothing is recorded; their row says 'no check run yet').")
+           "given; never the expected answer); nothing leaves the project folder and no server is involved. "
+           "Whoever can read the learners' folders can read them: on LUMI the project's group (the files follow "
+           "the learner's umask, 0664 under `umask 002`). A learner opts out with LUMIKIT_PROGRESS=off (nothing is "
+           "recorded; their row says 'no check run yet') or hides the records with `chmod -R go-rwx progress`. "
+           "See docs/instructor-guide.md, 'The room, live'.")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
