@@ -146,6 +146,11 @@ class ClassView:
         if self._thread is not None:
             self._thread.join(timeout=1.0)
 
+    @property
+    def running(self) -> bool:
+        """Whether the view follows the folder now."""
+        return self._thread is not None and self._thread.is_alive()
+
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             try:

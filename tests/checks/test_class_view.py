@@ -161,3 +161,33 @@ def test_the_widget_marks_every_stuck_cell(generated) -> None:
     assert view.grid.value.count('class="lumikit-class-cell lumikit-stuck"') == 20
     assert view.stuck.value.count("<li>") == 20 and generated.major["01.6"] in view.mistakes.value
     assert view.refresh().parsed == 0
+
+
+def test_watch_refreshes_at_most_every_10_s_and_prints_one_json_line_each(generated, monkeypatch, capsys) -> None:
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:  # the second wait ends the watch (no wall-clock wait in a test)
+        waits.append(seconds)
+        if len(waits) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr("lumikit.checks.class_cli.time.sleep", sleep)
+    assert main(["class", str(generated.root), "--watch", "--interval", "2", "--json", "--now", iso(NOW),
+                 "--idle", "25"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert waits == [10.0, 10.0] and len(lines) == 2
+    first, second = (json.loads(line) for line in lines)
+    assert first["refresh"]["parsed"] == first["refresh"]["records"] and second["refresh"]["parsed"] == 0
+    assert {(s["learner"], s["exercise"]) for s in second["stuck"]} == {
+        key for key, rule in generated.stuck.items() if rule == "failures"}  # --idle 25: 20 idle minutes are fine
+
+
+def test_the_widget_follows_in_a_thread_that_stops_at_once(generated) -> None:
+    pytest.importorskip("ipywidgets")
+    from lumikit.widgets.class_view import ClassView
+
+    view = ClassView(generated.root, now=NOW)
+    view.follow.value = True
+    assert view.running
+    view.follow.value = False
+    assert not view.running
