@@ -191,3 +191,15 @@ def test_the_widget_follows_in_a_thread_that_stops_at_once(generated) -> None:
     assert view.running
     view.follow.value = False
     assert not view.running
+
+
+def test_the_class_view_imports_no_unpickler_and_no_check_module() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, lumikit.checks.classview, lumikit.checks.class_cli; "
+            "print(sorted(m for m in sys.modules if 'pickle' in m or m.startswith(('lumikit.checks.m', "
+            "'lumikit.checks.grading', 'torch'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
