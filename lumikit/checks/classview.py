@@ -231,14 +231,16 @@ class ClassReader:
         started = time.perf_counter()
         now = time.time() if now is None else now
         problems: list[str] = []
-        names = self._learners(problems)
+        names = self._learners()
         cells: dict[str, tuple[int, int, Cell]] = {}
         rows, parsed = [], 0
         for name in names:
             row = LearnerRow(printable(name))
             folder = self._folders.get(name)
             if folder is None:
-                row.note = NO_CHECK_YET
+                where = f"{self.class_dir / name}: "
+                why = next((p[len(where):] for p in self._found_problems if p.startswith(where)), "")
+                row.note = f"unreadable: {printable(why)}" if "cannot be listed" in why else NO_CHECK_YET
             else:
                 parsed += self._read_folder(folder, row, cells, problems)
             rows.append(row)
@@ -246,12 +248,13 @@ class ClassReader:
         exercises = sorted({e for r in rows for e in r.cells}, key=_exercise_key)
         stuck = [s for r in rows for s in _stuck(r, now, self.rule)]
         state = ClassState(str(self.class_dir), now, self.rule, exercises, rows, stuck,
-                           common_mistakes(rows, now, self.rule.window_s), self._found_problems + problems,
+                           common_mistakes(rows, now, self.rule.window_s),
+                           [printable(p) for p in self._found_problems] + problems,
                            records=sum(len(r.cells) for r in rows), parsed=parsed)
         state.seconds = time.perf_counter() - started
         return state
 
-    def _learners(self, problems: list[str]) -> list[str]:
+    def _learners(self) -> list[str]:
         """Every learner folder's name; where each one's ``progress/`` lies is looked up again only when needed."""
         if not self.class_dir.is_dir():
             raise LumikitError(f"{self.class_dir}: no such folder. Fix: give the folder holding one folder per "

@@ -203,3 +203,15 @@ def test_the_class_view_imports_no_unpickler_and_no_check_module() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
+def test_a_learner_folder_that_cannot_be_listed_says_so(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root lists every folder; run as a user to check permissions")
+    made = write_class(tmp_path / "class", learners=2, exercises=2, now=NOW)
+    (made.root / "learner001").chmod(0)
+    try:
+        rows = {r.learner: r for r in ClassReader(made.root).refresh(NOW).learners}
+    finally:
+        (made.root / "learner001").chmod(0o755)
+    assert rows["learner001"].note.startswith("unreadable: cannot be listed")
