@@ -373,6 +373,10 @@ def _ago(now: float, when: float | None) -> str:
     return f"{minutes:.0f} min ago" if minutes < 120 else f"{minutes / 60:.0f} h ago"
 
 
+def _learners(count: int) -> str:
+    return f"{count} learner{'s' if count != 1 else ''}"
+
+
 def current(row: LearnerRow) -> Cell | None:
     """The exercise a learner worked on last (their latest record that is not "unanswered"), if any."""
     tried = [c for c in row.cells.values() if c.status != "unanswered" and c.updated is not None]
@@ -403,8 +407,8 @@ def format_text(state: ClassState) -> str:
     if state.mistakes:
         out.append(f"\ncommonest mistake per exercise (each learner's latest failure, last "
                    f"{state.rule.window_s / 60:g} min):")
-        out += [f"  {e}: {found[0][0]} ({found[0][1]} learner{'s' if found[0][1] != 1 else ''}"
-                + (f"; next: {found[1][0]}, {found[1][1]})" if len(found) > 1 else ")")
+        out += [f"  {e}: {found[0][0]} ({_learners(found[0][1])}"
+                + (f"; next, {_learners(found[1][1])}: {found[1][0]})" if len(found) > 1 else ")")
                 for e, found in state.mistakes.items()]
     out += [f"refused: {p}" for p in state.problems]
     return "\n".join(out)

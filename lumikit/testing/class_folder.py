@@ -5,8 +5,9 @@ learners and commonest mistakes known by construction.
 Every learner has a record for every exercise: passed up to their current exercise, failed on it, unanswered after
 (a learner who ran the whole notebook once). The current exercise is one of three in the middle of the course
 (``i % 3``). By ``i % 10``: 0 failed three times in the last 8 minutes (stuck), 1 failed once 20 minutes ago and did
-nothing since (stuck), 2 has no ``progress/`` (no check run yet), the others failed once two minutes ago. Two out of
-three failures name the exercise's major mistake, the others its minor one. Nothing here is a recording.
+nothing since (stuck), 2 has no ``progress/`` (no check run yet; unless ``without_progress=False``), the others failed
+once two minutes ago. Two out of three failures name the exercise's major mistake, the others its minor one.
+Nothing here is a recording.
 """
 from __future__ import annotations
 
