@@ -7,7 +7,7 @@ The step's dependency graph is built once from the loader's columns: two nodes p
   and the time inside a blocking call carry no weight, as in HTA);
 * from a launch call to its GPU work (matched by correlation id, else External id): ``gpu_kernel_launch_overhead``
   when the stream was idle at the launch, else the gap after the previous activity on the same stream
-  (``gpu_kernel_kernel_overhead``); the GPU work itself is ``gpu_compute_bound`` or ``gpu_communication_bound``;
+  (``gpu_kernel_kernel_overhead``, up to HTA's 1.5 ms); the GPU work itself is ``gpu_compute_bound`` or ``gpu_communication_bound``;
 * from GPU work to the host call that waited for it (device, stream and event syncs, blocking copies) and from GPU
   work to GPU work on another stream (stream-wait-event), all of zero weight: the path runs through the GPU work
   a sync waited for. Kineto's ``cuda_sync`` events give these edges on CUDA traces (as HTA reads them); ROCm
@@ -29,7 +29,6 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..errors import TraceError
-from ..kernels import CLASSES
 from . import runtime_names as rn
 from .columns import Columns
 from .tables import GPU_CATEGORIES, RUNTIME_CATEGORIES, _first_match, _link_by_external_id, step_columns
@@ -42,7 +41,9 @@ BOUND_BY = CATEGORIES[:6]
 CPU_CATEGORIES = ("cpu_op",) + RUNTIME_CATEGORIES
 #: Host annotations that count as data loading (their self time is ``data_loading``, not ``cpu_bound``).
 DATA_LOADING = re.compile(r"enumerate\(DataLoader\)|DataLoader.*__next__")
-_COMM = CLASSES.index("communication")
+#: A longer gap after the previous activity on a busy stream is a dependency the trace does not show (HTA's
+#: threshold, µs): no kernel-kernel edge is drawn across it.
+KERNEL_KERNEL_MAX_GAP_US = 1500.0
 
 
 @dataclass
@@ -57,6 +58,7 @@ class StepGraph:
     category: np.ndarray  # index into CATEGORIES
     event: np.ndarray  # the event an edge's time belongs to (-1: none)
     scalable: np.ndarray  # weight is an event's own time (what a what-if divides)
+    parent: np.ndarray  # the enclosing CPU op of each event (-1: none; GPU work has none)
     sync_edges: int = 0
     inferred_edges: int = 0
     inferred: Counter = field(default_factory=Counter)
@@ -247,6 +249,7 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     st, en = start_ts[:n_cpu].tolist(), end_ts[:n_cpu].tolist()
     block_l, data_l = blocking.tolist(), data_own.tolist()
     parent_data = [False] * n_cpu  # the op or an enclosing one is data loading
+    parent = [-1] * len(rows)
     stack: list[int] = []
     last = -1
     thread = None
@@ -271,6 +274,7 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
                 en[i] = en[top]
             b.add(last, 2 * i, DATA if parent_data[top] else CPU, top)
             parent_data[i] = data_l[i] or parent_data[top]
+            parent[i] = top
         else:
             if last >= 0:  # the gap between two top-level ops carries no weight (as HTA)
                 b.add(last, 2 * i, DEPENDENCY, -1, zero=True)
@@ -296,7 +300,7 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
 
     graph = StepGraph(rows=rows, node_ts=np.empty(0), src=np.empty(0, np.int64), dst=np.empty(0, np.int64),
                       weight=np.empty(0), category=np.empty(0, np.int8), event=np.empty(0, np.int64),
-                      scalable=np.empty(0, bool))
+                      scalable=np.empty(0, bool), parent=np.array(parent, dtype=np.int64))
     streams = _Streams(g_dev, g_stream, g_launch_ts, g_start, g_end, ev["pid"][launch_rows],
                        ev["tid"][launch_rows])
     kernel_sync = np.full(n_gpu, -1, dtype=np.int64)  # GPU activity -> the activity it waits for (other stream)
@@ -312,7 +316,7 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     prev_end = np.where(prev >= 0, g_end[np.maximum(prev, 0)], -np.inf)
     sync_end = np.where(kernel_sync >= 0, g_end[np.maximum(kernel_sync, 0)], -np.inf)
     launch_ok = (prev_end < g_launch_ts) & (sync_end < g_launch_ts)
-    kk_ok = ~launch_ok & (prev >= 0) & (sync_end < prev_end)
+    kk_ok = ~launch_ok & (prev >= 0) & (sync_end < prev_end) & (g_start - prev_end < KERNEL_KERNEL_MAX_GAP_US)
     for k in range(n_gpu):
         node = 2 * int(g[k])
         b.add(node, node + 1, COMM if comm[k] else COMPUTE, int(g[k]))
@@ -559,18 +563,26 @@ def _ranked(graph: StepGraph, ev: Columns, path: np.ndarray, length: float, name
 
 
 def _what_if(graph: StepGraph, ev: Columns, w: WhatIf, before: float) -> dict:
-    """The path with the matching events' own time divided by the factor."""
+    """The path with the matching events' time divided by the factor (a CPU op's nested ops and launch calls
+    too: they are part of its duration)."""
     names = ev.labels["name"]
     rx = re.compile(w.pattern)
     match_code = np.fromiter((bool(rx.search(n)) for n in names), dtype=bool, count=len(names))
     matches = np.append(match_code, False)[ev["name"][graph.rows]]
+    direct = int(matches.sum())
+    has_parent = np.flatnonzero(graph.parent >= 0)
+    while True:  # inherit down the nesting, one level per pass
+        inherited = matches[has_parent] | matches[graph.parent[has_parent]]
+        if (inherited == matches[has_parent]).all():
+            break
+        matches[has_parent] = inherited
     edge_match = np.zeros(len(graph.src), dtype=bool)
     has = graph.event >= 0
     edge_match[has] = matches[graph.event[has]]
     scaled = graph.scalable & edge_match
     weight = np.where(scaled, graph.weight / w.factor, graph.weight)
     after, _ = graph.longest_path(weight)
-    return {"pattern": w.pattern, "factor": w.factor, "matched_events": int(matches.sum()),
+    return {"pattern": w.pattern, "factor": w.factor, "matched_events": direct,
             "path_us_after": round(after, 3),
             "speedup_pct": round(100.0 * (before - after) / before, 4) if before > 0 else 0.0}
 
