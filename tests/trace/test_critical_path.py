@@ -294,3 +294,25 @@ def test_where_hta_is_wrong_on_rocm_names(tmp_path):
     assert (syncs, total) == (0, 370.0)
     ours = critical_path(columns_of(path))
     assert ours["path_us"] == CHAIN_PATH_US and ours["inferred_edges"] == 1
+
+
+@pytest.mark.conformance
+def test_the_hta_bridge_warns_on_a_trace_without_sync_events_and_points_to_lumikit(tmp_path):
+    from lumikit.trace.hta_bridge import trace_analysis
+
+    rocm = write_events(tmp_path / "rocm.json", sync_chain_events("rocm"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ta = trace_analysis(rocm)
+    with pytest.warns(UserWarning, match="lumikit trace critical-path") as caught:
+        ta.critical_path_analysis(rank=0, annotation="ProfilerStep", instance_id=0)
+    assert any("no cuda_sync events" in str(w.message) for w in caught)
+
+    cuda = write_events(tmp_path / "cuda.json", sync_chain_events("cuda"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ta = trace_analysis(cuda)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ta.critical_path_analysis(rank=0, annotation="ProfilerStep", instance_id=0)
+    assert not any("lumikit trace critical-path" in str(w.message) for w in caught)
