@@ -22,6 +22,7 @@ edges and runs the longest path again on the same graph.
 from __future__ import annotations
 
 import re
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
@@ -29,6 +30,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..errors import TraceError
+from ..kernels import classify_kernel
 from . import runtime_names as rn
 from .columns import Columns
 from .tables import GPU_CATEGORIES, RUNTIME_CATEGORIES, _first_match, _link_by_external_id, step_columns
@@ -72,17 +74,18 @@ class StepGraph:
         if self.order is None:
             self.order = _topological_edges(self.src, self.dst, self.node_ts, len(self.node_ts))
         order = self.order
-        src, dst, ww = self.src[order].tolist(), self.dst[order].tolist(), w[order].tolist()
-        dist = [0.0] * len(self.node_ts)
-        pred = [-1] * len(self.node_ts)
-        for e, s, d, x in zip(order.tolist(), src, dst, ww):
+        n = len(self.node_ts)
+        dist = array("d", bytes(8 * n))  # compact: one machine double per node, not a Python float
+        pred = array("q", b"\xff" * (8 * n))  # -1
+        for e, s, d, x in zip(_ints(order), _ints(self.src[order]), _ints(self.dst[order]),
+                              _floats(w[order])):
             c = dist[s] + x
             if c > dist[d]:
                 dist[d] = c
                 pred[d] = e
-        if not dist:
+        if not n:
             return 0.0, []
-        node = int(np.argmax(dist))
+        node = int(np.argmax(np.frombuffer(dist, dtype=np.float64)))
         length = dist[node]
         path = []
         while pred[node] >= 0:
@@ -91,6 +94,20 @@ class StepGraph:
             node = int(self.src[e])
         path.reverse()
         return float(length), path
+
+
+def _ints(values: np.ndarray) -> array:
+    """A numpy int64 array as a stdlib array (iterates as fast as a list, at 8 bytes an item)."""
+    out = array("q")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.int64).tobytes())
+    return out
+
+
+def _floats(values: np.ndarray) -> array:
+    """A numpy float64 array as a stdlib array (see :func:`_ints`)."""
+    out = array("d")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+    return out
 
 
 def _topological_edges(src: np.ndarray, dst: np.ndarray, node_ts: np.ndarray, n: int) -> np.ndarray:
@@ -236,7 +253,6 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     end_ts = start_ts + dur[rows]
     b = _Builder()
     blocking = np.isin(kinds[cpu_rows], list(rn.BLOCKING_KINDS)) & is_rt[cpu_rows]
-    data_own = is_data[cpu_rows]
 
     # -- CPU threads: nested ops, one chain per thread ---------------------------------------------------------
     remap = _backward_thread_map(ev, cpu_rows)
@@ -244,46 +260,19 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     for (p0, t0), (p1, t1) in remap.items():
         moved = (pid == p0) & (tid == t0)
         pid[moved], tid[moved] = p1, t1
-    order = np.lexsort((-dur[cpu_rows], start_ts[:n_cpu], tid, pid)).tolist()
-    pid_l, tid_l = pid.tolist(), tid.tolist()
-    st, en = start_ts[:n_cpu].tolist(), end_ts[:n_cpu].tolist()
-    block_l, data_l = blocking.tolist(), data_own.tolist()
-    parent_data = [False] * n_cpu  # the op or an enclosing one is data loading
-    parent = [-1] * len(rows)
-    stack: list[int] = []
-    last = -1
-    thread = None
-
-    def close(top: int) -> None:
-        nonlocal last
-        b.add(last, 2 * top + 1, DATA if parent_data[top] else CPU, top, zero=block_l[top])
-        last = 2 * top + 1
-
-    for i in order:
-        key = (pid_l[i], tid_l[i])
-        if key != thread:
-            while stack:
-                close(stack.pop())
-            thread, last = key, -1
-        s = st[i]
-        while stack and en[stack[-1]] <= s:
-            close(stack.pop())
-        if stack:
-            top = stack[-1]
-            if en[i] > en[top]:  # overlaps its parent's end: clip it to the parent (an unnested record)
-                en[i] = en[top]
-            b.add(last, 2 * i, DATA if parent_data[top] else CPU, top)
-            parent_data[i] = data_l[i] or parent_data[top]
-            parent[i] = top
-        else:
-            if last >= 0:  # the gap between two top-level ops carries no weight (as HTA)
-                b.add(last, 2 * i, DEPENDENCY, -1, zero=True)
-            parent_data[i] = data_l[i]
-        stack.append(i)
-        last = 2 * i
-    while stack:
-        close(stack.pop())
+    order = np.lexsort((-dur[cpu_rows], start_ts[:n_cpu], tid, pid))
+    new_thread = np.ones(n_cpu, dtype=bool)
+    new_thread[1:] = (pid[order][1:] != pid[order][:-1]) | (tid[order][1:] != tid[order][:-1])
+    seq, attr, parent, en = _thread_chains(order, new_thread, start_ts[:n_cpu], end_ts[:n_cpu], len(rows))
     end_ts[:n_cpu] = en
+    c_src, c_dst, c_attr = seq[:-1], seq[1:], attr[1:]
+    first = _first_nodes(seq, order, new_thread)
+    keep = ~first[1:]
+    c_src, c_dst, c_attr = c_src[keep], c_dst[keep], c_attr[keep]
+    data = _inherit(np.append(is_data[cpu_rows], np.zeros(n_gpu, dtype=bool)), parent)
+    c_cat = np.where(c_attr < 0, DEPENDENCY, np.where(data[np.maximum(c_attr, 0)], DATA, CPU)).astype(np.int8)
+    into_end = (c_dst & 1) == 1
+    c_zero = (c_attr < 0) | (into_end & np.append(blocking, np.zeros(n_gpu, dtype=bool))[c_dst // 2])
 
     # -- GPU streams: each activity, its launch or the gap after the previous one ---------------------------
     g = np.arange(n_cpu, n_cpu + n_gpu)
@@ -300,43 +289,107 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
 
     graph = StepGraph(rows=rows, node_ts=np.empty(0), src=np.empty(0, np.int64), dst=np.empty(0, np.int64),
                       weight=np.empty(0), category=np.empty(0, np.int8), event=np.empty(0, np.int64),
-                      scalable=np.empty(0, bool), parent=np.array(parent, dtype=np.int64))
+                      scalable=np.empty(0, bool), parent=parent)
     streams = _Streams(g_dev, g_stream, g_launch_ts, g_start, g_end, ev["pid"][launch_rows],
                        ev["tid"][launch_rows])
     kernel_sync = np.full(n_gpu, -1, dtype=np.int64)  # GPU activity -> the activity it waits for (other stream)
     _sync_edges(ev, b, graph, streams, kinds, local, n_cpu, cpu_rows, gpu_rows, launch_rows, kernel_sync, is_rt)
 
-    comm = np.zeros(n_gpu, dtype=bool)
-    if n_gpu:
-        from ..kernels import classify_kernel
-
-        used = np.unique(ev["name"][gpu_rows])
-        is_comm = {int(c): classify_kernel(names[c]) == "communication" for c in used if c >= 0}
-        comm = np.fromiter((is_comm.get(int(c), False) for c in ev["name"][gpu_rows]), dtype=bool, count=n_gpu)
+    codes = ev["name"][gpu_rows]
+    comm_name = np.zeros(len(names) + 1, dtype=bool)
+    for c in np.unique(codes[codes >= 0]).tolist():
+        comm_name[c] = classify_kernel(names[c]) == "communication"
+    comm = comm_name[codes]
     prev_end = np.where(prev >= 0, g_end[np.maximum(prev, 0)], -np.inf)
     sync_end = np.where(kernel_sync >= 0, g_end[np.maximum(kernel_sync, 0)], -np.inf)
     launch_ok = (prev_end < g_launch_ts) & (sync_end < g_launch_ts)
     kk_ok = ~launch_ok & (prev >= 0) & (sync_end < prev_end) & (g_start - prev_end < KERNEL_KERNEL_MAX_GAP_US)
-    for k in range(n_gpu):
-        node = 2 * int(g[k])
-        b.add(node, node + 1, COMM if comm[k] else COMPUTE, int(g[k]))
-        if launch_ok[k]:
-            b.add(2 * int(g_launch[k]), node, LAUNCH_OH, int(g[k]))
-        elif kk_ok[k]:
-            b.add(2 * (n_cpu + int(prev[k])) + 1, node, KK_OH, n_cpu + int(prev[k]))
-
+    kk_from = n_cpu + prev[kk_ok]
+    parts = [  # (src, dst, category, event, zero weight)
+        (c_src, c_dst, c_cat, c_attr, c_zero),
+        (2 * g, 2 * g + 1, np.where(comm, COMM, COMPUTE), g, np.zeros(n_gpu, dtype=bool)),
+        (2 * g_launch[launch_ok], 2 * g[launch_ok], np.full(int(launch_ok.sum()), LAUNCH_OH), g[launch_ok],
+         np.zeros(int(launch_ok.sum()), dtype=bool)),
+        (2 * kk_from + 1, 2 * g[kk_ok], np.full(len(kk_from), KK_OH), kk_from, np.zeros(len(kk_from), dtype=bool)),
+        (np.array(b.src, dtype=np.int64), np.array(b.dst, dtype=np.int64), np.array(b.cat, dtype=np.int8),
+         np.array(b.event, dtype=np.int64), np.array(b.zero, dtype=bool)),
+    ]
+    src = np.concatenate([p[0] for p in parts]).astype(np.int64)
+    dst = np.concatenate([p[1] for p in parts]).astype(np.int64)
+    cat = np.concatenate([p[2] for p in parts]).astype(np.int8)
+    event = np.concatenate([p[3] for p in parts]).astype(np.int64)
+    zero = np.concatenate([p[4] for p in parts]).astype(bool)
     node_ts = np.empty(2 * len(rows))
     node_ts[0::2], node_ts[1::2] = start_ts, end_ts
-    src, dst = np.array(b.src, dtype=np.int64), np.array(b.dst, dtype=np.int64)
-    cat = np.array(b.cat, dtype=np.int8)
     weight = node_ts[dst] - node_ts[src]
-    weight[np.array(b.zero, dtype=bool) | (cat >= DEPENDENCY)] = 0.0
-    backwards = weight < 0  # clock skew (GPU work timed before its launch): keep the order, not the time
-    weight[backwards] = 0.0
+    weight[zero | (cat >= DEPENDENCY)] = 0.0
+    weight[weight < 0] = 0.0  # clock skew (GPU work timed before its launch): keep the order, not the time
     graph.node_ts, graph.src, graph.dst, graph.weight, graph.category = node_ts, src, dst, weight, cat
-    graph.event = np.array(b.event, dtype=np.int64)
-    graph.scalable = np.isin(cat, (CPU, DATA, COMPUTE, COMM)) & ~np.array(b.zero, dtype=bool)
+    graph.event = event
+    graph.scalable = np.isin(cat, (CPU, DATA, COMPUTE, COMM)) & ~zero
     return graph
+
+
+def _thread_chains(order: np.ndarray, new_thread: np.ndarray, start: np.ndarray, end: np.ndarray, n_events: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Walk each thread's ops (``order``: by thread, start, longest first) with a stack: the sequence of nodes
+    along the threads, for each node the op whose time leads into it (-1 between top-level ops), each op's
+    enclosing op, and the ends (an op overlapping its parent's end is clipped to it)."""
+    seq, attr = array("q"), array("q")
+    put_node, put_attr = seq.append, attr.append
+    parent = [-1] * n_events
+    st, en = start.tolist(), end.tolist()
+    stack: list[int] = []
+    push, pop = stack.append, stack.pop
+    for i, new in zip(order.tolist(), new_thread.tolist()):
+        if new:
+            while stack:
+                top = pop()
+                put_node(2 * top + 1)
+                put_attr(top)
+        s = st[i]
+        while stack and en[stack[-1]] <= s:
+            top = pop()
+            put_node(2 * top + 1)
+            put_attr(top)
+        if stack:
+            top = stack[-1]
+            if en[i] > en[top]:
+                en[i] = en[top]
+            parent[i] = top
+            put_attr(top)
+        else:
+            put_attr(-1)
+        put_node(2 * i)
+        push(i)
+    while stack:
+        top = pop()
+        put_node(2 * top + 1)
+        put_attr(top)
+    return (np.frombuffer(seq, dtype=np.int64), np.frombuffer(attr, dtype=np.int64),
+            np.array(parent, dtype=np.int64), np.array(en, dtype=np.float64))
+
+
+def _first_nodes(seq: np.ndarray, order: np.ndarray, new_thread: np.ndarray) -> np.ndarray:
+    """Which nodes of the chain sequence open a thread (no edge leads into them): the start nodes of the ops
+    that begin a thread."""
+    opens = np.zeros(2 * (int(order.max()) + 1) if len(order) else 0, dtype=bool)
+    opens[2 * order[new_thread]] = True
+    return opens[seq] if len(seq) else np.zeros(0, dtype=bool)
+
+
+def _inherit(flags: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """``flags`` passed down the nesting: an op is flagged when it or any op enclosing it is."""
+    out = flags.copy()
+    inner = np.flatnonzero(parent >= 0)
+    while len(inner):
+        passed = out[inner] | out[parent[inner]]
+        changed = passed != out[inner]
+        if not changed.any():
+            break
+        out[inner] = passed
+        inner = inner[changed]  # only a changed op can change its children next pass
+    return out
 
 
 class _Streams:
@@ -570,12 +623,7 @@ def _what_if(graph: StepGraph, ev: Columns, w: WhatIf, before: float) -> dict:
     match_code = np.fromiter((bool(rx.search(n)) for n in names), dtype=bool, count=len(names))
     matches = np.append(match_code, False)[ev["name"][graph.rows]]
     direct = int(matches.sum())
-    has_parent = np.flatnonzero(graph.parent >= 0)
-    while True:  # inherit down the nesting, one level per pass
-        inherited = matches[has_parent] | matches[graph.parent[has_parent]]
-        if (inherited == matches[has_parent]).all():
-            break
-        matches[has_parent] = inherited
+    matches = _inherit(matches, graph.parent)
     edge_match = np.zeros(len(graph.src), dtype=bool)
     has = graph.event >= 0
     edge_match[has] = matches[graph.event[has]]
