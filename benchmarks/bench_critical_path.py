@@ -101,6 +101,7 @@ def _table(r: dict) -> list[str]:
             lines.append(f"| {name} | {x['critical_path_s']:.2f} | {x['load_s']:.2f} | {x['wall_s']:.2f} | "
                          f"{x['peak_pss_mb']:.0f} | {x['path_us'] / 1000:.1f} |")
     if r.get("time_vs_hta") is not None:
+        lines.append("")
         lines.append(f"lumikit/HTA: critical-path time {r['time_vs_hta']:.3f}, peak memory {r['memory_vs_hta']:.3f}")
     return lines
 

@@ -294,6 +294,8 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
                        ev["tid"][launch_rows])
     kernel_sync = np.full(n_gpu, -1, dtype=np.int64)  # GPU activity -> the activity it waits for (other stream)
     _sync_edges(ev, b, graph, streams, kinds, local, n_cpu, cpu_rows, gpu_rows, launch_rows, kernel_sync, is_rt)
+    if n_gpu == 0:
+        graph.mode = "no GPU work in the window: CPU ops only"
 
     codes = ev["name"][gpu_rows]
     comm_name = np.zeros(len(names) + 1, dtype=bool)

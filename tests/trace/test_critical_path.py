@@ -316,3 +316,11 @@ def test_the_hta_bridge_warns_on_a_trace_without_sync_events_and_points_to_lumik
         warnings.simplefilter("always")
         ta.critical_path_analysis(rank=0, annotation="ProfilerStep", instance_id=0)
     assert not any("lumikit trace critical-path" in str(w.message) for w in caught)
+
+
+def test_a_cpu_only_trace_is_all_host_time(tmp_path):
+    events = [event("ProfilerStep#1", "user_annotation", 0, 100), event("ProfilerStep#2", "user_annotation", 100, 10),
+              event("aten::conv2d", "cpu_op", 5, 50), event("aten::relu", "cpu_op", 60, 20)]
+    result = critical_path(columns_of(write_events(tmp_path / "cpu.json", events)))
+    assert result["mode"].startswith("no GPU work")
+    assert result["path_us"] == 70.0 and result["bound_by"]["cpu_bound"] == 1.0
