@@ -87,6 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     path.add_argument("--top", type=int, default=20, help="how many path events to list (default 20)")
     path.add_argument("--json", action="store_true", help="print JSON instead of text")
     path.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
+    path.add_argument("--salvage", action="store_true", help="keep the complete events of a truncated file")
     path.set_defaults(func=run_critical_path)
 
     cut = sub.add_parser("slice", help="write a smaller trace (steps, ranks, window) for Perfetto")
@@ -224,7 +225,7 @@ def run_critical_path(args: argparse.Namespace) -> int:
     if args.instance is not None and not args.annotation:
         raise TraceError("--instance picks an instance of --annotation NAME; give the annotation too")
     trace = load_trace(args.path, ranks=None if args.rank is None else [args.rank],
-                       rank_map=_rank_map(args.rank_map))
+                       rank_map=_rank_map(args.rank_map), salvage=args.salvage)
     rank = trace.rank_ids[0] if args.rank is None else args.rank
     result = {"rank": rank, **critical_path(trace[rank].columns, annotation=args.annotation,
                                             instance=args.instance, what_if=what_if,

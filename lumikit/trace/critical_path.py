@@ -163,6 +163,9 @@ def choose_window(ev: Columns, annotation: str | None = None, instance: int | tu
     (as HTA's ``annotation``/``instance_id``), else the profiler steps of the default window (the last step left
     out, as HTA and ``trace summary`` do), else the whole trace."""
     ts, end = ev["ts"], ev["ts"] + ev["dur"]
+    if ev.empty or not np.isfinite(ts).any():
+        raise TraceError("no complete events (ph \"X\") with a time in this trace: nothing to put on a path; "
+                         "profile at least one step with torch.profiler")
     if annotation:
         rows = np.flatnonzero(ev.label_mask("cat", ("user_annotation", "cpu_op"))
                               & ev.label_mask("name", lambda s: annotation in s))

@@ -324,3 +324,9 @@ def test_a_cpu_only_trace_is_all_host_time(tmp_path):
     result = critical_path(columns_of(write_events(tmp_path / "cpu.json", events)))
     assert result["mode"].startswith("no GPU work")
     assert result["path_us"] == 70.0 and result["bound_by"]["cpu_bound"] == 1.0
+
+
+def test_a_trace_without_events_is_refused_with_a_message(tmp_path, capsys):
+    path = write_events(tmp_path / "none.json", [])
+    assert main(["trace", "critical-path", str(path)]) == 2
+    assert "no complete events" in capsys.readouterr().err
