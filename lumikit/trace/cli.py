@@ -1,4 +1,5 @@
-"""``lumikit trace summary|collectives|memory|critical-path|slice``: the trace wing on the command line (a thin edge over the analyses)."""
+"""``lumikit trace summary|collectives|memory|critical-path|slice``: the trace wing on the command line (a thin
+edge over the analyses)."""
 from __future__ import annotations
 
 import argparse

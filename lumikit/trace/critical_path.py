@@ -7,7 +7,8 @@ The step's dependency graph is built once from the loader's columns: two nodes p
   and the time inside a blocking call carry no weight, as in HTA);
 * from a launch call to its GPU work (matched by correlation id, else External id): ``gpu_kernel_launch_overhead``
   when the stream was idle at the launch, else the gap after the previous activity on the same stream
-  (``gpu_kernel_kernel_overhead``, up to HTA's 1.5 ms); the GPU work itself is ``gpu_compute_bound`` or ``gpu_communication_bound``;
+  (``gpu_kernel_kernel_overhead``, up to HTA's 1.5 ms); the GPU work itself is ``gpu_compute_bound`` or
+  ``gpu_communication_bound``;
 * from GPU work to the host call that waited for it (device, stream and event syncs, blocking copies) and from GPU
   work to GPU work on another stream (stream-wait-event), all of zero weight: the path runs through the GPU work
   a sync waited for. Kineto's ``cuda_sync`` events give these edges on CUDA traces (as HTA reads them); ROCm
@@ -25,7 +26,7 @@ import re
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 

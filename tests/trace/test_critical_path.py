@@ -213,7 +213,6 @@ def test_the_runtime_name_table_knows_both_spellings():
 
 # -- conformance with HTA (its own CUDA test trace, which has cuda_sync events) ---------------------------------
 
-hta_marks = [pytest.mark.conformance, pytest.mark.filterwarnings("ignore")]
 
 
 def hta_shares(path, annotation: str, instance: int) -> tuple[dict[str, float], float, int]:
