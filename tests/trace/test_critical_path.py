@@ -329,3 +329,18 @@ def test_a_trace_without_events_is_refused_with_a_message(tmp_path, capsys):
     path = write_events(tmp_path / "none.json", [])
     assert main(["trace", "critical-path", str(path)]) == 2
     assert "no complete events" in capsys.readouterr().err
+
+
+def test_the_benchmark_script_runs_quick(tmp_path):
+    """A smoke run of ``benchmarks/bench_critical_path.py`` (5 MB, lumikit only): the numbers belong to
+    ``benchmarks/results``, never to a test."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    run = subprocess.run([sys.executable, str(repo / "benchmarks" / "bench_critical_path.py"), "--quick", "--no-hta",
+                          "--results", str(tmp_path)], capture_output=True, text=True, timeout=600, cwd=repo)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "| lumikit |" in run.stdout and '"gpu_compute_bound"' in run.stdout
+    assert not list(tmp_path.iterdir())  # --quick saves nothing
