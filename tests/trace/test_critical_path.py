@@ -344,3 +344,13 @@ def test_the_benchmark_script_runs_quick(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     assert "| lumikit |" in run.stdout and '"gpu_compute_bound"' in run.stdout
     assert not list(tmp_path.iterdir())  # --quick saves nothing
+
+
+def test_time_inside_a_dataloader_annotation_is_data_loading(tmp_path):
+    events = [event("ProfilerStep#1", "user_annotation", 0, 200), event("ProfilerStep#2", "user_annotation", 200, 10),
+              event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "user_annotation", 0, 50),
+              event("aten::stack", "cpu_op", 10, 30), event("aten::mm", "cpu_op", 60, 40)]
+    result = critical_path(columns_of(write_events(tmp_path / "load.json", events)))
+    assert result["path_us"] == 90.0
+    assert result["bound_by_us"]["data_loading"] == 50.0  # the annotation's own 20 µs and aten::stack's 30
+    assert result["bound_by_us"]["cpu_bound"] == 40.0
