@@ -1,4 +1,5 @@
-"""``lumikit trace summary|slice``: the trace wing on the command line (a thin edge over the analyses)."""
+"""``lumikit trace summary|collectives|memory|critical-path|slice``: the trace wing on the command line (a thin
+edge over the analyses)."""
 from __future__ import annotations
 
 import argparse
@@ -22,6 +23,14 @@ def _ranks(text: str) -> list[int]:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"--ranks {text!r}: write rank numbers separated by commas") from None
+
+
+def _instance(text: str) -> int | tuple[int, int]:
+    try:
+        first, _, last = text.partition("-")
+        return int(first) if not last else (int(first), int(last))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--instance {text!r}: write K or K-L, e.g. 0 or 1-3") from None
 
 
 def _rank_map(text: str | None) -> dict[int, str] | None:
@@ -65,6 +74,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     memory.add_argument("--top", type=int, default=10, help="how many live allocations at the peak (default 10)")
     memory.add_argument("--json", action="store_true", help="print JSON instead of text")
     memory.set_defaults(func=run_memory)
+
+    path = sub.add_parser("critical-path", help="the step's critical path: what it waited on, and what-ifs")
+    path.add_argument("path", help="a trace file (.json/.json.gz) or a folder of per-rank traces")
+    path.add_argument("--rank", type=int, help="rank to analyse (default: the lowest)")
+    path.add_argument("--annotation", help="analyse the host annotation whose name contains NAME (as HTA's "
+                                           "annotation), instead of the profiler steps of the default window")
+    path.add_argument("--instance", type=_instance, help="which instance of --annotation: K or K-L (default 0)")
+    path.add_argument("--what-if", action="append", default=[], metavar="REGEX=FACTOR",
+                      help="divide the time of the kernels and CPU ops matching REGEX by FACTOR and re-run the "
+                           "path (repeatable)")
+    path.add_argument("--include-last-step", action="store_true", help="count the last ProfilerStep too")
+    path.add_argument("--top", type=int, default=20, help="how many path events to list (default 20)")
+    path.add_argument("--json", action="store_true", help="print JSON instead of text")
+    path.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
+    path.add_argument("--salvage", action="store_true", help="keep the complete events of a truncated file")
+    path.set_defaults(func=run_critical_path)
 
     cut = sub.add_parser("slice", help="write a smaller trace (steps, ranks, window) for Perfetto")
     cut.add_argument("path", help="a trace file or a folder of per-rank traces")
@@ -190,4 +215,26 @@ def run_slice(args: argparse.Namespace) -> int:
                           end_us=args.end_us, force=args.force, rank_map=_rank_map(args.rank_map))
     for path in written:
         print(printable(path))
+    return 0
+
+
+def run_critical_path(args: argparse.Namespace) -> int:
+    from .critical_path import WhatIf, critical_path, describe
+    from .loader import load_trace
+
+    what_if = [WhatIf.parse(w) for w in args.what_if]  # a bad pattern fails before the trace is read
+    if args.instance is not None and not args.annotation:
+        raise TraceError("--instance picks an instance of --annotation NAME; give the annotation too")
+    trace = load_trace(args.path, ranks=None if args.rank is None else [args.rank],
+                       rank_map=_rank_map(args.rank_map), salvage=args.salvage)
+    rank = trace.rank_ids[0] if args.rank is None else args.rank
+    result = {"rank": rank, **critical_path(trace[rank].columns, annotation=args.annotation,
+                                            instance=args.instance, what_if=what_if,
+                                            include_last_step=args.include_last_step, top=args.top)}
+    if args.json:
+        print_json(result)
+        return 0
+    print(f"rank {rank}: {printable(trace[rank].path)}")
+    for line in describe(result, top=args.top):
+        print(line)
     return 0

@@ -326,3 +326,56 @@ def unlaunched_work_events() -> list[dict]:
                                 stream=0, device=0))
             corr += 1
     return events
+
+
+def sync_chain_events(vendor: str = "cuda", cuda_sync: bool = True) -> list[dict]:
+    """Generated events whose critical path is known by construction: two steps; in step 1 three ops launch a
+    chain of kernels (K1 100 µs, K2 200 µs, K3 50 µs) on one stream, a CPU op ``cpu_work`` (100 µs) runs while
+    they do, and the host then waits in a stream synchronize until K3 ends and runs ``aten::item`` (20 µs).
+
+    The path: 5 µs of ``aten::mm`` up to the first launch, 10 µs from that launch to K1's start, K1, K2, the 5 µs
+    gap before K3, K3, the sync, ``aten::item``: 390 µs, of which 350 are GPU compute; ``cpu_work`` is off the
+    path. ``vendor="rocm"`` writes HIP names; ``cuda_sync=True`` (CUDA only) adds Kineto's ``Stream Sync`` event."""
+    if vendor not in ("cuda", "rocm"):
+        raise TraceError(f"vendor {vendor!r} is not known; use 'rocm' or 'cuda'")
+    api = "cuda" if vendor == "cuda" else "hip"
+    stream = 7 if vendor == "cuda" else 0
+    pid, tid, dev = 100, 1, 0
+    ev: list[dict] = [event("ProfilerStep#1", "user_annotation", 0, 420, pid=pid, tid=tid),
+                      event("ProfilerStep#2", "user_annotation", 420, 50, pid=pid, tid=tid)]
+    kernels = (("aten::mm", 10, 30, 15, 25, 100, "K1_gemm"), ("aten::add", 45, 10, 47, 125, 200, "K2_gemm"),
+               ("aten::relu", 60, 10, 62, 330, 50, "K3_relu"))
+    for corr, (op, op_ts, op_dur, launch_ts, k_ts, k_dur, kernel) in enumerate(kernels, start=1):
+        ev.append(event(op, "cpu_op", op_ts, op_dur, pid=pid, tid=tid, **{"External id": corr}))
+        ev.append(event(f"{api}LaunchKernel", "cuda_runtime", launch_ts, 5, pid=pid, tid=tid, correlation=corr,
+                        **{"External id": corr}))
+        ev.append(event(kernel, "kernel", k_ts, k_dur, pid=dev, tid=stream, stream=stream, correlation=corr,
+                        device=dev, **{"External id": corr}))
+    ev.append(event("cpu_work", "cpu_op", 80, 100, pid=pid, tid=tid, **{"External id": 10}))
+    ev.append(event(f"{api}StreamSynchronize", "cuda_runtime", 200, 185, pid=pid, tid=tid, correlation=20))
+    if vendor == "cuda" and cuda_sync:
+        ev.append(event("Stream Sync", "cuda_sync", 378, 7, pid=dev, tid=stream, stream=stream, correlation=20,
+                        device=dev, cuda_sync_kind="Stream Sync"))
+    ev.append(event("aten::item", "cpu_op", 390, 20, pid=pid, tid=tid, **{"External id": 11}))
+    # step 2 (left out of the default window, as the last step is)
+    ev.append(event("aten::mm", "cpu_op", 425, 10, pid=pid, tid=tid, **{"External id": 12}))
+    return sorted(ev, key=lambda e: e["ts"])
+
+
+def as_rocm_events(events: list[dict]) -> list[dict]:
+    """A CUDA trace's events as a ROCm trace of the same run would record them (Kineto on rocprofiler-sdk): runtime
+    calls renamed to HIP (``cudaStreamSynchronize`` -> ``hipStreamSynchronize``), no ``cuda_sync`` events, and no
+    stream or event arguments on the host calls. Generated from real data: say so where it is shown."""
+    from .runtime_names import to_hip
+
+    out = []
+    for e in events:
+        if not isinstance(e, dict) or e.get("cat") == "cuda_sync":
+            continue
+        if e.get("cat") in ("cuda_runtime", "cuda_driver"):
+            e = {**e, "name": to_hip(str(e.get("name", "")))}
+            if isinstance(e.get("args"), dict):
+                e["args"] = {k: v for k, v in e["args"].items() if k not in ("stream", "wait_on_stream",
+                                                                               "wait_on_cuda_event_record_corr_id")}
+        out.append(e)
+    return out
