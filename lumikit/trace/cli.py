@@ -136,8 +136,12 @@ def _print_rank(rank: str, info: dict) -> None:
               f"non-compute {_pct(t['non_compute'])}{overlap}")
     ld = info["launch_delays"]
     if ld["negative"]:
-        print(f"  launch delays: {ld['negative']} of {ld['count']} negative (down to {ld['min_us']} µs): GPU work "
-              f"timed before its launch returned, host/GPU clock skew")
+        print(f"  launch delays: {ld['negative']} of {ld['count']} negative (down to {ld['min_us']} µs): the GPU "
+              f"started the work before its launch call returned (a long or synchronous call, such as a blocking "
+              f"copy)")
+        if ld.get("before_call"):
+            print(f"  {ld['before_call']} of them started before their call even began: host and GPU clocks "
+                  f"disagree in this trace")
     for text in info["warnings"]:
         print(f"  warning: {printable(text)}")
     for k in info["top_kernels"][:5]:

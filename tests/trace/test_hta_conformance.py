@@ -177,3 +177,44 @@ def test_work_before_the_first_step_is_left_out_as_hta_does(tmp_path):
         theirs = hta_temporal(trace_analysis(path, exact_timestamps=True, include_last_profiler_step=include)).loc[0]
         assert ours["span_us"] == theirs["kernel_time(us)"]
         assert ours["idle"] == pytest.approx(theirs["idle_time_pctg"] / 100, abs=1e-4)
+
+
+def _hta_idle_share(path, **options) -> float:
+    row = hta_temporal(trace_analysis(path, exact_timestamps=True, **options)).iloc[0]
+    return float(row["idle_time(us)"] / row["kernel_time(us)"])
+
+
+@pytest.mark.parametrize("name", [ROCM, NCCL, SYNC, "trace_filter__sampled_rank-0.json.gz",
+                                  "trace_filter__sampled_rank-1.json.gz"])
+def test_the_default_window_idle_equals_htas_on_every_real_gpu_trace(real, name):
+    ours = TraceAnalyzer.from_path(real / name).summary()["ranks"]
+    (rank,) = ours.values()
+    assert rank["temporal"]["idle"] == pytest.approx(_hta_idle_share(real / name), abs=0.005)
+
+
+def test_a_real_trace_with_lost_launches_keeps_htas_idle(real, tmp_path):
+    """A real CUDA trace (trace_filter rank 0) with every third kernel launch of its first step removed, as when
+    the profiler loses launch calls: HTA drops those kernels although they run inside the steps, and the default
+    window must too (keeping them moved idle by several points)."""
+    import gzip
+
+    import orjson
+
+    doc = orjson.loads(gzip.decompress((real / "trace_filter__sampled_rank-0.json.gz").read_bytes()))
+    events = doc["traceEvents"]
+    step = next(e for e in events if e.get("name") == "ProfilerStep#551")
+    t0, t1 = step["ts"], step["ts"] + step["dur"]
+    launches = [e for e in events if e.get("name") == "cudaLaunchKernel" and t0 <= e["ts"] < t1]
+    lost = {id(e) for e in launches[::3]}
+    doc["traceEvents"] = [e for e in events if id(e) not in lost]
+    path = tmp_path / "lost_launches.json"
+    path.write_bytes(orjson.dumps(doc))
+
+    a = TraceAnalyzer.from_path(path)
+    summary = a.summary()["ranks"]["0"]
+    assert summary["gpu_activities_unlaunched"] == len(lost) > 50
+    theirs = _hta_idle_share(path)
+    assert summary["temporal"]["idle"] == pytest.approx(theirs, abs=0.005)
+    gpu, last = a.gpu(0), a.steps(0)["start"].max()  # the old window: lost-launch work kept inside the steps
+    old = gpu[(gpu["launch_ts"] < last) | (gpu["launch_ts"].isna() & (gpu["ts"] >= t0) & (gpu["ts"] < last))]
+    assert abs(temporal_breakdown(old)["idle_us"] / temporal_breakdown(old)["span_us"] - theirs) > 0.01
