@@ -1,4 +1,4 @@
-"""``lumikit trace summary|slice``: the trace wing on the command line (a thin edge over the analyses)."""
+"""``lumikit trace summary|idle|slice``: the trace wing on the command line (a thin edge over the analyses)."""
 from __future__ import annotations
 
 import argparse
@@ -65,6 +65,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     memory.add_argument("--top", type=int, default=10, help="how many live allocations at the peak (default 10)")
     memory.add_argument("--json", action="store_true", help="print JSON instead of text")
     memory.set_defaults(func=run_memory)
+
+    idle = sub.add_parser("idle", help="why the GPU waited: each idle gap with its cause (sync drain, starved)")
+    idle.add_argument("path", help="a trace file (.json/.json.gz) or a folder of per-rank traces")
+    idle.add_argument("--rank", type=int, help="only this rank (default: every rank)")
+    idle.add_argument("--top", type=int, default=10, help="how many causes and gaps to list (default 10)")
+    idle.add_argument("--json", action="store_true", help="print JSON (idle_us, causes, kinds, every gap)")
+    idle.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
+    idle.add_argument("--include-last-step", action="store_true", help="count the last ProfilerStep too")
+    idle.set_defaults(func=run_idle)
 
     cut = sub.add_parser("slice", help="write a smaller trace (steps, ranks, window) for Perfetto")
     cut.add_argument("path", help="a trace file or a folder of per-rank traces")
@@ -184,6 +193,43 @@ def run_memory(args: argparse.Namespace) -> int:
         return 0
     for line in view.describe(device=args.device, top=args.top).split("\n"):
         print(printable(line))
+    return 0
+
+
+def run_idle(args: argparse.Namespace) -> int:
+    from .analyses import TraceAnalyzer
+    from .idle import KINDS, idle_report
+
+    ranks = None if args.rank is None else [args.rank]
+    analyzer = TraceAnalyzer.from_path(args.path, ranks=ranks, rank_map=_rank_map(args.rank_map),
+                                       include_last_step=args.include_last_step)
+    report = idle_report(analyzer)
+    if args.json:
+        print_json(report)
+        return 0
+    for rank, devices in report["ranks"].items():
+        for device, d in devices.items():
+            span, idle = d["span_us"], d["idle_us"]
+            share = f" ({idle / span:.1%})" if span else ""
+            print(f"rank {rank} device {device}: GPU idle {_ms(idle)} ms of a {_ms(span)} ms span{share}, "
+                  f"{len(d['gaps'])} gaps")
+            if not idle:
+                continue
+            print("  " + ", ".join(f"{k} {_ms(d['kinds'][k])} ms ({d['kinds'][k] / idle:.1%})" for k in KINDS))
+            counts: dict[str, int] = {}
+            for gap in d["gaps"]:
+                counts[gap["cause"]] = counts.get(gap["cause"], 0) + 1
+            print(f"  {'ms':>9}  {'share':>6}  {'gaps':>5}  cause")
+            for cause, us in list(d["causes"].items())[:args.top]:
+                print(f"  {_ms(us, 3):>9}  {us / idle:6.1%}  {counts[cause]:5d}  {printable(cause[:90])}")
+            largest = sorted(d["gaps"], key=lambda g: -g["dur_us"])[:min(args.top, 5)]
+            print("  largest gaps:")
+            for gap in largest:
+                where = f"step {gap['step']} +{_ms(gap['since_step_us'], 3)} ms" if gap["step"] >= 0 else \
+                    f"at {gap['start_us']:.3f} µs"
+                print(f"    {where}: {_ms(gap['dur_us'], 3)} ms {printable(gap['cause'][:60])}, "
+                      f"then {printable(gap['next'][:50])}")
+    print(f"window: {report['window']}")
     return 0
 
 
