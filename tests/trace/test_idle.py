@@ -106,3 +106,25 @@ def test_real_traces_name_their_sync_calls_in_hip_and_cuda(shared_fixtures):
     (cuda_device,) = cuda["ranks"]["0"].values()
     assert rocm_device["causes"]["sync drain: hipMemcpyWithStream"] > 0
     assert cuda_device["causes"]["sync drain: cudaStreamSynchronize"] > 0
+
+
+def test_the_picture_colours_each_gap_by_the_kind_of_its_cause(tmp_path):
+    from lumikit.plotting import figure_png
+    from lumikit.trace.plots import IDLE_KIND_COLOURS, idle_causes_timeline
+
+    a = TraceAnalyzer.from_path(write_events(tmp_path / "t.json", idle_causes_events("rocm")))
+    fig = idle_causes_timeline(a, 0, step=1)
+    ax = fig.axes[0]
+    assert "1.05 ms idle" in ax.get_title()
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["GPU idle", "GPU busy", "host steps"]
+    widths = {}
+    for collection in ax.collections:
+        colour = tuple(round(c, 3) for c in collection.get_facecolor()[0][:3])
+        width = sum(float(p.vertices[:, 0].max() - p.vertices[:, 0].min()) for p in collection.get_paths())
+        widths[colour] = widths.get(colour, 0.0) + width
+    from matplotlib.colors import to_rgb
+
+    for kind, ms in (("sync drain", 0.435), ("starved", 0.605), ("queued", 0.010)):
+        assert widths[tuple(round(c, 3) for c in to_rgb(IDLE_KIND_COLOURS[kind]))] == pytest.approx(ms)
+    assert "starved: data loading" in [t.get_text() for t in ax.texts]
+    assert figure_png(fig).startswith(b"\x89PNG")
