@@ -1,4 +1,4 @@
-"""``lumikit trace summary|idle|slice``: the trace wing on the command line (a thin edge over the analyses)."""
+"""``lumikit trace summary|idle|diff|slice``: the trace wing on the command line (a thin edge over the analyses)."""
 from __future__ import annotations
 
 import argparse
@@ -74,6 +74,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     idle.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
     idle.add_argument("--include-last-step", action="store_true", help="count the last ProfilerStep too")
     idle.set_defaults(func=run_idle)
+
+    diff = sub.add_parser("diff", help="before and after: step time, GPU time, top changes, idle causes")
+    diff.add_argument("before", help="trace file or folder A (before)")
+    diff.add_argument("after", help="trace file or folder B (after)")
+    diff.add_argument("--rank", type=int, help="rank to compare in both (default: the lowest rank of each)")
+    diff.add_argument("--top", type=int, help="rows of the 'changed most' tables (default 10)")
+    diff.add_argument("--json", action="store_true", help="print JSON instead of text")
+    diff.add_argument("--include-last-step", action="store_true", help="count the last ProfilerStep too")
+    diff.set_defaults(func=run_diff)
 
     cut = sub.add_parser("slice", help="write a smaller trace (steps, ranks, window) for Perfetto")
     cut.add_argument("path", help="a trace file or a folder of per-rank traces")
@@ -230,6 +239,23 @@ def run_idle(args: argparse.Namespace) -> int:
                 print(f"    {where}: {_ms(gap['dur_us'], 3)} ms {printable(gap['cause'][:60])}, "
                       f"then {printable(gap['next'][:50])}")
     print(f"window: {report['window']}")
+    return 0
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    from .analyses import TraceAnalyzer
+    from .diff import describe_diff, trace_diff
+
+    ranks = None if args.rank is None else [args.rank]
+    a, b = (TraceAnalyzer.from_path(p, ranks=ranks, include_last_step=args.include_last_step)
+            for p in (args.before, args.after))
+    diff = trace_diff(a, b, args.rank, args.rank, top=args.top)
+    if args.json:
+        print_json(diff)
+        return 0
+    for line in describe_diff(diff):
+        print(printable(line))
+    print(f"window: {diff['window']}")
     return 0
 
 
