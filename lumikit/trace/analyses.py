@@ -342,6 +342,7 @@ class TraceAnalyzer:
             "devices": devices,
             "launch_delays": launch_delay_summary(launch_delays(window), int(started_before_call(window).sum())),
             "warnings": [_many_devices(rank, self.devices(rank))] if len(devices) > 1 else [],
+            "vs_hta": hta_difference(int(rt.columns.label_mask("cat", ("cuda_sync",)).sum())),
         }
 
     def summary(self, top: int = 10) -> dict:
@@ -375,6 +376,16 @@ def window_note(include_last_step: bool) -> str:
                 "include_last_profiler_step=True)" + before)
     return ("the last ProfilerStep of each rank left out, as HTA does (it is often cut short when the profiler "
             "stops); include_last_step=True (command line: --include-last-step) counts it" + before)
+
+
+def hta_difference(cuda_sync_rows: int) -> str | None:
+    """The one sentence on where the default window's idle share differs from HTA's temporal breakdown, and why;
+    None where it does not (the window is HTA's)."""
+    if cuda_sync_rows == 0:
+        return None
+    return (f"HTA's temporal breakdown counts this trace's {cuda_sync_rows} cuda_sync rows (the host waiting in a "
+            f"synchronize, drawn on a GPU stream) as GPU time and lumikit does not, so HTA's span can be longer "
+            f"and its idle share lower")
 
 
 def straggler_counts(rows: list[dict], ranks: list[int]) -> dict[int, int]:

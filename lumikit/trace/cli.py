@@ -162,6 +162,8 @@ def _print_rank(rank: str, info: dict) -> None:
                   f"disagree in this trace")
     for text in info["warnings"]:
         print(f"  warning: {printable(text)}")
+    if info.get("vs_hta"):
+        print(f"  vs HTA: {printable(info['vs_hta'])}")
     for k in info["top_kernels"][:5]:
         print(f"    {_ms(k['total_us'], 3):>9} ms  {k['count']:6d}x  {k['class']:<13} {printable(k['name'][:70])}")
 

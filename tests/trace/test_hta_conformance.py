@@ -218,3 +218,12 @@ def test_a_real_trace_with_lost_launches_keeps_htas_idle(real, tmp_path):
     gpu, last = a.gpu(0), a.steps(0)["start"].max()  # the old window: lost-launch work kept inside the steps
     old = gpu[(gpu["launch_ts"] < last) | (gpu["launch_ts"].isna() & (gpu["ts"] >= t0) & (gpu["ts"] < last))]
     assert abs(temporal_breakdown(old)["idle_us"] / temporal_breakdown(old)["span_us"] - theirs) > 0.01
+
+
+def test_the_summary_says_where_its_idle_differs_from_htas_and_why(real, capsys):
+    """The one known difference from HTA's temporal breakdown (the cuda_sync rows above) is stated in the summary
+    of a trace that has them; a trace without them says nothing."""
+    assert main(["trace", "summary", str(real / SYNC)]) == 0
+    out = capsys.readouterr().out
+    assert "vs HTA: HTA's temporal breakdown counts this trace's" in out and "cuda_sync rows" in out
+    assert TraceAnalyzer.from_path(real / ROCM).summary()["ranks"]["0"]["vs_hta"] is None
