@@ -57,6 +57,8 @@ QUEUED = "queued"
 DATA_LOADING = "data loading"
 LAUNCH_OVERHEAD = "launch overhead"
 NOTHING_TRACED = "nothing traced"
+#: Label codes of the host timeline shared by every trace; an op's own name gets a code after these.
+_UNTRACED, _LOADING, _LAUNCH = 0, 1, 2
 
 
 @dataclass
@@ -121,15 +123,16 @@ def host_timeline(events: Columns, gpu: Columns, base: float) -> _HostTimeline:
     launch = LAUNCH_PATTERN.match
     loading = RUNTIME_NAMES["data_loading"].search
     label_of: dict[int, int] = {}
-    labels: list[str | None] = [None, DATA_LOADING, LAUNCH_OVERHEAD]
-    is_loading = np.zeros(len(names) + 1, dtype=bool)
+    labels: list[str | None] = [None, DATA_LOADING, LAUNCH_OVERHEAD]  # by code: _UNTRACED, _LOADING, _LAUNCH
+    loading_codes: set[int] = set()
     for c in np.unique(code).tolist():
         name = names[c]
-        is_loading[c] = bool(loading(name))
-        if step_number(name) is not None:
-            label_of[c] = 0
+        if loading(name):
+            loading_codes.add(c)
+        if step_number(name) is not None:  # a ProfilerStep's own time: Python between operators
+            label_of[c] = _UNTRACED
         elif launch(name) and not sync(name):
-            label_of[c] = 2
+            label_of[c] = _LAUNCH
         else:
             label_of[c] = len(labels)
             labels.append(name)
@@ -139,7 +142,7 @@ def host_timeline(events: Columns, gpu: Columns, base: float) -> _HostTimeline:
     for k in np.unique(key):
         rows = np.flatnonzero(key == k)
         order = rows[np.lexsort((-(end[rows] - ts[rows]), ts[rows]))]
-        threads.append(_flatten(ts[order], end[order], code[order], label_of, is_loading))
+        threads.append(_flatten(ts[order], end[order], code[order], label_of, loading_codes))
 
     # calls that wait for the GPU: synchronize, blocking copies, asynchronous copies between host and device
     waiting = events.label_mask("name", lambda n: bool(RUNTIME_NAMES["sync"].match(n)
@@ -154,9 +157,9 @@ def host_timeline(events: Columns, gpu: Columns, base: float) -> _HostTimeline:
 
 
 def _flatten(ts: np.ndarray, end: np.ndarray, code: np.ndarray, label_of: dict[int, int],
-             is_loading: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+             loading_codes: set[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Disjoint segments of one thread's nested events (sorted by start, longest first), each labelled with its
-    innermost event (``DATA_LOADING`` anywhere inside a DataLoader iteration). A mis-nested event is cut at its
+    innermost event (``_LOADING`` anywhere inside a DataLoader iteration). A mis-nested event is cut at its
     parent's end."""
     seg_s: list[float] = []
     seg_e: list[float] = []
@@ -178,10 +181,10 @@ def _flatten(ts: np.ndarray, end: np.ndarray, code: np.ndarray, label_of: dict[i
             stack.pop()
         emit(s)
         t = s
-        loading = is_loading[c] or (bool(stack) and stack[-1][1] == 1)
+        loading = c in loading_codes or (bool(stack) and stack[-1][1] == _LOADING)
         if stack:
             e = min(e, stack[-1][0])
-        stack.append((e, 1 if loading else label_of[c]))
+        stack.append((e, _LOADING if loading else label_of[c]))
     while stack:
         emit(stack[-1][0])
         stack.pop()
@@ -198,7 +201,7 @@ def _starved_label(host: _HostTimeline, g0: float, g1: float) -> str:
         if hi <= lo:
             continue
         cs, ce = np.maximum(s[lo:hi], g0), np.minimum(e[lo:hi], g1)
-        traced = lab[lo:hi] != 0
+        traced = lab[lo:hi] != _UNTRACED
         for code, length in zip(lab[lo:hi][traced].tolist(), (ce - cs)[traced].tolist()):
             totals[code] = totals.get(code, 0.0) + length
         pieces_s.append(cs[traced])

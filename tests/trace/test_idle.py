@@ -128,3 +128,31 @@ def test_the_picture_colours_each_gap_by_the_kind_of_its_cause(tmp_path):
         assert widths[tuple(round(c, 3) for c in to_rgb(IDLE_KIND_COLOURS[kind]))] == pytest.approx(ms)
     assert "starved: data loading" in [t.get_text() for t in ax.texts]
     assert figure_png(fig).startswith(b"\x89PNG")
+
+
+def test_one_report_per_device_when_a_process_drives_several(tmp_path):
+    from lumikit.trace.synth import data_parallel_events
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the many-devices warning
+        a = TraceAnalyzer.from_path(write_events(tmp_path / "dp.json", data_parallel_events(busy=(0.9, 0.1))))
+        reports = idle_causes(a, 0)
+        temporal = {row["device"]: row["idle_us"] for row in a.temporal(0)}
+    assert [r.device for r in reports] == [0, 1]
+    for report in reports:
+        assert sum(report.causes.values()) == pytest.approx(report.idle_us) and report.idle_us == \
+            pytest.approx(temporal[report.device])
+    assert reports[1].idle_us > 5 * reports[0].idle_us  # device 1 is busy a tenth of the time
+
+
+def test_the_busiest_host_thread_names_the_gap(tmp_path):
+    # Generated: the main thread is in no event during the gap 20-220 while the autograd thread runs
+    # MmBackward0 (30-200): the host was busy there, so the gap is starved by that op, not "nothing traced".
+    ev = [event("ProfilerStep#1", "user_annotation", 0, 1000, pid=1, tid=1),
+          event("ProfilerStep#2", "user_annotation", 1000, 10, pid=1, tid=1),
+          event("cudaLaunchKernel", "cuda_runtime", 1, 2, correlation=1, pid=1, tid=1),
+          event("MmBackward0", "cpu_op", 30, 170, pid=1, tid=2),
+          event("cudaLaunchKernel", "cuda_runtime", 205, 2, correlation=2, pid=1, tid=2)]
+    ev += [event(f"k{c}", "kernel", ts, 10, pid=0, tid=7, stream=7, correlation=c) for c, ts in ((1, 10), (2, 220))]
+    (report,) = idle_causes(TraceAnalyzer.from_path(write_events(tmp_path / "t.json", ev)), 0)
+    assert report.causes == {"starved: MmBackward0": 200.0}
