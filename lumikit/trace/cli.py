@@ -221,6 +221,10 @@ def run_idle(args: argparse.Namespace) -> int:
     for rank, devices in report["ranks"].items():
         for device, d in devices.items():
             span, idle = d["span_us"], d["idle_us"]
+            if not span:
+                print(f"rank {rank}: no GPU work in the analysed window (a CPU-only run, or one profiled without "
+                      f"ProfilerActivity.CUDA, the activity that records ROCm GPUs too)")
+                continue
             share = f" ({idle / span:.1%})" if span else ""
             print(f"rank {rank} device {device}: GPU idle {_ms(idle)} ms of a {_ms(span)} ms span{share}, "
                   f"{len(d['gaps'])} gaps")

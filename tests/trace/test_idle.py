@@ -156,3 +156,10 @@ def test_the_busiest_host_thread_names_the_gap(tmp_path):
     ev += [event(f"k{c}", "kernel", ts, 10, pid=0, tid=7, stream=7, correlation=c) for c, ts in ((1, 10), (2, 220))]
     (report,) = idle_causes(TraceAnalyzer.from_path(write_events(tmp_path / "t.json", ev)), 0)
     assert report.causes == {"starved: MmBackward0": 200.0}
+
+
+def test_a_cpu_only_trace_says_there_is_no_gpu_work(tmp_path, capsys):
+    path = write_events(tmp_path / "cpu.json", [event("ProfilerStep#1", "user_annotation", 0, 100),
+                                                event("aten::mm", "cpu_op", 10, 50)])
+    assert main(["trace", "idle", str(path)]) == 0
+    assert "rank 0: no GPU work in the analysed window" in capsys.readouterr().out
