@@ -236,6 +236,18 @@ class TraceAnalyzer:
             frames.append(table)
         return _concat(frames, ["rank", "device", "stream", "host_wait_us", "kernel_wait_us", "other_us"])
 
+    def get_idle_causes(self) -> "pd.DataFrame":
+        """Per rank, device and cause: GPU idle time (µs) of the window and its share of the idle time; why the GPU
+        waited (see :mod:`lumikit.trace.idle`)."""
+        import pandas as pd
+
+        from .idle import idle_causes, kind_of
+
+        rows = [{"rank": r, "device": rep.device, "kind": kind_of(cause), "cause": cause, "idle_us": us,
+                 "fraction": us / rep.idle_us if rep.idle_us else 0.0}
+                for r in self.ranks for rep in idle_causes(self, r) for cause, us in rep.causes.items()]
+        return pd.DataFrame(rows, columns=["rank", "device", "kind", "cause", "idle_us", "fraction"])
+
     def overlap(self, rank: int, steps: Iterable[int] | None = None) -> dict[int, float]:
         """One rank's communication/computation overlap per device (NaN without communication)."""
         return {d: comm_comp_overlap(g) for d, g in _by_device(self._selected(rank, steps), self.devices(rank))}

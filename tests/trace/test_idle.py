@@ -163,3 +163,10 @@ def test_a_cpu_only_trace_says_there_is_no_gpu_work(tmp_path, capsys):
                                                 event("aten::mm", "cpu_op", 10, 50)])
     assert main(["trace", "idle", str(path)]) == 0
     assert "rank 0: no GPU work in the analysed window" in capsys.readouterr().out
+
+
+def test_the_analyzer_gives_the_causes_as_a_table(tmp_path):
+    a = TraceAnalyzer.from_path(write_events(tmp_path / "t.json", idle_causes_events("cuda")))
+    table = a.get_idle_causes()
+    assert table["idle_us"].sum() == 1050.0 and table["fraction"].sum() == pytest.approx(1.0)
+    assert table.set_index("cause").loc["starved: data loading", "kind"] == "starved"
