@@ -114,7 +114,7 @@ def test_cuda_trace_breakdowns_overlap_idle_and_launch_delays_equal_hta(real):
     hta_launch = ta.get_cuda_kernel_launch_stats(visualize=False)[0]
     joined = hta_launch.merge(a.get_kernel_launch_delays(), on="correlation", suffixes=("_hta", ""))
     assert len(joined) == len(hta_launch) == 2516
-    # HTA clips launch delays at 0; lumikit keeps the negative ones (clock skew) and counts them
+    # HTA clips launch delays at 0; lumikit keeps the negative ones (work that began before its call returned)
     assert np.allclose(joined["launch_delay"].clip(lower=0), joined["launch_delay_hta"], atol=0.01)
     negative = int((joined["launch_delay"] < 0).sum())
     assert negative > 0 and (joined.loc[joined["launch_delay"] < 0, "launch_delay_hta"] == 0).all()
@@ -227,3 +227,21 @@ def test_the_summary_says_where_its_idle_differs_from_htas_and_why(real, capsys)
     out = capsys.readouterr().out
     assert "vs HTA: HTA's temporal breakdown counts this trace's" in out and "cuda_sync rows" in out
     assert TraceAnalyzer.from_path(real / ROCM).summary()["ranks"]["0"]["vs_hta"] is None
+
+
+def test_negative_launch_delays_on_real_traces_start_inside_their_call(real):
+    """On the real GPU traces every negative launch delay is work that started after its call began and before it
+    returned (a long or synchronous call), never before it began: nothing here looks like clock skew."""
+    negative = in_window = 0
+    for name in (ROCM, NCCL, SYNC, "trace_filter__sampled_rank-0.json.gz", "trace_filter__sampled_rank-1.json.gz"):
+        a = TraceAnalyzer.from_path(real / name)
+        (rank,) = a.ranks
+        gpu = a.gpu(rank)
+        launched = gpu[gpu["launch_name"] != ""]
+        assert (launched["ts"] >= launched["launch_ts"]).all(), name  # none began before its call began
+        negative += int((launched["ts"] < launched["launch_ts"] + launched["launch_dur"]).sum())
+        delays = a.summary()["ranks"][str(rank)]["launch_delays"]
+        assert delays["before_call"] == 0
+        in_window += delays["negative"]
+    # 2 on ROCm (the synchronous hipMemcpyWithStream), the rest cudaLaunchKernel and cudaMemcpyAsync on CUDA
+    assert (negative, in_window) == (320, 133)
