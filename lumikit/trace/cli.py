@@ -1,5 +1,5 @@
-"""``lumikit trace summary|collectives|memory|critical-path|slice``: the trace wing on the command line (a thin
-edge over the analyses)."""
+"""``lumikit trace summary|collectives|memory|idle|critical-path|diff|slice``: the trace wing on the command line (a
+thin edge over the analyses)."""
 from __future__ import annotations
 
 import argparse
@@ -90,6 +90,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     path.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
     path.add_argument("--salvage", action="store_true", help="keep the complete events of a truncated file")
     path.set_defaults(func=run_critical_path)
+    idle = sub.add_parser("idle", help="why the GPU waited: each idle gap with its cause (sync drain, starved)")
+    idle.add_argument("path", help="a trace file (.json/.json.gz) or a folder of per-rank traces")
+    idle.add_argument("--rank", type=int, help="only this rank (default: every rank)")
+    idle.add_argument("--top", type=int, default=10, help="how many causes and gaps to list (default 10)")
+    idle.add_argument("--json", action="store_true", help="print JSON (idle_us, causes, kinds, every gap)")
+    idle.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
+    idle.add_argument("--include-last-step", action="store_true", help="count the last ProfilerStep too")
+    idle.set_defaults(func=run_idle)
+
+    diff = sub.add_parser("diff", help="before and after: step time, GPU time, top changes, idle causes")
+    diff.add_argument("before", help="trace file or folder A (before)")
+    diff.add_argument("after", help="trace file or folder B (after)")
+    diff.add_argument("--rank", type=int, help="rank to compare in both (default: the lowest rank of each)")
+    diff.add_argument("--top", type=int, help="rows of the 'changed most' tables (default 10)")
+    diff.add_argument("--json", action="store_true", help="print JSON instead of text")
+    diff.add_argument("--include-last-step", action="store_true", help="count the last ProfilerStep too")
+    diff.set_defaults(func=run_diff)
 
     cut = sub.add_parser("slice", help="write a smaller trace (steps, ranks, window) for Perfetto")
     cut.add_argument("path", help="a trace file or a folder of per-rank traces")
@@ -161,10 +178,16 @@ def _print_rank(rank: str, info: dict) -> None:
               f"non-compute {_pct(t['non_compute'])}{overlap}")
     ld = info["launch_delays"]
     if ld["negative"]:
-        print(f"  launch delays: {ld['negative']} of {ld['count']} negative (down to {ld['min_us']} µs): GPU work "
-              f"timed before its launch returned, host/GPU clock skew")
+        print(f"  launch delays: {ld['negative']} of {ld['count']} negative (down to {ld['min_us']} µs): the GPU "
+              f"started the work before its launch call returned (a long or synchronous call, such as a blocking "
+              f"copy)")
+        if ld.get("before_call"):
+            print(f"  {ld['before_call']} of them started before their call even began: host and GPU clocks "
+                  f"disagree in this trace")
     for text in info["warnings"]:
         print(f"  warning: {printable(text)}")
+    if info.get("vs_hta"):
+        print(f"  vs HTA: {printable(info['vs_hta'])}")
     for k in info["top_kernels"][:5]:
         print(f"    {_ms(k['total_us'], 3):>9} ms  {k['count']:6d}x  {k['class']:<13} {printable(k['name'][:70])}")
 
@@ -205,6 +228,64 @@ def run_memory(args: argparse.Namespace) -> int:
         return 0
     for line in view.describe(device=args.device, top=args.top).split("\n"):
         print(printable(line))
+    return 0
+
+
+def run_idle(args: argparse.Namespace) -> int:
+    from .analyses import TraceAnalyzer
+    from .idle import KINDS, idle_report
+
+    ranks = None if args.rank is None else [args.rank]
+    analyzer = TraceAnalyzer.from_path(args.path, ranks=ranks, rank_map=_rank_map(args.rank_map),
+                                       include_last_step=args.include_last_step)
+    report = idle_report(analyzer)
+    if args.json:
+        print_json(report)
+        return 0
+    for rank, devices in report["ranks"].items():
+        for device, d in devices.items():
+            span, idle = d["span_us"], d["idle_us"]
+            if not span:
+                print(f"rank {rank}: no GPU work in the analysed window (a CPU-only run, or one profiled without "
+                      f"ProfilerActivity.CUDA, the activity that records ROCm GPUs too)")
+                continue
+            share = f" ({idle / span:.1%})" if span else ""
+            print(f"rank {rank} device {device}: GPU idle {_ms(idle)} ms of a {_ms(span)} ms span{share}, "
+                  f"{len(d['gaps'])} gaps")
+            if not idle:
+                continue
+            print("  " + ", ".join(f"{k} {_ms(d['kinds'][k])} ms ({d['kinds'][k] / idle:.1%})" for k in KINDS))
+            counts: dict[str, int] = {}
+            for gap in d["gaps"]:
+                counts[gap["cause"]] = counts.get(gap["cause"], 0) + 1
+            print(f"  {'ms':>9}  {'share':>6}  {'gaps':>5}  cause")
+            for cause, us in list(d["causes"].items())[:args.top]:
+                print(f"  {_ms(us, 3):>9}  {us / idle:6.1%}  {counts[cause]:5d}  {printable(cause[:90])}")
+            largest = sorted(d["gaps"], key=lambda g: -g["dur_us"])[:min(args.top, 5)]
+            print("  largest gaps:")
+            for gap in largest:
+                where = f"step {gap['step']} +{_ms(gap['since_step_us'], 3)} ms" if gap["step"] >= 0 else \
+                    f"at {gap['start_us']:.3f} µs"
+                print(f"    {where}: {_ms(gap['dur_us'], 3)} ms {printable(gap['cause'][:60])}, "
+                      f"then {printable(gap['next'][:50])}")
+    print(f"window: {report['window']}")
+    return 0
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    from .analyses import TraceAnalyzer
+    from .diff import describe_diff, trace_diff
+
+    ranks = None if args.rank is None else [args.rank]
+    a, b = (TraceAnalyzer.from_path(p, ranks=ranks, include_last_step=args.include_last_step)
+            for p in (args.before, args.after))
+    diff = trace_diff(a, b, args.rank, args.rank, top=args.top)
+    if args.json:
+        print_json(diff)
+        return 0
+    for line in describe_diff(diff):
+        print(printable(line))
+    print(f"window: {diff['window']}")
     return 0
 
 

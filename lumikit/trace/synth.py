@@ -379,3 +379,49 @@ def as_rocm_events(events: list[dict]) -> list[dict]:
                                                                                "wait_on_cuda_event_record_corr_id")}
         out.append(e)
     return out
+def lost_launch_events() -> list[dict]:
+    """Generated: :func:`unlaunched_work_events` plus one 200 us kernel inside step 2 whose launch is not in the
+    trace (a launch the profiler lost): HTA leaves it out, so a window that kept it would shorten the idle time
+    of steps 1-2 from 1250 - 6 * 50 = 950 us to 750 us."""
+    return unlaunched_work_events() + [event("Cijk_gemm", "kernel", 6500.0, 200, pid=0, tid=0, correlation=10_000,
+                                             stream=0, device=0)]
+
+
+#: The causes :func:`idle_causes_events` builds, µs of GPU idle time each ("X" is cuda or hip).
+IDLE_CAUSES_ANSWER = {"sync drain: XDeviceSynchronize": 230.0, "starved: data loading": 270.0,
+                      "sync drain: XMemcpyAsync": 205.0, "starved: aten::nonzero": 180.0,
+                      "starved: nothing traced": 110.0, "starved: launch overhead": 45.0, "queued": 10.0}
+
+
+def idle_causes_events(vendor: str = "rocm") -> list[dict]:
+    """Generated: one analysed step (ProfilerStep#1, 0-1500 us; #2 is the dropped last step) whose GPU idle gaps
+    each have a known cause (:data:`IDLE_CAUSES_ANSWER`; 1050 us of idle in a 1420 us span):
+
+    * 120-350: the host waits in a device synchronize from 16 to 125, then runs aten::nonzero: sync drain (230);
+    * 400-410: the next kernel was launched at 360-365, before the gap: queued (10);
+    * 450-720: the host is inside a DataLoader iteration (with aten::stack in it) until 700: data loading (270);
+    * 800-845: a 30 us launch call at 810-840 is most of the gap: launch overhead (45);
+    * 850-960: no host event until the launch at 950: nothing traced (110);
+    * 990-995 and 1000-1200: the host is in a device-to-host async copy call until 1100: sync drain (205);
+    * 1250-1430: aten::nonzero (1240-1420) holds the host: starved by that op (180).
+    """
+    rt = "hip" if vendor == "rocm" else "cuda"
+    host = {"pid": 100, "tid": 1}
+    gpu = {"pid": 0, "tid": 0}
+    events = [event("ProfilerStep#1", "user_annotation", 0, 1500, **host),
+              event("ProfilerStep#2", "user_annotation", 1500, 100, **host)]
+    kernels = [(10, 5, 20, 100), (340, 5, 350, 50), (360, 5, 410, 40), (710, 5, 720, 80), (810, 30, 845, 5),
+               (950, 5, 960, 30), (1190, 5, 1200, 50), (1410, 5, 1430, 10)]  # launch ts, dur; kernel ts, dur
+    for corr, (lts, ldur, kts, kdur) in enumerate(kernels, start=1):
+        events.append(event(f"{rt}LaunchKernel", "cuda_runtime", lts, ldur, correlation=corr, **host))
+        events.append(event(f"kernel_{corr}", "kernel", kts, kdur, correlation=corr, stream=0, device=0, **gpu))
+    events += [
+        event(f"{rt}DeviceSynchronize", "cuda_runtime", 16, 109, correlation=100, **host),
+        event("aten::nonzero", "cpu_op", 130, 200, **host),
+        event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "user_annotation", 370, 330, **host),
+        event("aten::stack", "cpu_op", 400, 100, **host),
+        event(f"{rt}MemcpyAsync", "cuda_runtime", 965, 135, correlation=9, **host),
+        event("Memcpy DtoH (Device -> Host)", "gpu_memcpy", 995, 5, correlation=9, stream=0, device=0, **gpu),
+        event("aten::nonzero", "cpu_op", 1240, 180, **host),
+    ]
+    return events
