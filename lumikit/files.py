@@ -2,7 +2,9 @@
 (regular files only, refused at once otherwise; files read whole are bounded in size)."""
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 import tempfile
 import zlib
@@ -11,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import LumikitError
+from .errors import LumikitError, ParseError
 
 
 @contextmanager
@@ -165,3 +167,30 @@ def gunzip_bounded(data: bytes, source: str, *, limit: int | None = None) -> byt
             raise EOFError("compressed file ended before the end-of-stream marker was reached")
         rest = unzip.unused_data.lstrip(b"\0")  # gzip allows zero padding after a member
     return bytes(out)
+
+
+#: The deepest nesting :func:`loads_json_bounded` accepts by default (course records nest a handful of levels).
+JSON_MAX_DEPTH = 64
+#: A JSON string (skipped whole, brackets inside it do not count) or one bracket.
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def loads_json_bounded(text: str, source: str, *, max_depth: int = JSON_MAX_DEPTH) -> object:
+    """The value of JSON ``text``, refusing nesting deeper than ``max_depth`` before parsing (Python's parser and
+    every reader of the result recurse, so a file of nested brackets would end in ``RecursionError``).
+
+    Raises :class:`ParseError` naming ``source`` for text nested too deep or that is not JSON."""
+    depth = 0
+    for token in _JSON_TOKENS.finditer(text):
+        bracket = token.group()
+        if bracket in "[{":
+            depth += 1
+            if depth > max_depth:
+                raise ParseError(f"JSON nested more than {max_depth} levels deep at character {token.start():,}; "
+                                 f"not a file lumikit writes", source=source)
+        elif bracket in "]}":
+            depth -= 1
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as err:
+        raise ParseError(f"not valid JSON ({str(err)[:120]})", source=source) from None

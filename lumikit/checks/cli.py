@@ -149,15 +149,20 @@ def _progress(args: argparse.Namespace) -> int:
 
         problems: list[str] = []
         folders = progress.learner_folders(args.class_dir, problems)
-        results = {name: progress.read_results(folder, within=args.class_dir / name, problems=problems)
-                   for name, folder in folders.items()}
+        results = {}
+        for name, folder in folders.items():
+            try:
+                results[name] = progress.read_results(folder, within=args.class_dir / name, problems=problems)
+            except Exception as err:  # noqa: BLE001 - one learner's folder never stops the class
+                problems.append(f"{folder}: unreadable ({type(err).__name__}: {str(err)[:120]})")
+                results[name] = []
         if not results:
             for line in problems:
                 print(f"refused: {line}", file=sys.stderr)
             raise LumikitError(f"{args.class_dir}: no learner folder holds a progress/ folder. Fix: give the folder "
                                f"whose sub-folders are the learners' workbooks")
         seeds = _read_seeds(args.seeds) if args.seeds is not None else None
-        grades = grade_class(folders, results, seeds, rerun_checks=args.grade)
+        grades = grade_class(folders, results, seeds, rerun_checks=args.grade, class_dir=args.class_dir)
         named = {name: [replace(r, learner=name) for r in rows] for name, rows in results.items()}
         text = progress.class_csv(named, exercises, grades)
         can, total = regradable_count(exercises)

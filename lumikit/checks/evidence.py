@@ -19,6 +19,8 @@ import zlib
 from pathlib import Path, PurePath
 from typing import Any
 
+from ..files import loads_json_bounded
+
 #: The largest file kept as evidence (a batch script, a small trace); a larger one makes the record self-reported.
 FILE_LIMIT = 256 * 1024
 #: The largest table kept (cells); a larger one is not even written out.
@@ -28,6 +30,8 @@ EVIDENCE_LIMIT = 300 * 1024
 COMPRESS_OVER = 32 * 1024
 #: The most a compressed evidence may expand to when read back (no zip bomb reaches the instructor's memory).
 EXPAND_LIMIT = 16 * 1024 * 1024
+#: The deepest nesting compressed evidence may have once expanded (what :func:`encode` writes stays far below).
+EXPAND_MAX_DEPTH = 64
 
 
 class Unencodable(ValueError):
@@ -186,7 +190,7 @@ def expand(values: Any) -> dict[str, Any]:
         raw = inflater.decompress(base64.b64decode(str(values["__zlib__"])), EXPAND_LIMIT)
         if inflater.unconsumed_tail:
             raise Unencodable("expands beyond the limit")
-        data = json.loads(raw.decode("utf-8"))
+        data = loads_json_bounded(raw.decode("utf-8"), "compressed evidence", max_depth=EXPAND_MAX_DEPTH)
     except (ValueError, zlib.error, UnicodeDecodeError) as err:
         raise Unencodable(f"compressed evidence unreadable ({err})") from None
     if not isinstance(data, dict):

@@ -24,6 +24,7 @@ import os
 import pkgutil
 import pwd
 import shutil
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,7 +34,8 @@ from typing import Any
 from .evidence import Unencodable, decode, expand, fresh_folder
 from .framework import _PROBING, CheckFailed, NotChecked, check_info
 from .learner import seed_digest
-from .progress import Result, read_text_safely, recorded_cell
+from .progress import UNREADABLE, Result, read_text_safely, recorded_cell
+from .regrade_guard import fenced
 
 #: Exercises whose check needs an input that has no exact recorded form (a live object or a folder of traces):
 #: their passes stay self-reported. Every other exercise with a check is regradable.
@@ -44,6 +46,23 @@ NOT_REGRADABLE = {
     "11.2": "the check reads the capstone's run folder",
     "11.3": "the check reads the capstone's run folder",
     "11.4": "the check reads the capstone's run folders",
+    "11.A": "the check reads the capstone's run folder",
+    "05.M1": "the check reads the memory snapshot (a pickle) the learner's notebook wrote; the grader never opens it",
+}
+#: Check arguments that name a file the check opens. In a regrade they are taken only as a file the record kept
+#: (its content, rebuilt in a private folder), never as a path: a path would lead into the learner's folder.
+#: ``tests/checks/test_regrade_safety.py`` regrades every check with a learner's path in every argument to find them.
+PATH_ARGUMENTS = {
+    "03.T1": ("script_path",),
+    "04.3": ("site",),  # a site name, or the path of a site file
+    "05.S1": ("raw_trace",),
+    "05.M1": ("path",),
+    "06.4": ("trace_dir",),
+    "06.5": ("path",),
+    "11.2": ("before_dir",),
+    "11.3": ("before_dir",),
+    "11.4": ("before_dir", "after_dir"),
+    "11.A": ("before_dir",),
 }
 #: Modules holding check functions besides ``mNN``.
 _OTHER_CHECK_MODULES = ("terminal", "seeds", "concepts", "handson")
@@ -111,9 +130,18 @@ def _as_learner(seed: str) -> Iterator[None]:
             os.environ["LUMIKIT_SEED"] = saved
 
 
-def rerun(func: Callable[..., Any], answers: Mapping[str, Any], evidence: Mapping[str, Any], seed: str) -> str:
+def rerun(func: Callable[..., Any], answers: Mapping[str, Any], evidence: Mapping[str, Any], seed: str,
+          forbidden: Sequence[Path] = ()) -> str:
     """Call ``func`` on recorded (JSON) answers and evidence as the learner with ``seed``: passed, failed, not
     checked (it cannot judge here), or not regraded (a recorded value it cannot take back)."""
+    return rerun_why(func, answers, evidence, seed, forbidden)[0]
+
+
+def rerun_why(func: Callable[..., Any], answers: Mapping[str, Any], evidence: Mapping[str, Any], seed: str,
+              forbidden: Sequence[Path] = ()) -> tuple[str, str]:
+    """:func:`rerun`'s verdict and, for "not regraded", why. The check runs inside
+    :func:`~lumikit.checks.regrade_guard.fenced`: it opens nothing under ``forbidden`` (the class folder) nor
+    outside lumikit and its evidence folder, and unpickles no class."""
     info = check_info(func)
     files = fresh_folder()
     try:
@@ -122,20 +150,42 @@ def rerun(func: Callable[..., Any], answers: Mapping[str, Any], evidence: Mappin
             kwargs = {name: decode(answers.get(name), files) for name in info.answer_names}  # type: ignore[union-attr]
             parameters = inspect.signature(func).parameters
             kwargs.update({k: decode(v, files) for k, v in evidence.items() if k in parameters and k not in kwargs})
-        except (Unencodable, TypeError, ValueError, ImportError, OSError):
-            return "not regraded"
-        with _as_learner(seed):
+        except (Unencodable, TypeError, ValueError, ImportError, OSError, RecursionError):
+            return "not regraded", "the recorded values could not be read back"
+        recorded = {**dict(evidence), **dict(answers)}
+        for name in PATH_ARGUMENTS.get(info.exercise, ()):  # type: ignore[union-attr]
+            if kwargs.get(name) is not None and not _kept_file(recorded.get(name)):
+                return "not regraded", f"{name} names a path in the learner's folder, which the grader never opens"
+        saved_tmp = tempfile.tempdir
+        with _as_learner(seed), fenced(files, forbidden) as fence:
+            tempfile.tempdir = str(files)  # whatever the check writes goes to its private folder
             try:
                 result = func(**kwargs)
             except CheckFailed as failure:
                 from .terminal import NoSlurmHere
 
-                return "not checked" if isinstance(failure, NoSlurmHere) else "failed"
+                if fence.refused:
+                    return "not regraded", _refusal(fence.refused)
+                return ("not checked" if isinstance(failure, NoSlurmHere) else "failed"), ""
             except Exception:  # noqa: BLE001 (a recorded value in a form the check cannot take back)
-                return "not regraded"
-        return "not checked" if isinstance(result, NotChecked) else "passed"
+                return "not regraded", _refusal(fence.refused) or "the recorded values could not be judged again"
+            finally:
+                tempfile.tempdir = saved_tmp
+        if fence.refused:
+            return "not regraded", _refusal(fence.refused)
+        return ("not checked" if isinstance(result, NotChecked) else "passed"), ""
     finally:
         shutil.rmtree(files, ignore_errors=True)
+
+
+def _kept_file(value: Any) -> bool:
+    """True when a recorded value is a file the record kept whole (rebuilt in the private folder on decode)."""
+    return isinstance(value, dict) and "__path__" in value and ("text" in value or "base64" in value)
+
+
+def _refusal(refused: Sequence[str]) -> str:
+    """Why a fenced check was stopped, naming what it tried to open (escaped, shortened)."""
+    return f"the check tried to read {refused[0][:120]!r}, which the grader never opens" if refused else ""
 
 
 def _unencodable(values: Mapping[str, Any] | None) -> bool:
@@ -148,10 +198,22 @@ def _unencodable(values: Mapping[str, Any] | None) -> bool:
 
 
 def regrade(result: Result, seed: str, functions: Mapping[str, Callable[..., Any]] | None = None,
-            learners: Sequence[str] = ()) -> Grade:
-    """The instructor's verdict on one recorded result, as the learner with ``seed`` (named one of ``learners``)."""
-    functions = check_functions() if functions is None else functions
+            learners: Sequence[str] = (), forbidden: Sequence[Path] = ()) -> Grade:
+    """The instructor's verdict on one recorded result, as the learner with ``seed`` (named one of ``learners``);
+    the check reads nothing under ``forbidden`` (the class folder). Whatever the record holds, the verdict is a
+    grade: an error while judging it makes the cell "unreadable" with the reason."""
+    try:
+        return _regrade(result, seed, check_functions() if functions is None else functions, learners, forbidden)
+    except Exception as err:  # noqa: BLE001 - one hostile record is one cell, the class goes on
+        return Grade(result.exercise, result.status, "not regraded", UNREADABLE,
+                     f"unreadable: {type(err).__name__}: {str(err)[:120]}")
+
+
+def _regrade(result: Result, seed: str, functions: Mapping[str, Callable[..., Any]], learners: Sequence[str],
+             forbidden: Sequence[Path]) -> Grade:
     recorded = "passed" if result.ever_passed else result.status
+    if result.status == UNREADABLE:
+        return Grade(result.exercise, recorded, "not regraded", UNREADABLE, f"unreadable: {result.message}")
     func = functions.get(result.exercise)
     claimed = result.ever_passed
     if result.status == "unanswered" and not claimed:
@@ -193,10 +255,10 @@ def regrade(result: Result, seed: str, functions: Mapping[str, Callable[..., Any
     if _unencodable(answers) or _unencodable(evidence) or not result.answers_exact and not claimed:
         return Grade(result.exercise, recorded, "not regraded", "self-reported" if claimed else recorded,
                      "an answer or input was not recorded exactly" if claimed else "")
-    verdict = rerun(func, answers, evidence, seed)
+    verdict, why = rerun_why(func, answers, evidence, seed, forbidden)
     if verdict == "not regraded":
         return Grade(result.exercise, recorded, verdict, "self-reported" if claimed else recorded,
-                     "the recorded values could not be judged again" if claimed else "")
+                     why if claimed else "")
     if verdict == "not checked":
         return Grade(result.exercise, recorded, verdict, "not checked" if not claimed else "self-reported",
                      "cannot be looked up in Slurm here" if claimed else "")
@@ -235,21 +297,28 @@ def owner_name(path: Path) -> str | None:
 
 
 def grade_class(folders: Mapping[str, Path], results: Mapping[str, Sequence[Result]],
-                seeds: Mapping[str, str] | None = None, *, rerun_checks: bool = True) -> dict[str, list[Grade]]:
+                seeds: Mapping[str, str] | None = None, *, rerun_checks: bool = True,
+                class_dir: Path | None = None) -> dict[str, list[Grade]]:
     """Learner -> the instructor's grade of every recorded result (``seeds`` overrides a learner's seed).
 
     A learner is the folder's name or the owner of their progress folder; records naming anyone else disagree.
-    Without ``rerun_checks`` the records are only vetted (seed, name, status), never verified.
+    Without ``rerun_checks`` the records are only vetted (seed, name, status), never verified. No check reads a
+    file under ``class_dir`` (default: the folders holding the progress folders).
     """
     functions = check_functions() if rerun_checks else {}
+    forbidden = [Path(class_dir)] if class_dir is not None else sorted({Path(f).parent for f in folders.values()})
     out = {}
     for learner, rows in results.items():
-        names = [learner] + [n for n in (owner_name(folders[learner]),) if n and n != learner]
-        seed = (seeds or {}).get(learner) or learner_seed_for(folders[learner], rows, names)
-        if rerun_checks:
-            out[learner] = [regrade(r, seed, functions, names) for r in rows]
-        else:
-            out[learner] = [_vetted(r) for r in rows]
+        try:
+            names = [learner] + [n for n in (owner_name(folders[learner]),) if n and n != learner]
+            seed = (seeds or {}).get(learner) or learner_seed_for(folders[learner], rows, names)
+            if rerun_checks:
+                out[learner] = [regrade(r, seed, functions, names, forbidden) for r in rows]
+            else:
+                out[learner] = [_vetted(r) for r in rows]
+        except Exception as err:  # noqa: BLE001 - one learner's folder never stops the class
+            why = f"unreadable: {type(err).__name__}: {str(err)[:120]}"
+            out[learner] = [Grade(r.exercise, r.status, "not regraded", UNREADABLE, why) for r in rows]
     return out
 
 
