@@ -35,6 +35,7 @@ from .evidence import Unencodable, decode, expand, fresh_folder
 from .framework import _PROBING, CheckFailed, NotChecked, check_info
 from .learner import seed_digest
 from .progress import UNREADABLE, Result, read_text_safely, recorded_cell
+from .rebuilt import JOB_ARGUMENTS, REBUILT, own_inputs, pasted, rebuild
 from .regrade_guard import fenced
 
 #: Exercises whose check needs an input that has no exact recorded form (a live object or a folder of traces):
@@ -134,15 +135,28 @@ def rerun(func: Callable[..., Any], answers: Mapping[str, Any], evidence: Mappin
           forbidden: Sequence[Path] = ()) -> str:
     """Call ``func`` on recorded (JSON) answers and evidence as the learner with ``seed``: passed, failed, not
     checked (it cannot judge here), or not regraded (a recorded value it cannot take back)."""
-    return rerun_why(func, answers, evidence, seed, forbidden)[0]
+    return judge(func, answers, evidence, seed, forbidden).verdict
 
 
-def rerun_why(func: Callable[..., Any], answers: Mapping[str, Any], evidence: Mapping[str, Any], seed: str,
-              forbidden: Sequence[Path] = ()) -> tuple[str, str]:
-    """:func:`rerun`'s verdict and, for "not regraded", why. The check runs inside
-    :func:`~lumikit.checks.regrade_guard.fenced`: it opens nothing under ``forbidden`` (the class folder) nor
-    outside lumikit and its evidence folder, and unpickles no class."""
+@dataclass(frozen=True)
+class Rerun:
+    """A check judged again: the verdict, why it was not regraded, and which of its inputs were the learner's own
+    (:func:`lumikit.checks.rebuilt.own_inputs`), pasted terminal output, or a job id to look up."""
+
+    verdict: str
+    why: str = ""
+    own: tuple[str, ...] = ()
+    pasted: tuple[str, ...] = ()
+    job_id: str | None = None
+
+
+def judge(func: Callable[..., Any], answers: Mapping[str, Any], evidence: Mapping[str, Any], seed: str,
+          forbidden: Sequence[Path] = ()) -> Rerun:
+    """Judge recorded answers again, on the inputs the instructor rebuilds from ``seed`` (:mod:`.rebuilt`) and the
+    recorded rest. The check runs inside :func:`~lumikit.checks.regrade_guard.fenced`: it opens nothing under
+    ``forbidden`` (the class folder) nor outside lumikit and its evidence folder, and unpickles no class."""
     info = check_info(func)
+    exercise = info.exercise  # type: ignore[union-attr]
     files = fresh_folder()
     try:
         try:
@@ -151,31 +165,71 @@ def rerun_why(func: Callable[..., Any], answers: Mapping[str, Any], evidence: Ma
             parameters = inspect.signature(func).parameters
             kwargs.update({k: decode(v, files) for k, v in evidence.items() if k in parameters and k not in kwargs})
         except (Unencodable, TypeError, ValueError, ImportError, OSError, RecursionError):
-            return "not regraded", "the recorded values could not be read back"
+            return Rerun("not regraded", "the recorded values could not be read back")
         recorded = {**dict(evidence), **dict(answers)}
-        for name in PATH_ARGUMENTS.get(info.exercise, ()):  # type: ignore[union-attr]
+        for name in PATH_ARGUMENTS.get(exercise, ()):
             if kwargs.get(name) is not None and not _kept_file(recorded.get(name)):
-                return "not regraded", f"{name} names a path in the learner's folder, which the grader never opens"
+                return Rerun("not regraded", f"{name} names a path in the learner's folder, which the grader never "
+                                             f"opens")
+        own = tuple(own_inputs(func, exercise, info.answer_names, recorded, kwargs))  # type: ignore[union-attr]
+        shown = tuple(pasted(exercise, kwargs))
+        job = _job_id_of(exercise, kwargs)
         saved_tmp = tempfile.tempdir
         with _as_learner(seed), fenced(files, forbidden) as fence:
-            tempfile.tempdir = str(files)  # whatever the check writes goes to its private folder
+            tempfile.tempdir = str(files)  # whatever the check (or a rebuild) writes goes to its private folder
             try:
+                kwargs.update(rebuild(exercise))
                 result = func(**kwargs)
             except CheckFailed as failure:
                 from .terminal import NoSlurmHere
 
                 if fence.refused:
-                    return "not regraded", _refusal(fence.refused)
-                return ("not checked" if isinstance(failure, NoSlurmHere) else "failed"), ""
+                    return Rerun("not regraded", _refusal(fence.refused))
+                return Rerun("not checked" if isinstance(failure, NoSlurmHere) else "failed", "", own, shown, job)
             except Exception:  # noqa: BLE001 (a recorded value in a form the check cannot take back)
-                return "not regraded", _refusal(fence.refused) or "the recorded values could not be judged again"
+                return Rerun("not regraded",
+                             _refusal(fence.refused) or "the recorded values could not be judged again")
             finally:
                 tempfile.tempdir = saved_tmp
         if fence.refused:
-            return "not regraded", _refusal(fence.refused)
-        return ("not checked" if isinstance(result, NotChecked) else "passed"), ""
+            return Rerun("not regraded", _refusal(fence.refused))
+        return Rerun("not checked" if isinstance(result, NotChecked) else "passed", "", own, shown, job)
     finally:
         shutil.rmtree(files, ignore_errors=True)
+
+
+def _job_id_of(exercise: str, kwargs: Mapping[str, Any]) -> str | None:
+    """The job id a terminal task's record names (None where the task names none, or it cannot be read)."""
+    name = JOB_ARGUMENTS.get(exercise)
+    if name is None or kwargs.get(name) is None:
+        return None
+    from .terminal import _job_id
+
+    try:
+        return _job_id(exercise, kwargs[name], "the job")[0]
+    except CheckFailed:
+        return None
+
+
+def job_owner_problem(job_id: str, learners: Sequence[str]) -> str | None:
+    """Why Slurm's accounting does not show ``job_id`` as one of ``learners``' jobs (None when it does); raises
+    :class:`LookupError` where no Slurm cluster answers here."""
+    from ..errors import LaunchError
+    from ..launch.terminal import find_cluster, sacct_rows
+
+    cluster, why = find_cluster()
+    if cluster is None:
+        raise LookupError(why)
+    try:
+        rows = [r for r in sacct_rows(job_id, cluster, ("JobID", "User", "State")) if r["JobID"] == str(job_id)]
+    except LaunchError as err:
+        raise LookupError(str(err)) from None
+    if not rows:
+        raise LookupError(f"sacct lists no job {job_id} here")
+    user = rows[0]["User"]
+    if user not in learners:
+        return f"job {job_id} belongs to {user[:40]!r} in Slurm's accounting, not to this learner"
+    return None
 
 
 def _kept_file(value: Any) -> bool:
@@ -255,7 +309,8 @@ def _regrade(result: Result, seed: str, functions: Mapping[str, Callable[..., An
     if _unencodable(answers) or _unencodable(evidence) or not result.answers_exact and not claimed:
         return Grade(result.exercise, recorded, "not regraded", "self-reported" if claimed else recorded,
                      "an answer or input was not recorded exactly" if claimed else "")
-    verdict, why = rerun_why(func, answers, evidence, seed, forbidden)
+    judged = judge(func, answers, evidence, seed, forbidden)
+    verdict, why = judged.verdict, judged.why
     if verdict == "not regraded":
         return Grade(result.exercise, recorded, verdict, "self-reported" if claimed else recorded,
                      why if claimed else "")
@@ -264,16 +319,38 @@ def _regrade(result: Result, seed: str, functions: Mapping[str, Callable[..., An
                      "cannot be looked up in Slurm here" if claimed else "")
     if claimed:
         if verdict == "passed" and result.status == "passed":
-            return Grade(result.exercise, recorded, verdict, "verified")
+            return _passed_grade(result.exercise, recorded, judged, learners)
         if verdict == "passed":  # passed once, a later attempt failed: the pass is real, the status says failed
             return Grade(result.exercise, recorded, verdict, "disagrees",
                          "passed once, but the latest attempt failed")
-        return Grade(result.exercise, recorded, verdict, "disagrees", "the recorded pass fails the instructor's check")
+        rebuilt_note = " on the data rebuilt from the learner's seed" if result.exercise in REBUILT else ""
+        return Grade(result.exercise, recorded, verdict, "disagrees",
+                     f"the recorded pass fails the instructor's check{rebuilt_note}")
     if result.status == "not checked":
         return Grade(result.exercise, recorded, verdict, "not checked" if verdict != "passed" else "disagrees",
                      "passes here, though recorded as not checked" if verdict == "passed" else "")
     return Grade(result.exercise, recorded, verdict, "failed" if verdict == "failed" else "disagrees",
                  "" if verdict == "failed" else "recorded as failed, passes the instructor's check")
+
+
+def _passed_grade(exercise: str, recorded: str, judged: Rerun, learners: Sequence[str]) -> Grade:
+    """The cell of a claimed pass that passed again: verified only where nothing in it is the learner's word."""
+    if judged.pasted:
+        return Grade(exercise, recorded, "passed", "not checked",
+                     f"pasted terminal output ({', '.join(judged.pasted)}): nothing ties it to a job in Slurm's "
+                     f"accounting")
+    if judged.job_id is not None:
+        try:
+            problem = job_owner_problem(judged.job_id, learners)
+        except LookupError as err:
+            return Grade(exercise, recorded, "passed", "not checked",
+                         f"job {judged.job_id} cannot be looked up in Slurm here ({str(err)[:100]})")
+        if problem:
+            return Grade(exercise, recorded, "passed", "disagrees", problem)
+    if judged.own:
+        return Grade(exercise, recorded, "passed", "own data",
+                     f"own data ({', '.join(judged.own)}): consistent, not rebuilt by the instructor")
+    return Grade(exercise, recorded, "passed", "verified")
 
 
 def learner_seed_for(progress_folder: Path, results: Sequence[Result], learners: Sequence[str] = ()) -> str:

@@ -234,14 +234,14 @@ def test_no_check_reachable_from_the_regrade_opens_a_learner_path_or_unpickles(m
 def test_the_fence_stops_a_check_that_unpickles_a_kept_file_or_reads_a_learner_path(tmp_path) -> None:
     """Even called directly (past the grading's own refusals), a check judged again unpickles no class and opens no
     file in the class folder."""
-    from lumikit.checks.grading import rerun_why
+    from lumikit.checks.grading import judge
     from lumikit.checks.m05 import check_snapshot_peak
     from lumikit.checks.regrade_guard import fenced
 
     marker = tmp_path / "payload-ran"
     payload = pickle.dumps({"segments": [], "device_traces": [[_Payload(marker)]]})
     kept = {"__path__": "snapshot.pickle", "name": "snapshot.pickle", "base64": base64.b64encode(payload).decode()}
-    verdict, _ = rerun_why(check_snapshot_peak, {"peak_bytes": 1}, {"path": kept}, "ada")
+    verdict = judge(check_snapshot_peak, {"peak_bytes": 1}, {"path": kept}, "ada").verdict
     assert verdict == "not regraded" and not marker.exists()
     learner_file = tmp_path / "class" / "ada" / "notes.txt"
     learner_file.parent.mkdir(parents=True)

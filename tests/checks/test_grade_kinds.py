@@ -1,0 +1,94 @@
+""""Verified" means the instructor rebuilt it: invented evidence for data generated from the seed is caught, the
+learner's own measurements are "own data" (consistent, not verified), pasted terminal output is "not checked"."""
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+
+from lumikit.checks import m05, m09
+from lumikit.checks.progress import CELLS
+from lumikit.checks.seeds import check_jax_job
+from lumikit.cli import main
+from lumikit.jobs import spec
+
+
+def _as(monkeypatch, class_dir, name):
+    folder = class_dir / name / "workbook" / "progress"
+    folder.mkdir(parents=True)
+    monkeypatch.setenv("LUMIKIT_PROGRESS_DIR", str(folder))
+    monkeypatch.setenv("LUMIKIT_LEARNER", name)
+    monkeypatch.delenv("LUMIKIT_SEED", raising=False)
+    return folder
+
+
+def _grade(class_dir, tmp_path, capsys, *extra):
+    assert main(["progress", "--class", str(class_dir), "--grade", "--csv", str(tmp_path / "g.csv"), *extra]) == 0
+    capsys.readouterr()
+    return {r["learner"]: r for r in csv.DictReader(io.StringIO((tmp_path / "g.csv").read_text()))}
+
+
+def _jax_job():
+    return spec(["python", "-c", "import jax; print(jax.devices())"], partition="small-g", gpus_per_node=2,
+                time="0:05:00", container="jax", env={"PYTHONNOUSERSITE": "1"})
+
+
+def test_invented_evidence_is_never_verified_and_own_data_and_pasted_output_say_so(monkeypatch, tmp_path,
+                                                                                    capsys) -> None:
+    class_dir = tmp_path / "class"
+    _as(monkeypatch, class_dir, "ada")  # honest: the generated data as the notebook gives it
+    steps = m05.warmup_steps()
+    m05.check_warmup_cost(steps[0] - statistics.median(steps[1:]), steps)
+    m09.check_archive_speedup(0.5 / 0.01, 0.5, 0.01)  # her own measured read times
+    check_jax_job(_jax_job(), 2, "")  # did not run here: nothing pasted
+    _as(monkeypatch, class_dir, "eve")  # ran nothing: invented steps, read times and a pasted device list
+    invented = [20.0] + [0.1] * 9
+    m05.check_warmup_cost(19.9, invented)
+    m09.check_archive_speedup(3.0, 3.0, 1.0)
+    check_jax_job(_jax_job(), 2, "[RocmDevice(id=0), RocmDevice(id=1)]")
+
+    rows = _grade(class_dir, tmp_path, capsys)
+    assert rows["ada"]["05.W2"] == "verified"
+    assert rows["eve"]["05.W2"] == "disagrees"
+    assert "05.W2: the recorded pass fails the instructor's check on the data rebuilt from the learner's seed" \
+        in rows["eve"]["not verified"]
+    for name in ("ada", "eve"):
+        assert rows[name]["09.1"] == "own data"
+        assert "09.1: own data (small_files_s, one_file_s)" in rows[name]["not verified"]
+    assert rows["ada"]["10.S1"] == "verified"  # nothing pasted: the job spec is judged on its own
+    assert rows["eve"]["10.S1"] == "not checked" and "pasted terminal output (jax_output)" in rows["eve"]["not verified"]
+    assert (rows["ada"]["verified"], rows["ada"]["own data"]) == ("2", "1")
+    assert (rows["eve"]["verified"], rows["eve"]["own data"], rows["eve"]["not checked"]) == ("0", "1", "1")
+    assert "own data" in CELLS
+
+
+def test_how_many_exercises_with_inputs_are_rebuilt_own_or_pasted() -> None:
+    """The count the issue's closing note gives: of the checks taking inputs besides answers, which the instructor
+    rebuilds, which stay the learner's own data, which are pasted output, which are never regraded."""
+    import inspect
+
+    from lumikit.checks.framework import check_info
+    from lumikit.checks.grading import NOT_REGRADABLE, check_functions
+    from lumikit.checks.rebuilt import FIXED, JUDGED, PASTED_OUTPUT, REBUILT
+
+    kinds: dict[str, list[str]] = {"rebuilt or fixed": [], "own data": [], "pasted": [], "never regraded": []}
+    for exercise, func in sorted(check_functions().items()):
+        info = check_info(func)
+        params = inspect.signature(func).parameters
+        inputs = [n for n in params if n not in info.answer_names]
+        if not inputs and exercise not in PASTED_OUTPUT:
+            continue
+        if exercise in NOT_REGRADABLE:
+            kinds["never regraded"].append(exercise)
+        elif exercise in PASTED_OUTPUT:
+            kinds["pasted"].append(exercise)
+        elif all(n in REBUILT.get(exercise, {}) or n in FIXED.get(exercise, {}) or n in JUDGED.get(exercise, ())
+                 or params[n].default is not inspect.Parameter.empty for n in inputs):
+            kinds["rebuilt or fixed"].append(exercise)
+        else:
+            kinds["own data"].append(exercise)
+    print({k: (len(v), v) for k, v in kinds.items()})
+    assert {"05.W2", "05.P1", "06.1", "06.2", "06.C1", "08.2"} <= set(kinds["rebuilt or fixed"])
+    assert {"09.1", "03.1", "07.3"} <= set(kinds["own data"])
+    assert {"01.T2", "08.T1", "10.S1"} <= set(kinds["pasted"])
+    assert "05.M1" in kinds["never regraded"]
