@@ -404,3 +404,26 @@ def _vetted(result: Result) -> Grade:
     cell = recorded_cell(result)
     return Grade(result.exercise, "passed" if result.ever_passed else result.status, "not regraded", cell,
                  "not regraded (add --grade)" if cell in ("self-reported", "from solutions") else "")
+
+
+def class_flags(folders: Mapping[str, Path], results: Mapping[str, Sequence[Result]],
+                roster: Mapping[str, str] | None = None) -> dict[str, list[str]]:
+    """Learner -> flags for the CSV's ``not verified`` column: a ``progress/seed`` that is not the roster's (it is
+    ignored), a learner missing from the roster, and what two learners share (:func:`.copies.copy_flags`)."""
+    from .copies import copy_flags
+
+    seed_files: dict[str, str] = {}
+    flags: dict[str, list[str]] = {}
+    for learner, folder in folders.items():
+        text = (read_text_safely(Path(folder) / "seed", within=Path(folder), limit=4096) or "").strip()
+        seed_files[learner] = text
+        if roster is None:
+            continue
+        if learner not in roster:
+            flags.setdefault(learner, []).append("seed: not in the roster; graded with their own seed")
+        elif text and text != roster[learner]:
+            flags.setdefault(learner, []).append("seed: progress/seed is not the one the roster gives this learner "
+                                                 "(ignored)")
+    for learner, lines in copy_flags(results, seed_files).items():
+        flags.setdefault(learner, []).extend(lines)
+    return flags

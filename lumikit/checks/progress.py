@@ -454,11 +454,13 @@ def neutralise(cell: Any) -> Any:
 
 
 def class_csv(results: Mapping[str, Sequence[Result]], exercises: Iterable[str] = (),
-              grades: Mapping[str, Sequence[Any]] | None = None) -> str:
+              grades: Mapping[str, Sequence[Any]] | None = None,
+              flags: Mapping[str, Sequence[str]] | None = None) -> str:
     """One row per learner: counts per kind of cell, the claimed passes not verified (and why), then one column per
     exercise saying what it is (:data:`CELLS`).
 
     Without ``grades`` (from :func:`lumikit.checks.grading.grade_class`) every claimed pass is self-reported.
+    ``flags`` (from :func:`lumikit.checks.grading.class_flags`: seeds not the learner's, copies) lead that column.
     """
     ids = sorted(set(exercises) | {r.exercise for rs in results.values() for r in rs}, key=_exercise_key)
     out = io.StringIO()
@@ -478,7 +480,8 @@ def class_csv(results: Mapping[str, Sequence[Result]], exercises: Iterable[str] 
                     flagged[g.exercise] = g.why
         counts = {kind: sum(c == kind for c in cells.values()) for kind in CELLS}
         tried = sum(c not in ("unanswered", "") for c in cells.values())
-        listed = "; ".join(f"{e}: {why}" for e, why in sorted(flagged.items(), key=lambda x: _exercise_key(x[0])))
+        listed = "; ".join([*(flags or {}).get(learner, ()), *(
+            f"{e}: {why}" for e, why in sorted(flagged.items(), key=lambda x: _exercise_key(x[0])))])
         writer.writerow([neutralise(c) for c in (
             learner, counts["verified"], counts["own data"], counts["self-reported"] + counts["from solutions"],
             counts["not checked"], counts["failed"], counts["disagrees"], counts["unreadable"], tried, listed,
