@@ -265,10 +265,11 @@ print("HTA launch statistics on a ROCm trace:", {r: len(t) for r, t in
 # %% tags=["nbval-ignore-output"]
 import torch
 
+from lumikit.gpu import torch_sees_gpu
 from lumikit.profiler import profile_steps
 
 torch.set_num_threads(1)
-device = "cuda" if torch.cuda.is_available() else "cpu"  # ROCm builds of PyTorch call the GPU "cuda"
+device = "cuda" if torch_sees_gpu() else "cpu"  # ROCm builds of PyTorch call the GPU "cuda"
 model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)).to(device)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 x, y = torch.randn(32, 64, device=device), torch.randint(0, 10, (32,), device=device)

@@ -32,6 +32,8 @@ READ_LIMIT = 1_000_000
 RECORD_MAX_DEPTH = 64
 #: The status of a record that could not be read (refused, not JSON, nested too deep): its cell says why.
 UNREADABLE = "unreadable"
+#: How many of the latest calls a record keeps in ``recent`` (time, outcome, kind of mistake) for the class view.
+RECENT_KEPT = 10
 _EXERCISE_ID = re.compile(r"^\d\d\.\w+$")
 _EXERCISE_LINE = re.compile(r"^#\s*Exercise\s+(?P<id>\d\d\.\w+)\s*:", re.MULTILINE)
 
@@ -110,8 +112,11 @@ def from_solutions(cwd: Path | None = None) -> bool:
 
 def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswered: bool, message: str,
            folder: Path | None = None, evidence: Mapping[str, Any] | None = None,
-           not_checked: bool = False) -> Path | None:
+           not_checked: bool = False, mistake: str | None = None) -> Path | None:
     """Record one check outcome in the learner's folder (``<exercise>.json``); returns the file, or None if off.
+
+    ``recent`` keeps the latest :data:`RECENT_KEPT` calls (time, outcome, ``mistake``: the kind of mistake the check
+    named), so the instructor's class view sees who fails repeatedly now (:mod:`lumikit.checks.classview`).
 
     The file honours the umask (0664 under ``umask 002``), so an instructor of the same group can read it.
     """
@@ -149,6 +154,9 @@ def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswere
         "seed_digest": seed_digest(),
         "from_solutions": from_solutions(),
     }
+    kept_recent = previous.get("recent") if isinstance(previous.get("recent"), list) else []
+    data["recent"] = [*kept_recent[-(RECENT_KEPT - 1):],
+                      {"at": now, "status": status, "mistake": (mistake or "")[:200]}]
     if passed and not not_checked:
         data["passed_answers"], data["passed_evidence"] = encoded, kept
         data["passed_exact"] = answers_exact and evidence_exact
