@@ -250,3 +250,41 @@ def test_the_fence_stops_a_check_that_unpickles_a_kept_file_or_reads_a_learner_p
         learner_file.read_text()
     assert fence.refused == [str(learner_file)]
     assert learner_file.read_text() == "mine"  # outside the fence, nothing changes
+
+
+def _plain_snapshot() -> dict:
+    """A snapshot in PyTorch's documented layout whose peak is known by construction: 300 + 200 MiB live, then
+    300 freed and 120 allocated, so the peak is 500 MiB and 320 MiB stay allocated at the end."""
+    frames = [{"filename": "train.py", "line": 12, "name": "forward"}]
+    mib = 1 << 20
+    return {"device_traces": [[
+        {"action": "alloc", "addr": 0x1000, "size": 300 * mib, "stream": 0, "frames": frames},
+        {"action": "alloc", "addr": 0x9000, "size": 200 * mib, "stream": 0, "frames": frames},
+        {"action": "free_completed", "addr": 0x1000, "size": 300 * mib, "stream": 0, "frames": frames},
+        {"action": "alloc", "addr": 0x20000, "size": 120 * mib, "stream": 0, "frames": frames}]],
+        "segments": [{"device": 0, "total_size": 1 << 30, "blocks": [
+            {"size": 200 * mib, "state": "active_allocated"}, {"size": 120 * mib, "state": "active_allocated"}]}]}
+
+
+def test_the_learners_snapshot_reader_builds_plain_values_only(tmp_path, capsys) -> None:
+    """`trace memory` and 05.M1 read a snapshot with lumikit.safe_pickle: a plain one gives its known peak, one
+    naming a function is refused by name and never runs."""
+    from lumikit.checks import m05
+    from lumikit.checks.framework import CheckFailed
+    from lumikit.errors import TraceError
+    from lumikit.trace.memory import load_memory
+
+    plain = tmp_path / "snapshot.pickle"
+    plain.write_bytes(pickle.dumps(_plain_snapshot()))
+    assert load_memory(plain).peak()["bytes"] == 500 << 20
+    assert m05.check_snapshot_peak(500 << 20, str(plain))
+    for wrong_answer in (1 << 30, 500, 320 << 20):  # segments' total, MiB, what is left at the end
+        with pytest.raises(CheckFailed):
+            m05.check_snapshot_peak(wrong_answer, str(plain))
+    marker = tmp_path / "payload-ran"
+    hostile = tmp_path / "hostile.pickle"
+    hostile.write_bytes(pickle.dumps({"segments": [], "device_traces": [[_Payload(marker)]]}))
+    with pytest.raises(TraceError, match="hostile.pickle.*refused"):
+        load_memory(hostile)
+    assert main(["trace", "memory", str(hostile)]) != 0
+    assert "refused" in capsys.readouterr().err and not marker.exists()
