@@ -7,12 +7,18 @@ in an exact JSON form (:mod:`.evidence`). The instructor's copy of the check jud
 cell then says (:data:`lumikit.checks.progress.CELLS`):
 
 - ``verified``: the record claims a pass, and the instructor's check passed the recorded answers as the learner
-  (their seed, their name), with status passed;
-- ``self-reported``: a claimed pass that could not be regraded (an input with no exact form, a folder of traces);
-- ``not checked``: a terminal task that never ran where Slurm answers (and does not here either);
+  (their seed, their name), on inputs rebuilt from the seed (:mod:`.rebuilt`) or on none, with status passed;
+- ``own data``: the same, but some inputs are the learner's own measurements: consistent, not verified;
+- ``self-reported``: a claimed pass that could not be regraded (an input with no exact form, a folder of traces, a
+  file the grader never opens);
+- ``not checked``: a terminal task that never ran where Slurm answers, or terminal output pasted as text;
 - ``failed``: the latest attempt failed, and does again; ``disagrees``: the instructor's verdict is not the record's,
   or the record is not the learner's (another seed, another name) or is self-contradictory;
-- ``from solutions``: recorded while running the shipped ``solutions/``.
+- ``from solutions``: recorded while running the shipped ``solutions/``; ``unreadable``: a record that could not be
+  read or judged (the reason says why; the rest of the class is graded).
+
+No learner code runs: records are read as bounded JSON, no check gets a path in a learner's folder
+(:data:`PATH_ARGUMENTS`), and each check runs inside :func:`lumikit.checks.regrade_guard.fenced`.
 
 Every claimed pass that is not verified is listed with its reason in the CSV's ``not verified`` column.
 """
