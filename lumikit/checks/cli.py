@@ -183,7 +183,13 @@ def _progress(args: argparse.Namespace) -> int:
             from .learner import course_seed
 
             seeds = {**{name: course_seed(name, course_key) for name in folders}, **(seeds or {})}
-        grades = grade_class(folders, results, seeds, rerun_checks=args.grade, class_dir=args.class_dir)
+        solutions = None
+        if args.grade and root is not None and (root / "solutions").is_dir():
+            from .solution_runs import solution_code
+
+            solutions = solution_code(root)
+        grades = grade_class(folders, results, seeds, rerun_checks=args.grade, class_dir=args.class_dir,
+                             solutions=solutions)
         flags = class_flags(folders, results, seeds)
         named = {name: [replace(r, learner=name) for r in rows] for name, rows in results.items()}
         text = progress.class_csv(named, exercises, grades, flags)

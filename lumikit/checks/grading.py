@@ -14,7 +14,8 @@ cell then says (:data:`lumikit.checks.progress.CELLS`):
 - ``not checked``: a terminal task that never ran where Slurm answers, or terminal output pasted as text;
 - ``failed``: the latest attempt failed, and does again; ``disagrees``: the instructor's verdict is not the record's,
   or the record is not the learner's (another seed, another name) or is self-contradictory;
-- ``from solutions``: recorded while running the shipped ``solutions/``; ``unreadable``: a record that could not be
+- ``from solutions``: recorded while running the shipped ``solutions/`` (the record says so, or the learner's
+  exercise cell is the solution's code: :mod:`.solution_runs`); ``unreadable``: a record that could not be
   read or judged (the reason says why; the rest of the class is graded).
 
 No learner code runs: records are read as bounded JSON, no check gets a path in a learner's folder
@@ -43,6 +44,7 @@ from .learner import seed_digest
 from .progress import UNREADABLE, Result, read_text_safely, recorded_cell
 from .rebuilt import JOB_ARGUMENTS, REBUILT, own_inputs, pasted, rebuild
 from .regrade_guard import fenced
+from .solution_runs import solution_cells_used
 
 #: Exercises whose check needs an input that has no exact recorded form (a live object or a folder of traces):
 #: their passes stay self-reported. Every other exercise with a check is regradable.
@@ -381,12 +383,15 @@ def owner_name(path: Path) -> str | None:
 
 def grade_class(folders: Mapping[str, Path], results: Mapping[str, Sequence[Result]],
                 seeds: Mapping[str, str] | None = None, *, rerun_checks: bool = True,
-                class_dir: Path | None = None) -> dict[str, list[Grade]]:
+                class_dir: Path | None = None,
+                solutions: Mapping[str, tuple[str, ...]] | None = None) -> dict[str, list[Grade]]:
     """Learner -> the instructor's grade of every recorded result (``seeds`` overrides a learner's seed).
 
     A learner is the folder's name or the owner of their progress folder; records naming anyone else disagree.
     Without ``rerun_checks`` the records are only vetted (seed, name, status), never verified. No check reads a
-    file under ``class_dir`` (default: the folders holding the progress folders).
+    file under ``class_dir`` (default: the folders holding the progress folders). ``solutions``
+    (:func:`.solution_runs.solution_code` of the instructor's workbook) marks a claimed pass whose exercise cell in
+    the learner's notebook is the solution's code "from solutions", whatever the record says.
     """
     functions = check_functions() if rerun_checks else {}
     forbidden = [Path(class_dir)] if class_dir is not None else sorted({Path(f).parent for f in folders.values()})
@@ -399,10 +404,22 @@ def grade_class(folders: Mapping[str, Path], results: Mapping[str, Sequence[Resu
                 out[learner] = [regrade(r, seed, functions, names, forbidden) for r in rows]
             else:
                 out[learner] = [_vetted(r) for r in rows]
+            if solutions:
+                within = Path(class_dir) / learner if class_dir is not None else Path(folders[learner]).parent
+                used = set(solution_cells_used(solutions, Path(folders[learner]).parent, within))
+                out[learner] = [_from_solutions(g) if g.exercise in used else g for g in out[learner]]
         except Exception as err:  # noqa: BLE001 - one learner's folder never stops the class
             why = f"unreadable: {type(err).__name__}: {str(err)[:120]}"
             out[learner] = [Grade(r.exercise, r.status, "not regraded", UNREADABLE, why) for r in rows]
     return out
+
+
+def _from_solutions(grade: Grade) -> Grade:
+    """A claimed pass whose exercise cell is the shipped solution's code: recorded from solutions, not verified."""
+    if grade.recorded != "passed" or grade.cell in ("disagrees", UNREADABLE, "from solutions"):
+        return grade
+    return Grade(grade.exercise, grade.recorded, grade.regraded, "from solutions",
+                 "the exercise cell in the learner's notebook is the shipped solution's code")
 
 
 def _vetted(result: Result) -> Grade:

@@ -98,3 +98,32 @@ def test_the_same_written_conclusion_in_two_folders_is_flagged(monkeypatch, tmp_
     assert "11.A: copy? the same written answer as bob" in rows["ada"]["not verified"]
     assert "11.A: copy? the same written answer as ada" in rows["bob"]["not verified"]
     assert "same second" not in rows["ada"]["not verified"]
+
+
+def _notebook_with(folder, exercise_cell: str) -> None:
+    """The learner's exercises/04_watching_the_gpu.ipynb holding one filled-in exercise cell."""
+    notebook = {"cells": [{"cell_type": "code", "metadata": {"tags": ["exercise"]}, "source": exercise_cell,
+                           "outputs": [], "execution_count": 1}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (folder.parent / "exercises").mkdir()
+    (folder.parent / "exercises" / "04_watching_the_gpu.ipynb").write_text(json.dumps(notebook))
+
+
+def test_a_cell_that_is_the_shipped_solutions_code_marks_the_pass_from_solutions(monkeypatch, tmp_path,
+                                                                                 capsys) -> None:
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    class_dir = tmp_path / "class"
+    ada = _record_as(monkeypatch, class_dir, "ada", "ada-seed", at="2026-11-26T10:01:00+00:00")
+    _notebook_with(ada, "# Exercise 04.1: Which GCD?\nper_gcd = ddp_table.groupby('index')[['gpu_busy_pct', "
+                        "'sclk_mhz']].mean()\n".replace("'", '"') +
+                   'starved_gcd = int(per_gcd["gpu_busy_pct"].idxmin())   # the lowest\nprint(per_gcd.round(0).T)\n'
+                   'print("starved:",   starved_gcd)\n')
+    bob = _record_as(monkeypatch, class_dir, "bob", "bob-seed", (0.6, 0.02), at="2026-11-26T10:02:00+00:00")
+    _notebook_with(bob, '# Exercise 04.1: Which GCD?\nstarved_gcd = int(ddp_table.groupby("index")'
+                        '["gpu_busy_pct"].mean().idxmin())\n')
+    rows = _grade(class_dir, tmp_path, capsys, "--references", str(repo))
+    assert rows["ada"]["04.1"] == "from solutions"
+    assert "04.1: the exercise cell in the learner's notebook is the shipped solution's code" in \
+        rows["ada"]["not verified"]
+    assert rows["bob"]["04.1"] == "verified"
