@@ -38,11 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .evidence import Unencodable, decode, expand, fresh_folder
+from .evidence import Unencodable, decode, expand, folder_digest, fresh_folder
 from .framework import _PROBING, CheckFailed, NotChecked, check_info
 from .learner import seed_digest
 from .progress import UNREADABLE, Result, read_text_safely, recorded_cell
-from .rebuilt import JOB_ARGUMENTS, REBUILT, own_inputs, pasted, rebuild
+from .rebuilt import JOB_ARGUMENTS, REBUILT, RUN_FOLDERS, own_inputs, pasted, rebuild
 from .regrade_guard import fenced
 from .solution_runs import solution_cells_used
 
@@ -260,19 +260,21 @@ def _unencodable(values: Mapping[str, Any] | None) -> bool:
 
 
 def regrade(result: Result, seed: str, functions: Mapping[str, Callable[..., Any]] | None = None,
-            learners: Sequence[str] = (), forbidden: Sequence[Path] = ()) -> Grade:
+            learners: Sequence[str] = (), forbidden: Sequence[Path] = (), learner_root: Path | None = None) -> Grade:
     """The instructor's verdict on one recorded result, as the learner with ``seed`` (named one of ``learners``);
     the check reads nothing under ``forbidden`` (the class folder). Whatever the record holds, the verdict is a
-    grade: an error while judging it makes the cell "unreadable" with the reason."""
+    grade: an error while judging it makes the cell "unreadable" with the reason. A run folder the record hashed
+    is compared with its hash, only inside ``learner_root`` (the learner's folder)."""
     try:
-        return _regrade(result, seed, check_functions() if functions is None else functions, learners, forbidden)
+        return _regrade(result, seed, check_functions() if functions is None else functions, learners, forbidden,
+                        learner_root)
     except Exception as err:  # noqa: BLE001 - one hostile record is one cell, the class goes on
         return Grade(result.exercise, result.status, "not regraded", UNREADABLE,
                      f"unreadable: {type(err).__name__}: {str(err)[:120]}")
 
 
 def _regrade(result: Result, seed: str, functions: Mapping[str, Callable[..., Any]], learners: Sequence[str],
-             forbidden: Sequence[Path]) -> Grade:
+             forbidden: Sequence[Path], learner_root: Path | None = None) -> Grade:
     recorded = "passed" if result.ever_passed else result.status
     if result.status == UNREADABLE:
         return Grade(result.exercise, recorded, "not regraded", UNREADABLE, f"unreadable: {result.message}")
@@ -294,6 +296,8 @@ def _regrade(result: Result, seed: str, functions: Mapping[str, Callable[..., An
         return Grade(result.exercise, recorded, "not regraded", "from solutions", "recorded running solutions/")
     if func is None or not regradable(func):
         why = NOT_REGRADABLE.get(result.exercise, "no check of this workbook judges it")
+        if claimed and result.exercise in RUN_FOLDERS and learner_root is not None:
+            return _run_folder_grade(result, recorded, learner_root, why)
         return Grade(result.exercise, recorded, "not regraded", recorded_cell(result) if claimed else recorded,
                      why if claimed else "")
     if claimed:
@@ -339,6 +343,31 @@ def _regrade(result: Result, seed: str, functions: Mapping[str, Callable[..., An
                      "passes here, though recorded as not checked" if verdict == "passed" else "")
     return Grade(result.exercise, recorded, verdict, "failed" if verdict == "failed" else "disagrees",
                  "" if verdict == "failed" else "recorded as failed, passes the instructor's check")
+
+
+def _run_folder_grade(result: Result, recorded: str, learner_root: Path, why: str) -> Grade:
+    """A claimed pass on a run folder: ``own data`` when every folder it named is still the one hashed when the
+    check passed (read as bytes, inside the learner's folder, never parsed), else self-reported and why."""
+    def reported(reason: str) -> Grade:
+        return Grade(result.exercise, recorded, "not regraded", "self-reported", f"{why}; {reason}")
+
+    root = os.path.realpath(learner_root)
+    for name in RUN_FOLDERS[result.exercise]:
+        kept = result.run_folders.get(name) if isinstance(result.run_folders, Mapping) else None
+        if not isinstance(kept, Mapping) or "sha256" not in kept:
+            reason = kept.get("unhashed") if isinstance(kept, Mapping) and kept.get("unhashed") else "no hash"
+            return reported(f"{name}: the run folder was not hashed when the check passed ({str(reason)[:80]})")
+        folder = os.path.realpath(str(kept.get("path", "")))
+        if not folder.startswith(root + os.sep):
+            return reported(f"{name}: the run folder lies outside the learner's folder")
+        try:
+            now = folder_digest(Path(folder))
+        except Unencodable as err:
+            return reported(f"{name}: the run folder cannot be read now ({str(err)[:80]})")
+        if now["sha256"] != kept["sha256"]:
+            return reported(f"{name}: the run folder changed since the check passed")
+    return Grade(result.exercise, recorded, "not regraded", "own data",
+                 "own data (run folder): unchanged since the check passed, not rebuilt by the instructor")
 
 
 def _passed_grade(exercise: str, recorded: str, judged: Rerun, learners: Sequence[str]) -> Grade:
@@ -401,7 +430,8 @@ def grade_class(folders: Mapping[str, Path], results: Mapping[str, Sequence[Resu
             names = [learner] + [n for n in (owner_name(folders[learner]),) if n and n != learner]
             seed = (seeds or {}).get(learner) or learner_seed_for(folders[learner], rows, names)
             if rerun_checks:
-                out[learner] = [regrade(r, seed, functions, names, forbidden) for r in rows]
+                root = Path(class_dir) / learner if class_dir is not None else None
+                out[learner] = [regrade(r, seed, functions, names, forbidden, root) for r in rows]
             else:
                 out[learner] = [_vetted(r) for r in rows]
             if solutions:

@@ -64,6 +64,8 @@ class Result:
     from_solutions: bool = False
     path: str = ""
     passed_exact: bool = False
+    #: Argument -> the run folder it named and its digest when the check passed (:func:`.evidence.run_folders`).
+    run_folders: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def module(self) -> str:
@@ -120,7 +122,8 @@ def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswere
 
     The file honours the umask (0664 under ``umask 002``), so an instructor of the same group can read it.
     """
-    from .evidence import encode_all
+    from .evidence import encode_all, run_folders
+    from .rebuilt import RUN_FOLDERS
 
     folder = progress_dir() if folder is None else folder
     if folder is None:
@@ -160,10 +163,16 @@ def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswere
     if passed and not not_checked:
         data["passed_answers"], data["passed_evidence"] = encoded, kept
         data["passed_exact"] = answers_exact and evidence_exact
+        named = {**dict(evidence or {}), **dict(answers)}
+        folders = run_folders({n: named[n] for n in RUN_FOLDERS.get(exercise, ()) if n in named})
+        if folders:
+            data["passed_run_folders"] = folders
     elif previous.get("passed_answers") is not None:
         data["passed_answers"] = previous.get("passed_answers")
         data["passed_evidence"] = previous.get("passed_evidence")
         data["passed_exact"] = bool(previous.get("passed_exact"))
+        if isinstance(previous.get("passed_run_folders"), dict):
+            data["passed_run_folders"] = previous["passed_run_folders"]
     mode = 0o666 & ~current_umask()
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -308,7 +317,8 @@ def _read_record(path: Path, within: Path, learner: str | None) -> Result | None
                   str(data.get("message", ""))[:500], answers,
                   str(data.get("seed_digest", ""))[:64], data.get("answers_exact") is True, evidence,
                   data.get("evidence_exact") is True, passed_answers, passed_evidence,
-                  data.get("from_solutions") is True, str(path), data.get("passed_exact") is True)
+                  data.get("from_solutions") is True, str(path), data.get("passed_exact") is True,
+                  data.get("passed_run_folders") if isinstance(data.get("passed_run_folders"), dict) else {})
 
 
 def _exercise_key(exercise: str) -> tuple[int, int, int, str]:

@@ -92,3 +92,30 @@ def test_how_many_exercises_with_inputs_are_rebuilt_own_or_pasted() -> None:
     assert {"09.1", "03.1", "07.3"} <= set(kinds["own data"])
     assert {"01.T2", "08.T1", "10.S1"} <= set(kinds["pasted"])
     assert "05.M1" in kinds["never regraded"]
+
+
+def test_a_named_run_folder_is_hashed_at_check_time_and_a_change_is_not_verified(monkeypatch, tmp_path,
+                                                                                 capsys) -> None:
+    """11.A's check reads the capstone's run folder: the record keeps its hash, the grade compares it (reading the
+    files as bytes, never handing the folder to a check); an edit after the pass, or a folder elsewhere, is named."""
+    import json
+
+    from lumikit.checks.progress import record
+
+    class_dir = tmp_path / "class"
+    text = "Rank 2 waited for data: 40% of its step, 4 workers fixed it, 1.7x faster, 3 views agree."
+    for name in ("ada", "bob", "eve"):
+        folder = _as(monkeypatch, class_dir, name)
+        run = (class_dir / name if name != "eve" else tmp_path / "elsewhere") / "runs" / "before"
+        run.mkdir(parents=True)
+        (run / "result.rank0.json").write_text(json.dumps({"rank": 0, "step_s": 0.5}))
+        record("11.A", {"conclusion": text + name}, passed=True, unanswered=False, message="ok",
+               evidence={"before_dir": run})
+        kept = json.loads((folder / "11.A.json").read_text())["passed_run_folders"]["before_dir"]
+        assert kept["files"] == 1 and len(kept["sha256"]) == 64
+    (class_dir / "bob" / "runs" / "before" / "result.rank0.json").write_text('{"rank": 0, "step_s": 0.1}')
+    rows = _grade(class_dir, tmp_path, capsys)
+    assert rows["ada"]["11.A"] == "own data" and "unchanged since the check passed" in rows["ada"]["not verified"]
+    assert rows["bob"]["11.A"] == "self-reported"
+    assert "before_dir: the run folder changed since the check passed" in rows["bob"]["not verified"]
+    assert "the run folder lies outside the learner's folder" in rows["eve"]["not verified"]
