@@ -5,7 +5,7 @@ A check's inputs besides the answers (its evidence) are of four kinds:
 - **rebuilt**: data lumikit generates from the learner's seed (a trace, a counter file, step times, a log). The
   regrade builds it again as that learner and ignores the recorded copy, so a pass on it is ``verified``;
 - **the exercise's own**: an input the exercise fixes (the check's default, or a value in :data:`FIXED`); the
-  recorded value must be that one, else the input is the learner's own;
+  value in the learner's record must be that one, else the input is the learner's own;
 - **the learner's own** (any other input: their measured step times, their venv, their run's tables): the check is
   run on the recorded values, which shows they are consistent, not that they are real: the cell says ``own data``;
 - **pasted terminal output** (:data:`PASTED_OUTPUT`): nothing in it ties it to a job in Slurm's accounting, so the
@@ -92,12 +92,12 @@ JOB_ARGUMENTS: dict[str, str] = {"03.T1": "submit", "03.T2": "job_id", "04.T1": 
 
 
 def own_inputs(func: Callable[..., Any], exercise: str, answer_names: tuple[str, ...],
-               recorded: Mapping[str, Any], decoded: Mapping[str, Any]) -> list[str]:
+               kept: Mapping[str, Any], decoded: Mapping[str, Any]) -> list[str]:
     """The check's inputs in the record that are the learner's own: neither answers, rebuilt, judged by the check,
     nor the exercise's own value (its default, or :data:`FIXED`)."""
     parameters = inspect.signature(func).parameters
     own = []
-    for name in recorded:
+    for name in kept:
         if name not in parameters or name in answer_names or name in REBUILT.get(exercise, {}) \
                 or name in JUDGED.get(exercise, ()) or name in PASTED_OUTPUT.get(exercise, ()):
             continue
