@@ -119,3 +119,25 @@ def test_a_named_run_folder_is_hashed_at_check_time_and_a_change_is_not_verified
     assert rows["bob"]["11.A"] == "self-reported"
     assert "before_dir: the run folder changed since the check passed" in rows["bob"]["not verified"]
     assert "the run folder lies outside the learner's folder" in rows["eve"]["not verified"]
+
+
+def test_the_traces_of_06_are_rebuilt_from_the_seed_and_an_invented_table_fails_on_them(monkeypatch, tmp_path,
+                                                                                       capsys) -> None:
+    """06.1's kernel breakdown comes from traces generated from the learner's seed: the instructor writes them again
+    (in a private folder, inside the fence) and judges the answer on them, whatever table the record holds."""
+    from lumikit.checks import m06
+    from lumikit.checks.rebuilt import _exercise_analyzer
+
+    class_dir = tmp_path / "class"
+    _as(monkeypatch, class_dir, "ada")
+    table = _exercise_analyzer().get_kernel_breakdown()
+    mine = table[table["rank"] == 0].sort_values("total_us", ascending=False)
+    top, runner_up = str(mine["kclass"].iloc[0]), str(mine["kclass"].iloc[1])
+    m06.check_top_kernel_class(top, table, rank=0)
+    _as(monkeypatch, class_dir, "eve")  # her own table, where the runner-up class is made the largest
+    invented = table.copy()
+    invented.loc[(invented["rank"] == 0) & (invented["kclass"] == runner_up), "total_us"] = 10 * mine["total_us"].max()
+    m06.check_top_kernel_class(runner_up, invented, rank=0)
+    rows = _grade(class_dir, tmp_path, capsys)
+    assert rows["ada"]["06.1"] == "verified"
+    assert rows["eve"]["06.1"] == "disagrees" and "rebuilt from the learner's seed" in rows["eve"]["not verified"]
