@@ -209,7 +209,12 @@ def _progress(args: argparse.Namespace) -> int:
         if args.open_answers is not None:
             from .open_answers import export_markdown, of_learner
 
-            gathered = {name: of_learner(folder, args.class_dir / name) for name, folder in folders.items()}
+            gathered = {}
+            for name, folder in folders.items():
+                try:
+                    gathered[name] = of_learner(folder, args.class_dir / name)
+                except Exception as err:  # noqa: BLE001 - one learner's notebook never stops the export
+                    print(f"refused: {folder}: open answers unreadable ({type(err).__name__})", file=report)
             write_atomic(args.open_answers, export_markdown(gathered))
             print(f"wrote {args.open_answers}: open answers of {sum(1 for g in gathered.values() if g)} learner(s)",
                   file=report)

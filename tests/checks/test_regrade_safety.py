@@ -288,3 +288,13 @@ def test_the_learners_snapshot_reader_builds_plain_values_only(tmp_path, capsys)
         load_memory(hostile)
     assert main(["trace", "memory", str(hostile)]) != 0
     assert "refused" in capsys.readouterr().err and not marker.exists()
+
+
+def test_open_answers_of_a_notebook_of_nested_brackets_leave_the_export_going(monkeypatch, tmp_path, capsys) -> None:
+    folder = _learner(monkeypatch, tmp_path / "class", "ada")
+    _learner(monkeypatch, tmp_path / "class", "bob")
+    (folder.parent / "exercises").mkdir()
+    (folder.parent / "exercises" / "05_logging_and_profiling.ipynb").write_text("[" * 200_000)
+    assert main(["progress", "--class", str(tmp_path / "class"), "--csv", str(tmp_path / "g.csv"),
+                 "--open-answers", str(tmp_path / "open.md")]) == 0
+    assert (tmp_path / "open.md").exists() and "ada," in (tmp_path / "g.csv").read_text()
