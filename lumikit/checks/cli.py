@@ -162,7 +162,9 @@ def _progress(args: argparse.Namespace) -> int:
                            f"--references FULL_WORKBOOK")
     exercises = progress.workbook_exercises(root)
     if args.class_dir is not None:
-        from .grading import class_flags, grade_class, regradable_count
+        from collections import Counter
+
+        from .grading import best_cell, check_functions, class_flags, grade_class, regradable_count
 
         problems: list[str] = []
         folders = progress.learner_folders(args.class_dir, problems)
@@ -221,6 +223,10 @@ def _progress(args: argparse.Namespace) -> int:
         print(f"{can} of {total} exercises can be regraded from a record"
               + ("" if args.grade else "; add --grade to regrade them (claimed passes are self-reported until then)"),
               file=report)
+        functions = check_functions()
+        best = Counter(best_cell(e, functions[e]) for e in exercises if e in functions)
+        print("at best: " + ", ".join(f"{best[c]} {c}" for c in ("verified", "own data", "not checked",
+                                                                 "self-reported")), file=report)
         return 0
     folder = args.dir or progress.progress_dir()
     if folder is None:

@@ -8,6 +8,7 @@ decides who copied. Answers to multiple-choice and short questions are not compa
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,6 +18,7 @@ from .progress import Result
 from .rebuilt import FIXED, JUDGED, PASTED_OUTPUT, REBUILT
 
 _OWN = "the same own measurements as"
+_WORD = re.compile(r"[^\W\d_]{2,}|\d+(?:[.,]\d+)?%?")
 #: The fewest passes two learners must share to the second before they are flagged.
 SAME_SECOND_MIN = 3
 #: Free text of at least this many words, the same in two learners' records, is flagged.
@@ -39,14 +41,21 @@ def _own_evidence(result: Result) -> str | None:
     return _canonical(kept) if kept else None
 
 
+def _prose(text: str) -> bool:
+    """True for written sentences, not a command line or a script: most tokens are plain words."""
+    tokens = text.split()
+    words = [t for t in tokens if _WORD.fullmatch(t.strip(".,;:!?()\"'"))]
+    return len(words) >= MIN_TEXT_WORDS and len(words) >= 0.7 * len(tokens)
+
+
 def _free_texts(result: Result) -> list[str]:
-    """Answers of the record that are free text of :data:`MIN_TEXT_WORDS` words or more, normalised."""
+    """Answers of the record written as prose of :data:`MIN_TEXT_WORDS` words or more, normalised."""
     try:
         answers = expand(result.passed_answers if result.ever_passed else result.answers)
     except Unencodable:
         return []
-    texts = [" ".join(v.split()).lower() for v in answers.values() if isinstance(v, str)]
-    return [t for t in texts if len(t.split()) >= MIN_TEXT_WORDS]
+    texts = {" ".join(v.split()).lower() for v in answers.values() if isinstance(v, str)}
+    return sorted(t for t in texts if _prose(t))
 
 
 def copy_flags(results: Mapping[str, Sequence[Result]], seed_files: Mapping[str, str] | None = None
@@ -96,4 +105,4 @@ def copy_flags(results: Mapping[str, Sequence[Result]], seed_files: Mapping[str,
         if len(exercises) >= SAME_SECOND_MIN and len(exercises) >= 0.75 * min(passes[a], passes[b]):
             flags[a].append(f"copy? {len(exercises)} exercises first passed in the same second as {b} "
                             f"({', '.join(exercises[:5])})")
-    return dict(flags)
+    return {learner: list(dict.fromkeys(lines)) for learner, lines in flags.items()}

@@ -42,7 +42,8 @@ from .evidence import Unencodable, decode, expand, folder_digest, fresh_folder
 from .framework import _PROBING, CheckFailed, NotChecked, check_info
 from .learner import seed_digest
 from .progress import UNREADABLE, Result, read_text_safely, recorded_cell
-from .rebuilt import JOB_ARGUMENTS, REBUILT, RUN_FOLDERS, own_inputs, pasted, rebuild
+from .rebuilt import (FIXED, JOB_ARGUMENTS, JUDGED, PASTED_OUTPUT, REBUILT, RUN_FOLDERS, own_inputs, pasted,
+                      rebuild)
 from .regrade_guard import fenced
 from .solution_runs import solution_cells_used
 
@@ -121,6 +122,24 @@ def regradable_count(exercises: Sequence[str]) -> tuple[int, int]:
     """(how many of ``exercises`` can be regraded from a record, how many there are)."""
     functions = check_functions()
     return sum(1 for e in exercises if e in functions and regradable(functions[e])), len(exercises)
+
+
+def best_cell(exercise: str, func: Callable[..., Any]) -> str:
+    """The best cell a claimed pass of ``exercise`` can get: ``verified`` (no inputs besides the answers, or inputs
+    rebuilt from the seed or fixed by the exercise), ``own data`` (the learner's own inputs, or a hashed run
+    folder), ``not checked`` (pasted terminal output) or ``self-reported`` (never regraded)."""
+    info = check_info(func)
+    parameters = inspect.signature(func).parameters
+    inputs = [n for n in parameters if info is not None and n not in info.answer_names]
+    if exercise in NOT_REGRADABLE:
+        return "own data" if exercise in RUN_FOLDERS else "self-reported"
+    if exercise in PASTED_OUTPUT:
+        return "not checked"
+    fixed = {**REBUILT.get(exercise, {}), **FIXED.get(exercise, {}), **dict.fromkeys(JUDGED.get(exercise, ())),
+             **dict.fromkeys([JOB_ARGUMENTS[exercise]] if exercise in JOB_ARGUMENTS else [])}
+    if all(n in fixed or parameters[n].default is not inspect.Parameter.empty for n in inputs):
+        return "verified"
+    return "own data"
 
 
 @contextmanager

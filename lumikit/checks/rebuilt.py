@@ -93,13 +93,14 @@ JOB_ARGUMENTS: dict[str, str] = {"03.T1": "submit", "03.T2": "job_id", "04.T1": 
 
 def own_inputs(func: Callable[..., Any], exercise: str, answer_names: tuple[str, ...],
                kept: Mapping[str, Any], decoded: Mapping[str, Any]) -> list[str]:
-    """The check's inputs in the record that are the learner's own: neither answers, rebuilt, judged by the check,
-    nor the exercise's own value (its default, or :data:`FIXED`)."""
+    """The check's inputs in the record that are the learner's own: neither answers, rebuilt, judged by the check
+    or looked up in ``sacct`` (a job id), nor the exercise's own value (its default, or :data:`FIXED`)."""
     parameters = inspect.signature(func).parameters
     own = []
     for name in kept:
         if name not in parameters or name in answer_names or name in REBUILT.get(exercise, {}) \
-                or name in JUDGED.get(exercise, ()) or name in PASTED_OUTPUT.get(exercise, ()):
+                or name in JUDGED.get(exercise, ()) or name in PASTED_OUTPUT.get(exercise, ()) \
+                or name == JOB_ARGUMENTS.get(exercise):
             continue
         fixed = FIXED.get(exercise, {})
         default = parameters[name].default
