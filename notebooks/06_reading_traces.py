@@ -243,7 +243,9 @@ hta.get_comm_comp_overlap(visualize=False)
 # %% [markdown]
 # **How to read it:** HTA leaves out the last profiled step unless asked (`include_last_profiler_step=True`), and
 # `TraceAnalyzer` does the same by default (`include_last_step=True` counts it; `summary()` says which it did),
-# because the last step is often cut short when the profiler stops. HTA also rounds timestamps to whole µs and
+# because the last step is often cut short when the profiler stops. Like HTA, it also leaves out GPU work whose
+# launch call is not in the trace (kernels still running from before the profiler started), wherever it runs.
+# HTA also rounds timestamps to whole µs and
 # counts host syncs as GPU time, so its shares can differ from `get_temporal_breakdown` in detail. The story is the
 # same: rank 2 idles most and waits least. The overlap per rank agrees with `get_comm_comp_overlap` above. On ROCm traces, use HTA
 # carefully. Compute kernels on stream 0 get no iteration, so its per-step views and TraceDiff drop them.
