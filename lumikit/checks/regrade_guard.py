@@ -30,7 +30,7 @@ class Fence:
 _FENCE: ContextVar[Fence | None] = ContextVar("lumikit_regrade_fence", default=None)
 _INSTALLED = False
 #: System folders no learner can write, read by Python and its libraries (time zones, locales, /proc/self...).
-_SYSTEM = ("/usr", "/etc", "/proc", "/sys", "/lib", "/lib64", "/opt/conda", "/dev/null", "/dev/urandom",
+_SYSTEM = ("/usr", "/etc", "/proc", "/sys", "/lib", "/lib64", "/dev/null", "/dev/urandom",
            "/dev/random")
 
 

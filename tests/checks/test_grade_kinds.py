@@ -56,7 +56,8 @@ def test_invented_evidence_is_never_verified_and_own_data_and_pasted_output_say_
         assert rows[name]["09.1"] == "own data"
         assert "09.1: own data (small_files_s, one_file_s)" in rows[name]["not verified"]
     assert rows["ada"]["10.S1"] == "verified"  # nothing pasted: the job spec is judged on its own
-    assert rows["eve"]["10.S1"] == "not checked" and "pasted terminal output (jax_output)" in rows["eve"]["not verified"]
+    assert rows["eve"]["10.S1"] == "not checked"
+    assert "pasted terminal output (jax_output)" in rows["eve"]["not verified"]
     assert (rows["ada"]["verified"], rows["ada"]["own data"]) == ("2", "1")
     assert (rows["eve"]["verified"], rows["eve"]["own data"], rows["eve"]["not checked"]) == ("0", "1", "1")
     assert "own data" in CELLS
