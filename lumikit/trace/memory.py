@@ -9,8 +9,9 @@ Two sources give the same view:
   step phase of its op (autograd functions are backward, ``Optimizer.*`` optimizer, other ops forward);
 * a ``torch.cuda.memory._dump_snapshot`` pickle (``_record_memory_history`` on a GPU; PyTorch documents the format
   in ``torch.cuda.memory._snapshot``; read as plain values only, :func:`read_snapshot`): ``device_traces`` hold
-  the allocator's ``alloc`` / ``free_completed`` / ``oom`` actions with stack frames, ``segments`` the blocks still allocated at the end. The category comes from the
-  frames (autograd -> backward, torch.optim -> optimizer, a ``forward`` frame -> forward).
+  the allocator's ``alloc`` / ``free_completed`` / ``oom`` actions with stack frames, ``segments`` the blocks
+  still allocated at the end. The category comes from the frames (autograd -> backward, torch.optim ->
+  optimizer, a ``forward`` frame -> forward).
 
 Allocations made before recording started are not in either history; they show as the category ``earlier`` so
 that the total matches what the allocator reported.
