@@ -20,8 +20,10 @@ from typing import Any
 
 @dataclass
 class Fence:
-    """Where a fenced regrade may read (``allowed``), where it never may (``forbidden``, wins), what it tried."""
+    """Where a fenced regrade may read: ``trusted`` always (lumikit, Python, the evidence folder), ``forbidden``
+    never (the class folder), ``allowed`` otherwise; and what it tried that was refused."""
 
+    trusted: tuple[str, ...]
     allowed: tuple[str, ...]
     forbidden: tuple[str, ...]
     refused: list[str] = field(default_factory=list)
@@ -51,6 +53,8 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
     if not raw:
         return
     path = os.path.realpath(raw)
+    if _inside(path, fence.trusted):
+        return
     if _inside(path, fence.forbidden) or not _inside(path, fence.allowed):
         fence.refused.append(path)
         raise PermissionError(f"{raw}: the regrade opens no file outside lumikit and its own evidence folder")
@@ -63,27 +67,34 @@ def _install() -> None:
         _INSTALLED = True
 
 
-def default_allowed(evidence_folder: Path) -> tuple[str, ...]:
-    """The folders a fenced check may read: the rebuilt evidence, lumikit itself, Python's and the libraries'
-    folders (absolute ``sys.path`` entries), the instructor's home, the system folders and the local Slurm
-    cluster's configuration (to look a job up in ``sacct``)."""
+def _trusted(evidence_folder: Path) -> tuple[str, ...]:
+    """Folders read even inside the class folder (an instructor's clone may lie there): the rebuilt evidence,
+    lumikit's own package and Python's installation, none of which a learner writes."""
     import lumikit
+
+    roots = [str(evidence_folder), str(Path(lumikit.__file__).parent), sys.prefix, sys.base_prefix, sys.exec_prefix]
+    return tuple(dict.fromkeys(os.path.realpath(r) for r in roots))
+
+
+def default_allowed() -> tuple[str, ...]:
+    """The other folders a fenced check may read, outside the class folder: the libraries' folders (absolute
+    ``sys.path`` entries), the instructor's home, the system folders and the local Slurm cluster's configuration
+    (to look a job up in ``sacct``)."""
     from ..launch.terminal import SIM_DIR_DEFAULT
 
     slurm = [os.environ.get("LUMIKIT_SLURM_SIM_DIR") or SIM_DIR_DEFAULT]  # the local cluster's state (site detection)
     if os.environ.get("SLURM_CONF"):
         slurm.append(str(Path(os.environ["SLURM_CONF"]).parent))
-    roots = [str(evidence_folder), str(Path(lumikit.__file__).parent), sys.prefix, sys.base_prefix, sys.exec_prefix,
-             *(p for p in sys.path if p and os.path.isabs(p)), str(Path.home()), *_SYSTEM, *slurm]
+    roots = [*(p for p in sys.path if p and os.path.isabs(p)), str(Path.home()), *_SYSTEM, *slurm]
     return tuple(dict.fromkeys(os.path.realpath(r) for r in roots))
 
 
 @contextmanager
 def fenced(evidence_folder: Path, forbidden: Sequence[Path] = ()) -> Iterator[Fence]:
     """Run the body inside the fence; ``forbidden`` (the class folder) is refused even where it lies inside an
-    allowed folder. The :class:`Fence` yielded lists what was refused."""
+    allowed folder (not inside a trusted one). The :class:`Fence` yielded lists what was refused."""
     _install()
-    fence = Fence(default_allowed(evidence_folder), tuple(os.path.realpath(p) for p in forbidden))
+    fence = Fence(_trusted(evidence_folder), default_allowed(), tuple(os.path.realpath(p) for p in forbidden))
     token = _FENCE.set(fence)
     try:
         yield fence

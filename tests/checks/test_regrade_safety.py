@@ -298,3 +298,16 @@ def test_open_answers_of_a_notebook_of_nested_brackets_leave_the_export_going(mo
     assert main(["progress", "--class", str(tmp_path / "class"), "--csv", str(tmp_path / "g.csv"),
                  "--open-answers", str(tmp_path / "open.md")]) == 0
     assert (tmp_path / "open.md").exists() and "ada," in (tmp_path / "g.csv").read_text()
+
+
+def test_lumikit_itself_is_read_even_where_the_class_folder_holds_it(tmp_path) -> None:
+    """An instructor's clone inside the project folder: lumikit's own files stay readable inside the fence."""
+    import lumikit
+    from lumikit.checks.regrade_guard import fenced
+
+    package = Path(lumikit.__file__).parent
+    with fenced(tmp_path / "evidence", [package.parent]) as fence:
+        assert (package / "__init__.py").read_text()
+        with pytest.raises(PermissionError):
+            (package.parent / "README.md").read_text()
+    assert fence.refused == [str((package.parent / "README.md").resolve())]
