@@ -26,7 +26,7 @@ import re
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -35,6 +35,9 @@ from ..kernels import classify_kernel
 from . import runtime_names as rn
 from .columns import Columns
 from .tables import GPU_CATEGORIES, RUNTIME_CATEGORIES, _first_match, _link_by_external_id, step_columns
+
+if TYPE_CHECKING:
+    from .analyses import TraceAnalyzer
 
 #: Edge categories, with HTA's names where they mean the same; the last two carry no weight.
 CATEGORIES = ("cpu_bound", "data_loading", "gpu_compute_bound", "gpu_communication_bound",
@@ -599,6 +602,13 @@ def critical_path(ev: Columns, *, annotation: str | None = None, instance: int |
         "path_events": _ranked(graph, ev, path_arr, length, names, top),
         "what_if": results,
     }
+
+
+def analyzer_critical_path(analyzer: "TraceAnalyzer", rank: int, **options) -> dict:
+    """:func:`critical_path` of one rank of a :class:`~lumikit.trace.analyses.TraceAnalyzer`, on the same steps as
+    its other analyses (its ``include_last_step``); ``options`` as for :func:`critical_path` (``what_if=...``)."""
+    options.setdefault("include_last_step", analyzer.include_last_step)
+    return critical_path(analyzer.trace[rank].columns, **options)
 
 
 def _ranked(graph: StepGraph, ev: Columns, path: np.ndarray, length: float, names: list[str],
