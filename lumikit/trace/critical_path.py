@@ -37,6 +37,8 @@ from .columns import Columns
 from .tables import GPU_CATEGORIES, RUNTIME_CATEGORIES, _first_match, _link_by_external_id, step_columns
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .analyses import TraceAnalyzer
 
 #: Edge categories, with HTA's names where they mean the same; the last two carry no weight.
@@ -609,6 +611,27 @@ def analyzer_critical_path(analyzer: "TraceAnalyzer", rank: int, **options) -> d
     its other analyses (its ``include_last_step``); ``options`` as for :func:`critical_path` (``what_if=...``)."""
     options.setdefault("include_last_step", analyzer.include_last_step)
     return critical_path(analyzer.trace[rank].columns, **options)
+
+
+def bound_by_table(result: dict) -> "pd.DataFrame":
+    """The path's categories of a :func:`critical_path` result as a table: ``category``, ``share`` (of the path)
+    and ``path_us``, largest first."""
+    import pandas as pd
+
+    rows = [{"category": c, "share": result["bound_by"][c], "path_us": result["bound_by_us"][c]} for c in BOUND_BY]
+    return pd.DataFrame(rows).sort_values("share", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def what_if_table(result: dict) -> "pd.DataFrame":
+    """The what-ifs of a :func:`critical_path` result as a table: ``pattern``, ``factor``, ``matched_events``,
+    ``path_us`` (before), ``path_us_after`` and ``speedup_pct``, in the order asked."""
+    import pandas as pd
+
+    rows = [{"pattern": w["pattern"], "factor": w["factor"], "matched_events": w["matched_events"],
+             "path_us": result["path_us"], "path_us_after": w["path_us_after"], "speedup_pct": w["speedup_pct"]}
+            for w in result["what_if"]]
+    return pd.DataFrame(rows, columns=["pattern", "factor", "matched_events", "path_us", "path_us_after",
+                                       "speedup_pct"])
 
 
 def _ranked(graph: StepGraph, ev: Columns, path: np.ndarray, length: float, names: list[str],

@@ -34,6 +34,8 @@ from .metrics import merge_intervals, temporal_breakdown
 from .tables import RUNTIME_CATEGORIES, assign_steps, step_number
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .analyses import TraceAnalyzer
 
 #: The GPU side of a copy between host and device, as Kineto names it on CUDA and ROCm.
@@ -279,6 +281,24 @@ def idle_report(analyzer: "TraceAnalyzer", ranks: list[int] | None = None) -> di
     chosen = analyzer.ranks if ranks is None else ranks
     return {"ranks": {str(r): {str(rep.device): rep.as_dict() for rep in idle_causes(analyzer, r)} for r in chosen},
             "window": analyzer.window_note()}
+
+
+def idle_causes_table(analyzer: "TraceAnalyzer", ranks: list[int] | None = None) -> "pd.DataFrame":
+    """One row per (rank, device, cause): ``kind``, ``idle_us``, ``share`` (of that device's idle time) and
+    ``gaps`` (how many), largest first per device; the table a lesson shows."""
+    import pandas as pd
+
+    rows = []
+    for rank in analyzer.ranks if ranks is None else ranks:
+        for report in idle_causes(analyzer, rank):
+            counts: dict[str, int] = {}
+            for gap in report.gaps:
+                counts[gap["cause"]] = counts.get(gap["cause"], 0) + 1
+            for cause, us in report.causes.items():
+                rows.append({"rank": rank, "device": report.device, "cause": cause, "kind": kind_of(cause),
+                             "idle_us": _r(us), "share": _r(us / report.idle_us, 4) if report.idle_us else 0.0,
+                             "gaps": counts.get(cause, 0)})
+    return pd.DataFrame(rows, columns=["rank", "device", "cause", "kind", "idle_us", "share", "gaps"])
 
 
 def _r(value: float, digits: int = 3) -> float:
