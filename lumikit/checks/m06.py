@@ -340,7 +340,7 @@ def idle_exercise_events(seed: str | None = None) -> list[dict]:
     return sorted(events, key=lambda e: e["ts"])
 
 
-def _idle_totals(seed: str | None = None) -> dict[str, float]:
+def _idle_exercise_totals(seed: str | None = None) -> dict[str, float]:
     totals: dict[str, float] = {}
     for cause, us in idle_exercise_gaps(seed):
         totals[cause] = totals.get(cause, 0.0) + us
@@ -352,7 +352,7 @@ def _idle_pick(rule: str) -> str:
     (the longest single gap)."""
     gaps = idle_exercise_gaps()
     if rule == "time":
-        totals = _idle_totals()
+        totals = _idle_exercise_totals()
         return max(totals, key=totals.get)
     if rule == "gaps":
         counts = {c: sum(1 for g, _ in gaps if g == c) for c, _ in gaps}
@@ -362,7 +362,7 @@ def _idle_pick(rule: str) -> str:
 
 @check("06.P1",
        wrong("the cause with the most gaps, not the most time", top_cause=lambda a: _idle_pick("gaps"),
-             top_cause_us=lambda a: _idle_totals()[_idle_pick("gaps")], mentions="gaps"),
+             top_cause_us=lambda a: _idle_exercise_totals()[_idle_pick("gaps")], mentions="gaps"),
        wrong("the cause of the single longest gap", top_cause=lambda a: _idle_pick("longest"),
              top_cause_us=lambda a: max(us for _, us in idle_exercise_gaps()), mentions="longest"),
        wrong("the kind of cause, not the cause", top_cause=lambda a: _idle_pick("time").split(":")[0],
@@ -375,7 +375,7 @@ def check_top_idle_cause(top_cause: str | None, top_cause_us: float | None) -> P
     (:func:`idle_exercise_events`), as ``lumikit trace idle`` names it, and its idle time in µs."""
     expect_answer("06.P1", top_cause, "the cause with the most idle time (a `cause` as the table writes it)",
                   hint="a whole cause such as the table's `cause` column writes it.")
-    totals = _idle_totals()
+    totals = _idle_exercise_totals()
     answer = _idle_pick("time")
     if top_cause in ("sync drain", "starved", "queued"):
         raise CheckFailed("06.P1", "the cause is not right", expected=answer, found=top_cause,

@@ -17,6 +17,8 @@ import numpy as np
 from .analyses import median, quantile
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .analyses import TraceAnalyzer
 
 #: A measure: named numbers of one rank of one trace.
@@ -174,6 +176,16 @@ def trace_diff(a: "TraceAnalyzer", b: "TraceAnalyzer", rank_a: int | None = None
     return {"a": {"file": str(a.trace[ra].path), "rank": ra, "steps": analysed_steps(a, ra)},
             "b": {"file": str(b.trace[rb].path), "rank": rb, "steps": analysed_steps(b, rb)},
             "sections": out, "window": a.window_note()}
+
+
+def section_table(diff: dict, title: str) -> "pd.DataFrame":
+    """One block of a :func:`trace_diff` result as a table (``name``, ``a``, ``b``, ``change``, ``change_pct``)."""
+    import pandas as pd
+
+    for section in diff["sections"]:
+        if section["title"] == title:
+            return pd.DataFrame(section["rows"], columns=["name", "a", "b", "change", "change_pct"])
+    raise KeyError(f"no block titled {title!r}; the blocks are: {', '.join(s['title'] for s in diff['sections'])}")
 
 
 def describe_diff(diff: dict, width: int = 56) -> list[str]:

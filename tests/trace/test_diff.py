@@ -10,7 +10,7 @@ from lumikit.cli import main
 from lumikit.trace import diff as trace_diff_module
 from lumikit.trace.analyses import TraceAnalyzer
 from lumikit.trace.critical_path import analyzer_critical_path
-from lumikit.trace.diff import Section, add_section, describe_diff, trace_diff
+from lumikit.trace.diff import Section, add_section, describe_diff, section_table, trace_diff
 from lumikit.trace.synth import event, idle_causes_events, sync_chain_events, write_events
 
 
@@ -150,3 +150,5 @@ def test_the_critical_path_side_by_side_when_the_on_path_kernel_is_twice_as_fast
     before = TraceAnalyzer.from_path(a)
     (predicted,) = analyzer_critical_path(before, before.ranks[0], what_if=["K2_gemm=2"])["what_if"]
     assert predicted["path_us_after"] == per_step["path"]["b"]
+    table = section_table(diff, "critical path and its categories, per step").set_index("name")
+    assert table.loc["gpu_compute_bound", "change"] == -100 and table.loc["path", "change_pct"] == -25.6
