@@ -6,7 +6,8 @@
 # which rank has a slow data loader (never rank 0), how slow, and the model's size are chosen for you. Then it
 # loads the trace with `TraceAnalyzer`. What to find, and why it matters: where the GPU time goes, which rank holds
 # the others back and by how much (the time every other rank could save), why that rank's GPU idles, what HTA
-# says and why it can differ from lumikit, and how to cut one step out for Perfetto.
+# says and why it can differ from lumikit, how to cut one step out for Perfetto, and, on two more generated traces,
+# why the GPU waited and which change would make a step faster (only work on the critical path counts).
 
 # %%
 import lumikit.checks.m06 as checks
