@@ -4,7 +4,6 @@
 # > **Objectives.** After it you can:
 # > - split GPU time into compute, communication and idle
 # > - find a straggler rank and hidden communication in multi-rank traces
-# > - say why the GPU waited, read a step's critical path, and measure what a 2x faster kernel would save
 
 # %% [markdown]
 # # 06 · Reading traces
@@ -430,4 +429,3 @@ section_table(before_after, "critical path and its categories, per step").query(
 # - Idle time says the GPU waited; the host side says for what.
 # - Communication that overlaps computation costs nothing extra.
 # - One slow rank makes every rank's step slow.
-# - Only work on the critical path makes a step faster: predict with a what-if, then measure with a diff.
