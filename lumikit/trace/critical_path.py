@@ -487,7 +487,7 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
             graph.inferred_edges += 1
             graph.inferred[label] += 1
 
-    def recorded(r: int) -> tuple[int, str]:
+    def event_source(r: int) -> tuple[int, str]:
         """The activity an event waited on: the last one launched on the recording stream before the matching
         event record (the last record before ``r`` in this process, its thread's preferred)."""
         p, t = int(ev["pid"][r]), int(ev["tid"][r])
@@ -520,7 +520,7 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
                     gpu_to_host(streams.last_on_stream(key, ts[r]), r,
                                 f"{call}: stream = the launching thread's last stream")
         elif kind == rn.EVENT_SYNC:
-            k, how = recorded(r)
+            k, how = event_source(r)
             if k < 0:
                 k, how = streams.last_launched_by(thread, ts[r]), "no event record: the thread's last stream"
             gpu_to_host(k, r, f"{call}: event = {how}")
@@ -528,7 +528,7 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
             d = streams.next_launched_by(thread, ts[r] + dur[r])
             if d < 0:
                 continue
-            k, how = recorded(r)
+            k, how = event_source(r)
             if k < 0 or streams.stream[k] == streams.stream[d]:
                 k = streams.last_launched_by(thread, ts[r], not_stream=int(streams.stream[d]))
                 how = "no event record: the thread's last other stream"
