@@ -126,7 +126,8 @@ def test_a_copied_record_without_its_manifest_still_gets_a_card(tmp_path: Path, 
     (run / "manifest.json").unlink()
     assert main(["report", str(run)]) == 0
     out = capsys.readouterr().out
-    assert out.count("nid005001 ") == 2 and "GPU-hours: billed - (the manifest has no bill" in out
+    assert sum(line.startswith("nid005001 ") for line in out.splitlines()) == 2
+    assert "GPU-hours: billed - (the manifest has no bill" in out
     assert main(["report", str(tmp_path / "nowhere")]) == 2
     assert "is not a run folder" in capsys.readouterr().err
 

@@ -1,0 +1,149 @@
+"""Reading a node's GPU record one line at a time, in either form it was written in, and its end-state file.
+
+Lines: a header (:class:`~lumikit.smi.sessions.SessionHeader`), then samples, either compact
+(``{"t", "r", "i"?, "x"?, "pm"?, "raw"?}``, :mod:`lumikit.smi.readings`) or as the tool printed them (``{"t",
+"exit_status", "stdout"}``, records written before ``record_format`` existed). :func:`samples` yields each as
+numbers (:class:`Sample`) and never holds the file in memory, so a record of any size is read (never refused).
+
+``gpu/<node>.jsonl.end`` (written by the recorder, a fixed size, rewritten in place so that a full disk cannot
+stop it): ``{"state": "recording" | "stopped" | "disk full" | "write failed", ...}``; a record whose end file still
+says ``recording`` after the job ended was not stopped cleanly (a killed recorder).
+"""
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import LumikitError, ParseError
+from ..files import open_regular, read_bytes
+from ..smi.readings import decode, encode, energy_counters
+from ..smi.sessions import SessionHeader, _header
+
+END_SUFFIX = ".end"
+END_BYTES = 2048
+MAX_LINE_BYTES = 64 * 2**20  # far above one tool output (amd-smi metric --json of 8 GCDs: about 40 kB)
+
+Decoded = list[tuple[int, tuple[float | None, ...]]]
+
+
+@dataclass
+class Sample:
+    """One sample as numbers: seconds since the record started, the tool's exit status, per device the values
+    of :data:`lumikit.smi.readings.COLUMNS`, and the pm_counters readings taken with it (or None)."""
+
+    t: float
+    status: int | None
+    devices: Decoded
+    pm: dict[str, float] | None = None
+
+
+@dataclass
+class RecordFile:
+    """A record file opened for streaming: its header, what reading had to leave out, and its end state."""
+
+    path: Path
+    header: SessionHeader
+    site: str
+    notes: list[str] = field(default_factory=list)
+    failed: int = 0          # samples whose tool printed nothing readable (a failed call)
+    damaged: int = 0         # lines in the middle that are not a sample
+    torn: bool = False       # the last line was cut short (a killed writer)
+    first_raw: str | None = None
+    head: dict[str, Any] = field(default_factory=dict)
+
+    def samples(self) -> Iterator[Sample]:
+        """Every readable sample in file order."""
+        from ..smi.interpret import main_group
+        from ..smi.parse import parse_smi
+
+        with open_regular(self.path, "a GPU record file (RUN/gpu/<node>.jsonl)") as fh:
+            fh.readline(MAX_LINE_BYTES)  # the header, read by open_record
+            pending: bytes | None = None
+            while True:
+                line = fh.readline(MAX_LINE_BYTES)
+                if not line:
+                    break
+                if pending is not None:
+                    yield from self._sample(pending, parse_smi, main_group, last=False)
+                pending = line
+            if pending is not None:
+                yield from self._sample(pending, parse_smi, main_group, last=True)
+
+    def _sample(self, raw: bytes, parse_smi: Any, main_group: Any, last: bool) -> Iterator[Sample]:
+        if not raw.strip():
+            return
+        try:
+            rec = json.loads(raw)
+        except (ValueError, RecursionError):
+            rec = None
+        t = rec.get("t") if isinstance(rec, dict) else None
+        if not isinstance(t, (int, float)) or isinstance(t, bool) or not (isinstance(rec.get("r"), list) or
+                                                                          isinstance(rec.get("stdout"), str)):
+            if isinstance(rec, dict) and "end" in rec:
+                return  # an end line (none written today; a later writer may add one)
+            if last and not raw.endswith(b"\n"):
+                self.torn = True
+            else:
+                self.damaged += 1
+            return
+        pm = rec.get("pm") if isinstance(rec.get("pm"), dict) else None
+        if isinstance(rec.get("r"), list):
+            if self.first_raw is None and isinstance(rec.get("raw"), str):
+                self.first_raw = rec["raw"]
+            try:
+                devices = decode(rec.get("i"), rec["r"])
+            except ParseError:
+                self.damaged += 1
+                return
+            status = rec.get("x", 0)
+        else:
+            status = rec.get("exit_status")
+            if self.first_raw is None:
+                self.first_raw = rec["stdout"]
+            try:
+                snap = parse_smi(rec["stdout"], source=self.header.name, site=self.site)
+            except LumikitError:
+                self.failed += 1
+                return
+            idx, rows = encode(main_group(snap), energy_counters(rec["stdout"]))
+            devices = decode(idx, rows)
+        if not devices:
+            self.failed += 1
+            return
+        yield Sample(t=float(t), status=status if isinstance(status, int) else None, devices=devices,
+                     pm={k: float(v) for k, v in pm.items() if isinstance(v, (int, float))} if pm else None)
+
+    def end_state(self) -> dict[str, Any]:
+        """The recorder's end-state file (``{}`` where there is none: a record written before it existed)."""
+        path = Path(str(self.path) + END_SUFFIX)
+        if not path.is_file():
+            return {}
+        try:
+            data = json.loads(read_bytes(path, "a record's end file", limit=END_BYTES * 4) or b"{}")
+        except (LumikitError, ValueError, RecursionError):
+            return {"state": "unreadable"}
+        return data if isinstance(data, dict) else {"state": "unreadable"}
+
+
+def open_record(path: str | Path, site: str | None = None) -> RecordFile:
+    """Open one ``gpu/<node>.jsonl`` and read its header (a :class:`ParseError` naming it when it is none)."""
+    p = Path(path)
+    with open_regular(p, "a GPU record file (RUN/gpu/<node>.jsonl)") as fh:
+        first = fh.readline(MAX_LINE_BYTES)
+    text = first.decode("utf-8", errors="replace")
+    if not text.strip():
+        raise ParseError("an empty record file (the recorder wrote no header)", source=str(p))
+    try:
+        head = json.loads(text)
+    except (ValueError, RecursionError):
+        raise ParseError("the first line is not a JSON header", source=str(p), line_no=1, line=text[:200]) from None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        header = _header(head, p, text)
+    return RecordFile(path=p, header=header, site=site or header.site, head=head if isinstance(head, dict) else {})
+
+
+__all__ = ["END_BYTES", "END_SUFFIX", "RecordFile", "Sample", "open_record"]
