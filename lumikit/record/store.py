@@ -21,9 +21,8 @@ from ..errors import LumikitError, ParseError
 from ..files import open_regular, read_bytes
 from ..smi.readings import decode, encode, energy_counters
 from ..smi.sessions import SessionHeader, _header
+from .recorder import END_BYTES, END_SUFFIX
 
-END_SUFFIX = ".end"
-END_BYTES = 2048
 MAX_LINE_BYTES = 64 * 2**20  # far above one tool output (amd-smi metric --json of 8 GCDs: about 40 kB)
 
 Decoded = list[tuple[int, tuple[float | None, ...]]]
