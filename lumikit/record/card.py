@@ -717,5 +717,12 @@ def card_of_run(run_or_path: Any) -> ReportCard:
             continue
         if isinstance(row, dict) and "epoch_end" not in row:
             steps.append(row)
+    site = load_site(manifest.get("site") or "lumi")
+    if whole_node(manifest, site):
+        from .slurm_energy import consumed_energy
+
+        answer = consumed_energy(manifest, folder)
+        if answer is not None:
+            manifest = {**manifest, "consumed_energy": answer}
     return report_card(open_records(folder), manifest, read_markers(folder), steps, run=Path(folder).name,
                        site=manifest.get("site"))

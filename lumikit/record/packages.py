@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from ..errors import LumikitError
+
 
 @dataclass
 class NodeLayout:
@@ -39,7 +41,7 @@ def whole_node(manifest: Mapping[str, Any], site: Any) -> bool:
     try:
         if spec.get("partition") and site.partition(spec["partition"]).exclusive:
             return True
-    except Exception:  # an unknown partition name: not known to be exclusive
+    except LumikitError:  # an unknown partition name: not known to be exclusive
         pass
     gpn = spec.get("gpus_per_node")
     return isinstance(gpn, int) and gpn >= site.node.gcd_count
