@@ -63,8 +63,9 @@ def layout(devices: Sequence[int], site: Any, job_gpus: Sequence[int] = (), job_
             out.how = "the tool shows every GCD of the node"
         elif job_gpus and len(job_gpus) == len(devs) and set(job_gpus) <= set(site_pkg):
             out.gcd = dict(zip(devs, sorted(job_gpus)))
-            out.how = (f"the tool shows the job's {len(devs)} GCD(s), numbered in order: device i is GCD "
-                       f"{'/'.join(map(str, sorted(job_gpus)))}[i] ({job_gpus_from})")
+            out.how = (f"the tool shows the job's {len(devs)} GCD(s), numbered in order: devices "
+                       f"{','.join(map(str, devs))} are GCDs {','.join(map(str, sorted(job_gpus)))} "
+                       f"({job_gpus_from})")
         else:
             out.gcd = {d: d for d in devs}
             out.how = ("assumed: the tool's device numbers are the node's GCD numbers (the record does not say "
