@@ -299,7 +299,11 @@ def session_samples(session: Session, site: str) -> Iterator[Sample]:
         except LumikitError:
             continue
         idx, rows = encode(main_group(snap), energy_counters(text))
-        yield Sample(fr.t, fr.exit_status, decode(idx, rows))
+        pm = None
+        if text.startswith('{"cards"') and '"pm"' in text:  # an Omnistat frame with the vendor counters
+            got = json.loads(text).get("pm")
+            pm = {k: float(v) for k, v in got.items() if _finite(v)} if isinstance(got, dict) else None
+        yield Sample(fr.t, fr.exit_status, decode(idx, rows), pm)
 
 
 def _node_input(node: str, src: Any, site: str) -> NodeInput:
