@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import math
 from array import array
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..site import PowerThresholds
 from ..smi.interpret import interpret
-from ..smi.model import Snapshot
-from ..smi.readings import COLUMNS, to_devices
+import numpy as np
+
+from ..smi.model import DeviceReading, Snapshot
+from ..smi.readings import COLUMNS
 from .integrate import Running
-from .packages import NodeLayout, package_power
-from .store import Sample
+from .packages import NodeLayout
+from .store import Chunk
 
 BUSY, POWER, SCLK, MCLK, TEMP, VPCT, VMIB, ENERGY = range(len(COLUMNS))
 #: What hardware can print, per column; a value outside is damage and is left out (and counted).
@@ -48,7 +50,7 @@ class GcdAcc:
 class PackageAcc:
     power: list[float] = field(default_factory=lambda: [0.0, 0, -math.inf])
     energy: Running | None = None
-    counter_prev: float | None = None
+    counter_prev: float = math.nan
     counter_segments: int = 0
 
 
@@ -73,125 +75,151 @@ class NodeSummary:
     cover: Running | None = None  # fed at every sample: the window's edges and gaps
 
 
-def _add(acc: list[float], v: float) -> None:
-    acc[0] += v
-    acc[1] += 1
-    if v > acc[2]:
-        acc[2] = v
-
-
 def mean_max(acc: list[float]) -> tuple[float | None, float | None]:
     return (acc[0] / acc[1], acc[2]) if acc[1] else (None, None)
 
 
-def summarise(samples: Iterable[Sample], layout_of: Any, th: PowerThresholds, window: tuple[float, float],
-              interval: float) -> NodeSummary:
-    """One pass over ``samples``; ``layout_of(device numbers)`` gives the node's :class:`NodeLayout` at the first
-    sample; ``window`` is the job's (start, end) on the record's clock (``end`` may be ``inf``: not known)."""
+def summarise(chunks: Iterable[Chunk], layout_of: Any, th: PowerThresholds, window: tuple[float, float],
+              interval: float, expected: int = 0) -> NodeSummary:
+    """One pass over a node's sample blocks; ``layout_of(device numbers)`` gives the node's :class:`NodeLayout`
+    at the first block; ``window`` is the job's (start, end) on the record's clock (``end`` may be ``inf``);
+    ``expected``: about how many samples there are (the findings then judge every k-th from the start)."""
     out = NodeSummary()
+    out.stride = max(1, -(-expected // FINDING_SAMPLES))
     start, end = window
-    low_w = (th.idle_below_w + th.one_gcd_busy_w) / 2
-    prev_t = -math.inf
     out.cover = Running(start, end, interval)
-    for s in samples:
-        if s.t <= prev_t:
-            _drop(out, "samples whose time does not move forward (a clock stepped back)", s.t)
+    max_t = -math.inf
+    for ch in chunks:
+        ts = np.asarray(ch.ts, dtype=float)
+        vals = ch.array()
+        ahead = np.maximum.accumulate(np.concatenate(([max_t], ts)))[:-1]
+        keep = ts > ahead
+        if not keep.all():
+            _drop(out, "samples whose time does not move forward (a clock stepped back)", float(ts[~keep][0]),
+                  int((~keep).sum()))
+            ts, vals = ts[keep], vals[keep]
+        if not len(ts):
             continue
-        prev_t = s.t
-        rows = {i: _clean(out, vals) for i, vals in s.devices}
+        max_t = max(max_t, float(ts[-1]))
+        _clean(out, vals)
         if out.layout is None:
-            out.layout = layout_of(sorted(rows))
-        lay = out.layout
-        out.samples += 1
-        out.cover.add(s.t, 0.0)
-        if out.first_t is None:
-            out.first_t = s.t
-        out.last_t = s.t
-        if s.pm:
-            out.first_pm = out.first_pm or s.pm
-            out.last_pm = s.pm
-        power = {i: v[POWER] for i, v in rows.items()}
-        pkg_w: dict[int, float | None] = {}
-        node_w = 0.0
-        seen_w = False
-        for p, members in lay.members.items():
-            w = package_power(power, members)
-            pkg_w[p] = w
-            pacc = out.packages.setdefault(p, PackageAcc())
-            if pacc.energy is None:
-                pacc.energy = Running(start, end, interval)
-            if w is None:
-                continue
-            seen_w, node_w = True, node_w + w
-            _add(pacc.power, w)
-            counters = [rows[d][ENERGY] for d in members if d in rows]
-            counter = sum(c for c in counters if c is not None) if any(c is not None for c in counters) else None
-            increase = None
-            if counter is not None and pacc.counter_prev is not None:
-                inc = counter - pacc.counter_prev
-                dt = s.t - (pacc.energy._prev[0] if pacc.energy._prev else s.t)
-                if 0 <= inc <= MAX_PACKAGE_W * max(dt, 0.0):
-                    increase = inc
-                else:
-                    out.counter_resets += 1
-            pacc.counter_prev = counter
-            pacc.energy.add(s.t, w, increase)
-        out.times.append(s.t)
-        out.power.append(node_w if seen_w else math.nan)
-        for i, v in rows.items():
-            g = out.gcds.setdefault(i, GcdAcc())
-            if g.computing is None:
-                g.computing = Running(start, end, interval)
-            g.n += 1
-            busy = v[BUSY]
-            if busy is not None:
-                _add(g.busy, busy)
-            if v[SCLK] is not None:
-                _add(g.sclk, v[SCLK])
-            if v[POWER] is not None:
-                _add(g.own_power, v[POWER])
-            gib = v[VMIB] * GIB_PER_MIB if v[VMIB] is not None else None
-            if gib is not None and (g.vram_gib is None or gib > g.vram_gib):
-                g.vram_gib = gib
-            if v[VPCT] is not None and (g.vram_pct is None or v[VPCT] > g.vram_pct):
-                g.vram_pct = v[VPCT]
-            if busy is not None:
-                w = pkg_w.get(lay.package.get(i, -1)) if i in lay.package else v[POWER]
-                computing = busy >= th.busy_pct and (w is None or w >= low_w)
-                g.computing.add(s.t, 1.0 if computing else 0.0)
-        _keep(out, rows, lay)
+            out.layout = layout_of(list(ch.indices))
+        _block(out, ts, vals, list(ch.indices), th, start, end, interval)
+        for t, pm in ch.pm:
+            out.first_pm = out.first_pm or pm
+            out.last_pm = pm
     return out
 
 
-def _clean(out: NodeSummary, vals: tuple[float | None, ...]) -> tuple[float | None, ...]:
-    if all(v is None or lo <= v <= hi for v, (lo, hi) in zip(vals, PLAUSIBLE)):
-        return vals
-    clean = []
-    for name, v, (lo, hi) in zip(COLUMNS, vals, PLAUSIBLE):
-        if v is not None and not lo <= v <= hi:
-            _drop(out, f"{name} readings outside {lo:g}..{hi:g}", v)
-            v = None
-        clean.append(v)
-    return tuple(clean)
+def _block(out: NodeSummary, ts: np.ndarray, vals: np.ndarray, indices: list[int], th: PowerThresholds,
+           start: float, end: float, interval: float) -> None:
+    """Add one block of samples (``vals``: samples x devices x COLUMNS, NaN for no reading)."""
+    lay = out.layout or NodeLayout()
+    n = len(ts)
+    first_index = out.samples
+    out.samples += n
+    out.first_t = out.first_t if out.first_t is not None else float(ts[0])
+    out.last_t = float(ts[-1])
+    out.cover.feed(ts, np.zeros(n))
+    pos = {d: k for k, d in enumerate(indices)}
+    low_w = (th.idle_below_w + th.one_gcd_busy_w) / 2
+    pkg_w: dict[int, np.ndarray] = {}
+    for p, members in lay.members.items():
+        ks = [pos[m] for m in members if m in pos]
+        if not ks:
+            continue
+        watts = vals[:, ks, POWER]
+        positive = np.where(watts > 0, watts, np.nan)
+        read = ~np.isnan(positive).all(axis=1)
+        w = np.where(read, np.nansum(positive, axis=1), np.nan)
+        pkg_w[p] = w
+        pacc = out.packages.setdefault(p, PackageAcc())
+        if pacc.energy is None:
+            pacc.energy = Running(start, end, interval)
+        if not read.any():
+            continue
+        _stats(pacc.power, w[read])
+        counters = vals[:, ks, ENERGY][read]
+        has = ~np.isnan(counters).all(axis=1)
+        counter = np.where(has, np.nansum(counters, axis=1), np.nan)
+        tt = ts[read]
+        prev_t = pacc.energy._prev[0] if pacc.energy._prev is not None else np.nan
+        inc = np.diff(np.concatenate(([pacc.counter_prev], counter)))
+        dt = np.diff(np.concatenate(([prev_t], tt)))
+        ok = (inc >= 0) & (inc <= MAX_PACKAGE_W * dt)
+        out.counter_resets += int((~np.isnan(inc) & ~ok).sum())
+        pacc.counter_prev = float(counter[-1])
+        pacc.energy.feed(tt, w[read], np.where(ok, inc, np.nan))
+    if pkg_w:
+        stacked = np.vstack(list(pkg_w.values()))
+        node = np.where(np.isnan(stacked).all(axis=0), np.nan, np.nansum(stacked, axis=0))
+    else:
+        node = np.full(n, np.nan)
+    out.times.extend(ts.tolist())
+    out.power.extend(node.tolist())
+    for k, d in enumerate(indices):
+        g = out.gcds.setdefault(d, GcdAcc())
+        if g.computing is None:
+            g.computing = Running(start, end, interval)
+        g.n += n
+        col = vals[:, k, :]
+        busy = col[:, BUSY]
+        _stats(g.busy, busy[~np.isnan(busy)])
+        _stats(g.sclk, col[:, SCLK][~np.isnan(col[:, SCLK])])
+        _stats(g.own_power, col[:, POWER][~np.isnan(col[:, POWER])])
+        mib = col[:, VMIB][~np.isnan(col[:, VMIB])]
+        if len(mib):
+            g.vram_gib = max(g.vram_gib or 0.0, float(mib.max()) * GIB_PER_MIB)
+        pct = col[:, VPCT][~np.isnan(col[:, VPCT])]
+        if len(pct):
+            g.vram_pct = max(g.vram_pct or 0.0, float(pct.max()))
+        w = pkg_w.get(lay.package[d]) if d in lay.package and lay.package[d] in pkg_w else col[:, POWER]
+        known = ~np.isnan(busy)
+        computing = (busy >= th.busy_pct) & (np.isnan(w) | (w >= low_w))
+        g.computing.feed(ts[known], computing[known].astype(float))
+    for j in range(n):
+        if (first_index + j) % out.stride == 0:
+            _keep(out, vals[j], indices, lay)
 
 
-def _drop(out: NodeSummary, what: str, example: Any) -> None:
+def _stats(acc: list[float], values: np.ndarray) -> None:
+    if len(values):
+        acc[0] += float(values.sum())
+        acc[1] += len(values)
+        acc[2] = max(acc[2], float(values.max()))
+
+
+def _clean(out: NodeSummary, vals: np.ndarray) -> None:
+    """Values outside what hardware can print become NaN, counted per column."""
+    for c, (name, (lo, hi)) in enumerate(zip(COLUMNS, PLAUSIBLE)):
+        col = vals[..., c]
+        with np.errstate(invalid="ignore"):
+            bad = (col < lo) | (col > hi)
+        if bad.any():
+            _drop(out, f"{name} readings outside {lo:g}..{hi:g}", float(col[bad][0]), int(bad.sum()))
+            col[bad] = np.nan
+
+
+def _drop(out: NodeSummary, what: str, example: Any, count: int = 1) -> None:
     entry = out.dropped.setdefault(what, [0, example])
-    entry[0] += 1
+    entry[0] += count
 
 
-def _keep(out: NodeSummary, rows: dict[int, tuple[float | None, ...]], lay: NodeLayout) -> None:
-    """Keep every ``stride``-th sample as a snapshot for the findings, halving them when there are too many."""
-    if (out.samples - 1) % out.stride:
-        return
+def _keep(out: NodeSummary, row: np.ndarray, indices: list[int], lay: NodeLayout) -> None:
+    """Keep a sample as a snapshot for the findings, halving the kept ones when there are too many."""
+    values = [[None if v != v else v for v in dev] for dev in row.tolist()]  # NaN -> None
+    power = {d: values[k][POWER] for k, d in enumerate(indices)}
     devices = []
-    for d in to_devices(sorted(rows.items())):
-        pkg = lay.package.get(d.index)
+    for k, d in enumerate(indices):
+        busy, watts, sclk, mclk, temp, vpct, mib, _ = values[k]
+        pkg = lay.package.get(d)
         members = lay.members.get(pkg, []) if pkg is not None else []
-        reads = [m for m in members if (rows[m][POWER] or 0) > 0]
+        reads = [m for m in members if (power.get(m) or 0) > 0]
         # an MI250X's second GCD prints 0 W: its package power is on the other one (interpret expects None)
-        power = d.power_w if d.index in reads or not reads else None
-        devices.append(replace(d, package=pkg if len(members) > 1 else None, power_w=power))
+        devices.append(DeviceReading(index=d, gpu_busy_pct=busy, power_w=watts if d in reads or not reads else None,
+                                     sclk_mhz=sclk, mclk_mhz=mclk, temp_c=temp, vram_pct=vpct,
+                                     vram_used_bytes=int(mib * 2**20) if mib is not None else None,
+                                     package=pkg if len(members) > 1 else None))
     out.kept.append(Snapshot(devices=tuple(devices), format="record"))
     if len(out.kept) > 2 * FINDING_SAMPLES:
         out.kept = out.kept[::2]

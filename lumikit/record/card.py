@@ -35,7 +35,7 @@ from .accumulate import NodeSummary, findings, mean_max, runnings, summarise
 from .integrate import GAP_INTERVALS, trapezoid_window
 from .packages import NodeLayout, layout, whole_node
 from .recorder import GPU_DIR
-from .store import Sample
+from .store import Chunk, Sample, chunks_of
 
 GIB = 2**30
 J_PER_KWH = 3.6e6
@@ -274,14 +274,15 @@ def _finite(x: object) -> bool:
 
 @dataclass
 class NodeInput:
-    """One node's record as the card reads it: header, samples (read once), notes known up front, end state."""
+    """One node's record as the card reads it: header, sample blocks (read once), notes known up front, end state."""
 
     header: SessionHeader
-    samples: Iterable[Sample]
+    samples: Iterable[Chunk]
     notes: list[str]
     end_state: dict[str, Any]
     pm_start: dict[str, float] | None
     after: Any = None  # called after the samples were read: more notes (what a record file had to leave out)
+    expected: int = 0  # about how many samples (the findings judge every k-th of a long record)
 
 
 def session_samples(session: Session, site: str) -> Iterator[Sample]:
@@ -312,7 +313,8 @@ def _node_input(node: str, src: Any, site: str) -> NodeInput:
         notes = list(src.notes)
         after = (lambda: [f"{bad} sample(s) the tool printed nothing readable for (a failed call) were left out"]
                  if bad else [])
-        return NodeInput(src.header, session_samples(src, site), notes, {}, None, after)
+        return NodeInput(src.header, chunks_of(session_samples(src, site)), notes, {}, None, after,
+                         len(src.frames))
     rf = src  # a lumikit.record.store.RecordFile
 
     def after() -> list[str]:
@@ -327,7 +329,8 @@ def _node_input(node: str, src: Any, site: str) -> NodeInput:
         return out
 
     pm = rf.head.get("pm_start")
-    return NodeInput(rf.header, rf.samples(), [], rf.end_state(), pm if isinstance(pm, dict) else None, after)
+    return NodeInput(rf.header, rf.chunks(), [], rf.end_state(), pm if isinstance(pm, dict) else None, after,
+                     rf.estimate())
 
 
 FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED")
@@ -415,7 +418,7 @@ def _summarise(inp: NodeInput, site_obj: Any, whole: bool, job_start: float | No
     a = job_start - started if job_start is not None and started is not None else 0.0
     b = job_end - started if job_end is not None and started is not None else math.inf
     summ = summarise(inp.samples, lambda devs: layout(devs, site_obj, h.job_gpus, h.job_gpus_from, whole),
-                     site_obj.power, (a, b), h.interval_s)
+                     site_obj.power, (a, b), h.interval_s, inp.expected)
     if b == math.inf:
         b = max(a, summ.last_t if summ.last_t is not None else a)
         for r in runnings(summ):

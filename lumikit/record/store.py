@@ -12,14 +12,15 @@ says ``recording`` after the job ended was not stopped cleanly (a killed recorde
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from ..errors import LumikitError, ParseError
 from ..files import open_regular, read_bytes
-from ..smi.readings import decode, encode, energy_counters
+from ..smi.readings import COLUMNS, decode, encode, energy_counters
 from ..smi.sessions import SessionHeader, _header
 from .recorder import END_BYTES, END_SUFFIX
 
@@ -37,6 +38,62 @@ class Sample:
     status: int | None
     devices: Decoded
     pm: dict[str, float] | None = None
+
+
+@dataclass
+class Chunk:
+    """A block of consecutive samples with the same devices, as lists ready for one ``numpy.array`` call: times,
+    device numbers, per sample per device the :data:`~lumikit.smi.readings.COLUMNS` values (None: not printed),
+    and the pm_counters readings taken with them."""
+
+    ts: list[float] = field(default_factory=list)
+    indices: tuple[int, ...] = ()
+    rows: list[list[list[Any]]] = field(default_factory=list)
+    pm: list[tuple[float, dict[str, float]]] = field(default_factory=list)
+
+
+    def array(self) -> Any:
+        """The values as a samples x devices x COLUMNS float array (NaN: not printed): at once where every row is
+        complete, else row by row (a short row padded, a value that is not a number read as none)."""
+        import numpy as np
+
+        try:
+            vals = np.array(self.rows, dtype=float)
+            if vals.ndim == 3 and vals.shape[2] == _WIDTH:
+                return vals
+        except (TypeError, ValueError):
+            pass
+        try:  # rows whose trailing values were not printed (the recorder leaves them out)
+            pad = [None] * _WIDTH
+            vals = np.array([[row[:_WIDTH] + pad[len(row):] for row in rows] for rows in self.rows], dtype=float)
+            if vals.ndim == 3:
+                return vals
+        except (TypeError, ValueError):
+            pass
+        return np.array([[v for _, v in decode(self.indices, [row if isinstance(row, list) else [] for row in rows])]
+                         for rows in self.rows], dtype=float).reshape(len(self.rows), len(self.indices), _WIDTH)
+
+
+CHUNK = 4096
+_WIDTH = len(COLUMNS)
+_RANGES = [tuple(range(n)) for n in range(65)]
+
+
+def chunks_of(samples: Iterable[Sample], size: int = CHUNK) -> Iterator[Chunk]:
+    """Samples grouped into :class:`Chunk` blocks (a new block where the devices change)."""
+    chunk = Chunk()
+    for s in samples:
+        indices = tuple(i for i, _ in s.devices)
+        if chunk.ts and (indices != chunk.indices or len(chunk.ts) >= size):
+            yield chunk
+            chunk = Chunk()
+        chunk.indices = indices
+        chunk.ts.append(s.t)
+        chunk.rows.append([list(v) for _, v in s.devices])
+        if s.pm:
+            chunk.pm.append((s.t, s.pm))
+    if chunk.ts:
+        yield chunk
 
 
 @dataclass
@@ -70,6 +127,64 @@ class RecordFile:
                 pending = line
             if pending is not None:
                 yield from self._sample(pending, parse_smi, main_group, last=True)
+
+    def chunks(self, size: int = CHUNK) -> Iterator[Chunk]:
+        """The samples in :class:`Chunk` blocks: compact lines go straight into lists (no per-sample objects), the
+        tool's own output is parsed first (records written before the compact format)."""
+        with open_regular(self.path, "a GPU record file (RUN/gpu/<node>.jsonl)") as fh:
+            fh.readline(MAX_LINE_BYTES)  # the header, read by open_record
+            chunk = Chunk()
+            line = fh.readline(MAX_LINE_BYTES)
+            while line:
+                following = fh.readline(MAX_LINE_BYTES)
+                got = self._compact(line, last=not following)
+                if got is None:
+                    got = next(iter(self._sample_of(line, last=not following)), None)
+                    if got is not None:
+                        got = (got.t, tuple(i for i, _ in got.devices), [list(v) for _, v in got.devices], got.pm)
+                if got is not None:
+                    t, indices, rows, pm = got
+                    if chunk.ts and (indices != chunk.indices or len(chunk.ts) >= size):
+                        yield chunk
+                        chunk = Chunk()
+                    chunk.indices = indices
+                    chunk.ts.append(t)
+                    chunk.rows.append(rows)
+                    if pm:
+                        chunk.pm.append((t, pm))
+                line = following
+            if chunk.ts:
+                yield chunk
+
+    def _compact(self, raw: bytes, last: bool) -> tuple[float, tuple[int, ...], list[list[Any]], Any] | None:
+        """A compact line as (t, devices, padded rows, pm); None for anything else (then read the slow way)."""
+        try:
+            rec = json.loads(raw)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(rec, dict):
+            return None
+        r, t = rec.get("r"), rec.get("t")
+        if not isinstance(r, list) or not r or isinstance(t, bool) or not isinstance(t, (int, float)):
+            return None
+        idx = rec.get("i")
+        indices = _RANGES[len(r)] if idx is None and len(r) < len(_RANGES) else \
+            tuple(idx) if isinstance(idx, list) else tuple(range(len(r))) if idx is None else ()
+        if len(indices) != len(r) or (idx is not None and not all(type(i) is int for i in indices)):
+            return None
+        rows = r  # numpy checks the values (rows of other lengths or non-numbers: see Chunk.array)
+        if self.first_raw is None and isinstance(rec.get("raw"), str):
+            self.first_raw = rec["raw"]
+        pm = rec.get("pm")
+        pm = {k: float(v) for k, v in pm.items() if isinstance(v, (int, float)) and not isinstance(v, bool)} \
+            if isinstance(pm, dict) else None
+        return float(t), indices, rows, pm
+
+    def _sample_of(self, raw: bytes, last: bool) -> Iterator[Sample]:
+        from ..smi.interpret import main_group
+        from ..smi.parse import parse_smi
+
+        return self._sample(raw, parse_smi, main_group, last=last)
 
     def _sample(self, raw: bytes, parse_smi: Any, main_group: Any, last: bool) -> Iterator[Sample]:
         if not raw.strip():
@@ -115,6 +230,17 @@ class RecordFile:
         yield Sample(t=float(t), status=status if isinstance(status, int) else None, devices=devices,
                      pm={k: float(v) for k, v in pm.items() if isinstance(v, (int, float))} if pm else None)
 
+    def estimate(self) -> int:
+        """About how many samples the file holds (its size over the length of its first lines)."""
+        try:
+            with open_regular(self.path, "a GPU record file") as fh:
+                head = fh.read(1 << 16)
+                size = os.fstat(fh.fileno()).st_size
+        except (LumikitError, OSError):
+            return 0
+        lines = max(1, head.count(b"\n") - 1)
+        return int(size / max(1, len(head) / (lines + 1)))
+
     def end_state(self) -> dict[str, Any]:
         """The recorder's end-state file (``{}`` where there is none: a record written before it existed)."""
         path = Path(str(self.path) + END_SUFFIX)
@@ -145,4 +271,4 @@ def open_record(path: str | Path, site: str | None = None) -> RecordFile:
     return RecordFile(path=p, header=header, site=site or header.site, head=head if isinstance(head, dict) else {})
 
 
-__all__ = ["END_BYTES", "END_SUFFIX", "RecordFile", "Sample", "open_record"]
+__all__ = ["CHUNK", "Chunk", "END_BYTES", "END_SUFFIX", "RecordFile", "Sample", "chunks_of", "open_record"]

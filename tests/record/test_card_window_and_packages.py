@@ -249,3 +249,10 @@ def test_a_full_disk_cuts_the_record_short_and_the_card_says_so(tmp_path: Path, 
     assert end["state"] == "disk full" and end["samples"] == 2 and "No space left" in end["why"]
     flags = card_of_run(tmp_path).nodes["n1"]["flags"]
     assert flags[0].startswith("the record was cut short by a full disk after 2 samples")
+
+
+def test_a_value_that_is_not_a_number_reads_as_no_reading(tmp_path: Path):
+    write_record(tmp_path, "n1", [(0.0, BUSY), (2.0, [["busy", 300], [0, 0]]), (4.0, [[100, 300, 1700], [0]])])
+    row0 = next(r for r in card_of_run(tmp_path).rows if r.gcd == 0)
+    assert row0.samples == 3 and row0.busy_mean_pct == 100 and row0.sclk_max_mhz == 1700
+    assert row0.energy_j == pytest.approx(300 * 4)
