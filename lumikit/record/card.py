@@ -686,7 +686,8 @@ def _why_absent(headers: Mapping[str, SessionHeader], manifest: Mapping[str, Any
     if plan is None:
         return ("this run was launched before lumikit recorded GPUs (its manifest has no gpu_record); launch it "
                 "again to get one")
-    return "the job wrote no gpu/<node>.jsonl (did it start? see `lumikit tail RUN`)"
+    return ("the job wrote no gpu/<node>.jsonl (did it start? the recorder's own output is in "
+            "gpu/recorder-node*.log; see also `lumikit tail RUN`)")
 
 
 def open_records(folder: Path, site: str | None = None) -> dict[str, Any]:
@@ -731,5 +732,25 @@ def card_of_run(run_or_path: Any) -> ReportCard:
         answer = consumed_energy(manifest, folder)
         if answer is not None:
             manifest = {**manifest, "consumed_energy": answer}
-    return report_card(open_records(folder), manifest, read_markers(folder), steps, run=Path(folder).name,
+    card = report_card(open_records(folder), manifest, read_markers(folder), steps, run=Path(folder).name,
                        site=manifest.get("site"))
+    logs = recorder_logs(folder)
+    if card.absent and logs:
+        card.absent += "".join(f"\n  {name} (last lines):\n" + "\n".join(f"    {line}" for line in lines)
+                               for name, lines in logs.items())
+    return card
+
+
+def recorder_logs(folder: Path, last: int = 8) -> dict[str, list[str]]:
+    """``{"gpu/recorder-node0.log": its last lines}``: what each node's recorder step printed (its errors, e.g.
+    ``No module named 'lumikit'`` where the job's Python lacks it), control characters escaped."""
+    from ..text import printable
+    from . import read_capped
+
+    gpu = folder / GPU_DIR
+    out = {}
+    for path in sorted(gpu.glob("recorder-node*.log")) if gpu.is_dir() else ():
+        text = read_capped(path)
+        lines = [printable(line) for line in text.splitlines() if line.strip()][-last:]
+        out[f"{GPU_DIR}/{path.name}"] = lines or ["(empty)"]
+    return out

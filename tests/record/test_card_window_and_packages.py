@@ -256,3 +256,14 @@ def test_a_value_that_is_not_a_number_reads_as_no_reading(tmp_path: Path):
     row0 = next(r for r in card_of_run(tmp_path).rows if r.gcd == 0)
     assert row0.samples == 3 and row0.busy_mean_pct == 100 and row0.sclk_max_mhz == 1700
     assert row0.energy_j == pytest.approx(300 * 4)
+
+
+def test_a_missing_record_names_the_recorders_log_and_shows_its_last_lines(tmp_path: Path):
+    folder = RunFolder.create("nolog", tmp_path)
+    folder.update(site="lumi", gpu_record={"enabled": True, "interval_s": 2.0}, state="COMPLETED")
+    (folder.path / "gpu").mkdir()
+    (folder.path / "gpu" / "recorder-node0.log").write_text(
+        "Traceback (most recent call last):\n  ...\nModuleNotFoundError: No module named 'lumikit'\x1b[2J\n")
+    text = card_of_run(folder.path).text()
+    assert "gpu/recorder-node*.log" in text and "gpu/recorder-node0.log (last lines):" in text
+    assert "    ModuleNotFoundError: No module named 'lumikit'\\x1b[2J" in text  # the escape is shown, not run
