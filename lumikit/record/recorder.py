@@ -151,6 +151,7 @@ class Recorder:
         self.pm_every = max(1, round(PM_EVERY_S / self.interval))
         self.ended: str | None = None  # why writing stopped ("disk full", "write failed"), None while it goes on
         self._raw_kept = False
+        self._e0: dict[int, float] | None = None  # the tool's energy counters at the first sample
         self._fd = -1
         self._end_path = Path(str(self.path) + END_SUFFIX)
         self._end_fd = os.open(self._end_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -211,7 +212,12 @@ class Recorder:
         except LumikitError:
             line.update(exit_status=status, stdout=out, tool=self.argv[0])
         else:
-            indices, rows = encode(main_group(snap), energy_counters(out))
+            energies = energy_counters(out)
+            if energies and self._e0 is None:  # counters run from the driver's start: keep them small
+                self._e0 = dict(energies)
+                line["e0"] = energies
+            indices, rows = encode(main_group(snap), {g: j - (self._e0 or {}).get(g, 0.0)
+                                                      for g, j in energies.items()})
             line["r"] = rows
             if indices is not None:
                 line["i"] = indices

@@ -4,7 +4,8 @@ A record line holds ``"r": [[busy %, W, sclk MHz, mclk MHz, °C, VRAM %, VRAM Mi
 device, in :data:`COLUMNS` order; ``null`` where the tool printed nothing, trailing ``null``\\ s left out) and
 ``"i"`` (the device numbers) where they are not 0, 1, 2, ... A line of 8 GCDs is about 300 bytes where the
 tool's own ``amd-smi metric --json`` is about 40 kB: a week at 2 s stays under 100 MB. The energy column is the
-tool's own counter (``amd-smi``'s ``energy.total_energy_consumption``) where it prints one.
+tool's own counter (``amd-smi``'s ``energy.total_energy_consumption``) where it prints one, in a run's record
+minus its value at the first sample (kept there as ``"e0"``): only its increases are used.
 
 :func:`encode` makes the lists from a parsed snapshot; :func:`frame_text` and :func:`parse_frame` let the
 session readers take such a line like any tool output (``parse_smi`` reads ``{"format": FORMAT, ...}``).

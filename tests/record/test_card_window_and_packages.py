@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -267,3 +268,26 @@ def test_a_missing_record_names_the_recorders_log_and_shows_its_last_lines(tmp_p
     text = card_of_run(folder.path).text()
     assert "gpu/recorder-node*.log" in text and "gpu/recorder-node0.log (last lines):" in text
     assert "    ModuleNotFoundError: No module named 'lumikit'\\x1b[2J" in text  # the escape is shown, not run
+
+
+def test_the_tools_energy_counter_is_kept_from_its_first_reading(tmp_path: Path):
+    """amd-smi's counter runs from the driver's start: the record keeps it minus the first reading (smaller lines),
+    and the card's energy is its increase."""
+    tool = tmp_path / "out.txt"
+
+    def metric(joules: float) -> str:
+        return json.dumps([{"gpu": 0, "power": {"socket_power": {"value": 300, "unit": "W"}},
+                            "usage": {"gfx_activity": {"value": 100, "unit": "%"}},
+                            "energy": {"total_energy_consumption": {"value": joules, "unit": "J"}}}])
+
+    tool.write_text(metric(9_876_543_210.0))
+    rec = Recorder(tmp_path, node="n1", interval=0.05, command=["cat", str(tool)])
+    rec.sample()
+    time.sleep(0.5)
+    tool.write_text(metric(9_876_543_210.0 + 100.0))  # 100 J in 0.5 s: 200 W, a power a package can draw
+    rec.sample()
+    rec.close()
+    first, second = [json.loads(x) for x in (tmp_path / "gpu" / "n1.jsonl").read_text().splitlines()[1:]]
+    assert first["e0"] == {"0": 9_876_543_210.0} and first["r"][0][-1] == 0 and second["r"][0][-1] == 100
+    card = report_card(read_record(tmp_path), {"site": "lumi", "spec": {"partition": "standard-g"}})
+    assert card.rows[0].energy_j == 100.0 and "counter" in card.rows[0].energy_source
