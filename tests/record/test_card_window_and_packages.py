@@ -291,3 +291,18 @@ def test_the_tools_energy_counter_is_kept_from_its_first_reading(tmp_path: Path)
     assert first["e0"] == {"0": 9_876_543_210.0} and first["r"][0][-1] == 0 and second["r"][0][-1] == 100
     card = report_card(read_record(tmp_path), {"site": "lumi", "spec": {"partition": "standard-g"}})
     assert card.rows[0].energy_j == 100.0 and "counter" in card.rows[0].energy_source
+
+
+def test_lumikit_tail_shows_the_recorders_log(tmp_path: Path, capsys):
+    from lumikit.cli import main
+
+    folder = RunFolder.create("tail", tmp_path)
+    folder.update(site="laptop", backend="local", state="COMPLETED")
+    (folder.path / "rank0.out").write_text("hello\n")
+    (folder.path / "gpu").mkdir()
+    (folder.path / "gpu" / "recorder-node0.log").write_text("ModuleNotFoundError: No module named 'lumikit'\n")
+    (folder.path / "gpu" / "recorder-node1.log").write_text("")  # said nothing: not shown
+    assert main(["tail", str(folder.path)]) == 0
+    out = capsys.readouterr().out
+    assert "==> recorder-node0.log <==\nModuleNotFoundError: No module named 'lumikit'" in out
+    assert "recorder-node1.log" not in out and "==> rank0.out <==" in out
