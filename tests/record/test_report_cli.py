@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -139,4 +140,6 @@ def test_on_lumi_the_recorder_runs_in_the_jobs_container():
     script = with_record("#!/bin/bash\nsrun python train.py\n", plan(job), site, "/scratch/run", job)
     rec = next(line for line in script.splitlines() if "-m lumikit.record sample" in line)
     assert "singularity" in rec and site.container("pytorch").path in rec and "--site lumi" in rec
+    # the job's Python (this kernel's, by its full path: the workbook's venv on LUMI), never a bare python3
+    assert f"{sys.executable} -m lumikit.record sample" in rec and " python3 -m lumikit.record" not in rec
     assert "--command" not in rec  # LUMI's profile names no stand-in: the recorder picks amd-smi / rocm-smi there
