@@ -33,7 +33,7 @@ from ..smi.readings import decode, encode, energy_counters
 from ..smi.sessions import Session, SessionHeader
 from .accumulate import NodeSummary, findings, mean_max, runnings, summarise
 from .integrate import GAP_INTERVALS, trapezoid_window
-from .packages import NodeLayout, layout, whole_node
+from .packages import OWN, NodeLayout, layout, whole_node
 from .recorder import GPU_DIR
 from .store import Chunk, Sample, chunks_of
 
@@ -439,7 +439,7 @@ def _rows(node: str, header: SessionHeader, summ: NodeSummary) -> tuple[list[Gcd
         energy_of[p] = (fin["value"], how)  # type: ignore[assignment]
     rows = []
     for i, g in sorted(summ.gcds.items()):
-        pkg = lay.package.get(i, 1000 + i)
+        pkg = lay.package.get(i, OWN + i)
         members = lay.members.get(pkg, [i])
         job_members = [m for m in members if m in lay.in_job]
         carrier = min(job_members or members)
@@ -474,7 +474,7 @@ def _rows(node: str, header: SessionHeader, summ: NodeSummary) -> tuple[list[Gcd
     packages = []
     for p, members in sorted(lay.members.items()):
         job_members = [m for m in members if m in lay.in_job]
-        if not job_members or p >= 1000:
+        if not job_members or p >= OWN:
             continue
         pacc = summ.packages.get(p)
         mean, mx = mean_max(pacc.power) if pacc else (None, None)

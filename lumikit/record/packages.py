@@ -18,6 +18,10 @@ from typing import Any, Mapping, Sequence
 from ..errors import LumikitError
 
 
+#: Package numbers from here on are single GPUs the site's profile does not pair (no package row of their own).
+OWN = 1000
+
+
 @dataclass
 class NodeLayout:
     """One node's map: device -> GCD and package; the job's devices; the packages shared with other jobs."""
@@ -56,7 +60,7 @@ def layout(devices: Sequence[int], site: Any, job_gpus: Sequence[int] = (), job_
     if not site_pkg:
         out.how = "the site has no GCD packages: every device is its own package"
         out.gcd = {d: d for d in devs}
-        out.package = {d: 1000 + d for d in devs}
+        out.package = {d: OWN + d for d in devs}
     else:
         if devs == sorted(site_pkg):
             out.gcd = {d: d for d in devs}
@@ -70,7 +74,8 @@ def layout(devices: Sequence[int], site: Any, job_gpus: Sequence[int] = (), job_
             out.gcd = {d: d for d in devs}
             out.how = ("assumed: the tool's device numbers are the node's GCD numbers (the record does not say "
                        "which GCDs Slurm gave the job)")
-        out.package = {d: site_pkg[g] for d, g in out.gcd.items() if g in site_pkg}
+        # a device the site does not know (another machine's GPUs) is its own package
+        out.package = {d: site_pkg.get(g, OWN + d) for d, g in out.gcd.items()}
     for d, p in out.package.items():
         out.members.setdefault(p, []).append(d)
     if whole:
@@ -97,4 +102,4 @@ def package_power(readings: Mapping[int, float | None], members: Sequence[int]) 
     return sum(pos) if pos else None
 
 
-__all__ = ["NodeLayout", "layout", "package_power", "whole_node"]
+__all__ = ["OWN", "NodeLayout", "layout", "package_power", "whole_node"]

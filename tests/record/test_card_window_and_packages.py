@@ -306,3 +306,17 @@ def test_lumikit_tail_shows_the_recorders_log(tmp_path: Path, capsys):
     out = capsys.readouterr().out
     assert "==> recorder-node0.log <==\nModuleNotFoundError: No module named 'lumikit'" in out
     assert "recorder-node1.log" not in out and "==> rank0.out <==" in out
+
+
+def test_gpus_the_site_does_not_pair_keep_their_own_power():
+    """Another machine's 4 GPUs (each reports its own power) read with the LUMI profile: no package is invented."""
+    from lumikit.smi.sessions import Frame, Session, SessionHeader
+
+    gpus = json.dumps([{"gpu": g, "power": {"socket_power": {"value": 100 + g, "unit": "W"}},
+                        "usage": {"gfx_activity": {"value": 100, "unit": "%"}}} for g in range(10)])
+    sess = Session(SessionHeader(name="n", kind="recorded", interval_s=2.0, started=T0, source="amd-smi"),
+                   [Frame(0.0, gpus), Frame(2.0, gpus)])
+    card = report_card({"n": sess}, {"site": "lumi"})
+    row9 = next(r for r in card.rows if r.gcd == 9)
+    assert row9.power_mean_w == 109 and row9.energy_j == pytest.approx(218) and row9.power_note == ""
+    assert all(p.package < 4 for p in card.packages)
