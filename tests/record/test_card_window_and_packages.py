@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from lumikit.errors import LumikitError
 from lumikit.launch.runfolder import RunFolder
 from lumikit.record import read_record
 from lumikit.record.card import SHARED, card_of_run, report_card
@@ -320,3 +321,12 @@ def test_gpus_the_site_does_not_pair_keep_their_own_power():
     row9 = next(r for r in card.rows if r.gcd == 9)
     assert row9.power_mean_w == 109 and row9.energy_j == pytest.approx(218) and row9.power_note == ""
     assert all(p.package < 4 for p in card.packages)
+
+
+def test_the_card_streams_a_record_larger_than_the_read_limit(tmp_path: Path, monkeypatch):
+    write_record(tmp_path, "n1", [(2.0 * i, BUSY) for i in range(2000)])  # about 60 kB
+    monkeypatch.setenv("LUMIKIT_MAX_READ_MB", "0.01")  # files read whole: at most 10 kB
+    with pytest.raises(LumikitError, match="limit for files read whole"):
+        read_record(tmp_path)
+    row0 = next(r for r in card_of_run(tmp_path).rows if r.gcd == 0)
+    assert row0.samples == 2000 and row0.energy_j == pytest.approx(300 * 2 * 1999)
