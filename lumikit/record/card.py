@@ -400,8 +400,7 @@ def report_card(sessions: Mapping[str, Any], manifest: Mapping[str, Any] | None 
     known = [s for _, _, _, s in full.values() if s]
     t0 = min(known) if known else 0.0
     shifted = {n: (ts, ps, iv, (st or t0) - t0) for n, (ts, ps, iv, st) in full.items()}
-    card.series = {n: _thin([(t + sh, None if math.isnan(p) else p) for t, p in zip(ts, ps)])
-                   for n, (ts, ps, _, sh) in shifted.items()}
+    card.series = {n: _thin(ts, ps, sh) for n, (ts, ps, _, sh) in shifted.items()}
     end = max((b + sh for b, (_, _, _, sh) in zip(ends, shifted.values())), default=0.0)
     duration = (job_end - job_start) if job_start is not None and job_end is not None else \
         max((info.get("window_s", 0.0) for info in card.nodes.values()), default=0.0)
@@ -592,10 +591,11 @@ def _job_totals(nodes: Mapping[str, Mapping[str, Any]], infos: Mapping[str, Mapp
     return out
 
 
-def _thin(points: list[tuple[float, float | None]], limit: int = 5000) -> list[tuple[float, float | None]]:
-    """At most about ``limit`` points for a picture (every k-th)."""
-    step = max(1, len(points) // limit)
-    return points[::step]
+def _thin(ts: Sequence[float], ps: Sequence[float], shift: float, limit: int = 5000
+          ) -> list[tuple[float, float | None]]:
+    """At most about ``limit`` points (every k-th) of a node's power for a picture, on the common clock."""
+    step = max(1, len(ts) // limit)
+    return [(t + shift, None if math.isnan(p) else p) for t, p in zip(ts[::step], ps[::step])]
 
 
 def _idle_findings(node: str, rows: Sequence[GcdRow], th: Any) -> list[dict[str, Any]]:
