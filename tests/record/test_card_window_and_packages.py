@@ -68,7 +68,7 @@ def test_a_busy_odd_gcd_gets_its_packages_power_and_computing_hours_and_the_shar
     manifest = {"site": "lumi", "spec": {"partition": "small-g", "gpus_per_node": 1}}
     card = report_card(read_record(run), manifest, run="r")
     gcd5 = next(r for r in card.rows if r.gcd == 5)
-    span = card.nodes["nid005001"]["window_s"]
+    span = card.nodes["nid005001"]["covered_s"]  # the record's span (no job times), its edge held
     assert gcd5.in_job and gcd5.busy_mean_pct == 100 and gcd5.computing_s == pytest.approx(span) and span > 0
     assert card.billing["computing_gpu_hours"] == pytest.approx(span / 3600 * 0.5)  # busy %, not the 0 W
     assert gcd5.power_mean_w is None and gcd5.power_note.startswith(SHARED) and "GCD 4" in gcd5.power_note
@@ -88,7 +88,7 @@ def test_a_job_that_owns_the_package_gets_the_package_figure(tmp_path: Path, mon
     card = report_card(read_record(run), {"site": "lumi", "spec": {"partition": "small-g"}}, run="r")
     first, second = card.rows
     assert (first.node_gcd, second.node_gcd) == (4, 5) and card.packages[0].outside == []
-    span = card.nodes["nid005001"]["window_s"]
+    span = card.nodes["nid005001"]["covered_s"]  # the record's span (no job times), its edge held
     assert first.power_mean_w == 300 and first.energy_j == pytest.approx(300 * span)
     assert second.power_note == "on GCD 4" and second.computing_s == pytest.approx(span)
     assert card.totals["job"]["gpu_energy_j"] == pytest.approx(300 * span)
@@ -291,7 +291,8 @@ def test_the_tools_energy_counter_is_kept_from_its_first_reading(tmp_path: Path)
     first, second = [json.loads(x) for x in (tmp_path / "gpu" / "n1.jsonl").read_text().splitlines()[1:]]
     assert first["e0"] == {"0": 9_876_543_210.0} and first["r"][0][-1] == 0 and second["r"][0][-1] == 100
     card = report_card(read_record(tmp_path), {"site": "lumi", "spec": {"partition": "standard-g"}})
-    assert card.rows[0].energy_j == 100.0 and "counter" in card.rows[0].energy_source
+    held = 300 * card.nodes["n1"]["start_edge_s"]  # recorder start to first sample: the first power, held
+    assert card.rows[0].energy_j == pytest.approx(100.0 + held) and "counter" in card.rows[0].energy_source
 
 
 def test_lumikit_tail_shows_the_recorders_log(tmp_path: Path, capsys):
