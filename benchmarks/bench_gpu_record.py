@@ -14,7 +14,8 @@ energy counter on the first GCD, 0 W and 0 J on the second; busy, clocks, temper
 recorder's format (:func:`lumikit.smi.readings.encode`, the recorder's own line writer), then runs ``lumikit
 report`` on it in a fresh process and reports its wall time and peak memory (ru_maxrss).
 
-``python benchmarks/bench_gpu_record.py [--seconds 30] [--record-hours 24] [--skip-recorder] [--skip-record]``
+``python benchmarks/bench_gpu_record.py [--quick] [--seconds 30] [--record-hours 24] [--skip-recorder]
+[--skip-record]``
 """
 from __future__ import annotations
 
@@ -150,7 +151,10 @@ def main() -> None:
     p.add_argument("--record-hours", type=float, default=24.0, help="hours of the generated record (default 24)")
     p.add_argument("--skip-recorder", action="store_true", help="only the record size and card part")
     p.add_argument("--skip-record", action="store_true", help="only the recorder CPU part")
+    p.add_argument("--quick", action="store_true", help="a smoke run: a 1-hour record and 5 s of recorder CPU")
     args = p.parse_args()
+    if args.quick:
+        args.record_hours, args.seconds = 1.0, 5.0
     if not args.skip_record:
         r = measure_card(args.record_hours)
         print(f"GENERATED record, 8 GCDs every 2 s for {args.record_hours:g} h ({r['samples']} samples): "
