@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import LumikitError
+from ..launch.states import FINAL
 from ..site import load_site
 from ..smi.interpret import main_group
 from ..smi.pm_counters import VALUE_FILES, energy_between
@@ -333,7 +334,6 @@ def _node_input(node: str, src: Any, site: str) -> NodeInput:
                      rf.estimate())
 
 
-FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED")
 
 
 def _epoch(value: Any) -> float | None:
@@ -533,10 +533,10 @@ def _flags(h: SessionHeader, summ: NodeSummary, cov: Mapping[str, Any], end_stat
         return out + ["no samples: the recorder wrote its header and nothing else"]
     if cov.get("early_stop_s"):
         killed = (" and never wrote its end (killed?)" if state == "recording" and manifest.get("state") in
-                  FINAL_STATES else "")
+                  FINAL else "")
         out.append(f"the record stopped {cov['early_stop_s']:.1f} s before the job ended: its recorder ended early"
                    f"{killed}; that stretch is not counted")
-    elif state == "recording" and manifest.get("state") in FINAL_STATES:
+    elif state == "recording" and manifest.get("state") in FINAL:
         out.append("the recorder never wrote its end (killed?); the samples it wrote cover the job")
     if cov.get("late_start_s"):
         out.append(f"the record started {cov['late_start_s']:.1f} s after the job did; that stretch is not counted")

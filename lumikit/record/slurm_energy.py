@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import LumikitError
+from ..launch.states import FINAL
 
-FINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED")
 
 
 def ask_sacct(job_id: str, timeout: float = 15.0) -> dict[str, Any]:

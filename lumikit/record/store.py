@@ -2,8 +2,8 @@
 
 Lines: a header (:class:`~lumikit.smi.sessions.SessionHeader`), then samples, either compact
 (``{"t", "r", "i"?, "x"?, "pm"?, "raw"?}``, :mod:`lumikit.smi.readings`) or as the tool printed them (``{"t",
-"exit_status", "stdout"}``, records written before ``record_format`` existed). :func:`samples` yields each as
-numbers (:class:`Sample`) and never holds the file in memory, so a record of any size is read (never refused).
+"exit_status", "stdout"}``, records written before ``record_format`` existed). :meth:`RecordFile.chunks` yields them as blocks of
+numbers and never holds the file in memory, so a record of any size is read (never refused).
 
 ``gpu/<node>.jsonl.end`` (written by the recorder, a fixed size, rewritten in place so that a full disk cannot
 stop it): ``{"state": "recording" | "stopped" | "disk full" | "write failed", ...}``; a record whose end file still
@@ -109,24 +109,6 @@ class RecordFile:
     torn: bool = False       # the last line was cut short (a killed writer)
     first_raw: str | None = None
     head: dict[str, Any] = field(default_factory=dict)
-
-    def samples(self) -> Iterator[Sample]:
-        """Every readable sample in file order."""
-        from ..smi.interpret import main_group
-        from ..smi.parse import parse_smi
-
-        with open_regular(self.path, "a GPU record file (RUN/gpu/<node>.jsonl)") as fh:
-            fh.readline(MAX_LINE_BYTES)  # the header, read by open_record
-            pending: bytes | None = None
-            while True:
-                line = fh.readline(MAX_LINE_BYTES)
-                if not line:
-                    break
-                if pending is not None:
-                    yield from self._sample(pending, parse_smi, main_group, last=False)
-                pending = line
-            if pending is not None:
-                yield from self._sample(pending, parse_smi, main_group, last=True)
 
     def chunks(self, size: int = CHUNK) -> Iterator[Chunk]:
         """The samples in :class:`Chunk` blocks: compact lines go straight into lists (no per-sample objects), the
