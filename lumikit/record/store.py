@@ -2,8 +2,8 @@
 
 Lines: a header (:class:`~lumikit.smi.sessions.SessionHeader`), then samples, either compact
 (``{"t", "r", "i"?, "x"?, "pm"?, "raw"?}``, :mod:`lumikit.smi.readings`) or as the tool printed them (``{"t",
-"exit_status", "stdout"}``, records written before ``record_format`` existed). :meth:`RecordFile.chunks` yields them as blocks of
-numbers and never holds the file in memory, so a record of any size is read (never refused).
+"exit_status", "stdout"}``, records written before ``record_format`` existed). :meth:`RecordFile.chunks` yields
+them as blocks of numbers and never holds the file in memory, so a record of any size is read (never refused).
 
 ``gpu/<node>.jsonl.end`` (written by the recorder, a fixed size, rewritten in place so that a full disk cannot
 stop it): ``{"state": "recording" | "stopped" | "disk full" | "write failed", ...}``; a record whose end file still
