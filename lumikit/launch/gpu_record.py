@@ -42,8 +42,8 @@ def recorder_args(site: Site, run_dir: str, interval: float, python: str | None 
                   site_tool: bool = True) -> list[str]:
     """``python -m lumikit.record sample ...`` for this site (its stand-in or tool where the profile names one);
     ``python``: the job's Python (:func:`lumikit.jobs.python.job_python`) unless given."""
-    argv = [python or job_python(), "-m", "lumikit.record", "sample", "--run-dir", run_dir, "--interval", f"{interval:g}",
-            "--site", site.name]
+    argv = [python or job_python(), "-m", "lumikit.record", "sample", "--run-dir", run_dir, "--interval",
+            f"{interval:g}", "--site", site.name]
     command = site.slurm.get("record_command") if site_tool else None
     if command:
         argv += ["--kind", str(site.slurm.get("record_kind", "recorded")), "--stream", "--command",
