@@ -154,7 +154,10 @@ class Recorder:
         self._e0: dict[int, float] | None = None  # the tool's energy counters at the first sample
         self._fd = -1
         self._end_path = Path(str(self.path) + END_SUFFIX)
-        self._end_fd = os.open(self._end_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            self._end_fd = os.open(self._end_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        except OSError:  # no room even for the end file: the record itself will say what it can
+            self._end_fd = -1
         self._end({"state": "recording", "started": self.started})
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         head = header_line(self.header)
@@ -166,6 +169,8 @@ class Recorder:
     def _end(self, state: dict) -> None:
         """Rewrite the end file in place (its bytes were written at the start: a full disk cannot stop this)."""
         data = json.dumps(state, sort_keys=True, allow_nan=False).encode()[:END_BYTES]
+        if self._end_fd < 0:
+            return
         try:
             os.pwrite(self._end_fd, data.ljust(END_BYTES), 0)
         except OSError:
