@@ -358,6 +358,26 @@ def job_window(manifest: Mapping[str, Any]) -> tuple[float | None, float | None,
     return None, None, "the record's own span (the manifest has no job times)"
 
 
+#: A manifest start this far from the recorders' starts is read in another time zone than it was written in.
+ZONE_SLACK_S = 1800.0
+
+
+def _zone_checked(start: float | None, end: float | None, source: str, manifest: Mapping[str, Any],
+                  started: Sequence[float | None]) -> tuple[float | None, float | None, str]:
+    """Slurm writes its times without a zone (the cluster's local time): read on a machine in another zone they
+    are off by whole quarter-hours. Where the start is that far from when the recorders started (epoch seconds,
+    zone-free), shift the window by the offset, rounded to 15 minutes, and say so."""
+    known = [s for s in started if s is not None]
+    raw = manifest.get("start_time")
+    naive = isinstance(raw, str) and _epoch(raw) is not None and datetime.fromisoformat(raw.strip()).tzinfo is None
+    if start is None or not known or not naive or abs(min(known) - start) <= ZONE_SLACK_S:
+        return start, end, source
+    shift = round((min(known) - start) / 900.0) * 900.0
+    note = (f"{source}; its times have no time zone and read {-shift / 3600:+g} h off the recorders' clocks here "
+            "(written in another zone): shifted back")
+    return start + shift, None if end is None else end + shift, note
+
+
 def report_card(sessions: Mapping[str, Any], manifest: Mapping[str, Any] | None = None,
                 markers: Sequence[Mapping[str, Any]] = (), steps: Sequence[Mapping[str, Any]] = (), *,
                 run: str = "run", site: Any = None) -> ReportCard:
@@ -375,6 +395,8 @@ def report_card(sessions: Mapping[str, Any], manifest: Mapping[str, Any] | None 
         return card
     whole = whole_node(manifest, site_obj)
     job_start, job_end, source = job_window(manifest)
+    job_start, job_end, source = _zone_checked(job_start, job_end, source, manifest,
+                                               [i.header.started for i in present.values()])
     for node, inp in inputs.items():
         if node not in present:  # a node without a tool, beside nodes with one: said, never filled in
             card.nodes[node] = {"kind": "absent", "source": "", "samples": 0, "interval_s": inp.header.interval_s,

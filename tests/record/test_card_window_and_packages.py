@@ -331,3 +331,13 @@ def test_the_card_streams_a_record_larger_than_the_read_limit(tmp_path: Path, mo
         read_record(tmp_path)
     row0 = next(r for r in card_of_run(tmp_path).rows if r.gcd == 0)
     assert row0.samples == 2000 and row0.energy_j == pytest.approx(300 * 2 * 1999)
+
+
+def test_slurm_times_without_a_zone_read_in_another_zone_are_shifted_back(tmp_path: Path):
+    run = thirteen_second_run(tmp_path)
+    # Slurm's own spelling: no zone, the cluster's local time (here two hours ahead of this machine's)
+    local = datetime.fromtimestamp(T0 + 7200).replace(tzinfo=None)
+    RunFolder(run).update(start_time=local.isoformat(), end_time=(local.replace(second=13)).isoformat())
+    card = card_of_run(run)
+    assert card.window["duration_s"] == 13.0 and "+2 h off the recorders' clocks" in card.window["source"]
+    assert card.nodes["nid005001"]["covered_s"] == 13.0 and card.nodes["nid005001"]["flags"] == []
