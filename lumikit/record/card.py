@@ -366,13 +366,16 @@ def _zone_checked(start: float | None, end: float | None, source: str, manifest:
                   started: Sequence[float | None]) -> tuple[float | None, float | None, str]:
     """Slurm writes its times without a zone (the cluster's local time): read on a machine in another zone they
     are off by whole quarter-hours. Where the start is that far from when the recorders started (epoch seconds,
-    zone-free), shift the window by the offset, rounded to 15 minutes, and say so."""
+    zone-free) and within two minutes of whole quarter-hours, shift the window by those, and say so."""
     known = [s for s in started if s is not None]
     raw = manifest.get("start_time")
     naive = isinstance(raw, str) and _epoch(raw) is not None and datetime.fromisoformat(raw.strip()).tzinfo is None
     if start is None or not known or not naive or abs(min(known) - start) <= ZONE_SLACK_S:
         return start, end, source
-    shift = round((min(known) - start) / 900.0) * 900.0
+    offset = min(known) - start
+    shift = round(offset / 900.0) * 900.0
+    if abs(offset - shift) > 120.0:  # not a zone's whole quarter-hours: a batch script that set up for long
+        return start, end, source
     note = (f"{source}; its times have no time zone and read {-shift / 3600:+g} h off the recorders' clocks here "
             "(written in another zone): shifted back")
     return start + shift, None if end is None else end + shift, note
