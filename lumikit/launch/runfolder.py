@@ -234,9 +234,11 @@ class RunFolder:
         return self.path / f"rank{rank}.{stream}"
 
     def logs(self) -> list[Path]:
-        """Per-rank stdout/stderr (and the local supervisor's own log when it said anything)."""
-        return sorted(p for p in self.path.iterdir() if p.is_file() and (
+        """Per-rank stdout/stderr (and the local supervisor's own log when it said anything), then what each node's
+        GPU recorder printed when it said anything (``gpu/recorder-node*.log``)."""
+        own = sorted(p for p in self.path.iterdir() if p.is_file() and (
             p.suffix in (".out", ".err") or (p.name == "supervisor.log" and p.stat().st_size)))
+        return own + sorted(p for p in self.path.glob("gpu/recorder-node*.log") if p.is_file() and p.stat().st_size)
 
 
 def base_manifest(spec: Any, site: Any, backend: str, command: Any, env: Mapping[str, str]) -> dict[str, Any]:
