@@ -177,10 +177,7 @@ class ReportCard:
             out.extend(f"  {f['node']}: {f['message']}" for f in self.findings)
         else:
             out.append("findings: none (no idle, starved or waiting GCD, no memory near full)")
-        b = self.billing
-        out.append(f"GPU-hours: billed {_f(b.get('billed_gpu_hours'), 4)} ({b.get('billed_from', 'unknown')}); "
-                   f"the job's GCDs were computing for {_f(b.get('computing_gpu_hours'), 4)} "
-                   f"({b.get('computing_rule', '')})")
+        out.append(self.billing_line())
         for p in self.phases:
             out.append(f"phase {p['name']!r}: {p['duration_s']:.1f} s, {_f(p['energy_j'], 0)} J, mean "
                        f"{_f(p['mean_power_w'], 0)} W")
@@ -190,6 +187,13 @@ class ReportCard:
                        f"{_f(s['energy_per_step_j'], 1)} J per step at a mean {_f(s['mean_power_w'], 0)} W (power "
                        "interpolated between samples: an estimate where steps are shorter than the interval)")
         return "\n".join(out)
+
+    def billing_line(self) -> str:
+        """The GPU-hours billed beside those the job's GCDs spent computing, each with where it comes from."""
+        b = self.billing
+        return (f"GPU-hours: billed {_f(b.get('billed_gpu_hours'), 4)} ({b.get('billed_from', 'unknown')}); "
+                f"the job's GCDs were computing for {_f(b.get('computing_gpu_hours'), 4)} "
+                f"({b.get('computing_rule', '')})")
 
     def _totals_text(self) -> list[str]:
         out = ["totals (the job's GCDs and packages; the same trapezoid rule for every figure):"]
