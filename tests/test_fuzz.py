@@ -79,3 +79,16 @@ def test_strict_json_refuses_nan_and_infinity() -> None:
 def test_no_seeds_is_an_error_not_a_silent_pass() -> None:
     with pytest.raises(LumikitError, match="no smi seeds"):
         fuzz_family("smi", 10, fixtures=None, generated=False)
+
+
+# -- the counters reader (issue 31): `rocprof counters` on counter CSVs and rocpd databases ----------------------
+def test_the_counters_reader_is_fuzzed_on_both_of_its_formats() -> None:
+    from lumikit.testing.fuzz import family_seeds
+
+    assert "counters" in FAMILIES  # so the test above and benchmarks/bench_fuzz.py feed it fresh inputs each run
+    names = {s.name for s in family_seeds("counters", None)}
+    assert {"312_counter_collection.csv", "77_counter_collection.csv", "77_results.db"} <= names
+    [result] = fuzz_parallel(200, seed=31, families=("counters",), workers=2, chunk=100)  # a fixed seed: replays
+    problems = result.unhandled + result.hangs + result.invalid_json
+    assert not problems, "\n".join(problems[:5])
+    assert result.inputs == 200 and result.accepted > 0 and result.refused > 0

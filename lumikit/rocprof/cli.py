@@ -167,25 +167,35 @@ def _summary(args: argparse.Namespace) -> int:
     return 0
 
 
-def _counters(args: argparse.Namespace) -> int:
-    from .counters import counters_per_kernel, read_counters
+def _ms(duration_ns: object) -> str:
+    """A duration in ns as milliseconds, or "no timestamps" where the file had none."""
+    return "no timestamps" if duration_ns is None or pd.isna(duration_ns) else f"{float(duration_ns) / 1e6:.3f}"
 
-    table = counters_per_kernel(read_counters(args.path)).head(args.top if args.top > 0 else None)
+
+def _counters(args: argparse.Namespace) -> int:
+    from .counters import MI250X_GCD_CUS, counters_per_kernel, read_counters
+
+    counters = read_counters(args.path)
+    table = counters_per_kernel(counters).head(args.top if args.top > 0 else None)
     names = [c for c in table.columns if c not in ("kernel", "dispatches", "duration_ns")]
     if "SQ_WAVES" in table:
-        table["waves_per_cu_per_dispatch"] = table["SQ_WAVES"] / table["dispatches"] / 110
+        table["waves_per_cu_per_dispatch"] = table["SQ_WAVES"] / table["dispatches"] / MI250X_GCD_CUS
+    notes = list(counters.attrs.get("notes", []))
+    if not counters.attrs.get("timestamps", True):
+        notes.append(f"{args.path}: no start and end timestamps in this file: kernel times are unknown (null)")
     if args.json:
-        print_json({"source": str(args.path), "counters": names,
-                    "kernels": [{k: (None if isinstance(v, float) and math.isnan(v) else
-                                     (v.item() if hasattr(v, "item") else v)) for k, v in r.items()}
-                                for r in table.to_dict("records")]})
+        print_json({"source": str(args.path), "counters": names, "notes": notes,
+                    "kernels": [{k: (None if v is None or (not isinstance(v, str) and pd.isna(v)) else v)
+                                 for k, v in r.items()} for r in table.to_dict("records")]})
         return 0
     print(f"{printable(str(args.path))}: counters {printable(', '.join(names))}")
     extra = "  waves/CU" if "SQ_WAVES" in table else ""
-    print(f"{'ms':>10} {'calls':>7}  " + "  ".join(f"{n:>16}" for n in names) + extra + "  kernel")
+    print(f"{'ms':>13} {'calls':>7}  " + "  ".join(f"{printable(n)[:16]:>16}" for n in names) + extra + "  kernel")
     for _, r in table.iterrows():
         cells = "  ".join(f"{r[n]:>16.6g}" for n in names)
         waves = f"  {r['waves_per_cu_per_dispatch']:>8.2f}" if extra else ""
-        print(f"{r['duration_ns'] / 1e6:>10.3f} {int(r['dispatches']):>7}  {cells}{waves}  "
+        print(f"{_ms(r['duration_ns']):>13} {int(r['dispatches']):>7}  {cells}{waves}  "
               f"{printable(short_kernel_name(str(r['kernel']), 60))}")
+    for note in notes:
+        print(f"note: {printable(note)}")
     return 0
