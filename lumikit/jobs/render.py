@@ -259,6 +259,7 @@ def _profile_branch(spec: JobSpec, command: str) -> str:
     parts = []
     if mode.makes_dir:
         parts.append(f'mkdir -p "{mode.makes_dir}"')
+    parts.extend(f'printf {shlex.quote(text)} > "{path}"' for path, text in mode.files)  # the tool's input file
     parts.extend(f'export {k}="{v}"' for k, v in mode.env)
     prefix = " ".join(f'"{t}"' if "$" in t else shlex.quote(t) for t in mode.prefix)
     parts.append(f"exec {prefix + ' ' if prefix else ''}{command}")

@@ -46,6 +46,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     counters.add_argument("--json", action="store_true", help="print JSON instead of a table")
     counters.add_argument("--top", type=int, default=10, metavar="N", help="the N longest kernels (default 10)")
     counters.set_defaults(func=_counters)
+    roof = sub.add_parser(
+        "roofline", help="a roofline per kernel from rocprofv3 counters (MI250X)",
+        description="FLOPs per precision, HBM bytes, arithmetic intensity, achieved FLOP/s and bandwidth, and the "
+                    "roof that bounds each kernel, with rocprof-compute's gfx90a formulas. PATH is a "
+                    "*_counter_collection.csv, a rocpd .db, or the folder of a run profiled with --profile roofline "
+                    "(its pass_N/ folders are joined by dispatch).")
+    roof.add_argument("path", metavar="PATH", help="a counter CSV, a rocpd .db, or a roofline run's folder")
+    roof.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    roof.add_argument("--top", type=int, default=15, metavar="N", help="the N longest kernels (0: all; default 15)")
+    roof.add_argument("--dispatches", action="store_true", help="also one row per dispatch (JSON: 'dispatches')")
+    roof.add_argument("--csv", metavar="OUT", help="also write the per-kernel table to OUT (a new file)")
+    roof.add_argument("--plot", metavar="OUT.png", help="also draw the roofline to OUT.png (a new file)")
+    roof.set_defaults(func=_roofline)
 
 
 def _finite(value: float | None) -> float | None:
@@ -197,5 +210,68 @@ def _counters(args: argparse.Namespace) -> int:
         print(f"{_ms(r['duration_ns']):>13} {int(r['dispatches']):>7}  {cells}{waves}  "
               f"{printable(short_kernel_name(str(r['kernel']), 60))}")
     for note in notes:
+        print(f"note: {printable(note)}")
+    return 0
+
+
+def _si(value: object, unit: str) -> str:
+    """A number with an SI prefix (``1.23 T``), or ``-`` when unknown."""
+    if value is None or pd.isna(value):
+        return "-"
+    v = float(value)
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= factor:
+            return f"{v / factor:.3g} {prefix}{unit}"
+    return f"{v:.3g} {unit}"
+
+
+def _roofline(args: argparse.Namespace) -> int:
+    from ..files import write_new
+    from .roofline import read_roofline, roofline_report
+
+    rl = read_roofline(args.path)
+    if args.csv:
+        write_new(args.csv, rl.table().to_csv(index=False))
+    if args.plot:
+        from ..plotting import figure_png
+        from .plots import plot_roofline
+
+        write_new(args.plot, figure_png(plot_roofline(rl, top=args.top if args.top > 0 else 50)))
+    if args.json:
+        print_json(roofline_report(rl, args.top, per_dispatch=args.dispatches))
+        return 0
+    print(f"{printable(rl.source)}: roofline of {len(rl.kernels)} kernels from {rl.passes} pass(es) "
+          f"(rocprof-compute's MI200 formulas)")
+    head = f"{'ms':>13} {'calls':>6} {'FLOPs':>10} {'HBM bytes':>10} {'FLOP/B':>8} {'FLOP/s':>10} {'HBM B/s':>10}" \
+           f"  {'bound':<8} {'% roof':>6}  kernel"
+
+    def rows(table: pd.DataFrame) -> None:
+        print(head)
+        for _, r in table.iterrows():
+            ai = "-" if pd.isna(r["arithmetic_intensity"]) else f"{r['arithmetic_intensity']:.3g}"
+            pct = "-" if pd.isna(r["pct_of_roof"]) else f"{r['pct_of_roof']:.0f}"
+            bound = r["bound"] if isinstance(r["bound"], str) else "-"
+            print(f"{_ms(r['duration_ns']):>13} {int(r.get('dispatches', 1)):>6} {_si(r['flops'], ''):>10} "
+                  f"{_si(r['hbm_bytes'], 'B'):>10} {ai:>8} {_si(r['flops_per_s'], ''):>10} "
+                  f"{_si(r['hbm_bytes_per_s'], 'B/s'):>10}  {bound:<8} {pct:>6}  "
+                  f"{printable(short_kernel_name(str(r['kernel']), 50))}"
+                  + (f" [{r['roof']}]" if isinstance(r["roof"], str) else ""))
+
+    rows(rl.kernels if args.top <= 0 else rl.kernels.head(args.top))
+    if len(rl.kernels) > args.top > 0:
+        print(f"  ... {len(rl.kernels) - args.top} more (--top 0 shows all)")
+    if args.dispatches:
+        print("\nper dispatch:")
+        rows(rl.dispatches.assign(dispatches=1))
+    print("\nroofs (per GCD):")
+    sources: dict[str, int] = {}
+    for r in rl.roofs:
+        unit = "TB/s" if r.kind == "bandwidth" else "TFLOP/s"
+        print(f"  {r.name:<32} {r.value / 1e12:>8.2f} {unit:<7} [{sources.setdefault(r.source, len(sources) + 1)}]")
+    for source, n in sources.items():
+        print(f"  [{n}] {printable(source)}")
+    print("bound: memory when intensity x HBM peak < the compute peak of the kernel's main FLOP kind, else compute; "
+          "% roof: achieved / that attainable rate")
+    for note in rl.notes:
         print(f"note: {printable(note)}")
     return 0

@@ -85,26 +85,19 @@ def write_counter_db(path: str | os.PathLike[str], dispatches: Iterable[CounterD
     return path
 
 
-#: Every counter rocprof-compute's gfx90a roofline reads (``profile_configs/gfx90a/roofline/pmc_roof_perf.txt``).
-ROOFLINE_COUNTERS = tuple(
-    f"SQ_INSTS_VALU_{op}_{p}" for p in ("F16", "F32", "F64") for op in ("ADD", "MUL", "FMA", "TRANS")) + tuple(
-    f"SQ_INSTS_VALU_MFMA_MOPS_{p}" for p in ("F16", "BF16", "F32", "F64")) + (
-    "TCP_TCC_READ_REQ_sum", "TCC_EA_RDREQ_32B_sum", "TCC_EA_RDREQ_sum", "TCC_EA_WRREQ_64B_sum", "TCC_EA_WRREQ_sum",
-    "SQ_LDS_IDX_ACTIVE", "SQ_LDS_BANK_CONFLICT", "TCP_TOTAL_CACHE_ACCESSES_sum", "TCP_TCC_WRITE_REQ_sum",
-    "TCP_TCC_ATOMIC_WITH_RET_REQ_sum", "TCP_TCC_ATOMIC_WITHOUT_RET_REQ_sum")
-
-
 def roofline_dispatches() -> list[CounterDispatch]:
     """Generated: three dispatches of two kernels with every roofline counter, values chosen so FLOPs and bytes are
     easy to work out by hand (see ``tests/rocprof/test_roofline.py`` for the arithmetic).
 
     - ``gemm_bf16`` (twice, 10 us and 12 us): 1,000,000 BF16 MFMA MOPs and 40,000 FP32 FMAs per dispatch;
-      reads 100,000 requests of which 20,000 are 32 B, writes 50,000 of which 30,000 are 64 B.
-    - ``add_fp32`` (once, 50 us): 16,384 FP32 adds; 1,000,000 read requests (none 32 B), 500,000 writes (all 64 B).
+      reads 30,000 requests of which 20,000 are 32 B, writes 50,000 of which 30,000 are 64 B.
+    - ``add_fp32`` (once, 80 us): 16,384 FP32 adds; 1,000,000 read requests (none 32 B), 500,000 writes (all 64 B).
     """
+    from ..rocprof.roofline import ROOFLINE_COUNTERS
+
     zero = dict.fromkeys(ROOFLINE_COUNTERS, 0.0)
     gemm = zero | {"SQ_INSTS_VALU_MFMA_MOPS_BF16": 1_000_000, "SQ_INSTS_VALU_FMA_F32": 40_000,
-                   "TCC_EA_RDREQ_sum": 100_000, "TCC_EA_RDREQ_32B_sum": 20_000, "TCC_EA_WRREQ_sum": 50_000,
+                   "TCC_EA_RDREQ_sum": 30_000, "TCC_EA_RDREQ_32B_sum": 20_000, "TCC_EA_WRREQ_sum": 50_000,
                    "TCC_EA_WRREQ_64B_sum": 30_000, "TCP_TCC_READ_REQ_sum": 400_000,
                    "TCP_TOTAL_CACHE_ACCESSES_sum": 900_000, "SQ_LDS_IDX_ACTIVE": 300_000,
                    "SQ_LDS_BANK_CONFLICT": 100_000}
@@ -112,5 +105,5 @@ def roofline_dispatches() -> list[CounterDispatch]:
                   "TCC_EA_WRREQ_64B_sum": 500_000, "TCP_TCC_READ_REQ_sum": 1_000_000,
                   "TCP_TCC_WRITE_REQ_sum": 500_000, "TCP_TOTAL_CACHE_ACCESSES_sum": 1_500_000}
     return [CounterDispatch(1, "gemm_bf16", 1_000_000, 1_010_000, gemm),
-            CounterDispatch(2, "add_fp32", 1_020_000, 1_070_000, add),
-            CounterDispatch(3, "gemm_bf16", 1_080_000, 1_092_000, gemm)]
+            CounterDispatch(2, "add_fp32", 1_020_000, 1_100_000, add),
+            CounterDispatch(3, "gemm_bf16", 1_110_000, 1_122_000, gemm)]

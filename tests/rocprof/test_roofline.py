@@ -1,0 +1,165 @@
+"""The MI250X roofline from rocprofv3 counters: numbers checked on generated counters whose answer is worked out by
+hand, the passes within gfx90a's per-pass limits, and the profiling recipe that collects them."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lumikit.cli import main
+from lumikit.errors import LumikitError
+from lumikit.jobs.profiling import MODES, PASS_LIMITS, ROOFLINE_PASSES, counter_block, plan_passes
+from lumikit.rocprof.counters import parse_counter_csv
+from lumikit.rocprof.roofline import MEASURED, ROOFLINE_COUNTERS, read_roofline, roofline
+from lumikit.testing import counter_outputs as co
+
+# Worked out by hand from co.roofline_dispatches() (generated):
+# gemm_bf16, per dispatch: 512 x 1,000,000 BF16 MFMA MOPs + 64 x 2 x 40,000 FP32 FMAs = 517,120,000 FLOPs;
+#   HBM = 32 x 20,000 + 64 x (30,000 - 20,000) + 64 x 30,000 + 32 x (50,000 - 30,000) = 3,840,000 bytes.
+# add_fp32: 64 x 16,384 FP32 adds = 1,048,576 FLOPs; HBM = 64 x 1,000,000 + 64 x 500,000 = 96,000,000 bytes.
+GEMM_FLOPS, GEMM_BYTES = 517_120_000, 3_840_000
+ADD_FLOPS, ADD_BYTES = 1_048_576, 96_000_000
+
+
+def _check_known_numbers(rl) -> None:
+    k = rl.kernels.set_index("kernel")
+    assert k.loc["gemm_bf16", "dispatches"] == 2 and k.loc["gemm_bf16", "duration_ns"] == 22_000
+    assert k.loc["gemm_bf16", "flops"] == pytest.approx(2 * GEMM_FLOPS, rel=1e-3)
+    assert k.loc["gemm_bf16", "mfma_bf16"] == pytest.approx(2 * 512e6, rel=1e-3)
+    assert k.loc["gemm_bf16", "hbm_bytes"] == pytest.approx(2 * GEMM_BYTES, rel=1e-3)
+    assert k.loc["gemm_bf16", "arithmetic_intensity"] == pytest.approx(GEMM_FLOPS / GEMM_BYTES, rel=1e-3)
+    assert k.loc["gemm_bf16", "flops_per_s"] == pytest.approx(2 * GEMM_FLOPS / 22e-6, rel=1e-3)
+    assert k.loc["add_fp32", "flops"] == pytest.approx(ADD_FLOPS, rel=1e-3)
+    assert k.loc["add_fp32", "hbm_bytes"] == pytest.approx(ADD_BYTES, rel=1e-3)
+    assert k.loc["add_fp32", "arithmetic_intensity"] == pytest.approx(ADD_FLOPS / ADD_BYTES, rel=1e-3)
+    assert k.loc["add_fp32", "hbm_bytes_per_s"] == pytest.approx(ADD_BYTES / 80e-6, rel=1e-3)  # 1.2 TB/s
+    # ridge of BF16 matrix: 191.49 TFLOP/s / 1.6 TB/s = 119.7 FLOP/B; the GEMM's 134.7 is right of it
+    assert k.loc["gemm_bf16", "bound"] == "compute" and k.loc["gemm_bf16", "roof"] == "BF16 matrix"
+    assert k.loc["add_fp32", "bound"] == "memory" and k.loc["add_fp32", "roof"] == "FP32 vector"
+    assert k.loc["add_fp32", "pct_of_roof"] == pytest.approx(100 * 1.2 / 1.6, rel=1e-3)  # 1.2 of 1.6 TB/s
+    d = rl.dispatches.set_index("dispatch_id")
+    assert d.loc[1, "flops"] == pytest.approx(GEMM_FLOPS, rel=1e-3) and d.loc[3, "duration_ns"] == 12_000
+
+
+def test_known_counts_give_flops_bytes_and_intensity_to_a_tenth_of_a_percent():
+    _check_known_numbers(roofline(parse_counter_csv(co.counter_csv(co.roofline_dispatches()))))
+
+
+def test_the_same_counts_from_a_rocpd_database(tmp_path):
+    _check_known_numbers(read_roofline(co.write_counter_db(tmp_path / "77_results.db", co.roofline_dispatches())))
+
+
+def test_three_pass_folders_are_joined_by_dispatch(tmp_path):
+    dispatches = co.roofline_dispatches()
+    for n, counters in enumerate(ROOFLINE_PASSES, start=1):  # each pass a new process: another pid, other times
+        part = [co.CounterDispatch(d.dispatch_id, d.kernel, d.start_ns + 7 * n, d.end_ns + 7 * n,
+                                   {c: d.counters[c] for c in counters}) for d in dispatches]
+        folder = tmp_path / "rank0" / f"pass_{n}"
+        folder.mkdir(parents=True)
+        (folder / f"{100 + n}_counter_collection.csv").write_text(co.counter_csv(part, pid=100 + n))
+    rl = read_roofline(tmp_path)
+    assert rl.passes == 3 and not rl.notes
+    _check_known_numbers(rl)
+
+
+def test_a_pass_missing_is_named_not_counted_as_zero():
+    dispatches = [co.CounterDispatch(d.dispatch_id, d.kernel, d.start_ns, d.end_ns,
+                                     {c: d.counters[c] for c in ROOFLINE_PASSES[0]}) for d in co.roofline_dispatches()]
+    rl = roofline(parse_counter_csv(co.counter_csv(dispatches)))
+    assert "not collected, so not counted" in rl.notes[0] and "HBM bytes" in rl.notes[0]
+    assert "BF16 matrix FLOPs" in rl.notes[0]
+    assert rl.kernels["hbm_bytes"].isna().all() and rl.kernels["bound"].isna().all()
+
+
+def test_every_pass_stays_within_the_gfx90a_limits():
+    plans = {"rocprof-compute's passes": [list(p) for p in ROOFLINE_PASSES],
+             "first fit of the roofline set": plan_passes(ROOFLINE_COUNTERS),
+             "first fit with more counters": plan_passes([*ROOFLINE_COUNTERS, "SQ_WAVES", "GRBM_GUI_ACTIVE",
+                                                          "TCC_HIT_sum", "TCC_MISS_sum", "TCP_PENDING_STALL_CYCLES_sum",
+                                                          *[f"SQ_INSTS_{k}" for k in ("SALU", "SMEM", "LDS", "VMEM")]])}
+    for what, passes in plans.items():
+        for p in passes:
+            for block, limit in PASS_LIMITS.items():
+                assert sum(counter_block(c) == block for c in p) <= limit, (what, p)
+    assert sorted(c for p in ROOFLINE_PASSES for c in p) == sorted(set(ROOFLINE_COUNTERS))
+    assert len(plan_passes(["SQ_X"] * 3 + [f"SQ_{i}" for i in range(17)])) == 3  # 18 distinct SQ counters
+
+
+def test_the_roofline_recipe_writes_its_passes_and_runs_rocprofv3_with_them(tmp_path):
+    from lumikit.jobs.render import rank_script
+    from lumikit.jobs.spec import spec
+    from lumikit.site import load_site
+
+    mode = MODES["roofline"]
+    assert mode.prefix[:2] == ("rocprofv3", "-i")
+    script = rank_script(spec(["python", "train.py"], partition="small-g", profile="roofline"), load_site("lumi"))
+    fake = tmp_path / "bin" / "rocprofv3"  # stands in for rocprofv3: prints the input file it was given
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\n[ "$1" = -i ] && cat "$2"\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    env = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}", "LUMIKIT_RUN_DIR": str(tmp_path / "run"),
+           "SLURM_PROCID": "3"}
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, timeout=30)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [ln.split()[1:] for ln in lines] == [list(p) for p in ROOFLINE_PASSES]
+    assert (tmp_path / "run" / "profile" / "roofline-rank3.txt").read_text() == done.stdout
+
+
+def test_cli_json_table_csv_and_plot(tmp_path, capsys):
+    path = tmp_path / "77_counter_collection.csv"
+    path.write_text(co.counter_csv(co.roofline_dispatches()))
+    out_csv, out_png = tmp_path / "points.csv", tmp_path / "roofline.png"
+    assert main(["rocprof", "roofline", str(path), "--json", "--dispatches", "--csv", str(out_csv),
+                 "--plot", str(out_png)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    gemm = next(k for k in report["kernels"] if k["kernel"] == "gemm_bf16")
+    assert {"kernel", "flops", "hbm_bytes", "arithmetic_intensity", "flops_per_s", "bound"} <= set(gemm)
+    assert gemm["flops"] == 2 * GEMM_FLOPS and gemm["bound"] == "compute"
+    assert gemm["flops_by_kind"]["mfma_bf16"] == 1_024_000_000 and len(report["dispatches"]) == 3
+    assert {r["name"] for r in report["roofs"]} >= {"HBM, peak", "HBM, measured", "HBM, achievable (LUMI course)"}
+    assert all(r["source"] for r in report["roofs"])
+    assert out_csv.read_text().splitlines()[0].startswith("kernel,dispatches,duration_ns,flops,")
+    assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["rocprof", "roofline", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "compute" in text and "LUMI-training-materials" in text and "roofline.csv" in text
+
+
+def test_the_figure_labels_every_line_with_its_source():
+    from lumikit.rocprof.plots import plot_roofline
+
+    fig = plot_roofline(roofline(parse_counter_csv(co.counter_csv(co.roofline_dispatches()))), generated=True)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == ax.get_yscale() == "log" and ax.get_title().startswith("Generated")
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(lb.startswith("HBM, peak 1.60 TB/s [1]") for lb in labels)
+    assert any(lb.startswith("HBM, achievable (LUMI course) 1.30 TB/s") for lb in labels)
+    notes = " ".join(t.get_text() for t in ax.texts)
+    assert "[1] site profile lumi" in notes and "MI200/roofline.csv" in notes and "4day-20230530" in notes
+    assert {a.get_text() for a in ax.texts if not a.get_text().startswith("[")} >= {"gemm_bf16", "add_fp32"}
+
+
+def test_measured_ceilings_are_below_the_peaks_they_measure():
+    rl = roofline(parse_counter_csv(co.counter_csv(co.roofline_dispatches())))
+    peak = {r.name.split(",")[0]: r.value for r in rl.roofs if not r.measured}
+    for r in MEASURED:
+        base = r.name.split(",")[0]
+        if base in peak:
+            assert 0.8 * peak[base] < r.value < peak[base], r
+
+
+def test_a_folder_without_counter_files_says_what_to_give(tmp_path):
+    with pytest.raises(LumikitError, match="no \\*_counter_collection.csv or .db"):
+        read_roofline(tmp_path)
+
+
+def test_real_counter_fixtures_hold_no_roofline_counters(shared_fixtures: Path):
+    # ../shared/fixtures/rocprof has rocprof v1 statistics and a rocprofv3 kernel-stats CSV, no --pmc output
+    # with the roofline's counters: the numbers above are checked on generated counters only.
+    names = [p.name for p in (shared_fixtures / "rocprof").iterdir()]
+    assert names and not any("counter_collection" in n for n in names)
