@@ -402,7 +402,7 @@ _TARGETS: dict[str, Callable[[Path, random.Random], None]] = {
 
 
 
-# -- counters: rocprofv3 --pmc outputs (issue 31), read by `rocprof counters` ----------------------------------
+# -- counters: rocprofv3 --pmc outputs (issue 31), read by `rocprof counters` and `rocprof roofline` ------
 def counters_seeds(fixtures: Path | None) -> list[Seed]:
     """The documented counter CSV, generated roofline counters as CSV and as a rocpd database."""
     from . import counter_outputs as co
@@ -417,7 +417,7 @@ def counters_seeds(fixtures: Path | None) -> list[Seed]:
 
 
 def _counters_target(path: Path, rng: random.Random) -> None:
-    _check_cli(["rocprof", "counters", str(path), "--json", "--top", "0"])
+    _check_cli(["rocprof", rng.choice(("counters", "roofline")), str(path), "--json", "--top", "0"])
 
 
 FAMILIES = (*FAMILIES, "counters")
