@@ -128,13 +128,14 @@ def read_counter_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
 def read_counter_db(path: str | os.PathLike[str]) -> pd.DataFrame:
     """The same long table from a rocpd database (``rocpd_pmc_event`` joined to ``rocpd_info_pmc`` and the
     dispatch of the same event); a database profiled without ``--pmc`` has no such rows and is refused."""
-    from .rocpd import _connect, _exists, suffixes
+    from .rocpd import _connect, _exists, refuse_newer_schema, suffixes
 
     p = Path(path)
     con = _connect(p)
     frames = []
     try:
         for sfx in suffixes(con, str(p)):
+            refuse_newer_schema(con, sfx, str(p))
             if not (_exists(con, "rocpd_pmc_event" + sfx) and _exists(con, "rocpd_info_pmc" + sfx)):
                 continue
             frames.append(pd.read_sql_query(
