@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import math
 
+import numpy as np
 import pandas as pd
 
 from ..json_output import print_json
@@ -92,10 +93,34 @@ def stats_report(table: pd.DataFrame, top: int = 20) -> dict:
     }
 
 
+def _copies(path: str, table: pd.DataFrame) -> dict | None:
+    """The memory copies (DMA transfers, not kernels) beside a kernel table read from rocpd databases or Perfetto
+    traces: ``count``, ``total_ns``, ``bytes``; None where the kernel table came from files without them."""
+    generation = str(table.attrs.get("generation", ""))
+    if generation.endswith("rocpd"):
+        from .rocpd import rocpd_stats
+
+        copies = rocpd_stats(_databases(path), kind="copy")
+    elif generation.endswith("pftrace"):
+        from .outputs import activities
+
+        acts = activities(path)
+        copies = acts.copy_stats()
+        copies["bytes"] = float(acts.copies["size_bytes"].sum()) if "size_bytes" in acts.copies else np.nan
+    else:
+        return None
+    nbytes = _finite(copies["bytes"].sum()) if "bytes" in copies else None
+    return {"count": int(copies["calls"].sum()), "total_ns": _finite(copies["total_ns"].sum()), "bytes": nbytes}
+
+
 def _stats(args: argparse.Namespace) -> int:
     table = rocprof_kernels(args.path)
+    copies = _copies(args.path, table)
     if args.json:
-        print_json(stats_report(table, args.top))
+        report = stats_report(table, args.top)
+        if copies is not None:
+            report["copies"] = copies
+        print_json(report)
         return 0
     total_ms = table["total_ns"].sum() / 1e6
     gpu = table.attrs.get("kind", "kernel") in GPU_KINDS
@@ -104,7 +129,13 @@ def _stats(args: argparse.Namespace) -> int:
     source, generation = printable(table.attrs.get("source")), table.attrs.get("generation", "?")
     print(f"{source} (rocprof {generation}): {printable(what)}")
     if gpu:
-        print("  " + "   ".join(f"{c} {100 * r['share']:.1f} %" for c, r in class_totals(table).iterrows()))
+        shares = "   ".join(f"{c} {100 * r['share']:.1f} %" for c, r in class_totals(table).iterrows())
+        if copies is None:
+            print("  " + shares)
+        else:  # "memory" counts fill/copy kernels; the DMA copies are beside them, not in the shares
+            size = f", {copies['bytes'] / 2**20:.1f} MiB" if copies["bytes"] is not None else ""
+            print(f"  {shares} (memory: copy kernels only)\n  memory copies: {copies['count']}, "
+                  f"{(copies['total_ns'] or 0) / 1e6:.3f} ms{size} (DMA transfers, not in the kernel time)")
     rows = table if args.top <= 0 else table.head(args.top)
     print(f"{'#':>3}  {'class':<13} {'total ms':>10} {'calls':>7} {'avg us':>9} {'%':>6}  name")
     for _, r in rows.iterrows():
