@@ -52,7 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="FLOPs per precision, HBM bytes, arithmetic intensity, achieved FLOP/s and bandwidth, and the "
                     "roof that bounds each kernel, with rocprof-compute's gfx90a formulas. PATH is a "
                     "*_counter_collection.csv, a rocpd .db, or the folder of a run profiled with --profile roofline "
-                    "(its pass_N/ folders are joined by dispatch).")
+                    "(its pass_N/ folders are joined by dispatch); or a torch profiler trace (.json, .json.gz) "
+                    "recorded with record_shapes=True: FLOPs and bytes from operator shapes, no counters.")
     roof.add_argument("path", metavar="PATH", help="a counter CSV, a rocpd .db, or a roofline run's folder")
     roof.add_argument("--json", action="store_true", help="print JSON instead of a table")
     roof.add_argument("--top", type=int, default=15, metavar="N", help="the N longest kernels (0: all; default 15)")
@@ -260,7 +261,12 @@ def _roofline(args: argparse.Namespace) -> int:
     from ..files import write_new
     from .roofline import read_roofline, roofline_report
 
-    rl = read_roofline(args.path)
+    if str(args.path).endswith((".json", ".json.gz")):  # a torch profiler trace: from shapes, no counters
+        from .shape_roofline import shape_roofline
+
+        rl = shape_roofline(args.path)
+    else:
+        rl = read_roofline(args.path)
     if args.csv:
         write_new(args.csv, rl.table().to_csv(index=False))
     if args.plot:
@@ -271,8 +277,9 @@ def _roofline(args: argparse.Namespace) -> int:
     if args.json:
         print_json(roofline_report(rl, args.top, per_dispatch=args.dispatches))
         return 0
-    print(f"{printable(rl.source)}: roofline of {len(rl.kernels)} kernels from {rl.passes} pass(es) "
-          f"(rocprof-compute's MI200 formulas)")
+    print(f"{printable(rl.source)}: roofline of {len(rl.kernels)} "
+          + (f"kernels from {rl.passes} counter pass(es) (rocprof-compute's MI200 formulas)" if rl.passes else
+             "operators from their shapes (no counters; see the cache assumption below)"))
     head = f"{'ms':>13} {'calls':>6} {'FLOPs':>10} {'HBM bytes':>10} {'FLOP/B':>8} {'FLOP/s':>10} {'HBM B/s':>10}" \
            f"  {'bound':<8} {'% roof':>6}  kernel"
 

@@ -163,3 +163,85 @@ def test_real_counter_fixtures_hold_no_roofline_counters(shared_fixtures: Path):
     # with the roofline's counters: the numbers above are checked on generated counters only.
     names = [p.name for p in (shared_fixtures / "rocprof").iterdir()]
     assert names and not any("counter_collection" in n for n in names)
+
+
+# -- without counters: FLOPs and bytes from the shapes of a torch profiler trace (record_shapes=True) ----------
+def _op(name, ts, dur, ext, dims, types, concrete=None):
+    args = {"External id": ext, "Input Dims": dims, "Input type": types}
+    if concrete is not None:
+        args["Concrete Inputs"] = concrete
+    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
+
+
+def _kernel(ext, ts, dur):
+    return {"ph": "X", "cat": "kernel", "name": f"k{ext}", "pid": 0, "tid": 7, "ts": ts, "dur": dur,
+            "args": {"External id": ext, "stream": 7}}
+
+
+def _shapes_trace(tmp_path):
+    """Generated: four counted operators (two of them inside an outer op) and the GPU kernels they launched."""
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": 0, "dur": 100,
+         "args": {"External id": 1, "Input Dims": [[64, 128], [32, 128], [32]], "Input type": ["c10::BFloat16"] * 3}},
+        _op("aten::addmm", 10, 80, 2, [[32], [64, 128], [128, 32], [], []], ["c10::BFloat16"] * 3 + ["Scalar"] * 2),
+        _op("aten::scaled_dot_product_attention", 200, 50, 3, [[2, 4, 128, 64], [2, 4, 256, 64], [2, 4, 256, 64]],
+            ["c10::Half"] * 3),
+        _op("aten::_scaled_dot_product_flash_attention", 205, 40, 4,
+            [[2, 4, 128, 64], [2, 4, 256, 64], [2, 4, 256, 64]], ["c10::Half"] * 3),
+        _op("aten::convolution", 300, 60, 5, [[8, 16, 32, 32], [32, 16, 3, 3], [32], [], [], [], [], [], []],
+            ["float"] * 3 + ["ScalarList"] * 3 + ["Scalar", "ScalarList", "Scalar"],
+            ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"]),
+        _op("aten::relu", 400, 20, 6, [[8, 32, 16, 16]], ["float"]),
+        _op("aten::clamp_min", 402, 15, 7, [[8, 32, 16, 16], []], ["float", "Scalar"]),
+        _kernel(2, 20, 10), _kernel(4, 210, 20), _kernel(5, 310, 30), _kernel(7, 405, 4)]
+    path = tmp_path / "rank0.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def test_a_roofline_from_shapes_counts_each_operator_once_by_known_formulas(tmp_path):
+    from lumikit.rocprof.shape_roofline import CACHE_ASSUMPTION, shape_roofline
+
+    rl = shape_roofline(_shapes_trace(tmp_path))
+    k = {row["kernel"].split(" ")[0]: row for _, row in rl.kernels.iterrows()}
+    assert set(k) == {"aten::addmm", "aten::scaled_dot_product_attention", "aten::convolution", "aten::relu"}
+    # addmm: 2 x 64 x 32 x 128 FLOPs; (32 + 64*128 + 128*32 + 64*32) bf16 elements
+    assert (k["aten::addmm"]["flops"], k["aten::addmm"]["hbm_bytes"]) == (524_288, 28_736)
+    assert k["aten::addmm"]["mfma_bf16"] == 524_288 and k["aten::addmm"]["duration_ns"] == 10_000
+    # attention: 2 x B2 x H4 x L128 x S256 x (E64 + Ev64); q, k, v and the output read/written once, fp16
+    sdpa = k["aten::scaled_dot_product_attention"]
+    assert (sdpa["flops"], sdpa["hbm_bytes"], sdpa["duration_ns"]) == (67_108_864, 786_432, 20_000)
+    # stride-2 3x3 convolution, padding 1: 16x16 output pixels; 2 x 8 x 32 x 256 x 16 x 9 FLOPs, fp32
+    conv = k["aten::convolution"]
+    assert (conv["flops"], conv["hbm_bytes"], conv["duration_ns"]) == (18_874_368, 804_992, 30_000)
+    assert conv["mfma_f32"] == 18_874_368
+    # relu: one FLOP per element; the clamp_min inside it is not counted again, its kernel is relu's
+    relu = k["aten::relu"]
+    assert (relu["flops"], relu["hbm_bytes"], relu["duration_ns"]) == (65_536, 524_288, 4_000)
+    assert relu["bound"] == "memory" and relu["valu_f32"] == 65_536
+    assert relu["arithmetic_intensity"] == pytest.approx(0.125)
+    assert rl.notes[0] == CACHE_ASSUMPTION and len(rl.dispatches) == 4
+
+
+def test_cli_roofline_of_a_trace_without_shapes_says_how_to_record_them(tmp_path, capsys):
+    path = tmp_path / "t.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0,
+                                                 "dur": 5, "tid": 1, "args": {}}]}))
+    assert main(["rocprof", "roofline", str(path)]) == 2
+    assert "record_shapes=True" in capsys.readouterr().err
+    assert main(["rocprof", "roofline", str(_shapes_trace(tmp_path)), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["passes"] == 0 and "every input read from HBM once" in report["notes"][0]
+    assert {k["kernel"].split(" ")[0] for k in report["kernels"]} >= {"aten::addmm", "aten::convolution"}
+
+
+def test_the_real_cpu_trace_gives_its_convolutions_by_hand(shared_fixtures):
+    # ../shared/fixtures/traces/torch-cpu (torch 2.13 CPU, record_shapes=True): a 3x3 convolution of a 16x3x32x32
+    # batch to 16 channels, padding 1, three calls: 3 x 2 x 16 x 16 x 1024 x 3 x 9 FLOPs
+    from lumikit.rocprof.shape_roofline import shape_roofline
+
+    rl = shape_roofline(shared_fixtures / "traces" / "torch-cpu" / "rank0.1795343028888257490.pt.trace.json")
+    conv = rl.kernels[rl.kernels["kernel"].str.startswith("aten::convolution [[16, 3, 32, 32]")].iloc[0]
+    assert conv["dispatches"] == 3 and conv["flops"] == 3 * 2 * 16 * 16 * 1024 * 3 * 9
+    assert conv["hbm_bytes"] == 3 * 4 * (16 * 3 * 1024 + 16 * 3 * 9 + 16 + 16 * 16 * 1024)
+    assert any("CPU time" in n for n in rl.notes)
