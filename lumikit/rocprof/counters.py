@@ -69,7 +69,8 @@ def _check_values(table: pd.DataFrame, source: str, where: pd.Series | None = No
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
         shown = printable(str(where.iloc[first])[:40]) if where is not None else "?"
-        raise ParseError(f"{int(bad.sum())} counter values are not numbers or not finite (first: {shown!r}); the file is "
+        raise ParseError(f"{int(bad.sum())} counter values are not numbers or not finite (first: {shown!r}); "
+                         "the file is "
                          "damaged: profile again, or give another pass's file", source=source,
                          line_no=first_line + first if first_line else None)
 

@@ -67,7 +67,8 @@ def plot_roofline(rl: "Roofline", top: int = 12, ax: Axes | None = None, generat
 
     for r in hbm:
         ax.plot(xs, np.minimum(xs * r.value, top_peak), ls="--" if r.measured else "-", color="black",
-                lw=1.2 if r.measured else 1.8, alpha=0.8, label=f"{r.name} {r.value / 1e12:.2f} TB/s [{cite(r.source)}]")
+                lw=1.2 if r.measured else 1.8, alpha=0.8,
+                label=f"{r.name} {r.value / 1e12:.2f} TB/s [{cite(r.source)}]")
     colours = {"BF16 matrix": "#1f77b4", "FP32 matrix": "#ff7f0e", "FP32 vector": "#2ca02c"}
     peak_bw = max((r.value for r in hbm), default=1.6e12)
     for r in compute:

@@ -13,9 +13,10 @@ the counters are its gfx90a set, ``profile_configs/gfx90a/roofline/pmc_roof_perf
   LDS bytes = (``SQ_LDS_IDX_ACTIVE`` - ``SQ_LDS_BANK_CONFLICT``) x 4 x 32 banks per CU.
 
 The counters do not fit in one pass (gfx90a counts at most 8 SQ, 4 TCP and 4 TCC counters at once), so a roofline
-run is several passes (:data:`~lumikit.jobs.profiling.ROOFLINE_PASSES`, the ``roofline`` profiling mode); this module reads a folder of
-``pass_N/`` outputs and joins the passes by dispatch. The peaks are the site profile's (``[hardware]`` of
-``sites/lumi.toml``); measured ceilings, each with its source, are in :data:`MEASURED`.
+run is several passes (:data:`~lumikit.jobs.profiling.ROOFLINE_PASSES`, the ``roofline`` profiling mode); this
+module reads a folder of ``pass_N/`` outputs and joins the passes by dispatch. The peaks are the site profile's
+(``[hardware]`` of ``sites/lumi.toml``); measured ceilings, each with its source, are in :data:`MEASURED`.
+Without counters, :mod:`.shape_roofline` gives the same table from a torch trace's operator shapes.
 """
 from __future__ import annotations
 

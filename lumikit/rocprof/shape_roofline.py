@@ -57,8 +57,8 @@ def _dims(value: Any) -> list[list[int]] | None:
         return None
     out = []
     for d in value:
-        if not isinstance(d, list) or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**40
-                                              for x in d):
+        if not isinstance(d, list) or len(d) > 8 or not all(
+                isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**40 for x in d):
             return None
         out.append(d)
     return out
@@ -159,6 +159,11 @@ def _events(path: Path) -> list[dict]:
     return [e for e in events if isinstance(e, dict)]
 
 
+def _ext(value: Any) -> int | str | None:
+    """An ``External id`` that can key a lookup (a number or a string), else None."""
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+
+
 def _num(value: Any) -> float | None:
     try:
         f = float(value)
@@ -181,7 +186,7 @@ def shape_roofline(path: str | os.PathLike[str], site: object = None) -> Rooflin
                 ops.append((str(e.get("tid")), ts, dur, str(e.get("name")), args))
         elif cat in ("kernel", "gpu_memcpy", "gpu_memset") and e.get("ph") == "X":
             args = e.get("args") if isinstance(e.get("args"), dict) else {}
-            ext, dur = args.get("External id"), _num(e.get("dur"))
+            ext, dur = _ext(args.get("External id")), _num(e.get("dur"))
             if ext is not None and dur is not None and dur >= 0:
                 kernels[ext] = kernels.get(ext, 0.0) + dur
     if not any("Input Dims" in a for *_, a in ops):
@@ -194,8 +199,8 @@ def shape_roofline(path: str | os.PathLike[str], site: object = None) -> Rooflin
     counted: list[tuple[str, dict]] = []  # (tid, row) of each counted operator, in order
     for tid, ts, dur, name, args in ops:
         if ts < open_until.get(tid, -math.inf):
-            if counted and counted[-1][0] == tid and args.get("External id") is not None:
-                counted[-1][1]["ext"].add(args.get("External id"))  # its kernels are the outer op's
+            if counted and counted[-1][0] == tid and _ext(args.get("External id")) is not None:
+                counted[-1][1]["ext"].add(_ext(args.get("External id")))  # its kernels are the outer op's
             continue
         if name not in GEMMS | CONVOLUTIONS | ATTENTION | ELEMENTWISE or "Input Dims" not in args:
             continue
@@ -209,7 +214,7 @@ def shape_roofline(path: str | os.PathLike[str], site: object = None) -> Rooflin
         kind, flops, nbytes = cost
         first = next((t for t in types if t in DTYPES and DTYPES[t][1]), "?")
         row = {"kernel": f"{name} {dims[:3]} {first}", "kind": kind, "flops": flops, "hbm_bytes": nbytes,
-               "cpu_us": dur, "ext": {args.get("External id")}}
+               "cpu_us": dur, "ext": {_ext(args.get("External id"))}}
         rows.append(row)
         open_until[tid] = ts + dur
         counted.append((tid, row))

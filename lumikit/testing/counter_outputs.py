@@ -107,3 +107,25 @@ def roofline_dispatches() -> list[CounterDispatch]:
     return [CounterDispatch(1, "gemm_bf16", 1_000_000, 1_010_000, gemm),
             CounterDispatch(2, "add_fp32", 1_020_000, 1_100_000, add),
             CounterDispatch(3, "gemm_bf16", 1_110_000, 1_122_000, gemm)]
+
+
+def shapes_trace() -> str:
+    """Generated: a torch profiler trace with shapes (``record_shapes=True``) of a linear layer, attention, a
+    convolution and a ReLU with the GPU kernels they launched (the fuzzer's seed for the roofline from shapes)."""
+    import json
+
+    def op(name: str, ts: int, ext: int, dims: list, types: list, concrete: list | None = None) -> dict:
+        args = {"External id": ext, "Input Dims": dims, "Input type": types}
+        if concrete is not None:
+            args["Concrete Inputs"] = concrete
+        return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": 50, "args": args}
+
+    qkv = [[2, 4, 128, 64], [2, 4, 256, 64], [2, 4, 256, 64]]
+    events = [op("aten::addmm", 0, 2, [[32], [64, 128], [128, 32], [], []], ["c10::BFloat16"] * 3 + ["Scalar"] * 2),
+              op("aten::scaled_dot_product_attention", 100, 3, qkv, ["c10::Half"] * 3),
+              op("aten::convolution", 200, 5, [[8, 16, 32, 32], [32, 16, 3, 3], [32]] + [[]] * 6, ["float"] * 3,
+                 ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"]),
+              op("aten::relu", 300, 6, [[8, 32, 16, 16]], ["float"])]
+    events += [{"ph": "X", "cat": "kernel", "name": f"k{e}", "pid": 0, "tid": 7, "ts": 100 * i + 10, "dur": 9,
+                "args": {"External id": e, "stream": 7}} for i, e in enumerate((2, 3, 5, 6))]
+    return json.dumps({"traceEvents": events})

@@ -413,11 +413,13 @@ def counters_seeds(fixtures: Path | None) -> list[Seed]:
     with tempfile.TemporaryDirectory(prefix="lumikit-fuzz-seeds-") as tmp:
         seeds.append(Seed("77_results.db", co.write_counter_db(Path(tmp) / "77_results.db",
                                                                dispatches[:2]).read_bytes()))
+    seeds.append(Seed("shapes.pt.trace.json", co.shapes_trace().encode()))  # the roofline from shapes
     return seeds
 
 
 def _counters_target(path: Path, rng: random.Random) -> None:
-    _check_cli(["rocprof", rng.choice(("counters", "roofline")), str(path), "--json", "--top", "0"])
+    command = "roofline" if ".json" in path.name else rng.choice(("counters", "roofline"))
+    _check_cli(["rocprof", command, str(path), "--json", "--top", "0"])
 
 
 FAMILIES = (*FAMILIES, "counters")

@@ -9,18 +9,10 @@ from lumikit.errors import LumikitError, ParseError
 from lumikit.rocprof.counters import counters_per_kernel, parse_counter_csv, read_counter_db, read_counters, \
     waves_per_cu
 from lumikit.rocprof.rocpd import suffixes
+from lumikit.testing import counter_outputs as co
 from lumikit.testing import rocprof_outputs as gen
 
-# Real output printed in ROCprofiler-SDK's documentation (ROCm/rocm-systems @ 1b1610fc2b2ab32af71e6e04e4d4a6a4ae597992,
-# projects/rocprofiler-sdk/source/docs/how-to/using-rocprofv3.rst lines 1839-1843, the 4-space indent removed):
-# `rocprofv3 -i input.yml --output-format csv` with `pmc: [SQ_WAVES]`, file pass_1/312_counter_collection.csv.
-DOCUMENTED = '''\
-"Correlation_Id","Dispatch_Id","Agent_Id","Queue_Id","Process_Id","Thread_Id","Grid_Size","Kernel_Id","Kernel_Name","Workgroup_Size","LDS_Block_Size","Scratch_Size","VGPR_Count","Accum_VGPR_Count","SGPR_Count","Counter_Name","Counter_Value","Start_Timestamp","End_Timestamp"
-1,1,4,1,225049,225049,1048576,10,"void addition_kernel<float>(float*, float const*, float const*, int, int)",64,0,0,8,0,16,"SQ_WAVES",16384.000000,317095766765717,317095766775957
-2,2,4,1,225049,225049,1048576,13,"subtract_kernel(float*, float const*, float const*, int, int)",64,0,0,8,0,16,"SQ_WAVES",16384.000000,317095767013157,317095767022957
-3,3,4,1,225049,225049,1048576,11,"multiply_kernel(float*, float const*, float const*, int, int)",64,0,0,8,0,16,"SQ_WAVES",16384.000000,317095767176998,317095767186678
-4,4,4,1,225049,225049,1048576,12,"divide_kernel(float*, float const*, float const*, int, int)",64,0,0,12,4,16,"SQ_WAVES",16384.000000,317095767380718,317095767390878
-'''
+DOCUMENTED = co.DOCUMENTED_CSV  # real output printed in ROCprofiler-SDK's documentation (source there)
 
 # Written from the same documented columns in the newer spelling ("Agent 1"), not recorded: a one-wave kernel and a
 # kernel that fills the GCD, both with GRBM_GUI_ACTIVE over their whole run.
@@ -193,4 +185,5 @@ def test_a_counter_file_without_timestamps_says_so(tmp_path, capsys):
     assert "no timestamps" in out and "0.000" not in out
     assert main(["rocprof", "counters", str(path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert all(k["duration_ns"] is None for k in report["kernels"]) and "no start and end timestamps" in report["notes"][0]
+    assert all(k["duration_ns"] is None for k in report["kernels"])
+    assert "no start and end timestamps" in report["notes"][0]
