@@ -98,3 +98,10 @@ MODES: dict[str, ProfileMode] = {m.name: m for m in (
                 makes_dir=PROFILE_DIR),
     _roofline_mode(),
 )}
+
+
+def overlay_key(profile: str) -> str:
+    """The name a container's ``overlays`` table uses for a profiling mode: the tool it runs (``roofline`` runs
+    rocprofv3, so it needs rocprofv3's overlay), or the mode's own name for modes that run no tool."""
+    mode = MODES.get(profile)
+    return mode.prefix[0] if mode and mode.prefix else profile

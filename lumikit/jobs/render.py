@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..config import UserConfig
 from ..errors import SpecError
 from ..site import Site, load_site
-from .profiling import MODES
+from .profiling import MODES, overlay_key
 from .spec import JobSpec, mem_without_unit, parse_mem_mb
 from .validate import validate
 
@@ -227,7 +227,7 @@ def profiler_overlay(spec: JobSpec, site: Site) -> dict[str, str] | None:
     rocprofv3 in the 2026 LAIF image lacks libdw), or None."""
     if not (spec.profile and spec.container and site.uses_containers):
         return None
-    found = site.container(spec.container).overlays.get(spec.profile)
+    found = site.container(spec.container).overlays.get(overlay_key(spec.profile))
     return dict(found) if found else None
 
 

@@ -245,3 +245,15 @@ def test_the_real_cpu_trace_gives_its_convolutions_by_hand(shared_fixtures):
     assert conv["dispatches"] == 3 and conv["flops"] == 3 * 2 * 16 * 16 * 1024 * 3 * 9
     assert conv["hbm_bytes"] == 3 * 4 * (16 * 3 * 1024 + 16 * 3 * 9 + 16 + 16 * 16 * 1024)
     assert any("CPU time" in n for n in rl.notes)
+
+
+def test_the_roofline_mode_gets_rocprofv3s_overlay_in_the_laif_container():
+    from lumikit.jobs.render import profiler_overlay
+    from lumikit.jobs.spec import spec
+    from lumikit.jobs.validate import overlay_advice
+    from lumikit.site import load_site
+
+    site = load_site("lumi")
+    job = spec(["python", "train.py"], partition="small-g", container="laif-pytorch", profile="roofline")
+    assert profiler_overlay(job, site)["overlay"] == "deps.sqsh"  # rocprofv3 in that image lacks libdw
+    assert "libdw1t64" in overlay_advice(job, site)[0]
