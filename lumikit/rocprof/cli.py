@@ -235,9 +235,11 @@ def _counters(args: argparse.Namespace) -> int:
         return 0
     print(f"{printable(str(args.path))}: counters {printable(', '.join(names))}")
     extra = "  waves/CU" if "SQ_WAVES" in table else ""
-    print(f"{'ms':>13} {'calls':>7}  " + "  ".join(f"{printable(n)[:16]:>16}" for n in names) + extra + "  kernel")
+    widths = {n: max(12, len(printable(n))) for n in names}  # whole names: cut ones would look alike
+    print(f"{'ms':>13} {'calls':>7}  " + "  ".join(f"{printable(n):>{widths[n]}}" for n in names) + extra
+          + "  kernel")
     for _, r in table.iterrows():
-        cells = "  ".join(f"{r[n]:>16.6g}" for n in names)
+        cells = "  ".join(f"{r[n]:>{widths[n]}.6g}" for n in names)
         waves = f"  {r['waves_per_cu_per_dispatch']:>8.2f}" if extra else ""
         print(f"{_ms(r['duration_ns']):>13} {int(r['dispatches']):>7}  {cells}{waves}  "
               f"{printable(short_kernel_name(str(r['kernel']), 60))}")
