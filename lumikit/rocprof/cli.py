@@ -212,9 +212,9 @@ def _summary(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ms(duration_ns: object) -> str:
-    """A duration in ns as milliseconds, or "no timestamps" where the file had none."""
-    return "no timestamps" if duration_ns is None or pd.isna(duration_ns) else f"{float(duration_ns) / 1e6:.3f}"
+def _ms(duration_ns: object, missing: str = "no timestamps") -> str:
+    """A duration in ns as milliseconds, or ``missing`` where it is unknown (a counter file without timestamps)."""
+    return missing if duration_ns is None or pd.isna(duration_ns) else f"{float(duration_ns) / 1e6:.3f}"
 
 
 def _counters(args: argparse.Namespace) -> int:
@@ -291,7 +291,8 @@ def _roofline(args: argparse.Namespace) -> int:
             ai = "-" if pd.isna(r["arithmetic_intensity"]) else f"{r['arithmetic_intensity']:.3g}"
             pct = "-" if pd.isna(r["pct_of_roof"]) else f"{r['pct_of_roof']:.0f}"
             bound = r["bound"] if isinstance(r["bound"], str) else "-"
-            print(f"{_ms(r['duration_ns']):>13} {int(r.get('dispatches', 1)):>6} {_si(r['flops'], ''):>10} "
+            print(f"{_ms(r['duration_ns'], '-' if not rl.passes else 'no timestamps'):>13} "
+                  f"{int(r.get('dispatches', 1)):>6} {_si(r['flops'], ''):>10} "
                   f"{_si(r['hbm_bytes'], 'B'):>10} {ai:>8} {_si(r['flops_per_s'], ''):>10} "
                   f"{_si(r['hbm_bytes_per_s'], 'B/s'):>10}  {bound:<8} {pct:>6}  "
                   f"{printable(short_kernel_name(str(r['kernel']), 50))}"

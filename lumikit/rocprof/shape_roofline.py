@@ -12,8 +12,9 @@ and every output written once; any reuse inside the operator hits in cache (atte
 matrix). Real traffic is at least this, so the intensity here is an upper bound: the point may sit further right
 than the counters would put it.
 
-Time: the GPU kernels launched by the operator and the operators inside it (linked by ``External id``); in a
-trace without GPU kernels, the operator's own CPU time, and the note says so.
+Time: the GPU kernels launched inside the operator (its thread's launch calls in its time span, linked to their
+kernels by ``correlation``; else by ``External id``); in a trace without GPU kernels, the operator's own CPU time,
+and the note says so.
 """
 from __future__ import annotations
 
@@ -172,11 +173,32 @@ def _num(value: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
+def _launched_by(counted: list[tuple[str, dict]], launches: list[tuple[str, float, Any]],
+                 durations: dict[Any, float]) -> dict[int, float]:
+    """GPU µs per counted operator (keyed by ``id`` of its row): the kernels whose launch call (a runtime event
+    with the kernel's ``correlation``) ran on the operator's thread inside its time span."""
+    import bisect
+
+    per_tid: dict[str, tuple[list[float], list[Any]]] = {}
+    for tid, ts, corr in sorted(launches, key=lambda x: (x[0], x[1])):
+        times, corrs = per_tid.setdefault(tid, ([], []))
+        times.append(ts)
+        corrs.append(corr)
+    out: dict[int, float] = {}
+    for tid, row in counted:
+        times, corrs = per_tid.get(tid, ([], []))
+        lo, hi = bisect.bisect_left(times, row["start"]), bisect.bisect_left(times, row["end"])
+        found = [durations[c] for c in corrs[lo:hi] if c in durations]
+        if found:
+            out[id(row)] = sum(found)
+    return out
+
+
 def shape_roofline(path: str | os.PathLike[str], site: object = None) -> Roofline:
     """The roofline of the counted operators of a torch profiler trace, one row per (operator, shapes, dtype)."""
     p = Path(path)
     events = _events(p)
-    ops, kernels = [], {}
+    ops, kernels, by_correlation, launches = [], {}, {}, []
     for e in events:
         cat = e.get("cat")
         if cat == "cpu_op" and e.get("ph") == "X":
@@ -186,9 +208,17 @@ def shape_roofline(path: str | os.PathLike[str], site: object = None) -> Rooflin
                 ops.append((str(e.get("tid")), ts, dur, str(e.get("name")), args))
         elif cat in ("kernel", "gpu_memcpy", "gpu_memset") and e.get("ph") == "X":
             args = e.get("args") if isinstance(e.get("args"), dict) else {}
-            ext, dur = _ext(args.get("External id")), _num(e.get("dur"))
-            if ext is not None and dur is not None and dur >= 0:
-                kernels[ext] = kernels.get(ext, 0.0) + dur
+            ext, corr, dur = _ext(args.get("External id")), _ext(args.get("correlation")), _num(e.get("dur"))
+            if dur is not None and dur >= 0:
+                if ext is not None:
+                    kernels[ext] = kernels.get(ext, 0.0) + dur
+                if corr is not None:
+                    by_correlation[corr] = by_correlation.get(corr, 0.0) + dur
+        elif cat in ("cuda_runtime", "cuda_driver") and e.get("ph") == "X":  # ROCm traces use the same names
+            args = e.get("args") if isinstance(e.get("args"), dict) else {}
+            ts, corr = _num(e.get("ts")), _ext(args.get("correlation"))
+            if ts is not None and corr is not None:
+                launches.append((str(e.get("tid")), ts, corr))
     if not any("Input Dims" in a for *_, a in ops):
         raise ParseError("no operator shapes in this trace: record it with torch.profiler.profile(..., "
                          "record_shapes=True), or profile with rocprofv3 counters (--profile roofline)",
@@ -214,7 +244,7 @@ def shape_roofline(path: str | os.PathLike[str], site: object = None) -> Rooflin
         kind, flops, nbytes = cost
         first = next((t for t in types if t in DTYPES and DTYPES[t][1]), "?")
         row = {"kernel": f"{name} {dims[:3]} {first}", "kind": kind, "flops": flops, "hbm_bytes": nbytes,
-               "cpu_us": dur, "ext": {_ext(args.get("External id"))}}
+               "cpu_us": dur, "ext": {_ext(args.get("External id"))}, "start": ts, "end": ts + dur}
         rows.append(row)
         open_until[tid] = ts + dur
         counted.append((tid, row))
@@ -225,14 +255,26 @@ def shape_roofline(path: str | os.PathLike[str], site: object = None) -> Rooflin
     if not rows:
         raise ParseError("no GEMM, convolution, attention or elementwise operators with shapes in this trace",
                          source=str(p))
-    gpu = bool(kernels)
+    gpu = bool(kernels or by_correlation)
+    launched = _launched_by(counted, launches, by_correlation)
     if not gpu:
         notes.append("no GPU kernels in this trace: times are the operators' CPU time, so FLOP/s and bandwidth "
                      "are the CPU's, not a GPU's")
+    def duration_ns(r: dict) -> float:
+        """The GPU time of the operator's kernels (NaN: none found), or its CPU time in a CPU-only trace."""
+        if not gpu:
+            return 1e3 * r["cpu_us"]
+        if id(r) in launched:  # the kernels of the launch calls inside the operator (by correlation)
+            return 1e3 * launched[id(r)]
+        found = [kernels[x] for x in r["ext"] if x is not None and x in kernels]  # else by External id
+        return 1e3 * sum(found) if found else math.nan
+
     table = pd.DataFrame([{"kernel": r["kernel"], "kind": r["kind"], "flops": float(r["flops"]),
-                           "hbm_bytes": float(r["hbm_bytes"]),
-                           "duration_ns": 1e3 * (sum(kernels.get(x, 0.0) for x in r["ext"] if x is not None)
-                                                 if gpu else r["cpu_us"])} for r in rows])
+                           "hbm_bytes": float(r["hbm_bytes"]), "duration_ns": duration_ns(r)} for r in rows])
+    unmatched = int(table["duration_ns"].isna().sum()) if gpu else 0
+    if unmatched:
+        notes.append(f"{unmatched} of {len(table)} operator calls have no GPU kernel in this trace (launched "
+                     "outside the recorded window, or run on the CPU): their time, FLOP/s and bandwidth are unknown")
     for kind in KINDS:
         table[kind] = table["flops"].where(table["kind"] == kind, 0.0)
     for col in ("l2_bytes", "l1_bytes", "lds_bytes"):

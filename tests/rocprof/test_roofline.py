@@ -8,6 +8,7 @@ import stat
 import subprocess
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from lumikit.cli import main
@@ -257,3 +258,33 @@ def test_the_roofline_mode_gets_rocprofv3s_overlay_in_the_laif_container():
     job = spec(["python", "train.py"], partition="small-g", container="laif-pytorch", profile="roofline")
     assert profiler_overlay(job, site)["overlay"] == "deps.sqsh"  # rocprofv3 in that image lacks libdw
     assert "libdw1t64" in overlay_advice(job, site)[0]
+
+
+def test_real_gpu_traces_link_each_operator_to_its_kernels(shared_fixtures):
+    # HTA's MI250 trace (ROCm 6.2, Kineto): addmm of a 5x128 batch by a 128x128 weight, fp32, one call
+    from lumikit.rocprof.shape_roofline import shape_roofline
+
+    hta = shared_fixtures / "traces" / "hta-real"
+    rl = shape_roofline(hta / "amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz")
+    addmm = rl.kernels.set_index("kernel").loc["aten::addmm [[128], [5, 128], [128, 128]] float"]
+    assert (addmm["flops"], addmm["hbm_bytes"]) == (2 * 5 * 128 * 128, 4 * (128 + 5 * 128 + 128 * 128 + 5 * 128))
+    assert addmm["duration_ns"] > 0 and rl.kernels["duration_ns"].notna().all()
+    # HTA's sampled CUDA trace: kernels carry the launch's correlation, not the operator's External id; every
+    # operator call finds its kernels through its launch calls (8192x512 by 512x8192, fp32: 2 x 8192^2 x 512)
+    rl = shape_roofline(hta / "trace_filter__sampled_rank-0.json.gz")
+    assert rl.kernels["duration_ns"].notna().all() and not any("no GPU kernel" in n for n in rl.notes)
+    mm = rl.kernels.set_index("kernel").loc["aten::mm [[8192, 512], [512, 8192]] float"]
+    assert mm["dispatches"] == 2 and mm["flops"] == 2 * 2 * 8192 * 8192 * 512
+
+
+def test_an_operator_without_kernels_in_a_gpu_trace_has_an_unknown_time(tmp_path):
+    from lumikit.rocprof.shape_roofline import shape_roofline
+
+    path = _shapes_trace(tmp_path)
+    doc = json.loads(path.read_text())
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e["args"].get("External id") != 5 or e["cat"] != "kernel"]
+    path.write_text(json.dumps(doc))
+    rl = shape_roofline(path)
+    conv = rl.kernels[rl.kernels["kernel"].str.startswith("aten::convolution")].iloc[0]
+    assert pd.isna(conv["duration_ns"]) and pd.isna(conv["flops_per_s"]) and conv["flops"] == 18_874_368
+    assert any("1 of 4 operator calls have no GPU kernel" in n for n in rl.notes)
