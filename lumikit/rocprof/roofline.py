@@ -286,6 +286,12 @@ COLUMNS = ["kernel", "dispatches", "duration_ns", "flops", *KINDS, "hbm_bytes", 
            "attainable_flops_per_s", "pct_of_roof"]
 
 
+def total(values: pd.Series) -> float:
+    """The sum of a kernel's values over its dispatches, unknown (NaN) if any one is unknown: a rate from a
+    partial time (or partial FLOPs) would be too high."""
+    return float(values.sum()) if values.notna().all() else np.nan
+
+
 def roofline(long: pd.DataFrame, site: object = None) -> Roofline:
     """The roofline of a long counter table (:func:`read_passes`, or one file's
     :func:`~lumikit.rocprof.counters.read_counters`)."""
@@ -310,12 +316,16 @@ def roofline(long: pd.DataFrame, site: object = None) -> Roofline:
     roofs = peaks(site) + MEASURED
     per = _rates(terms, roofs).reset_index()
     per.insert(3, "dispatches", 1)
-    if (per["duration_ns"].isna()).all():
+    untimed = int(per["duration_ns"].isna().sum())
+    if untimed == len(per):
         notes.append("no start and end timestamps: FLOP/s and bandwidth are unknown (null); intensity and bound "
                      "need none")
+    elif untimed:
+        notes.append(f"{untimed} dispatches without timestamps: their kernels' time, FLOP/s and bandwidth are "
+                     "unknown (null)")
     sums = ["duration_ns", "flops", *[k for k in KINDS if k in per], "hbm_bytes", "l2_bytes", "l1_bytes", "lds_bytes"]
     agg = per.groupby("kernel", sort=False, dropna=False).agg(
-        dispatches=("dispatches", "sum"), **{c: (c, lambda s: s.sum(min_count=1)) for c in sums})
+        dispatches=("dispatches", "sum"), **{c: (c, total) for c in sums})
     kernels = _rates(agg, roofs).reset_index()
     kernels = kernels.sort_values("duration_ns", ascending=False, kind="stable", na_position="last")
     for t in (per, kernels):

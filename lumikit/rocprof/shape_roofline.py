@@ -31,7 +31,7 @@ import pandas as pd
 
 from ..errors import ParseError
 from ..files import gunzip_bounded, read_bytes
-from .roofline import COLUMNS, KINDS, MEASURED, Roofline, _rates, peaks
+from .roofline import COLUMNS, KINDS, MEASURED, Roofline, _rates, peaks, total
 
 #: Bytes per element of the dtypes torch names in ``Input type``, and the FLOP kind of each (None: not floating).
 DTYPES = {"float": (4, "f32"), "double": (8, "f64"), "c10::Half": (2, "f16"), "c10::BFloat16": (2, "bf16"),
@@ -282,7 +282,7 @@ def shape_roofline(path: str | os.PathLike[str], site: object = None) -> Rooflin
     per = table.drop(columns="kind").assign(dispatches=1)
     sums = ["duration_ns", "flops", "hbm_bytes", *KINDS, "l2_bytes", "l1_bytes", "lds_bytes"]
     agg = per.groupby("kernel", sort=False).agg(dispatches=("dispatches", "sum"),
-                                                 **{c: (c, lambda v: v.sum(min_count=1)) for c in sums})
+                                                 **{c: (c, total) for c in sums})
     roofs = peaks(site) + MEASURED
     calls = _rates(per, roofs).assign(process=0, dispatch_id=range(1, len(per) + 1))
     kernels_table = _rates(agg, roofs).reset_index()

@@ -288,3 +288,12 @@ def test_an_operator_without_kernels_in_a_gpu_trace_has_an_unknown_time(tmp_path
     conv = rl.kernels[rl.kernels["kernel"].str.startswith("aten::convolution")].iloc[0]
     assert pd.isna(conv["duration_ns"]) and pd.isna(conv["flops_per_s"]) and conv["flops"] == 18_874_368
     assert any("1 of 4 operator calls have no GPU kernel" in n for n in rl.notes)
+
+
+def test_a_kernel_with_one_untimed_dispatch_has_no_rate_rather_than_a_too_high_one():
+    table = parse_counter_csv(co.counter_csv(co.roofline_dispatches()))
+    table.loc[table["dispatch_id"] == 3, "duration_ns"] = pd.NA  # the second GEMM lost its timestamps
+    gemm = roofline(table).kernels.set_index("kernel").loc["gemm_bf16"]
+    assert gemm["flops"] == pytest.approx(2 * GEMM_FLOPS) and pd.isna(gemm["duration_ns"])
+    assert pd.isna(gemm["flops_per_s"]) and gemm["bound"] == "compute"  # the bound needs no time
+    assert any("1 dispatches without timestamps" in n for n in roofline(table).notes)
