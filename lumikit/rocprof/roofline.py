@@ -32,7 +32,7 @@ import pandas as pd
 
 from ..errors import LumikitError
 from ..files import regular_file
-from ..jobs.profiling import PASS_LIMITS, ROOFLINE_PASSES, input_file_text, plan_passes  # noqa: F401
+from ..jobs.profiling import ROOFLINE_PASSES
 
 VALU_PRECISIONS = ("F16", "F32", "F64")
 MFMA_PRECISIONS = ("F16", "BF16", "F32", "F64")
