@@ -102,7 +102,7 @@ def _conv_flops(dims: list[list[int]], concrete: list[Any]) -> tuple[int, int] |
 
 def op_cost(name: str, dims: list[list[int]], types: list[Any], concrete: list[Any]) -> tuple[str, int, int] | None:
     """(FLOP kind, FLOPs, bytes) of one operator call from its shapes, or None when it is not counted."""
-    first = next((t for t in types if t in DTYPES and DTYPES[t][1]), None)
+    first = next((t for t in types if isinstance(t, str) and t in DTYPES and DTYPES[t][1]), None)
     if first is None:
         return None
     size, precision = DTYPES[first]
@@ -235,7 +235,8 @@ def shape_roofline(path: str | os.PathLike[str], site: object = None) -> Rooflin
         if name not in GEMMS | CONVOLUTIONS | ATTENTION | ELEMENTWISE or "Input Dims" not in args:
             continue
         dims = _dims(args.get("Input Dims"))
-        types = args.get("Input type") if isinstance(args.get("Input type"), list) else []
+        types = [t if isinstance(t, str) else "" for t in args.get("Input type")] \
+            if isinstance(args.get("Input type"), list) else []  # a damaged entry (an object) names no dtype
         concrete = args.get("Concrete Inputs") if isinstance(args.get("Concrete Inputs"), list) else []
         cost = op_cost(name, dims, types, concrete) if dims is not None else None
         if cost is None:

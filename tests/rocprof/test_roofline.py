@@ -297,3 +297,17 @@ def test_a_kernel_with_one_untimed_dispatch_has_no_rate_rather_than_a_too_high_o
     assert gemm["flops"] == pytest.approx(2 * GEMM_FLOPS) and pd.isna(gemm["duration_ns"])
     assert pd.isna(gemm["flops_per_s"]) and gemm["bound"] == "compute"  # the bound needs no time
     assert any("1 dispatches without timestamps" in n for n in roofline(table).notes)
+
+
+def test_damaged_dtypes_are_skipped_not_a_crash(tmp_path):
+    # found by fuzzing (seed 2026.9): an "Input type" entry that is an object
+    from lumikit.rocprof.shape_roofline import shape_roofline
+
+    path = _shapes_trace(tmp_path)
+    doc = json.loads(path.read_text())
+    for e in doc["traceEvents"]:
+        if e["name"] == "aten::addmm":
+            e["args"]["Input type"] = [{"a": 1}, ["float"], "c10::BFloat16"]
+    path.write_text(json.dumps(doc))
+    names = {k.split(" ")[0] for k in shape_roofline(path).kernels["kernel"]}
+    assert "aten::addmm" in names  # its one readable dtype still names the precision
