@@ -5,8 +5,10 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # Where torch comes from. Empty: the default package index (on Linux x86_64 that is the CUDA build, about 4 GB).
 # TORCH=cpu takes PyTorch's CPU-only wheels instead (no GPU on a laptop needs them); TORCH_INDEX=URL names any index.
+# When that index cannot be reached, set-up stops and says why; TORCH_FALLBACK=default goes on with the default index.
 TORCH       ?=
 TORCH_INDEX ?= $(if $(filter cpu,$(TORCH)),https://download.pytorch.org/whl/cpu,)
+TORCH_FALLBACK ?=
 
 .PHONY: venv lab test unit slurm-up slurm-down exercises verify clean-venv handout
 
@@ -18,11 +20,13 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "== [2/3] upgrading pip"
 	$(PY) -m pip install --quiet --upgrade pip
-	bash scripts/install-torch.sh $(PY) "$(TORCH_INDEX)"
+	bash scripts/install-torch.sh $(PY) "$(TORCH_INDEX)" "$(TORCH_FALLBACK)"
 	@echo "== [3/3] installing lumikit and the workbook's packages (torch, JupyterLab, ...): see the README for size and time"
-	$(PY) -m pip install --progress-bar on -e '.[workbook]'
+	@echo "   pip's output goes to $(VENV)/pip-install.log (tail -f it to follow; it is printed here if pip fails)"
+	@$(PY) -m pip install --progress-bar off -e '.[workbook]' > $(VENV)/pip-install.log 2>&1 || \
+	    { tail -n 40 $(VENV)/pip-install.log; echo "== pip failed: the whole log is $(VENV)/pip-install.log"; exit 1; }
 	touch $(STAMP)
-	@echo "== $(VENV) is ready: the CLI is $(VENV)/bin/lumikit (or 'source $(VENV)/bin/activate', then 'lumikit')"
+	@echo "== $(VENV) is ready with $$($(PY) scripts/torch_build.py): the CLI is $(VENV)/bin/lumikit (or 'source $(VENV)/bin/activate', then 'lumikit')"
 
 # JupyterLab at the repository root (notebooks/, exercises/, solutions/ all reachable), opening module 00.
 # Jupyter refuses to run as root without --allow-root: containers and CI boxes run as root, so add it there.

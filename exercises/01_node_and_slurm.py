@@ -27,7 +27,9 @@ two_node_job = None
 command = None
 bind = None
 masks = None
-raise NotImplementedError("Exercise 01.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"01.1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("01.1")
+raise NotImplementedError("Exercise 01.1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_full_node_job(two_node_job, masks)
@@ -48,7 +50,9 @@ print(f"your GCD: k = {k}")
 gcd = None
 cores_k = None
 numa_k = None
-raise NotImplementedError("Exercise 01.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"01.2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("01.2")
+raise NotImplementedError("Exercise 01.2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_gcd_neighbours(cores_k, numa_k)
@@ -59,7 +63,9 @@ checks.WHY_SEVEN_CORES  # the question and its options
 # %% tags=["exercise"]
 # Exercise 01.q1: Why does each GCD's task get 7 cores, not 8? Pick one of the options shown above and store its letter in `why_seven_cores`.
 why_seven_cores = None
-raise NotImplementedError("Exercise 01.q1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"01.q1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("01.q1")
+raise NotImplementedError("Exercise 01.q1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_why_seven_cores(why_seven_cores)
@@ -81,7 +87,9 @@ found = None
 err = None
 bad_field = None
 fixed_job = None
-raise NotImplementedError("Exercise 01.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"01.3\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("01.3")
+raise NotImplementedError("Exercise 01.3: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_rejected_job(bad_field, fixed_job, rejected)
@@ -92,7 +100,9 @@ checks.WHY_BIND  # the question and its options
 # %% tags=["exercise"]
 # Exercise 01.q2: Why bind each task to the cores next to its own GCD? Pick one of the options shown above and store its letter in `why_bind`.
 why_bind = None
-raise NotImplementedError("Exercise 01.q2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"01.q2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("01.q2")
+raise NotImplementedError("Exercise 01.q2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_why_bind(why_bind)
@@ -142,7 +152,9 @@ derived_masks = None
 gcd_index = None
 second = None
 group = None
-raise NotImplementedError("Exercise 01.T1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"01.T1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("01.T1")
+raise NotImplementedError("Exercise 01.T1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 terminal_checks.check_topology_masks(derived_masks)
@@ -174,7 +186,9 @@ print("the seed's test:", seed_command)
 partition = None
 bind_command = None
 bind_run = None
-raise NotImplementedError("Exercise 01.T2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"01.T2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("01.T2")
+raise NotImplementedError("Exercise 01.T2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 terminal_checks.check_bind_test(bind_command, bind_run)
@@ -199,7 +213,9 @@ print(f"your local rank: r = {r}")
 rule_job = None
 table = None
 rank_mask = None
-raise NotImplementedError("Exercise 01.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"01.4\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("01.4")
+raise NotImplementedError("Exercise 01.4: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_rank_rule(rule_job, rank_mask)

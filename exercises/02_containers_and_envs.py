@@ -30,7 +30,9 @@ print("bind sets in the site profile:", ", ".join(site.binds))
 # `python train.py` in the site's PyTorch container. Store the rendered command in `two_node_command`.
 two_node_job = None
 two_node_command = None
-raise NotImplementedError("Exercise 02.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"02.1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("02.1")
+raise NotImplementedError("Exercise 02.1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_two_node_container(two_node_command)
@@ -41,7 +43,9 @@ checks.check_two_node_container(two_node_command)
 one_node_job = None
 extra = None
 rccl_bind_set = None
-raise NotImplementedError("Exercise 02.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"02.2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("02.2")
+raise NotImplementedError("Exercise 02.2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_rccl_bind_set(rccl_bind_set)
@@ -66,7 +70,9 @@ print(pyvenv_cfg)
 # Exercise 02.3: Which Python interpreter does the venv really run when you start `venv/bin/python`? Store its path
 # (a string) in `venv_python`.
 venv_python = None
-raise NotImplementedError("Exercise 02.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"02.3\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("02.3")
+raise NotImplementedError("Exercise 02.3: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_venv_python(venv_python, pyvenv_cfg)
@@ -84,7 +90,9 @@ print(base_versions)
 # Exercise 02.4: Write the lines of a pip constraints file that stop `pip install` from replacing the base's
 # torch and numpy. Store them, one string per package, in the list `pins`.
 pins = None
-raise NotImplementedError("Exercise 02.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"02.4\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("02.4")
+raise NotImplementedError("Exercise 02.4: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_pins(pins, base_versions)
@@ -95,7 +103,9 @@ checks.WHY_PIN  # the question and its options
 # %% tags=["exercise"]
 # Exercise 02.q1: Why must pip never replace the container's torch? Pick one of the options shown above and store its letter in `why_pin`.
 why_pin = None
-raise NotImplementedError("Exercise 02.q1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"02.q1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("02.q1")
+raise NotImplementedError("Exercise 02.q1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_why_pin(why_pin)
@@ -128,7 +138,9 @@ import lumikit.checks.handson as handson_checks
 # `$CONTAINER` with the course's bindings module (`singularity-AI-bindings` from /appl/local/containers/ai-modules).
 # Store them as a list of strings in `shell_commands`.
 shell_commands = None
-raise NotImplementedError("Exercise 02.S1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"02.S1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("02.S1")
+raise NotImplementedError("Exercise 02.S1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 handson_checks.check_container_shell(shell_commands)

@@ -47,7 +47,9 @@ print(f"first job: {len(first_metrics)} metric rows; resumed job: {len(resumed_m
 # (`warm_step_s`), and how much longer than that did the first step take (`first_step_overhead_s`)?
 warm_step_s = None
 first_step_overhead_s = None
-raise NotImplementedError("Exercise 03.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"03.1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("03.1")
+raise NotImplementedError("Exercise 03.1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_warm_step_time(warm_step_s, first_step_overhead_s, step_times)
@@ -57,7 +59,9 @@ checks.check_warm_step_time(warm_step_s, first_step_overhead_s, step_times)
 # (the first step it trained: `continued_at`), and how many steps did it train itself (`steps_trained`)?
 continued_at = None
 steps_trained = None
-raise NotImplementedError("Exercise 03.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"03.2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("03.2")
+raise NotImplementedError("Exercise 03.2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_resume(continued_at, steps_trained, first_steps, resumed_steps)
@@ -66,7 +70,9 @@ checks.check_resume(continued_at, steps_trained, first_steps, resumed_steps)
 # Exercise 03.3: On LUMI this job would get `--time=0:15:00`. Keeping 60 s for start-up and the last checkpoint,
 # how many whole steps at the warm step time of 03.1 fit? Store the number in `steps_that_fit`.
 steps_that_fit = None
-raise NotImplementedError("Exercise 03.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"03.3\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("03.3")
+raise NotImplementedError("Exercise 03.3: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_steps_in_limit(steps_that_fit, step_times, time_limit="0:15:00", reserve_s=60)
@@ -83,7 +89,9 @@ slurm_log = ("epoch 0: loss 2.1043, epoch time 301.22s\n"
 diagnoses = None
 time_limit_signature = None
 final_state = None
-raise NotImplementedError("Exercise 03.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"03.4\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("03.4")
+raise NotImplementedError("Exercise 03.4: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_time_limit(time_limit_signature, final_state, slurm_log)
@@ -94,7 +102,9 @@ checks.AT_THE_LIMIT  # the question and its options
 # %% tags=["exercise"]
 # Exercise 03.q1: What happens when a job reaches its `--time` limit? Pick one of the options shown above and store its letter in `at_the_limit`.
 at_the_limit = None
-raise NotImplementedError("Exercise 03.q1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"03.q1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("03.q1")
+raise NotImplementedError("Exercise 03.q1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_at_the_limit(at_the_limit)
@@ -164,7 +174,9 @@ fixed_text = None
 fixed_script = None
 fixed_submit = None
 fixed_id = None
-raise NotImplementedError("Exercise 03.T1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"03.T1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("03.T1")
+raise NotImplementedError("Exercise 03.T1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 terminal_checks.check_fixed_script(fixed_script, fixed_submit)
@@ -181,7 +193,9 @@ terminal_checks.check_fixed_script(fixed_script, fixed_submit)
 to_cancel = None
 cancel_id = None
 squeue_seen = None
-raise NotImplementedError("Exercise 03.T2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"03.T2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("03.T2")
+raise NotImplementedError("Exercise 03.T2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 terminal_checks.check_cancelled_job(to_cancel, squeue_seen)

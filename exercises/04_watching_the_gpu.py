@@ -30,7 +30,9 @@ ddp_table[["sample", "index", "package", "power_w", "gpu_busy_pct", "sclk_mhz"]]
 # Store its index in `starved_gcd`.
 per_gcd = None
 starved_gcd = None
-raise NotImplementedError("Exercise 04.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"04.1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("04.1")
+raise NotImplementedError("Exercise 04.1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_starved_gcd(starved_gcd)
@@ -41,7 +43,9 @@ checks.check_starved_gcd(starved_gcd)
 with_power = None
 power_gcds = None
 package_power_w = None
-raise NotImplementedError("Exercise 04.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"04.2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("04.2")
+raise NotImplementedError("Exercise 04.2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_power_reporting(power_gcds, package_power_w)
@@ -52,7 +56,9 @@ checks.WHY_NA  # the question and its options
 # %% tags=["exercise"]
 # Exercise 04.q1: Why do the odd GCDs print `N/A` for power? Pick one of the options shown above and store its letter in `why_na`.
 why_na = None
-raise NotImplementedError("Exercise 04.q1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"04.q1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("04.q1")
+raise NotImplementedError("Exercise 04.q1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_why_na(why_na)
@@ -66,7 +72,9 @@ catching_up = None
 sample = None
 in_sample = None
 activity = None
-raise NotImplementedError("Exercise 04.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"04.3\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("04.3")
+raise NotImplementedError("Exercise 04.3: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_package_activity(sample, activity)
@@ -80,7 +88,9 @@ checks.WAITING_POWER  # the question and its options
 # %% tags=["exercise"]
 # Exercise 04.q2: Predict before you read the next cell: what will the package power of a GCD that waits in an all-reduce at 100 % GPU% be? Store the letter of your prediction in `waiting_prediction`.
 waiting_prediction = None
-raise NotImplementedError("Exercise 04.q2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"04.q2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("04.q2")
+raise NotImplementedError("Exercise 04.q2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_waiting_prediction(waiting_prediction)
@@ -96,7 +106,9 @@ waiting = Snapshot(devices=(
 # %% tags=["exercise"]
 # Exercise 04.q3: Now read the `waiting` snapshot above: which option does its package power show? Store the letter in `waiting_outcome`; the check compares it with your prediction.
 waiting_outcome = None
-raise NotImplementedError("Exercise 04.q3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"04.q3\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("04.q3")
+raise NotImplementedError("Exercise 04.q3: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_waiting_outcome(waiting_outcome, waiting_prediction,
@@ -109,7 +121,9 @@ findings = None
 finding = None
 finding_kind = None
 computing = None
-raise NotImplementedError("Exercise 04.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"04.4\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("04.4")
+raise NotImplementedError("Exercise 04.4: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_busy_without_power(finding_kind, computing, waiting)
@@ -163,7 +177,9 @@ training = "bash -c 'for i in $(seq 8); do echo step $i; sleep 1; done'"
 # Show the steps with `squeue -s -j <id>`, then release the allocation with `scancel <id>`.
 allocation = None
 alloc_id = None
-raise NotImplementedError("Exercise 04.T1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"04.T1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("04.T1")
+raise NotImplementedError("Exercise 04.T1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 terminal_checks.check_overlap_steps(allocation)

@@ -40,7 +40,9 @@ print(f"05.1: profile rank {target_rank}, recording steps {target_steps}")
 # Exercise 05.1: In a 4-rank job, profile only rank `target_rank` with torch.profiler, recording the steps `target_steps` (printed above, counted from 1 as the metrics file does), with one profiler warm-up step before them, and stop the run after the last of them. Store the job spec in `job`.
 schedule_05_1 = None
 job = None
-raise NotImplementedError("Exercise 05.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("05.1")
+raise NotImplementedError("Exercise 05.1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_rank_profile_spec(job)
@@ -49,7 +51,9 @@ checks.check_rank_profile_spec(job)
 # Exercise 05.2: Over the recorded steps, what share (0-1) of the step time went to backward, and what share to the optimizer? Store them in `backward_share` and `optimizer_share`.
 backward_share = None
 optimizer_share = None
-raise NotImplementedError("Exercise 05.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("05.2")
+raise NotImplementedError("Exercise 05.2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_step_shares(backward_share, optimizer_share, phases)
@@ -58,7 +62,9 @@ checks.check_step_shares(backward_share, optimizer_share, phases)
 # Exercise 05.3: Which operator spent the most self time in the recorded steps? Store its name (e.g. "aten::add") in `top_op`.
 ranking = None
 top_op = None
-raise NotImplementedError("Exercise 05.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.3\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("05.3")
+raise NotImplementedError("Exercise 05.3: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_top_self_op(top_op, ops)
@@ -67,7 +73,9 @@ checks.check_top_self_op(top_op, ops)
 # Exercise 05.4: How much slower is a recorded step than an unprofiled one? Store the median recorded step time divided by the median unprofiled step time in `slowdown`.
 recorded = None
 slowdown = None
-raise NotImplementedError("Exercise 05.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.4\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("05.4")
+raise NotImplementedError("Exercise 05.4: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_profiler_slowdown(slowdown, step_times, schedule)
@@ -78,7 +86,9 @@ checks.WHY_FEW_STEPS  # the question and its options
 # %% tags=["exercise"]
 # Exercise 05.q1: Why profile a few steps of one rank? Pick one of the options shown above and store its letter in `why_few_steps`.
 why_few_steps = None
-raise NotImplementedError("Exercise 05.q1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.q1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("05.q1")
+raise NotImplementedError("Exercise 05.q1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_why_few_steps(why_few_steps)
@@ -89,7 +99,9 @@ checks.WHY_WARMUP  # the question and its options
 # %% tags=["exercise"]
 # Exercise 05.q2: Why does the schedule give the profiler a warm-up step? Pick one of the options shown above and store its letter in `why_warmup`.
 why_warmup = None
-raise NotImplementedError("Exercise 05.q2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.q2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("05.q2")
+raise NotImplementedError("Exercise 05.q2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_why_warmup(why_warmup)
@@ -159,7 +171,9 @@ steps_run = None
 prof = None
 _ = None
 profiled_steps = None
-raise NotImplementedError("Exercise 05.S1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.S1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("05.S1")
+raise NotImplementedError("Exercise 05.S1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 seed_checks.check_raw_profiler(raw_trace, steps_run)
@@ -186,7 +200,9 @@ stamp = None
 call = None
 returned = None
 slowest_call = None
-raise NotImplementedError("Exercise 05.S2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.S2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("05.S2")
+raise NotImplementedError("Exercise 05.S2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 seed_checks.check_hip_log_reading(hip_launches, slowest_call)
@@ -207,7 +223,9 @@ from lumikit.site import load_site
 # Exercise 05.S4: Build a one-GCD job (`miopen_job`, small-g, 10 minutes) running `python train.py` with MIOpen
 # logging every call it makes, together with the MIOpenDriver command line of each call.
 miopen_job = None
-raise NotImplementedError("Exercise 05.S4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.S4\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("05.S4")
+raise NotImplementedError("Exercise 05.S4: write your answer above, then delete this line")
 
 # %% tags=["check"]
 handson_checks.check_miopen_logging(miopen_job)
@@ -228,7 +246,9 @@ handson_checks.check_miopen_logging(miopen_job)
 #  (c) Closing the browser tab stops the TensorBoard session.
 #  (d) The app uploads the log directory to a TensorBoard server outside LUMI.
 tensorboard_answer = None
-raise NotImplementedError("Exercise 05.S3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.S3\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("05.S3")
+raise NotImplementedError("Exercise 05.S3: write your answer above, then delete this line")
 
 # %% tags=["check"]
 seed_checks.check_tensorboard_choice(tensorboard_answer)
@@ -254,7 +274,9 @@ print([f"{t:.3f}" for t in warmup])
 # Exercise 05.W1: Store in `cache_env` (a dict) the environment that puts MIOpen's user database, MIOpen's kernel cache
 # and Triton's cache in folders under /scratch/<project> (use `project` above).
 cache_env = None
-raise NotImplementedError("Exercise 05.W1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.W1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("05.W1")
+raise NotImplementedError("Exercise 05.W1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_cache_env(cache_env, project)
@@ -262,7 +284,9 @@ checks.check_cache_env(cache_env, project)
 # %% tags=["exercise"]
 # Exercise 05.W2: How many seconds did the first step cost beyond a steady step? Store it in `search_s`.
 search_s = None
-raise NotImplementedError("Exercise 05.W2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.W2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("05.W2")
+raise NotImplementedError("Exercise 05.W2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_warmup_cost(search_s, warmup)
@@ -287,7 +311,9 @@ print(run_numbers, load_site("lumi").hardware["gcd_peak_tflops"])
 # Exercise 05.P1: What was the run's MFU (0-1)? Store it in `mfu`.
 peaks = None
 mfu = None
-raise NotImplementedError("Exercise 05.P1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.P1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("05.P1")
+raise NotImplementedError("Exercise 05.P1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_mfu_for_precision(mfu, run_numbers)
@@ -335,7 +361,9 @@ print(load_memory(snapshot_path).describe())
 # %% tags=["exercise"]
 # Exercise 05.M1: What was the peak of live allocated bytes in the snapshot? Store it (an int, bytes) in `peak_bytes`.
 peak_bytes = None
-raise NotImplementedError("Exercise 05.M1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"05.M1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("05.M1")
+raise NotImplementedError("Exercise 05.M1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_snapshot_peak(peak_bytes, str(snapshot_path))

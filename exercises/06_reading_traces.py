@@ -26,7 +26,9 @@ print("ranks:", analyzer.ranks, "· steps:", analyzer.get_profiler_steps())
 breakdown = None
 rank0 = None
 top_class = None
-raise NotImplementedError("Exercise 06.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"06.1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("06.1")
+raise NotImplementedError("Exercise 06.1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_top_kernel_class(top_class, analyzer.get_kernel_breakdown(), rank=0)
@@ -38,7 +40,9 @@ straggler = None
 others = None
 mine = None
 wait_us = None
-raise NotImplementedError("Exercise 06.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"06.2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("06.2")
+raise NotImplementedError("Exercise 06.2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_straggler(straggler, wait_us, analyzer.get_stragglers())
@@ -49,7 +53,9 @@ checks.WHY_NOT_STEP_TIME  # the question and its options
 # %% tags=["exercise"]
 # Exercise 06.q1: Why can the step time not name the straggler? Pick one of the options shown above and store its letter in `why_not_step_time`.
 why_not_step_time = None
-raise NotImplementedError("Exercise 06.q1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"06.q1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("06.q1")
+raise NotImplementedError("Exercise 06.q1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_why_not_step_time(why_not_step_time)
@@ -64,7 +70,9 @@ idle_fraction = None
 idle = None
 lane = None
 idle_reason = None
-raise NotImplementedError("Exercise 06.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"06.3\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("06.3")
+raise NotImplementedError("Exercise 06.3: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_idle(idle_fraction, idle_reason, analyzer, rank=analyzer.get_straggler())
@@ -76,7 +84,9 @@ hta_temporal = None
 straggler = None
 hta_idle_pct = None
 ours = None
-raise NotImplementedError("Exercise 06.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"06.4\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("06.4")
+raise NotImplementedError("Exercise 06.4: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_hta_idle(hta_idle_pct, run.path / "traces", rank=analyzer.get_straggler())
@@ -86,7 +96,9 @@ checks.check_hta_idle(hta_idle_pct, run.path / "traces", rank=analyzer.get_strag
 straggler = None
 written = None
 slice_path = None
-raise NotImplementedError("Exercise 06.5: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"06.5\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("06.5")
+raise NotImplementedError("Exercise 06.5: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_perfetto_slice(slice_path, rank=analyzer.get_straggler(), step=11)
@@ -137,7 +149,9 @@ print(counters_per_kernel(counter_table))
 # Exercise 06.C1: Which kernels had fewer waves than the GCD has compute units? Store their names in a list `starved`.
 per_dispatch = None
 starved = None
-raise NotImplementedError("Exercise 06.C1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"06.C1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("06.C1")
+raise NotImplementedError("Exercise 06.C1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_starved_kernels(starved, counter_csv)

@@ -54,7 +54,9 @@ checks.DP_OR_DDP  # the question and its options
 # %% tags=["exercise"]
 # Exercise 07.q2: Predict before the runs: on two devices, which reaches more samples per second? Store the letter of your prediction in `dp_or_ddp_prediction`.
 dp_or_ddp_prediction = None
-raise NotImplementedError("Exercise 07.q2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.q2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("07.q2")
+raise NotImplementedError("Exercise 07.q2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_dp_or_ddp_prediction(dp_or_ddp_prediction)
@@ -79,7 +81,9 @@ pd.DataFrame([{c: s[c] for c in columns} for s in (single, ddp, dp)]).set_index(
 # `same_global_batch`.
 ddp_steps_per_rank = None
 same_global_batch = None
-raise NotImplementedError("Exercise 07.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("07.1")
+raise NotImplementedError("Exercise 07.1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_ddp_steps(ddp_steps_per_rank, same_global_batch, single, ddp)
@@ -90,7 +94,9 @@ checks.FEWER_STEPS  # the question and its options
 # %% tags=["exercise"]
 # Exercise 07.q1: Why does each DDP rank run fewer iterations per epoch? Pick one of the options shown above and store its letter in `fewer_steps`.
 fewer_steps = None
-raise NotImplementedError("Exercise 07.q1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.q1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("07.q1")
+raise NotImplementedError("Exercise 07.q1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_fewer_steps(fewer_steps)
@@ -101,7 +107,9 @@ checks.check_fewer_steps(fewer_steps)
 # Store that in `first_step_extra_s`.
 first_epoch_extra_s = None
 first_step_extra_s = None
-raise NotImplementedError("Exercise 07.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("07.2")
+raise NotImplementedError("Exercise 07.2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_first_epoch(first_epoch_extra_s, first_step_extra_s, single_epochs, single_steps)
@@ -111,7 +119,9 @@ checks.check_first_epoch(first_epoch_extra_s, first_step_extra_s, single_epochs,
 # fraction of perfect scaling is that per rank (`ddp_efficiency`, 1.0 = two ranks give twice the samples/s)?
 ddp_speedup = None
 ddp_efficiency = None
-raise NotImplementedError("Exercise 07.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.3\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("07.3")
+raise NotImplementedError("Exercise 07.3: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_ddp_gain(ddp_speedup, ddp_efficiency, single, ddp)
@@ -121,7 +131,9 @@ checks.check_ddp_gain(ddp_speedup, ddp_efficiency, single, ddp)
 # how much longer was each DP step than a single-device step (`dp_overhead`, 0.25 = 25 % longer)?
 dp_speedup = None
 dp_overhead = None
-raise NotImplementedError("Exercise 07.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.4\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("07.4")
+raise NotImplementedError("Exercise 07.4: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_dp_cost(dp_speedup, dp_overhead, single, dp)
@@ -131,7 +143,9 @@ checks.check_dp_cost(dp_speedup, dp_overhead, single, dp)
 ddp_rate = None
 dp_rate = None
 dp_or_ddp_outcome = None
-raise NotImplementedError("Exercise 07.q3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.q3\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("07.q3")
+raise NotImplementedError("Exercise 07.q3: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_dp_or_ddp_outcome(dp_or_ddp_outcome, dp_or_ddp_prediction,
@@ -159,7 +173,9 @@ pd.DataFrame([{"model": s["model_size"], "batch": s["batch_size"], "parameters":
 # and how many times its mean step time (`step_time_ratio`)?
 param_ratio = None
 step_time_ratio = None
-raise NotImplementedError("Exercise 07.5: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.5\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("07.5")
+raise NotImplementedError("Exercise 07.5: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_model_size(param_ratio, step_time_ratio, single, other)
@@ -169,7 +185,9 @@ checks.check_model_size(param_ratio, step_time_ratio, single, other)
 # and how many times the samples/s (`batch_throughput_ratio`)?
 batch_step_ratio = None
 batch_throughput_ratio = None
-raise NotImplementedError("Exercise 07.6: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.6\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("07.6")
+raise NotImplementedError("Exercise 07.6: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_batch_size(batch_step_ratio, batch_throughput_ratio, single, big_batch)
@@ -246,7 +264,9 @@ pair_gcds = None
 packages = None
 pair_link = None
 busbw_fraction = None
-raise NotImplementedError("Exercise 07.7: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"07.7\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("07.7")
+raise NotImplementedError("Exercise 07.7: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_gcd_pair(pair_gcds, pair_link, busbw_fraction)

@@ -44,7 +44,9 @@ print(rccl_transport(rccl_log).describe())
 # Exercise 08.1: In `two_nodes` (2 nodes x 8 tasks), which CPU mask does your task (SLURM_PROCID=`task`, printed above) get? Store the mask string (like '0x00fe000000000000') in `mask_task`.
 local_id = None
 mask_task = None
-raise NotImplementedError("Exercise 08.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("08.1")
+raise NotImplementedError("Exercise 08.1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_task_mask(mask_task, tasks_per_node=two_nodes.ntasks_per_node)
@@ -54,7 +56,9 @@ checks.check_task_mask(mask_task, tasks_per_node=two_nodes.ntasks_per_node)
 gdr_recipe = None
 rccl_text = None
 gdr_line = None
-raise NotImplementedError("Exercise 08.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("08.2")
+raise NotImplementedError("Exercise 08.2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_gdr(gdr_recipe, gdr_line, rccl_log.read_text())
@@ -65,7 +69,9 @@ checks.WHY_NOT_PROOF  # the question and its options
 # %% tags=["exercise"]
 # Exercise 08.q1: Why is the line echoing NCCL_NET_GDR_LEVEL no proof of GDR? Pick one of the options shown above and store its letter in `why_not_proof`.
 why_not_proof = None
-raise NotImplementedError("Exercise 08.q1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.q1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("08.q1")
+raise NotImplementedError("Exercise 08.q1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_why_not_proof(why_not_proof)
@@ -74,7 +80,9 @@ checks.check_why_not_proof(why_not_proof)
 # Exercise 08.3: Run the log doctor on `miopen_log`. Which environment recipe of the site applies the fix it suggests? Store its name in `miopen_recipe`.
 found = None
 miopen_recipe = None
-raise NotImplementedError("Exercise 08.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.3\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("08.3")
+raise NotImplementedError("Exercise 08.3: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_miopen_fix(miopen_recipe, miopen_log.read_text())
@@ -85,7 +93,9 @@ checks.WHY_MIOPEN_LOCK  # the question and its options
 # %% tags=["exercise"]
 # Exercise 08.q2: Why does MIOpen's database fail on Lustre? Pick one of the options shown above and store its letter in `why_miopen_lock`.
 why_miopen_lock = None
-raise NotImplementedError("Exercise 08.q2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.q2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("08.q2")
+raise NotImplementedError("Exercise 08.q2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_why_miopen_lock(why_miopen_lock)
@@ -93,7 +103,9 @@ checks.check_why_miopen_lock(why_miopen_lock)
 # %% tags=["exercise"]
 # Exercise 08.4: Profile exactly one rank of `two_nodes` with rocprof, and pick a rank on the second node. Store the job spec in `profiled`.
 profiled = None
-raise NotImplementedError("Exercise 08.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.4\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("08.4")
+raise NotImplementedError("Exercise 08.4: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_profile_one_rank(profiled, nodes=2, tasks_per_node=8)
@@ -137,7 +149,9 @@ report = "echo $SLURM_PROCID $SLURMD_NODENAME ROCR_VISIBLE_DEVICES=$ROCR_VISIBLE
 # Exercise 08.T1: Run `report` in every task of a job on 2 nodes with `tasks_per_node` tasks per node and one GPU per
 # task, with `sh(...)`; store the result in `visibility_run`.
 visibility_run = None
-raise NotImplementedError("Exercise 08.T1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.T1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("08.T1")
+raise NotImplementedError("Exercise 08.T1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 terminal_checks.check_gpu_visibility(visibility_run, nodes=2)
@@ -149,7 +163,9 @@ rocr_visible = None
 hip_visible = None
 device_count = None
 physical_gcd = None
-raise NotImplementedError("Exercise 08.S1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.S1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("08.S1")
+raise NotImplementedError("Exercise 08.S1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 seed_checks.check_visible_gcd(physical_gcd, device_count)
@@ -181,7 +197,9 @@ one_gcd = None
 efficiency_32 = None
 first_below_90 = None
 lumi_per_gcd = None
-raise NotImplementedError("Exercise 08.S3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.S3\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("08.S3")
+raise NotImplementedError("Exercise 08.S3: write your answer above, then delete this line")
 
 # %% tags=["check"]
 handson_checks.check_scaling_efficiency(efficiency_32, first_below_90, lumi_per_gcd)
@@ -199,7 +217,9 @@ handson_checks.check_scaling_efficiency(efficiency_32, first_below_90, lumi_per_
 # and the text of a wrapper `run.sh` (`wrapper`) that exports the same three and then runs the command it is given.
 srun_line = None
 wrapper = None
-raise NotImplementedError("Exercise 08.S4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.S4\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("08.S4")
+raise NotImplementedError("Exercise 08.S4: write your answer above, then delete this line")
 
 # %% tags=["check"]
 handson_checks.check_slurm_escaping(srun_line, wrapper)
@@ -220,7 +240,9 @@ handson_checks.check_slurm_escaping(srun_line, wrapper)
 #  (a) the optimizer states  (b) gradients and optimizer states  (c) parameters, gradients and optimizer states
 #  (d) nothing: it is plain data parallelism
 zero_answer = None
-raise NotImplementedError("Exercise 08.S2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.S2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("08.S2")
+raise NotImplementedError("Exercise 08.S2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 seed_checks.check_zero_stage(zero_answer)
@@ -249,7 +271,9 @@ across = None
 node_busbw = None
 cross_busbw = None
 bottleneck = None
-raise NotImplementedError("Exercise 08.5: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.5\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("08.5")
+raise NotImplementedError("Exercise 08.5: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_comm_baseline(node_busbw, cross_busbw, bottleneck)
@@ -273,7 +297,9 @@ hang
 recorder_env = None
 missing_rank = None
 stuck_seq = None
-raise NotImplementedError("Exercise 08.6: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"08.6\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("08.6")
+raise NotImplementedError("Exercise 08.6: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_hang(recorder_env, missing_rank, stuck_seq)

@@ -34,7 +34,9 @@ checks.MORE_WORKERS  # the question and its options
 # %% tags=["exercise"]
 # Exercise 09.q2: Predict before the next cells measure it: with 2 DataLoader workers instead of 0, what will the mean step time do? Store the letter of your prediction in `workers_prediction`.
 workers_prediction = None
-raise NotImplementedError("Exercise 09.q2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"09.q2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("09.q2")
+raise NotImplementedError("Exercise 09.q2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_more_workers_prediction(workers_prediction)
@@ -72,7 +74,9 @@ print(f"{len(snapshots)} snapshots of {len(snapshots[0].devices)} GCDs")
 # %% tags=["exercise"]
 # Exercise 09.1: How many times faster was reading the one .npy file than reading the same images as small files? Store the ratio in `speedup`.
 speedup = None
-raise NotImplementedError("Exercise 09.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"09.1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("09.1")
+raise NotImplementedError("Exercise 09.1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_archive_speedup(speedup, small_files_s, one_file_s)
@@ -83,7 +87,9 @@ checks.WHY_SMALL_FILES  # the question and its options
 # %% tags=["exercise"]
 # Exercise 09.q1: Why are many small files slow on Lustre? Pick one of the options shown above and store its letter in `why_small_files`.
 why_small_files = None
-raise NotImplementedError("Exercise 09.q1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"09.q1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("09.q1")
+raise NotImplementedError("Exercise 09.q1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_why_small_files(why_small_files)
@@ -92,7 +98,9 @@ checks.check_why_small_files(why_small_files)
 # Exercise 09.2: From `step_times` (workers -> mean step time), how many workers are enough: the fewest whose step time is within 10 % of the best? Store it in `workers_enough`.
 best = None
 workers_enough = None
-raise NotImplementedError("Exercise 09.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"09.2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("09.2")
+raise NotImplementedError("Exercise 09.2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_enough_workers(workers_enough, step_times, tolerance=0.10)
@@ -101,7 +109,9 @@ checks.check_enough_workers(workers_enough, step_times, tolerance=0.10)
 # Exercise 09.q3: Now compare with your prediction: which option do the three rounds show (step time with 2 workers against 0)? Store the letter in `workers_outcome`.
 workers_vs_none = None
 workers_outcome = None
-raise NotImplementedError("Exercise 09.q3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"09.q3\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("09.q3")
+raise NotImplementedError("Exercise 09.q3: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_more_workers_outcome(workers_outcome, workers_prediction, measured=rounds)
@@ -110,7 +120,9 @@ checks.check_more_workers_outcome(workers_outcome, workers_prediction, measured=
 # Exercise 09.3: Which GCD is starved in your generated session `snapshots`? Store its index in `starved_gcd`.
 per_gcd = None
 starved_gcd = None
-raise NotImplementedError("Exercise 09.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"09.3\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("09.3")
+raise NotImplementedError("Exercise 09.3: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_starved_gcd(starved_gcd)
@@ -156,7 +168,9 @@ print(f"{len(windows)} windows of 32 bytes")
 spawn_loader = None
 first_batch = None
 why_spawn = None
-raise NotImplementedError("Exercise 09.S1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"09.S1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("09.S1")
+raise NotImplementedError("Exercise 09.S1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 seed_checks.check_spawn_loader(spawn_loader, first_batch, why_spawn)

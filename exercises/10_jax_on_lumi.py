@@ -35,7 +35,9 @@ devices_expected = None
 jax_output = None
 job = None
 run = None
-raise NotImplementedError("Exercise 10.S1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"10.S1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("10.S1")
+raise NotImplementedError("Exercise 10.S1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 seed_checks.check_jax_job(jax_job, devices_expected, jax_output)
@@ -57,7 +59,9 @@ import lumikit.checks.handson as handson_checks
 per_gcd_job = None
 devices_per_process = None
 process_count = None
-raise NotImplementedError("Exercise 10.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"10.2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("10.2")
+raise NotImplementedError("Exercise 10.2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 handson_checks.check_jax_per_gcd(per_gcd_job, devices_per_process, process_count)

@@ -62,7 +62,9 @@ timeline(snapshots);
 per_gcd = None
 starved = None
 hypothesis = None
-raise NotImplementedError("Exercise 11.1: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"11.1\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("11.1")
+raise NotImplementedError("Exercise 11.1: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_starved_gcd(starved, hypothesis)
@@ -90,7 +92,9 @@ phases = None
 shares = None
 slow_rank_found = None
 data_share = None
-raise NotImplementedError("Exercise 11.2: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"11.2\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("11.2")
+raise NotImplementedError("Exercise 11.2: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_slow_rank(before.path, slow_rank_found, data_share)
@@ -105,7 +109,9 @@ phase_names = None
 share_table = None
 fast_rank = None
 waiting_phase = None
-raise NotImplementedError("Exercise 11.3: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"11.3\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("11.3")
+raise NotImplementedError("Exercise 11.3: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_waiting_phase(before.path, waiting_phase)
@@ -124,7 +130,9 @@ fix = None
 after = None
 warm = None
 claim = None
-raise NotImplementedError("Exercise 11.4: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"11.4\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("11.4")
+raise NotImplementedError("Exercise 11.4: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_claim(claim, before.path, after)
@@ -135,7 +143,9 @@ checks.check_claim(claim, before.path, after)
 # faster when your fix touched one rank's problem only, and your numbers (the rank, its share, the step times
 # before and after). The check saves it to your progress folder, where your instructor reads it.
 conclusion = None
-raise NotImplementedError("Exercise 11.A: replace each None above with your answer and delete this line. Stuck? Run: from lumikit.checks import hint; hint(\"11.A\")")
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("11.A")
+raise NotImplementedError("Exercise 11.A: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_conclusion(conclusion, before.path)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from .errors import SpecError
+from .gpu import torch_sees_gpu
 
 DEFAULT_SCHEDULE = (1, 1, 3, 1)
 PROFILE_MODE = "torch"
@@ -184,7 +185,7 @@ def profile_steps(*, enabled: bool | None = None, rank: int | None = None, out_d
     profile_memory = profile_memory or env.get("LUMIKIT_PROFILE_MEMORY", "").strip() in ("1", "true", "yes")
     config.out_dir.mkdir(parents=True, exist_ok=True)
     activities = [ProfilerActivity.CPU]
-    if torch.cuda.is_available():
+    if torch_sees_gpu():
         activities.append(ProfilerActivity.CUDA)
     plan = config.schedule
     with warnings.catch_warnings():

@@ -118,8 +118,8 @@ checks = {
     "singularity": shutil.which("singularity") is not None,
 }
 try:
-    import torch
-    checks["PyTorch sees a GPU"] = torch.cuda.is_available()
+    from lumikit.gpu import torch_sees_gpu
+    checks["PyTorch sees a GPU"] = torch_sees_gpu()
 except ImportError:
     checks["PyTorch installed"] = False
 pd.Series(checks, name="available here").to_frame()

@@ -243,7 +243,9 @@ hta.get_comm_comp_overlap(visualize=False)
 # %% [markdown]
 # **How to read it:** HTA leaves out the last profiled step unless asked (`include_last_profiler_step=True`), and
 # `TraceAnalyzer` does the same by default (`include_last_step=True` counts it; `summary()` says which it did),
-# because the last step is often cut short when the profiler stops. HTA also rounds timestamps to whole µs and
+# because the last step is often cut short when the profiler stops. Like HTA, it also leaves out GPU work whose
+# launch call is not in the trace (kernels still running from before the profiler started), wherever it runs.
+# HTA also rounds timestamps to whole µs and
 # counts host syncs as GPU time, so its shares can differ from `get_temporal_breakdown` in detail. The story is the
 # same: rank 2 idles most and waits least. The overlap per rank agrees with `get_comm_comp_overlap` above. On ROCm traces, use HTA
 # carefully. Compute kernels on stream 0 get no iteration, so its per-step views and TraceDiff drop them.
@@ -265,10 +267,11 @@ print("HTA launch statistics on a ROCm trace:", {r: len(t) for r, t in
 # %% tags=["nbval-ignore-output"]
 import torch
 
+from lumikit.gpu import torch_sees_gpu
 from lumikit.profiler import profile_steps
 
 torch.set_num_threads(1)
-device = "cuda" if torch.cuda.is_available() else "cpu"  # ROCm builds of PyTorch call the GPU "cuda"
+device = "cuda" if torch_sees_gpu() else "cpu"  # ROCm builds of PyTorch call the GPU "cuda"
 model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)).to(device)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 x, y = torch.randn(32, 64, device=device), torch.randint(0, 10, (32,), device=device)

@@ -1,4 +1,4 @@
-"""`make venv TORCH=cpu` takes torch from PyTorch's CPU-only index, and falls back to the default index when that
+"""`make venv TORCH=cpu` takes torch from PyTorch's CPU-only index, and stops with the choices spelled out when that
 one cannot be reached (scripts/install-torch.sh, called by the Makefile)."""
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ PIN = next(line.strip().strip('",') for line in (REPO / "pyproject.toml").read_t
 def fake_python(tmp_path: Path, pip_exit: int) -> tuple[Path, Path]:
     """A stand-in interpreter that logs the pip command it was given and exits with ``pip_exit``."""
     log = tmp_path / "argv.log"
-    py = tmp_path / "python"
+    (tmp_path / "bin").mkdir(exist_ok=True)
+    py = tmp_path / "bin" / "python"  # as in a venv: pip's output goes to tmp_path/torch-install.log
     py.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexit {pip_exit}\n')
     py.chmod(0o755)
     return py, log
@@ -38,20 +39,38 @@ def test_the_pin_comes_from_pyproject_and_the_index_is_used(tmp_path: Path) -> N
     py, log = fake_python(tmp_path, pip_exit=0)
     out = subprocess.run(["bash", str(SCRIPT), str(py), "https://example.invalid/whl/cpu"], capture_output=True,
                          text=True, check=True).stdout
-    assert log.read_text().split() == ["-m", "pip", "install", "--progress-bar", "on", "--index-url",
+    assert log.read_text().split() == ["-m", "pip", "install", "--progress-bar", "off", "--index-url",
                                        "https://example.invalid/whl/cpu", PIN]
     assert f"{PIN} installed" in out
 
 
-def test_an_unreachable_index_falls_back_to_the_default_with_a_message(tmp_path: Path) -> None:
+def test_an_unreachable_index_stops_and_spells_out_the_choices(tmp_path: Path) -> None:
     py, log = fake_python(tmp_path, pip_exit=1)
     proc = subprocess.run(["bash", str(SCRIPT), str(py), "http://127.0.0.1:9/simple"], capture_output=True,
                           text=True)
+    assert proc.returncode == 3
+    assert "stopped before installing anything else" in proc.stdout
+    assert "TORCH_FALLBACK=default" in proc.stdout and "TORCH_INDEX=URL" in proc.stdout
+
+
+def test_an_unreachable_index_with_the_fallback_asked_for_goes_on(tmp_path: Path) -> None:
+    py, log = fake_python(tmp_path, pip_exit=1)
+    proc = subprocess.run(["bash", str(SCRIPT), str(py), "http://127.0.0.1:9/simple", "default"],
+                          capture_output=True, text=True)
     assert proc.returncode == 0
-    assert "default package index is used instead" in proc.stdout
+    assert "taking torch from the default package index instead" in proc.stdout
 
 
 def test_no_index_means_nothing_is_installed_here(tmp_path: Path) -> None:
     py, log = fake_python(tmp_path, pip_exit=0)
     subprocess.run(["bash", str(SCRIPT), str(py), ""], check=True)
     assert not log.exists()
+
+
+def test_the_ready_line_names_the_torch_build_and_its_size() -> None:
+    import sys
+
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "torch_build.py")], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out.startswith(f"torch {PIN.split('==')[1]}")
+    assert out.endswith(" GB)") and "build" in out

@@ -29,3 +29,45 @@ def test_widget_images_are_smaller_than_notebook_images() -> None:
     fig = figure(figsize=(4, 3))
     fig.add_subplot().bar(["a", "b"], [1, 2])
     assert len(figure_png(fig, dpi=72)) < len(figure_png(fig))
+
+
+def _outputs(shell, code: str) -> list[str]:
+    """The MIME bundles a cell displays (its result and display() calls), in order, as their first MIME type."""
+    shown: list[str] = []
+    original = shell.display_pub.publish
+
+    def publish(data, *args, **kwargs):
+        shown.append("image/png" if "image/png" in data else sorted(data)[0])
+
+    shell.display_pub.publish = publish
+    shell.displayhook.write_format_data = lambda data, md=None: shown.append(
+        "image/png" if "image/png" in data else sorted(data)[0])
+    try:
+        shell.run_cell(code, store_history=True)
+    finally:
+        shell.display_pub.publish = original
+    return shown
+
+
+def test_a_figure_is_shown_even_when_the_cell_ends_with_a_semicolon(shell) -> None:
+    shell.run_cell("from lumikit.plotting import figure, figure_png")
+    code = "fig = figure(figsize=(2, 2)); fig.add_subplot().plot([0, 1]);"
+    assert _outputs(shell, code) == ["image/png"]
+
+
+def test_a_returned_figure_is_shown_once_not_twice(shell) -> None:
+    shell.run_cell("from lumikit.plotting import figure, figure_png")
+    code = "fig = figure(figsize=(2, 2)); fig.add_subplot().plot([0, 1])\nfig"
+    assert _outputs(shell, code) == ["image/png"]
+
+
+def test_figures_made_in_a_loop_are_all_shown(shell) -> None:
+    shell.run_cell("from lumikit.plotting import figure, figure_png")
+    code = "for i in range(3):\n    figure(figsize=(2, 2)).add_subplot().plot([0, i])"
+    assert _outputs(shell, code) == ["image/png"] * 3
+
+
+def test_a_figure_drawn_for_a_widget_is_not_shown_again(shell) -> None:
+    shell.run_cell("from lumikit.plotting import figure, figure_png")
+    code = "fig = figure(figsize=(2, 2)); fig.add_subplot().plot([0, 1]); png = figure_png(fig, dpi=72)"
+    assert _outputs(shell, code) == []

@@ -329,7 +329,8 @@ def check(exercise: str, *cases: Wrong) -> Callable[[F], F]:
             except CheckFailed as failure:
                 if not failure.unanswered:
                     _help_after_attempts(failure, exercise)
-                _record(exercise, answers, passed=False, unanswered=failure.unanswered, message=str(failure))
+                _record(exercise, answers, passed=False, unanswered=failure.unanswered, message=str(failure),
+                        mistake=None if failure.unanswered else failure.mistake or failure.problem)
                 raise
             _record(exercise, answers, passed=not isinstance(result, NotChecked), unanswered=False,
                     message=str(result), evidence=evidence, not_checked=isinstance(result, NotChecked))

@@ -167,9 +167,11 @@ def stub_source(source: str, *, where: str, prefix: str | None = None) -> tuple[
     help_lines = _help_lines(leading)
     question = [line for i, line in enumerate(leading) if i not in help_lines]
     body = [f"{name} = None" for name in assigned_names(source, where=where)]
-    message = json.dumps(f"Exercise {exercise_id}: replace each None above with your answer and delete this line. "
-                         f"Stuck? Run: from lumikit.checks import hint; hint(\"{exercise_id}\")", ensure_ascii=False)
-    return "\n".join([*question, *body, f"raise NotImplementedError({message})"]), exercise_id
+    # short lines: the help as comments, the raise itself well inside a notebook's width
+    message = json.dumps(f"Exercise {exercise_id}: write your answer above, then delete this line", ensure_ascii=False)
+    help_comments = ["# Your answer replaces each None; then delete the `raise` line below.",
+                     f"# Stuck? from lumikit.checks import hint; hint({json.dumps(exercise_id)})"]
+    return "\n".join([*question, *body, *help_comments, f"raise NotImplementedError({message})"]), exercise_id
 
 
 def question_source(source: str, *, where: str) -> str:

@@ -258,6 +258,10 @@ def check_miopen_logging(miopen_job: JobSpec | None) -> Passed:
 #: The module folder and module of the 2025 course scripts (``Getting_Started_with_AI_workshop``).
 BINDINGS_MODULE_PATH = "/appl/local/containers/ai-modules"
 BINDINGS_MODULE = "singularity-AI-bindings"
+#: LUMI's bindings modules, each with the folder ``module use`` must add first: the 2025 scripts' and the 2026 LAIF
+#: scripts' (``module use /appl/local/laifs/modules; module load lumi-aif-singularity-bindings``, workshop 2026).
+BINDINGS_MODULES = {BINDINGS_MODULE: BINDINGS_MODULE_PATH,
+                    "lumi-aif-singularity-bindings": "/appl/local/laifs/modules"}
 
 
 @check("02.S1",
@@ -286,12 +290,15 @@ def check_container_shell(shell_commands: Sequence[str] | None) -> Passed:
     if load is not None and (use is None or use > load):
         raise CheckFailed("02.S1", "module load comes before module use, so Lmod cannot find the module",
                           hint="module use adds a folder of modules; only then can they be loaded.")
-    if load is not None and BINDINGS_MODULE not in lines[load]:
-        raise CheckFailed("02.S1", f"`{lines[load]}` is not the bindings module of the course scripts",
-                          hint="the module's name says it binds for Singularity and AI.")
-    if use is not None and BINDINGS_MODULE_PATH not in lines[use]:
-        raise CheckFailed("02.S1", f"`{lines[use]}` adds another module folder",
-                          hint="LUMI's AI container modules live under /appl/local/containers.")
+    loaded = {tok.split("/")[0] for tok in lines[load].split()[2:]} if load is not None else set()  # name/version
+    module = next((m for m in BINDINGS_MODULES if m in loaded), None)
+    if load is not None and module is None:
+        raise CheckFailed("02.S1", f"`{lines[load]}` is not one of LUMI's bindings modules",
+                          hint="the module's name says it binds for Singularity.")
+    if use is not None and module is not None and BINDINGS_MODULES[module] not in lines[use]:
+        raise CheckFailed("02.S1", f"`{lines[use]}` adds another module folder than the one holding "
+                                   f"`{module}`",
+                          hint="each bindings module lives in its own folder under /appl/local.")
     if shell is None:
         raise CheckFailed("02.S1", "no `singularity shell` opens an interactive shell in the container",
                           hint="exec runs one command and returns; shell stays.")
@@ -299,7 +306,7 @@ def check_container_shell(shell_commands: Sequence[str] | None) -> Passed:
         raise CheckFailed("02.S1", "the shell command names no container image (.sif)")
     if load is not None and shell < load:
         raise CheckFailed("02.S1", "the shell starts before the bindings module is loaded, so it has no binds")
-    return passed("02.S1", "module use, module load singularity-AI-bindings, then singularity shell: /project, "
+    return passed("02.S1", "module use, module load of the bindings module, then singularity shell: /project, "
                            "/scratch and the system libraries are there inside")
 
 

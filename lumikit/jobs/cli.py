@@ -26,6 +26,9 @@ def add_job_options(p: argparse.ArgumentParser, *, with_command: bool = True) ->
     g.add_argument("--gpus-per-node", type=int, help="GPUs (GCDs) on each node")
     g.add_argument("-G", "--gpus", type=int, help="GPUs (GCDs) in the whole job (Slurm's meaning; one node only)")
     g.add_argument("--gpus-per-task", type=int, help="GPUs (GCDs) for each task")
+    g.add_argument("--gres-flags", metavar="FLAG",
+                   help="Slurm's --gres-flags, e.g. allow-task-sharing (Slurm 24.05+: with --gpus-per-task each task "
+                        "keeps access to the node's other GCDs, so RCCL's peer access works)")
     g.add_argument("-c", "--cpus-per-task", type=int)
     g.add_argument("--mem-per-gpu", help="host memory per GPU, e.g. 60G (a plain number is MB, as in Slurm)")
     g.add_argument("--mem", help="host memory per node, e.g. 120G (a plain number is MB, as in Slurm)")
@@ -81,7 +84,7 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         binds=tuple(args.bind), bind_sets=tuple(args.bind_set) if args.bind_set else None, env=tuple(env),
         env_recipes=tuple(args.env_recipe), workdir=args.chdir, cpu_bind=args.cpu_bind,
         threads_per_core=args.threads_per_core, output=args.output, profile=args.profile,
-        profile_ranks=tuple(args.profile_rank), profile_steps=args.profile_steps)
+        profile_ranks=tuple(args.profile_rank), profile_steps=args.profile_steps, gres_flags=args.gres_flags)
 
 
 def inside_job_note(argv0: str) -> str | None:

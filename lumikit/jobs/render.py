@@ -121,6 +121,11 @@ def allocation_flags(spec: JobSpec, site: Site) -> list[Flag]:
                           "--gpus-per-node" if spec.ntasks_per_node > 1 else "")))
     elif spec.gpus_per_node is not None:
         f.append(Flag((f"--gpus-per-node={spec.gpus_per_node}",), f"GCDs per node ({gcd_note})"))
+    if spec.gres_flags:
+        f.append(Flag((f"--gres-flags={spec.gres_flags}",),
+                      "each task is bound to its own GCD(s) but may still reach the node's other GCDs, so RCCL keeps "
+                      "peer access between them (Slurm 24.05+)" if spec.gres_flags == "allow-task-sharing"
+                      else "how Slurm shares the generic resources (GPUs) between tasks"))
     if spec.cpus_per_task is not None:
         f.append(Flag((f"--cpus-per-task={spec.cpus_per_task}",),
                       f"cores per task; {site.node.cpus_per_gcd} per GCD sit next to it (one core per CCD is "

@@ -79,7 +79,7 @@ def mem_without_unit(value: str | None) -> bool:
 _INT_FIELDS = ("nodes", "ntasks_per_node", "ntasks", "gpus_per_node", "gpus", "gpus_per_task", "cpus_per_task",
                "threads_per_core", "profile_steps")
 _STR_FIELDS = ("name", "partition", "mem_per_gpu", "mem", "mem_per_cpu", "time", "account", "reservation",
-               "container", "workdir", "cpu_bind", "output", "profile")
+               "container", "workdir", "cpu_bind", "output", "profile", "gres_flags")
 _STR_TUPLES = ("command", "binds", "bind_sets", "env_recipes", "secrets")
 
 
@@ -151,6 +151,7 @@ class JobSpec:
     gpus: int | None = None
     gpus_per_task: int | None = None
     secrets: tuple[str, ...] = ()
+    gres_flags: str | None = None  # Slurm's --gres-flags (allow-task-sharing: per-task GPUs that keep peer access)
 
     def __post_init__(self) -> None:
         # Types are checked here, once: a string where a list belongs would otherwise render one -B per character.

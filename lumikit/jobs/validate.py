@@ -36,6 +36,23 @@ def _known_partition(spec: JobSpec, site: Site) -> Iterator[SpecError]:
                         f"use one of: {', '.join(site.partitions)}")
 
 
+def gres_flags_of(site: Site) -> tuple[str, ...]:
+    """The ``--gres-flags`` values this site's Slurm accepts (site data ``[slurm] gres_flags``; none by default)."""
+    return tuple(str(x) for x in site.slurm.get("gres_flags", ()))
+
+
+@rule
+def _gres_flags(spec: JobSpec, site: Site) -> Iterator[SpecError]:
+    if spec.gres_flags and spec.gres_flags not in gres_flags_of(site):
+        known = gres_flags_of(site)
+        version = site.slurm.get("version", "")
+        yield SpecError("gres_flags", f"--gres-flags={spec.gres_flags} on {site.name}"
+                        + (f" (Slurm {version})" if version else ""),
+                        limit=f"this site's Slurm accepts {', '.join(known)}" if known else
+                        "this site's Slurm has no such flag (allow-task-sharing came with Slurm 24.05)",
+                        fix="leave --gres-flags out, or ask --gpus-per-node and let each rank pick device LOCAL_RANK")
+
+
 @rule
 def _command(spec: JobSpec, site: Site) -> Iterator[SpecError]:
     if not spec.command or not spec.command[0].strip():
@@ -274,13 +291,21 @@ def rank_advice(spec: JobSpec, site: Site) -> list[str]:
         return []
     out = []
     per_gcd = site.node.cpus_per_gcd
-    if spec.gpus_per_task is not None:
+    if spec.gpus_per_task is not None and spec.gres_flags == "allow-task-sharing":
+        out.append(f"--gpus-per-task={spec.gpus_per_task} with --gres-flags=allow-task-sharing: each rank sees only "
+                   "its own GCD, as device 0 (use cuda:0, not LOCAL_RANK), while RCCL keeps peer access to the "
+                   "node's other GCDs")
+    elif spec.gpus_per_task is not None:
         last = spec.ntasks_per_node - 1
+        sharing = "allow-task-sharing" in gres_flags_of(site)
         out.append(f"--gpus-per-task={spec.gpus_per_task} with {spec.ntasks_per_node} tasks per node: Slurm confines "
                    "each task to its own GCD, so every rank sees one device (cuda:0); "
                    f"torch.cuda.set_device(LOCAL_RANK) then fails on local ranks 1-{last}, and RCCL loses peer "
-                   "access between the isolated GCDs (\"Failed to find reverse path\"). Ask --gpus-per-node="
-                   f"{spec.gpus_per_node} instead and let each rank pick device LOCAL_RANK")
+                   "access between the isolated GCDs (\"Failed to find reverse path\"). "
+                   + ("Add --gres-flags=allow-task-sharing (this site's Slurm has it) to keep peer access, each rank "
+                      f"using cuda:0; or ask --gpus-per-node={spec.gpus_per_node} instead and let each rank pick "
+                      "device LOCAL_RANK" if sharing else
+                      f"Ask --gpus-per-node={spec.gpus_per_node} instead and let each rank pick device LOCAL_RANK"))
     if spec.cpus_per_task is None:
         gcds_per_task = max(1, (spec.gpus_per_node or 0) // spec.ntasks_per_node)
         out.append(f"{spec.ntasks_per_node} tasks per node without --cpus-per-task: Slurm gives each rank one core "

@@ -266,7 +266,7 @@ class Rehearsal:
             if o.card.get("gcds"):
                 lines.append("")
             lines += ["| promise (the module says) | expected on LUMI | measured | verdict | how |", "|---|---|---|---|---|"]
-            lines += [f"| {_cell(c.says)} | {c.expected} | {_cell(str(c.measured))} | {c.verdict} | {_cell(c.note)} |"
+            lines += [f"| {_cell(c.says)} | {c.expected} | {'-' if c.measured is None else _cell(str(c.measured))} | {c.verdict} | {_cell(c.note)} |"
                       for c in o.checks]
         lines += ["", "Each job's run folder holds its logs, `probe.rank<N>.json` (what each rank saw) and, where the "
                   "GPU record is on, `gpu/`: `bundle.json` lists them for `lumikit reference add`."]

@@ -172,10 +172,17 @@ def cmd_watch(args: argparse.Namespace, out: TextIO | None = None) -> int:
                          f"{'' if h.started is None else ' from ' + clock_time(h.started)}; source: "
                          f"{h.source or '-'}\n")
         stream.write("\n")
-    elif args.replay or args.command:
+    elif args.replay:
+        sources = [_source(args)]
+        h = sources[0].session.header
+        stream.write(f"replaying session {printable(h.name)}: {h.kind}, {len(sources[0].frames)} frames; source: "
+                     f"{printable(h.source or '-')}\n\n")
+    elif args.command:
         sources = [_source(args)]
     else:
         raise LumikitError("nothing to watch: give a run folder, --replay NAME or --command 'rocm-smi --json'")
+
+    notes_shown: set[str] = set()
 
     def show(sample: Sample) -> None:
         with lock:
@@ -183,7 +190,11 @@ def cmd_watch(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 return  # a sampler thread got one more in before the watch stopped: --count means count
             if clear and len(sources) == 1:
                 stream.write("\x1b[H\x1b[2J")
-            stream.write(format_table(sample.snapshot) + "\n\n")
+            table = format_table(sample.snapshot).split("\n")
+            if not clear:  # a scrolling log says each note once; a refreshing screen keeps it in view
+                table = [line for line in table if not (line.startswith("note: ") and line in notes_shown)]
+                notes_shown.update(line for line in table if line.startswith("note: "))
+            stream.write("\n".join(table) + "\n\n")
             stream.flush()
             shown[0] += 1
             if args.count is not None and shown[0] >= args.count * len(sources):

@@ -65,7 +65,7 @@ def _parse_json(lines: list[Line], source: str) -> list[Snapshot]:
     text = "\n".join(s for _, s in lines)
     try:
         data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # ValueError: JSONDecodeError, or an integer of 4,300+ digits
         line_no = getattr(exc, "lineno", None)
         line = None
         if line_no is not None and 0 < line_no <= len(lines):

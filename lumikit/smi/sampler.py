@@ -251,7 +251,7 @@ class ReplaySource:
         base = sess.header.started  # a run record: samples at their clock time (started + t)
         for i, fr in enumerate(sess.frames):
             try:
-                snap = parse_smi(fr.stdout, source=f"{sess.header.name} frame {i}", site=sess.header.site)
+                snap = parse_smi(fr.stdout, source=f"{sess.header.label} frame {i}", site=sess.header.site)
             except LumikitError:
                 continue
             self.frames.append(fr)

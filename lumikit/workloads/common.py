@@ -101,11 +101,13 @@ def pick_device(local_rank: int = 0, requested: str = "auto") -> "torch.device":
     """The GPU for this local rank where torch sees one (ROCm builds answer through torch.cuda), else the CPU."""
     import torch
 
+    from ..gpu import torch_sees_gpu
+
     if requested not in ("auto", "cpu", "cuda"):
         raise SpecError("--device", f"unknown device {requested!r}", "use auto, cpu or cuda")
-    if requested == "cpu" or (requested == "auto" and not torch.cuda.is_available()):
+    if requested == "cpu" or (requested == "auto" and not torch_sees_gpu()):
         return torch.device("cpu")
-    if not torch.cuda.is_available():
+    if not torch_sees_gpu():
         raise SpecError("--device", "cuda was asked for but torch sees no GPU",
                         "run on a GPU node (LUMI: --gpus-per-node) or use --device auto")
     index = local_rank % torch.cuda.device_count()

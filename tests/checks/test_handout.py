@@ -33,3 +33,22 @@ def test_the_learners_copy_has_no_solutions_and_grading_refuses_it_as_references
     assert main(args) == 2
     assert main([*args, "--references", str(REPO)]) == 0
     assert "verified" in (tmp_path / "g.csv").read_text()
+
+
+def test_the_learners_copy_has_no_instructor_guide_and_no_link_that_leads_nowhere(tmp_path, monkeypatch) -> None:
+    import re
+
+    monkeypatch.chdir(REPO)
+    copy = tmp_path / "handout"
+    assert main(["handout", str(copy)]) == 0
+    assert not (copy / "docs" / "instructor-guide.md").exists()
+    dead = []
+    for path in [*copy.rglob("*.md"), *copy.rglob("*.py"), *copy.rglob("*.ipynb")]:
+        for target in re.findall(r"\[[^\]\n]+\]\(([^)\s]+)\)", path.read_text(encoding="utf-8", errors="replace")):
+            target = target.split("#", 1)[0]
+            if target and not re.match(r"^[a-z][a-z0-9+.-]*:", target) and not target.startswith("/") \
+                    and not (path.parent / target).exists():
+                dead.append(f"{path.relative_to(copy)} -> {target}")
+    assert dead == []
+    module_map = (copy / "notebooks" / "00_start_here.py").read_text()
+    assert "../solutions/" not in module_map and "[exercise](../exercises/01_node_and_slurm.ipynb)" in module_map

@@ -68,3 +68,17 @@ def test_the_batch_shell_expands_only_what_is_neither_escaped_nor_single_quoted(
     assert h.task_sees(SRUN).startswith("export RANK=$SLURM_PROCID LOCAL_RANK=$SLURM_LOCALID")
     assert h.task_sees("srun bash -c 'RANK=\\$SLURM_PROCID'") == "RANK=\\$SLURM_PROCID"
     assert h.shell_words('a "b c" d\\ e') == ["a", "b c", "d e"]
+
+
+@pytest.mark.parametrize("use, load", [("module use /appl/local/containers/ai-modules", "module load singularity-AI-bindings"),
+                                       ("module use /appl/local/laifs/modules", "module load lumi-aif-singularity-bindings"),
+                                       ("module use /appl/local/laifs/modules",
+                                        "module load lumi-aif-singularity-bindings/1.0.1")])
+def test_02_s1_takes_the_2025_and_the_2026_bindings_modules(use: str, load: str) -> None:
+    assert h.check_container_shell(["module purge", use, load, "singularity shell $CONTAINER"])
+
+
+def test_02_s1_refuses_a_bindings_module_loaded_from_the_other_years_folder() -> None:
+    with pytest.raises(CheckFailed, match="another module folder"):
+        h.check_container_shell(["module use /appl/local/containers/ai-modules",
+                                 "module load lumi-aif-singularity-bindings", "singularity shell $CONTAINER"])

@@ -2,8 +2,11 @@
 about, and ``--explain`` states the rule with its source."""
 from __future__ import annotations
 
+import pytest
+
 from lumikit.cli import main
 from lumikit.jobs import spec
+from lumikit.jobs.spec import JobSpec
 from lumikit.jobs.validate import advice, device_rule
 from lumikit.site import load_site
 
@@ -60,3 +63,30 @@ def test_explain_states_the_device_and_core_rule_with_its_source(capsys):
 
 def test_a_single_rank_job_has_no_device_rule():
     assert device_rule(spec(["python"], partition="small-g", gpus_per_node=1), LUMI) is None
+
+
+def test_per_task_gpus_on_lumi_name_allow_task_sharing_as_the_fix() -> None:
+    from lumikit.jobs.validate import rank_advice
+    from lumikit.site import load_site
+
+    lumi = load_site("lumi")
+    per_task = JobSpec(command=("python", "train.py"), partition="standard-g", ntasks_per_node=8, gpus_per_task=1,
+                       cpus_per_task=7)
+    advice = " ".join(rank_advice(per_task, lumi))
+    assert "--gres-flags=allow-task-sharing" in advice
+    shared = " ".join(rank_advice(per_task.with_(gres_flags="allow-task-sharing"), lumi))
+    assert "cuda:0" in shared and "peer access" in shared
+
+
+def test_allow_task_sharing_renders_on_lumi_and_is_refused_where_slurm_lacks_it() -> None:
+    from lumikit.errors import SpecError
+    from lumikit.jobs.render import render_sbatch
+    from lumikit.jobs.validate import validate
+    from lumikit.site import load_site
+
+    job = JobSpec(command=("python", "train.py"), partition="standard-g", ntasks_per_node=8, gpus_per_task=1,
+                  cpus_per_task=7, gres_flags="allow-task-sharing", account="project_465000000")
+    assert "#SBATCH --gres-flags=allow-task-sharing" in render_sbatch(validate(job, load_site("lumi")),
+                                                                     load_site("lumi"))
+    with pytest.raises(SpecError, match="22.05"):
+        validate(job, load_site("lumi-sim"))

@@ -88,6 +88,7 @@ def test_rehearse_runs_every_module_job_to_completion_and_writes_the_report(on_l
     folder = Path(report["folder"])
     md = (folder / "report.md").read_text()
     assert f"{len(report['jobs'])} of {len(report['jobs'])} jobs COMPLETED" in md
+    assert "| None |" not in md  # a promise not measured shows "-", never Python's None
     by_job = {(j["module"], j["key"]): {c["key"]: c for c in j["checks"]} for j in report["jobs"]}
     # What lumi-sim can keep, it keeps: the ranks ran and the two-node job used both nodes.
     assert by_job[("07", "ddp")]["ranks"]["verdict"] == "holds"
