@@ -18,7 +18,6 @@ and the note says so.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -30,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ParseError
-from ..files import gunzip_bounded, read_bytes
+from ..files import gunzip_bounded, load_json_bounded, read_bytes
 from .roofline import COLUMNS, KINDS, MEASURED, Roofline, _rates, peaks, total
 
 #: Bytes per element of the dtypes torch names in ``Input type``, and the FLOP kind of each (None: not floating).
@@ -149,10 +148,7 @@ def _events(path: Path) -> list[dict]:
             data = gunzip_bounded(data, str(path))
         except (OSError, EOFError, zlib.error) as exc:
             raise ParseError(f"damaged gzip ({exc})", source=str(path)) from None
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        raise ParseError(f"not a torch profiler trace (not JSON: {str(exc)[:100]})", source=str(path)) from None
+    doc = load_json_bounded(data, str(path))
     events = doc.get("traceEvents") if isinstance(doc, dict) else None
     if not isinstance(events, list):
         raise ParseError("no traceEvents: give a torch profiler trace (torch.profiler with record_shapes=True)",
