@@ -721,7 +721,7 @@ def _why_absent(headers: Mapping[str, SessionHeader], manifest: Mapping[str, Any
 
 def open_records(folder: Path, site: str | None = None) -> dict[str, Any]:
     """Node -> streamed record file (:func:`lumikit.record.store.open_record`) of a run folder, named as
-    :func:`lumikit.record.read_record` names them (a node recorded twice: ``node#2``)."""
+    :func:`lumikit.record.read_record` names them (a node with two records: ``node#2``)."""
     from . import record_files
     from .store import open_record
 

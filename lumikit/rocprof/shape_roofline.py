@@ -271,7 +271,7 @@ def shape_roofline(path: str | os.PathLike[str], site: object = None) -> Rooflin
     unmatched = int(table["duration_ns"].isna().sum()) if gpu else 0
     if unmatched:
         notes.append(f"{unmatched} of {len(table)} operator calls have no GPU kernel in this trace (launched "
-                     "outside the recorded window, or run on the CPU): their time, FLOP/s and bandwidth are unknown")
+                     "outside the traced window, or run on the CPU): their time, FLOP/s and bandwidth are unknown")
     for kind in KINDS:
         table[kind] = table["flops"].where(table["kind"] == kind, 0.0)
     for col in ("l2_bytes", "l1_bytes", "lds_bytes"):
