@@ -220,6 +220,9 @@ def base_parser(prog: str, description: str, *, sizes: Sequence[str], lr: float,
     p.add_argument("--profile", action="store_true", help="profile steps with torch.profiler (lumikit.profiler)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
+    from .knobs import add_knob_options  # imports torch: only where a workload's parser is built
+
+    add_knob_options(p)
     return p
 
 

@@ -155,7 +155,8 @@ def build_task(args: argparse.Namespace, setup: Setup) -> Task:
     dataset = TextWindows(encode(text), context)
     model = TinyGPT(cfg)
     return Task(name="lm", model=model, dataset=dataset,
-                make_optimizer=lambda params, lr: torch.optim.AdamW(params, lr=lr, weight_decay=0.01),
+                make_optimizer=lambda params, lr, **options: torch.optim.AdamW(params, lr=lr, weight_decay=0.01,
+                                                                               **options),
                 forward=_forward, info={"dataset": str(args.corpus or "shipped reviews"),
                                         "dataset_bytes": len(text.encode("utf-8")), "context": context,
                                         "perplexity_hint": "exp(loss)"})
