@@ -115,12 +115,13 @@ def train_step(task: Task, model: nn.Module, optimizer: torch.optim.Optimizer, b
     return out
 
 
-def prepare_model(task: Task, args: argparse.Namespace, setup: Setup, out_dir: Path
-                  ) -> tuple[nn.Module, torch.optim.Optimizer, Applied]:
+def prepare_model(task: Task, args: argparse.Namespace, setup: Setup, out_dir: Path,
+                  say: Callable[[str], None] | None = None) -> tuple[nn.Module, torch.optim.Optimizer, Applied]:
     """The task's model on the device with the knobs applied (after DataParallel/DDP wrapping, as torch.compile
-    wants), and its optimizer; one line per knob that cannot work here."""
+    wants), and its optimizer; one line per knob that cannot work here (printed on rank 0, or given to ``say``)."""
     model = task.model.to(setup.device)
-    say = lambda line: print0(setup.env, line)  # noqa: E731
+    if say is None:
+        say = lambda line: print0(setup.env, line)  # noqa: E731
     if args.mode == "dp":
         model = nn.DataParallel(model)
     elif args.mode == "ddp":
