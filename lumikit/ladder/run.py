@@ -25,26 +25,12 @@ from ..errors import LumikitError
 from ..measure import measured
 from ..model_estimate import estimate_workload, gcd_peak_flops
 from ..site import load_site
-from ..workloads.common import default_out_dir, write_json_atomic
+from ..workloads.common import default_out_dir, device_name, write_json_atomic
 from ..workloads.trainer import Setup, Task, epoch_batches, prepare_model, setup_process, train_step
 from .rungs import PEAK_FOR_PRECISION, cumulative_options, parse_rungs
 from .table import LADDER_FILE, ladder_table
 
 MODELS = ("lm", "resnet")
-
-
-def device_name(device: torch.device) -> str:
-    """What the numbers were measured on: the GPU's name, or this CPU's model name."""
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
 
 
 def workload_module(model: str) -> Any:
