@@ -70,6 +70,8 @@ def run_rung(name: str, options: list[str], args: argparse.Namespace, setup: Set
     wargs = module.parser().parse_args(["--model-size", args.size, "--batch-size", str(args.batch_size),
                                         "--workers", str(args.workers), "--seed", str(args.seed), "--device",
                                         args.device, "--out", str(rung_dir), *options, *args.workload_args])
+    if "--compile" in options:
+        torch._dynamo.reset()  # each compiled rung compiles its own model afresh (in its warm-up)
     torch.manual_seed(args.seed)
     task = module.build_task(wargs, setup)
     notes: list[str] = []
@@ -101,6 +103,8 @@ def run_rung(name: str, options: list[str], args: argparse.Namespace, setup: Set
             _sync(setup.device)
             prof.step()
             bar.update(1)
+    applied.finish()
+    batches.close()  # ends the loader (and its worker processes, if any)
     traces = profiler.trace_files(trace_dir, rank=0)
     m = measured(name, rates)
     precision = applied.precision

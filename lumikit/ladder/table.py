@@ -63,8 +63,9 @@ def ladder_table(data: dict[str, Any]) -> str:
         verdict = "-" if previous is None else _against(compare(m, previous))
         mfu = (f"{100 * row['mfu']:.3g} % ({row['peak_tflops']:.1f} TF {row['peak_name']})"
                if row.get("mfu") is not None else "n/a")
-        lines.append(f"{printable(row['rung']):<14} {s['median']:>9.1f} ({s['min']:.1f}-{s['max']:.1f}){'':<8} "
-                     f"{row.get('speedup', 1.0):>7.2f}x  {verdict:<26} {mfu:<32} {_memory(row, on_gpu)}")
+        rate = f"{s['median']:.1f} ({s['min']:.1f}-{s['max']:.1f})"
+        lines.append(f"{printable(row['rung']):<14} {rate:<30} {row.get('speedup', 1.0):>7.2f}x  {verdict:<26} "
+                     f"{mfu:<32} {_memory(row, on_gpu)}")
         previous = m
     lines.append("")
     lines.append(f"MFU: the model's FLOPs per step (lumikit.model_estimate) per second, against one GCD's peak for "

@@ -92,6 +92,11 @@ class Applied:
         self.scaler.step(optimizer)
         self.scaler.update()
 
+    def finish(self) -> None:
+        """At the end of a run: write TunableOp's results file (the tuned GEMM choices) into the run folder."""
+        if self.tunableop_file is not None:
+            torch.cuda.tunable.write_file()
+
     def to_dict(self) -> dict[str, Any]:
         return {"precision": self.precision, "channels_last": self.channels_last, "compile": self.compile,
                 "fused_optimizer": self.fused_optimizer, "tunableop_file": self.tunableop_file,
