@@ -94,3 +94,20 @@ def test_show_prints_the_table_of_a_ladder_that_ran(tmp_path, capsys):
     assert "Rungs are cumulative" in capsys.readouterr().out
     assert main(["ladder", "--show", str(tmp_path / "nothing")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.slurm
+def test_ladder_on_lumi_sim_is_one_slurm_job_with_the_same_ladder_json(slurm_cluster, tmp_path, capsys):
+    """Through the Slurm backend: one job, one task, one GCD asked for; lumi-sim's nodes are CPUs, and say so."""
+    rc = main(["ladder", "--site", "lumi-sim", "--rungs", "fp32,bf16,fused", "--steps", "1", "--repeats", "2",
+               "--warmup", "0", "--profile-steps", "1", "--runs-dir", str(tmp_path), "--wait", "--quiet",
+               "--timeout", "300"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    run = next(p for p in tmp_path.iterdir() if (p / "ladder.json").exists())
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["backend"] == "slurm" and manifest["spec"]["gpus_per_node"] == 1
+    data = read_ladder(run)
+    assert [row["rung"] for row in data["rungs"]] == ["fp32", "bf16", "fused"]
+    assert data["measured_on"].startswith("this CPU (") and data["site"] == "lumi-sim"
+    assert all(load_trace(run / row["trace"], workers=1).rank_ids == [0] for row in data["rungs"])
