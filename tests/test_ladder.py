@@ -88,6 +88,12 @@ def test_ladder_on_the_laptop_writes_rates_spread_speedup_mfu_and_a_trace_per_ru
                                                                                                         "fp32")
 
 
+@pytest.mark.parametrize("option", [["--steps", "0"], ["--repeats", "0"], ["--warmup", "-1"]])
+def test_counts_no_ladder_can_use_are_refused_before_anything_is_submitted(option, tmp_path, capsys):
+    assert main(["ladder", "--site", "laptop", "--runs-dir", str(tmp_path), *option]) == 2
+    assert f"{option[0]}: must be at least" in capsys.readouterr().err and not list(tmp_path.iterdir())
+
+
 def test_show_prints_the_table_of_a_ladder_that_ran(tmp_path, capsys):
     (tmp_path / "ladder.json").write_text(json.dumps(_generated([("fp32", [10.0, 11.0, 12.0])])))
     assert main(["ladder", "--show", str(tmp_path)]) == 0

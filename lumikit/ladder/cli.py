@@ -6,6 +6,7 @@ import argparse
 import sys
 import warnings
 
+from ..errors import SpecError
 from ..jobs.cli import warn
 from ..jobs.spec import JobSpec, spec
 from ..jobs.workload import gcd_resources
@@ -17,12 +18,16 @@ from .table import ladder_table, read_ladder
 def ladder_spec(args: argparse.Namespace) -> JobSpec:
     """The job: ``python -m lumikit.ladder.run ...`` on one GCD of the site's default partition, in the course
     container (the local backend runs it here, without one)."""
-    parse_rungs(args.rungs)  # a wrong rung fails here, before anything is submitted
+    parse_rungs(args.rungs)  # a wrong rung or count fails here, before anything is submitted
+    for name, least in (("steps", 1), ("repeats", 1), ("profile_steps", 1), ("warmup", 0), ("workers", 0)):
+        if getattr(args, name) < least:
+            raise SpecError(f"--{name.replace('_', '-')}", f"must be at least {least}, got {getattr(args, name)}",
+                            f"give {least} or more")
     site = load_site(args.site)
     command = [sys.executable, "-m", "lumikit.ladder.run", "--model", args.model, "--size", args.size,
                "--rungs", args.rungs or ",".join(DEFAULT_RUNGS), "--steps", str(args.steps), "--repeats",
                str(args.repeats), "--warmup", str(args.warmup), "--profile-steps", str(args.profile_steps),
-               "--site", site.name, "--no-progress"]
+               "--workers", str(args.workers), "--site", site.name, "--no-progress"]
     if args.batch_size is not None:
         command += ["--batch-size", str(args.batch_size)]
     fields = {**gcd_resources(1, site=site), **({"partition": args.partition} if args.partition else {})}
@@ -86,6 +91,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--warmup", type=int, default=3, metavar="W", help="untimed steps per rung first (default 3)")
     p.add_argument("--profile-steps", type=int, default=2, metavar="P", help="steps in each rung's trace (default 2)")
     p.add_argument("--batch-size", type=int, help="samples per step (default: the workload's)")
+    p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes in every rung (default 0)")
     p.add_argument("-A", "--account", help="project to bill (LUMI)")
     p.add_argument("-t", "--time", default="0:30:00", help="the job's time limit (default 0:30:00)")
     p.add_argument("-p", "--partition", help="default: the site's GPU partition")
