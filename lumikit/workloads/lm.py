@@ -283,7 +283,13 @@ def _generate_only(args: argparse.Namespace, prog: str) -> int:
         model = TinyGPT(SIZES[args.model_size])
         args.weights_were = f"random (seed {args.seed})"
         if args.checkpoint is not None:
-            model.load_state_dict(load_checkpoint(args.checkpoint)["model"])
+            state = load_checkpoint(args.checkpoint)
+            saved = state.get("meta", {}).get("model_size")
+            if state.get("meta", {}).get("workload") != "lm" or saved != args.model_size:
+                raise SpecError("--checkpoint", f"{args.checkpoint} holds no lm {args.model_size} model (saved: "
+                                f"{state.get('meta', {}).get('workload')} {saved})",
+                                "give the --model-size of the training run, or its checkpoint")
+            model.load_state_dict(state["model"])
             args.weights_were = f"from {args.checkpoint}"
         run_generate(model.to(setup.device), args, setup)
     except LumikitError as exc:

@@ -80,3 +80,15 @@ def test_more_positions_than_the_context_is_refused_naming_the_options(tmp_path,
     assert lm.main(["--generate", "--prompt-tokens", "60", "--new-tokens", "10", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "--prompt-tokens/--new-tokens" in err and "context of 64" in err and "Traceback" not in err
+
+
+def test_generate_reads_trained_weights_from_a_checkpoint_of_the_same_size_only(tmp_path, capsys):
+    ckpt = tmp_path / "lm.pt"
+    assert lm.main(["--steps", "2", "--no-progress", "--checkpoint", str(ckpt), "--out", str(tmp_path / "a")]) == 0
+    common = ["--generate", "--batch-sizes", "1", "--prompt-tokens", "4", "--new-tokens", "3",
+              "--generate-repeats", "1", "--checkpoint", str(ckpt)]
+    assert lm.main([*common, "--out", str(tmp_path / "b")]) == 0
+    assert json.loads((tmp_path / "b" / "generate.json").read_text())["weights"] == f"from {ckpt}"
+    assert lm.main([*common, "--model-size", "small", "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert "holds no lm small model (saved: lm tiny)" in err and "Traceback" not in err
