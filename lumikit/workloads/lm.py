@@ -230,7 +230,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--batch-sizes", default="1,4,16", metavar="B,B,...", help="batch sizes to generate with")
     g.add_argument("--prompt-tokens", type=int, default=32, metavar="N", help="prompt length in bytes (default 32)")
     g.add_argument("--new-tokens", type=int, default=32, metavar="N", help="tokens to generate (default 32)")
-    g.add_argument("--generate-repeats", type=int, default=3, metavar="K", help="timed generations per row")
+    g.add_argument("--generate-repeats", type=int, default=5, metavar="K",
+                   help="timed generations per row; the table shows their medians (default 5)")
     return p
 
 
