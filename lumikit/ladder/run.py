@@ -103,7 +103,6 @@ def run_rung(name: str, options: list[str], args: argparse.Namespace, setup: Set
             _sync(setup.device)
             prof.step()
             bar.update(1)
-    applied.finish()
     batches.close()  # ends the loader (and its worker processes, if any)
     traces = profiler.trace_files(trace_dir, rank=0)
     m = measured(name, rates)

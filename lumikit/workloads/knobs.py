@@ -92,11 +92,6 @@ class Applied:
         self.scaler.step(optimizer)
         self.scaler.update()
 
-    def finish(self) -> None:
-        """At the end of a run: write TunableOp's results file (the tuned GEMM choices) into the run folder."""
-        if self.tunableop_file is not None:
-            torch.cuda.tunable.write_file()
-
     def to_dict(self) -> dict[str, Any]:
         return {"precision": self.precision, "channels_last": self.channels_last, "compile": self.compile,
                 "fused_optimizer": self.fused_optimizer, "tunableop_file": self.tunableop_file,
@@ -175,14 +170,15 @@ def tunableop_support() -> str | None:
 
 
 def enable_tunableop(out_dir: Path) -> str:
-    """Switch TunableOp on with its results file in ``out_dir``; the variables go to child processes too."""
-    path = str(Path(out_dir) / TUNABLEOP_FILE)
+    """Switch TunableOp on with its results file in ``out_dir`` (torch writes it when the process ends, the
+    device index in its name); the variables go to child processes too. Returns the name pattern (%d: device)."""
+    pattern = str(Path(out_dir) / TUNABLEOP_FILE)
     os.environ["PYTORCH_TUNABLEOP_ENABLED"] = "1"
-    os.environ["PYTORCH_TUNABLEOP_FILENAME"] = path
+    os.environ["PYTORCH_TUNABLEOP_FILENAME"] = pattern
     torch.cuda.tunable.enable(True)
     torch.cuda.tunable.tuning_enable(True)
-    torch.cuda.tunable.set_filename(path)
-    return path
+    torch.cuda.tunable.set_filename(pattern.replace("%d", ""), insert_device_ordinal=True)
+    return pattern
 
 
 def apply_knobs(knobs: Knobs, model: nn.Module, device: torch.device, *, out_dir: Path, convolutional: bool,

@@ -321,7 +321,6 @@ def run_training(task: Task, args: argparse.Namespace, setup: Setup, clock_start
             if halt:
                 break
         bar.close()
-    applied.finish()
     save(step)
     if setup.backend is not None:
         dist.barrier()

@@ -3,6 +3,7 @@ run goes on without it (never a traceback)."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import torch
@@ -137,3 +138,22 @@ def test_compile_works_where_inductor_has_a_compiler(tmp_path, capsys):
     finally:
         torch._dynamo.reset()
     assert status == 0 and applied["compile"] == "default" and applied["notes"] == []
+
+
+def test_tunableop_on_rocm_keeps_its_results_file_in_the_run_folder(tmp_path, monkeypatch):
+    """What a ROCm build gets (its torch.cuda.tunable calls recorded here): enabled, tuning, the file in the run
+    folder with the device index in its name (torch writes it when the process ends), the variables set for child
+    processes."""
+    calls = []
+    for name in ("enable", "tuning_enable", "set_filename"):
+        monkeypatch.setattr(torch.cuda.tunable, name, lambda *a, name=name, **k: calls.append((name, *a, k)))
+    monkeypatch.setattr(knobs, "tunableop_support", lambda: None)
+    monkeypatch.delenv("PYTORCH_TUNABLEOP_ENABLED", raising=False)
+    monkeypatch.delenv("PYTORCH_TUNABLEOP_FILENAME", raising=False)
+    _, applied = knobs.apply_knobs(knobs.Knobs(tunableop=True), torch.nn.Linear(2, 2), torch.device("cpu"),
+                                   out_dir=tmp_path, convolutional=False, say=print)
+    pattern = str(tmp_path / "tunableop_results%d.csv")
+    assert applied.tunableop_file == pattern and applied.notes == []
+    assert calls == [("enable", True, {}), ("tuning_enable", True, {}),
+                     ("set_filename", str(tmp_path / "tunableop_results.csv"), {"insert_device_ordinal": True})]
+    assert os.environ["PYTORCH_TUNABLEOP_ENABLED"] == "1" and os.environ["PYTORCH_TUNABLEOP_FILENAME"] == pattern
