@@ -177,7 +177,9 @@ def run_ladder(args: argparse.Namespace) -> dict[str, Any]:
           f"{args.warmup} warm-up + {args.repeats} x {args.steps} timed steps each, on {measured_on}", flush=True)
     per_rung = args.warmup + args.repeats * args.steps + args.profile_steps + 1
     rows = []
-    with tqdm(total=per_rung * len(rungs), unit="step", file=sys.stderr, disable=args.no_progress) as bar:
+    # in a job's log (no terminal) a line every 10 s is enough; `lumikit tail RUN` shows the latest
+    with tqdm(total=per_rung * len(rungs), unit="step", file=sys.stderr, disable=args.no_progress,
+              mininterval=0.1 if sys.stderr.isatty() else 10.0) as bar:
         for name, options in rungs:
             row = run_rung(name, options, args, setup, out_dir, bar, estimate.step_flops)
             for line in row["notes"]:
