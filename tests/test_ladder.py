@@ -84,6 +84,7 @@ def test_ladder_on_the_laptop_writes_rates_spread_speedup_mfu_and_a_trace_per_ru
         assert trace.rank_ids == [0] and len(trace[0].events) > 0
         assert row["rung"] in out
     assert data["rungs"][0]["speedup"] == 1.0
+    assert "lumikit trace diff RUN/ladder/fp32/trace RUN/ladder/bf16/trace" in out
     assert data["rungs"][2]["applied"]["fused_optimizer"] and data["rungs"][2]["applied"]["precision"] in ("bf16",
                                                                                                         "fp32")
 

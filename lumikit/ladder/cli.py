@@ -89,7 +89,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--steps", type=int, default=10, metavar="N", help="steps per timed repeat (default 10)")
     p.add_argument("--repeats", type=int, default=5, metavar="K", help="timed repeats per rung (default 5)")
     p.add_argument("--warmup", type=int, default=3, metavar="W", help="untimed steps per rung first (default 3)")
-    p.add_argument("--profile-steps", type=int, default=2, metavar="P", help="steps in each rung's trace (default 2)")
+    p.add_argument("--profile-steps", type=int, default=3, metavar="P",
+                   help="steps in each rung's trace (default 3; trace diff leaves the last one out)")
     p.add_argument("--batch-size", type=int, help="samples per step (default: the workload's)")
     p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes in every rung (default 0)")
     p.add_argument("-A", "--account", help="project to bill (LUMI)")

@@ -132,7 +132,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=10, help="steps per timed repeat")
     p.add_argument("--repeats", type=int, default=5, help="timed repeats per rung")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps before the repeats (compiling happens here)")
-    p.add_argument("--profile-steps", type=int, default=2, help="steps in each rung's trace")
+    p.add_argument("--profile-steps", type=int, default=3, help="steps in each rung's trace")
     p.add_argument("--batch-size", type=int, default=None, help="default: the workload's")
     p.add_argument("--workers", type=int, default=0, help="DataLoader workers")
     p.add_argument("--seed", type=int, default=0)

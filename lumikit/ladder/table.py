@@ -74,6 +74,10 @@ def ladder_table(data: dict[str, Any]) -> str:
     if not on_gpu:
         lines.append("* on a CPU: the process's largest resident memory so far (torch counts peak memory on GPUs "
                      "only), so it never falls from one rung to the next.")
+    if len(rows) > 1 and all(row.get("trace_dir") for row in rows[:2]):
+        lines.append(f"what a rung changed: lumikit trace diff RUN/{printable(rows[0]['trace_dir'])} "
+                     f"RUN/{printable(rows[1]['trace_dir'])} "
+                     "(RUN: the run folder; any two rungs)")
     for row in rows:
         for note in row.get("notes", []):
             lines.append(f"{printable(row['rung'])}: {printable(note)}")
