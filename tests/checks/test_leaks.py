@@ -5,7 +5,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lumikit.checks.leaks import leaked
+from lumikit.checks.leaks import count_by_kind, kinded_forms, leaked, leaks
+from lumikit.checks.verify import cross_leaks
 
 
 def test_a_number_leaks_in_any_of_its_printed_forms() -> None:
@@ -46,3 +47,38 @@ def test_strings_leak_as_whole_words_and_letters_only_as_options() -> None:
 def test_list_items_leak_one_by_one() -> None:
     assert leaked("Exercise 01.1: GCD 0 goes with 0x00fe000000000000", ["0x00fe000000000000", "0xfe00000000000000"])
     assert leaked("Exercise 01.2: expected [49, 50, 51]", [49, 50, 51])
+
+
+def test_a_whole_number_leaks_in_words() -> None:
+    assert [str(x) for x in leaks("Exercise 10.2: two tasks per node, one GCD each.", 2)] == ["two (words)"]
+    assert leaks("Exercise 08.6: it is rank eleven", np.int64(11))
+    assert not leaks("Exercise 10.2: one task per GCD", 1)  # "one" is too common to count unannounced
+    assert leaks("Exercise 10.2: each process should see only one GCD", 1)
+    assert not leaks("Exercise 10.2: you gave three, which is not right", 2, given=[3])
+
+
+def test_identifiers_keys_and_letters_of_the_solution_leak() -> None:
+    assert [x.kind for x in leaks("Exercise 08.5: the Slingshot NIC limits it", "slingshot_nic")] == ["identifier"]
+    env = {"MIOPEN_USER_DB_PATH": "/scratch/p/miopen", "TRITON_CACHE_DIR": "/scratch/p/triton"}
+    assert [str(x) for x in leaks("Exercise 05.W1: TRITON_CACHE_DIR is not set", env)] == ["TRITON_CACHE_DIR (key)"]
+    # a key the learner's own (wrong) dict has is theirs to read back
+    home = {"MIOPEN_USER_DB_PATH": "$HOME/miopen", "TRITON_CACHE_DIR": "$HOME/triton"}
+    assert not leaks("Exercise 05.W1: TRITON_CACHE_DIR=$HOME/triton is not under /scratch/p", env, given=[home])
+    assert [x.kind for x in leaks("Exercise 11.1: option B is the one", "b")] == ["letter"]
+    assert [x.kind for x in leaks("Exercise 11.1: think of (b)", "b")] == ["letter"]
+    assert not leaks("Exercise 11.1: (a) is not the best answer", "b", given=["a"])
+
+
+def test_leaks_are_counted_by_kind() -> None:
+    found = leaks("Exercise 05.W1: set TRITON_CACHE_DIR, two of them, expected 0.25", {"TRITON_CACHE_DIR": 0.25})
+    assert count_by_kind(found) == {"value": 1, "words": 0, "identifier": 0, "key": 1, "letter": 0}
+    assert count_by_kind(["two (words)", "0.25"]) == {"value": 1, "words": 1, "identifier": 0, "key": 0,
+                                                      "letter": 0}
+
+
+def test_verify_finds_another_exercises_answer_in_a_message() -> None:
+    gcd = {"exercise": "04.1", "answer_forms": [list(f) for f in kinded_forms("gcd_5_starved")]}
+    power = {"exercise": "04.3", "answer_forms": [list(f) for f in kinded_forms(300.0)],
+             "outcomes": [{"outcome": "rejected", "message": "Exercise 04.3: the GCD gcd_5_starved idles"}]}
+    assert [(other, form) for _, other, form in cross_leaks(power, [gcd])] == [("04.1", "gcd_5_starved")]  # found once, as printed
+    assert not cross_leaks({**power, "outcomes": [{"outcome": "rejected", "message": "Exercise 04.3: off"}]}, [gcd])
