@@ -226,7 +226,7 @@ def search(message: str, found_forms: Iterable[tuple[str, str]]) -> list[Leak]:
     """The (form, kind) pairs found in ``message`` (after its "Exercise NN.k:" prefix), longest first."""
     text = _PREFIX.sub("", message, count=1)
     out: dict[str, Leak] = {}
-    for form, kind in sorted(set(found_forms), key=lambda p: (-len(p[0]), p)):
+    for form, kind in sorted(set(found_forms), key=lambda p: (-len(p[0]), p[0], KINDS.index(p[1]) if p[1] in KINDS else 9)):
         if form.lower() not in out and _found(form, kind, text):
             out[form.lower()] = Leak(form, kind)
     return list(out.values())
