@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from ..jobs import JobSpec
 from ..reference import load as load_reference
-from .framework import CheckFailed, Passed, check, expect_type, passed, wrong
+from .framework import CheckFailed, Passed, check, expect_type, passed, switched_on, wrong
 from .learner import rng_for
 
 def _close(exercise: str, found: float, want: float, *, rel: float, what: str, hint: str) -> None:
@@ -241,12 +241,12 @@ def check_miopen_logging(miopen_job: JobSpec | None) -> Passed:
     command line of each (``MIOPEN_ENABLE_LOGGING_CMD=1``), so a slow convolution can be replayed alone."""
     expect_type("05.S4", miopen_job, JobSpec, what="the job", hint="build it with `spec([...], env={...})`.")
     env = dict(miopen_job.env)
-    if env.get("MIOPEN_ENABLE_LOGGING") != "1":
+    if not switched_on(env.get("MIOPEN_ENABLE_LOGGING"), "miopen"):
         extra = " (AMD_LOG_LEVEL is the HIP runtime's log)" if "AMD_LOG_LEVEL" in env else ""
         raise CheckFailed("05.S4", f"MIOPEN_ENABLE_LOGGING does not switch MIOpen's logging on, so it logs none of "
                                    f"its calls{extra}",
                           hint="MIOpen's own variables start with MIOPEN_; the log level alone does not log calls.")
-    if env.get("MIOPEN_ENABLE_LOGGING_CMD") != "1":
+    if not switched_on(env.get("MIOPEN_ENABLE_LOGGING_CMD"), "miopen"):
         raise CheckFailed("05.S4", "the log will not show the MIOpenDriver command of each convolution",
                           hint="a second MIOPEN_ENABLE_LOGGING_* variable adds the command lines.")
     return passed("05.S4", "MIOpen logs every call and its MIOpenDriver command: run one such command alone to time "

@@ -164,7 +164,8 @@ def kinded_forms(value: Any, *, nested: bool = False) -> set[tuple[str, str]]:
     out = {(f, "value") for f in forms(value, nested=nested)}
     if value is None or isinstance(value, bool):
         return out
-    out |= {(w, "words") for w in number_words(value)}
+    if not nested:  # a number inside a list or dict (a core, a rank) is too common to count in words
+        out |= {(w, "words") for w in number_words(value)}
     if isinstance(value, str):
         text = value.strip()
         if len(text) == 1 and _LETTER.fullmatch(text) and not nested:
@@ -214,7 +215,8 @@ def leaked_form(form: str, text: str) -> bool:
     return False
 
 
-def _without_echoes(message: str, given: Iterable[Any]) -> str:
+def without_echoes(message: str, given: Iterable[Any]) -> str:
+    """``message`` without its "Exercise NN.k:" prefix and without the learner's own values echoed back."""
     text = _PREFIX.sub("", message, count=1)
     for value in given:
         for echo in sorted(_echoes(value), key=len, reverse=True):
@@ -240,7 +242,7 @@ def leaks(message: str, solution: Any, given: Iterable[Any] = ()) -> list[Leak]:
     out = [Leak(f, "value") for f in leaked(message, solution, given)]
     own = set().union(*(kinded_forms(g) for g in given)) if given else set()
     own_text = {f.lower() for f, _ in own}
-    text = _without_echoes(message, given)
+    text = without_echoes(message, given)
     values = {leak.form for leak in out}
     for form, kind in sorted(kinded_forms(solution) - own, key=lambda p: (-len(p[0]), p)):
         if kind == "value" or form in values or form.lower() in own_text:

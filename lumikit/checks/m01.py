@@ -70,9 +70,9 @@ def check_full_node_job(job: JobSpec | None, masks: Sequence[str] | None) -> Pas
     what_job = "the 2-node full-node job"
     expect_type("01.1", job, JobSpec, what=what_job,
                 hint="build it with `spec([...], partition=..., nodes=..., ...)` from lumikit.jobs.")
-    expect_equal("01.1", job.nodes, 2, what="the number of nodes", hint="the job spans two nodes: `nodes=2`.")
+    expect_equal("01.1", job.nodes, 2, what="the number of nodes", hint="the job spans as many nodes as the question asks for.")
     expect_equal("01.1", job.gpus_per_node, n, what="GCDs per node (`gpus_per_node`)",
-                 hint=f"a full LUMI-G node has {n} GCDs; ask for all of them.")
+                 hint="a full LUMI-G node: ask for all of its GCDs (the site profile counts them).")
     expect_equal("01.1", job.ntasks_per_node, n, what="tasks per node (`ntasks_per_node`)",
                  hint="one task (process) per GCD.")
     if job.cpu_bind != "auto":

@@ -100,7 +100,9 @@ def check_rank_profile_spec(job: JobSpec | None) -> Passed:
                  hint="torch skips `wait` steps, warms up for `warmup`, then records `active`, counting from the "
                       "run's first step: count which steps that makes.")
     expect_equal("05.1", job.profile_steps, steps[-1], what="where the run stops (profile_steps)",
-                 hint="stop right after the last recorded step: nothing after it is profiled.")
+                 hint="stop right after the last recorded step: nothing after it is profiled.",
+                 off_by_one=("a step run after the last recorded one, profiled for nothing",
+                             "a stop before the last recorded step, which then is never written"))
     return passed("05.1", f"rank {rank} records steps {steps[0]}-{steps[-1]} with schedule {text}; the other ranks "
                           "run unprofiled")
 
@@ -274,7 +276,8 @@ def warmup_steps() -> list[float]:
 def check_warmup_cost(answer: float | None, steps: list[float]) -> Passed:
     """Exercise 05.W2: how many seconds the first step cost beyond a steady one (the kernel search)."""
     expected = steps[0] - statistics.median(steps[1:])
-    expect_close("05.W2", answer, expected, rel=0.001, what="the first step's extra time in seconds",
+    # to a tenth of a second: the search takes tens of seconds, and a step time printed to 0.1 s is an answer
+    expect_close("05.W2", answer, expected, rel=0.001, abs=0.05, what="the first step's extra time in seconds",
                  hint="the first step minus the median of the later steps.")
     return passed("05.W2", f"{expected:.1f} s of kernel search: MIOPEN_FIND_MODE=FAST shortens it, a kept "
                            "MIOPEN_USER_DB_PATH skips it in the next job")

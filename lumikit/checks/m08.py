@@ -12,7 +12,7 @@ from ..logs import diagnose_text, parse_rccl
 from ..site import load_site
 from .datasets import pick
 from .concepts import Choice, Option, choice_check
-from .framework import CheckFailed, Passed, check, expect_equal, expect_in, expect_type, passed, wrong
+from .framework import CheckFailed, Passed, check, expect_equal, expect_in, expect_type, passed, plain, wrong
 
 
 #: The profiled run's length a check accepts (``profile_steps``): past the cold first steps, and a trace that stays
@@ -102,7 +102,8 @@ def check_gdr(recipe: str | None, line_no: int | None, log_text: str) -> Passed:
         raise CheckFailed("08.2", "the line number is outside the log", expected=proof[0], found=line_no)
     expect_equal("08.2", line_no, proof[0], what="the first line that proves GPU-direct RDMA",
                  hint="the proof is a channel's transport line: `... via NET/AWS Libfabric/0/GDRDMA`; the "
-                      "NCCL_NET_GDR_LEVEL line only says what was asked for.")
+                      "NCCL_NET_GDR_LEVEL line only says what was asked for.",
+                 off_by_one="a neighbouring line, or a line number counted from 0 (editors and grep -n count from 1)")
     return passed("08.2", f"recipe {recipe!r}; line {line_no}: {lines[line_no - 1].split('NCCL INFO ')[-1]}")
 
 
@@ -329,6 +330,7 @@ def check_hang(recorder_env: dict | None, missing_rank: int | None, stuck_seq: i
     if missing_rank is None or stuck_seq is None:
         raise CheckFailed("08.6", "the missing rank and the collective it never joined", unanswered=True,
                           hint="compare the ranks' last collective_seq_id in the table.")
+    missing_rank, stuck_seq = plain(missing_rank), plain(stuck_seq)  # np.int64 from idxmin is a whole number too
     if not isinstance(missing_rank, int) or isinstance(missing_rank, bool) or missing_rank != rank:
         raise CheckFailed("08.6", f"rank {missing_rank} is not the one that never joined", found=missing_rank,
                           hint="the other ranks all entered the same collective ('started'); one stopped before it.")

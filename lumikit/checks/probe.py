@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from .framework import _PROBING, WRONG_MIMETYPE, CheckFailed, check_info
 from .hints import hint_levels
-from .leaks import kinded_forms, leaks
+from .leaks import kinded_forms, leaks, without_echoes
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class WrongOutcome:
     outcome: str  # rejected | accepted | unanswered | crashed | not mentioned
     message: str
     leaked: tuple[str, ...] = ()  # printed forms of the solution's answer found in the message
+    searched: str = ""  # the message without the wrong values echoed back (verify searches it for other answers)
 
     @property
     def rejected(self) -> bool:
@@ -116,7 +117,8 @@ def try_wrong_answers(source: str, namespace: Mapping[str, Any]) -> ProbeReport:
             outcome = _judge(info.exercise, case.why, case.mentions, func, arguments)
             given = list(replaced.values())  # answers the case leaves alone are right: showing them tells nothing
             found = [str(f) for n, v in solution.items() if n in replaced for f in leaks(outcome.message, v, given)]
-            outcomes.append(replace(outcome, leaked=tuple(dict.fromkeys(found))))
+            outcomes.append(replace(outcome, leaked=tuple(dict.fromkeys(found)),
+                                    searched=without_echoes(outcome.message, given)))
         stub_message, stub_found = _stub(func, bound.arguments, solution, info.exercise)
     finally:
         _PROBING.reset(token)

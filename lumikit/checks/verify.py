@@ -172,7 +172,8 @@ def cross_leaks(probe: dict, others: Sequence[dict]) -> list[tuple[str, str, str
     A form this exercise's own answer shares (the same GCD count in two exercises) is not counted here: the leak
     search of the exercise itself judges it. The wrong answers' own values echoed back are not searched."""
     own = {tuple(f) for f in probe.get("answer_forms", [])}
-    messages = [o.get("message", "") for o in probe.get("outcomes", []) if o.get("outcome") == "rejected"]
+    messages = [o.get("searched") or o.get("message", "") for o in probe.get("outcomes", [])
+                if o.get("outcome") == "rejected"]
     messages += [probe.get("stub_message", "")] if probe.get("stub_message") else []
     found = []
     for other in others:
@@ -180,7 +181,9 @@ def cross_leaks(probe: dict, others: Sequence[dict]) -> list[tuple[str, str, str
         if not exercise or exercise == probe.get("exercise"):
             continue
         their = {tuple(f) for f in other.get("answer_forms", [])} - own
-        their = {(form, kind) for form, kind in their if kind != "value" or len(form) >= 3}
+        # another exercise's number in words or its option letter is too common a word to count
+        their = {(form, kind) for form, kind in their if kind in ("identifier", "key") or
+                 (kind == "value" and len(form) >= 3)}
         for message in messages:
             found += [(message, exercise, str(leak)) for leak in search(message, their)]
     return found
