@@ -6,6 +6,7 @@ the notebook measured (``pyvenv.cfg`` and the base environment's package version
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shlex
@@ -38,6 +39,12 @@ def _bound(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _with_last_option(argv: Sequence[str], option: str) -> tuple[str, ...]:
+    """``argv`` with ``option`` added after srun's own options (for a declared wrong answer of 02.1)."""
+    end = next((i for i, a in enumerate(argv) if i and not a.startswith("-")), len(argv))
+    return (*argv[:end], option, *argv[end:])
+
+
 def _words(argv: Sequence[str]) -> list[str]:
     """The argv with the script of an outer ``bash -c`` split into words too (a multi-node step sets MASTER_ADDR
     in a shell around ``singularity``), so the image, its binds and $WITH_CONDA are found either way."""
@@ -64,7 +71,9 @@ def _two_node_command(**changes: object) -> Command:
        wrong("the image by its path: nothing activates its conda environment",
              command=lambda a: _two_node_command(container=_lumi().container("pytorch").path), mentions="conda"),
        wrong("no container at all", command=lambda a: _two_node_command(container=None)),
-       wrong("the spec instead of the rendered command", command=lambda a: spec(["python", "train.py"], nodes=2)))
+       wrong("the spec instead of the rendered command", command=lambda a: spec(["python", "train.py"], nodes=2)),
+       wrong("a second --nodes=1 after --nodes=2: srun takes the last one", mentions="two nodes",
+             command=lambda a: dataclasses.replace(a.command, argv=_with_last_option(a.command.argv, "--nodes=1"))))
 def check_two_node_container(command: Command | None) -> Passed:
     """Exercise 02.1: the ``srun`` command of a 2-node job in the site's default (PyTorch) container."""
     site = _lumi()
@@ -72,7 +81,7 @@ def check_two_node_container(command: Command | None) -> Passed:
     expect_type("02.1", command, Command, what="the rendered srun command",
                 hint="render your job spec with `render_srun(job, site)`.")
     argv = _words(command.argv)
-    if "--nodes=2" not in argv:
+    if next((a for a in reversed(argv) if a.startswith("--nodes=")), None) != "--nodes=2":  # srun: the last wins
         raise CheckFailed("02.1", "the command does not ask for two nodes", expected="--nodes=2",
                           found=next((a for a in argv if a.startswith("--nodes=")), "no --nodes"),
                           hint="the job spans two nodes: `nodes=2` in the spec.")
@@ -88,8 +97,8 @@ def check_two_node_container(command: Command | None) -> Passed:
     missing = [p for p in needed if p not in _bound(argv)]
     if missing:
         raise CheckFailed("02.1", "some paths a 2-node job needs are not bound", expected=needed,
-                          found=_bound(argv), hint="leave `bind_sets` at its default, or name both "
-                                                   "'user' and 'multinode'.")
+                          found=_bound(argv), hint="leave `bind_sets` at its default: the site profile's sets hold what a job "
+                                                   "across nodes needs.")
     if container.with_conda and not any("$WITH_CONDA" in a for a in argv):
         raise CheckFailed("02.1", "nothing activates the container's conda environment",
                           hint="an `exec` image of the sif-images needs $WITH_CONDA; lumikit adds it for named "
