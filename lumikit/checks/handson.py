@@ -247,12 +247,18 @@ def check_slurm_escaping(srun_line: str | None, wrapper: str | None) -> Passed:
        wrong("only MIOpen's log level, no API logging", miopen_job=lambda a: a.miopen_job.with_(
            env={"MIOPEN_LOG_LEVEL": "6"}), mentions="MIOPEN_ENABLE_LOGGING"),
        wrong("logging switched off", miopen_job=lambda a: a.miopen_job.with_(
-           env={"MIOPEN_ENABLE_LOGGING": "0", "MIOPEN_ENABLE_LOGGING_CMD": "1"}), mentions="MIOPEN_ENABLE_LOGGING"))
+           env={"MIOPEN_ENABLE_LOGGING": "0", "MIOPEN_ENABLE_LOGGING_CMD": "1"}), mentions="MIOPEN_ENABLE_LOGGING"),
+       wrong("the logging asked for on a CPU partition: no GCD, so MIOpen runs no convolution",
+             miopen_job=lambda a: a.miopen_job.with_(partition="small", gpus_per_node=None, gpus_per_task=None),
+             mentions="no GCD"))
 def check_miopen_logging(miopen_job: JobSpec | None) -> Passed:
     """Exercise 05.S4: a job whose MIOpen calls are logged (``MIOPEN_ENABLE_LOGGING=1``) with the MIOpenDriver
     command line of each (``MIOPEN_ENABLE_LOGGING_CMD=1``), so a slow convolution can be replayed alone."""
     expect_type("05.S4", miopen_job, JobSpec, what="the job", hint="build it with `spec([...], env={...})`.")
     env = dict(miopen_job.env)
+    if not (miopen_job.gpus_per_node or miopen_job.gpus_per_task):
+        raise CheckFailed("05.S4", "the job asks for no GCD, so MIOpen runs no convolution to log",
+                          hint="MIOpen runs on the GPU: the job needs a GPU partition and a GCD.")
     if not switched_on(env.get("MIOPEN_ENABLE_LOGGING"), "miopen"):
         extra = " (AMD_LOG_LEVEL is the HIP runtime's log)" if "AMD_LOG_LEVEL" in env else ""
         raise CheckFailed("05.S4", f"MIOPEN_ENABLE_LOGGING does not switch MIOpen's logging on, so it logs none of "
