@@ -46,7 +46,7 @@ print(f"first job: {len(first_metrics)} metric rows; resumed job: {len(resumed_m
 # Exercise 03.1: From the first job's per-step times (`step_times`, seconds), what is the step time once warm
 # (`warm_step_s`), and how much longer than that did the first step take (`first_step_overhead_s`)?
 # Hint: the first step is not like the others: leave it out before you average; the overhead is how much longer step 1 took.
-# Tool: `statistics.median(step_times[1:])`.
+# Tool: Python's `statistics` module; a median is not moved by one odd step.
 warm_step_s = statistics.median(step_times[1:])
 first_step_overhead_s = step_times[0] - warm_step_s
 print(f"warm step: {warm_step_s * 1000:.1f} ms, first step: {step_times[0] * 1000:.1f} ms "

@@ -117,7 +117,7 @@ checks.check_waiting_outcome(waiting_outcome, waiting_prediction,
 # Exercise 04.4: What does lumikit's interpretation call the `waiting` snapshot (`finding_kind`, the finding's
 # kind), and are its GCDs computing (`computing`, True or False)?
 # Hint: 100 % GPU% at near-idle power: is the GCD doing arithmetic?
-# Tool: `interpret(waiting)` returns findings with a `kind`.
+# Tool: lumikit's `interpret` returns findings, each with a `kind`.
 findings = interpret(waiting)
 for finding in findings:
     print(f"[{finding.kind}] {finding.message}")

@@ -65,7 +65,7 @@ checks.check_step_shares(backward_share, optimizer_share, phases)
 # %% tags=["solution"]
 # Exercise 05.3: Which operator spent the most self time in the recorded steps? Store its name (e.g. "aten::add") in `top_op`.
 # Hint: self time leaves out the operators called inside; total time counts them.
-# Tool: `op_summary(ops)` and its `self_us` column.
+# Tool: lumikit's `op_summary` of the operators, and its `self_us` column.
 ranking = op_summary(ops)
 top_op = ranking.loc[0, "name"]
 print(ranking.head(3)[["name", "calls", "total_us", "self_us", "self_share"]].round(3))

@@ -24,7 +24,7 @@ print("ranks:", analyzer.ranks, "· steps:", analyzer.get_profiler_steps())
 # %% tags=["solution"]
 # Exercise 06.1: Which kernel class (compute, communication or memory) takes the most GPU time on rank 0? Store it in `top_class`.
 # Hint: GPU time per kernel class, for the rank asked about.
-# Tool: `analyzer.get_kernel_breakdown()` (`kclass`, `total_us`).
+# Tool: the analyzer's kernel breakdown (its `kclass` and `total_us` columns).
 breakdown = analyzer.get_kernel_breakdown()
 rank0 = breakdown[breakdown["rank"] == 0]
 top_class = str(rank0.loc[rank0["total_us"].idxmax(), "kclass"])
@@ -37,7 +37,7 @@ checks.check_top_kernel_class(top_class, analyzer.get_kernel_breakdown(), rank=0
 # %% tags=["solution"]
 # Exercise 06.2: Which rank is the straggler, and how long (µs per step) do the other ranks wait for it? Store them in `straggler` and `wait_us`.
 # Hint: the straggler arrives last at each all-reduce, so it waits least in communication; the others wait the difference.
-# Tool: `analyzer.get_stragglers()` (`mean_comm_us`).
+# Tool: the analyzer's straggler table (its `mean_comm_us` column).
 stragglers = analyzer.get_stragglers()
 straggler = int(stragglers.loc[stragglers["straggler_steps"].idxmax(), "rank"])
 others = stragglers[stragglers["rank"] != straggler]
