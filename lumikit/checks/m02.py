@@ -189,16 +189,32 @@ def check_pins(pins: Sequence[str] | None, base_versions: Mapping[str, str]) -> 
         parsed.append((_canonical(match["name"]), match["op"] or "", match["version"]))
     for name, version in expected.items():
         mine = [(op, v) for n, op, v in parsed if n == name]
-        if not any(op in ("==", "===") and v == version for op, v in mine):
+        if not any(_pins(op, v, version) for op, v in mine):
             raise CheckFailed("02.4", "some packages of the base are not pinned to the version it has", found=pins,
                               hint="pin with `==` to the versions measured in the base.")
-        others = [f"{op}{v}" for op, v in mine if not (op in ("==", "===") and v == version)]
+        others = [f"{op}{v}" for op, v in mine if not _pins(op, v, version)]
         if others:
             raise CheckFailed("02.4", f"{name} is pinned twice, and the other line ({', '.join(others)}) contradicts "
                                       f"the base's version", found=pins,
                               mistake="a contradicting pin: pip then either fails to resolve or replaces the base's "
                                       "package", hint="one line per package, the base's version only.")
     return passed("02.4", f"pip may add packages but keeps {', '.join(sorted(f'{n}=={v}' for n, v in expected.items()))}")
+
+
+def _pins(op: str, version: str, base: str) -> bool:
+    """Does ``op version`` hold pip to exactly the base's release? ``==`` as pip reads it (PEP 440: ``==2.5.1``
+    matches ``2.5.1+rocm6.2`` and ``2.5.1.0``; no wildcard), ``===`` only as the same text."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    if op == "===":
+        return version == base
+    if op != "==" or "*" in version:
+        return False
+    try:
+        return SpecifierSet(f"=={version}").contains(Version(base), prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return version == base
 
 
 def _canonical(name: str) -> str:

@@ -286,7 +286,7 @@ def check_warmup_cost(answer: float | None, steps: list[float]) -> Passed:
     """Exercise 05.W2: how many seconds the first step cost beyond a steady one (the kernel search)."""
     expected = steps[0] - statistics.median(steps[1:])
     # to a tenth of a second: the search takes tens of seconds, and a step time printed to 0.1 s is an answer
-    expect_close("05.W2", answer, expected, rel=0.001, abs=0.05, what="the first step's extra time in seconds",
+    expect_close("05.W2", answer, expected, rel=0.001, abs=0.06, what="the first step's extra time in seconds",
                  hint="the first step minus the median of the later steps.")
     return passed("05.W2", f"{expected:.1f} s of kernel search: MIOPEN_FIND_MODE=FAST shortens it, a kept "
                            "MIOPEN_USER_DB_PATH skips it in the next job")
