@@ -130,7 +130,7 @@ def check_gcd_neighbours(cores: Sequence[int] | None, numa: int | None) -> Passe
                  hint="GCD numbers are not core groups: look the GCD up in the table above, not core k*8.")
     expect_type("01.2", numa, int, what=f"the NUMA domain of GCD {k}", hint="a whole number, 0 to 3.")
     expect_equal("01.2", numa, gcd.numa, what=f"the NUMA domain of GCD {k}",
-                 hint="each NUMA domain holds two GCDs; the site profile says which.")
+                 hint="a NUMA domain holds a pair of GCDs; the site profile says which.")
     return passed("01.2", f"GCD {k} sits on NUMA {gcd.numa}, cores {gcd.cores[0]}-{gcd.cores[-1]}")
 
 
@@ -245,7 +245,7 @@ def check_rank_rule(rule_job: JobSpec | None, rank_mask: str | None) -> Passed:
     if left:
         raise CheckFailed("01.4", f"LUMI would reject the job: {left[0]}", hint="the message says the fix.")
     if rule_job.cpus_per_task != node.cpus_per_gcd:
-        raise CheckFailed("01.4", "the cores per rank (`cpus_per_task`) are not the cores next to one GCD",
+        raise CheckFailed("01.4", "the cores given to each rank are not the cores next to one GCD",
                           hint="without it each rank gets 1 core; more than the GCD's usable cores are billed as "
                                "more GCDs.")
     if rule_job.cpu_bind != "auto":
