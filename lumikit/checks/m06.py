@@ -80,17 +80,16 @@ def _wait(stragglers: pd.DataFrame) -> float:
 def check_straggler(rank: int | None, wait_us: float | None, stragglers: pd.DataFrame) -> Passed:
     """Exercise 06.2: which rank is the straggler, and how long (µs per step) the other ranks wait for it."""
     expect_type("06.2", rank, int, what="the straggler rank",
-                hint="a whole number, the rank with the most `straggler_steps` in `get_stragglers()`.")
+                hint="a whole number: one rank of the trace.")
     worst = stragglers.loc[stragglers["straggler_steps"].idxmax()]
     expected_rank = int(worst["rank"])
     waits_most = int(stragglers.loc[stragglers["mean_comm_us"].idxmax(), "rank"])
     if int(rank) != expected_rank and int(rank) == waits_most:
         raise CheckFailed("06.2", "the straggler rank is not right", expected=expected_rank, found=rank,
-                          mistake="the rank that waits longest in communication: it waits for the straggler",
+                          mistake="the rank that waits longest at the all-reduces: it waits for the straggler",
                           hint="who arrives last at each all-reduce?")
     expect_equal("06.2", rank, expected_rank, what="the straggler rank",
-                 hint="the straggler arrives last at each all-reduce, so it spends the least time in "
-                      "communication kernels (`mean_comm_us`).")
+                 hint="the straggler arrives last at each all-reduce: which rank then waits there least?")
     others = stragglers[stragglers["rank"] != expected_rank]["mean_comm_us"].mean()
     expected_wait = float(others - worst["mean_comm_us"])
     expect_close("06.2", wait_us, expected_wait, rel=0.02, abs=1.0,
