@@ -259,7 +259,8 @@ def check_comm_baseline(node_busbw: float | None, cross_busbw: float | None, bot
                           hint=f"one of: {', '.join(links)}")
     if bottleneck != verdict.link:
         raise CheckFailed("08.5", f"{bottleneck} is not what limits the two-node run",
-                          hint="between nodes the traffic leaves through the network cards, one per MI250X.")
+                          hint="compare the two-node peak with each link's bandwidth in the site profile: which "
+                               "link does the traffic cross between nodes that it never crosses inside one?")
     return passed("08.5", f"in one MI250X {one.peak.busbw:g} GB/s, across two nodes {two.peak.busbw:g} GB/s, limited "
                           f"by {verdict.link} ({verdict.peak_gb_s:g} GB/s; generated outputs: run all_reduce_perf on "
                           "LUMI for yours)")
