@@ -150,7 +150,7 @@ for out in (topo, cpus):
 # Exercise 01.T1: From the two outputs above, derive the CPU mask of every GCD (GCD 0 first) as hex strings such as
 # "0x00fe000000000000", and store the list in `derived_masks`.
 # Hint: GCD -> NUMA from the first output; a NUMA domain's first 16 cores (lscpu) are two groups of 8; the first core of each group is reserved.
-# Tool: a mask sets bit n for core n: `hex(sum(1 << c for c in cores))`.
+# Tool: a mask sets bit n for core n (a shift, `1 << n`); Python's `hex` prints an int in hex digits.
 numa_of = {d.index: d.numa_node for d in parse_smi(topo.text).devices}
 first_core = {}
 for line in cpus.text.splitlines():

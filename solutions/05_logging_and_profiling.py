@@ -332,7 +332,7 @@ print(run_numbers, load_site("lumi").hardware["gcd_peak_tflops"])
 
 # %% tags=["solution"]
 # Exercise 05.P1: What was the run's MFU (0-1)? Store it in `mfu`.
-# Hint: FLOPs per step / step time / one GCD's peak for the precision the run used.
+# Hint: MFU compares the arithmetic a step does per second with what one GCD could do at the precision the run used.
 peaks = load_site("lumi").hardware["gcd_peak_tflops"]
 mfu = run_numbers["flops_per_step"] / run_numbers["step_s"] / (peaks[run_numbers["precision"]] * 1e12)
 

@@ -71,7 +71,7 @@ print(f"{len(snapshots)} snapshots of {len(snapshots[0].devices)} GCDs")
 
 # %% tags=["solution"]
 # Exercise 09.1: How many times faster was reading the one .npy file than reading the same images as small files? Store the ratio in `speedup`.
-# Hint: how many times faster: the slower time over the faster.
+# Hint: a speed-up says how many times faster one way is: a ratio of the two times, above 1 when it helps.
 speedup = small_files_s / one_file_s
 print(f"one file is {speedup:.1f} times faster")
 
