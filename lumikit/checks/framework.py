@@ -239,7 +239,8 @@ def expect_close(exercise: str, found: Any, expected: float, *, what: str, rel: 
 
 
 def expect_in(exercise: str, found: Any, allowed: Iterable[Any], *, what: str, hint: str | None = None) -> Any:
-    """Fail unless ``found`` is one of ``allowed``; returns ``found``."""
+    """Fail unless ``found`` is one of ``allowed``; returns the matching value as plain Python (a string stripped,
+    a numpy number as int or float)."""
     expect_answer(exercise, found, what, hint=hint)
     choices = list(allowed)
     try:
@@ -249,7 +250,7 @@ def expect_in(exercise: str, found: Any, allowed: Iterable[Any], *, what: str, h
     if not known:
         raise CheckFailed(exercise, f"{what} is not one of the possible answers", expected=choices, found=found,
                           hint=hint)
-    return found
+    return plain(found)
 
 
 #: Types a learner's number may come in: numpy's integers (``idxmax``) are whole numbers, numpy's floats numbers.

@@ -119,8 +119,8 @@ def check_rccl_bind_set(answer: str | None) -> Passed:
     expected = [name for name, paths in site.binds.items() if paths and set(paths) <= extra]
     expect_type("02.2", answer, str, what="the name of the bind set",
                 hint="the name of one of the site's bind sets (`site.binds`).")
-    expect_in("02.2", answer, list(site.binds), what="the bind set",
-              hint="compare `effective_binds` of a 1-node and a 2-node spec.")
+    answer = expect_in("02.2", answer, list(site.binds), what="the bind set",
+                       hint="compare `effective_binds` of a 1-node and a 2-node spec.")
     expect_in("02.2", answer, expected, what="the bind set RCCL needs across nodes",
               hint="the user file systems are needed on one node too; which set holds the Cray and Slingshot "
                    "libraries?")

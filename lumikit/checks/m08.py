@@ -119,8 +119,8 @@ def check_miopen_fix(recipe: str | None, log_text: str) -> Passed:
         raise CheckFailed("08.3", "the log given to the check shows no MIOpen SQLite locking error",
                           hint="pass the text of the log written by the setup cell.")
     fixes = [name for name, values in site.env.items() if "MIOPEN_USER_DB_PATH" in values]
-    expect_in("08.3", recipe, sorted(site.env), what="the environment recipe",
-              hint="the recipes are `load_site('lumi').env`.")
+    recipe = expect_in("08.3", recipe, sorted(site.env), what="the environment recipe",
+                       hint="the recipes are `load_site('lumi').env`.")
     expect_in("08.3", recipe, fixes, what="the recipe that moves MIOpen's database off Lustre",
               hint="the doctor's fix sets MIOPEN_USER_DB_PATH; which recipe sets it?")
     values = site.env_recipe(recipe)
@@ -254,6 +254,7 @@ def check_comm_baseline(node_busbw: float | None, cross_busbw: float | None, bot
         raise CheckFailed("08.5", "the two-node peak bus bandwidth is off", found=got,
                           hint=hint + "; small messages measure latency, the largest ones the link")
     links = load_site("lumi").links
+    bottleneck = plain(bottleneck)
     if bottleneck not in links:
         raise CheckFailed("08.5", "`bottleneck` should name a link of the site profile", found=bottleneck,
                           hint=f"one of: {', '.join(links)}")

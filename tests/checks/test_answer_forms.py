@@ -43,6 +43,8 @@ RIGHT_WRITTEN_ANOTHER_WAY = {
     "11.1 the hypothesis as 'B'": lambda: m11.check_starved_gcd(m11.starved_gcd(), "B"),
     "11.1 the GCD as np.int64 and '(b)'": lambda: m11.check_starved_gcd(np.int64(m11.starved_gcd()), "(b)"),
     "09.2 the worker count as np.int64": lambda: m09.check_enough_workers(np.int64(2), TIMES),
+    "02.2 the bind set with spaces around it": lambda: m02.check_rccl_bind_set(" multinode "),
+    "02.2 the bind set with a newline after it": lambda: m02.check_rccl_bind_set("multinode\n"),
 }
 
 
