@@ -174,7 +174,9 @@ def kinded_forms(value: Any, *, nested: bool = False) -> set[tuple[str, str]]:
             out.add((text, "identifier"))
     elif isinstance(value, Mapping) and len(value) <= 64:
         for key, item in list(value.items())[:64]:
-            if isinstance(key, str) and len(key.strip()) >= 3:
+            # a key that is a name in code (MIOPEN_USER_DB_PATH) is an answer; a plain word (rank, phase) is the
+            # dict's shape, which the question itself names
+            if isinstance(key, str) and len(key.strip()) >= 3 and _IDENTIFIER.fullmatch(key.strip()):
                 out.add((key.strip(), "key"))
             out |= {(f, k) for f, k in kinded_forms(item, nested=True) if k != "letter"}
     elif isinstance(value, (list, tuple, set, frozenset)) and len(value) <= 64:

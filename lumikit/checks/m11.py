@@ -336,12 +336,12 @@ def check_conclusion(conclusion: str | None, before_dir: object) -> Passed:
     first = results[min(results)]
     slow = slow_rank(int(first["case"]), int(first["world_size"]))
     numbers = re.findall(r"\d+(?:\.\d+)?", conclusion)
-    if len({w.lower() for w in words}) < 0.25 * len(words):
-        raise CheckFailed("11.A", "your conclusion repeats itself: the length must come from evidence and reasoning",
-                          hint="what each view showed, why the fix works, what changed.")
     if len(numbers) < 3 or not re.search(rf"\brank\s*{slow}\b", conclusion, flags=re.IGNORECASE):
         raise CheckFailed("11.A", "your conclusion does not give its evidence: the slow rank (\"rank N\") and the "
                                   "numbers you measured", hint="quote your own numbers: shares, step times, the speed-up.")
+    if len({w.lower() for w in words}) < 0.25 * len(words):
+        raise CheckFailed("11.A", "your conclusion repeats itself: the length must come from evidence and reasoning",
+                          hint="what each view showed, why the fix works, what changed.")
     saved = _save_conclusion(conclusion)
     return passed("11.A", f"{len(words)} words" + (f", saved to {saved}" if saved else " (recording is off: not saved)"))
 
