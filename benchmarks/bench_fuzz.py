@@ -8,8 +8,9 @@ that is not standard JSON, NaN or infinity in what the Python API returned, a wo
 seed each run unless ``--seed`` (printed; every failing case names the chunk seed that replays it). Prints a table
 and saves ``benchmarks/results/fuzz.json`` and ``fuzz.md``; exit status 1 when a failure was found.
 
-    .venv/bin/python benchmarks/bench_fuzz.py                  # 2,500 inputs per family (10,000 in all)
+    .venv/bin/python benchmarks/bench_fuzz.py                  # 2,500 inputs per family, every family
     .venv/bin/python benchmarks/bench_fuzz.py --inputs 200     # quicker
+    .venv/bin/python benchmarks/bench_fuzz.py --families flightrec rccltests manifest markers  # issue 31's readers
 """
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 (regular files only, refused at once otherwise; files read whole are bounded in size)."""
 from __future__ import annotations
 
+import json
 import os
 import stat
 import tempfile
@@ -9,19 +10,37 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from .errors import LumikitError
+from .errors import LumikitError, ParseError
+
+
+def umask() -> int:
+    """The process's umask, read without changing it where Linux says it (``/proc/self/status``)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o077)  # elsewhere: set and restore at once (a thread creating a file meanwhile gets 077)
+    os.umask(old)
+    return old
 
 
 @contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``path`` to write (streaming writers, ``torch.save``); on success it is
-    renamed into place, on any error removed, so readers never see half a file and nothing old is lost."""
+    renamed into place, on any error removed, so readers never see half a file and nothing old is lost. The file
+    gets the mode a plain ``open`` would give it (0666 less the umask, so a project group keeps read access), not
+    the temporary file's private 0600; secrets are written elsewhere, 0600 on purpose."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-    os.close(fd)
+    try:
+        os.fchmod(fd, 0o666 & ~umask())
+    finally:
+        os.close(fd)
     try:
         yield Path(tmp)
         os.replace(tmp, p)
@@ -89,6 +108,9 @@ def _refuse_kind(p: Path, mode: int, what: str) -> None:
 
 def _refuse_size(p: Path, size: int, limit: int) -> None:
     if size > limit:
+        if limit != max_read_bytes():  # a reader's own bound (a manifest, a dump): no setting raises it
+            raise LumikitError(f"{p}: {_size(size)}, above the {_size(limit)} that this kind of file ever holds; "
+                               "is it the right file?")
         raise LumikitError(f"{p}: {_size(size)}, above the {_size(limit)} limit for files read whole; give a "
                            f"smaller file, or raise the limit with {MAX_READ_ENV}={max(2 * size >> 20, 1)} (reading "
                            f"needs about twice the file's size in memory)")
@@ -165,3 +187,62 @@ def gunzip_bounded(data: bytes, source: str, *, limit: int | None = None) -> byt
             raise EOFError("compressed file ended before the end-of-stream marker was reached")
         rest = unzip.unused_data.lstrip(b"\0")  # gzip allows zero padding after a member
     return bytes(out)
+
+
+# -- JSON from untrusted files: bounded depth, finite numbers of a sane size ------------------------------------
+#: JSON nested deeper than this is refused: no file lumikit reads nests a tenth as deep, and deep nesting is what
+#: blows the parser's stack or a later recursive walk.
+DEFAULT_MAX_JSON_DEPTH = 100
+#: Integers with more digits than this are refused: no count, time stamp or id a tool writes has more, and Python
+#: refuses to print one of over 4,300 digits.
+DEFAULT_MAX_JSON_INT_DIGITS = 40
+
+
+class _JsonNumber(ValueError):
+    """A number the bounded loader refuses (said in its message)."""
+
+
+def _bounded_int(max_digits: int):  # noqa: ANN202 - json's parse_int hook
+    def parse(text: str) -> int:
+        if len(text.lstrip("-")) > max_digits:
+            raise _JsonNumber(f"an integer of {len(text.lstrip('-')):,} digits (at most {max_digits} are read)")
+        return int(text)
+    return parse
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _JsonNumber(f"the number {text[:40]} is beyond a double's range (1.8e308)")
+    return value
+
+
+def _no_constant(name: str) -> None:
+    raise _JsonNumber(f"{name} is not a JSON number")
+
+
+def load_json_bounded(data: bytes | str, source: str, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH,
+                      max_int_digits: int = DEFAULT_MAX_JSON_INT_DIGITS) -> Any:
+    """Parse JSON from an untrusted file (read with :func:`read_bytes`): a :class:`ParseError` naming ``source``
+    for invalid JSON, nesting deeper than ``max_depth``, ``NaN``/``Infinity``, numbers beyond a double's range and
+    integers longer than ``max_int_digits``, so no caller meets a value it cannot print or compare."""
+    try:
+        value = json.loads(data, parse_int=_bounded_int(max_int_digits), parse_float=_finite_float,
+                           parse_constant=_no_constant)
+    except RecursionError:
+        raise ParseError(f"JSON nested more than {max_depth} levels deep; no lumikit input nests so deep (a "
+                         "damaged or hostile file?)", source=source) from None
+    except _JsonNumber as exc:
+        raise ParseError(f"{exc}; is this the right file?", source=source) from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise ParseError(f"not valid JSON ({str(exc)[:160]}); was it cut while being written?",
+                         source=source) from None
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:  # iterative: a walk of a deep value must not recurse either
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > max_depth:
+                raise ParseError(f"JSON nested more than {max_depth} levels deep; no lumikit input nests so deep (a "
+                                 "damaged or hostile file?)", source=source)
+            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return value

@@ -113,7 +113,7 @@ def load_plain(data: bytes, source: str, *, what: str = "a plain-value pickle", 
     try:
         value = _NoClasses(io.BytesIO(data)).load()
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, IndexError, OverflowError,
-            MemoryError, RecursionError) as exc:
+            AttributeError, MemoryError, RecursionError) as exc:  # AttributeError: APPEND on a dict, and the like
         raise ParseError(f"not a readable pickle ({str(exc)[:120]}): not {what}", source=source) from None
     _walk(value, source, what, max_depth=max_depth, max_items=max_items)
     return value

@@ -103,3 +103,44 @@ def test_a_gzip_bomb_is_refused_and_several_members_are_read(monkeypatch):
     assert gunzip_bounded(gzip.compress(b"a\n") + gzip.compress(b"b\n"), "two.gz") == b"a\nb\n"
     with pytest.raises(EOFError):
         gunzip_bounded(gzip.compress(b"abc" * 100)[:-6], "cut.gz")
+
+
+def test_bounded_json_refuses_deep_nesting_huge_numbers_and_non_finite_values() -> None:
+    from lumikit.errors import ParseError
+    from lumikit.files import load_json_bounded
+
+    assert load_json_bounded(b'{"a": [1, 2.5, null], "b": {"c": "x"}}', "ok.json") == {"a": [1, 2.5, None],
+                                                                                         "b": {"c": "x"}}
+    assert load_json_bounded("[" * 100 + "]" * 100, "deep.json", max_depth=100) is not None
+    for text, why in [("[" * 101 + "]" * 101, "nested more than 100"),
+                      ("[" * 100_000 + "]" * 100_000, "nested more than 100"),
+                      ('{"n": ' + "9" * 5000 + "}", "an integer of 5,000 digits"),
+                      ("[1e400]", "beyond a double's range"), ("[NaN]", "NaN is not a JSON number"),
+                      ("[-Infinity]", "-Infinity is not a JSON number"), (b"\xff\xfe{", "not valid JSON"),
+                      ('{"a": 1', "not valid JSON")]:
+        with pytest.raises(ParseError, match=why) as info:
+            load_json_bounded(text, "bad.json")
+        assert str(info.value).startswith("bad.json: ")
+
+
+@pytest.mark.parametrize("mask, mode", [(0o002, 0o664), (0o022, 0o644), (0o077, 0o600)])
+def test_atomic_writes_keep_the_umask_group_bits_not_a_private_temp_mode(tmp_path, mask, mode) -> None:
+    old = os.umask(mask)
+    try:
+        written = write_atomic(tmp_path / "manifest.json", "{}\n")
+        new = write_new(tmp_path / "class.csv", "a,b\n")
+    finally:
+        os.umask(old)
+    assert written.stat().st_mode & 0o777 == mode and new.stat().st_mode & 0o777 == mode
+
+
+def test_the_secrets_file_stays_private_whatever_the_umask(tmp_path, monkeypatch) -> None:
+    from lumikit.launch.runfolder import RunFolder, write_secrets
+
+    monkeypatch.setenv("LUMIKIT_SECRETS_DIR", str(tmp_path / "secrets"))
+    old = os.umask(0o002)
+    try:
+        path = write_secrets(RunFolder(tmp_path / "run"), {"HF_TOKEN": "hf_x"})
+    finally:
+        os.umask(old)
+    assert path is not None and path.stat().st_mode & 0o777 == 0o600

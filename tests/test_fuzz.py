@@ -21,6 +21,9 @@ from lumikit.testing.fuzz import (FAMILIES, InvalidJson, finite_json, fresh_seed
                                   strict_json)
 
 CI_INPUTS_PER_FAMILY = 2500
+#: Readers added with issue 31 get a seeded sample here (a fixed seed, so a failure replays) and their fresh
+#: thousands in benchmarks/bench_fuzz.py.
+SAMPLED_FAMILIES = ("flightrec", "rccltests", "manifest", "markers", "counters")
 
 
 def test_ten_thousand_fresh_inputs_give_no_crash_hang_or_invalid_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -30,14 +33,14 @@ def test_ten_thousand_fresh_inputs_give_no_crash_hang_or_invalid_json(capsys: py
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # salvaged traces and recordings warn; that is their job
         results = fuzz_parallel(CI_INPUTS_PER_FAMILY, seed=seed, fixtures=fixtures if fixtures.is_dir() else None,
-                                workers=2)
+                                workers=2, families=tuple(f for f in FAMILIES if f not in SAMPLED_FAMILIES))
     total = sum(r.inputs for r in results)
     problems = [p for r in results for p in r.unhandled + r.hangs + r.invalid_json]
     with capsys.disabled():
         print(f"\nfuzz: seed {seed} (LUMIKIT_FUZZ_SEED={seed} replays it): {total} inputs, {len(problems)} failing; "
               + ", ".join(f"{r.family} {r.accepted} read / {r.refused} refused" for r in results))
     assert not problems, f"seed {seed}: {len(problems)} failing inputs, first ones:\n" + "\n".join(problems[:5])
-    assert total == CI_INPUTS_PER_FAMILY * len(FAMILIES) >= 10_000
+    assert total == CI_INPUTS_PER_FAMILY * len(results) >= 10_000
     for r in results:  # both outcomes occur: the mutations are neither all harmless nor all fatal
         assert r.accepted + r.refused == r.inputs and r.accepted > 0 and (r.refused > 0 or r.family == "logs")
 
@@ -79,3 +82,27 @@ def test_strict_json_refuses_nan_and_infinity() -> None:
 def test_no_seeds_is_an_error_not_a_silent_pass() -> None:
     with pytest.raises(LumikitError, match="no smi seeds"):
         fuzz_family("smi", 10, fixtures=None, generated=False)
+
+
+# -- the flight recorder, rccl-tests, manifest and marker readers (issue 31): a seeded sample each ---------------
+def test_the_new_readers_take_a_seeded_sample_without_crash_hang_or_invalid_json() -> None:
+    assert set(SAMPLED_FAMILIES) <= set(FAMILIES)  # so benchmarks/bench_fuzz.py feeds them fresh inputs too
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = fuzz_parallel(300, seed=31, families=SAMPLED_FAMILIES, workers=2, chunk=150)
+    for r in results:
+        problems = r.unhandled + r.hangs + r.invalid_json
+        assert not problems, f"{r.family}: " + "\n".join(problems[:5])
+        assert r.inputs == 300 and r.accepted > 0
+        assert r.refused > 0 or r.family == "markers"  # a damaged marker line is skipped, never an error
+
+
+# -- the counters reader (issue 31): `rocprof counters` / `rocprof roofline` on counter CSVs, rocpd databases and
+# torch traces with shapes; its seeded sample is the test above (SAMPLED_FAMILIES)
+def test_the_counters_reader_is_fuzzed_on_each_of_its_formats() -> None:
+    from lumikit.testing.fuzz import family_seeds
+
+    assert "counters" in SAMPLED_FAMILIES
+    names = {s.name for s in family_seeds("counters", None)}
+    assert names >= {"312_counter_collection.csv", "77_counter_collection.csv", "77_results.db",
+                     "shapes.pt.trace.json"}

@@ -35,7 +35,7 @@ def run(tmp_path: Path) -> Path:
     (path / "rank0.err").write_text("")
     (path / "profile").mkdir()
     (path / "profile" / "rank0.pt.trace.json").write_text('{"traceEvents": []}')
-    os.symlink("/etc/hostname", path / "profile" / "link-outside")
+    os.symlink("rank0.pt.trace.json", path / "profile" / "link-inside")
     return path
 
 
@@ -70,7 +70,7 @@ def test_add_then_load_round_trips_the_record_with_its_source_line(run: Path, re
     files = ref.text.splitlines()
     assert {"gpu/nid005001.jsonl", "markers.jsonl", "rank0.out", "rank0.err", "manifest.json",
             "profile/rank0.pt.trace.json"} <= set(files)
-    assert "profile/link-outside" not in files  # a link may point anywhere: never packed
+    assert "profile/link-inside" not in files  # a link is never packed (one inside the run is a duplicate)
     assert "environment" not in (ref.file_path / "manifest.json").read_text()
     # the other entries are still there, and the shipped reference folder was not touched
     assert reference.load("rocm-smi-8gcd-idle", folder=ref_dir).file == "rocm-smi_lumi_8gcd_idle.txt"
@@ -106,3 +106,70 @@ def test_a_folder_without_record_or_manifest_is_refused(tmp_path: Path, ref_dir:
         reference.add_run(tmp_path / "plain", source="s", licence="MIT", folder=ref_dir)
     assert main(["reference", "add", str(tmp_path / "plain"), "--source", "s", "--licence", "MIT",
                  "--reference-dir", str(ref_dir)]) == 2
+
+
+# -- only the run's own files, and none of its secrets (issue 31) -------------------------------------------------
+SECRET = "hf_" + "Q7x" * 12  # the shape of a Hugging Face token; made up
+
+
+def _with_secret_name(run: Path) -> None:
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["environment"] = {"HF_TOKEN": "<redacted>", "PATH": "/usr/bin"}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_a_link_out_and_a_log_holding_the_runs_secret_are_refused_and_named(run: Path, ref_dir: Path,
+                                                                            tmp_path: Path, capsys) -> None:
+    _with_secret_name(run)
+    outside = tmp_path / "private.txt"
+    outside.write_text("not the run's\n")
+    outside.chmod(0o600)
+    os.symlink(outside, run / "rank1.out")
+    (run / "rank0.out").write_text("epoch 1\nHF_TOKEN=opensesame123\nepoch 2\n")
+    with pytest.raises(LumikitError) as info:
+        reference.add_run(run, source="s", licence="MIT", folder=ref_dir, allow_generated=True)
+    message = str(info.value)
+    assert f"rank1.out -> {outside}: a link to a file outside the run folder (never followed)" in message
+    assert "rank0.out:2: a value of HF_TOKEN, a secret of the run" in message and "opensesame" not in message
+    assert not any(p.name.startswith("run-") for p in ref_dir.iterdir())  # nothing was packed
+    assert main(["reference", "add", str(run), "--source", "s", "--licence", "MIT", "--reference-dir",
+                 str(ref_dir), "--allow-generated"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "rank1.out" in err and "rank0.out:2" in err
+    (run / "rank1.out").unlink()  # a link out is refused even with --redact: remove it
+    with pytest.raises(LumikitError, match="--redact"):
+        reference.add_run(run, source="s", licence="MIT", folder=ref_dir, allow_generated=True)
+
+
+def test_redact_replaces_secrets_and_token_shapes_in_the_packed_copy(run: Path, ref_dir: Path) -> None:
+    _with_secret_name(run)
+    (run / "rank0.out").write_text(f"HF_TOKEN={SECRET}\nok\nsaw {SECRET} again\n")
+    (run / "profile" / "notes.txt").write_text("key AKIAABCDEFGHIJKLMNOP here\n")
+    ref = reference.add_run(run, source="s", licence="MIT", folder=ref_dir, allow_generated=True, redact=True)
+    packed = (ref.file_path / "rank0.out").read_text()
+    assert packed == "HF_TOKEN=<redacted>\nok\nsaw <redacted> again\n"
+    assert (ref.file_path / "profile" / "notes.txt").read_text() == "key <redacted> here\n"
+    assert "3 secret(s) replaced with <redacted>" in ref.note and "rank0.out:1" in ref.note
+    assert (run / "rank0.out").read_text().startswith(f"HF_TOKEN={SECRET}")  # the run itself is untouched
+
+
+def test_packed_files_get_the_umask_mode_not_the_sources(run: Path, ref_dir: Path) -> None:
+    (run / "rank0.out").chmod(0o600)
+    old = os.umask(0o002)
+    try:
+        ref = reference.add_run(run, source="s", licence="MIT", folder=ref_dir, allow_generated=True)
+    finally:
+        os.umask(old)
+    for rel in ("rank0.out", "manifest.json", "gpu/nid005001.jsonl"):
+        assert (ref.file_path / rel).stat().st_mode & 0o777 == 0o664, rel
+    assert (ref_dir / "SOURCES.toml").stat().st_mode & 0o777 == 0o664
+
+
+def test_a_record_file_that_is_a_link_out_is_refused_before_it_is_read(run: Path, ref_dir: Path,
+                                                                       tmp_path: Path) -> None:
+    node = run / "gpu" / "nid005002.jsonl"
+    outside = tmp_path / "elsewhere.jsonl"
+    node.rename(outside)
+    node.symlink_to(outside)
+    with pytest.raises(LumikitError, match=r"gpu/nid005002.jsonl -> .*elsewhere.jsonl: a link to a file outside the run folder"):
+        reference.add_run(run, source="s", licence="MIT", folder=ref_dir, allow_generated=True)

@@ -110,3 +110,9 @@ def test_small_bombs_stay_small_in_memory() -> None:
     refused, grown_kb = (int(x) for x in out.stdout.split())
     assert refused == 3
     assert grown_kb < 200 * 1024
+
+
+def test_an_opcode_applied_to_the_wrong_kind_of_value_is_a_parse_error() -> None:
+    # PROTO 4, EMPTY_DICT, NONE, APPEND (a list's opcode on a dict), STOP: the C unpickler raises AttributeError
+    with pytest.raises(ParseError, match="not a readable pickle"):
+        load_plain(b"\x80\x04}Na.", "mutated")

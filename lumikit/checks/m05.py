@@ -326,12 +326,10 @@ def check_mfu_for_precision(mfu: float | None, run: dict) -> Passed:
 
 @check("05.M1",
        wrong("the reserved segments' total, not the peak of live allocations",
-             peak_bytes=lambda a: sum(s["total_size"] for s in __import__("pickle").loads(
-                 __import__("pathlib").Path(a.path).read_bytes())["segments"])),
+             peak_bytes=lambda a: sum(s["total_size"] for s in _snapshot(a.path)["segments"])),
        wrong("in MiB", peak_bytes=lambda a: _snapshot_peak(a.path) / 2**20),
        wrong("what is still allocated at the end", peak_bytes=lambda a: sum(
-           b["size"] for s in __import__("pickle").loads(__import__("pathlib").Path(a.path).read_bytes())["segments"]
-           for b in s["blocks"] if b["state"] == "active_allocated")))
+           b["size"] for s in _snapshot(a.path)["segments"] for b in s["blocks"] if b["state"] == "active_allocated")))
 def check_snapshot_peak(peak_bytes: int | None, path: str) -> Passed:
     """Exercise 05.M1: the peak of live allocated bytes in a memory snapshot."""
     expected = _snapshot_peak(path)
@@ -345,3 +343,10 @@ def _snapshot_peak(path: str) -> int:
     from ..trace.memory import load_memory
 
     return int(load_memory(path).peak()["bytes"])
+
+
+def _snapshot(path: str) -> dict:
+    """The snapshot's plain values, read as ``load_memory`` reads them (never with ``pickle.load``)."""
+    from ..trace.memory import read_snapshot
+
+    return read_snapshot(path)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from ..errors import LaunchError, SlurmUnreachable
+from ..files import open_regular
 from ..jobs.spec import JobSpec
 from ..site import Site
 from .runfolder import RunFolder
@@ -231,8 +232,19 @@ def _show_card(card: "ReportCard") -> None:
     print(card.text())
 
 
+#: The most of a rank's log that ``stdout``/``stderr``/``tail`` read: its end, where a long job's last lines are.
+LOG_READ_LIMIT = 64 << 20
+
+
 def _read(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except FileNotFoundError:
+    """A rank's log as text ("" before the rank wrote one); a pipe or a device in its place is refused with a
+    LumikitError (it could block for ever), and of a larger log only the last :data:`LOG_READ_LIMIT` bytes."""
+    if not os.path.lexists(path):
         return ""
+    with open_regular(path, "a rank's log file") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > LOG_READ_LIMIT:
+            fh.seek(size - LOG_READ_LIMIT)
+            return (f"[... the first {size - LOG_READ_LIMIT:,} bytes of {path.name} left out ...]\n"
+                    + fh.read(LOG_READ_LIMIT).decode(errors="replace"))
+        return fh.read().decode(errors="replace")

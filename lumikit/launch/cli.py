@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import SlurmUnreachable
 from ..jobs.cli import add_job_options, command_line_secrets, spec_from_args, warn
+from ..text import printable
 from . import BACKENDS, launch, open_run
 from .backend import Run
 
@@ -103,14 +104,14 @@ def _status(args: argparse.Namespace) -> int:
     try:
         state = run.status()
     except SlurmUnreachable as exc:  # not "gone": say what was last known, and that Slurm is silent
-        print(f"{run.manifest.get('state', 'unknown')} (last known)  job {run.manifest.get('job_id')}  {exc}")
+        print(printable(f"{run.manifest.get('state', 'unknown')} (last known)  job {run.manifest.get('job_id')}  {exc}"))
         return 1
     m = run.manifest
     code = m.get("exit_code")
     # only Slurm has jobs: a local run's id is lumikit's own number, shown as such
     who = f"job {m.get('job_id')}" if m.get("backend") == "slurm" else f"{m.get('backend')} run {run.path.name}"
-    print(f"{state}  {who}  exit code {'-' if code is None else code}  "
-          f"({m.get('backend')} on {m.get('site')})" + "".join(f"  {m[k]}" for k in ("reason", "note") if m.get(k)))
+    print(printable(f"{state}  {who}  exit code {'-' if code is None else code}  ({m.get('backend')} on "
+                    f"{m.get('site')})" + "".join(f"  {m[k]}" for k in ("reason", "note") if m.get(k))))
     return 0
 
 

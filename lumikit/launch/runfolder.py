@@ -18,10 +18,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from ..errors import LaunchError
-from ..files import write_atomic
+from ..errors import LaunchError, LumikitError
+from ..files import load_json_bounded, read_bytes, write_atomic
 from ..jobs.spec import REDACTED, is_secret
 from ..packages import installed_versions
+from ..text import printable
 
 DEFAULT_RUNS = "runs"
 #: A run folder keeps this much space for itself (a file freed on "disk full"), so its manifest can still record
@@ -41,7 +42,14 @@ def disk_full(path: Path) -> bool:
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "backend": (str,), "site": (str,), "state": (str,), "job_id": (str,), "exit_code": (int,),
     "supervisor_pid": (int,), "supervisor_start": (str,), "spec": (dict,), "command": (dict,),
-    "rank_exit_codes": (list,), "master_port": (int,)}
+    "rank_exit_codes": (list,), "master_port": (int,), "failed_rank": (int,), "elapsed_s": (int, float),
+    "reason": (str,), "note": (str,), "submit_error": (str,), "disk_full": (str,), "environment": (dict,),
+    "versions": (dict,), "gpu_record": (dict,), "billing_estimate": (dict,), "billing_actual": (dict,)}
+#: Numbers of the bills (jobs.billing.Billing) that the report card adds and divides: finite and not negative.
+_BILL_NUMBERS = ("nodes", "gcds", "cores", "memory_gb", "gcd_equivalents", "gpu_hours_per_hour", "hours",
+                 "gpu_hours")
+#: A manifest is a few kilobytes; a larger one is not a manifest lumikit wrote.
+MANIFEST_MAX_BYTES = 16 << 20
 
 
 def default_runs_dir() -> Path:
@@ -139,8 +147,9 @@ class RunFolder:
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> "RunFolder":
         p = Path(path)
-        if not (p / "manifest.json").is_file():
-            raise LaunchError(f"{p} is not a run folder (no manifest.json); give a folder printed by `lumikit run`")
+        if not os.path.lexists(p / "manifest.json"):
+            raise LaunchError(f"{printable(p)} is not a run folder (no manifest.json); give a folder printed by "
+                              "`lumikit run`")
         return cls(p)
 
     @property
@@ -148,31 +157,45 @@ class RunFolder:
         return self.path / "manifest.json"
 
     def read(self) -> dict[str, Any]:
-        """The manifest (empty before the first write); a damaged one is a LaunchError naming what is wrong."""
-        try:
-            text = self.manifest_path.read_text()
-        except FileNotFoundError:
+        """The manifest (empty before the first write); a damaged one is a LaunchError naming what is wrong. It is
+        read as hostile input: a regular file of at most :data:`MANIFEST_MAX_BYTES`, JSON of bounded depth with
+        finite numbers, each known field of its type (a FIFO, ``/dev/zero`` or a 3 GB file is refused at once)."""
+        path = self.manifest_path
+        if not os.path.lexists(path):
             return {}
-        except (OSError, UnicodeDecodeError) as exc:
-            raise self._damaged(f"it cannot be read ({exc})") from None
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise self._damaged(f"it is not valid JSON ({exc})") from None
+            data = load_json_bounded(read_bytes(path, "the run's manifest.json", limit=MANIFEST_MAX_BYTES),
+                                     str(path), max_depth=32)
+        except OSError as exc:
+            raise self._damaged(f"it cannot be read ({exc.strerror or exc})") from None
+        except LumikitError as exc:
+            raise self._damaged(str(exc).removeprefix(f"{path}: ")) from None
         if not isinstance(data, dict):
             raise self._damaged(f"it holds a {type(data).__name__}, not an object")
         for key, types in _FIELD_TYPES.items():
             value = data.get(key)
             if value is not None and (not isinstance(value, types) or isinstance(value, bool)):
-                raise self._damaged(f"field {key!r} is {value!r}")
+                raise self._damaged(f"field {key!r} is {printable(repr(value)[:80])}, not "
+                                    f"{' or '.join(t.__name__ for t in types)}")
         pid = data.get("supervisor_pid")
-        if pid is not None and pid <= 1:  # 0 and -1 would signal whole process groups; 1 is init
+        if pid is not None and not 1 < pid < 2**31:  # 0 and -1 would signal whole process groups; 1 is init
             raise self._damaged(f"field 'supervisor_pid' is {pid}")
+        for key in ("billing_estimate", "billing_actual"):
+            for name in _BILL_NUMBERS:
+                value = (data.get(key) or {}).get(name)
+                if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                          or not 0 <= value < 1e15):
+                    raise self._damaged(f"{key}.{name} is {printable(repr(value)[:80])}, not a number of "
+                                        "GPU-hours, nodes or hours")
+        if data.get("elapsed_s") is not None and not 0 <= data["elapsed_s"] < 1e10:
+            raise self._damaged(f"field 'elapsed_s' is {data['elapsed_s']}, not a duration")
         return data
 
     def _damaged(self, why: str) -> LaunchError:
-        return LaunchError(f"{self.manifest_path}: the run's manifest is damaged: {why}. Fix: restore it or launch "
-                           f"the job again; its logs are still in {self.path}")
+        why = why.rstrip(".")
+        return LaunchError(f"{printable(self.manifest_path)}: the run's manifest is damaged: {why}"
+                           f"{' ' if why.endswith('?') else '. '}Fix: restore it or launch the job again; its logs "
+                           f"are still in {printable(self.path)}")
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -211,9 +234,11 @@ class RunFolder:
         return self.path / f"rank{rank}.{stream}"
 
     def logs(self) -> list[Path]:
-        """Per-rank stdout/stderr (and the local supervisor's own log when it said anything)."""
-        return sorted(p for p in self.path.iterdir() if p.is_file() and (
+        """Per-rank stdout/stderr (and the local supervisor's own log when it said anything), then what each node's
+        GPU recorder printed when it said anything (``gpu/recorder-node*.log``)."""
+        own = sorted(p for p in self.path.iterdir() if p.is_file() and (
             p.suffix in (".out", ".err") or (p.name == "supervisor.log" and p.stat().st_size)))
+        return own + sorted(p for p in self.path.glob("gpu/recorder-node*.log") if p.is_file() and p.stat().st_size)
 
 
 def base_manifest(spec: Any, site: Any, backend: str, command: Any, env: Mapping[str, str]) -> dict[str, Any]:

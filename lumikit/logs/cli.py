@@ -53,11 +53,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                            description="Read the output of all_reduce_perf (or another rccl-tests / nccl-tests *_perf "
                                        "program): algorithm and bus bandwidth per message size, the ranks and their "
                                        "GCDs, and the peak bus bandwidth against the node link it crossed (the site "
-                                       "profile's [hardware.links]).")
+                                       "profile's [hardware.links]). Exit status 1 when the output says the "
+                                       "results were wrong (#wrong above 0, out-of-bounds values, or a FAILED "
+                                       "average).")
     bench.add_argument("file", metavar="FILE")
     bench.add_argument("--site", default="lumi", help="site profile whose links and GCD bus ids to use (default lumi)")
     bench.add_argument("--json", action="store_true", help="print the rows, the ranks and the link verdict as JSON")
     bench.set_defaults(func=_rccl_tests)
+
+    fr = sub.add_parser("flight-recorder", help="hangs and desyncs from PyTorch flight recorder dumps",
+                        description="Read PyTorch flight recorder dumps (one per rank, pickle or JSON, named as torch "
+                                    "writes them: nccl_trace_rank_<rank>) and name the ranks that never joined a "
+                                    "collective and the ranks that called different collectives (or sizes) at the "
+                                    "same point. Exit status 1 when a hang or a desync is found.")
+    fr.add_argument("files", nargs="+", metavar="DUMP")
+    fr.add_argument("--json", action="store_true", help="print the ranks, hangs and desyncs as JSON")
+    fr.set_defaults(func=_flight_recorder)
 
     doctor = subparsers.add_parser(
         "doctor", help="recognise known LUMI failures in job logs", epilog=DOCTOR_EPILOG,
@@ -142,22 +153,52 @@ def _rccl(args: argparse.Namespace) -> int:
 
 
 def _rccl_tests(args: argparse.Namespace) -> int:
-    from .collbench import check_busbw, describe, link_for, read_collbench
+    from .collbench import busbw_check_skipped, check_busbw, describe, link_for, read_collbench
 
     bench = read_collbench(args.file)
     if args.json:
         print_json({**bench.to_dict(), "link": asdict(link_for(bench, args.site)),
-                    "inconsistent_rows": check_busbw(bench)})
-        return 0
+                    "inconsistent_rows": check_busbw(bench), "busbw_check_skipped": busbw_check_skipped(bench)})
+        return 1 if bench.failed else 0
     print("\n".join(describe(bench, args.site)))
-    print(f"  {'size (B)':>12}  {'time (us)':>10}  {'algbw':>7}  {'busbw':>7}   (out-of-place, GB/s)")
+    in_place = bench.placement == "in-place"
+    cpu = ", CPU time" if bench.time_column == "cputime" else ""
+    print(f"  {'size (B)':>12}  {'time (us)':>10}  {'algbw':>7}  {'busbw':>7}  {'#wrong':>6}   "
+          f"({'in-place' if in_place else 'out-of-place'}, GB/s{cpu})")
     for r in bench.rows:
         def cell(v: float | None, width: int) -> str:
             return f"{'N/A':>{width}}" if v is None else f"{v:>{width}g}"
-        print(f"  {r.size_bytes:>12}  {cell(r.time_us, 10)}  {cell(r.algbw, 7)}  {cell(r.busbw, 7)}")
+        t, a, b, w = (r.in_time_us, r.in_algbw, r.in_busbw, r.in_wrong) if in_place else \
+            (r.time_us, r.algbw, r.busbw, r.wrong)
+        flag = "  <- wrong results" if r.wrong_values else ""
+        print(f"  {r.size_bytes:>12}  {cell(t, 10)}  {cell(a, 7)}  {cell(b, 7)}  {cell(w, 6)}{flag}")
     for line in check_busbw(bench):
         print(f"  warning: {line}")
-    return 0
+    return 1 if bench.failed else 0
+
+
+def _flight_recorder(args: argparse.Namespace) -> int:
+    from .flight_recorder import find_desyncs, find_hangs, read_flight_recorder
+
+    records = [read_flight_recorder(f) for f in args.files]
+    hangs, desyncs = find_hangs(records), find_desyncs(records)
+    if args.json:
+        print_json({"dumps": [{"path": str(r.path), "rank": r.rank, "version": r.version, "entries": len(r.entries),
+                               "last_seq": r.last_seq()} for r in records],
+                    "hangs": [{**asdict(h), "last_seen": {str(k): v for k, v in h.last_seen.items()},
+                               "text": h.describe()} for h in hangs],
+                    "desyncs": [{**asdict(d), "text": d.describe()} for d in desyncs]})
+    else:
+        for r in records:
+            groups = ", ".join(f"{printable(g)}: {s}" for g, s in sorted(r.last_seq().items()))
+            print(f"{printable(r.path)}: rank {'?' if r.rank is None else r.rank}, {len(r.entries)} entries; last "
+                  f"collective per process group: {groups or 'none'}")
+        for item in [*desyncs, *hangs]:
+            print(f"  problem: {item.describe()}")
+        if not hangs and not desyncs:
+            print("No hang or desync: every rank reached the same collective of each process group, with the same "
+                  "calls.")
+    return 1 if hangs or desyncs else 0
 
 
 def _doctor(args: argparse.Namespace) -> int:

@@ -15,29 +15,42 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import LumikitError, ParseError
+from ..files import load_json_bounded, regular_file
 from ..site import Site, load_site
+from ..text import printable
 from .text import read_log_text
 
 #: Largest output read (a full sweep of every size on 1,024 ranks is well under a megabyte).
 MAX_BYTES = 64 << 20
 
-_RANK = re.compile(r"^#\s*Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?Pid\s+(?P<pid>\d+)\s+on\s+"
-                   r"(?P<host>\S+)\s+device\s+(?P<device>\d+)\s+\[(?P<bus>[^\]]{1,40})\]\s*(?P<name>.{0,200}?)\s*$")
-_ARGS = re.compile(r"^#\s*nThread\s+(?P<threads>\d+)\s+nGpus\s+(?P<gpus>\d+)")
-_STARTING = re.compile(r"Collective test starting:\s*(?P<name>\w+)")
-_AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<v>[\d.]+)")
-_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<n>\d+)")
+_RANK = re.compile(r"^#\s*Rank\s+(?P<rank>\d{1,9})\s+(?:Group\s+(?P<group>\d{1,9})\s+)?Pid\s+(?P<pid>\d{1,12})\s+on\s+"
+                   r"(?P<host>\S{1,200})\s+device\s+(?P<device>\d{1,9})\s+\[(?P<bus>[^\]]{1,40})\]\s*"
+                   r"(?P<name>.{0,200}?)\s*$")
+_ARGS = re.compile(r"^#\s*nThread\s+(?P<threads>\d{1,9})\s+nGpus\s+(?P<gpus>\d{1,9})")
+_STARTING = re.compile(r"Collective test starting:\s*(?P<name>\w{1,60})")
+_AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<v>\d{1,20}(?:\.\d{1,20})?(?:[eE][-+]?\d{1,3})?)"
+                  r"\s*(?P<verdict>\w*)")
+_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<n>\d{1,18})")
+#: The collective names of rccl-tests' -Z csv / -Z json report files (the test's ``name``) -> the program.
+_REPORT_NAMES = {"allreduce": "all_reduce_perf", "allgather": "all_gather_perf", "reducescatter": "reduce_scatter_perf",
+                 "alltoall": "alltoall_perf", "broadcast": "broadcast_perf", "reduce": "reduce_perf",
+                 "sendrecv": "sendrecv_perf", "gather": "gather_perf", "scatter": "scatter_perf",
+                 "hypercube": "hypercube_perf", "alltoallv": "alltoallv_perf"}
+#: Bytes per element of the data types rccl-tests and nccl-tests print, to tell collectives apart by size / count.
+_WORD = {"int8": 1, "uint8": 1, "char": 1, "int32": 4, "uint32": 4, "int": 4, "int64": 8, "uint64": 8, "half": 2,
+         "float": 4, "double": 8, "bfloat16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1, "f8e4m3": 1, "f8e5m2": 1}
 _PROGRAM = re.compile(r"\b(?P<name>(?:all_reduce|all_gather|reduce_scatter|alltoall|broadcast|reduce|sendrecv|"
                       r"hypercube|gather|scatter|alltoallv)_perf)\b")
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 #: nccl-tests' bus bandwidth factor per test program (n = ranks), to check a row's busbw against its algbw.
 BUS_FACTOR = {"all_reduce_perf": lambda n: 2 * (n - 1) / n, "reduce_scatter_perf": lambda n: (n - 1) / n,
               "all_gather_perf": lambda n: (n - 1) / n, "alltoall_perf": lambda n: (n - 1) / n,
+              "all_gather_perf or alltoall_perf": lambda n: (n - 1) / n,
               "broadcast_perf": lambda n: 1.0, "reduce_perf": lambda n: 1.0, "sendrecv_perf": lambda n: 1.0}
 
 
@@ -69,6 +82,12 @@ class SizeRow:
     in_algbw: float | None
     in_busbw: float | None
     in_wrong: int | None
+    root: int | None = None
+
+    @property
+    def wrong_values(self) -> int:
+        """Values the test's check found wrong at this size, out-of-place and in-place together (0 when unchecked)."""
+        return (self.wrong or 0) + (self.in_wrong or 0)
 
 
 @dataclass(frozen=True)
@@ -83,6 +102,11 @@ class CollectiveBenchmark:
     out_of_bounds: int | None
     gpus_per_thread: int | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    test_from: str | None = None  # where the test's name came from: "output", "file name", "table" (inferred)
+    placement: str = "both"  # "both" (out-of-place and in-place columns), "in-place" (run with -O 0)
+    time_column: str = "time"  # "cputime" with -C 1: the host's launch time, not the transfer's
+    world: int | None = None  # ranks in the test where no "# Rank" lines say (a -Z csv/json report)
+    avg_failed: bool = False  # "# Avg bus bandwidth : X FAILED" (below NCCL_TESTS_MIN_BW)
 
     @property
     def nodes(self) -> int:
@@ -90,10 +114,36 @@ class CollectiveBenchmark:
         return len({r.host for r in self.ranks})
 
     @property
+    def n_ranks(self) -> int:
+        """Ranks of the test: the ``# Rank`` lines, else what a report file says (0 when neither)."""
+        return len(self.ranks) or (self.world or 0)
+
+    @property
     def peak(self) -> SizeRow | None:
-        """The row with the highest out-of-place bus bandwidth: the figure to hold against a link."""
+        """The row with the highest bus bandwidth (out-of-place; in-place when the test ran with ``-O 0``): the
+        figure to hold against a link."""
         rows = [r for r in self.rows if r.busbw is not None]
-        return max(rows, key=lambda r: (r.busbw, r.size_bytes)) if rows else None
+        if rows:
+            return max(rows, key=lambda r: (r.busbw, r.size_bytes))
+        rows = [r for r in self.rows if r.in_busbw is not None]
+        return max(rows, key=lambda r: (r.in_busbw, r.size_bytes)) if rows else None
+
+    @property
+    def peak_busbw(self) -> float | None:
+        """The peak row's bus bandwidth (GB/s), out-of-place where measured, else in-place."""
+        row = self.peak
+        return None if row is None else row.busbw if row.busbw is not None else row.in_busbw
+
+    @property
+    def wrong_rows(self) -> tuple[SizeRow, ...]:
+        """Sizes where the test's own check found wrong values (``#wrong`` above 0)."""
+        return tuple(r for r in self.rows if r.wrong_values > 0)
+
+    @property
+    def failed(self) -> bool:
+        """Whether the output says the results were wrong (out-of-bounds values, ``#wrong`` above 0) or the
+        average bus bandwidth failed its NCCL_TESTS_MIN_BW bound."""
+        return bool(self.out_of_bounds) or bool(self.wrong_rows) or self.avg_failed
 
     def table(self):
         """The rows as a pandas table, one row per size (what a notebook shows)."""
@@ -103,37 +153,48 @@ class CollectiveBenchmark:
 
     def to_dict(self) -> dict[str, Any]:
         peak = self.peak
-        return {**asdict(self), "nodes": self.nodes, "peak_busbw": None if peak is None else peak.busbw,
-                "peak_size_bytes": None if peak is None else peak.size_bytes}
+        return {**asdict(self), "nodes": self.nodes, "n_ranks": self.n_ranks, "peak_busbw": self.peak_busbw,
+                "peak_size_bytes": None if peak is None else peak.size_bytes, "failed": self.failed,
+                "wrong_sizes": [r.size_bytes for r in self.wrong_rows]}
 
 
 def _number(token: str) -> float | None:
-    if token.upper() == "N/A":
+    if token.upper() == "N/A" or len(token) > 40:
         return None
     value = float(token)
     return value if math.isfinite(value) else None
 
 
 def _size(token: str) -> int | None:
-    m = re.fullmatch(r"(\d+)([KMG]?)", token)
+    m = re.fullmatch(r"(\d{1,19})([KMG]?)", token)
     return int(m.group(1)) * _SIZE_UNITS[m.group(2)] if m else None
 
 
 def _wrong(token: str) -> int | None:
-    return int(token) if token.isdigit() else None
+    """``#wrong`` as printed: a count (``%g``, so ``1e+06`` for a million; an asterisk marks one past the
+    threshold), or ``N/A`` when the run did not check (-c 0)."""
+    try:
+        value = _number(token.rstrip("*"))
+    except ValueError:
+        return None
+    return int(value) if value is not None and 0 <= value < 2**63 else None
 
 
-def _row(tokens: list[str], header: list[str]) -> SizeRow | None:
-    """A data row laid out as the header says (``redop``/``root`` may be missing; RCCL may append columns)."""
-    if len(tokens) < len(header):
-        return None
-    size = _size(tokens[0])
-    if size is None or not tokens[1].isdigit():
-        return None
+def _row(tokens: list[str], header: list[str], in_place_only: bool) -> SizeRow | None:
+    """A data row laid out as the header says (``redop``/``root`` may be missing; RCCL may append columns); with
+    ``-O 0`` the one block of columns is the in-place one."""
     where: dict[str, int] = {}
     for i, name in enumerate(header):
         where.setdefault(name, i)  # the in-place block repeats the out-of-place names: keep the first
     second = [i for i, name in enumerate(header) if name == "time"][1:]
+    if second and where.get("time", 0) + 4 <= len(tokens) < second[0] + 4:
+        # nccl-tests' trace replay leaves the out-of-place columns blank: the one block is in-place
+        header, second, in_place_only = header[:second[0]], [], True
+    if len(tokens) < len(header):
+        return None
+    size = _size(tokens[0])
+    if size is None or not re.fullmatch(r"\d{1,19}", tokens[1]):
+        return None
     try:
         t, a, b = (_number(tokens[where[k]]) for k in ("time", "algbw", "busbw"))
         wrong = _wrong(tokens[where["#wrong"]]) if "#wrong" in where else None
@@ -143,19 +204,170 @@ def _row(tokens: list[str], header: list[str]) -> SizeRow | None:
             iw = _wrong(tokens[j + 3]) if j + 3 < len(header) else None
         else:
             it = ia = ib = iw = None
+        root = int(tokens[where["root"]]) if "root" in where and re.fullmatch(r"-?\d{1,9}", tokens[where["root"]]) \
+            else None
     except (ValueError, KeyError, IndexError):
         return None
-    return SizeRow(size_bytes=size, count=int(tokens[1]), dtype=tokens[2],
-                   redop=tokens[where["redop"]] if "redop" in where else "", time_us=t, algbw=a, busbw=b,
-                   wrong=wrong, in_time_us=it, in_algbw=ia, in_busbw=ib, in_wrong=iw)
+    if in_place_only:
+        t, a, b, wrong, it, ia, ib, iw = None, None, None, None, t, a, b, wrong
+    return SizeRow(size_bytes=size, count=int(tokens[1]), dtype=tokens[2][:20],
+                   redop=tokens[where["redop"]][:20] if "redop" in where else "", time_us=t, algbw=a, busbw=b,
+                   wrong=wrong, in_time_us=it, in_algbw=ia, in_busbw=ib, in_wrong=iw, root=root)
+
+
+def infer_test(rows: tuple[SizeRow, ...] | list[SizeRow], n_ranks: int) -> str | None:
+    """The test program a table comes from, told by its columns as nccl-tests prints them (ROCm's rccl-tests never
+    prints the name): the reduction (``none`` for data movement), the root (-1 for collectives without one) and
+    bytes per element count (the element count is per rank for all-gather, reduce-scatter and all-to-all).
+    All-gather and all-to-all print alike: both are named, and share one bus factor. None when the rows disagree
+    or say nothing."""
+    found = set()
+    for r in rows:
+        word = _WORD.get(r.dtype.lower())
+        if word is None or r.count <= 0 or r.root is None:
+            continue
+        ratio = r.size_bytes / (r.count * word)
+        reduces = r.redop.lower() not in ("none", "")
+        if ratio == 1:
+            found.add(("reduce_perf" if r.root >= 0 else "all_reduce_perf") if reduces else
+                      ("broadcast_perf" if r.root >= 0 else "sendrecv_perf"))
+        elif n_ranks > 1 and ratio == n_ranks and r.root < 0:
+            found.add("reduce_scatter_perf" if reduces else "all_gather_perf or alltoall_perf")
+        else:
+            return None
+    return found.pop() if len(found) == 1 else None
+
+
+def _report_rows(text: str, source: str) -> CollectiveBenchmark | None:
+    """rccl-tests' own report file (``-x FILE -Z csv`` or ``-Z json``: one line per size and placement), or None
+    when ``text`` is not one."""
+    lines = [ln.strip() for ln in text.split("\n") if ln.strip()]
+    if not lines:
+        return None
+    records: list[dict[str, str]] = []
+    if lines[0].lower().startswith("collective,"):
+        keys = [k.strip().lower() for k in lines[0].split(",")]
+        records = [dict(zip(keys, (v.strip() for v in ln.split(",")))) for ln in lines[1:]
+                   if len(ln.split(",")) == len(keys)]
+        records = [{("wrong" if k == "#wrong" else "name" if k == "collective" else k): v for k, v in r.items()}
+                   for r in records]
+    elif lines[0].startswith('{"name":'):
+        for ln in lines:  # values are written unquoted ({"name":AllReduce, "size":8, ...}): not JSON, read by key
+            pairs = re.findall(r'"(\w{1,30})":\s*([^,{}]{0,60})', ln)
+            if pairs:
+                records.append({k.lower(): v.strip() for k, v in pairs})
+    else:
+        return None
+    by_size: dict[tuple[int, str, str], dict[str, Any]] = {}
+    names, worlds = set(), set()
+    for rec in records:
+        size = _size(rec.get("size", ""))
+        place = rec.get("inplace", "")
+        if size is None or place not in ("0", "1"):
+            continue
+        try:
+            values = {k: _number(rec.get(k, "N/A")) for k in ("time", "algbw", "busbw")}
+        except ValueError:
+            continue
+        names.add(re.sub(r"[^a-z]", "", rec.get("name", "").lower()))
+        world = rec.get("ranks") or rec.get("gpus")
+        if world and re.fullmatch(r"\d{1,9}", world):
+            worlds.add(int(world))
+        row = by_size.setdefault((size, rec.get("type", "")[:20], rec.get("redop", "")[:20]), {})
+        prefix = "in_" if place == "1" else ""
+        row.update({f"{prefix}time_us": values["time"], f"{prefix}algbw": values["algbw"],
+                    f"{prefix}busbw": values["busbw"], f"{prefix}wrong": _wrong(rec.get("wrong", "N/A"))})
+    if not by_size:
+        return None
+    rows = tuple(SizeRow(size_bytes=size, count=0, dtype=dtype, redop=redop,
+                         **{k: got.get(k) for k in ("time_us", "algbw", "busbw", "wrong", "in_time_us", "in_algbw",
+                                                    "in_busbw", "in_wrong")})
+                 for (size, dtype, redop), got in sorted(by_size.items()))
+    test = _REPORT_NAMES.get(names.pop()) if len(names) == 1 else None
+    placement = "in-place" if all(r.busbw is None and r.time_us is None for r in rows) else "both"
+    notes = ["rccl-tests' report file (-Z csv/json): no ranks or devices listed, so no link is known"]
+    if len(worlds) > 1:
+        notes.append(f"the report mixes runs of {sorted(worlds)} ranks")
+    return CollectiveBenchmark(source=source, test=test, ranks=(), rows=rows, avg_busbw=None, out_of_bounds=None,
+                               notes=tuple(notes), test_from="output" if test else None, placement=placement,
+                               world=max(worlds) if len(worlds) == 1 else None)
+
+
+def _finite(value: Any) -> float | None:
+    """A number of a JSON report (nccl-tests writes ``"nan"`` as a string), or None."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok and abs(value) < 1e18 else None
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63 else None
+
+
+def _json_report(text: str, source: str) -> CollectiveBenchmark | None:
+    """NVIDIA nccl-tests' JSON output file (``-J FILE``, nccl-tests 2.17 and later: ``config``, ``devices``,
+    ``results`` with ``out_of_place``/``in_place`` objects, ``out_of_bounds``, ``average_bus_bandwidth``), or None
+    when ``text`` is not one."""
+    head = text.lstrip()[:4096]
+    if not head.startswith("{") or '"results"' not in text:
+        return None
+    data = load_json_bounded(text, source, max_depth=16)
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        return None
+    rows, time_keys = [], set()
+    for r in data["results"][:100_000]:
+        if not isinstance(r, dict) or _count(r.get("size")) is None:
+            continue
+        values: dict[str, Any] = {}
+        for prefix, key in (("", "out_of_place"), ("in_", "in_place")):
+            block = r.get(key) if isinstance(r.get(key), dict) else {}
+            time_key = "cpu_time" if "cpu_time" in block else "time"
+            if block:
+                time_keys.add(time_key)
+            wrong = _finite(block.get("nwrong"))
+            values.update({f"{prefix}time_us": _finite(block.get(time_key)), f"{prefix}algbw": _finite(block.get(
+                "alg_bw")), f"{prefix}busbw": _finite(block.get("bus_bw")),
+                f"{prefix}wrong": int(wrong) if wrong is not None and wrong >= 0 else None})
+        root = str(r.get("root", "")).strip()
+        rows.append(SizeRow(size_bytes=r["size"], count=_count(r.get("count")) or 0, dtype=str(r.get("type", ""))[:20],
+                            redop=str(r.get("redop", ""))[:20], root=int(root) if re.fullmatch(r"-?\d{1,9}", root)
+                            else None, **values))
+    if not rows:
+        return None
+    ranks = []
+    for d in data.get("devices") if isinstance(data.get("devices"), list) else ():
+        if isinstance(d, dict) and all(_count(d.get(k)) is not None for k in ("rank", "device", "pid")):
+            ranks.append(RankDevice(rank=d["rank"], host=str(d.get("hostname", "?"))[:200], device=d["device"],
+                                    bus=str(d.get("device_hex", ""))[:40], name=str(d.get("device_info", ""))[:200],
+                                    pid=d["pid"]))
+    args = data.get("args") if isinstance(data.get("args"), list) else []
+    m = _PROGRAM.search(Path(str(args[0])).name) if args and isinstance(args[0], str) else None
+    bounds = data.get("out_of_bounds") if isinstance(data.get("out_of_bounds"), dict) else {}
+    avg = data.get("average_bus_bandwidth") if isinstance(data.get("average_bus_bandwidth"), dict) else {}
+    placement = "in-place" if all(r.busbw is None and r.time_us is None for r in rows) else "both"
+    return CollectiveBenchmark(source=source, test=m.group("name") if m else None, ranks=tuple(ranks), rows=tuple(rows),
+                               avg_busbw=_finite(avg.get("bandwidth")), out_of_bounds=_count(bounds.get("count")),
+                               notes=("nccl-tests' JSON output file",), test_from="output" if m else None,
+                               placement=placement, time_column="cputime" if time_keys == {"cpu_time"} else "time",
+                               avg_failed=avg.get("okay") in (False, "false"))
 
 
 def parse_collbench(text: str, source: str = "<text>") -> CollectiveBenchmark:
-    """Read one rccl-tests / nccl-tests output (the first test when several were concatenated)."""
+    """Read one rccl-tests / nccl-tests output (the first test when several were concatenated), in any of its
+    modes: out-of-place and in-place columns, in-place only (rccl-tests' ``-O 0``, nccl-tests' trace replay), CPU
+    time (``-C 1``), unchecked (``-c 0``: ``N/A`` in ``#wrong``), per-iteration statistics and time stamps (newer
+    nccl-tests), rccl-tests' ``-Z csv``/``-Z json`` report file, or nccl-tests' JSON output file."""
+    report = _json_report(text, source) or _report_rows(text, source)
+    if report is not None:
+        if report.test is None and (test := infer_test(report.rows, report.n_ranks)):
+            report = replace(report, test=test, test_from="table")
+        return report
     ranks: list[RankDevice] = []
     rows: list[SizeRow] = []
     header: list[str] | None = None
     test = avg = bounds = gpus = None
+    avg_failed = in_place_only = False
+    time_column = "time"
+    place_label = ""
     notes: list[str] = []
     for line in text.replace("\r", "\n").split("\n"):
         s = line.strip()
@@ -173,37 +385,57 @@ def parse_collbench(text: str, source: str = "<text>") -> CollectiveBenchmark:
                     break
                 gpus = int(m["gpus"])
             elif m := _AVG.match(s):
-                avg = float(m["v"])
+                avg = _number(m["v"])
+                avg_failed = m["verdict"] == "FAILED"
             elif m := _BOUNDS.match(s):
                 bounds = int(m["n"])
+            elif "in-place" in s:
+                place_label = s
             elif "algbw" in s and "busbw" in s and "time" in s:
-                header = s.lstrip("#").split()
+                header = ["time" if h == "cputime" else h for h in s.lstrip("#").split()]
+                time_column = "cputime" if "cputime" in s.split() else "time"
+                in_place_only = header.count("time") == 1 and "in-place" in place_label and \
+                    "out-of-place" not in place_label
             continue
         if header is None:
             continue
-        tokens = s.split()
-        row = _row(tokens, header)
+        row = _row(s.split(), header, in_place_only)
         if row is not None:
             rows.append(row)
+    test_from = "output" if test else None
     if test is None and (m := _PROGRAM.search(Path(source).name)):
-        test = m.group("name")
+        test, test_from = m.group("name"), "file name"
     if header is None or not rows:
         raise ParseError("no rccl-tests / nccl-tests table (a '#  size  count  type ... algbw  busbw' header "
                          "followed by rows); give the output of all_reduce_perf or another *_perf test",
                          source=source)
+    if test is None and (test := infer_test(rows, len(ranks))):
+        test_from = "table"
+        notes.append(f"the output does not name its test (ROCm's rccl-tests does not print it): {test}, told by "
+                     "the table's reduction, root and bytes per element")
     if text.lstrip().startswith(GENERATED_MARK):
         notes.insert(0, "generated")
     if gpus and gpus > 1:
         notes.append(f"{gpus} GPUs per thread (-g {gpus}): one process drives several devices")
+    in_place_only = in_place_only or all(r.time_us is None and r.busbw is None for r in rows)
+    if in_place_only:
+        notes.append("in-place columns only (rccl-tests -O 0, or nccl-tests replaying a trace): the bandwidths are "
+                     "in-place")
+    if time_column == "cputime":
+        notes.append("time is the host's launch time (-C 1); algbw and busbw are still from the GPU's time, so "
+                     "they are not size / time")
     return CollectiveBenchmark(source=source, test=test, ranks=tuple(ranks), rows=tuple(rows), avg_busbw=avg,
-                               out_of_bounds=bounds, gpus_per_thread=gpus, notes=tuple(notes))
+                               out_of_bounds=bounds, gpus_per_thread=gpus, notes=tuple(notes), test_from=test_from,
+                               placement="in-place" if in_place_only else "both", time_column=time_column,
+                               avg_failed=avg_failed)
 
 
 def read_collbench(path: str | os.PathLike[str]) -> CollectiveBenchmark:
     """Read an rccl-tests / nccl-tests output file (a regular file of at most :data:`MAX_BYTES`)."""
     p = Path(path)
-    if p.is_file() and p.stat().st_size > MAX_BYTES:
-        raise LumikitError(f"{p}: {p.stat().st_size / 2**20:.0f} MiB is far more than an rccl-tests output; give the "
+    st = regular_file(p, "the output of an rccl-tests / nccl-tests program (all_reduce_perf ...)")
+    if st.st_size > MAX_BYTES:
+        raise LumikitError(f"{p}: {st.st_size / 2**20:,.0f} MiB is far more than an rccl-tests output; give the "
                            "output of one test")
     return parse_collbench(read_log_text(p), str(p))
 
@@ -252,6 +484,8 @@ class LinkVerdict:
         if self.link is None or self.peak_gb_s is None:
             return f"link: not known ({self.reason})"
         share = "" if self.fraction is None else f" = {100 * self.fraction:.0f} % of it"
+        if self.fraction is not None and self.fraction > 1:
+            share += " (above the link's peak: the traffic did not cross this one link only, or the output is wrong)"
         got = "no bus bandwidth" if self.measured_busbw is None else f"peak busbw {self.measured_busbw:g} GB/s"
         return f"link: {self.link} ({self.peak_gb_s:g} GB/s per direction; {self.reason}); {got}{share}"
 
@@ -261,15 +495,14 @@ def link_for(bench: CollectiveBenchmark, site: Site | str | None = "lumi") -> Li
     Slingshot NIC; one package (GCD pair) -> the in-package link; different packages -> the link between them."""
     s = load_site(site)
     links = s.links
-    peak_row = bench.peak
-    measured = None if peak_row is None else peak_row.busbw
+    measured = bench.peak_busbw
     gcds = gcds_of(bench, s) if bench.ranks else {}
     packages = sorted({s.node.gcd(g).package for g in gcds.values() if g is not None})
 
-    def verdict(name: str | None, reason: str, count: int = 1) -> LinkVerdict:
+    def verdict(name: str | None, reason: str, count: int = 1, share: bool = True) -> LinkVerdict:
         link = links.get(name or "", {})
         peak = float(link["gb_s"]) * count if "gb_s" in link else None
-        frac = measured / peak if measured is not None and peak else None
+        frac = measured / peak if measured is not None and peak and share else None
         return LinkVerdict(link=name if link else None, peak_gb_s=peak, measured_busbw=measured, fraction=frac,
                            gcds=tuple(gcds.get(r.rank) for r in bench.ranks), packages=tuple(packages),
                            reason=reason, source=str(link.get("source", "")))
@@ -291,44 +524,75 @@ def link_for(bench: CollectiveBenchmark, site: Site | str | None = "lumi") -> Li
     if len(packages) == 1:
         return verdict("gcd_in_package", f"GCDs {sorted(set(gcds.values()))} share one MI250X (package "
                                          f"{packages[0]})")
-    more = ("; with more than two GCDs RCCL runs rings over several such links, so busbw may pass one link's "
-            "peak" if len(set(gcds.values())) > 2 else "")
+    if len(set(gcds.values())) > 2:  # rings over several links at once: no one link's peak bounds busbw
+        return verdict("gcd_between_packages", f"GCDs {sorted(set(gcds.values()))} sit on {len(packages)} MI250X "
+                                               "packages: RCCL runs its rings over several links at once, so busbw "
+                                               "is not held against one link's peak", share=False)
     return verdict("gcd_between_packages", f"GCDs {sorted(set(gcds.values()))} sit on {len(packages)} MI250X "
-                                           f"packages: the ring crosses a link between packages{more}")
+                                           "packages: the ring crosses a link between packages")
 
 
 def describe(bench: CollectiveBenchmark, site: Site | str | None = "lumi") -> list[str]:
-    """A few lines: the test, its ranks and devices, the peak bus bandwidth and the link it is held against."""
+    """A few lines: the test, its ranks and devices, the peak bus bandwidth and the link it is held against, and
+    every sign that the results were wrong."""
     peak = bench.peak
-    lines = [f"{bench.source}: {bench.test or 'test not named'}, {len(bench.ranks)} ranks on {bench.nodes} "
+    named = {"output": "", "file name": " (named by the file name)", "table": " (told by the table)"}
+    test = f"{bench.test}{named.get(bench.test_from or '', '')}" if bench.test else "test not named"
+    lines = [f"{printable(bench.source)}: {printable(test)}, {len(bench.ranks)} ranks on {bench.nodes} "
              f"node(s), {len(bench.rows)} sizes"]
     if peak is not None:
-        lines.append(f"  peak busbw {peak.busbw:g} GB/s (algbw {peak.algbw:g} GB/s) at {peak.size_bytes:,} bytes")
+        in_place = peak.busbw is None
+        alg = peak.in_algbw if in_place else peak.algbw
+        lines.append(f"  peak busbw {bench.peak_busbw:g} GB/s (algbw {alg:g} GB/s) at {peak.size_bytes:,} bytes"
+                     + (" (in-place)" if in_place else ""))
     if bench.avg_busbw is not None:
-        lines.append(f"  avg busbw over all sizes {bench.avg_busbw:g} GB/s (small sizes pull it down: read the "
-                     "large ones)")
+        failed = " FAILED: below the NCCL_TESTS_MIN_BW bound" if bench.avg_failed else ""
+        lines.append(f"  avg busbw over all sizes {bench.avg_busbw:g} GB/s{failed} (small sizes pull it down: read "
+                     "the large ones)")
     if bench.out_of_bounds:
         lines.append(f"  {bench.out_of_bounds} values out of bounds: the results were wrong, not only slow")
+    for r in bench.wrong_rows[:20]:
+        where = ", ".join(f"{n} {label}" for n, label in ((r.wrong, "out-of-place"), (r.in_wrong, "in-place")) if n)
+        lines.append(f"  WRONG RESULTS at {r.size_bytes:,} bytes: #wrong {where}")
+    if bench.failed:
+        lines.append("  the test's own check failed: the collective gave wrong results (or too little bandwidth); "
+                     "do not use its numbers, rerun and look for a faulty GCD or link")
     lines.append("  " + link_for(bench, site).text())
-    lines += [f"  note: {n}" for n in bench.notes]
+    skipped = busbw_check_skipped(bench)
+    if skipped:
+        lines.append(f"  busbw check: skipped ({skipped})")
+    lines += [f"  note: {printable(n)}" for n in bench.notes]
     return lines
+
+
+def busbw_check_skipped(bench: CollectiveBenchmark) -> str | None:
+    """Why :func:`check_busbw` cannot check this output (None when it can)."""
+    if bench.test is None:
+        return ("the test is not named and the table does not tell it; name the file after the program, e.g. "
+                "all_reduce_perf.out")
+    if bench.test not in BUS_FACTOR:
+        return f"no bus factor known for {bench.test}"
+    if bench.n_ranks < 2:
+        return "fewer than two ranks listed"
+    return None
 
 
 def check_busbw(bench: CollectiveBenchmark) -> list[str]:
     """Rows whose bus bandwidth disagrees with algbw x the test's factor by more than rounding (a mislabelled or
-    edited output); empty for a consistent one."""
-    factor = BUS_FACTOR.get(bench.test or "")
-    n = len(bench.ranks)
-    if factor is None or n < 2:
+    edited output); empty for a consistent one, and when :func:`busbw_check_skipped` says why it cannot check."""
+    if busbw_check_skipped(bench):
         return []
+    n = bench.n_ranks
+    factor = BUS_FACTOR[bench.test or ""](n)
     out = []
     for r in bench.rows:
-        if r.algbw is None or r.busbw is None or r.algbw < 1:
-            continue
-        expected = r.algbw * factor(n)
-        if abs(expected - r.busbw) > max(0.02 * r.busbw, 0.02):
-            out.append(f"{r.size_bytes} bytes: busbw {r.busbw:g} but algbw {r.algbw:g} x {factor(n):.3f} = "
-                       f"{expected:.2f}")
+        for alg, bus, label in ((r.algbw, r.busbw, ""), (r.in_algbw, r.in_busbw, " (in-place)")):
+            if alg is None or bus is None or alg < 1:
+                continue
+            expected = alg * factor
+            if abs(expected - bus) > max(0.02 * bus, 0.02):
+                out.append(f"{r.size_bytes} bytes{label}: busbw {bus:g} but algbw {alg:g} x {factor:.3f} = "
+                           f"{expected:.2f}")
     return out
 
 

@@ -281,12 +281,12 @@ def problems(diagnoses: Iterable[Diagnosis]) -> list[Diagnosis]:
 
 # --- PyTorch flight recorder dumps (a hang: which rank never joined which collective) ---------------------------
 
-_DUMP_NAME = re.compile(r"(?:trace|fr|flight)\w*?_?(\d+)(?:\.json|\.pkl)?$", re.IGNORECASE)
+_DUMP_NAME = re.compile(r"(?:(?:trace|fr|flight)\w*?_?\d+(?:\.json|\.pkl)?|\.pkl)$", re.IGNORECASE)
 
 
 def _flight_recorder_dumps(path: Path) -> list[Path]:
     """Flight recorder dumps given by name, or found in a folder under their usual names (``nccl_trace_rank_3``,
-    ``fr_trace_rank_3``, ``<TORCH_FR_DUMP_TEMP_FILE>3``)."""
+    ``fr_trace_rank_3``, ``<TORCH_FR_DUMP_TEMP_FILE>3``, any ``*.pkl``); what is inside decides."""
     from .flight_recorder import is_flight_recorder_dump
 
     if path.is_file():
@@ -298,22 +298,47 @@ def _flight_recorder_dumps(path: Path) -> list[Path]:
                   and is_flight_recorder_dump(p))
 
 
+_HANG_FIX = ("Look at what rank {rank} did after collective {last}: its traceback in the job log, or `py-spy dump "
+             "--pid PID` on it through `srun --overlap --jobid JOBID`; keep TORCH_FR_BUFFER_SIZE=2000 set so the "
+             "next hang is recorded too.")
+
+
 def diagnose_flight_recorder(dumps: Iterable[str | os.PathLike[str]]) -> list[Diagnosis]:
-    """One diagnosis per process group where some ranks never joined a collective the others waited in."""
-    from .flight_recorder import find_hangs, read_flight_recorder
+    """One diagnosis per process group where some ranks never joined a collective the others waited in, and one per
+    collective that ranks called differently (a desync: another collective, or other sizes, at the same
+    sequence number); a note for dumps whose file name gives no rank."""
+    from .flight_recorder import find_desyncs, find_hangs, rank_list, read_flight_recorder
 
     records = [read_flight_recorder(p) for p in dumps]
     by_rank = {r.rank: r for r in records}
-    out = []
+    out = [Diagnosis("flight-recorder-no-rank", "A flight recorder dump without a rank in its name", "note",
+                     str(r.path), 0, f"{r.path.name}: {len(r.entries)} entries",
+                     "The rank of a dump is the number its file name ends with (torch writes "
+                     "<TORCH_FR_DUMP_TEMP_FILE><rank>); this one has none, so it was left out of the comparison.",
+                     "Give the dumps under the names torch wrote them (nccl_trace_rank_<rank>).")
+           for r in records if r.rank is None]
+    for d in find_desyncs(records):
+        first = d.calls[0][1][0]
+        odd = d.calls[-1][1]
+        what = ("different collectives" if d.kind == "collective" else "the same collective with different tensor "
+                "sizes")
+        out.append(Diagnosis(
+            "collective-desync", "Ranks called different collectives at the same point (flight recorder)", "problem",
+            str(by_rank[first].path), 0, d.describe(),
+            f"Every rank of a process group must call the same collectives in the same order with matching sizes; "
+            f"at collective {d.seq} the ranks made {what}, so they pair up wrongly and hang or exchange garbage: a "
+            "branch taken on some ranks only (a rank-dependent condition, an uneven last batch), or tensors shaped "
+            "by per-rank data.",
+            f"Find the code that calls collectives conditionally or with rank-dependent shapes; compare what rank "
+            f"{odd[0]} ({rank_list(odd)}) did before collective {d.seq} with rank {first}; "
+            "TORCH_DISTRIBUTED_DEBUG=DETAIL makes torch check each collective's type and shapes as it runs."))
     for hang in find_hangs(records):
         where = by_rank[hang.waiting[0]].path if hang.waiting else records[0].path
         out.append(Diagnosis(
             "collective-never-joined", "A rank never joined a collective (flight recorder)", "problem", str(where),
             0, hang.describe(),
-            f"The ranks {', '.join(map(str, hang.waiting))} called collective {hang.seq} of that process group and "
+            f"The ranks {rank_list(hang.waiting)} called collective {hang.seq} of that process group and "
             "waited until the timeout; the others were elsewhere: an exception, a data loader that ran out early "
             "on one rank, a branch that skips a collective, or a rank stuck before it.",
-            f"Look at what rank {hang.missing[0]} did after collective {hang.last_seen[hang.missing[0]]}: its "
-            "traceback in the job log, or `py-spy dump --pid PID` on it through `srun --overlap --jobid JOBID`; "
-            "keep TORCH_FR_BUFFER_SIZE=2000 set so the next hang is recorded too."))
+            _HANG_FIX.format(rank=hang.missing[0], last=hang.last_seen[hang.missing[0]])))
     return out

@@ -1,21 +1,26 @@
 """The GPU record of a launched run: what its GPUs did, kept in the run folder beside the logs.
 
-- ``RUN/gpu/<node>.jsonl``: one session per node (:mod:`lumikit.smi.sessions` format), written by the job-side
-  recorder (:mod:`lumikit.record.recorder`; ``kind`` recorded / generated / absent);
+- ``RUN/gpu/<node>.jsonl``: one session per node (:mod:`lumikit.smi.sessions` format; samples as numbers per GCD,
+  :mod:`lumikit.smi.readings`), written by the job-side recorder (:mod:`lumikit.record.recorder`; ``kind``
+  recorded / generated / absent), and ``<node>.jsonl.end``, how its recorder ended (stopped, disk full);
+- ``RUN/gpu/recorder-node*.log``: what each node's recorder step printed (shown by the card of a missing record and
+  by ``lumikit tail``);
 - ``RUN/markers.jsonl``: one line per :func:`mark` call in user code;
-- :func:`read_record` (node -> Session) and :func:`report_card` (a pure function of sessions, manifest and markers)
-  read them; ``lumikit report RUN`` and ``run.report()`` show the card.
+- :func:`read_record` (node -> Session) and :func:`report_card` (a pure function of sessions or streamed record
+  files, manifest and markers: :mod:`lumikit.record.card`, summed in one pass by :mod:`~lumikit.record.accumulate`
+  with the one rule of :mod:`~lumikit.record.integrate`, MI250X packages by :mod:`~lumikit.record.packages`) read
+  them; ``lumikit report RUN`` and ``run.report()`` show the card.
 """
 from __future__ import annotations
 
 import json
-import math
 import os
 import warnings
 from pathlib import Path
 from typing import Any
 
 from ..errors import LumikitError
+from ..files import load_json_bounded
 from ..smi.sessions import Session, read_session
 from .recorder import GPU_DIR, RUN_DIR_ENV, node_name
 
@@ -109,17 +114,18 @@ def read_capped(path: Path, limit: int = MAX_SIDE_FILE_BYTES) -> str:
 
 
 def read_markers(run_or_path: Any) -> list[dict[str, Any]]:
-    """The run's markers in time order; damaged lines are skipped (a marker is a hint, never a reading)."""
+    """The run's markers in time order; damaged lines are skipped (a marker is a hint, never a reading): each line
+    is bounded JSON (:func:`lumikit.files.load_json_bounded`) with a finite ``time`` and a string ``name``."""
     out = []
     for line in read_capped(_run_dir(run_or_path) / MARKERS).splitlines()[:100_000]:
         try:
-            m = json.loads(line)
-        except (ValueError, RecursionError):
+            m = load_json_bounded(line, MARKERS, max_depth=4)
+        except LumikitError:
             continue
         t = m.get("time") if isinstance(m, dict) else None
-        finite = isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t)
+        finite = isinstance(t, (int, float)) and not isinstance(t, bool) and 0 <= t < 1e12
         if finite and isinstance(m.get("name"), str):
-            out.append(m)
+            out.append({**m, "time": float(t), "name": m["name"][:200]})
     return sorted(out, key=lambda m: m["time"])
 
 

@@ -185,16 +185,6 @@ def _toml_string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _not_plain(folder: str, names: list[str]) -> list[str]:
-    """What a copy of a profile folder leaves out: links (they may point anywhere), FIFOs, sockets, devices."""
-    out = []
-    for n in names:
-        p = Path(folder) / n
-        if p.is_symlink() or not (p.is_file() or p.is_dir()):
-            out.append(n)
-    return out
-
-
 def entry_name(run_path: Path) -> str:
     """The default entry name of a run: ``run-`` and its folder name, as a bare TOML key."""
     slug = re.sub(r"[^A-Za-z0-9_-]+", "-", run_path.name).strip("-") or "run"
@@ -203,30 +193,39 @@ def entry_name(run_path: Path) -> str:
 
 def add_run(run: Any, *, source: str, licence: str, name: str | None = None, machine: str | None = None,
             what: str | None = None, folder: str | os.PathLike[str] = REFERENCE_DIR,
-            allow_generated: bool = False) -> Reference:
+            allow_generated: bool = False, redact: bool = False) -> Reference:
     """Pack a run's GPU record (with its markers, ``profile/`` folder and logs) into the reference ``folder`` and
     append its ``SOURCES.toml`` entry (machine, date, container, command, commit from the manifest). Refuses to
     overwrite an entry or folder of the same name, and a record that is not ``recorded`` from a real tool unless
-    ``allow_generated`` (course data is real; a generated one stays labelled generated)."""
+    ``allow_generated`` (course data is real; a generated one stays labelled generated).
+
+    Only regular files inside the run folder are copied: a link that leads out of it is named and refused, never
+    followed (links inside it, FIFOs and devices are left out). Every file is scanned for the run's secrets and
+    common token shapes (:mod:`lumikit.reference.pack`): a finding refuses the pack with its file and line, or
+    with ``redact`` is replaced by ``<redacted>`` in the packed copy (the entry's note says how many)."""
     from ..files import write_atomic
+    from ..launch.runfolder import RunFolder, secrets_dir
     from ..record import read_record
+    from .pack import plan_pack, scan, secret_names
 
     run_path = Path(getattr(run, "path", run))
     ref_dir = Path(folder)
     if not source.strip() or not licence.strip():
         raise LumikitError("reference add needs --source (who ran it where, e.g. 'course 2026-05, J. Doe') and "
                            "--licence (e.g. 'CC BY 4.0')")
-    manifest_file = run_path / "manifest.json"
-    try:
-        manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(run_path / "manifest.json"):
         raise LumikitError(f"{run_path}: not a run folder (no manifest.json); give a folder printed by "
-                           "`lumikit run`") from None
-    except (OSError, ValueError) as exc:
-        raise LumikitError(f"{manifest_file}: unreadable ({exc}); a damaged manifest cannot name the run's "
-                           "source") from None
-    if not isinstance(manifest, dict):
-        raise LumikitError(f"{manifest_file}: not a JSON object; a damaged manifest cannot name the run's source")
+                           "`lumikit run`")
+    manifest = RunFolder(run_path).read()  # a damaged one is a LaunchError naming what is wrong
+    plan = plan_pack(run_path, manifest, patterns=("markers.jsonl", *LOG_PATTERNS),
+                     secrets_file=secrets_dir() / f"{run_path.name}.env", redact=redact)
+    kept = {k: manifest[k] for k in KEPT_MANIFEST if k in manifest}
+    kept_text, found = scan((json.dumps(kept, indent=2, sort_keys=True, default=str) + "\n").encode(),
+                            "manifest.json", secret_names(manifest), {}, redact)
+    (plan.redacted if redact else plan.findings).extend(found)
+    refusal = plan.refusal(run_path)
+    if refusal:
+        raise LumikitError(refusal)
     record = read_record(run_path)
     if not record:
         raise LumikitError(f"{run_path}: no GPU record (gpu/<node>.jsonl); launch the run with its GPU record on "
@@ -252,6 +251,8 @@ def add_run(run: Any, *, source: str, licence: str, name: str | None = None, mac
     nodes = list(record)
     date = str(manifest.get("start_time") or manifest.get("submit_time") or "")[:10] or "unknown date"
     record_kind = "/".join(kinds)
+    redacted = (f"; {len(plan.redacted)} secret(s) replaced with {'<redacted>'} (--redact): "
+                + ", ".join(f"{f.file}:{f.line}" for f in plan.redacted[:10])) if plan.redacted else ""
     fields = {
         "file": name, "kind": "run-record",
         "what": what or (f"{record_kind} GPU record of `{shlex.join(str(c) for c in command) or '?'}` on "
@@ -261,25 +262,16 @@ def add_run(run: Any, *, source: str, licence: str, name: str | None = None, mac
         "container": str(spec.get("container") or ""), "command": shlex.join(str(c) for c in command),
         "commit": str(manifest.get("git_revision") or "unknown"), "source": source.strip(),
         "licence": licence.strip(), "record_kind": record_kind,
-        "note": f"packed by `lumikit reference add` from run {run_path.name} (job {manifest.get('job_id') or '-'})",
+        "note": f"packed by `lumikit reference add` from run {run_path.name} (job {manifest.get('job_id') or '-'})"
+                + redacted,
     }
     staging = ref_dir / f".{name}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     try:
         (staging / "gpu").mkdir(parents=True)
-        for node_file in sorted((run_path / "gpu").glob("*.jsonl")):
-            if node_file.is_file():
-                shutil.copy2(node_file, staging / "gpu" / node_file.name)
-        kept = {k: manifest[k] for k in KEPT_MANIFEST if k in manifest}
-        write_atomic(staging / "manifest.json", json.dumps(kept, indent=2, sort_keys=True, default=str) + "\n")
-        if (run_path / "markers.jsonl").is_file():
-            shutil.copy2(run_path / "markers.jsonl", staging / "markers.jsonl")
-        for pattern in LOG_PATTERNS:
-            for log in sorted(run_path.glob(pattern)):
-                if log.is_file():
-                    shutil.copy2(log, staging / log.name)
-        if (run_path / "profile").is_dir():
-            shutil.copytree(run_path / "profile", staging / "profile", ignore=_not_plain)
+        for rel, data in plan.files.items():  # written through write_atomic: the umask's mode, never the source's
+            write_atomic(staging / rel, data)
+        write_atomic(staging / "manifest.json", kept_text)
         block = f"\n[{name}]\n" + "".join(f"{k} = {_toml_string(v)}\n" for k, v in fields.items())
         old = sources_file.read_text(encoding="utf-8") if sources_file.exists() else ""
         tomllib.loads(old + block)  # the new SOURCES.toml must parse before anything moves into place

@@ -5,6 +5,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..text import printable
 from . import REFERENCE_DIR, add_run, catalogue
 
 
@@ -24,6 +25,9 @@ def register(subparsers: Any) -> None:
                    help="the reference folder to add to (default: the workbook's lumikit/data/reference)")
     a.add_argument("--allow-generated", action="store_true",
                    help="also pack a record that is not from a real tool (its entry then says generated)")
+    a.add_argument("--redact", action="store_true",
+                   help="replace the run's secrets and token-like values found in its files with <redacted> in the "
+                        "pack, instead of refusing")
     a.set_defaults(func=cmd_add)
 
     ls = sub.add_parser("list", help="list the reference outputs with their source line")
@@ -33,11 +37,14 @@ def register(subparsers: Any) -> None:
 
 def cmd_add(args: argparse.Namespace) -> int:
     ref = add_run(args.run, source=args.source, licence=args.licence, name=args.name, machine=args.machine,
-                  what=args.what, folder=Path(args.reference_dir), allow_generated=args.allow_generated)
+                  what=args.what, folder=Path(args.reference_dir), allow_generated=args.allow_generated,
+                  redact=args.redact)
     files = ref.text.splitlines()
     print(f"added [{ref.name}] to {Path(args.reference_dir) / 'SOURCES.toml'}: {len(files)} files in "
           f"{ref.file_path}")
     print(f"-- {ref.source_line}")
+    if "<redacted>" in ref.note:
+        print(f"note: {printable(ref.note)}")
     print(f"read it back with: lumikit.reference.load({ref.name!r}).parsed()")
     return 0
 

@@ -401,6 +401,32 @@ _TARGETS: dict[str, Callable[[Path, random.Random], None]] = {
     "smi": _smi_target, "trace": _trace_target, "logs": _logs_target, "rocprof": _rocprof_target}
 
 
+
+# -- counters: rocprofv3 --pmc outputs (issue 31), read by `rocprof counters` and `rocprof roofline` ------
+def counters_seeds(fixtures: Path | None) -> list[Seed]:
+    """The documented counter CSV, generated roofline counters as CSV and as a rocpd database."""
+    from . import counter_outputs as co
+
+    dispatches = co.roofline_dispatches()
+    seeds = [Seed("312_counter_collection.csv", co.DOCUMENTED_CSV.encode(), generated=False),
+             Seed("77_counter_collection.csv", co.counter_csv(dispatches).encode())]
+    with tempfile.TemporaryDirectory(prefix="lumikit-fuzz-seeds-") as tmp:
+        seeds.append(Seed("77_results.db", co.write_counter_db(Path(tmp) / "77_results.db",
+                                                               dispatches[:2]).read_bytes()))
+    seeds.append(Seed("shapes.pt.trace.json", co.shapes_trace().encode()))  # the roofline from shapes
+    return seeds
+
+
+def _counters_target(path: Path, rng: random.Random) -> None:
+    command = "roofline" if ".json" in path.name else rng.choice(("counters", "roofline"))
+    _check_cli(["rocprof", command, str(path), "--json", "--top", "0"])
+
+
+FAMILIES = (*FAMILIES, "counters")
+SEEDS["counters"] = counters_seeds
+_TARGETS["counters"] = _counters_target
+
+
 def _write_input(folder: Path, seed: Seed, data: bytes, rng: random.Random) -> Path:
     path = folder / seed.name
     if seed.name.endswith(".pt.trace.json") or seed.name.endswith(".json") and rng.random() < 0.3:
@@ -411,6 +437,161 @@ def _write_input(folder: Path, seed: Seed, data: bytes, rng: random.Random) -> P
                 data = mutate(rng, data)[0]
     path.write_bytes(data)
     return path
+
+
+# -- the flight recorder, rccl-tests, run-folder manifests and markers (issue 31): their own families -----------
+def _fr_dump(rank: int, skip_last: bool = False, as_json: bool = False) -> bytes:
+    """A GENERATED flight recorder dump in the layout torch writes (two process groups, 1,024 ranks listed)."""
+    import pickle
+
+    def entry(seq: int, pg: tuple[str, str], name: str = "nccl:all_reduce") -> dict[str, Any]:
+        return {"collective_seq_id": seq, "profiling_name": name, "process_group": list(pg), "is_p2p": False,
+                "state": "completed", "input_sizes": [[1024, 4]], "output_sizes": [[1024, 4]], "p2p_seq_id": 0,
+                "time_created_ns": 1_795_610_695_564_771_201 + seq, "timeout_ms": 600000}
+
+    world, tp = ("0", "default_pg"), ("1", "tp_group")
+    entries = [entry(s, world, "nccl:broadcast" if s == 2 else "nccl:all_reduce") for s in range(1, 6 - skip_last)]
+    entries += [entry(s, tp, "nccl:all_gather") for s in range(1, 4)]
+    dump = {"version": "2.10", "comm_lib_version": "2.20.5", "entries": entries,
+            "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": str(list(range(1024)))},
+                          "1": {"name": "1", "desc": "tp_group", "ranks": "[0, 1]"}},
+            "pg_status": {"0": {"last_enqueued_collective": 5, "last_started_collective": 5,
+                                "last_completed_collective": 4}}}
+    return json.dumps(dump).encode() if as_json else pickle.dumps(dump, protocol=4)
+
+
+def flightrec_seeds(fixtures: Path | None) -> list[Seed]:
+    """GENERATED dumps: pickle and JSON, under torch's names and a ``.pkl`` name."""
+    return [Seed("nccl_trace_rank_0", _fr_dump(0)), Seed("nccl_trace_rank_0.json", _fr_dump(0, as_json=True)),
+            Seed("fr_trace_rank_0.pkl", _fr_dump(0, skip_last=True))]
+
+
+def _flightrec_target(path: Path, rng: random.Random) -> None:
+    other = path.with_name("nccl_trace_rank_1")  # a sound second rank beside the damaged one: hangs, desyncs
+    other.write_bytes(_fr_dump(1, skip_last=rng.random() < 0.5))
+    if rng.random() < 0.5:
+        _check_cli(["logs", "flight-recorder", str(path), str(other), "--json"])
+    else:
+        _check_cli(["doctor", str(path.parent if rng.random() < 0.5 else path), "--json"])
+
+
+def rccltests_seeds(fixtures: Path | None) -> list[Seed]:
+    """GENERATED rccl-tests outputs in each mode: both placements, in-place only (-O 0), CPU time (-C 1), ROCm's
+    unnamed test on four GCDs, the -Z csv / -Z json report files, and nccl-tests' JSON output file."""
+    from ..logs.collbench import synthesize
+
+    pair = synthesize((0, 1), max_bytes=1 << 16)
+    four = "\n".join(ln for ln in synthesize((0, 1, 2, 3), max_bytes=1 << 16).splitlines()
+                     if "Collective test starting" not in ln) + "\n"
+    in_place = re.sub(r"(?m)^(\s+\d+\s+\d+\s+\w+\s+\w+\s+-?\d+)(?:\s+\S+){4}", r"\1", pair)
+    in_place = in_place.replace("out-of-place", "").replace("#wrong     time   algbw   busbw #wrong", "#wrong")
+    report = ["collective, ranks, rankspernode, gpusperrank, size, type, redop, inplace, time, algbw, busbw, #wrong"]
+    report += [f"AllReduce, 4, 4, 1, {1 << k}, float, sum, {p}, {20 + k}.5, {k}.25, {1.5 * k}, 0"
+               for k in range(3, 12) for p in (0, 1)]
+    jsonl = [f'{{"name":AllReduce, "nodes":1, "ranks":4, "ranksPerNode":4, "gpusPerRank":1, "size":{1 << k}, '
+             f'"type":float, "redop":sum, "inPlace":{p}, "time":{20 + k}.5, "algBw":{k}.25, "busBw":{1.5 * k}, '
+             f'"wrong":0}}' for k in range(3, 12) for p in (0, 1)]
+    return [Seed("all_reduce_perf.out", pair.encode()), Seed("slurm-7.out", four.encode()),
+            Seed("all_reduce_perf_O0.out", in_place.encode()),
+            Seed("all_reduce_perf_C1.out", pair.replace("    time   algbw", " cputime   algbw").encode()),
+            Seed("report.csv", ("\n".join(report) + "\n").encode()),
+            Seed("report.json", ("\n".join(jsonl) + "\n").encode()),
+            Seed("nccl_tests.json", json.dumps(_nccl_tests_json()).encode())]
+
+
+def _nccl_tests_json() -> dict[str, Any]:
+    """A GENERATED nccl-tests JSON output file (-J), in the layout of NVIDIA/nccl-tests src/util.cu."""
+    return {"version": 1, "args": ["/opt/nccl-tests/build/all_reduce_perf", "-J", "out.json"],
+            "devices": [{"rank": r, "group": 0, "pid": 100 + r, "hostname": "nid005001", "device": r,
+                         "device_hex": bus, "device_info": "AMD Instinct MI250X"}
+                        for r, bus in ((0, "0000:c1:00"), (1, "0000:c6:00"))],
+            "results": [{"size": 1 << k, "count": 1 << (k - 2), "type": "float", "redop": "sum", "root": "    -1",
+                         "out_of_place": {"time": 20.0 + k, "alg_bw": k / 2, "bus_bw": k / 2, "nwrong": 0.0},
+                         "in_place": {"time": 21.0 + k, "alg_bw": k / 2.1, "bus_bw": k / 2.1, "nwrong": None},
+                         "actual_iterations": 20} for k in range(10, 20)],
+            "out_of_bounds": {"count": 0, "okay": "true"},
+            "average_bus_bandwidth": {"bandwidth": 7.0, "okay": "unchecked"}}
+
+
+def _rccltests_target(path: Path, rng: random.Random) -> None:
+    _check_cli(["logs", "rccl-tests", str(path), "--json"])
+
+
+def _generated_run(folder: Path) -> Path:
+    """A GENERATED run folder (lumikit.testing.records: manifest, a one-node GPU record, two markers)."""
+    from .records import write_generated_record
+
+    return write_generated_record(folder, nodes=1, gcds=2, samples=6, markers=(("load", 1), ("train", 3)))
+
+
+def _run_folder(path: Path) -> tuple[Path, Path]:
+    """The generated run folder beside an input (in the family's temporary folder, made on first use) and a
+    pristine copy of its manifest: each input replaces the manifest or the markers."""
+    import shutil
+
+    base = path.parent.parent
+    run, manifest = base / "generated-run", base / "generated-manifest.json"
+    if not manifest.exists():
+        shutil.copy(_generated_run(run) / "manifest.json", manifest)
+    return run, manifest
+
+
+def _generated_seed(name: str) -> Seed:
+    with tempfile.TemporaryDirectory(prefix="lumikit-fuzz-seeds-") as tmp:
+        return Seed(name, (_generated_run(Path(tmp) / "run") / name).read_bytes())
+
+
+def manifest_seeds(fixtures: Path | None) -> list[Seed]:
+    """GENERATED manifests: a finished dry run with a bill, and the generated record's Slurm run."""
+    bill = {"partition": "small-g", "nodes": 1, "gcds": 2, "cores": 14, "memory_gb": 120.0, "exclusive": False,
+            "gcd_equivalents": 2.0, "reason": "GCDs", "gpu_hours_per_hour": 1.0, "hours": 0.5, "gpu_hours": 0.5,
+            "warnings": [], "source": "generated"}
+    dry = {"backend": "dry-run", "site": "laptop", "state": "COMPLETED", "exit_code": 0, "job_id": None,
+           "spec": {"name": "fuzz", "nodes": 1, "ntasks_per_node": 1, "env": [["HF_TOKEN", "<redacted>"]]},
+           "command": {"argv": ["python3", "train.py"]}, "environment": {"HF_TOKEN": "<redacted>", "PATH": "/bin"},
+           "versions": {"python": "3.11.7"}, "submit_time": "2025-11-25T12:00:00+00:00", "elapsed_s": 61,
+           "billing_estimate": bill, "billing_actual": {**bill, "hours": 0.017, "gpu_hours": 0.034},
+           "gpu_record": {"enabled": True, "interval_s": 2.0}, "note": "dry run: nothing was started"}
+    return [Seed("manifest.json", json.dumps(dry, indent=2).encode()), _generated_seed("manifest.json")]
+
+
+def _manifest_target(path: Path, rng: random.Random) -> None:
+    import shutil
+
+    from ..launch.runfolder import RunFolder
+
+    run, _ = _run_folder(path)
+    shutil.copy(path, run / "manifest.json")
+    try:
+        manifest = RunFolder(run).read()
+    except LumikitError:
+        manifest = {}
+    if manifest.get("backend") == "dry-run":  # other backends ask Slurm or look for processes: not this reader
+        _check_cli(["status", str(run)], json_out=False)
+    _check_cli(["report", str(run), "--json"])
+
+
+def markers_seeds(fixtures: Path | None) -> list[Seed]:
+    """The generated record's markers (``lumikit.mark`` lines)."""
+    return [_generated_seed("markers.jsonl")]
+
+
+def _markers_target(path: Path, rng: random.Random) -> None:
+    import shutil
+
+    from ..record import read_markers
+
+    run, manifest = _run_folder(path)
+    shutil.copy(manifest, run / "manifest.json")
+    shutil.copy(path, run / "markers.jsonl")
+    finite_json(read_markers(run))
+    _check_cli(["report", str(run), "--json"])
+
+
+FAMILIES = (*FAMILIES, "flightrec", "rccltests", "manifest", "markers")
+SEEDS.update(flightrec=flightrec_seeds, rccltests=rccltests_seeds, manifest=manifest_seeds, markers=markers_seeds)
+_TARGETS.update(flightrec=_flightrec_target, rccltests=_rccltests_target, manifest=_manifest_target,
+                markers=_markers_target)
 
 
 class _HardStop(Exception):

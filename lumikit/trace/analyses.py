@@ -24,7 +24,7 @@ from ..kernels import CLASSES
 from .columns import Columns
 from .loader import Trace, load_trace
 from .metrics import comm_comp_overlap, idle_breakdown, temporal_breakdown, union_length
-from .tables import gpu_columns, gpu_frame, launch_delays, launch_table, step_columns
+from .tables import gpu_columns, gpu_frame, launch_delays, launch_table, started_before_call, step_columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -96,24 +96,15 @@ class TraceAnalyzer:
 
     def _window_mask(self, rank: int) -> np.ndarray | None:
         """Which GPU activities the analyses count (None: all), as HTA's window: work launched from the host before
-        the last ProfilerStep began (before it ended with ``include_last_step``), and unlaunched work (its launch is
-        not in the trace) only where it starts inside the steps; so GPU work before the first step whose launch
-        was not recorded (kernels still running from before the profiler started) does not count."""
+        the last ProfilerStep began (before it ended with ``include_last_step``). Work whose launch is not in the
+        trace (kernels still running from before the profiler started, or a launch the profiler lost) does not
+        count, wherever it runs: HTA keeps only GPU work whose correlation id matches a host call in the window."""
         steps = self.step_columns(rank)
         if len(steps) < 2:  # HTA filters nothing with fewer than two steps
             return None
-        gpu = self.gpu_columns(rank)
-        first = float(steps["start"].min())
-        launch = gpu["launch_ts"]
-        if self.include_last_step:
-            end = float(steps["end"].max())
-            in_launch = launch <= end
-            in_start = (gpu["ts"] >= first) & (gpu["ts"] <= end)
-        else:
-            last = float(steps["start"].max())
-            in_launch = launch < last
-            in_start = (gpu["ts"] >= first) & (gpu["ts"] < last)
-        mask = np.where(np.isnan(launch), in_start, in_launch)
+        launch = self.gpu_columns(rank)["launch_ts"]
+        end = float(steps["end"].max()) if self.include_last_step else float(steps["start"].max())
+        mask = launch <= end if self.include_last_step else launch < end  # NaN (no launch) compares False
         return None if mask.all() else mask
 
     def window_columns(self, rank: int) -> Columns:
@@ -126,7 +117,7 @@ class TraceAnalyzer:
 
     def window(self, rank: int) -> "pd.DataFrame":
         """The GPU activities the analyses count: HTA's window (see :meth:`_window_mask`): without the last step's
-        work unless ``include_last_step``, and without unlaunched work that started before the first step."""
+        work unless ``include_last_step``, and without work whose launch is not in the trace."""
         def build() -> "pd.DataFrame":
             mask = self._window_mask(rank)
             return self.gpu(rank) if mask is None else self.gpu(rank)[mask]
@@ -245,6 +236,18 @@ class TraceAnalyzer:
             frames.append(table)
         return _concat(frames, ["rank", "device", "stream", "host_wait_us", "kernel_wait_us", "other_us"])
 
+    def get_idle_causes(self) -> "pd.DataFrame":
+        """Per rank, device and cause: GPU idle time (µs) of the window and its share of the idle time; why the GPU
+        waited (see :mod:`lumikit.trace.idle`)."""
+        import pandas as pd
+
+        from .idle import idle_causes, kind_of
+
+        rows = [{"rank": r, "device": rep.device, "kind": kind_of(cause), "cause": cause, "idle_us": us,
+                 "fraction": us / rep.idle_us if rep.idle_us else 0.0}
+                for r in self.ranks for rep in idle_causes(self, r) for cause, us in rep.causes.items()]
+        return pd.DataFrame(rows, columns=["rank", "device", "kind", "cause", "idle_us", "fraction"])
+
     def overlap(self, rank: int, steps: Iterable[int] | None = None) -> dict[int, float]:
         """One rank's communication/computation overlap per device (NaN without communication)."""
         return {d: comm_comp_overlap(g) for d, g in _by_device(self._selected(rank, steps), self.devices(rank))}
@@ -334,6 +337,7 @@ class TraceAnalyzer:
             "gpu_activities": int(len(gpu)),
             "gpu_activities_in_steps": int((gpu["step"] >= 0).sum()),
             "gpu_activities_analysed": int(len(window)),
+            "gpu_activities_unlaunched": int(np.isnan(gpu["launch_ts"]).sum()),  # out of a window of 2+ steps
             "dropped_step": self.dropped_step(rank),
             "streams": distinct(gpu["stream"]),
             "steps": [{"step": int(s), "dur_us": _r(d), "gpu_busy_us": _r(b), "gpu_activities": int(n),
@@ -348,8 +352,9 @@ class TraceAnalyzer:
             "temporal": one["temporal"] if one else None,
             "comm_comp_overlap": one["comm_comp_overlap"] if one else None,
             "devices": devices,
-            "launch_delays": launch_delay_summary(launch_delays(window)),
+            "launch_delays": launch_delay_summary(launch_delays(window), int(started_before_call(window).sum())),
             "warnings": [_many_devices(rank, self.devices(rank))] if len(devices) > 1 else [],
+            "vs_hta": hta_difference(int(rt.columns.label_mask("cat", ("cuda_sync",)).sum())),
         }
 
     def summary(self, top: int = 10) -> dict:
@@ -376,12 +381,23 @@ def distinct(values: np.ndarray) -> list[int]:
 
 def window_note(include_last_step: bool) -> str:
     """One sentence on which steps the analyses counted, and how that compares with HTA."""
-    before = ("; GPU work from before the first step whose launch is not in the trace is left out, as HTA does")
+    before = ("; GPU work whose launch call is not in the trace (still running from before the profiler started, "
+              "or its launch lost) is left out wherever it runs, as HTA does")
     if include_last_step:
         return ("every ProfilerStep counted, the last one too (HTA leaves the last step out unless "
                 "include_last_profiler_step=True)" + before)
     return ("the last ProfilerStep of each rank left out, as HTA does (it is often cut short when the profiler "
             "stops); include_last_step=True (command line: --include-last-step) counts it" + before)
+
+
+def hta_difference(cuda_sync_rows: int) -> str | None:
+    """The one sentence on where the default window's idle share differs from HTA's temporal breakdown, and why;
+    None where it does not (the window is HTA's)."""
+    if cuda_sync_rows == 0:
+        return None
+    return (f"HTA's temporal breakdown counts this trace's {cuda_sync_rows} cuda_sync rows (the host waiting in a "
+            f"synchronize, drawn on a GPU stream) as GPU time and lumikit does not, so HTA's span can be longer "
+            f"and its idle share lower")
 
 
 def straggler_counts(rows: list[dict], ranks: list[int]) -> dict[int, int]:
@@ -429,16 +445,22 @@ def straggler_of(table: "pd.DataFrame") -> int | None:
     return int(table.loc[table["straggler_steps"].idxmax(), "rank"])
 
 
-def launch_delay_summary(delays: np.ndarray) -> dict:
-    """Launch delays (µs, see :func:`lumikit.trace.tables.launch_delays`) in a few numbers: median and p95, and
-    how many are negative: the GPU work started before its host launch call ended, which on ROCm shows clock skew
-    between host and GPU timestamps."""
+def launch_delay_summary(delays: np.ndarray, before_call: int = 0) -> dict:
+    """Launch delays (µs, see :func:`lumikit.trace.tables.launch_delays`) in a few numbers: median and p95, how
+    many are negative and how many of those started even before their call began (``before_call``, from
+    :func:`lumikit.trace.tables.started_before_call`).
+
+    A negative delay is GPU work that started before its host call returned: a long or synchronous call (a
+    blocking ``hipMemcpy``/``cudaMemcpy``, ``hipMemcpyWithStream``, a launch that waited for a queue slot) whose
+    GPU work began while it was still running. That is not clock skew; only work that started before its call
+    *began* would be (none did on the real traces we checked)."""
     delay = np.sort(np.asarray(delays, dtype=float))
     delay = delay[np.isfinite(delay)]  # a launch or a kernel without a usable time has no delay
     if len(delay) == 0:
-        return {"count": 0, "median_us": None, "p95_us": None, "negative": 0, "min_us": None}
+        return {"count": 0, "median_us": None, "p95_us": None, "negative": 0, "min_us": None,
+                "before_call": int(before_call)}
     return {"count": int(len(delay)), "median_us": _r(median(delay)), "p95_us": _r(quantile(delay, 0.95)),
-            "negative": int((delay < 0).sum()), "min_us": _r(delay.min())}
+            "negative": int((delay < 0).sum()), "min_us": _r(delay.min()), "before_call": int(before_call)}
 
 
 def quantile(ordered: np.ndarray, q: float) -> float:

@@ -1,4 +1,5 @@
-"""``lumikit trace summary|slice``: the trace wing on the command line (a thin edge over the analyses)."""
+"""``lumikit trace summary|collectives|memory|idle|critical-path|diff|slice``: the trace wing on the command line (a
+thin edge over the analyses)."""
 from __future__ import annotations
 
 import argparse
@@ -22,6 +23,14 @@ def _ranks(text: str) -> list[int]:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"--ranks {text!r}: write rank numbers separated by commas") from None
+
+
+def _instance(text: str) -> int | tuple[int, int]:
+    try:
+        first, _, last = text.partition("-")
+        return int(first) if not last else (int(first), int(last))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--instance {text!r}: write K or K-L, e.g. 0 or 1-3") from None
 
 
 def _rank_map(text: str | None) -> dict[int, str] | None:
@@ -65,6 +74,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     memory.add_argument("--top", type=int, default=10, help="how many live allocations at the peak (default 10)")
     memory.add_argument("--json", action="store_true", help="print JSON instead of text")
     memory.set_defaults(func=run_memory)
+
+    path = sub.add_parser("critical-path", help="the step's critical path: what it waited on, and what-ifs")
+    path.add_argument("path", help="a trace file (.json/.json.gz) or a folder of per-rank traces")
+    path.add_argument("--rank", type=int, help="rank to analyse (default: the lowest)")
+    path.add_argument("--annotation", help="analyse the host annotation whose name contains NAME (as HTA's "
+                                           "annotation), instead of the profiler steps of the default window")
+    path.add_argument("--instance", type=_instance, help="which instance of --annotation: K or K-L (default 0)")
+    path.add_argument("--what-if", action="append", default=[], metavar="REGEX=FACTOR",
+                      help="divide the time of the kernels and CPU ops matching REGEX by FACTOR and re-run the "
+                           "path (repeatable)")
+    path.add_argument("--include-last-step", action="store_true", help="count the last ProfilerStep too")
+    path.add_argument("--top", type=int, default=20, help="how many path events to list (default 20)")
+    path.add_argument("--json", action="store_true", help="print JSON instead of text")
+    path.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
+    path.add_argument("--salvage", action="store_true", help="keep the complete events of a truncated file")
+    path.set_defaults(func=run_critical_path)
+    idle = sub.add_parser("idle", help="why the GPU waited: each idle gap with its cause (sync drain, starved)")
+    idle.add_argument("path", help="a trace file (.json/.json.gz) or a folder of per-rank traces")
+    idle.add_argument("--rank", type=int, help="only this rank (default: every rank)")
+    idle.add_argument("--top", type=int, default=10, help="how many causes and gaps to list (default 10)")
+    idle.add_argument("--json", action="store_true", help="print JSON (idle_us, causes, kinds, every gap)")
+    idle.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
+    idle.add_argument("--include-last-step", action="store_true", help="count the last ProfilerStep too")
+    idle.set_defaults(func=run_idle)
+
+    diff = sub.add_parser("diff", help="before and after: step time, GPU time, top changes, idle causes, critical path")
+    diff.add_argument("before", help="trace file or folder A (before)")
+    diff.add_argument("after", help="trace file or folder B (after)")
+    diff.add_argument("--rank", type=int, help="rank to compare in both (default: the lowest rank of each)")
+    diff.add_argument("--top", type=int, help="rows of the 'changed most' tables (default 10)")
+    diff.add_argument("--json", action="store_true", help="print JSON instead of text")
+    diff.add_argument("--include-last-step", action="store_true", help="count the last ProfilerStep too")
+    diff.set_defaults(func=run_diff)
 
     cut = sub.add_parser("slice", help="write a smaller trace (steps, ranks, window) for Perfetto")
     cut.add_argument("path", help="a trace file or a folder of per-rank traces")
@@ -136,10 +178,16 @@ def _print_rank(rank: str, info: dict) -> None:
               f"non-compute {_pct(t['non_compute'])}{overlap}")
     ld = info["launch_delays"]
     if ld["negative"]:
-        print(f"  launch delays: {ld['negative']} of {ld['count']} negative (down to {ld['min_us']} µs): GPU work "
-              f"timed before its launch returned, host/GPU clock skew")
+        print(f"  launch delays: {ld['negative']} of {ld['count']} negative (down to {ld['min_us']} µs): the GPU "
+              f"started the work before its launch call returned (a long or synchronous call, such as a blocking "
+              f"copy)")
+        if ld.get("before_call"):
+            print(f"  {ld['before_call']} of them started before their call even began: host and GPU clocks "
+                  f"disagree in this trace")
     for text in info["warnings"]:
         print(f"  warning: {printable(text)}")
+    if info.get("vs_hta"):
+        print(f"  vs HTA: {printable(info['vs_hta'])}")
     for k in info["top_kernels"][:5]:
         print(f"    {_ms(k['total_us'], 3):>9} ms  {k['count']:6d}x  {k['class']:<13} {printable(k['name'][:70])}")
 
@@ -183,6 +231,64 @@ def run_memory(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_idle(args: argparse.Namespace) -> int:
+    from .analyses import TraceAnalyzer
+    from .idle import KINDS, idle_report
+
+    ranks = None if args.rank is None else [args.rank]
+    analyzer = TraceAnalyzer.from_path(args.path, ranks=ranks, rank_map=_rank_map(args.rank_map),
+                                       include_last_step=args.include_last_step)
+    report = idle_report(analyzer)
+    if args.json:
+        print_json(report)
+        return 0
+    for rank, devices in report["ranks"].items():
+        for device, d in devices.items():
+            span, idle = d["span_us"], d["idle_us"]
+            if not span:
+                print(f"rank {rank}: no GPU work in the analysed window (a CPU-only run, or one profiled without "
+                      f"ProfilerActivity.CUDA, the activity that records ROCm GPUs too)")
+                continue
+            share = f" ({idle / span:.1%})" if span else ""
+            print(f"rank {rank} device {device}: GPU idle {_ms(idle)} ms of a {_ms(span)} ms span{share}, "
+                  f"{len(d['gaps'])} gaps")
+            if not idle:
+                continue
+            print("  " + ", ".join(f"{k} {_ms(d['kinds'][k])} ms ({d['kinds'][k] / idle:.1%})" for k in KINDS))
+            counts: dict[str, int] = {}
+            for gap in d["gaps"]:
+                counts[gap["cause"]] = counts.get(gap["cause"], 0) + 1
+            print(f"  {'ms':>9}  {'share':>6}  {'gaps':>5}  cause")
+            for cause, us in list(d["causes"].items())[:args.top]:
+                print(f"  {_ms(us, 3):>9}  {us / idle:6.1%}  {counts[cause]:5d}  {printable(cause[:90])}")
+            largest = sorted(d["gaps"], key=lambda g: -g["dur_us"])[:min(args.top, 5)]
+            print("  largest gaps:")
+            for gap in largest:
+                where = f"step {gap['step']} +{_ms(gap['since_step_us'], 3)} ms" if gap["step"] >= 0 else \
+                    f"at {gap['start_us']:.3f} µs"
+                print(f"    {where}: {_ms(gap['dur_us'], 3)} ms {printable(gap['cause'][:60])}, "
+                      f"then {printable(gap['next'][:50])}")
+    print(f"window: {report['window']}")
+    return 0
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    from .analyses import TraceAnalyzer
+    from .diff import describe_diff, trace_diff
+
+    ranks = None if args.rank is None else [args.rank]
+    a, b = (TraceAnalyzer.from_path(p, ranks=ranks, include_last_step=args.include_last_step)
+            for p in (args.before, args.after))
+    diff = trace_diff(a, b, args.rank, args.rank, top=args.top)
+    if args.json:
+        print_json(diff)
+        return 0
+    for line in describe_diff(diff):
+        print(printable(line))
+    print(f"window: {diff['window']}")
+    return 0
+
+
 def run_slice(args: argparse.Namespace) -> int:
     from .slicing import slice_trace
 
@@ -190,4 +296,26 @@ def run_slice(args: argparse.Namespace) -> int:
                           end_us=args.end_us, force=args.force, rank_map=_rank_map(args.rank_map))
     for path in written:
         print(printable(path))
+    return 0
+
+
+def run_critical_path(args: argparse.Namespace) -> int:
+    from .critical_path import WhatIf, critical_path, describe
+    from .loader import load_trace
+
+    what_if = [WhatIf.parse(w) for w in args.what_if]  # a bad pattern fails before the trace is read
+    if args.instance is not None and not args.annotation:
+        raise TraceError("--instance picks an instance of --annotation NAME; give the annotation too")
+    trace = load_trace(args.path, ranks=None if args.rank is None else [args.rank],
+                       rank_map=_rank_map(args.rank_map), salvage=args.salvage)
+    rank = trace.rank_ids[0] if args.rank is None else args.rank
+    result = {"rank": rank, **critical_path(trace[rank].columns, annotation=args.annotation,
+                                            instance=args.instance, what_if=what_if,
+                                            include_last_step=args.include_last_step, top=args.top)}
+    if args.json:
+        print_json(result)
+        return 0
+    print(f"rank {rank}: {printable(trace[rank].path)}")
+    for line in describe(result, top=args.top):
+        print(line)
     return 0

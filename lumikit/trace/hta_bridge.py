@@ -2,13 +2,17 @@
 
 HTA guesses each file's rank with a regular expression that needs ``"rank": N`` with a space and silently puts
 every other file on rank 0; it also parses any stray JSON in the folder. ``trace_analysis`` finds the trace files
-with lumikit's own discovery and passes HTA the explicit rank -> file mapping, so its other analyses (critical
-path, trace diff) work on the learner's runs.
+with lumikit's own discovery and passes HTA the explicit rank -> file mapping, so HTA reads the learner's runs.
+
+HTA's critical path does not work on ROCm traces: it takes every edge from GPU work back to the host call that
+waited for it from Kineto's ``cuda_sync`` events, which ROCm traces never have. On such a trace the bridge's
+``critical_path_analysis`` warns and points to lumikit's own (``lumikit trace critical-path``).
 """
 from __future__ import annotations
 
 import logging
 import os
+import warnings
 from pathlib import Path
 from typing import Mapping
 
@@ -48,5 +52,28 @@ def trace_analysis(path_or_runfolder: Path | str, *, rank_map: Mapping[int, str 
     files = find_trace_files(path_or_runfolder, rank_map)
     paths = {rank: Path(p).resolve() for rank, p in files.items()}
     common = Path(os.path.commonpath([str(p.parent) for p in paths.values()]))
-    return TraceAnalysis(trace_files={rank: str(p) for rank, p in paths.items()}, trace_dir=str(common),
-                         include_last_profiler_step=include_last_profiler_step)
+    analysis = TraceAnalysis(trace_files={rank: str(p) for rank, p in paths.items()}, trace_dir=str(common),
+                             include_last_profiler_step=include_last_profiler_step)
+    _warn_on_critical_path_without_sync_events(analysis, path_or_runfolder)
+    return analysis
+
+
+def no_sync_events_warning(path: Path | str) -> str:
+    """What the bridge says when HTA's critical path is asked of a trace without ``cuda_sync`` events."""
+    return (f"{path}: no cuda_sync events in this trace (ROCm traces never have them), so HTA's critical path has "
+            f"no edge from GPU work back to the host calls that waited for it: its path and its shares are wrong "
+            f"here (it often calls the step CPU-bound). Use lumikit's, which reads HIP sync calls and infers their "
+            f"streams and events: lumikit trace critical-path {path} (or lumikit.trace.critical_path)")
+
+
+def _warn_on_critical_path_without_sync_events(analysis, path: Path | str) -> None:
+    """Wrap the analysis object's ``critical_path_analysis`` so it warns on a trace without sync events."""
+    original = analysis.critical_path_analysis
+
+    def critical_path_analysis(rank, annotation, instance_id, data_load_events=None):
+        if "cuda_sync" not in analysis.t.symbol_table.get_sym_id_map():
+            warnings.warn(no_sync_events_warning(path), stacklevel=2)
+        return original(rank, annotation, instance_id, data_load_events)
+
+    critical_path_analysis.__doc__ = original.__doc__
+    analysis.critical_path_analysis = critical_path_analysis

@@ -96,6 +96,8 @@ def idle_breakdown(gpu: "Columns | pd.DataFrame", consecutive_kernel_delay: floa
     host_wait: the host launched the next activity only after the stream had drained (the CPU was late);
     kernel_wait: a short gap (< ``consecutive_kernel_delay`` µs) between back-to-back activities, launch overhead;
     other: everything else (synchronisation, waiting on another stream ...). Overlaps on one stream count as 0.
+    Times are taken relative to the table's first start, as in :func:`_spans`, so gaps are exact on epoch
+    timestamps (no 0.25 µs grid).
     """
     import pandas as pd
 
@@ -103,9 +105,11 @@ def idle_breakdown(gpu: "Columns | pd.DataFrame", consecutive_kernel_delay: floa
         from .tables import gpu_frame
 
         gpu = gpu_frame(gpu)
+    base = float(gpu["ts"].min()) if len(gpu) else 0.0
     rows = []
     for (device, stream), g in gpu.sort_values("ts", kind="stable").groupby(["device", "stream"], sort=True):
-        ts, end, launch = g["ts"].to_numpy(), g["end"].to_numpy(), g["launch_ts"].to_numpy()
+        ts = g["ts"].to_numpy(dtype=float) - base
+        end, launch = ts + g["dur"].to_numpy(dtype=float), g["launch_ts"].to_numpy(dtype=float) - base
         prev_end = end[:-1]
         gap = np.clip(ts[1:] - prev_end, 0, None)
         host = launch[1:] > prev_end  # NaN launch (no correlation) compares False

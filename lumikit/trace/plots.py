@@ -1,5 +1,5 @@
 """Pictures of the trace analyses: kernel time by class, per-step timeline by rank and stream, temporal,
-overlap and idle-time charts.
+overlap and idle-time charts, and the idle gaps by cause on a step's timeline.
 
 Each function takes a :class:`~lumikit.trace.analyses.TraceAnalyzer` and returns a
 :class:`matplotlib.figure.Figure` (no pyplot state), which a notebook cell shows and a widget embeds.
@@ -15,6 +15,7 @@ from ..plotting import CLASS_COLOURS, figure
 from matplotlib.patches import Patch
 
 from .analyses import CLASSES, TraceAnalyzer
+from .metrics import merge_intervals
 
 IDLE_COLOURS = {"host_wait_us": "#ff7f0e", "kernel_wait_us": "#9467bd", "other_us": "#7f7f7f"}
 
@@ -154,5 +155,54 @@ def collective_bandwidth_chart(summary, links: dict | None = None) -> Figure:
                                                                              f"{link['gb_s']} GB/s")
     ax.set(ylabel="bus bandwidth (GB/s)", yscale="log", title="Collectives against the node's links")
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1, 1))
+    fig.tight_layout()
+    return fig
+
+
+#: One colour per kind of idle cause (see :mod:`lumikit.trace.idle`).
+IDLE_KIND_COLOURS = {"sync drain": "#d62728", "starved": "#ff7f0e", "queued": "#9467bd"}
+
+
+def idle_causes_timeline(analyzer: TraceAnalyzer, rank: int, step: int | None = None, device: int | None = None,
+                         labels: int = 6) -> Figure:
+    """One rank's GPU timeline with every idle gap coloured by the kind of its cause (sync drain, starved,
+    queued) and the longest ``labels`` gaps named; the host's ProfilerStep spans on top. ``step`` zooms to one
+    step (time in ms from its start); ``device`` picks one GPU of a process that drove several."""
+    from .idle import idle_causes, kind_of
+
+    reports = idle_causes(analyzer, rank)
+    report = next((r for r in reports if device is None or r.device == device), reports[0])
+    gpu = analyzer.window_columns(rank)
+    if len(reports) > 1:
+        gpu = gpu.take(gpu["device"] == report.device)
+    steps = analyzer.step_columns(rank)
+    gaps = [g for g in report.gaps if step is None or g["step"] == step]
+    keep = np.ones(len(gpu), dtype=bool) if step is None else gpu["step"] == step
+    step_rows = np.ones(len(steps), dtype=bool) if step is None else steps["step"] == step
+    starts = [steps["start"][step_rows].min()] if step_rows.any() else []
+    origin = float(min(starts + ([gpu["ts"][keep].min()] if keep.any() else []), default=0.0))
+    busy_s, busy_e = merge_intervals(gpu["ts"][keep] - origin, gpu["ts"][keep] - origin + gpu["dur"][keep])
+    fig = figure(figsize=(10, 3.2))
+    ax = fig.add_subplot()
+    for s, e, n in zip(steps["start"][step_rows], steps["end"][step_rows], steps["step"][step_rows]):
+        ax.broken_barh([((s - origin) / 1e3, (e - s) / 1e3)], (1.6, 0.8), facecolors="#dddddd", edgecolors="#888888")
+        ax.text((s - origin) / 1e3, 2.0, f" step {int(n)}", va="center", fontsize="small")
+    ax.broken_barh(list(zip(busy_s / 1e3, (busy_e - busy_s) / 1e3)), (0.6, 0.8), facecolors="#1f77b4")
+    for kind, colour in IDLE_KIND_COLOURS.items():
+        spans = [((g["start_us"] - origin) / 1e3, g["dur_us"] / 1e3) for g in gaps if kind_of(g["cause"]) == kind]
+        if spans:
+            ax.broken_barh(spans, (-0.4, 0.8), facecolors=colour)
+    named = sorted(gaps, key=lambda g: -g["dur_us"])[:labels]
+    for row, g in enumerate(sorted(named, key=lambda g: g["start_us"])):  # two rows, so neighbours do not collide
+        ax.text((g["start_us"] - origin + g["dur_us"] / 2) / 1e3, -0.75 - 0.6 * (row % 2), g["cause"][:40],
+                ha="center", va="center", fontsize="x-small")
+    ax.set_yticks([0, 1, 2], ["GPU idle", "GPU busy", "host steps"])
+    ax.set_ylim(-1.7, 2.6)
+    ax.set_xlabel("time (ms)" + (f" from the start of step {step}" if step is not None else ""))
+    idle = sum(g["dur_us"] for g in gaps)
+    ax.set_title(f"Rank {rank}" + (f", step {step}" if step is not None else "") +
+                 f": why the GPU waited ({idle / 1e3:.2f} ms idle)")
+    ax.legend(handles=[Patch(color=c, label=k) for k, c in IDLE_KIND_COLOURS.items()], fontsize="small",
+              loc="upper right")
     fig.tight_layout()
     return fig

@@ -326,3 +326,102 @@ def unlaunched_work_events() -> list[dict]:
                                 stream=0, device=0))
             corr += 1
     return events
+
+
+def sync_chain_events(vendor: str = "cuda", cuda_sync: bool = True) -> list[dict]:
+    """Generated events whose critical path is known by construction: two steps; in step 1 three ops launch a
+    chain of kernels (K1 100 µs, K2 200 µs, K3 50 µs) on one stream, a CPU op ``cpu_work`` (100 µs) runs while
+    they do, and the host then waits in a stream synchronize until K3 ends and runs ``aten::item`` (20 µs).
+
+    The path: 5 µs of ``aten::mm`` up to the first launch, 10 µs from that launch to K1's start, K1, K2, the 5 µs
+    gap before K3, K3, the sync, ``aten::item``: 390 µs, of which 350 are GPU compute; ``cpu_work`` is off the
+    path. ``vendor="rocm"`` writes HIP names; ``cuda_sync=True`` (CUDA only) adds Kineto's ``Stream Sync`` event."""
+    if vendor not in ("cuda", "rocm"):
+        raise TraceError(f"vendor {vendor!r} is not known; use 'rocm' or 'cuda'")
+    api = "cuda" if vendor == "cuda" else "hip"
+    stream = 7 if vendor == "cuda" else 0
+    pid, tid, dev = 100, 1, 0
+    ev: list[dict] = [event("ProfilerStep#1", "user_annotation", 0, 420, pid=pid, tid=tid),
+                      event("ProfilerStep#2", "user_annotation", 420, 50, pid=pid, tid=tid)]
+    kernels = (("aten::mm", 10, 30, 15, 25, 100, "K1_gemm"), ("aten::add", 45, 10, 47, 125, 200, "K2_gemm"),
+               ("aten::relu", 60, 10, 62, 330, 50, "K3_relu"))
+    for corr, (op, op_ts, op_dur, launch_ts, k_ts, k_dur, kernel) in enumerate(kernels, start=1):
+        ev.append(event(op, "cpu_op", op_ts, op_dur, pid=pid, tid=tid, **{"External id": corr}))
+        ev.append(event(f"{api}LaunchKernel", "cuda_runtime", launch_ts, 5, pid=pid, tid=tid, correlation=corr,
+                        **{"External id": corr}))
+        ev.append(event(kernel, "kernel", k_ts, k_dur, pid=dev, tid=stream, stream=stream, correlation=corr,
+                        device=dev, **{"External id": corr}))
+    ev.append(event("cpu_work", "cpu_op", 80, 100, pid=pid, tid=tid, **{"External id": 10}))
+    ev.append(event(f"{api}StreamSynchronize", "cuda_runtime", 200, 185, pid=pid, tid=tid, correlation=20))
+    if vendor == "cuda" and cuda_sync:
+        ev.append(event("Stream Sync", "cuda_sync", 378, 7, pid=dev, tid=stream, stream=stream, correlation=20,
+                        device=dev, cuda_sync_kind="Stream Sync"))
+    ev.append(event("aten::item", "cpu_op", 390, 20, pid=pid, tid=tid, **{"External id": 11}))
+    # step 2 (left out of the default window, as the last step is)
+    ev.append(event("aten::mm", "cpu_op", 425, 10, pid=pid, tid=tid, **{"External id": 12}))
+    return sorted(ev, key=lambda e: e["ts"])
+
+
+def as_rocm_events(events: list[dict]) -> list[dict]:
+    """A CUDA trace's events as a ROCm trace of the same run would record them (Kineto on rocprofiler-sdk): runtime
+    calls renamed to HIP (``cudaStreamSynchronize`` -> ``hipStreamSynchronize``), no ``cuda_sync`` events, and no
+    stream or event arguments on the host calls. Generated from real data: say so where it is shown."""
+    from .runtime_names import to_hip
+
+    out = []
+    for e in events:
+        if not isinstance(e, dict) or e.get("cat") == "cuda_sync":
+            continue
+        if e.get("cat") in ("cuda_runtime", "cuda_driver"):
+            e = {**e, "name": to_hip(str(e.get("name", "")))}
+            if isinstance(e.get("args"), dict):
+                e["args"] = {k: v for k, v in e["args"].items() if k not in ("stream", "wait_on_stream",
+                                                                               "wait_on_cuda_event_record_corr_id")}
+        out.append(e)
+    return out
+def lost_launch_events() -> list[dict]:
+    """Generated: :func:`unlaunched_work_events` plus one 200 us kernel inside step 2 whose launch is not in the
+    trace (a launch the profiler lost): HTA leaves it out, so a window that kept it would shorten the idle time
+    of steps 1-2 from 1250 - 6 * 50 = 950 us to 750 us."""
+    return unlaunched_work_events() + [event("Cijk_gemm", "kernel", 6500.0, 200, pid=0, tid=0, correlation=10_000,
+                                             stream=0, device=0)]
+
+
+#: The causes :func:`idle_causes_events` builds, µs of GPU idle time each ("X" is cuda or hip).
+IDLE_CAUSES_ANSWER = {"sync drain: XDeviceSynchronize": 230.0, "starved: data loading": 270.0,
+                      "sync drain: XMemcpyAsync": 205.0, "starved: aten::nonzero": 180.0,
+                      "starved: nothing traced": 110.0, "starved: launch overhead": 45.0, "queued": 10.0}
+
+
+def idle_causes_events(vendor: str = "rocm") -> list[dict]:
+    """Generated: one analysed step (ProfilerStep#1, 0-1500 us; #2 is the dropped last step) whose GPU idle gaps
+    each have a known cause (:data:`IDLE_CAUSES_ANSWER`; 1050 us of idle in a 1420 us span):
+
+    * 120-350: the host waits in a device synchronize from 16 to 125, then runs aten::nonzero: sync drain (230);
+    * 400-410: the next kernel was launched at 360-365, before the gap: queued (10);
+    * 450-720: the host is inside a DataLoader iteration (with aten::stack in it) until 700: data loading (270);
+    * 800-845: a 30 us launch call at 810-840 is most of the gap: launch overhead (45);
+    * 850-960: no host event until the launch at 950: nothing traced (110);
+    * 990-995 and 1000-1200: the host is in a device-to-host async copy call until 1100: sync drain (205);
+    * 1250-1430: aten::nonzero (1240-1420) holds the host: starved by that op (180).
+    """
+    rt = "hip" if vendor == "rocm" else "cuda"
+    host = {"pid": 100, "tid": 1}
+    gpu = {"pid": 0, "tid": 0}
+    events = [event("ProfilerStep#1", "user_annotation", 0, 1500, **host),
+              event("ProfilerStep#2", "user_annotation", 1500, 100, **host)]
+    kernels = [(10, 5, 20, 100), (340, 5, 350, 50), (360, 5, 410, 40), (710, 5, 720, 80), (810, 30, 845, 5),
+               (950, 5, 960, 30), (1190, 5, 1200, 50), (1410, 5, 1430, 10)]  # launch ts, dur; kernel ts, dur
+    for corr, (lts, ldur, kts, kdur) in enumerate(kernels, start=1):
+        events.append(event(f"{rt}LaunchKernel", "cuda_runtime", lts, ldur, correlation=corr, **host))
+        events.append(event(f"kernel_{corr}", "kernel", kts, kdur, correlation=corr, stream=0, device=0, **gpu))
+    events += [
+        event(f"{rt}DeviceSynchronize", "cuda_runtime", 16, 109, correlation=100, **host),
+        event("aten::nonzero", "cpu_op", 130, 200, **host),
+        event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "user_annotation", 370, 330, **host),
+        event("aten::stack", "cpu_op", 400, 100, **host),
+        event(f"{rt}MemcpyAsync", "cuda_runtime", 965, 135, correlation=9, **host),
+        event("Memcpy DtoH (Device -> Host)", "gpu_memcpy", 995, 5, correlation=9, stream=0, device=0, **gpu),
+        event("aten::nonzero", "cpu_op", 1240, 180, **host),
+    ]
+    return events

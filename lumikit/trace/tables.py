@@ -237,13 +237,22 @@ def launch_delays(gpu: "Columns | pd.DataFrame") -> np.ndarray:
     return g["ts"][ok] - g["launch_ts"][ok] - g["launch_dur"][ok]
 
 
+def started_before_call(gpu: "Columns | pd.DataFrame") -> np.ndarray:
+    """Which launched activities started on the GPU before their host call even began (in the order of
+    :func:`launch_delays`): only these would show host and GPU clocks disagreeing."""
+    g = as_columns(gpu)
+    ok = launched(g)
+    return g["ts"][ok] < g["launch_ts"][ok]
+
+
 def launch_table(gpu: "Columns | pd.DataFrame") -> "pd.DataFrame":
     """Kernel launch delays (µs): the gap between the end of the host launch call and the start of the GPU work
     it enqueued, with the host call's own duration. Only launched activities.
 
-    Not clipped at zero: a negative delay (GPU work that starts before its launch call returns, or even before
-    it began) is what clock skew between host and GPU timestamps looks like on ROCm, and is worth seeing.
-    HTA clips at zero; ``launch_delay.clip(lower=0)`` gives its numbers."""
+    Not clipped at zero: a negative delay is GPU work that started before its launch call returned, a long or
+    synchronous call (a blocking copy such as ``hipMemcpyWithStream``, a launch that waited) whose work began
+    while it still ran; worth seeing, not clock skew (that would be work starting before its call began, see
+    :func:`started_before_call`). HTA clips at zero; ``launch_delay.clip(lower=0)`` gives its numbers."""
     import pandas as pd
 
     g = as_columns(gpu)

@@ -119,3 +119,27 @@ def test_invalid_specs_never_reach_a_backend(tmp_path):
                                           ("TIMEOUT", "TIMEOUT")])
 def test_slurm_state_spellings(slurm, ours):
     assert normalise(slurm) == ours
+
+
+def test_a_fifo_in_place_of_a_rank_log_is_refused_at_once_not_read(tmp_path):
+    import os
+
+    from lumikit.errors import LumikitError
+
+    run = run_local(tmp_path, [PY, "-c", "print(42)"])
+    run.wait(timeout=60, progress=False)
+    log = run.folder.rank_log(0, "out")
+    log.unlink()
+    os.mkfifo(log)
+    with pytest.raises(LumikitError, match="not a regular file"):
+        open_run(run.path).stdout()
+
+
+def test_of_a_huge_log_only_its_end_is_read(tmp_path, monkeypatch):
+    from lumikit.launch import backend
+
+    run = run_local(tmp_path, [PY, "-c", "print('x' * 5000); print('the last line')"])
+    run.wait(timeout=60, progress=False)
+    monkeypatch.setattr(backend, "LOG_READ_LIMIT", 100)
+    out = open_run(run.path).stdout()
+    assert out.startswith("[... the first ") and out.rstrip().endswith("the last line")

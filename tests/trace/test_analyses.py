@@ -10,7 +10,7 @@ from lumikit.trace.analyses import TraceAnalyzer
 from lumikit.trace.loader import load_trace
 from lumikit.trace.metrics import intersection_length, merge_intervals
 from lumikit.trace.synth import event as x
-from lumikit.trace.synth import unlaunched_work_events, write_events
+from lumikit.trace.synth import lost_launch_events, unlaunched_work_events, write_events
 
 
 @pytest.fixture()
@@ -182,6 +182,26 @@ def test_negative_launch_delays_are_kept_and_counted(tmp_path):
     assert sorted(a.get_kernel_launch_delays()["launch_delay"]) == [-3, 5]
     delays = a.summary()["ranks"]["0"]["launch_delays"]
     assert (delays["negative"], delays["min_us"], delays["count"]) == (1, -3, 2)
+    assert delays["before_call"] == 0  # k1 started inside its call (10-15), not before it began
+
+
+def test_work_that_starts_before_its_call_began_is_counted_apart(tmp_path, capsys):
+    from lumikit.cli import main
+
+    ev = [
+        x("ProfilerStep#1", "user_annotation", 0, 100),
+        x("hipMemcpyWithStream", "cuda_runtime", 10, 50, correlation=1),  # synchronous: returns after its copy
+        x("hipLaunchKernel", "cuda_runtime", 70, 5, correlation=2),
+        x("Memcpy DtoH (Device -> Host)", "gpu_memcpy", 20, 30, pid=2, tid=0, stream=0, correlation=1),  # -40
+        x("k2", "kernel", 68, 4, pid=2, tid=0, stream=0, correlation=2),  # starts before its call began: -7
+    ]
+    path = write_events(tmp_path / "t.json", ev)
+    delays = TraceAnalyzer.from_path(path).summary()["ranks"]["0"]["launch_delays"]
+    assert (delays["negative"], delays["before_call"]) == (2, 1)
+    assert main(["trace", "summary", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "2 of 2 negative" in out and "before its launch call returned" in out and "skew" not in out
+    assert "1 of them started before their call even began" in out
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -231,6 +251,10 @@ def test_kernel_union_stays_within_their_sum_on_nanosecond_epoch_timestamps(tmp_
     assert breakdown["compute_us"] <= total + 1e-6
     assert breakdown["compute_us"] == pytest.approx(total, abs=1e-6)  # no overlaps: the union is the sum
     assert temporal["compute"] == pytest.approx(480.0 / breakdown["span_us"], abs=1e-4)
+    # idle by stream too: 399 gaps of 3 - 1.2 = 1.8 µs, each queued early (kernel wait), not 1.75 on the grid
+    idle = a.get_idle_time_breakdown().iloc[0]
+    assert idle["kernel_wait_us"] == pytest.approx(399 * 1.8, abs=1e-6)
+    assert idle["kernel_wait_us"] == pytest.approx(breakdown["idle_us"], abs=1e-6)
 
 
 def test_gpu_work_before_the_first_step_without_its_launch_is_left_out(tmp_path):
@@ -239,9 +263,21 @@ def test_gpu_work_before_the_first_step_without_its_launch_is_left_out(tmp_path)
     path = write_events(tmp_path / "warm.json", unlaunched_work_events())
     default = TraceAnalyzer.from_path(path).summary()
     assert default["ranks"]["0"]["temporal"]["span_us"] == 1250.0  # steps 1 and 2 only
-    assert "before the first step" in default["window"]
+    assert "launch call is not in the trace" in default["window"] and "wherever it runs" in default["window"]
     every = TraceAnalyzer.from_path(path, include_last_step=True).summary()["ranks"]["0"]["temporal"]
     assert every["span_us"] == 2250.0
+
+
+def test_gpu_work_without_its_launch_is_left_out_inside_the_steps_too(tmp_path):
+    # Generated: as above, plus a 200 us kernel inside step 2 whose launch is not in the trace. HTA keeps only
+    # work whose correlation matches a host call, wherever it runs; so do the defaults.
+    path = write_events(tmp_path / "lost.json", lost_launch_events())
+    a = TraceAnalyzer.from_path(path)
+    temporal = a.summary()["ranks"]["0"]["temporal"]
+    assert temporal["span_us"] == 1250.0
+    assert temporal["idle"] == pytest.approx(950.0 / 1250.0)  # six 50 us kernels busy; not 750 / 1250
+    assert a.summary()["ranks"]["0"]["gpu_activities_unlaunched"] == 3
+    assert len(a.window(0)) == 6 and not a.window(0)["launch_name"].eq("").any()
 
 
 def test_launches_are_linked_by_external_id_when_correlation_is_missing(tmp_path):

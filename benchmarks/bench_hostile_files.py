@@ -1,0 +1,87 @@
+"""Hostile files given as a flight recorder dump and as a run's manifest: how long each command takes to refuse
+them, whether it says so in one line, and how much memory a 35-byte pickle bomb costs the doctor.
+
+Each case runs ``python -m lumikit ...`` in a fresh process (start-up included, as a learner meets it) on a FIFO
+nobody writes to, ``/dev/zero``, a 3 GB sparse file and 100,000 nested brackets; the target is under 5 s and one
+line on stderr with exit status 2. The bomb runs the doctor in a process that reports its peak memory growth
+(target: under 200 MB). Prints a table; exit status 1 when a case misses its target.
+
+    .venv/bin/python benchmarks/bench_hostile_files.py
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+LIMIT_S = 5.0
+BOMB_LIMIT_MB = 200
+#: A 30-byte pickle naming "entries" and "pg_config" (so the doctor takes it for a dump) whose LONG_BINPUT asks
+#: the C unpickler for a memo of 2^31 entries (16 GB) unless the reader refuses it first.
+BOMB = b"\x80\x04}(\x8c\x07entries\x8c\x09pg_configr\xff\xff\xff\x7f."
+
+
+def _hostile(kind: str, path: Path, nested: bytes) -> None:
+    if kind == "FIFO":
+        os.mkfifo(path)
+    elif kind == "/dev/zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "3 GB sparse":
+        with open(path, "wb") as fh:
+            fh.truncate(3 << 30)
+    else:
+        path.write_bytes(nested)
+
+
+def _run(argv: list[str]) -> tuple[float, int, str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    started = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "lumikit", *argv], capture_output=True, text=True, timeout=120,
+                         env=env, stdin=subprocess.DEVNULL)
+    return time.perf_counter() - started, out.returncode, out.stderr
+
+
+def main() -> int:
+    rows, ok = [], True
+    with tempfile.TemporaryDirectory(prefix="lumikit-hostile-") as tmp:
+        for kind in ("FIFO", "/dev/zero", "3 GB sparse", "100,000 nested brackets"):
+            slug = kind.replace(" ", "-").replace("/", "").replace(",", "")
+            dump = Path(tmp) / f"dump-{slug}" / "nccl_trace_rank_0.json"
+            dump.parent.mkdir()
+            _hostile(kind, dump, b'{"pg_config": {}, "entries": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+            run = Path(tmp) / f"run-{slug}"
+            run.mkdir()
+            _hostile(kind, run / "manifest.json", b"[" * 100_000 + b"]" * 100_000)
+            for what, argv in (("flight recorder dump", ["logs", "flight-recorder", str(dump)]),
+                               ("flight recorder dump", ["doctor", str(dump)]),
+                               ("manifest", ["status", str(run)]), ("manifest", ["report", str(run)])):
+                seconds, status, err = _run(argv)
+                one_line = status == 2 and len(err.strip().splitlines()) == 1
+                ok &= one_line and seconds < LIMIT_S
+                rows.append((what, kind, f"lumikit {argv[0]}{' ' + argv[1] if argv[0] == 'logs' else ''}", seconds,
+                             status, one_line))
+        bomb = Path(tmp) / "nccl_trace_rank_0"
+        bomb.write_bytes(BOMB)
+        code = ("import resource, sys\nfrom lumikit.logs.doctor import diagnose\nfrom lumikit.errors import "
+                "LumikitError\nbefore = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\ntry:\n    "
+                "diagnose(sys.argv[1])\nexcept LumikitError as exc:\n    print('refused:', exc, file=sys.stderr)\n"
+                "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024)\n")
+        out = subprocess.run([sys.executable, "-c", code, str(bomb)], capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "PYTHONPATH": str(REPO)})
+        grown = float(out.stdout.strip() or "nan")
+        ok &= grown < BOMB_LIMIT_MB and "refused" in out.stderr
+    print(f"{'given as':<22} {'input':<24} {'command':<30} {'seconds':>8} {'exit':>5} {'one line':>9}")
+    for what, kind, command, seconds, status, one_line in rows:
+        print(f"{what:<22} {kind:<24} {command:<30} {seconds:>8.2f} {status:>5} {str(one_line):>9}")
+    print(f"\n{len(BOMB)}-byte pickle bomb given to the doctor: peak memory grew {grown:.1f} MB "
+          f"(limit {BOMB_LIMIT_MB}); {out.stderr.strip()[:160]}")
+    print(f"slowest case: {max(r[3] for r in rows):.2f} s (limit {LIMIT_S:g} s, Python start-up included)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

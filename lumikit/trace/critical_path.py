@@ -1,0 +1,697 @@
+"""The critical path of a step, ROCm-correct, with what-ifs: which work the step's time waited on, and what a
+faster kernel or CPU op would save.
+
+The step's dependency graph is built once from the loader's columns: two nodes per event (start, end), and edges
+
+* along each CPU thread, through nested ops (an op's self time is ``cpu_bound``; the gap between two top-level ops
+  and the time inside a blocking call carry no weight, as in HTA);
+* from a launch call to its GPU work (matched by correlation id, else External id): ``gpu_kernel_launch_overhead``
+  when the stream was idle at the launch, else the gap after the previous activity on the same stream
+  (``gpu_kernel_kernel_overhead``, up to HTA's 1.5 ms); the GPU work itself is ``gpu_compute_bound`` or
+  ``gpu_communication_bound``;
+* from GPU work to the host call that waited for it (device, stream and event syncs, blocking copies) and from GPU
+  work to GPU work on another stream (stream-wait-event), all of zero weight: the path runs through the GPU work
+  a sync waited for. Kineto's ``cuda_sync`` events give these edges on CUDA traces (as HTA reads them); ROCm
+  traces have none, and their sync calls carry no stream or event, so the stream of a ``hipStreamSynchronize`` is
+  the launching thread's last stream and the event of a ``hipStreamWaitEvent`` its last ``hipEventRecord``: such
+  edges are counted and labelled as inferred.
+
+The longest path runs over the nodes in topological order (time order; a general topological sort only where
+clock skew puts an edge backwards in time). A what-if divides the weight of the matching kernels' or CPU ops'
+edges and runs the longest path again on the same graph.
+"""
+from __future__ import annotations
+
+import re
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from ..errors import TraceError
+from ..kernels import classify_kernel
+from . import runtime_names as rn
+from .columns import Columns
+from .tables import GPU_CATEGORIES, RUNTIME_CATEGORIES, _first_match, _link_by_external_id, step_columns
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .analyses import TraceAnalyzer
+
+#: Edge categories, with HTA's names where they mean the same; the last two carry no weight.
+CATEGORIES = ("cpu_bound", "data_loading", "gpu_compute_bound", "gpu_communication_bound",
+              "gpu_kernel_launch_overhead", "gpu_kernel_kernel_overhead", "dependency", "sync")
+CPU, DATA, COMPUTE, COMM, LAUNCH_OH, KK_OH, DEPENDENCY, SYNC = range(len(CATEGORIES))
+BOUND_BY = CATEGORIES[:6]
+CPU_CATEGORIES = ("cpu_op",) + RUNTIME_CATEGORIES
+#: Host annotations that count as data loading (their self time is ``data_loading``, not ``cpu_bound``).
+DATA_LOADING = re.compile(r"enumerate\(DataLoader\)|DataLoader.*__next__")
+#: A longer gap after the previous activity on a busy stream is a dependency the trace does not show (HTA's
+#: threshold, µs): no kernel-kernel edge is drawn across it.
+KERNEL_KERNEL_MAX_GAP_US = 1500.0
+
+
+@dataclass
+class StepGraph:
+    """The dependency graph of one window: nodes 2i (start) and 2i+1 (end) of event i, and edges as arrays."""
+
+    rows: np.ndarray  # event i -> row of the rank's table
+    node_ts: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    weight: np.ndarray
+    category: np.ndarray  # index into CATEGORIES
+    event: np.ndarray  # the event an edge's time belongs to (-1: none)
+    scalable: np.ndarray  # weight is an event's own time (what a what-if divides)
+    parent: np.ndarray  # the enclosing CPU op of each event (-1: none; GPU work has none)
+    sync_edges: int = 0
+    inferred_edges: int = 0
+    inferred: Counter = field(default_factory=Counter)
+    mode: str = ""
+    order: np.ndarray | None = None  # edges in topological order of their destination
+
+    def longest_path(self, weight: np.ndarray | None = None) -> tuple[float, list[int]]:
+        """The length (µs) and the edges (in order) of the longest path, with ``weight`` in place of the
+        graph's own weights."""
+        w = self.weight if weight is None else weight
+        if self.order is None:
+            self.order = _topological_edges(self.src, self.dst, self.node_ts, len(self.node_ts))
+        order = self.order
+        n = len(self.node_ts)
+        dist = array("d", bytes(8 * n))  # compact: one machine double per node, not a Python float
+        pred = array("q", b"\xff" * (8 * n))  # -1
+        for e, s, d, x in zip(_ints(order), _ints(self.src[order]), _ints(self.dst[order]),
+                              _floats(w[order])):
+            c = dist[s] + x
+            if c > dist[d]:
+                dist[d] = c
+                pred[d] = e
+        if not n:
+            return 0.0, []
+        node = int(np.argmax(np.frombuffer(dist, dtype=np.float64)))
+        length = dist[node]
+        path = []
+        while pred[node] >= 0:
+            e = pred[node]
+            path.append(e)
+            node = int(self.src[e])
+        path.reverse()
+        return float(length), path
+
+
+def _ints(values: np.ndarray) -> array:
+    """A numpy int64 array as a stdlib array (iterates as fast as a list, at 8 bytes an item)."""
+    out = array("q")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.int64).tobytes())
+    return out
+
+
+def _floats(values: np.ndarray) -> array:
+    """A numpy float64 array as a stdlib array (see :func:`_ints`)."""
+    out = array("d")
+    out.frombytes(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+    return out
+
+
+def _topological_edges(src: np.ndarray, dst: np.ndarray, node_ts: np.ndarray, n: int) -> np.ndarray:
+    """Edge indices sorted by the topological position of their destination: time order (end before start at
+    equal times, then node number), or a general topological sort where an edge runs backwards in that order."""
+    kind = np.arange(n) & 1  # 0 start, 1 end
+    pos = np.empty(n, dtype=np.int64)
+    pos[np.lexsort((np.arange(n), 1 - kind, node_ts))] = np.arange(n)
+    if len(src) and not (pos[src] < pos[dst]).all():
+        pos = _kahn(src, dst, n, pos)
+    return np.argsort(pos[dst], kind="stable")
+
+
+def _kahn(src: np.ndarray, dst: np.ndarray, n: int, hint: np.ndarray) -> np.ndarray:
+    """Topological positions by Kahn's algorithm (ties in ``hint`` order); a cycle is a trace we cannot use."""
+    import heapq
+
+    indeg = np.bincount(dst, minlength=n).tolist()
+    order = np.argsort(src, kind="stable")
+    starts = np.searchsorted(src[order], np.arange(n + 1)).tolist()
+    outs = dst[order].tolist()
+    h = hint.tolist()
+    heap = [(h[v], v) for v in range(n) if indeg[v] == 0]
+    heapq.heapify(heap)
+    pos = np.full(n, -1, dtype=np.int64)
+    k = 0
+    while heap:
+        _, v = heapq.heappop(heap)
+        pos[v] = k
+        k += 1
+        for d in outs[starts[v]:starts[v + 1]]:
+            indeg[d] -= 1
+            if indeg[d] == 0:
+                heapq.heappush(heap, (h[d], d))
+    if k < n:
+        raise TraceError(f"the step's dependency graph has a cycle ({n - k} events in it): the trace's timestamps "
+                         f"contradict its launches and syncs; record the trace again")
+    return pos
+
+
+@dataclass(frozen=True)
+class Window:
+    """The time window analysed (trace µs, inclusive) and what chose it."""
+
+    start: float
+    end: float
+    label: str
+
+
+def choose_window(ev: Columns, annotation: str | None = None, instance: int | tuple[int, int] | None = None,
+                  include_last_step: bool = False) -> Window:
+    """The window: instance ``instance`` (or a range) of the host annotations whose name contains ``annotation``
+    (as HTA's ``annotation``/``instance_id``), else the profiler steps of the default window (the last step left
+    out, as HTA and ``trace summary`` do), else the whole trace."""
+    ts, end = ev["ts"], ev["ts"] + ev["dur"]
+    if ev.empty or not np.isfinite(ts).any():
+        raise TraceError("no complete events (ph \"X\") with a time in this trace: nothing to put on a path; "
+                         "profile at least one step with torch.profiler")
+    if annotation:
+        rows = np.flatnonzero(ev.label_mask("cat", ("user_annotation", "cpu_op"))
+                              & ev.label_mask("name", lambda s: annotation in s))
+        if len(rows) == 0:
+            raise TraceError(f"no annotation containing {annotation!r} in this trace; give a name from the "
+                             f"trace's user annotations (ProfilerStep, record_function blocks)")
+        first, last = (0, 0) if instance is None else (instance if isinstance(instance, tuple) else
+                                                        (instance, instance))
+        if not 0 <= first <= last < len(rows):
+            raise TraceError(f"annotation {annotation!r}: instance {first if first == last else (first, last)} "
+                             f"is not in the trace (instances 0 to {len(rows) - 1})")
+        chosen = rows[first:last + 1]
+        return Window(float(ts[chosen].min()), float(end[chosen].max()),
+                      f"{annotation!r} instance {first}" + (f"-{last}" if last != first else ""))
+    steps = step_columns(ev)
+    if len(steps) == 0:
+        return Window(float(np.nanmin(ts)), float(np.nanmax(end)), "the whole trace (no ProfilerStep)")
+    order = np.argsort(steps["start"], kind="stable")
+    if len(order) > 1 and not include_last_step:
+        order = order[:-1]
+    numbers = steps["step"][order]
+    label = f"ProfilerStep#{numbers[0]}" + (f"-#{numbers[-1]}" if len(numbers) > 1 else "")
+    return Window(float(steps["start"][order].min()), float(steps["end"][order].max()), label)
+
+
+def _backward_thread_map(ev: Columns, cpu: np.ndarray) -> dict[tuple[int, int], tuple[int, int]]:
+    """HTA's thread merge: when exactly one thread has ``forward`` ops and exactly one other ``autograd`` ops,
+    the backward thread's ops join the forward thread's chain (backward runs while forward waits)."""
+    def threads(word: str) -> set[tuple[int, int]]:
+        rows = cpu[ev.label_mask("name", lambda s: word in s)[cpu]]
+        return set(zip(ev["pid"][rows].tolist(), ev["tid"][rows].tolist()))
+    fwd, bwd = threads("forward"), threads("autograd")
+    if len(fwd) == 1 and len(bwd) == 1 and fwd != bwd:
+        return {next(iter(bwd)): next(iter(fwd))}
+    return {}
+
+
+class _Builder:
+    """Collects edges as lists while the graph is built (one append per edge)."""
+
+    def __init__(self) -> None:
+        self.src: list[int] = []
+        self.dst: list[int] = []
+        self.cat: list[int] = []
+        self.event: list[int] = []
+        self.zero: list[bool] = []
+
+    def add(self, s: int, d: int, cat: int, event: int = -1, zero: bool = False) -> None:
+        self.src.append(s)
+        self.dst.append(d)
+        self.cat.append(cat)
+        self.event.append(event)
+        self.zero.append(zero)
+
+
+def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOADING) -> StepGraph:
+    """The dependency graph of ``window`` from a rank's event table (see the module docstring)."""
+    names = ev.labels["name"]
+    ts, dur = ev["ts"], ev["dur"]
+    kinds = np.append(rn.kind_codes(names), np.int8(rn.OTHER))[ev["name"]]
+    in_window = (ts >= window.start) & (ts <= window.end) & (dur > 0)
+    is_rt = ev.label_mask("cat", RUNTIME_CATEGORIES)
+    is_data = ev.label_mask("cat", ("user_annotation",)) & ev.label_mask("name", data_loading.search)
+    cpu_rows = np.flatnonzero((ev.label_mask("cat", CPU_CATEGORIES) | is_data) & in_window)
+    if len(cpu_rows) == 0:
+        raise TraceError(f"no CPU ops or runtime calls in the window ({window.label}); pick another window "
+                         f"(--annotation NAME --instance K)")
+
+    # GPU work whose launch call is in the window (HTA's window), joined by correlation, else External id
+    gidx = np.flatnonzero(ev.label_mask("cat", GPU_CATEGORIES))
+    ridx = np.flatnonzero(is_rt & (ev["correlation"] >= 0))
+    if len(ridx) and len(gidx):
+        where, found = _first_match(ev["correlation"][ridx], ev["correlation"][gidx])
+        launch = ridx[where]
+    else:
+        found, launch = np.zeros(len(gidx), bool), np.zeros(len(gidx), np.int64)
+    found, launch = _link_by_external_id(ev, gidx, found, launch)
+    selected = np.zeros(len(ts), dtype=bool)
+    selected[cpu_rows] = True
+    keep = found & selected[launch]
+    gpu_rows, launch_rows = gidx[keep], launch[keep]
+
+    rows = np.concatenate([cpu_rows, gpu_rows])
+    n_cpu, n_gpu = len(cpu_rows), len(gpu_rows)
+    local = np.full(len(ts), -1, dtype=np.int64)
+    local[rows] = np.arange(len(rows))
+    start_ts = ts[rows].astype(np.float64)
+    end_ts = start_ts + dur[rows]
+    b = _Builder()
+    blocking = np.isin(kinds[cpu_rows], list(rn.BLOCKING_KINDS)) & is_rt[cpu_rows]
+
+    # -- CPU threads: nested ops, one chain per thread ---------------------------------------------------------
+    remap = _backward_thread_map(ev, cpu_rows)
+    pid, tid = ev["pid"][cpu_rows].copy(), ev["tid"][cpu_rows].copy()
+    for (p0, t0), (p1, t1) in remap.items():
+        moved = (pid == p0) & (tid == t0)
+        pid[moved], tid[moved] = p1, t1
+    order = np.lexsort((-dur[cpu_rows], start_ts[:n_cpu], tid, pid))
+    new_thread = np.ones(n_cpu, dtype=bool)
+    new_thread[1:] = (pid[order][1:] != pid[order][:-1]) | (tid[order][1:] != tid[order][:-1])
+    seq, attr, parent, en = _thread_chains(order, new_thread, start_ts[:n_cpu], end_ts[:n_cpu], len(rows))
+    end_ts[:n_cpu] = en
+    c_src, c_dst, c_attr = seq[:-1], seq[1:], attr[1:]
+    first = _first_nodes(seq, order, new_thread)
+    keep = ~first[1:]
+    c_src, c_dst, c_attr = c_src[keep], c_dst[keep], c_attr[keep]
+    data = _inherit(np.append(is_data[cpu_rows], np.zeros(n_gpu, dtype=bool)), parent)
+    c_cat = np.where(c_attr < 0, DEPENDENCY, np.where(data[np.maximum(c_attr, 0)], DATA, CPU)).astype(np.int8)
+    into_end = (c_dst & 1) == 1
+    c_zero = (c_attr < 0) | (into_end & np.append(blocking, np.zeros(n_gpu, dtype=bool))[c_dst // 2])
+
+    # -- GPU streams: each activity, its launch or the gap after the previous one ---------------------------
+    g = np.arange(n_cpu, n_cpu + n_gpu)
+    g_dev, g_stream = ev["pid"][gpu_rows], ev["stream"][gpu_rows]
+    g_start, g_end = start_ts[n_cpu:], end_ts[n_cpu:]
+    g_launch = local[launch_rows]
+    g_launch_ts = start_ts[g_launch]
+    sorted_g = np.lexsort((g_start, g_stream, g_dev))
+    same = np.zeros(n_gpu, dtype=bool)
+    if n_gpu > 1:
+        same[1:] = (g_dev[sorted_g][1:] == g_dev[sorted_g][:-1]) & (g_stream[sorted_g][1:] == g_stream[sorted_g][:-1])
+    prev = np.full(n_gpu, -1, dtype=np.int64)
+    prev[sorted_g[1:][same[1:]]] = sorted_g[:-1][same[1:]]
+
+    graph = StepGraph(rows=rows, node_ts=np.empty(0), src=np.empty(0, np.int64), dst=np.empty(0, np.int64),
+                      weight=np.empty(0), category=np.empty(0, np.int8), event=np.empty(0, np.int64),
+                      scalable=np.empty(0, bool), parent=parent)
+    streams = _Streams(g_dev, g_stream, g_launch_ts, g_start, g_end, ev["pid"][launch_rows],
+                       ev["tid"][launch_rows])
+    kernel_sync = np.full(n_gpu, -1, dtype=np.int64)  # GPU activity -> the activity it waits for (other stream)
+    _sync_edges(ev, b, graph, streams, kinds, local, n_cpu, cpu_rows, gpu_rows, launch_rows, kernel_sync, is_rt)
+    if n_gpu == 0:
+        graph.mode = "no GPU work in the window: CPU ops only"
+
+    codes = ev["name"][gpu_rows]
+    comm_name = np.zeros(len(names) + 1, dtype=bool)
+    for c in np.unique(codes[codes >= 0]).tolist():
+        comm_name[c] = classify_kernel(names[c]) == "communication"
+    comm = comm_name[codes]
+    prev_end = np.where(prev >= 0, g_end[np.maximum(prev, 0)], -np.inf)
+    sync_end = np.where(kernel_sync >= 0, g_end[np.maximum(kernel_sync, 0)], -np.inf)
+    launch_ok = (prev_end < g_launch_ts) & (sync_end < g_launch_ts)
+    kk_ok = ~launch_ok & (prev >= 0) & (sync_end < prev_end) & (g_start - prev_end < KERNEL_KERNEL_MAX_GAP_US)
+    kk_from = n_cpu + prev[kk_ok]
+    parts = [  # (src, dst, category, event, zero weight)
+        (c_src, c_dst, c_cat, c_attr, c_zero),
+        (2 * g, 2 * g + 1, np.where(comm, COMM, COMPUTE), g, np.zeros(n_gpu, dtype=bool)),
+        (2 * g_launch[launch_ok], 2 * g[launch_ok], np.full(int(launch_ok.sum()), LAUNCH_OH), g[launch_ok],
+         np.zeros(int(launch_ok.sum()), dtype=bool)),
+        (2 * kk_from + 1, 2 * g[kk_ok], np.full(len(kk_from), KK_OH), kk_from, np.zeros(len(kk_from), dtype=bool)),
+        (np.array(b.src, dtype=np.int64), np.array(b.dst, dtype=np.int64), np.array(b.cat, dtype=np.int8),
+         np.array(b.event, dtype=np.int64), np.array(b.zero, dtype=bool)),
+    ]
+    src = np.concatenate([p[0] for p in parts]).astype(np.int64)
+    dst = np.concatenate([p[1] for p in parts]).astype(np.int64)
+    cat = np.concatenate([p[2] for p in parts]).astype(np.int8)
+    event = np.concatenate([p[3] for p in parts]).astype(np.int64)
+    zero = np.concatenate([p[4] for p in parts]).astype(bool)
+    node_ts = np.empty(2 * len(rows))
+    node_ts[0::2], node_ts[1::2] = start_ts, end_ts
+    weight = node_ts[dst] - node_ts[src]
+    weight[zero | (cat >= DEPENDENCY)] = 0.0
+    weight[weight < 0] = 0.0  # clock skew (GPU work timed before its launch): keep the order, not the time
+    graph.node_ts, graph.src, graph.dst, graph.weight, graph.category = node_ts, src, dst, weight, cat
+    graph.event = event
+    graph.scalable = np.isin(cat, (CPU, DATA, COMPUTE, COMM)) & ~zero
+    return graph
+
+
+def _thread_chains(order: np.ndarray, new_thread: np.ndarray, start: np.ndarray, end: np.ndarray, n_events: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Walk each thread's ops (``order``: by thread, start, longest first) with a stack: the sequence of nodes
+    along the threads, for each node the op whose time leads into it (-1 between top-level ops), each op's
+    enclosing op, and the ends (an op overlapping its parent's end is clipped to it)."""
+    seq, attr = array("q"), array("q")
+    put_node, put_attr = seq.append, attr.append
+    parent = [-1] * n_events
+    st, en = start.tolist(), end.tolist()
+    stack: list[int] = []
+    push, pop = stack.append, stack.pop
+    for i, new in zip(order.tolist(), new_thread.tolist()):
+        if new:
+            while stack:
+                top = pop()
+                put_node(2 * top + 1)
+                put_attr(top)
+        s = st[i]
+        while stack and en[stack[-1]] <= s:
+            top = pop()
+            put_node(2 * top + 1)
+            put_attr(top)
+        if stack:
+            top = stack[-1]
+            if en[i] > en[top]:
+                en[i] = en[top]
+            parent[i] = top
+            put_attr(top)
+        else:
+            put_attr(-1)
+        put_node(2 * i)
+        push(i)
+    while stack:
+        top = pop()
+        put_node(2 * top + 1)
+        put_attr(top)
+    return (np.frombuffer(seq, dtype=np.int64), np.frombuffer(attr, dtype=np.int64),
+            np.array(parent, dtype=np.int64), np.array(en, dtype=np.float64))
+
+
+def _first_nodes(seq: np.ndarray, order: np.ndarray, new_thread: np.ndarray) -> np.ndarray:
+    """Which nodes of the chain sequence open a thread (no edge leads into them): the start nodes of the ops
+    that begin a thread."""
+    opens = np.zeros(2 * (int(order.max()) + 1) if len(order) else 0, dtype=bool)
+    opens[2 * order[new_thread]] = True
+    return opens[seq] if len(seq) else np.zeros(0, dtype=bool)
+
+
+def _inherit(flags: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """``flags`` passed down the nesting: an op is flagged when it or any op enclosing it is."""
+    out = flags.copy()
+    inner = np.flatnonzero(parent >= 0)
+    while len(inner):
+        passed = out[inner] | out[parent[inner]]
+        changed = passed != out[inner]
+        if not changed.any():
+            break
+        out[inner] = passed
+        inner = inner[changed]  # only a changed op can change its children next pass
+    return out
+
+
+class _Streams:
+    """The window's GPU activities by (device, stream) and by launching thread, for "the last activity launched
+    before time t" questions."""
+
+    def __init__(self, dev, stream, launch_ts, start, end, launch_pid, launch_tid) -> None:
+        self.dev, self.stream, self.launch_ts = dev, stream, launch_ts
+        self.start, self.end = start, end
+        self.by_stream: dict[tuple[int, int], np.ndarray] = {}
+        order = np.lexsort((launch_ts, stream, dev))
+        for key in dict.fromkeys(zip(dev[order].tolist(), stream[order].tolist())):
+            self.by_stream[key] = order[(dev[order] == key[0]) & (stream[order] == key[1])]
+        self.by_thread: dict[tuple[int, int], np.ndarray] = {}
+        order = np.lexsort((launch_ts, launch_tid, launch_pid))
+        for key in dict.fromkeys(zip(launch_pid[order].tolist(), launch_tid[order].tolist())):
+            self.by_thread[key] = order[(launch_pid[order] == key[0]) & (launch_tid[order] == key[1])]
+
+    def last_on_stream(self, key: tuple[int, int], t: float) -> int:
+        """The last activity on a stream launched before ``t`` (-1: none)."""
+        ks = self.by_stream.get(key)
+        if ks is None:
+            return -1
+        i = int(np.searchsorted(self.launch_ts[ks], t, side="left")) - 1
+        return int(ks[i]) if i >= 0 else -1
+
+    def streams_of(self, stream: int) -> list[tuple[int, int]]:
+        """The (device, stream) keys of a stream id (a trace's stream ids are per device)."""
+        return [k for k in self.by_stream if k[1] == stream]
+
+    def last_launched_by(self, thread: tuple[int, int], t: float, not_stream: int | None = None) -> int:
+        """The last activity launched from a thread before ``t`` (on another stream than ``not_stream``)."""
+        ks = self.by_thread.get(thread)
+        if ks is None:
+            return -1
+        i = int(np.searchsorted(self.launch_ts[ks], t, side="left")) - 1
+        while i >= 0 and not_stream is not None and self.stream[ks[i]] == not_stream:
+            i -= 1
+        return int(ks[i]) if i >= 0 else -1
+
+    def next_launched_by(self, thread: tuple[int, int], t: float) -> int:
+        """The first activity launched from a thread after ``t`` (-1: none)."""
+        ks = self.by_thread.get(thread)
+        if ks is None:
+            return -1
+        i = int(np.searchsorted(self.launch_ts[ks], t, side="right"))
+        return int(ks[i]) if i < len(ks) else -1
+
+
+def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, kinds: np.ndarray,
+                local: np.ndarray, n_cpu: int, cpu_rows: np.ndarray, gpu_rows: np.ndarray,
+                launch_rows: np.ndarray, kernel_sync: np.ndarray, is_rt: np.ndarray) -> None:
+    """GPU -> host edges (the host waited in a sync or copy call) and GPU -> GPU edges (a stream waited for an
+    event), read from ``cuda_sync`` events where the trace has them, else from the runtime calls by name."""
+    names = ev.labels["name"]
+    ts, dur, stream_col = ev["ts"], ev["dur"], ev["stream"]
+    requests: list[tuple[int, int, int]] = []  # (row of the host call, kind, stream or -1)
+    sync_rows = np.flatnonzero(ev.label_mask("cat", ("cuda_sync",)))
+    if len(sync_rows):
+        graph.mode = "cuda_sync events"
+        ridx = np.flatnonzero(is_rt & (ev["correlation"] >= 0))
+        where, found = _first_match(ev["correlation"][ridx], ev["correlation"][sync_rows])
+        for s, w, ok in zip(sync_rows.tolist(), where.tolist(), found.tolist()):
+            kind = rn.CUDA_SYNC_EVENTS.get(names[ev["name"][s]], rn.OTHER)
+            if ok and kind != rn.OTHER and local[ridx[w]] >= 0:
+                stream = int(stream_col[s]) if kind == rn.STREAM_SYNC else -1
+                requests.append((int(ridx[w]), kind, stream))
+    else:
+        graph.mode = "runtime calls by name"
+        wanted = (rn.DEVICE_SYNC, rn.STREAM_SYNC, rn.EVENT_SYNC, rn.EVENT_QUERY, rn.STREAM_WAIT_EVENT)
+        for r in cpu_rows[np.isin(kinds[cpu_rows], wanted) & is_rt[cpu_rows]].tolist():
+            kind = int(kinds[r])
+            requests.append((r, rn.EVENT_SYNC if kind == rn.EVENT_QUERY else kind,
+                             int(stream_col[r]) if kind == rn.STREAM_SYNC else -1))
+    records = np.flatnonzero((kinds == rn.EVENT_RECORD) & is_rt)
+
+    def gpu_to_host(k: int, r: int, label: str | None) -> None:
+        if k < 0 or streams.end[k] > ts[r] + dur[r]:
+            return
+        b.add(2 * (n_cpu + k) + 1, 2 * int(local[r]) + 1, SYNC)
+        if label is None:
+            graph.sync_edges += 1
+        else:
+            graph.inferred_edges += 1
+            graph.inferred[label] += 1
+
+    def event_source(r: int) -> tuple[int, str]:
+        """The activity an event waited on: the last one launched on the recording stream before the matching
+        event record (the last record before ``r`` in this process, its thread's preferred)."""
+        p, t = int(ev["pid"][r]), int(ev["tid"][r])
+        before = records[(ts[records] <= ts[r]) & (ev["pid"][records] == p)]
+        if len(before):
+            mine = before[ev["tid"][before] == t]
+            rec = int((mine if len(mine) else before)[-1])
+            rs = int(stream_col[rec])
+            if rs >= 0:
+                keys = streams.streams_of(rs)
+                return (streams.last_on_stream(keys[0], ts[rec]) if keys else -1), "record's stream"
+            k = streams.last_launched_by((int(ev["pid"][rec]), int(ev["tid"][rec])), ts[rec])
+            return k, "the matching event record, its thread's last stream"
+        return -1, ""
+
+    for r, kind, stream in requests:
+        call = names[ev["name"][r]]
+        thread = (int(ev["pid"][r]), int(ev["tid"][r]))
+        if kind == rn.DEVICE_SYNC:
+            for key in streams.by_stream:
+                gpu_to_host(streams.last_on_stream(key, ts[r]), r, None)
+        elif kind == rn.STREAM_SYNC:
+            if stream >= 0:
+                for key in streams.streams_of(stream):
+                    gpu_to_host(streams.last_on_stream(key, ts[r]), r, None)
+            else:
+                k = streams.last_launched_by(thread, ts[r])
+                if k >= 0:
+                    key = (int(streams.dev[k]), int(streams.stream[k]))
+                    gpu_to_host(streams.last_on_stream(key, ts[r]), r,
+                                f"{call}: stream = the launching thread's last stream")
+        elif kind == rn.EVENT_SYNC:
+            k, how = event_source(r)
+            if k < 0:
+                k, how = streams.last_launched_by(thread, ts[r]), "no event record: the thread's last stream"
+            gpu_to_host(k, r, f"{call}: event = {how}")
+        elif kind == rn.STREAM_WAIT_EVENT:
+            d = streams.next_launched_by(thread, ts[r] + dur[r])
+            if d < 0:
+                continue
+            k, how = event_source(r)
+            if k < 0 or streams.stream[k] == streams.stream[d]:
+                k = streams.last_launched_by(thread, ts[r], not_stream=int(streams.stream[d]))
+                how = "no event record: the thread's last other stream"
+            if k < 0 or streams.end[k] > streams.start[d]:
+                continue
+            if kernel_sync[d] < 0 or streams.end[k] > streams.end[kernel_sync[d]]:
+                kernel_sync[d] = k
+            b.add(2 * (n_cpu + k) + 1, 2 * (n_cpu + d), SYNC)
+            graph.inferred_edges += 1
+            graph.inferred[f"{call}: event = {how}"] += 1
+
+    # copies: the host call that launched a copy and returned after it ended waited for it
+    copy = np.isin(kinds[launch_rows], (rn.BLOCKING_COPY, rn.ASYNC_COPY))
+    for k in np.flatnonzero(copy).tolist():
+        r = int(launch_rows[k])
+        if streams.end[k] <= ts[r] + dur[r] and local[r] >= 0:
+            b.add(2 * (n_cpu + k) + 1, 2 * int(local[r]) + 1, SYNC)
+            graph.sync_edges += 1
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """One ``REGEX=FACTOR`` what-if: the matching kernels and CPU ops made ``factor`` times faster."""
+
+    pattern: str
+    factor: float
+
+    @classmethod
+    def parse(cls, text: str) -> "WhatIf":
+        """``'gemm=2'`` -> WhatIf('gemm', 2.0); the factor after the last ``=``."""
+        pattern, sep, factor = text.rpartition("=")
+        try:
+            value = float(factor)
+        except ValueError:
+            value = float("nan")
+        if not sep or not pattern or not value > 0 or value == float("inf"):
+            raise TraceError(f"--what-if {text!r}: write REGEX=FACTOR with a factor above 0, e.g. 'gemm=2' "
+                             f"(the matching kernels twice as fast)")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise TraceError(f"--what-if {text!r}: {pattern!r} is not a regular expression ({exc})") from None
+        return cls(pattern, value)
+
+
+def critical_path(ev: Columns, *, annotation: str | None = None, instance: int | tuple[int, int] | None = None,
+                  what_if: Sequence[WhatIf | str] = (), include_last_step: bool = False, top: int = 20) -> dict:
+    """The critical path of a rank's window as JSON-ready numbers: ``path_us``, ``bound_by`` (share per
+    category), ``sync_edges``, ``inferred_edges`` (and their labels), the ranked path events and, per what-if
+    pattern, ``path_us_after`` and ``speedup_pct``."""
+    window = choose_window(ev, annotation, instance, include_last_step)
+    graph = build_graph(ev, window)
+    length, path = graph.longest_path()
+    path_arr = np.array(path, dtype=np.int64)
+    by_cat = np.bincount(graph.category[path_arr], weights=graph.weight[path_arr], minlength=len(CATEGORIES))
+    bound_by = {c: (float(by_cat[i]) / length if length > 0 else 0.0) for i, c in enumerate(BOUND_BY)}
+    names = ev.labels["name"]
+    results = []
+    for w in what_if:
+        w = WhatIf.parse(w) if isinstance(w, str) else w
+        results.append(_what_if(graph, ev, w, length))
+    return {
+        "window": {"label": window.label, "start_us": window.start, "end_us": window.end},
+        "mode": graph.mode,
+        "path_us": round(length, 3),
+        "bound_by": {k: round(v, 6) for k, v in bound_by.items()},
+        "bound_by_us": {c: round(float(by_cat[i]), 3) for i, c in enumerate(BOUND_BY)},
+        "sync_edges": graph.sync_edges,
+        "inferred_edges": graph.inferred_edges,
+        "inferred": dict(graph.inferred),
+        "events": int(len(graph.rows)),
+        "edges": int(len(graph.src)),
+        "path_events": _ranked(graph, ev, path_arr, length, names, top),
+        "what_if": results,
+    }
+
+
+def analyzer_critical_path(analyzer: "TraceAnalyzer", rank: int, **options) -> dict:
+    """:func:`critical_path` of one rank of a :class:`~lumikit.trace.analyses.TraceAnalyzer`, on the same steps as
+    its other analyses (its ``include_last_step``); ``options`` as for :func:`critical_path` (``what_if=...``)."""
+    options.setdefault("include_last_step", analyzer.include_last_step)
+    return critical_path(analyzer.trace[rank].columns, **options)
+
+
+def bound_by_table(result: dict) -> "pd.DataFrame":
+    """The path's categories of a :func:`critical_path` result as a table: ``category``, ``share`` (of the path)
+    and ``path_us``, largest first."""
+    import pandas as pd
+
+    rows = [{"category": c, "share": result["bound_by"][c], "path_us": result["bound_by_us"][c]} for c in BOUND_BY]
+    return pd.DataFrame(rows).sort_values("share", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def what_if_table(result: dict) -> "pd.DataFrame":
+    """The what-ifs of a :func:`critical_path` result as a table: ``pattern``, ``factor``, ``matched_events``,
+    ``path_us`` (before), ``path_us_after`` and ``speedup_pct``, in the order asked."""
+    import pandas as pd
+
+    rows = [{"pattern": w["pattern"], "factor": w["factor"], "matched_events": w["matched_events"],
+             "path_us": result["path_us"], "path_us_after": w["path_us_after"], "speedup_pct": w["speedup_pct"]}
+            for w in result["what_if"]]
+    return pd.DataFrame(rows, columns=["pattern", "factor", "matched_events", "path_us", "path_us_after",
+                                       "speedup_pct"])
+
+
+def _ranked(graph: StepGraph, ev: Columns, path: np.ndarray, length: float, names: list[str],
+            top: int) -> list[dict]:
+    """The events on the path with the most path time (per event and category), largest first."""
+    w = graph.weight[path]
+    keep = (w > 0) & (graph.event[path] >= 0)
+    ev_local, cats, w = graph.event[path][keep], graph.category[path][keep], w[keep]
+    key = ev_local * len(CATEGORIES) + cats
+    uniq, inverse = np.unique(key, return_inverse=True)
+    sums = np.bincount(inverse, weights=w)
+    best = np.argsort(-sums, kind="stable")[:top]
+    out = []
+    for j in best.tolist():
+        local, cat = divmod(int(uniq[j]), len(CATEGORIES))
+        row = int(graph.rows[local])
+        out.append({"name": names[ev["name"][row]], "category": CATEGORIES[cat], "path_us": round(float(sums[j]), 3),
+                    "share": round(float(sums[j]) / length, 6) if length > 0 else 0.0,
+                    "ts_us": float(ev["ts"][row]), "dur_us": float(ev["dur"][row])})
+    return out
+
+
+def _what_if(graph: StepGraph, ev: Columns, w: WhatIf, before: float) -> dict:
+    """The path with the matching events' time divided by the factor (a CPU op's nested ops and launch calls
+    too: they are part of its duration)."""
+    names = ev.labels["name"]
+    rx = re.compile(w.pattern)
+    match_code = np.fromiter((bool(rx.search(n)) for n in names), dtype=bool, count=len(names))
+    matches = np.append(match_code, False)[ev["name"][graph.rows]]
+    direct = int(matches.sum())
+    matches = _inherit(matches, graph.parent)
+    edge_match = np.zeros(len(graph.src), dtype=bool)
+    has = graph.event >= 0
+    edge_match[has] = matches[graph.event[has]]
+    scaled = graph.scalable & edge_match
+    weight = np.where(scaled, graph.weight / w.factor, graph.weight)
+    after, _ = graph.longest_path(weight)
+    return {"pattern": w.pattern, "factor": w.factor, "matched_events": direct,
+            "path_us_after": round(after, 3),
+            "speedup_pct": round(100.0 * (before - after) / before, 4) if before > 0 else 0.0}
+
+
+def describe(result: dict, top: int = 15) -> list[str]:
+    """The critical path as lines of text for people (names escaped by the caller's printer)."""
+    from ..text import printable
+
+    lines = [f"window: {printable(result['window']['label'])}  ({result['mode']})",
+             f"critical path: {result['path_us'] / 1000:.3f} ms over {result['events']} events"]
+    inferred = result["inferred_edges"]
+    lines.append(f"sync edges: {result['sync_edges']} read from the trace, {inferred} inferred")
+    for label, n in result["inferred"].items():
+        lines.append(f"  inferred {n}x: {printable(label)}")
+    lines.append("bound by:")
+    for cat, share in sorted(result["bound_by"].items(), key=lambda kv: -kv[1]):
+        lines.append(f"  {cat:<28} {100 * share:6.1f} %  {result['bound_by_us'][cat] / 1000:10.3f} ms")
+    lines.append("path events (most path time first):")
+    for e in result["path_events"][:top]:
+        lines.append(f"  {e['path_us'] / 1000:9.3f} ms {100 * e['share']:5.1f} %  {e['category']:<27} "
+                     f"{printable(e['name'][:70])}")
+    for w in result["what_if"]:
+        lines.append(f"what if {printable(w['pattern'])} were {w['factor']:g}x faster ({w['matched_events']} "
+                     f"events): path {w['path_us_after'] / 1000:.3f} ms, {w['speedup_pct']:.2f} % faster")
+    return lines

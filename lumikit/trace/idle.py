@@ -1,0 +1,305 @@
+"""Why the GPU waited: every idle gap of the analysed window, with its cause.
+
+The gaps are those of the temporal breakdown (:func:`lumikit.trace.metrics.temporal_breakdown`: the parts of
+the GPU span with nothing running on the device), so the causes add up to its idle time. Each gap gets one
+cause, decided in this order:
+
+* **queued**: the work that ends the gap was launched before the gap began (its launch call had returned), so
+  the host was not what the GPU waited for: a delay on the GPU side between kernels, or a wait on an event or
+  another stream.
+* **sync drain: CALL**: when the GPU ran out of work the host was inside a call that waits for the GPU (a
+  device, stream or event synchronize, a blocking copy, or a copy between host and device), so it had queued
+  nothing behind it: the queue ran dry. Removing the wait (``.item()``, ``.cpu()``, ``print(loss)`` in the loop)
+  lets the host run ahead.
+* **starved: ...**: the host was busy elsewhere and launched the next work late. Named after what took most
+  of the gap on the host's threads (innermost event, its own time): *data loading* (inside a DataLoader
+  iteration), *launch overhead* (in runtime launch calls), the CPU op itself (``aten::nonzero``), or *nothing
+  traced* (no host event: Python between operators, or a thread the profiler did not record).
+
+CUDA and HIP runtime names are read from the one table the trace analyses share
+(:mod:`lumikit.trace.runtime_names`). Works on Kineto traces of either vendor; a trace without host events gives
+only *queued* and *starved: nothing traced*.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from . import runtime_names as rn
+from .columns import Columns
+from .metrics import merge_intervals, temporal_breakdown
+from .tables import RUNTIME_CATEGORIES, assign_steps, step_number
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .analyses import TraceAnalyzer
+
+#: The GPU side of a copy between host and device, as Kineto names it on CUDA and ROCm.
+HOST_DEVICE_COPY = re.compile(r"HtoD|DtoH|Host\s*->\s*Device|Device\s*->\s*Host|Pinned|Pageable")
+#: A DataLoader iteration, as torch.profiler records it, or a user annotation that says data loading.
+DATA_LOADER = re.compile(r"^enumerate\(DataLoader\)|DataLoader.*__next__|(?i:\bdata[_ ]?load)")
+#: Runtime calls in which the host waits for the GPU (an event query returns at once, so it is not one).
+WAITING_KINDS = (rn.DEVICE_SYNC, rn.STREAM_SYNC, rn.EVENT_SYNC, rn.BLOCKING_COPY)
+#: Runtime calls that put work on a stream: their time in a gap is launch overhead.
+LAUNCHING_KINDS = (rn.LAUNCH, rn.ASYNC_COPY, rn.BLOCKING_COPY)
+
+#: Host event categories whose time can explain a gap (``python_function`` stacks are left out: they nest
+#: around the operators and would only repeat them).
+HOST_CATEGORIES = ("cpu_op", "user_annotation") + RUNTIME_CATEGORIES
+KINDS = ("sync drain", "starved", "queued")
+QUEUED = "queued"
+DATA_LOADING = "data loading"
+LAUNCH_OVERHEAD = "launch overhead"
+NOTHING_TRACED = "nothing traced"
+#: Label codes of the host timeline shared by every trace; an op's own name gets a code after these.
+_UNTRACED, _LOADING, _LAUNCH = 0, 1, 2
+
+
+@dataclass
+class IdleReport:
+    """The idle gaps of one (rank, device) and their causes (µs); ``gaps`` start in trace µs."""
+
+    rank: int
+    device: int
+    span_us: float
+    idle_us: float
+    causes: dict[str, float] = field(default_factory=dict)
+    gaps: list[dict] = field(default_factory=list)
+
+    @property
+    def kinds(self) -> dict[str, float]:
+        """Idle time (µs) per kind of cause: sync drain, starved, queued."""
+        out = dict.fromkeys(KINDS, 0.0)
+        for cause, us in self.causes.items():
+            out[kind_of(cause)] += us
+        return out
+
+    def as_dict(self) -> dict:
+        """JSON-ready: idle_us, span_us, causes (cause -> µs, largest first), kinds and the gaps."""
+        return {"rank": self.rank, "device": self.device, "span_us": _r(self.span_us), "idle_us": _r(self.idle_us),
+                "causes": {c: _r(v) for c, v in self.causes.items()},
+                "kinds": {k: _r(v) for k, v in self.kinds.items()}, "gaps": self.gaps}
+
+
+def kind_of(cause: str) -> str:
+    """The kind of a cause: ``"sync drain: hipDeviceSynchronize"`` -> ``"sync drain"``."""
+    return cause.split(":", 1)[0]
+
+
+@dataclass
+class _HostTimeline:
+    """What the host was doing: per thread, disjoint segments with the label of their innermost event, and the
+    calls that wait for the GPU (sorted by start)."""
+
+    threads: list[tuple[np.ndarray, np.ndarray, np.ndarray]]  # (start, end, label code) per thread
+    labels: list[str | None]  # None: nothing traced (a ProfilerStep's own time)
+    wait_start: np.ndarray
+    wait_end: np.ndarray
+    wait_reach: np.ndarray  # running maximum of wait_end, to find the calls still running at a time
+    wait_name: list[str]
+
+
+def _host_device_correlations(gpu: Columns) -> np.ndarray:
+    """Correlation ids of the GPU copies that go between host and device."""
+    is_copy = gpu.label_mask("name", HOST_DEVICE_COPY.search)
+    return np.unique(gpu["correlation"][is_copy & (gpu["correlation"] >= 0)])
+
+
+def host_timeline(events: Columns, gpu: Columns, base: float) -> _HostTimeline:
+    """The host side of a rank (times relative to ``base``), flattened to innermost events per thread."""
+    names = events.labels["name"]
+    host = np.flatnonzero(events.label_mask("cat", HOST_CATEGORIES))
+    ts = events["ts"][host] - base
+    end = ts + events["dur"][host]
+    code = events["name"][host]
+    kind = rn.kind_codes(names)  # per name code: what the runtime call does (rn.OTHER for any other event)
+    # label codes per name, decided once per name
+    loading = DATA_LOADER.search
+    label_of: dict[int, int] = {}
+    labels: list[str | None] = [None, DATA_LOADING, LAUNCH_OVERHEAD]  # by code: _UNTRACED, _LOADING, _LAUNCH
+    loading_codes: set[int] = set()
+    for c in np.unique(code).tolist():
+        name = names[c]
+        if loading(name):
+            loading_codes.add(c)
+        if step_number(name) is not None:  # a ProfilerStep's own time: Python between operators
+            label_of[c] = _UNTRACED
+        elif kind[c] in LAUNCHING_KINDS:
+            label_of[c] = _LAUNCH
+        else:
+            label_of[c] = len(labels)
+            labels.append(name)
+    threads = []
+    pid, tid = events["pid"][host], events["tid"][host]
+    key = pid.astype(np.int64) * (1 << 32) + (tid.astype(np.int64) & 0xFFFFFFFF)
+    for k in np.unique(key):
+        rows = np.flatnonzero(key == k)
+        order = rows[np.lexsort((-(end[rows] - ts[rows]), ts[rows]))]
+        threads.append(_flatten(ts[order], end[order], code[order], label_of, loading_codes))
+
+    # calls that wait for the GPU: synchronize, blocking copies, asynchronous copies between host and device
+    waiting = np.isin(kind[code], WAITING_KINDS)
+    async_copy = kind[code] == rn.ASYNC_COPY
+    waiting |= async_copy & np.isin(events["correlation"][host], _host_device_correlations(gpu))
+    waits = np.flatnonzero(waiting)
+    order = waits[np.argsort(ts[waits], kind="stable")]
+    w_start, w_end = ts[order], end[order]
+    reach = np.maximum.accumulate(w_end) if len(w_end) else w_end
+    return _HostTimeline(threads, labels, w_start, w_end, reach, [names[code[i]] for i in order.tolist()])
+
+
+def _flatten(ts: np.ndarray, end: np.ndarray, code: np.ndarray, label_of: dict[int, int],
+             loading_codes: set[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Disjoint segments of one thread's nested events (sorted by start, longest first), each labelled with its
+    innermost event (``_LOADING`` anywhere inside a DataLoader iteration). A mis-nested event is cut at its
+    parent's end."""
+    seg_s: list[float] = []
+    seg_e: list[float] = []
+    seg_l: list[int] = []
+    stack: list[tuple[float, int]] = []  # (end, label)
+    t = -np.inf
+
+    def emit(until: float) -> None:
+        nonlocal t
+        if stack and until > t:
+            seg_s.append(t)
+            seg_e.append(until)
+            seg_l.append(stack[-1][1])
+        t = max(t, until)
+
+    for s, e, c in zip(ts.tolist(), end.tolist(), code.tolist()):
+        while stack and stack[-1][0] <= s:
+            emit(stack[-1][0])
+            stack.pop()
+        emit(s)
+        t = s
+        loading = c in loading_codes or (bool(stack) and stack[-1][1] == _LOADING)
+        if stack:
+            e = min(e, stack[-1][0])
+        stack.append((e, _LOADING if loading else label_of[c]))
+    while stack:
+        emit(stack[-1][0])
+        stack.pop()
+    return np.array(seg_s), np.array(seg_e), np.array(seg_l, dtype=np.int64)
+
+
+def _starved_label(host: _HostTimeline, g0: float, g1: float) -> str:
+    """What took most of [g0, g1) on the host: the label with the most innermost time, or nothing traced."""
+    totals: dict[int, float] = {}
+    pieces_s, pieces_e = [], []
+    for s, e, lab in host.threads:
+        lo = int(np.searchsorted(e, g0, side="right"))
+        hi = int(np.searchsorted(s, g1, side="left"))
+        if hi <= lo:
+            continue
+        cs, ce = np.maximum(s[lo:hi], g0), np.minimum(e[lo:hi], g1)
+        traced = lab[lo:hi] != _UNTRACED
+        for code, length in zip(lab[lo:hi][traced].tolist(), (ce - cs)[traced].tolist()):
+            totals[code] = totals.get(code, 0.0) + length
+        pieces_s.append(cs[traced])
+        pieces_e.append(ce[traced])
+    covered = 0.0
+    if pieces_s:
+        ms, me = merge_intervals(np.concatenate(pieces_s), np.concatenate(pieces_e))
+        covered = float((me - ms).sum())
+    untraced = (g1 - g0) - covered
+    if not totals or untraced >= max(totals.values()):
+        return f"starved: {NOTHING_TRACED}"
+    best = max(totals, key=lambda k: totals[k])
+    return f"starved: {host.labels[best]}"
+
+
+def _waiting_call(host: _HostTimeline, at: float) -> str | None:
+    """The call that waits for the GPU and was running at ``at`` (the earliest begun), or None."""
+    hi = int(np.searchsorted(host.wait_start, at, side="right"))  # begun by then
+    lo = int(np.searchsorted(host.wait_reach, at, side="right"))  # earlier calls all ended by then
+    for i in range(lo, hi):
+        if host.wait_end[i] > at:
+            return host.wait_name[i]
+    return None
+
+
+def idle_causes(analyzer: "TraceAnalyzer", rank: int) -> list[IdleReport]:
+    """The idle gaps of a rank's analysed window (:meth:`TraceAnalyzer.window_columns`), one report per device,
+    each gap with its cause (see the module docstring)."""
+    window = analyzer.window_columns(rank)
+    events = analyzer.trace[rank].columns
+    steps = analyzer.step_columns(rank)
+    devices = analyzer.devices(rank) or [-1]
+    reports = []
+    for device in devices:
+        gpu = window if len(devices) <= 1 else window.take(window["device"] == device)
+        reports.append(_device_report(rank, device, gpu, events, steps))
+    return reports
+
+
+def _device_report(rank: int, device: int, gpu: Columns, events: Columns, steps: Columns) -> IdleReport:
+    t = temporal_breakdown(gpu)
+    report = IdleReport(rank, device, t["span_us"], t["idle_us"])
+    if gpu.empty:
+        return report
+    base = float(gpu["ts"].min())  # the same base as the temporal breakdown: gaps add up to its idle time
+    start = gpu["ts"] - base
+    end = start + gpu["dur"]
+    s, e = merge_intervals(start, end)
+    g0, g1 = e[:-1], s[1:]
+    keep = g1 > g0
+    g0, g1 = g0[keep], g1[keep]
+    if len(g0) == 0:
+        return report
+    order = np.argsort(start, kind="stable")
+    nxt = order[np.minimum(np.searchsorted(start[order], g1, side="left"), len(order) - 1)]  # the work ending it
+    launch_end = gpu["launch_ts"][nxt] + gpu["launch_dur"][nxt] - base
+    host = host_timeline(events, gpu, base)
+    names = gpu.labels["name"]
+    step = assign_steps(g0 + base, steps["start"], steps["end"], steps["step"])
+    step_start = dict(zip(steps["step"].tolist(), steps["start"].tolist()))
+    causes: dict[str, float] = {}
+    for i in range(len(g0)):
+        a, b = float(g0[i]), float(g1[i])
+        if launch_end[i] <= a:  # NaN (no launch) compares False
+            cause = QUEUED
+        else:
+            call = _waiting_call(host, a)
+            cause = f"sync drain: {call}" if call else _starved_label(host, a, b)
+        causes[cause] = causes.get(cause, 0.0) + (b - a)
+        in_step = step_start.get(int(step[i]))
+        report.gaps.append({"start_us": _r(a + base), "dur_us": _r(b - a), "step": int(step[i]),
+                            "since_step_us": None if in_step is None else _r(a + base - in_step), "cause": cause,
+                            "next": names[gpu["name"][nxt[i]]]})
+    report.causes = dict(sorted(causes.items(), key=lambda kv: -kv[1]))
+    return report
+
+
+def idle_report(analyzer: "TraceAnalyzer", ranks: list[int] | None = None) -> dict:
+    """JSON-ready idle causes of every (or the given) rank: per rank and device, ``idle_us``, ``causes``
+    (cause -> µs), ``kinds`` and ``gaps``; plus the window sentence."""
+    chosen = analyzer.ranks if ranks is None else ranks
+    return {"ranks": {str(r): {str(rep.device): rep.as_dict() for rep in idle_causes(analyzer, r)} for r in chosen},
+            "window": analyzer.window_note()}
+
+
+def idle_causes_table(analyzer: "TraceAnalyzer", ranks: list[int] | None = None) -> "pd.DataFrame":
+    """One row per (rank, device, cause): ``kind``, ``idle_us``, ``share`` (of that device's idle time) and
+    ``gaps`` (how many), largest first per device; the table a lesson shows."""
+    import pandas as pd
+
+    rows = []
+    for rank in analyzer.ranks if ranks is None else ranks:
+        for report in idle_causes(analyzer, rank):
+            counts: dict[str, int] = {}
+            for gap in report.gaps:
+                counts[gap["cause"]] = counts.get(gap["cause"], 0) + 1
+            for cause, us in report.causes.items():
+                rows.append({"rank": rank, "device": report.device, "cause": cause, "kind": kind_of(cause),
+                             "idle_us": _r(us), "share": _r(us / report.idle_us, 4) if report.idle_us else 0.0,
+                             "gaps": counts.get(cause, 0)})
+    return pd.DataFrame(rows, columns=["rank", "device", "cause", "kind", "idle_us", "share", "gaps"])
+
+
+def _r(value: float, digits: int = 3) -> float:
+    return round(float(value), digits)
