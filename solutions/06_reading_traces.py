@@ -195,7 +195,7 @@ print("generated trace, GPU idle:", f"{idle_trace.get_temporal_breakdown()['idle
 # %% tags=["solution"]
 # Exercise 06.P1: Which cause holds the most GPU idle time in `idle_trace`, and how many µs? Store the cause, as the `cause` column writes it, in `top_cause` and its idle time in `top_cause_us`.
 # Hint: each gap has one cause; a cause's time is the sum of its gaps, whatever their number or length.
-# Tool: `idle_causes_table(idle_trace)` (`cause`, `idle_us`, `gaps`).
+# Tool: lumikit's `idle_causes_table` of the trace (its `cause`, `idle_us` and `gaps` columns).
 causes = idle_causes_table(idle_trace)
 top = causes.loc[causes["idle_us"].idxmax()]
 top_cause, top_cause_us = str(top["cause"]), float(top["idle_us"])
@@ -221,7 +221,7 @@ print("candidates:", checks.WHAT_IF_CANDIDATES)
 # %% tags=["solution"]
 # Exercise 06.P2: Which of `checks.WHAT_IF_CANDIDATES`, made 2x faster, shortens the critical path of `what_if_trace` the most, and by how many percent? Store the name in `best_op` and the gain in `gain_pct`.
 # Hint: measure, do not estimate: work beside the path gains nothing, and work on it gains only until another branch becomes the longest.
-# Tool: `analyzer_critical_path(what_if_trace, rank, what_if=["NAME=2", ...])` and `what_if_table(result)` (`speedup_pct`).
+# Tool: `analyzer_critical_path` with its `what_if=` scalings, and `what_if_table` of the result (`speedup_pct`).
 result = analyzer_critical_path(what_if_trace, what_if_trace.ranks[0],
                                 what_if=[f"{name}=2" for name in checks.WHAT_IF_CANDIDATES])
 measured = what_if_table(result)
