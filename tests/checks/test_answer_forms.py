@@ -93,3 +93,15 @@ def test_scaling_messages_give_no_direction_to_search_by() -> None:
         with pytest.raises(CheckFailed) as caught:
             handson.check_scaling_efficiency(guess, None, None)
         assert "too high" not in str(caught.value) and "too low" not in str(caught.value)
+
+
+def test_10_s1_takes_any_value_python_reads_as_on_and_refuses_a_cpu_fallback() -> None:
+    from lumikit.checks.framework import CheckFailed
+    from lumikit.checks.seeds import check_jax_job
+    from lumikit.jobs import spec
+
+    job = spec(["python", "-c", "import jax; print(jax.devices())"], partition="small-g", gpus_per_node=2,
+               container="jax", env={"PYTHONNOUSERSITE": "true"})
+    assert check_jax_job(job, 2, "[RocmDevice(id=0), RocmDevice(id=1)]")
+    with pytest.raises(CheckFailed, match="CPU devices only"):
+        check_jax_job(job, 2, "[CpuDevice(id=0)]")
