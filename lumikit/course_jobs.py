@@ -12,12 +12,12 @@ nodes) tiny ones that finish in seconds (``"small"``).
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from .errors import SpecError
+from .jobs.python import python_argv
 from .jobs.spec import JobSpec, spec
 from .jobs.workload import workload_spec
 from .site import Site, load_site
@@ -47,8 +47,12 @@ def scale_for(site: Site | str | None = None) -> str:
 # ------------------------------------------------------------------------------------------------ the builders
 
 def ranks_job() -> JobSpec:
-    """Module 01: two tasks on one node, each printing its RANK, WORLD_SIZE and host."""
-    return spec([sys.executable, "-c", RANKS_PROGRAM], ntasks_per_node=2, time="0:05:00")
+    """Module 01: two tasks on one node, each printing its RANK, WORLD_SIZE and host.
+
+    It runs with the job's Python (:mod:`lumikit.jobs.python`) inside the course container, like every later
+    module's job: on LUMI that Python is the workbook's venv, which is built inside the image and works only there
+    (the node's own python3 is another one). Where the site has no containers (a laptop, lumi-sim) it runs as it is."""
+    return spec(python_argv("-c", RANKS_PROGRAM), ntasks_per_node=2, time="0:05:00", container="pytorch")
 
 
 def container_probe_job() -> JobSpec:
@@ -104,7 +108,7 @@ def torchrun_job(scale: str = "small") -> JobSpec:
     """Module 07: one Slurm task with two GCDs and their 14 cores; ``torchrun`` starts the two DDP processes of
     the ResNet workload (its command without its Python, behind ``python -m torch.distributed.run``)."""
     one_task = resnet_job("ddp", tasks=1, gpus=2, epochs=1, scale=scale)
-    return one_task.with_(name="resnet-torchrun", command=(sys.executable, *TORCHRUN, *one_task.command[1:]))
+    return one_task.with_(name="resnet-torchrun", command=(*python_argv(*TORCHRUN), *one_task.command[1:]))
 
 
 def two_node_ddp_job() -> JobSpec:

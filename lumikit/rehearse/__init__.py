@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,6 +20,7 @@ from ..course_jobs import CourseJob, Promise, course_jobs
 from ..errors import LaunchError, LumikitError
 from ..files import write_atomic
 from ..json_output import to_json
+from ..jobs.python import module_argv
 from ..jobs.spec import JobSpec
 from ..launch import launch
 from ..launch.backend import Run
@@ -65,7 +65,7 @@ def probed(spec: JobSpec) -> JobSpec:
     env = dict(spec.env)
     if spec.total_tasks > 1:
         env.setdefault("NCCL_DEBUG", "INFO")
-    return spec.with_(command=(sys.executable, "-m", "lumikit.rehearse.probe", "--", *spec.command), env=env)
+    return spec.with_(command=(*module_argv("lumikit.rehearse.probe", "--"), *spec.command), env=env)
 
 
 def observations(run_dir: Path) -> list[dict[str, Any]]:

@@ -32,14 +32,16 @@ def _gpus_visible() -> tuple[int | None, str]:
 
 
 def observe(environ: dict[str, str] | None = None) -> dict[str, Any]:
-    """What this process sees: rank, host, GPUs, allowed CPUs and the GPU variables (a plain dict)."""
+    """What this process sees: rank, host, GPUs, allowed CPUs, the GPU variables, its Python and the container it
+    runs in (``SINGULARITY_CONTAINER``; None on the bare host), as a plain dict."""
     env = dict(os.environ if environ is None else environ)
     gpus, device = _gpus_visible()
     rank = env.get("RANK") or env.get("SLURM_PROCID") or "0"
     return {"rank": int(rank) if rank.isdigit() else 0, "host": socket.gethostname(),
             "node": env.get("SLURMD_NODENAME") or socket.gethostname(), "gpus_visible": gpus, "device": device,
             "cpus": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-            "gpu_env": {k: env[k] for k in GPU_VARIABLES if k in env}, "job_id": env.get("SLURM_JOB_ID")}
+            "gpu_env": {k: env[k] for k in GPU_VARIABLES if k in env}, "job_id": env.get("SLURM_JOB_ID"),
+            "python": sys.executable, "container": env.get("SINGULARITY_CONTAINER") or env.get("APPTAINER_CONTAINER")}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
