@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 
 #: How a site profile's command (``[slurm] record_command``) names the job's Python.
 PYTHON_PLACEHOLDER = "{python}"
@@ -20,6 +21,15 @@ PYTHON_PLACEHOLDER = "{python}"
 def job_python() -> str:
     """The full path of the interpreter a job's lumikit commands run with (this kernel's own)."""
     return sys.executable
+
+
+def host_python() -> str:
+    """The job's Python as a program that starts on the bare host and enters the container itself: on LUMI the
+    venv's ``host-bin/python`` (``lumi/bin/python``, installed by ``lumi/setup-venv.sh``), which runs this same
+    interpreter inside the course container with Slurm's client bound in; elsewhere (no such launcher) the job's
+    Python itself. For a job that must call Slurm (the rehearsal's driver), which a plain container step cannot."""
+    launcher = Path(sys.prefix) / "host-bin" / "python"
+    return str(launcher) if launcher.is_file() else job_python()
 
 
 def python_argv(*args: str) -> list[str]:
@@ -38,4 +48,4 @@ def with_python(command: Iterable[str], python: str | None = None) -> list[str]:
     return [(python or job_python()) if word == PYTHON_PLACEHOLDER else word for word in command]
 
 
-__all__ = ["PYTHON_PLACEHOLDER", "job_python", "module_argv", "python_argv", "with_python"]
+__all__ = ["PYTHON_PLACEHOLDER", "host_python", "job_python", "module_argv", "python_argv", "with_python"]
