@@ -118,9 +118,15 @@ def test_module_01s_job_and_the_rehearsals_copy_complete_in_the_container(contai
     run = launch(job, site=container_site, runs_dir=tmp_path / "runs")
     assert run.wait(timeout=120, progress=False) == "COMPLETED", run.tail()
     assert sorted(run.stdout(r).split()[:4][1] for r in range(2)) == ["0", "1"]
-    result = rehearse(container_site, ["01"], runs_dir=tmp_path / "rehearsal")
-    (only,) = result.outcomes
-    assert only.state == "COMPLETED", only
-    probes = [json.loads(p.read_text()) for p in sorted(Path(only.run).glob("probe.rank*.json"))]
-    assert [p["container"] for p in probes] == [str(tmp_path / "course.sif")] * 2
-    assert {c.key: c.verdict for c in only.checks} == {"ranks": "holds", "nodes": "holds"}
+    # The rehearsal's copies: the probe, then the module's command, in the container; module 08's 2-node GPU job
+    # is a course workload with its GPU recorder on both nodes.
+    result = rehearse(container_site, ["01", "08"], runs_dir=tmp_path / "rehearsal", timeout=300)
+    by_key = {o.key: o for o in result.outcomes}
+    assert all(o.state == "COMPLETED" for o in result.outcomes), [(o.key, o.state, o.error) for o in result.outcomes]
+    for outcome in result.outcomes:
+        probes = [json.loads(p.read_text()) for p in sorted(Path(outcome.run).glob("probe.rank*.json"))]
+        assert [p["container"] for p in probes] == [str(tmp_path / "course.sif")] * 2, outcome.key
+    assert {c.key: c.verdict for c in by_key["ranks"].checks} == {"ranks": "holds", "nodes": "holds"}
+    gpu = Path(by_key["gpu-2nodes"].run) / "gpu"
+    assert sorted(p.name for p in gpu.glob("*.jsonl")) == ["nid005001.jsonl", "nid005002.jsonl"]
+    assert by_key["gpu-2nodes"].card.get("kind") == "generated"
