@@ -88,3 +88,14 @@ def test_a_background_process_of_a_rank_ends_with_the_job(tmp_path):
     assert "1 process(es) of the job still running after its ranks ended were ended" in run.manifest["note"]
     assert json.loads((run.path / "manifest.json").read_text())["rank_exit_codes"] == [0]
 
+
+def test_one_call_of_a_hung_tool_ends_at_its_deadline_with_its_children(tmp_path):
+    from lumikit.smi.tool_call import TIMED_OUT, call_tool
+
+    marker = f"lumikit-hung-call-{uuid.uuid4().hex[:12]}"
+    tool = hung_tool(tmp_path / marker, marker)
+    start = time.monotonic()
+    assert call_tool([str(tool)], deadline_s=1.0) == ("", TIMED_OUT)
+    assert time.monotonic() - start < 10  # the deadline is 1 s; the tool would sleep 1000 s
+    assert not processes_with(marker)
+    assert call_tool([PY, "-c", "print('reading'); raise SystemExit(2)"], deadline_s=30) == ("reading\n", 2)
