@@ -79,4 +79,5 @@ def test_a_gpu_record_that_fills_the_disk_leaves_the_run_completed_and_the_card_
     assert run.wait(timeout=120, progress=False) == "COMPLETED", run.tail()
     m = run.manifest
     assert m["exit_code"] == 0 and "the ranks' logs and the GPU record may be cut short" in m["note"]
-    assert "cut short by a full disk" in card_of_run(run.path).text()
+    text = card_of_run(run.path).text()
+    assert "cut short by a full disk" in text and "run note: disk full" in text

@@ -75,7 +75,7 @@ def test_a_hung_smi_tool_ends_with_the_job_within_one_interval_and_leaves_nothin
     assert main(["status", str(run.path)]) == 0
     assert "GPU recorder had not ended" in capsys.readouterr().out
     text = card_of_run(run.path).text()
-    assert "no samples" in text and "findings: none" not in text
+    assert "no samples" in text and "findings: none" not in text and "run note: the GPU recorder had not" in text
 
 
 def test_a_background_process_of_a_rank_ends_with_the_job(tmp_path):
