@@ -32,6 +32,7 @@ from ..smi.interpret import main_group
 from ..smi.pm_counters import VALUE_FILES, energy_between
 from ..smi.readings import decode, encode, energy_counters
 from ..smi.sessions import Session, SessionHeader
+from ..text import printable
 from .accumulate import NodeSummary, findings, mean_max, runnings, summarise
 from .integrate import GAP_INTERVALS, trapezoid_window
 from .packages import OWN, NodeLayout, layout, whole_node
@@ -108,18 +109,20 @@ class ReportCard:
     totals: dict[str, Any] = field(default_factory=dict)
     absent: str | None = None  # why the run has no GPU record (None when it has one)
     series: dict[str, list[tuple[float, float | None]]] = field(default_factory=dict)  # node -> (t, node power)
+    run_note: str = ""  # how the run ended, as its manifest notes it (a full disk, a recorder that was ended)
 
     def to_dict(self) -> dict[str, Any]:
         return {"run": self.run, "record": "absent" if self.absent else "present", "why_absent": self.absent,
                 "window": self.window, "nodes": self.nodes, "gcds": [r.to_dict() for r in self.rows],
                 "packages": [p.to_dict() for p in self.packages], "totals": self.totals,
-                "findings": self.findings, "billing": self.billing, "phases": self.phases, "steps": self.steps}
+                "findings": self.findings, "billing": self.billing, "phases": self.phases, "steps": self.steps,
+                "run_note": self.run_note}
 
     def text(self) -> str:
         """The card as plain text: nodes, one line per GCD and per package, totals, findings, GPU-hours, phases."""
         if self.absent:
             return f"{self.run}: no GPU record: {self.absent}"
-        out = [f"GPU record of {self.run}"]
+        out = [f"GPU record of {self.run}"] + ([f"  run note: {self.run_note}"] if self.run_note else [])
         if any(info["kind"] == "generated" for info in self.nodes.values()):
             out.append("  GENERATED readings: a stand-in tool printed them on nodes without a GPU; not real hardware")
         w = self.window
@@ -393,7 +396,7 @@ def report_card(sessions: Mapping[str, Any], manifest: Mapping[str, Any] | None 
     manifest = manifest or {}
     site_obj = load_site(site or manifest.get("site") or "lumi")
     th = site_obj.power
-    card = ReportCard(run=run)
+    card = ReportCard(run=run, run_note=printable(str(manifest.get("note") or "")))
     inputs = {n: _node_input(n, s, site_obj.name) for n, s in sessions.items()}
     present = {n: i for n, i in inputs.items() if i.header.kind != "absent"}
     if not present:

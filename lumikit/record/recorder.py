@@ -34,6 +34,7 @@ from ..smi.readings import FORMAT as READINGS_FORMAT
 from ..smi.readings import encode, energy_counters
 from ..smi.sampler import AMD_SMI_JSON, FRAME_END, NVIDIA_SMI_CSV, ROCM_SMI_JSON
 from ..smi.sessions import SessionHeader, header_dict
+from ..smi.tool_call import call_tool
 
 #: The tools, best first: amd-smi (ROCm 6+, also reports an energy counter), rocm-smi, nvidia-smi.
 TOOLS: tuple[tuple[str, ...], ...] = (AMD_SMI_JSON, ROCM_SMI_JSON, NVIDIA_SMI_CSV)
@@ -195,14 +196,10 @@ class Recorder:
         """Run the tool once and append its output as a frame."""
         assert self.argv is not None
         when = time.time()
-        try:
-            proc = subprocess.run(self.argv, capture_output=True, text=True, errors="replace",
-                                  timeout=max(30.0, 5 * self.interval), stdin=subprocess.DEVNULL)
-            out, status = proc.stdout, proc.returncode
+        try:  # a hung tool is killed with its children at the deadline (status 124)
+            out, status = call_tool(self.argv, max(30.0, 5 * self.interval))
         except FileNotFoundError:
             out, status = "", 127
-        except subprocess.TimeoutExpired:
-            out, status = "", 124
         self._frame(out, status, when)
 
     def _frame(self, out: str, status: int | None, when: float) -> None:
