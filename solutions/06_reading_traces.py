@@ -25,7 +25,7 @@ print("ranks:", analyzer.ranks, "· steps:", analyzer.get_profiler_steps())
 # %% tags=["solution"]
 # Exercise 06.1: Which kernel class (compute, communication or memory) takes the most GPU time on rank 0? Store it in `top_class`.
 # Hint: GPU time per kernel class, for the rank asked about.
-# Tool: `analyzer.get_kernel_breakdown()` (`kclass`, `total_us`).
+# Tool: the analyzer's kernel breakdown (its `kclass` and `total_us` columns).
 breakdown = analyzer.get_kernel_breakdown()
 rank0 = breakdown[breakdown["rank"] == 0]
 top_class = str(rank0.loc[rank0["total_us"].idxmax(), "kclass"])
@@ -37,8 +37,8 @@ checks.check_top_kernel_class(top_class, analyzer.get_kernel_breakdown(), rank=0
 
 # %% tags=["solution"]
 # Exercise 06.2: Which rank is the straggler, and how long (µs per step) do the other ranks wait for it? Store them in `straggler` and `wait_us`.
-# Hint: the straggler arrives last at each all-reduce, so it waits least in communication; the others wait the difference.
-# Tool: `analyzer.get_stragglers()` (`mean_comm_us`).
+# Hint: the straggler arrives last at each all-reduce, so it waits there least; the others wait the difference.
+# Tool: the analyzer's straggler table (its `mean_comm_us` column).
 stragglers = analyzer.get_stragglers()
 straggler = int(stragglers.loc[stragglers["straggler_steps"].idxmax(), "rank"])
 others = stragglers[stragglers["rank"] != straggler]
@@ -195,7 +195,7 @@ print("generated trace, GPU idle:", f"{idle_trace.get_temporal_breakdown()['idle
 # %% tags=["solution"]
 # Exercise 06.P1: Which cause holds the most GPU idle time in `idle_trace`, and how many µs? Store the cause, as the `cause` column writes it, in `top_cause` and its idle time in `top_cause_us`.
 # Hint: each gap has one cause; a cause's time is the sum of its gaps, whatever their number or length.
-# Tool: `idle_causes_table(idle_trace)` (`cause`, `idle_us`, `gaps`).
+# Tool: lumikit's `idle_causes_table` of the trace (its `cause`, `idle_us` and `gaps` columns).
 causes = idle_causes_table(idle_trace)
 top = causes.loc[causes["idle_us"].idxmax()]
 top_cause, top_cause_us = str(top["cause"]), float(top["idle_us"])
@@ -221,7 +221,7 @@ print("candidates:", checks.WHAT_IF_CANDIDATES)
 # %% tags=["solution"]
 # Exercise 06.P2: Which of `checks.WHAT_IF_CANDIDATES`, made 2x faster, shortens the critical path of `what_if_trace` the most, and by how many percent? Store the name in `best_op` and the gain in `gain_pct`.
 # Hint: measure, do not estimate: work beside the path gains nothing, and work on it gains only until another branch becomes the longest.
-# Tool: `analyzer_critical_path(what_if_trace, rank, what_if=["NAME=2", ...])` and `what_if_table(result)` (`speedup_pct`).
+# Tool: `analyzer_critical_path` with its `what_if=` scalings, and `what_if_table` of the result (`speedup_pct`).
 result = analyzer_critical_path(what_if_trace, what_if_trace.ranks[0],
                                 what_if=[f"{name}=2" for name in checks.WHAT_IF_CANDIDATES])
 measured = what_if_table(result)
