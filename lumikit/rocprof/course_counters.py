@@ -28,9 +28,14 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..files import write_atomic
 from ..jobs.profiling import ROOFLINE_PASSES
 from .roofline import MEASURED, ROOFLINE_COUNTERS
+
+if TYPE_CHECKING:
+    from ..testing.counter_outputs import CounterDispatch
 
 #: Assumed shares of the measured ceilings a kernel of the course reaches (generated, not measured).
 MATRIX_EFFICIENCY, VECTOR_EFFICIENCY, HBM_EFFICIENCY = 0.7, 0.5, 0.8
@@ -140,7 +145,7 @@ def counters(k: CourseKernel) -> dict[str, float]:
     return out
 
 
-def course_dispatches(decode_tokens: int = DECODE_TOKENS) -> list:
+def course_dispatches(decode_tokens: int = DECODE_TOKENS) -> list[CounterDispatch]:
     """One :class:`~lumikit.testing.counter_outputs.CounterDispatch` per dispatch of :func:`course_kernels`, in
     the order a step runs them (forward: convolutions and batch norms, then the language model; then the
     all-reduce), 2 µs apart."""
@@ -171,5 +176,5 @@ def write_course_counters(folder: str | os.PathLike[str], decode_tokens: int = D
                 for d in dispatches]
         target = root / f"pass_{n}" / f"{pid}_counter_collection.csv"
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(counter_csv(kept, pid=pid), encoding="utf-8")
+        write_atomic(target, counter_csv(kept, pid=pid))
     return root
