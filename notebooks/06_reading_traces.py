@@ -536,9 +536,10 @@ own_roof.table()[["kernel", "dispatches", "flops", "hbm_bytes", "arithmetic_inte
 
 # %% [markdown]
 # **How to read it:** one row per operator and shape: the forward pass's two `addmm`, the backward pass's `mm`,
-# the ReLU and its backward (`threshold_backward`), and SGD's `add_` on each parameter. The **cache assumption** is the first note: every input read from HBM once and every
-# output written once, so x is an upper bound, and real traffic (counters) can only move a point left. On this
-# machine the times are the CPU's, so y is what the CPU reached.
+# the ReLU and its backward (`threshold_backward`), and SGD's `add_` on each parameter. The **cache assumption**
+# is the first note: every input read from HBM once and every output written once. So x is an upper bound: real
+# traffic (counters) can only move a point left. On this machine the times are the CPU's, so y is what the CPU
+# reached.
 
 # %% tags=["nbval-ignore-output"]
 own_figure = plot_roofline(own_roof)
