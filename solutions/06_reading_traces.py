@@ -241,3 +241,36 @@ checks.check_what_if(best_op, gain_pct)
 # 0's chain until it is shorter than the all-reduce's branch; from then on the all-reduce is on the path, so the
 # gain stops at the difference between the two branches. `optimizer_step` runs after the sync, alone on the path,
 # so all of its halved time is saved. Which of the two wins depends on your trace: the what-if table says.
+
+# %% [markdown]
+# ## A roofline: which matrix kernel waits on memory?
+#
+# The setup writes **generated** roofline counters for the course's kernels. They are derived from each kernel's
+# shapes, not recorded. They sit in the `pass_1/` ... `pass_3/` folders that `rocprofv3 -i` writes and are read
+# with rocprof-compute's MI200 formulas. The QKV projection's token count is chosen for you. Each kernel's
+# intensity (FLOPs per HBM byte) is compared with the **ridge point** of its roof: the roof's published peak FLOP/s
+# divided by the published HBM peak. That is the lowest intensity at which the kernel could reach that peak.
+
+# %%
+from lumikit.rocprof.roofline import peaks, read_roofline
+
+rl = read_roofline(checks.write_roofline_exercise(run.path / "generated-roofline"))
+points = rl.table()
+print("generated counters (from the kernels' shapes, not recorded):", rl.source)
+print(points[["kernel", "dispatches", "flops", "hbm_bytes", "l2_bytes", "arithmetic_intensity", "flops_per_s",
+              "dominant", "roof", "bound"]].to_string(index=False))
+print("\n".join(f"{r.name}: {r.value:.4g}" for r in peaks()))
+
+# %% tags=["solution"]
+# Exercise 06.R1: Of the matrix kernels in `points` (their `dominant` starts with `mfma`), which one has the arithmetic intensity furthest below the ridge point of its roof, and by what factor? Store its name in `memory_bound_kernel` and the factor (ridge point / intensity) in `below_ridge`.
+# Hint: the ridge point is in FLOPs per byte: the roof's peak FLOP/s over the peak HBM bytes per second. The roofline's x counts the bytes that moved to and from HBM.
+# Tool: `peaks()` (the `HBM, peak` roof and `<roof>, peak`, e.g. `BF16 matrix, peak`); the table's `roof`, `flops` and `hbm_bytes` columns.
+peak = {r.name.removesuffix(", peak"): r.value for r in peaks()}
+matrix = points[points["dominant"].str.startswith("mfma")]
+factors = {row.kernel: peak[row.roof] / peak["HBM"] / (row.flops / row.hbm_bytes) for row in matrix.itertuples()}
+memory_bound_kernel = max(factors, key=factors.get)
+below_ridge = float(factors[memory_bound_kernel])
+print({k: round(v, 2) for k, v in factors.items()})
+
+# %% tags=["check"]
+checks.check_memory_bound_gemm(memory_bound_kernel, below_ridge, points)

@@ -520,3 +520,119 @@ def check_what_if(best_op: str | None, gain_pct: float | None) -> Passed:
                          what="the gain in percent of the critical path",
                          hint="the what-if's `speedup_pct`: 100 x (before - after) / before, in percent.")
     return passed("06.P2", f"{best_op} 2x faster: the step's path {value:.1f} % shorter (generated trace)")
+
+
+# --- A roofline for MI250X: which matrix kernel is memory-bound, and by how much (generated counters) ------------
+
+def roofline_exercise_tokens(seed: str | None = None) -> int:
+    """The decode tokens of this learner's (or ``seed``'s) QKV projection in the generated roofline counters: the
+    thin GEMM whose intensity the exercise asks about."""
+    from .datasets import pick
+
+    return int(pick("06.R1", (8, 16, 24, 40, 48), seed))
+
+
+def write_roofline_exercise(folder: str | Path) -> Path:
+    """Write this learner's generated roofline run (``pass_1/`` ... ``pass_3/`` counter CSVs of the course's kernels,
+    :func:`lumikit.rocprof.course_counters.write_course_counters`) into ``folder``; returns it."""
+    from ..rocprof.course_counters import write_course_counters
+
+    return write_course_counters(folder, roofline_exercise_tokens())
+
+
+def roofline_exercise_points() -> pd.DataFrame:
+    """This learner's roofline table (one row per kernel), read from a freshly written generated run: what the
+    exercise's cell computes, and what a regrade rebuilds."""
+    import tempfile
+
+    from ..rocprof.roofline import read_roofline
+
+    folder = Path(tempfile.mkdtemp(prefix="lumikit-roofline-06-"))
+    return read_roofline(write_roofline_exercise(folder / "generated-roofline")).table()
+
+
+def _peak_of(name: str) -> float:
+    from ..rocprof.roofline import peaks
+
+    return next(r.value for r in peaks() if r.name == f"{name}, peak")
+
+
+def _below_ridge(points: pd.DataFrame, *, nbytes: str = "hbm_bytes", roof: str | None = None) -> dict[str, float]:
+    """Ridge point / arithmetic intensity of every matrix (MFMA) kernel of ``points``: how many times its FLOPs per
+    byte fall short of the intensity at which its roof's peak is reached (the published peaks)."""
+    rows = points[points["dominant"].astype(str).str.startswith("mfma") & (points["flops"] > 0)]
+    out = {}
+    for _, r in rows.iterrows():
+        ridge = _peak_of(roof or str(r["roof"])) / _peak_of("HBM")
+        out[str(r["kernel"])] = ridge / (float(r["flops"]) / float(r[nbytes]))
+    return out
+
+
+def _most_time_matrix_kernel(points: pd.DataFrame) -> str:
+    rows = points[points["dominant"].astype(str).str.startswith("mfma")]
+    return str(rows.loc[rows["duration_ns"].idxmax(), "kernel"])
+
+
+def _furthest(points: pd.DataFrame) -> str:
+    below = _below_ridge(points)
+    return max(below, key=below.get)
+
+
+@check("06.R1",
+       wrong("the ratio upside down: intensity over ridge point", kernel=lambda a: _furthest(a.points),
+             below_ridge=lambda a: 1 / _below_ridge(a.points)[_furthest(a.points)], mentions="upside down"),
+       wrong("L2 bytes instead of HBM bytes in the intensity", kernel=lambda a: _furthest(a.points),
+             below_ridge=lambda a: _below_ridge(a.points, nbytes="l2_bytes")[_furthest(a.points)], mentions="L2"),
+       wrong("the FP32 vector peak's ridge point instead of the BF16 matrix peak's",
+             kernel=lambda a: _furthest(a.points),
+             below_ridge=lambda a: _below_ridge(a.points, roof="FP32 vector")[_furthest(a.points)],
+             mentions="vector"),
+       wrong("the matrix kernel with the most time", kernel=lambda a: _most_time_matrix_kernel(a.points),
+             mentions="time"),
+       wrong("the kernel furthest below the ridge overall, which does not run on the matrix cores",
+             kernel=lambda a: str(a.points.loc[a.points["arithmetic_intensity"].idxmin(), "kernel"]),
+             mentions="matrix cores"))
+def check_memory_bound_gemm(kernel: str | None, below_ridge: float | None, points: pd.DataFrame) -> Passed:
+    """Exercise 06.R1: the matrix (MFMA) kernel of the generated roofline table ``points`` whose intensity (FLOPs
+    per HBM byte) falls furthest below the ridge point of its roof (peak FLOP/s over peak HBM bandwidth, the
+    published peaks), and by what factor (ridge point / intensity, above 1)."""
+    import math
+
+    below = _below_ridge(points)
+    expect_answer("06.R1", kernel, "the matrix kernel furthest below its ridge point (a `kernel` of the table)")
+    if not below:
+        raise CheckFailed("06.R1", "this table has no kernel that runs on the matrix cores",
+                          hint="pass the table of the generated run the exercise wrote (`rl.table()`).")
+    if kernel not in below:
+        known = set(points["kernel"].astype(str))
+        raise CheckFailed("06.R1", "that is not a kernel of the table that runs on the matrix cores", found=kernel,
+                          mistake="a kernel whose FLOPs are vector instructions: its ridge point is another roof's"
+                          if kernel in known else None,
+                          hint="keep the rows whose `dominant` starts with `mfma`, then compare their intensities "
+                               "with the ridge point.")
+    answer = max(below, key=below.get)
+    if kernel != answer:
+        raise CheckFailed("06.R1", "that matrix kernel is not the one furthest below its ridge point", found=kernel,
+                          mistake="the kernel with the most time: time says nothing about FLOPs per byte"
+                          if kernel == _most_time_matrix_kernel(points) else None,
+                          hint="compare each matrix kernel's `arithmetic_intensity` with the ridge point.")
+    expected = below[answer]
+    expect_type("06.R1", below_ridge, float, what="the factor (ridge point / intensity)")
+    value = float(below_ridge)  # type: ignore[arg-type]
+    near = {"l2": _below_ridge(points, nbytes="l2_bytes")[answer],
+            "vector": _below_ridge(points, roof="FP32 vector")[answer]}
+    if math.isclose(value, near["l2"], rel_tol=0.01) and not math.isclose(value, expected, rel_tol=0.03):
+        raise CheckFailed("06.R1", "the factor is off", expected=expected, found=value,
+                          mistake="the intensity from the L2 bytes: the roofline's x is FLOPs per HBM byte",
+                          hint="intensity = `flops` / `hbm_bytes`.")
+    if math.isclose(value, near["vector"], rel_tol=0.01) and not math.isclose(value, expected, rel_tol=0.03):
+        raise CheckFailed("06.R1", "the factor is off", expected=expected, found=value,
+                          mistake="the ridge point of the FP32 vector peak: a matrix kernel's roof is the matrix "
+                                  "peak of its precision",
+                          hint="ridge point = the peak of the kernel's `roof` / the HBM peak (`peaks()`).")
+    expect_close("06.R1", value, expected, rel=0.03, what="the factor (ridge point / intensity)",
+                 hint="ridge point (FLOPs per byte) = peak FLOP/s of the kernel's roof / peak HBM bytes per s; "
+                      "divide it by the kernel's intensity.")
+    ai = float(points.loc[points["kernel"] == answer, "arithmetic_intensity"].iloc[0])
+    return passed("06.R1", f"{answer}: {ai:.1f} FLOPs per HBM byte, {expected:.1f}x below the ridge point "
+                           f"(generated counters): more tokens per call would move it right")

@@ -80,7 +80,7 @@ def plot_roofline(rl: "Roofline", top: int = 12, ax: Axes | None = None, generat
                 lw=1.2 if r.measured else 1.8,
                 label=f"{r.name}{'' if r.measured else same} {r.value / 1e12:.1f} TFLOP/s [{cite(r.source)}]")
     ax.scatter(points["arithmetic_intensity"], points["flops_per_s"], s=40, color="#d62728", zorder=5,
-               label="kernels (counters)")
+               label="kernels (counters)" if rl.passes else "operators (from shapes)")
     for _, p in points.iterrows():
         ax.annotate(short_kernel_name(str(p["kernel"]), 28), (p["arithmetic_intensity"], p["flops_per_s"]),
                     textcoords="offset points", xytext=(4, 4), fontsize=7)
