@@ -9,15 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .conventions import DEFAULT_BUDGET_S, DEFAULT_CELL_TIMEOUT_S
-
-
-def add_folder_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--solutions DIR`` and ``--exercises DIR``, shared by every exercise command."""
-    parser.add_argument("--solutions", type=Path, default=Path("solutions"), metavar="DIR",
-                        help="folder of solution notebooks NN_name.py (default: solutions)")
-    parser.add_argument("--exercises", type=Path, default=Path("exercises"), metavar="DIR",
-                        help="folder of generated exercise notebooks (default: exercises)")
+from .conventions import DEFAULT_BUDGET_S, DEFAULT_CELL_TIMEOUT_S, add_folder_arguments
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

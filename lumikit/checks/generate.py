@@ -28,10 +28,10 @@ from nbformat import NotebookNode
 
 from ..files import write_atomic
 from ..errors import LumikitError, ParseError
-from .conventions import EXERCISE_TAG, KERNELSPEC, NOTEBOOK_FILE, SOLUTION_TAG
+from .conventions import (ANSWER_PLACEHOLDER, EXERCISE_TAG, KERNELSPEC, NOTEBOOK_FILE, SOLUTION_TAG,
+                          add_folder_arguments)
 from .hints import HINTS_FILE
 
-ANSWER_PLACEHOLDER = "**Your answer:** _write it here, with the numbers from the cells above that support it._"
 
 _EXERCISE_LINE = re.compile(r"^#\s*Exercise\s+(?P<id>[\w.-]+?)\s*:\s*(?P<text>.*)$")
 _HINT_LINE = re.compile(r"^#\s*Hint\s*:\s*(?P<hint>.+?)\s*$")
@@ -307,8 +307,6 @@ def generate(solutions_dir: Path, exercises_dir: Path) -> list[Path]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m lumikit.checks.generate [--check] [--solutions DIR] [--exercises DIR]``."""
-    from .cli import add_folder_arguments
-
     parser = argparse.ArgumentParser(prog="python -m lumikit.checks.generate", description=__doc__.split("\n")[0],
                                      allow_abbrev=False)
     add_folder_arguments(parser)

@@ -38,12 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .evidence import Unencodable, decode, expand, folder_digest, fresh_folder
+from .evidence import RUN_FOLDERS, Unencodable, decode, expand, folder_digest, fresh_folder
 from .framework import _PROBING, CheckFailed, NotChecked, check_info
 from .learner import seed_digest
 from .progress import UNREADABLE, Result, read_text_safely, recorded_cell
-from .rebuilt import (FIXED, JOB_ARGUMENTS, JUDGED, PASTED_OUTPUT, REBUILT, RUN_FOLDERS, own_inputs, pasted,
-                      rebuild)
+from .rebuilt import FIXED, JOB_ARGUMENTS, JUDGED, PASTED_OUTPUT, REBUILT, own_inputs, pasted, rebuild
 from .regrade_guard import fenced
 from .solution_runs import solution_cells_used
 

@@ -110,8 +110,7 @@ def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswere
 
     The file honours the umask (0664 under ``umask 002``), so an instructor of the same group can read it.
     """
-    from .evidence import encode_all, run_folders
-    from .rebuilt import RUN_FOLDERS
+    from .evidence import RUN_FOLDERS, encode_all, run_folders
 
     folder = progress_dir() if folder is None else folder
     if folder is None:
