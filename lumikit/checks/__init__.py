@@ -16,8 +16,9 @@ The check function declares its exercise and known-wrong answers (``lumikit veri
                    wrong("core numbers instead of a mask", answer="1-7"))
     def check_mask(answer: str | None) -> Passed: ...
 
-``make exercises`` (``python -m lumikit.checks.generate``) writes ``exercises/NN_name.py`` with the solution cell
-replaced by its comments, ``mask0 = None`` and ``raise NotImplementedError(...)``, plus both ``.ipynb`` files.
+``make exercises`` (``python -m lumikit.checks.instructor.generate``) writes ``exercises/NN_name.py`` with the
+solution cell replaced by its comments, ``mask0 = None`` and ``raise NotImplementedError(...)``, plus both ``.ipynb``
+files.
 Put imports in a cell before the exercise (a stub assigns None to names, not imports). ``lumikit verify`` proves
 that every solution passes and every check fails on the stubs with its own message.
 

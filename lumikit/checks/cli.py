@@ -98,7 +98,7 @@ def _read_seeds(path: Path) -> dict[str, str]:
 
 def _handout(args: argparse.Namespace) -> int:
     from ..errors import LumikitError
-    from .handout import handout
+    from .instructor.handout import handout
     from .learner import workbook_root
 
     root = workbook_root()
@@ -111,13 +111,13 @@ def _handout(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from .generate import run
+    from .instructor.generate import run
 
     return run(args.solutions, args.exercises, check=args.check)
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from .verify import run
+    from .instructor.verify import run
 
     return run(args.solutions, args.exercises, only=args.only, workers=args.workers,
                       cell_timeout_s=args.cell_timeout, budget_s=args.budget)
@@ -146,7 +146,7 @@ def _progress(args: argparse.Namespace) -> int:
         return 0
     root = workbook_root()
     if args.references is not None:
-        from .handout import references_root
+        from .instructor.handout import references_root
 
         root = references_root(args.references)
     elif args.grade and root is not None and not (root / "solutions").is_dir():
@@ -156,7 +156,7 @@ def _progress(args: argparse.Namespace) -> int:
     if args.class_dir is not None:
         from collections import Counter
 
-        from .grading import best_cell, check_functions, class_flags, grade_class, regradable_count
+        from .instructor.grading import best_cell, check_functions, class_flags, grade_class, regradable_count
 
         problems: list[str] = []
         folders = progress.learner_folders(args.class_dir, problems)
@@ -179,7 +179,7 @@ def _progress(args: argparse.Namespace) -> int:
             seeds = {**{name: course_seed(name, course_key) for name in folders}, **(seeds or {})}
         solutions = None
         if args.grade and root is not None and (root / "solutions").is_dir():
-            from .solution_runs import solution_code
+            from .instructor.solution_runs import solution_code
 
             solutions = solution_code(root)
         grades = grade_class(folders, results, seeds, rerun_checks=args.grade, class_dir=args.class_dir,

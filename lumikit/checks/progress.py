@@ -106,7 +106,7 @@ def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswere
     """Record one check outcome in the learner's folder (``<exercise>.json``); returns the file, or None if off.
 
     ``recent`` keeps the latest :data:`RECENT_KEPT` calls (time, outcome, ``mistake``: the kind of mistake the check
-    named), so the instructor's class view sees who fails repeatedly now (:mod:`lumikit.checks.classview`).
+    named), so the instructor's class view sees who fails repeatedly now (:mod:`lumikit.checks.instructor.classview`).
 
     The file honours the umask (0664 under ``umask 002``), so an instructor of the same group can read it.
     """
@@ -432,7 +432,7 @@ def read_class(class_dir: Path, problems: list[str] | None = None) -> dict[str, 
             for name, folder in learner_folders(class_dir, problems).items()}
 
 
-#: What a class CSV cell says about one exercise of one learner (see :mod:`lumikit.checks.grading`): ``own data``
+#: What a class CSV cell says about one exercise of one learner (see :mod:`.instructor.grading`): ``own data``
 #: is a pass checked for consistency on the learner's own measurements, not rebuilt by the instructor;
 #: ``unreadable`` a record that could not be read (the ``not verified`` column says why).
 CELLS = ("verified", "own data", "self-reported", "not checked", "failed", "disagrees", "from solutions",
@@ -464,8 +464,8 @@ def class_csv(results: Mapping[str, Sequence[Result]], exercises: Iterable[str] 
     """One row per learner: counts per kind of cell, the claimed passes not verified (and why), then one column per
     exercise saying what it is (:data:`CELLS`).
 
-    Without ``grades`` (from :func:`lumikit.checks.grading.grade_class`) every claimed pass is self-reported.
-    ``flags`` (from :func:`lumikit.checks.grading.class_flags`: seeds not the learner's, copies) lead that column.
+    Without ``grades`` (from :func:`.instructor.grading.grade_class`) every claimed pass is self-reported.
+    ``flags`` (from :func:`.instructor.grading.class_flags`: seeds not the learner's, copies) lead that column.
     """
     ids = sorted(set(exercises) | {r.exercise for rs in results.values() for r in rs}, key=_exercise_key)
     out = io.StringIO()

@@ -23,9 +23,9 @@ from typing import Any
 
 def _exercise_analyzer() -> Any:
     """Module 06's trace analyzer on this learner's generated traces (written to a private temporary folder)."""
-    from ..trace import TraceAnalyzer
-    from ..trace.synth import write_synthetic
-    from . import m06
+    from ...trace import TraceAnalyzer
+    from ...trace.synth import write_synthetic
+    from .. import m06
 
     folder = Path(tempfile.mkdtemp(prefix="lumikit-rebuilt-06-"))
     write_synthetic(folder / "traces", m06.exercise_trace_spec())
@@ -34,20 +34,20 @@ def _exercise_analyzer() -> Any:
 
 def _m05(name: str) -> Callable[[], Any]:
     def build() -> Any:
-        from . import m05
+        from .. import m05
 
         return getattr(m05, name)()
     return build
 
 
 def _counter_csv() -> str:
-    from . import m06
+    from .. import m06
 
     return m06.counter_exercise_csv()
 
 
 def _rccl_log() -> str:
-    from ..logs.samples import rccl_debug_log
+    from ...logs.samples import rccl_debug_log
 
     return rccl_debug_log(plugin=True, gdr=True)
 
