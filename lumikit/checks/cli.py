@@ -156,10 +156,11 @@ def _progress(args: argparse.Namespace) -> int:
     if args.class_dir is not None:
         from collections import Counter
 
+        from .instructor.class_records import class_csv, learner_folders
         from .instructor.grading import best_cell, check_functions, class_flags, grade_class, regradable_count
 
         problems: list[str] = []
-        folders = progress.learner_folders(args.class_dir, problems)
+        folders = learner_folders(args.class_dir, problems)
         results = {}
         for name, folder in folders.items():
             try:
@@ -190,7 +191,7 @@ def _progress(args: argparse.Namespace) -> int:
             problems.append(f"{args.class_dir}: copies not compared ({type(err).__name__}: {str(err)[:120]})")
             flags = {}
         named = {name: [replace(r, learner=name) for r in rows] for name, rows in results.items()}
-        text = progress.class_csv(named, exercises, grades, flags)
+        text = class_csv(named, exercises, grades, flags)
         can, total = regradable_count(exercises)
         report = sys.stderr if args.csv is None else sys.stdout
         for line in problems:

@@ -7,7 +7,7 @@ import io
 import statistics
 
 from lumikit.checks import m05, m09
-from lumikit.checks.progress import CELLS
+from lumikit.checks.instructor.class_records import CELLS
 from lumikit.checks.seeds import check_jax_job
 from lumikit.cli import main
 from lumikit.jobs import spec

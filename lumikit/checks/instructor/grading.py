@@ -4,7 +4,7 @@ references the instructor computes from the learner's seed, so no reference valu
 A record holds the answers of the latest attempt that passed, and the check's other inputs (the evidence: step
 times, a table, a job spec, a batch script's text, what ``sh(...)`` printed, a job id to look up in ``sacct``), each
 in an exact JSON form (:mod:`.evidence`). The instructor's copy of the check judges them again. What each class CSV
-cell then says (:data:`lumikit.checks.progress.CELLS`):
+cell then says (:data:`.class_records.CELLS`):
 
 - ``verified``: the record claims a pass, and the instructor's check passed the recorded answers as the learner
   (their seed, their name), on inputs rebuilt from the seed (:mod:`.rebuilt`) or on none, with status passed;
@@ -41,7 +41,8 @@ from typing import Any
 from ..evidence import RUN_FOLDERS, Unencodable, decode, expand, folder_digest, fresh_folder
 from ..framework import _PROBING, CheckFailed, NotChecked, check_info
 from ..learner import seed_digest
-from ..progress import UNREADABLE, Result, read_text_safely, recorded_cell
+from ..progress import UNREADABLE, Result, read_text_safely
+from .class_records import recorded_cell
 from .rebuilt import FIXED, JOB_ARGUMENTS, JUDGED, PASTED_OUTPUT, REBUILT, own_inputs, pasted, rebuild
 from .regrade_guard import fenced
 from .solution_runs import solution_cells_used
