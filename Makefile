@@ -58,7 +58,7 @@ slurm-down:
 
 # Regenerate exercises/ from solutions/ (one source), and run the instructor verification.
 exercises: venv
-	$(PY) -m lumikit.checks.generate
+	$(PY) -m lumikit.checks.instructor.generate
 
 verify: venv
 	$(VENV)/bin/lumikit verify

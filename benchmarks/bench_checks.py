@@ -10,8 +10,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from lumikit.checks.generate import generate
-from lumikit.checks.verify import verify
+from lumikit.checks.instructor.generate import generate
+from lumikit.checks.instructor.verify import verify
 
 SAMPLE = Path(__file__).resolve().parents[1] / "tests" / "checks" / "data" / "good"
 

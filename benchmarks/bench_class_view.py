@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from lumikit.checks.classview import ClassReader  # noqa: E402
+from lumikit.checks.instructor.classview import ClassReader  # noqa: E402
 from lumikit.json_output import to_json  # noqa: E402
 from lumikit.testing.class_folder import record_json, write_class  # noqa: E402
 

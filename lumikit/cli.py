@@ -26,7 +26,7 @@ WINGS = (
     "lumikit.rocprof.cli",
     "lumikit.logs.cli",
     "lumikit.checks.cli",
-    "lumikit.checks.class_cli",
+    "lumikit.checks.instructor.class_cli",
     "lumikit.record.cli",
     "lumikit.rehearse.cli",
     "lumikit.reference.cli",

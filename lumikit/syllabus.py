@@ -3,8 +3,8 @@
 Module 00 renders the whole map (:func:`syllabus_markdown`); each module opens with its own line from here
 (:func:`glance_markdown`) and closes with its key points. One source, so the map and the modules cannot disagree
 (``tests/test_syllabus.py`` compares them). Minutes are estimates for a learner working through the lesson, then the
-exercises, on LUMI or a laptop; ``python -m lumikit.checks.notes`` estimates them again from each module's content
-(its instructor notes say both).
+exercises, on LUMI or a laptop; ``python -m lumikit.checks.instructor.notes`` estimates them again from each module's
+content (its instructor notes say both).
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from lumikit.checks.pairing import notebook_stems, sync_problems
+from lumikit.checks.instructor.pairing import notebook_stems, sync_problems
 
 REPO = Path(__file__).resolve().parents[1]
 FOLDERS = ("notebooks", "exercises", "solutions")

@@ -1,4 +1,4 @@
-"""Checked exercises: the framework check modules use, plus the generator, notebook runner and verification.
+"""Checked exercises, the learner's side: the framework check modules use and what a check needs in a kernel.
 
 Writing an exercise (the solution is the one source)::
 
@@ -16,13 +16,15 @@ The check function declares its exercise and known-wrong answers (``lumikit veri
                    wrong("core numbers instead of a mask", answer="1-7"))
     def check_mask(answer: str | None) -> Passed: ...
 
-``make exercises`` (``python -m lumikit.checks.generate``) writes ``exercises/NN_name.py`` with the solution cell
-replaced by its comments, ``mask0 = None`` and ``raise NotImplementedError(...)``, plus both ``.ipynb`` files.
+``make exercises`` (``python -m lumikit.checks.instructor.generate``) writes ``exercises/NN_name.py`` with the
+solution cell replaced by its comments, ``mask0 = None`` and ``raise NotImplementedError(...)``, plus both ``.ipynb``
+files.
 Put imports in a cell before the exercise (a stub assigns None to names, not imports). ``lumikit verify`` proves
 that every solution passes and every check fails on the stubs with its own message.
 
-Per-module checks live in ``lumikit.checks.mNN`` (``lumikit.checks.example`` shows the pattern). Import the heavier
-pieces (``generate``, ``verify``, ``notebook``, ``pairing``) by module: they load jupytext and nbclient.
+Per-module checks live in ``lumikit.checks.mNN`` (``lumikit.checks.example`` shows the pattern). What only the
+instructor runs (the generator, ``verify``, the notebook runner, grading, the class view) lives in
+:mod:`lumikit.checks.instructor`, which this side never imports.
 """
 from .framework import (
     PASS_MIMETYPE,

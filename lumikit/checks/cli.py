@@ -9,15 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .conventions import DEFAULT_BUDGET_S, DEFAULT_CELL_TIMEOUT_S
-
-
-def add_folder_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--solutions DIR`` and ``--exercises DIR``, shared by every exercise command."""
-    parser.add_argument("--solutions", type=Path, default=Path("solutions"), metavar="DIR",
-                        help="folder of solution notebooks NN_name.py (default: solutions)")
-    parser.add_argument("--exercises", type=Path, default=Path("exercises"), metavar="DIR",
-                        help="folder of generated exercise notebooks (default: exercises)")
+from .conventions import DEFAULT_BUDGET_S, DEFAULT_CELL_TIMEOUT_S, add_folder_arguments
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -106,7 +98,7 @@ def _read_seeds(path: Path) -> dict[str, str]:
 
 def _handout(args: argparse.Namespace) -> int:
     from ..errors import LumikitError
-    from .handout import handout
+    from .instructor.handout import handout
     from .learner import workbook_root
 
     root = workbook_root()
@@ -119,13 +111,13 @@ def _handout(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from .generate import run
+    from .instructor.generate import run
 
     return run(args.solutions, args.exercises, check=args.check)
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from .verify import run
+    from .instructor.verify import run
 
     return run(args.solutions, args.exercises, only=args.only, workers=args.workers,
                       cell_timeout_s=args.cell_timeout, budget_s=args.budget)
@@ -154,7 +146,7 @@ def _progress(args: argparse.Namespace) -> int:
         return 0
     root = workbook_root()
     if args.references is not None:
-        from .handout import references_root
+        from .instructor.handout import references_root
 
         root = references_root(args.references)
     elif args.grade and root is not None and not (root / "solutions").is_dir():
@@ -164,10 +156,11 @@ def _progress(args: argparse.Namespace) -> int:
     if args.class_dir is not None:
         from collections import Counter
 
-        from .grading import best_cell, check_functions, class_flags, grade_class, regradable_count
+        from .instructor.class_records import class_csv, learner_folders
+        from .instructor.grading import best_cell, check_functions, class_flags, grade_class, regradable_count
 
         problems: list[str] = []
-        folders = progress.learner_folders(args.class_dir, problems)
+        folders = learner_folders(args.class_dir, problems)
         results = {}
         for name, folder in folders.items():
             try:
@@ -187,7 +180,7 @@ def _progress(args: argparse.Namespace) -> int:
             seeds = {**{name: course_seed(name, course_key) for name in folders}, **(seeds or {})}
         solutions = None
         if args.grade and root is not None and (root / "solutions").is_dir():
-            from .solution_runs import solution_code
+            from .instructor.solution_runs import solution_code
 
             solutions = solution_code(root)
         grades = grade_class(folders, results, seeds, rerun_checks=args.grade, class_dir=args.class_dir,
@@ -198,7 +191,7 @@ def _progress(args: argparse.Namespace) -> int:
             problems.append(f"{args.class_dir}: copies not compared ({type(err).__name__}: {str(err)[:120]})")
             flags = {}
         named = {name: [replace(r, learner=name) for r in rows] for name, rows in results.items()}
-        text = progress.class_csv(named, exercises, grades, flags)
+        text = class_csv(named, exercises, grades, flags)
         can, total = regradable_count(exercises)
         report = sys.stderr if args.csv is None else sys.stdout
         for line in problems:

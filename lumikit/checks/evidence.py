@@ -34,6 +34,15 @@ EXPAND_LIMIT = 16 * 1024 * 1024
 FOLDER_HASH_LIMIT = 512 * 1024 * 1024
 #: The deepest nesting compressed evidence may have once expanded (what :func:`encode` writes stays far below).
 EXPAND_MAX_DEPTH = 64
+#: Exercise -> its arguments naming a run folder: hashed when the check passes (:func:`run_folders`), and the grade
+#: compares the folder with that hash (the folder is never handed to a check on the instructor's side).
+RUN_FOLDERS: dict[str, tuple[str, ...]] = {
+    "06.4": ("trace_dir",),
+    "11.2": ("before_dir",),
+    "11.3": ("before_dir",),
+    "11.4": ("before_dir", "after_dir"),
+    "11.A": ("before_dir",),
+}
 
 
 class Unencodable(ValueError):
@@ -264,5 +273,5 @@ def fresh_folder() -> Path:
     return Path(tempfile.mkdtemp(prefix="lumikit-regrade-"))
 
 
-__all__ = ["FILE_LIMIT", "Unencodable", "decode", "encode", "encode_all", "expand", "folder_digest", "fresh_folder",
+__all__ = ["FILE_LIMIT", "RUN_FOLDERS", "Unencodable", "decode", "encode", "encode_all", "expand", "folder_digest", "fresh_folder",
            "run_folders"]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..files import atomic_path
+from .conventions import ANSWER_PLACEHOLDER
 from .progress import current_umask, read_text_safely
 
 NOTEBOOK_LIMIT = 5_000_000
@@ -25,9 +26,7 @@ _TITLE = re.compile(r"^\s*\*\*(?P<title>[^*]+?)\.?\*\*")
 
 
 def _placeholder_tail() -> str:
-    """The generator's "write it here" text (imported when needed: the generator loads jupytext)."""
-    from .generate import ANSWER_PLACEHOLDER
-
+    """The generator's "write it here" text."""
     return ANSWER_PLACEHOLDER[len(_MARK):].strip()
 
 

@@ -8,8 +8,6 @@ the learners' folders (a LUMI project directory) reads them all with :func:`read
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import re
@@ -17,9 +15,9 @@ import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from ..errors import LumikitError, ParseError
+from ..errors import ParseError
 from ..files import atomic_path, load_json_bounded
 from ..files import umask as current_umask
 from .learner import learner_name, seed_digest, workbook_root
@@ -106,12 +104,11 @@ def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswere
     """Record one check outcome in the learner's folder (``<exercise>.json``); returns the file, or None if off.
 
     ``recent`` keeps the latest :data:`RECENT_KEPT` calls (time, outcome, ``mistake``: the kind of mistake the check
-    named), so the instructor's class view sees who fails repeatedly now (:mod:`lumikit.checks.classview`).
+    named), so the instructor's class view sees who fails repeatedly now (:mod:`lumikit.checks.instructor.classview`).
 
     The file honours the umask (0664 under ``umask 002``), so an instructor of the same group can read it.
     """
-    from .evidence import encode_all, run_folders
-    from .rebuilt import RUN_FOLDERS
+    from .evidence import RUN_FOLDERS, encode_all, run_folders
 
     folder = progress_dir() if folder is None else folder
     if folder is None:
@@ -375,121 +372,3 @@ def format_summary(rows: Sequence[Mapping[str, Any]], learner: str, folder: Path
     if solved:
         out.append(f"recorded while running solutions/ (marked so in a class export): {', '.join(solved)}")
     return "\n".join(out)
-
-
-def learner_folders(class_dir: Path, problems: list[str] | None = None) -> dict[str, Path]:
-    """Learner -> progress folder, for every sub-folder of ``class_dir`` holding one (up to 3 levels down).
-
-    Links are not followed (a learner's folder or a ``progress`` that is a link is named in ``problems``).
-    """
-    class_dir = Path(class_dir)
-    if not class_dir.is_dir():
-        raise LumikitError(f"{class_dir}: no such folder. Fix: give the folder holding one folder per learner "
-                           f"(on LUMI e.g. /project/project_465000000)")
-    found: dict[str, Path] = {}
-    for learner in sorted(class_dir.iterdir()):
-        if learner.name.startswith("."):
-            continue
-        if learner.is_symlink():
-            if problems is not None and learner.is_dir():
-                problems.append(f"{learner}: refused (a link; a learner's folder is read only where it lies)")
-            continue
-        if not learner.is_dir():
-            continue
-        hit = _find_progress(learner, depth=3, problems=problems)
-        if hit is not None:
-            found[learner.name] = hit
-    return found
-
-
-def _find_progress(folder: Path, depth: int, problems: list[str] | None) -> Path | None:
-    """The first ``progress`` folder at most ``depth`` levels under ``folder``, breadth first, following no link."""
-    level = [folder]
-    for _ in range(depth):
-        below: list[Path] = []
-        for parent in level:
-            try:
-                children = sorted(parent.iterdir())
-            except OSError as err:
-                if problems is not None and parent == folder:
-                    problems.append(f"{parent}: cannot be listed ({err.strerror or err}); ask the learner to run "
-                                    f"`chmod g+rX` on it")
-                continue
-            for child in children:
-                if child.is_symlink() or not child.is_dir() or child.name.startswith("."):
-                    if child.name == "progress" and child.is_symlink() and problems is not None:
-                        problems.append(f"{child}: refused (a link; progress/ is read only where it lies)")
-                    continue
-                if child.name == "progress":
-                    return child
-                below.append(child)
-        level = below
-    return None
-
-
-def read_class(class_dir: Path, problems: list[str] | None = None) -> dict[str, list[Result]]:
-    """Learner (folder name) -> their recorded results, for a class folder; refused files go to ``problems``."""
-    return {name: read_results(folder, learner=name, within=Path(class_dir) / name, problems=problems)
-            for name, folder in learner_folders(class_dir, problems).items()}
-
-
-#: What a class CSV cell says about one exercise of one learner (see :mod:`lumikit.checks.grading`): ``own data``
-#: is a pass checked for consistency on the learner's own measurements, not rebuilt by the instructor;
-#: ``unreadable`` a record that could not be read (the ``not verified`` column says why).
-CELLS = ("verified", "own data", "self-reported", "not checked", "failed", "disagrees", "from solutions",
-         "unreadable", "unanswered")
-
-
-def recorded_cell(result: Result) -> str:
-    """The cell for a result nobody regraded: a claimed pass is only self-reported."""
-    if result.status == UNREADABLE:
-        return UNREADABLE
-    if result.from_solutions and result.ever_passed:
-        return "from solutions"
-    if result.ever_passed:
-        return "self-reported"
-    return result.status
-
-
-def neutralise(cell: Any) -> Any:
-    """A CSV cell a spreadsheet cannot take for a formula: one starting with ``=``, ``+``, ``-``, ``@``, tab or CR
-    gets a ``'`` before it."""
-    if isinstance(cell, str) and cell[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + cell
-    return cell
-
-
-def class_csv(results: Mapping[str, Sequence[Result]], exercises: Iterable[str] = (),
-              grades: Mapping[str, Sequence[Any]] | None = None,
-              flags: Mapping[str, Sequence[str]] | None = None) -> str:
-    """One row per learner: counts per kind of cell, the claimed passes not verified (and why), then one column per
-    exercise saying what it is (:data:`CELLS`).
-
-    Without ``grades`` (from :func:`lumikit.checks.grading.grade_class`) every claimed pass is self-reported.
-    ``flags`` (from :func:`lumikit.checks.grading.class_flags`: seeds not the learner's, copies) lead that column.
-    """
-    ids = sorted(set(exercises) | {r.exercise for rs in results.values() for r in rs}, key=_exercise_key)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["learner", "verified", "own data", "self-reported", "not checked", "failed", "disagrees",
-                     "unreadable", "tried", "not verified", *ids])
-    for learner, rows in sorted(results.items()):
-        cells = {r.exercise: recorded_cell(r) for r in rows}
-        flagged = {r.exercise: "not regraded (add --grade)" for r in rows
-                   if cells[r.exercise] in ("self-reported", "from solutions")}
-        flagged.update({r.exercise: f"unreadable: {r.message}" for r in rows if r.status == UNREADABLE})
-        if grades is not None:
-            flagged = {}
-            for g in grades.get(learner, ()):
-                cells[g.exercise] = g.cell
-                if g.why:
-                    flagged[g.exercise] = g.why
-        counts = {kind: sum(c == kind for c in cells.values()) for kind in CELLS}
-        tried = sum(c not in ("unanswered", "") for c in cells.values())
-        listed = "; ".join([*(flags or {}).get(learner, ()), *(
-            f"{e}: {why}" for e, why in sorted(flagged.items(), key=lambda x: _exercise_key(x[0])))])
-        writer.writerow([neutralise(c) for c in (
-            learner, counts["verified"], counts["own data"], counts["self-reported"] + counts["from solutions"],
-            counts["not checked"], counts["failed"], counts["disagrees"], counts["unreadable"], tried, listed,
-            *(cells.get(e, "") for e in ids))])
-    return out.getvalue()

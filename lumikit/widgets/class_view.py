@@ -1,8 +1,8 @@
 """The live class view for an instructor's notebook: learners x exercises coloured by status, stuck learners marked,
 the commonest mistake per exercise, a refresh button and a follow switch.
 
-Thin over :mod:`lumikit.checks.classview` (which reads the class folder, caches records and decides who is stuck):
-this module only draws. ``ClassView(DIR).refresh()`` reads once, without a thread (tests and nbval); ``start()``
+Thin over :mod:`lumikit.checks.instructor.classview` (which reads the class folder, caches records and decides who
+is stuck): this module only draws. ``ClassView(DIR).refresh()`` reads once, without a thread (tests and nbval); ``start()``
 follows the folder every ``interval`` seconds (at least 10).
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..checks.classview import MIN_REFRESH_S, ClassReader, ClassState, StuckRule, iso
+from ..checks.instructor.classview import MIN_REFRESH_S, ClassReader, ClassState, StuckRule, iso
 from ..errors import LumikitError
 
 CSS_VIEW = "lumikit-class-view"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lumikit.checks.generate import generate
+from lumikit.checks.instructor.generate import generate
 
 DATA = Path(__file__).with_name("data")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lumikit.checks import CheckFailed, example
-from lumikit.checks.classview import NO_CHECK_YET, ClassReader, StuckRule, format_text, iso
+from lumikit.checks.instructor.classview import NO_CHECK_YET, ClassReader, StuckRule, format_text, iso
 from lumikit.checks.progress import RECENT_KEPT
 from lumikit.cli import main
 from lumikit.errors import LumikitError
@@ -171,7 +171,7 @@ def test_watch_refreshes_at_most_every_10_s_and_prints_one_json_line_each(genera
         if len(waits) == 2:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr("lumikit.checks.class_cli.time.sleep", sleep)
+    monkeypatch.setattr("lumikit.checks.instructor.class_cli.time.sleep", sleep)
     assert main(["class", str(generated.root), "--watch", "--interval", "2", "--json", "--now", iso(NOW),
                  "--idle", "25"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -197,9 +197,9 @@ def test_the_class_view_imports_no_unpickler_and_no_check_module() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, lumikit.checks.classview, lumikit.checks.class_cli; "
+    code = ("import sys, lumikit.checks.instructor.classview, lumikit.checks.instructor.class_cli; "
             "print(sorted(m for m in sys.modules if 'pickle' in m or m.startswith(('lumikit.checks.m', "
-            "'lumikit.checks.grading', 'torch'))))")
+            "'lumikit.checks.instructor.grading', 'torch'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr

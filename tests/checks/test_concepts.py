@@ -8,7 +8,7 @@ import pytest
 from lumikit.checks import CheckFailed
 from lumikit.checks.concepts import Choice, Option, Prediction, choice_check, outcome_check, prediction_check
 from lumikit.checks.framework import check_info
-from lumikit.checks.probe import try_wrong_answers
+from lumikit.checks.instructor.probe import try_wrong_answers
 
 QUESTION = Choice("00.q1", "Why is the sky blue?", {
     "a": Option("Reflection of the sea.", False, "the sky is blue over deserts too."),

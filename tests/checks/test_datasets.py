@@ -6,7 +6,7 @@ import pytest
 
 from lumikit.checks import m01, m04, m08, m09
 from lumikit.checks.datasets import starved_gcd, starved_session
-from lumikit.checks.probe import try_wrong_answers
+from lumikit.checks.instructor.probe import try_wrong_answers
 from lumikit.site import load_site
 from lumikit.smi import tidy
 from lumikit.smi.interpret import package_activity

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from lumikit.checks.generate import drift, solution_files
+from lumikit.checks.instructor.generate import drift, solution_files
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from lumikit.checks.generate import ANSWER_PLACEHOLDER
+from lumikit.checks.instructor.generate import ANSWER_PLACEHOLDER
 
 EXERCISES = Path(__file__).resolve().parents[2] / "exercises"
 FILES = sorted(EXERCISES.glob("[0-9][0-9]_*.py"))

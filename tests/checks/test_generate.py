@@ -8,7 +8,7 @@ import jupytext
 import nbformat
 import pytest
 
-from lumikit.checks import generate as gen
+from lumikit.checks.instructor import generate as gen
 from lumikit.errors import ParseError
 
 

@@ -7,7 +7,7 @@ import io
 import statistics
 
 from lumikit.checks import m05, m09
-from lumikit.checks.progress import CELLS
+from lumikit.checks.instructor.class_records import CELLS
 from lumikit.checks.seeds import check_jax_job
 from lumikit.cli import main
 from lumikit.jobs import spec
@@ -68,7 +68,7 @@ def test_the_best_cell_of_each_exercise_is_counted(capsys) -> None:
     from collections import Counter
     from pathlib import Path
 
-    from lumikit.checks.grading import best_cell, check_functions
+    from lumikit.checks.instructor.grading import best_cell, check_functions
     from lumikit.checks.learner import workbook_root
     from lumikit.checks.progress import workbook_exercises
 
@@ -114,7 +114,7 @@ def test_the_traces_of_06_are_rebuilt_from_the_seed_and_an_invented_table_fails_
     """06.1's kernel breakdown comes from traces generated from the learner's seed: the instructor writes them again
     (in a private folder, inside the fence) and judges the answer on them, whatever table the record holds."""
     from lumikit.checks import m06
-    from lumikit.checks.rebuilt import _exercise_analyzer
+    from lumikit.checks.instructor.rebuilt import _exercise_analyzer
 
     class_dir = tmp_path / "class"
     _as(monkeypatch, class_dir, "ada")

@@ -19,7 +19,7 @@ import pytest
 from lumikit.checks import CheckFailed, m01, m04
 from lumikit.checks.datasets import starved_gcd
 from lumikit.checks.framework import NotChecked
-from lumikit.checks.grading import check_functions, regradable_count
+from lumikit.checks.instructor.grading import check_functions, regradable_count
 from lumikit.checks.learner import seed_digest, workbook_root
 from lumikit.checks.progress import workbook_exercises
 from lumikit.checks.terminal import check_gpu_visibility
@@ -212,7 +212,7 @@ def test_another_user_of_the_group_reads_a_recorded_result_and_an_unreadable_one
 def test_a_terminal_pass_whose_job_this_cluster_cannot_find_is_not_verified_nor_failed(monkeypatch, tmp_path,
                                                                                       capsys) -> None:
     from lumikit.checks.evidence import encode
-    from lumikit.checks.grading import rerun
+    from lumikit.checks.instructor.grading import rerun
     from lumikit.checks.terminal import check_overlap_steps
 
     answers = {"allocation": encode("salloc: Granted job allocation 99999999")}

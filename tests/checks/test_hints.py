@@ -54,7 +54,7 @@ def test_failed_attempts_bring_the_idea_then_the_tool(workbook: Path) -> None:
 
 
 def test_verify_searches_the_hints_for_the_answer_too(workbook: Path) -> None:
-    from lumikit.checks.probe import try_wrong_answers
+    from lumikit.checks.instructor.probe import try_wrong_answers
 
     (workbook / "exercises" / "hints.json").write_text(json.dumps(
         {"99.1": {"idea": "count them.", "tool": "the answer is 5, obviously."}}))
@@ -74,7 +74,7 @@ def test_a_hint_that_spells_out_the_solutions_expression_is_flagged() -> None:
 def test_no_shipped_hint_spells_out_its_solution() -> None:
     import jupytext
 
-    from lumikit.checks.generate import cell_hints, solution_files
+    from lumikit.checks.instructor.generate import cell_hints, solution_files
 
     root = Path(__file__).resolve().parents[2]
     found = []

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lumikit.checks.leaks import count_by_kind, kinded_forms, leaked, leaks
-from lumikit.checks.verify import cross_leaks
+from lumikit.checks.instructor.leaks import count_by_kind, kinded_forms, leaked, leaks
+from lumikit.checks.instructor.verify import cross_leaks
 
 
 def test_a_number_leaks_in_any_of_its_printed_forms() -> None:
@@ -88,7 +88,7 @@ def test_verify_finds_another_exercises_answer_in_a_message() -> None:
 
 def test_the_probe_finds_a_planted_leak_in_words_and_keys() -> None:
     from lumikit.checks import CheckFailed, check, passed, wrong
-    from lumikit.checks.probe import try_wrong_answers
+    from lumikit.checks.instructor.probe import try_wrong_answers
 
     @check("99.2", wrong("an empty dict", env={}), wrong("one variable in home", env={"OTHER_DIR": "/home/x"}))
     def leaky(env, tasks):
@@ -129,7 +129,7 @@ def _shipped_cells():
 
 
 def test_the_probe_finds_no_leak_in_shipped_checks() -> None:
-    from lumikit.checks.probe import try_wrong_answers
+    from lumikit.checks.instructor.probe import try_wrong_answers
 
     for source, namespace in _shipped_cells():
         report = try_wrong_answers(source, namespace)

@@ -7,7 +7,7 @@ import pytest
 
 from lumikit.checks import CheckFailed, Passed
 from lumikit.checks.framework import check_info
-from lumikit.checks.leaks import leaked
+from lumikit.checks.instructor.leaks import leaked
 from lumikit.checks.m06 import (WHAT_IF_CANDIDATES, check_top_idle_cause, check_what_if, idle_exercise_events,
                                 idle_exercise_gaps, what_if_exercise_events, what_if_exercise_plan)
 from lumikit.trace.analyses import TraceAnalyzer

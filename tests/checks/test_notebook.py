@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lumikit.checks.notebook import read_notebook, run_notebook
+from lumikit.checks.instructor.notebook import read_notebook, run_notebook
 from lumikit.errors import LumikitError
 
 

@@ -3,15 +3,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lumikit.checks.grading import check_functions
-from lumikit.checks.notes import generate, main
+from lumikit.checks.instructor.grading import check_functions
+from lumikit.checks.instructor.notes import generate, main
 from lumikit.syllabus import module
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_notes_in_docs_are_what_the_generator_writes_now() -> None:
-    assert generate(REPO, check=True) == [], "run `python -m lumikit.checks.notes` and commit docs/instructor-notes"
+    assert generate(REPO, check=True) == [], \
+        "run `python -m lumikit.checks.instructor.notes` and commit docs/instructor-notes"
     assert main(["--root", str(REPO), "--check"]) == 0
 
 

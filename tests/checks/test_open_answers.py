@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lumikit.checks.generate import ANSWER_PLACEHOLDER
+from lumikit.checks.instructor.generate import ANSWER_PLACEHOLDER
 from lumikit.checks.open_answers import answers_in_notebook
 from lumikit.cli import main
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import jupytext
 import nbformat
 
-from lumikit.checks.generate import ipynb_text
-from lumikit.checks.pairing import notebook_stems, sync_problems
+from lumikit.checks.instructor.generate import ipynb_text
+from lumikit.checks.instructor.pairing import notebook_stems, sync_problems
 
 SOURCE = '# %% [markdown]\n# # Title\n\n# %% tags=["check"]\nx = 1\n\n# %%\nprint(x)\n'
 

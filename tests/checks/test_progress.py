@@ -12,8 +12,8 @@ import pytest
 
 from lumikit.checks import CheckFailed, example
 from lumikit.checks.learner import workbook_root
-from lumikit.checks.progress import (class_csv, progress_dir, read_class, read_results, summary_table,
-                                     workbook_exercises)
+from lumikit.checks.instructor.class_records import class_csv, read_class
+from lumikit.checks.progress import progress_dir, read_results, summary_table, workbook_exercises
 from lumikit.cli import main
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lumikit.checks.grading import check_functions, regradable, rerun
-from lumikit.checks.notebook import run_notebook
+from lumikit.checks.instructor.grading import check_functions, regradable, rerun
+from lumikit.checks.instructor.notebook import run_notebook
 from lumikit.checks.progress import read_results
 
 REPO = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ import pytest
 from lumikit.checks import m01, m04
 from lumikit.checks.datasets import starved_gcd
 from lumikit.checks.framework import check_info
-from lumikit.checks.grading import check_functions, regrade
+from lumikit.checks.instructor.grading import check_functions, regrade
 from lumikit.checks.learner import seed_digest
 from lumikit.checks.progress import Result
 from lumikit.cli import main
@@ -234,9 +234,9 @@ def test_no_check_reachable_from_the_regrade_opens_a_learner_path_or_unpickles(m
 def test_the_fence_stops_a_check_that_unpickles_a_kept_file_or_reads_a_learner_path(tmp_path) -> None:
     """Even called directly (past the grading's own refusals), a check judged again unpickles no class and opens no
     file in the class folder."""
-    from lumikit.checks.grading import judge
+    from lumikit.checks.instructor.grading import judge
     from lumikit.checks.m05 import check_snapshot_peak
-    from lumikit.checks.regrade_guard import fenced
+    from lumikit.checks.instructor.regrade_guard import fenced
 
     marker = tmp_path / "payload-ran"
     payload = pickle.dumps({"segments": [], "device_traces": [[_Payload(marker)]]})
@@ -303,7 +303,7 @@ def test_open_answers_of_a_notebook_of_nested_brackets_leave_the_export_going(mo
 def test_lumikit_itself_is_read_even_where_the_class_folder_holds_it(tmp_path) -> None:
     """An instructor's clone inside the project folder: lumikit's own files stay readable inside the fence."""
     import lumikit
-    from lumikit.checks.regrade_guard import fenced
+    from lumikit.checks.instructor.regrade_guard import fenced
 
     package = Path(lumikit.__file__).parent
     with fenced(tmp_path / "evidence", [package.parent]) as fence:

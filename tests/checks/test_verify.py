@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from lumikit.checks.conventions import DEFAULT_BUDGET_S, DEFAULT_CELL_TIMEOUT_S
-from lumikit.checks.generate import generate
-from lumikit.checks.notebook import CellResult, NotebookRun
-from lumikit.checks.verify import (CheckReport, PairReport, Problem, format_check_table, format_table, judge_exercise,
-                                   judge_solution, verify)
+from lumikit.checks.instructor.generate import generate
+from lumikit.checks.instructor.notebook import CellResult, NotebookRun
+from lumikit.checks.instructor.verify import (CheckReport, PairReport, Problem, format_check_table, format_table,
+                                              judge_exercise, judge_solution, verify)
 from lumikit.cli import main
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from lumikit.checks import CheckFailed, check, expect_equal, passed, wrong
 from lumikit.checks.framework import check_info
-from lumikit.checks.probe import check_call, try_wrong_answers
+from lumikit.checks.instructor.probe import check_call, try_wrong_answers
 
 
 @check("00.9",

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import ParseError
-from ..files import load_json_bounded
-from .progress import read_text_safely
+from ...errors import ParseError
+from ...files import load_json_bounded
+from ..progress import read_text_safely
 
 #: Solution cells with fewer lines of code than this are not compared.
 MIN_CODE_LINES = 3

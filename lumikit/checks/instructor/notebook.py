@@ -22,9 +22,9 @@ from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-from ..errors import LumikitError
-from .conventions import CHECK_TAG, DEFAULT_CELL_TIMEOUT_S
-from .framework import PASS_MIMETYPE, WRONG_MIMETYPE
+from ...errors import LumikitError
+from ..conventions import CHECK_TAG, DEFAULT_CELL_TIMEOUT_S
+from ..framework import PASS_MIMETYPE, WRONG_MIMETYPE
 
 CURRENT_ENV_KERNEL = "lumikit-current-env"
 #: The tag of the cells ``probe=True`` adds after each check cell (they try the check's known-wrong answers).
@@ -44,7 +44,7 @@ class CellResult:
     evalue: str | None = None
     passes: int = 0
     seconds: float = 0.0
-    #: With ``run_notebook(probe=True)``: what the check's known-wrong answers did (see lumikit.checks.probe).
+    #: With ``run_notebook(probe=True)``: what the check's known-wrong answers did (see .probe).
     probe: dict[str, Any] | None = None
 
     @property
@@ -141,12 +141,13 @@ def run_notebook(path: Path, *, cell_timeout_s: float = DEFAULT_CELL_TIMEOUT_S,
 
 
 def _add_probe_cells(notebook: nbformat.NotebookNode) -> None:
-    """Insert after every check cell a cell trying the check's known-wrong answers (see lumikit.checks.probe)."""
+    """Insert after every check cell a cell trying the check's known-wrong answers (see :mod:`.probe`)."""
     out = []
     for cell in notebook.cells:
         out.append(cell)
         if cell.cell_type == "code" and CHECK_TAG in cell.metadata.get("tags", ()):
-            source = f"__import__('lumikit.checks.probe', fromlist=['probe_cell']).probe_cell({cell.source!r})"
+            source = (f"__import__('lumikit.checks.instructor.probe', fromlist=['probe_cell'])"
+                      f".probe_cell({cell.source!r})")
             out.append(nbformat.v4.new_code_cell(source, metadata={"tags": [PROBE_TAG]}))
     notebook.cells = out
 

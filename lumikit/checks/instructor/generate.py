@@ -3,11 +3,11 @@
 A code cell tagged ``solution`` becomes a stub tagged ``exercise``: its leading comment lines (the question,
 ``# Exercise NN.k:``) without the ``# Hint:`` and ``# Tool:`` lines, then ``name = None`` for every name the solution
 binds at module scope, then ``raise NotImplementedError(...)`` saying how to ask for a hint. The hints go to
-``exercises/hints.json`` (shown on demand by :func:`lumikit.checks.hints.hint`). A markdown cell tagged ``solution`` opens with the
-question(s) it answers, then a line starting ``**Answer.**``: the exercise keeps the question and puts a place to
+``exercises/hints.json`` (shown on demand by :func:`lumikit.checks.hints.hint`). A markdown cell tagged ``solution``
+opens with the question(s) it answers, then a line starting ``**Answer.**``: the exercise keeps the question and puts a place to
 answer where the answer was. Every other cell is copied unchanged. The paired ``.ipynb`` files (no outputs) are
-written for both folders. ``python -m lumikit.checks.generate --check`` writes nothing and exits 1 naming the files
-that drift.
+written for both folders. ``python -m lumikit.checks.instructor.generate --check`` writes nothing and exits 1
+naming the files that drift.
 """
 from __future__ import annotations
 
@@ -26,12 +26,12 @@ import jupytext
 import nbformat
 from nbformat import NotebookNode
 
-from ..files import write_atomic
-from ..errors import LumikitError, ParseError
-from .conventions import EXERCISE_TAG, KERNELSPEC, NOTEBOOK_FILE, SOLUTION_TAG
-from .hints import HINTS_FILE
+from ...files import write_atomic
+from ...errors import LumikitError, ParseError
+from ..conventions import (ANSWER_PLACEHOLDER, EXERCISE_TAG, KERNELSPEC, NOTEBOOK_FILE, SOLUTION_TAG,
+                          add_folder_arguments)
+from ..hints import HINTS_FILE
 
-ANSWER_PLACEHOLDER = "**Your answer:** _write it here, with the numbers from the cells above that support it._"
 
 _EXERCISE_LINE = re.compile(r"^#\s*Exercise\s+(?P<id>[\w.-]+?)\s*:\s*(?P<text>.*)$")
 _HINT_LINE = re.compile(r"^#\s*Hint\s*:\s*(?P<hint>.+?)\s*$")
@@ -306,11 +306,9 @@ def generate(solutions_dir: Path, exercises_dir: Path) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m lumikit.checks.generate [--check] [--solutions DIR] [--exercises DIR]``."""
-    from .cli import add_folder_arguments
-
-    parser = argparse.ArgumentParser(prog="python -m lumikit.checks.generate", description=__doc__.split("\n")[0],
-                                     allow_abbrev=False)
+    """``python -m lumikit.checks.instructor.generate [--check] [--solutions DIR] [--exercises DIR]``."""
+    parser = argparse.ArgumentParser(prog="python -m lumikit.checks.instructor.generate",
+                                     description=__doc__.split("\n")[0], allow_abbrev=False)
     add_folder_arguments(parser)
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 and name the files that differ from what would be written")
@@ -334,7 +332,7 @@ def run(solutions_dir: Path, exercises_dir: Path, *, check: bool) -> int:
             print(line)
         if problems:
             print(f"{len(problems)} generated file(s) out of date. Fix: run `make exercises` "
-                  f"(python -m lumikit.checks.generate) and commit the result")
+                  f"(python -m lumikit.checks.instructor.generate) and commit the result")
             return 1
         print(f"exercises up to date: {len(sources)} solution(s) in {solutions_dir}"
               + ("" if sources else " (nothing to generate yet)"))

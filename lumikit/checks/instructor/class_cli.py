@@ -1,5 +1,5 @@
 """``lumikit class DIR``: the live class view on the command line (the instructor's side; thin over
-:mod:`lumikit.checks.classview`)."""
+:mod:`lumikit.checks.instructor.classview`)."""
 from __future__ import annotations
 
 import argparse
@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import LumikitError
-from ..json_output import print_json, to_json
+from ...errors import LumikitError
+from ...json_output import print_json, to_json
 from .classview import MIN_REFRESH_S, ClassReader, StuckRule, format_text
 
 PRIVACY = ("Privacy: each learner's checks write one small JSON file per exercise in progress/ of their own clone "

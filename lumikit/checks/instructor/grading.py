@@ -4,7 +4,7 @@ references the instructor computes from the learner's seed, so no reference valu
 A record holds the answers of the latest attempt that passed, and the check's other inputs (the evidence: step
 times, a table, a job spec, a batch script's text, what ``sh(...)`` printed, a job id to look up in ``sacct``), each
 in an exact JSON form (:mod:`.evidence`). The instructor's copy of the check judges them again. What each class CSV
-cell then says (:data:`lumikit.checks.progress.CELLS`):
+cell then says (:data:`.class_records.CELLS`):
 
 - ``verified``: the record claims a pass, and the instructor's check passed the recorded answers as the learner
   (their seed, their name), on inputs rebuilt from the seed (:mod:`.rebuilt`) or on none, with status passed;
@@ -19,7 +19,7 @@ cell then says (:data:`lumikit.checks.progress.CELLS`):
   read or judged (the reason says why; the rest of the class is graded).
 
 No learner code runs: records are read as bounded JSON, no check gets a path in a learner's folder
-(:data:`PATH_ARGUMENTS`), and each check runs inside :func:`lumikit.checks.regrade_guard.fenced`.
+(:data:`PATH_ARGUMENTS`), and each check runs inside :func:`lumikit.checks.instructor.regrade_guard.fenced`.
 
 Every claimed pass that is not verified is listed with its reason in the CSV's ``not verified`` column.
 """
@@ -38,12 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .evidence import Unencodable, decode, expand, folder_digest, fresh_folder
-from .framework import _PROBING, CheckFailed, NotChecked, check_info
-from .learner import seed_digest
-from .progress import UNREADABLE, Result, read_text_safely, recorded_cell
-from .rebuilt import (FIXED, JOB_ARGUMENTS, JUDGED, PASTED_OUTPUT, REBUILT, RUN_FOLDERS, own_inputs, pasted,
-                      rebuild)
+from ..evidence import RUN_FOLDERS, Unencodable, decode, expand, folder_digest, fresh_folder
+from ..framework import _PROBING, CheckFailed, NotChecked, check_info
+from ..learner import seed_digest
+from ..progress import UNREADABLE, Result, read_text_safely
+from .class_records import recorded_cell
+from .rebuilt import FIXED, JOB_ARGUMENTS, JUDGED, PASTED_OUTPUT, REBUILT, own_inputs, pasted, rebuild
 from .regrade_guard import fenced
 from .solution_runs import solution_cells_used
 
@@ -97,7 +97,7 @@ class Grade:
 
 def check_functions() -> dict[str, Callable[..., Any]]:
     """Exercise id -> its check function, over every check module (``lumikit.checks.mNN``, terminal, seeds)."""
-    from .. import checks
+    from ... import checks
 
     found: dict[str, Callable[..., Any]] = {}
     names = sorted(m.name for m in pkgutil.iter_modules(checks.__path__))
@@ -168,7 +168,7 @@ def rerun(func: Callable[..., Any], answers: Mapping[str, Any], evidence: Mappin
 @dataclass(frozen=True)
 class Rerun:
     """A check judged again: the verdict, why it was not regraded, and which of its inputs were the learner's own
-    (:func:`lumikit.checks.rebuilt.own_inputs`), pasted terminal output, or a job id to look up."""
+    (:func:`lumikit.checks.instructor.rebuilt.own_inputs`), pasted terminal output, or a job id to look up."""
 
     verdict: str
     why: str = ""
@@ -180,7 +180,7 @@ class Rerun:
 def judge(func: Callable[..., Any], answers: Mapping[str, Any], evidence: Mapping[str, Any], seed: str,
           forbidden: Sequence[Path] = ()) -> Rerun:
     """Judge recorded answers again, on the inputs the instructor rebuilds from ``seed`` (:mod:`.rebuilt`) and the
-    recorded rest. The check runs inside :func:`~lumikit.checks.regrade_guard.fenced`: it opens nothing under
+    recorded rest. The check runs inside :func:`~lumikit.checks.instructor.regrade_guard.fenced`: it opens nothing under
     ``forbidden`` (the class folder) nor outside lumikit and its evidence folder, and unpickles no class."""
     info = check_info(func)
     exercise = info.exercise  # type: ignore[union-attr]
@@ -208,7 +208,7 @@ def judge(func: Callable[..., Any], answers: Mapping[str, Any], evidence: Mappin
                 kwargs.update(rebuild(exercise))
                 result = func(**kwargs)
             except CheckFailed as failure:
-                from .terminal import NoSlurmHere
+                from ..terminal import NoSlurmHere
 
                 if fence.refused:
                     return Rerun("not regraded", _refusal(fence.refused))
@@ -230,7 +230,7 @@ def _job_id_of(exercise: str, kwargs: Mapping[str, Any]) -> str | None:
     name = JOB_ARGUMENTS.get(exercise)
     if name is None or kwargs.get(name) is None:
         return None
-    from .terminal import _job_id
+    from ..terminal import _job_id
 
     try:
         return _job_id(exercise, kwargs[name], "the job")[0]
@@ -241,8 +241,8 @@ def _job_id_of(exercise: str, kwargs: Mapping[str, Any]) -> str | None:
 def job_owner_problem(job_id: str, learners: Sequence[str]) -> str | None:
     """Why Slurm's accounting does not show ``job_id`` as one of ``learners``' jobs (None when it does); raises
     :class:`LookupError` where no Slurm cluster answers here."""
-    from ..errors import LaunchError
-    from ..launch.terminal import find_cluster, sacct_rows
+    from ...errors import LaunchError
+    from ...launch.terminal import find_cluster, sacct_rows
 
     cluster, why = find_cluster()
     if cluster is None:

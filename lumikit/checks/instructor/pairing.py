@@ -10,7 +10,7 @@ from pathlib import Path
 import jupytext
 import nbformat
 
-from .conventions import KERNELSPEC
+from ..conventions import KERNELSPEC
 
 NOTEBOOK_SUFFIXES = (".py", ".ipynb")
 

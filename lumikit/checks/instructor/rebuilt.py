@@ -23,9 +23,9 @@ from typing import Any
 
 def _exercise_analyzer() -> Any:
     """Module 06's trace analyzer on this learner's generated traces (written to a private temporary folder)."""
-    from ..trace import TraceAnalyzer
-    from ..trace.synth import write_synthetic
-    from . import m06
+    from ...trace import TraceAnalyzer
+    from ...trace.synth import write_synthetic
+    from .. import m06
 
     folder = Path(tempfile.mkdtemp(prefix="lumikit-rebuilt-06-"))
     write_synthetic(folder / "traces", m06.exercise_trace_spec())
@@ -34,14 +34,14 @@ def _exercise_analyzer() -> Any:
 
 def _m05(name: str) -> Callable[[], Any]:
     def build() -> Any:
-        from . import m05
+        from .. import m05
 
         return getattr(m05, name)()
     return build
 
 
 def _counter_csv() -> str:
-    from . import m06
+    from .. import m06
 
     return m06.counter_exercise_csv()
 
@@ -53,7 +53,7 @@ def _roofline_points() -> Any:
 
 
 def _rccl_log() -> str:
-    from ..logs.samples import rccl_debug_log
+    from ...logs.samples import rccl_debug_log
 
     return rccl_debug_log(plugin=True, gdr=True)
 
@@ -84,15 +84,6 @@ PASTED_OUTPUT: dict[str, tuple[str, ...]] = {
     "03.T2": ("squeue_seen",),
     "08.T1": ("visibility_run",),
     "10.S1": ("jax_output",),
-}
-#: Arguments naming a run folder: hashed when the check passes (:func:`.evidence.run_folders`), and the grade
-#: compares the folder with that hash (the folder is never handed to a check on the instructor's side).
-RUN_FOLDERS: dict[str, tuple[str, ...]] = {
-    "06.4": ("trace_dir",),
-    "11.2": ("before_dir",),
-    "11.3": ("before_dir",),
-    "11.4": ("before_dir", "after_dir"),
-    "11.A": ("before_dir",),
 }
 #: Tasks whose evidence is a job id: the job must be in ``sacct`` and belong to the learner.
 JOB_ARGUMENTS: dict[str, str] = {"03.T1": "submit", "03.T2": "job_id", "04.T1": "allocation"}

@@ -1,8 +1,8 @@
 """A fence around a regrade: while a check is judged again on the instructor's side, it may open only the files
 lumikit and Python ship (and the private folder the evidence was rebuilt in), and no pickle may name a class.
 
-The grading never hands a check a path in a learner's folder (:data:`lumikit.checks.grading.PATH_ARGUMENTS`); this
-fence is the second line: an ``open`` of anything else, or a pickle naming a class or function, raises
+The grading never hands a check a path in a learner's folder (:data:`.grading.PATH_ARGUMENTS`); this fence is the
+second line: an ``open`` of anything else, or a pickle naming a class or function, raises
 :class:`PermissionError` inside the check and is noted, so the record is "not regraded" with the reason. It uses
 one process-wide audit hook (:func:`sys.addaudithook`), active only inside :func:`fenced`.
 """
@@ -80,7 +80,7 @@ def default_allowed() -> tuple[str, ...]:
     """The other folders a fenced check may read, outside the class folder: the libraries' folders (absolute
     ``sys.path`` entries), the instructor's home, the system folders and the local Slurm cluster's configuration
     (to look a job up in ``sacct``)."""
-    from ..launch.terminal import SIM_DIR_DEFAULT
+    from ...launch.terminal import SIM_DIR_DEFAULT
 
     slurm = [os.environ.get("LUMIKIT_SLURM_SIM_DIR") or SIM_DIR_DEFAULT]  # the local cluster's state (site detection)
     if os.environ.get("SLURM_CONF"):

@@ -16,7 +16,7 @@ import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..errors import LumikitError
+from ...errors import LumikitError
 
 #: Folders of the workbook that stay with the instructor.
 WITHHELD = ("solutions/", "docs/instructor-notes/", "docs/instructor-guide.md", "tests/")

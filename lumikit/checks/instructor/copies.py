@@ -13,8 +13,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .evidence import Unencodable, expand
-from .progress import Result
+from ..evidence import Unencodable, expand
+from ..progress import Result
 from .rebuilt import FIXED, JUDGED, PASTED_OUTPUT, REBUILT
 
 _OWN = "the same own measurements as"

@@ -20,10 +20,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..errors import LumikitError
-from ..files import read_bytes
-from ..text import printable
-from .progress import _EXERCISE_ID, READ_LIMIT, STATUSES, _exercise_key, learner_folders
+from ...errors import LumikitError
+from ...files import read_bytes
+from ...text import printable
+from ..progress import _EXERCISE_ID, READ_LIMIT, STATUSES, _exercise_key
+from .class_records import learner_folders
 
 #: The shortest time between two refreshes of a followed view (``--watch``, the widget's follow mode).
 MIN_REFRESH_S = 10.0

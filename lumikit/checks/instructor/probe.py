@@ -5,7 +5,7 @@ from the cell, its arguments are evaluated in the notebook's namespace and bound
 the check is called once per declared :class:`~lumikit.checks.framework.Wrong` answer, with the answer arguments
 replaced. Each must raise :class:`~lumikit.checks.framework.CheckFailed` (a real failure, not "no answer yet") whose
 message names the exercise (and the wrong answer's ``mentions``, if given), and no message (nor the stub's, every
-answer None) may show the solution's answer (:func:`lumikit.checks.leaks.leaks`: its printed value, or in words, identifiers, keys and letters). Nothing is recorded as progress.
+answer None) may show the solution's answer (:func:`lumikit.checks.instructor.leaks.leaks`: its printed value, or in words, identifiers, keys and letters). Nothing is recorded as progress.
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, replace
 from types import SimpleNamespace
 from typing import Any, Mapping
 
-from .framework import _PROBING, WRONG_MIMETYPE, CheckFailed, check_info
-from .hints import hint_levels
+from ..framework import _PROBING, WRONG_MIMETYPE, CheckFailed, check_info
+from ..hints import hint_levels
 from .leaks import kinded_forms, leaks, without_echoes
 
 

@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 
 from tqdm.auto import tqdm
 
-from .conventions import CHECK_TAG, DEFAULT_BUDGET_S, DEFAULT_CELL_TIMEOUT_S, EXERCISE_TAG
+from ..conventions import CHECK_TAG, DEFAULT_BUDGET_S, DEFAULT_CELL_TIMEOUT_S, EXERCISE_TAG
 from .generate import drift, solution_files
 from .leaks import KINDS, count_by_kind, search
 from .notebook import CellResult, NotebookRun, run_notebook
