@@ -144,7 +144,7 @@ def test_a_check_records_its_recent_calls_with_the_kind_of_mistake(tmp_path: Pat
             pass
     record = json.loads((tmp_path / "progress" / "00.1.json").read_text())
     assert [(c["status"], c["mistake"]) for c in record["recent"]] == [
-        ("unanswered", ""), ("failed", "counted from 1 where the numbering starts at 0 (or one past the end)"),
+        ("unanswered", ""), ("failed", "the number of GCDs on one LUMI-G node is not right"),
         ("failed", "the number of GCDs on one LUMI-G node is not right"), ("passed", "")]
     for _ in range(RECENT_KEPT + 2):
         with pytest.raises(CheckFailed):

@@ -8,9 +8,9 @@ import pytest
 
 from lumikit.checks import CheckFailed, Passed
 from lumikit.checks.framework import check_info
-from lumikit.checks.leaks import leaked
+from lumikit.checks.instructor.leaks import leaked
 from lumikit.checks.m06 import (check_memory_bound_gemm, roofline_exercise_points, roofline_exercise_tokens)
-from lumikit.checks.rebuilt import rebuild
+from lumikit.checks.instructor.rebuilt import rebuild
 from lumikit.rocprof.roofline import peaks
 
 

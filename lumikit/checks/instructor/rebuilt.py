@@ -47,7 +47,7 @@ def _counter_csv() -> str:
 
 
 def _roofline_points() -> Any:
-    from . import m06
+    from .. import m06
 
     return m06.roofline_exercise_points()
 
