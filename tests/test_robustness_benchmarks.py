@@ -27,6 +27,10 @@ def test_fuzz_benchmark_prints_counts_per_family(tmp_path: Path) -> None:
     run = _run("bench_fuzz.py", "--inputs", "8", "--results", str(tmp_path))
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     report = json.loads((tmp_path / "fuzz_partial.json").read_text())
-    assert [f["family"] for f in report["families"]] == ["smi", "trace", "logs", "rocprof"]
+    from lumikit.testing.fuzz import FAMILIES
+
+    assert [f["family"] for f in report["families"]] == list(FAMILIES)
+    assert {"smi", "trace", "logs", "rocprof", "counters", "flightrec", "rccltests", "manifest",
+            "markers"} <= set(FAMILIES)
     assert all(f["inputs"] == 8 for f in report["families"])
-    assert "total: 32 inputs" in run.stdout
+    assert f"total: {8 * len(FAMILIES)} inputs" in run.stdout
