@@ -11,10 +11,10 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
-import importlib
 import json
 import math
 import stat
+import sys
 import zlib
 from pathlib import Path, PurePath
 from typing import Any
@@ -159,8 +159,10 @@ def decode(data: Any, files: Path | None = None) -> Any:
         module_name, _, qualname = str(data["__dataclass__"]).partition(":")
         if not module_name.startswith("lumikit.") or "." in qualname:
             raise Unencodable(f"{data['__dataclass__']} is not one of lumikit's dataclasses")
-        cls = getattr(importlib.import_module(module_name), qualname, None)
-        if cls is None or not dataclasses.is_dataclass(cls):
+        # never imported because a record names it: the record chooses nothing to load, only among what the
+        # checks themselves already loaded
+        cls = getattr(sys.modules.get(module_name), qualname, None)
+        if cls is None or not dataclasses.is_dataclass(cls) or not isinstance(cls, type):
             raise Unencodable(f"{data['__dataclass__']} is not one of lumikit's dataclasses")
         fields = {k: decode(v, files) for k, v in dict(data.get("fields") or {}).items()}
         return cls(**fields)

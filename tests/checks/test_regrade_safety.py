@@ -311,3 +311,15 @@ def test_lumikit_itself_is_read_even_where_the_class_folder_holds_it(tmp_path) -
         with pytest.raises(PermissionError):
             (package.parent / "README.md").read_text()
     assert fence.refused == [str((package.parent / "README.md").resolve())]
+
+
+def test_a_record_cannot_make_the_grader_import_a_module() -> None:
+    import sys
+
+    from lumikit.checks.evidence import Unencodable, decode
+
+    name = "lumikit.trace.hta_bridge"  # a real lumikit module, not loaded by any check
+    sys.modules.pop(name, None)
+    with pytest.raises(Unencodable, match="not one of lumikit's dataclasses"):
+        decode({"__dataclass__": f"{name}:Anything", "fields": {}}, None)
+    assert name not in sys.modules
