@@ -117,6 +117,19 @@ MODULES: tuple[Module, ...] = (
            ("Symptom, location, explanation, then one change and a new measurement.",
             "Under DDP every rank shows the slowest rank's step time: compare phases.",
             "A fix is a number measured with the cause still present.")),
+    Module("12", "12_making_it_faster", "Making the step faster", 60,
+           ("climb the optimisation ladder (fp32, bf16, a fused optimizer, torch.compile) and measure each rung "
+            "with its spread",
+            "say which rung helped most and why, from the trace diff and the critical path",
+            "measure prefill and decode tokens/s with and without a KV cache, across batch sizes"),
+           ("05", "06"),
+           ("A rung helped only if its gain is beyond the noise of your own repeats.",
+            "MFU is measured against the peak of the precision that ran: bf16 against 191.5 TFLOPS on an MI250X "
+            "GCD, fp32 against 47.9.",
+            "The trace diff says which operators a rung changed; the critical path says whether that was what the "
+            "step waited for.",
+            "Decode is bound by memory traffic: a KV cache saves recomputation, a larger batch reads the weights "
+            "once for more tokens.")),
 )
 
 
