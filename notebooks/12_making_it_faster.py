@@ -17,7 +17,7 @@
 #
 # Why bf16 first: on LUMI an MI250X GCD's bf16 matrix peak is **191.5 TFLOPS**, four times its FP32 matrix peak of
 # **47.9 TFLOPS** (site profile `lumikit/sites/lumi.toml`). On LUMI the ladder is **expected** to show most of its
-# gain there; no ladder recorded on LUMI ships with the workbook yet, so every LUMI figure here is expected, not
+# gain there; no ladder measured on LUMI ships with the workbook yet, so every LUMI figure here is expected, not
 # measured. Here, every number is **measured on this machine** (a CPU on a laptop): its own answer to "which rung
 # helps most on this model, and why?".
 #
