@@ -59,7 +59,10 @@ for rung, against_above in steps_up(ladder).items():
 # **How to read it:** one sentence per rung, built from the repeats above: the two medians with their ranges, the
 # ratio, and the verdict. Where it says "within noise", this machine cannot tell the rungs apart; a longer run (more
 # `--repeats`) or a quieter machine might, and on LUMI's GCD the gaps are expected to be far larger than the
-# noise. Where it says "beyond noise", the rung really changed the step here.
+# noise. Where it says "beyond noise", the rung changed the step here, with one caveat: the rungs run one after
+# the other, not interleaved (module 07's way), so a slow spell of a shared machine that covers one rung's whole
+# block can pass for a gain or a loss. Run the ladder again (`lumikit ladder --site laptop --wait`): a verdict that
+# flips between two runs was the machine, not the rung.
 #
 # ## What a rung changed: the trace diff
 #

@@ -20,11 +20,11 @@ from .framework import CheckFailed, Passed, check, expect_close, expect_type, pa
 SITE = "lumi"
 
 
-def rung_rates(ladder: Mapping[str, Any]) -> dict[str, list[float]]:
+def rung_rates(ladder: Mapping[str, Any], exercise: str = "12.1") -> dict[str, list[float]]:
     """Rung -> its timed repeats (samples/s), in the ladder's order, from a ``ladder.json``'s contents."""
     rows = ladder.get("rungs") if isinstance(ladder, Mapping) else None
     if not isinstance(rows, list) or not rows:
-        raise CheckFailed("12", "the ladder has no rungs", hint="pass the dict `read_ladder(run.path)` returns.")
+        raise CheckFailed(exercise, "the ladder has no rungs", hint="pass the dict `read_ladder(run.path)` returns.")
     return {str(r["rung"]): [float(v) for v in (r["samples_per_s"].get("values") or [r["samples_per_s"]["median"]])]
             for r in rows}
 
@@ -163,7 +163,7 @@ def _decode(rounds: Sequence[Mapping[str, Any]], batch: int, kv_cache: bool) -> 
     values = [float(r["decode_tokens_per_s"]) for rows in rounds for r in rows
               if int(r["batch"]) == batch and bool(r["kv_cache"]) == kv_cache]
     if not values:
-        raise CheckFailed("12", f"no decode rows for batch {batch}", hint="measure that batch size in every round.")
+        raise CheckFailed("12.3", f"no decode rows for batch {batch}", hint="measure that batch size in every round.")
     return values
 
 

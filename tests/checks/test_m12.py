@@ -86,3 +86,8 @@ def test_predictions_take_any_offered_letter_only():
     assert m12.check_bf16_prediction("c") and m12.check_batch_prediction("(b)")
     with pytest.raises(CheckFailed, match="one of the letters"):
         m12.check_batch_prediction("z")
+
+
+def test_a_ladder_without_rungs_is_refused_naming_the_exercise():
+    with pytest.raises(CheckFailed, match="12.1: the ladder has no rungs"):
+        m12.check_helped_most("bf16", True, {"rungs": []})
