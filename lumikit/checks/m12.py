@@ -67,8 +67,8 @@ def _bf16_truth(rates: Mapping[str, Sequence[float]]) -> str:
 
 check_bf16_outcome = outcome_check("12.q2", BF16_HERE, _bf16_truth, {
     "a": "this CPU ran the bf16 matrix products faster than fp32 ones (CPUs with bf16 instructions do), and the "
-         "tiny model's step is mostly matrix products. On an MI250X GCD the bf16 matrix peak is 4x the fp32 one (191.5 against "
-         "47.9 TFLOPS): expect a large gain there too.",
+         "tiny model's step is mostly matrix products. On an MI250X GCD the bf16 matrix peak is 4x the fp32 one "
+         "(191.5 against 47.9 TFLOPS): expect a large gain there too.",
     "b": "the tiny model's step is short and this machine is shared: the casts autocast adds and the noise hide "
          "what bf16 saves. On an MI250X GCD the bf16 matrix peak is 4x the fp32 one (191.5 against 47.9 TFLOPS): "
          "there, expect bf16 to help.",

@@ -214,8 +214,9 @@ def render(module: Module, lesson: Lesson, items: Sequence[Item], prompts: Seque
            f"Planned: **{module.minutes} min** (`lumikit/syllabus.py`). Estimated from the content: **{need} min** "
            f"(lesson {lesson.minutes:.0f}: {lesson.words} words at {WORDS_PER_MINUTE} a minute, {lesson.cells} "
            f"code cells x {MINUTES['cell']}, {lesson.runs} launched runs x {MINUTES['run']}; {kinds['exercise']} "
-           f"computed exercises x {MINUTES['exercise']}, {kinds['terminal']} terminal tasks x {MINUTES['terminal']}, {kinds['question']} questions x "
-           f"{MINUTES['question']}, {len(prompts)} discussion prompts x {MINUTES['discussion']})."]
+           f"computed exercises x {MINUTES['exercise']}, {kinds['terminal']} terminal tasks x {MINUTES['terminal']}, "
+           f"{kinds['question']} questions x {MINUTES['question']}, {len(prompts)} discussion prompts x "
+           f"{MINUTES['discussion']})."]
     if lesson.optional_minutes:
         out.append(f"Not in it: the lesson's Going-further sections, about {math.ceil(lesson.optional_minutes)} "
                    "min more for those who want them.")

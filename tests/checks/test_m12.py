@@ -67,7 +67,8 @@ def test_cache_gain_is_decode_with_over_without_at_the_largest_batch():
             m12.check_cache_gain(wrong, _rounds())
 
 
-@pytest.mark.parametrize("rounds, shown", [(_rounds(), "a"), (_rounds(cache_8=82.0), "b"), (_rounds(cache_8=20.0), "c")])
+@pytest.mark.parametrize("rounds, shown", [(_rounds(), "a"), (_rounds(cache_8=82.0), "b"),
+                                           (_rounds(cache_8=20.0), "c")])
 def test_the_batch_outcome_is_what_the_rounds_show_beyond_their_spread(rounds, shown):
     assert m12.check_batch_outcome(shown, "a", measured=rounds)
     for other in {"a", "b", "c"} - {shown}:
@@ -91,3 +92,13 @@ def test_predictions_take_any_offered_letter_only():
 def test_a_ladder_without_rungs_is_refused_naming_the_exercise():
     with pytest.raises(CheckFailed, match="12.1: the ladder has no rungs"):
         m12.check_helped_most("bf16", True, {"rungs": []})
+
+
+def test_module_12s_measured_answers_grade_as_the_learners_own_data_and_predictions_as_verified():
+    """The ladder and the generation rounds are the learner's own measurements: consistent, never "verified"."""
+    from lumikit.checks.grading import best_cell, check_functions
+
+    functions = check_functions()
+    best = {e: best_cell(e, functions[e]) for e in ("12.1", "12.2", "12.3", "12.q2", "12.q4", "12.q1")}
+    assert {best[e] for e in ("12.1", "12.2", "12.3", "12.q2", "12.q4")} == {"own data"}, best
+    assert best["12.q1"] == "verified", best
