@@ -47,13 +47,13 @@ MODULES: tuple[Module, ...] = (
                      "A binding is proven by what each task prints (Cpus_allowed_list), with one task per mask.",
                      "One rule per rank: `--gpus-per-node` + device `LOCAL_RANK`, 7 cores and its GCD's mask; not "
                      "`--gpus-per-task`.")),
-    Module("02", "02_containers_and_envs", "Containers and Python environments", 45,
+    Module("02", "02_containers_and_envs", "Containers and Python environments", 55,
            ("run a job inside LUMI's PyTorch container with the right binds",
             "add packages in a venv on top of the container without replacing its PyTorch"),
            ("01",), ("The container brings ROCm's PyTorch; your venv adds only what is missing.",
                      "Binds decide which host folders exist inside the container.",
                      "Pin torch to the container's version, or pip will replace it.")),
-    Module("03", "03_first_training_job", "A first training job", 60,
+    Module("03", "03_first_training_job", "A first training job", 70,
            ("submit a training job and follow it with squeue and sacct",
             "plan --time from measured step times, and checkpoint and resume",
             "fix a broken #SBATCH script and cancel a job with Slurm's own commands"),
@@ -69,27 +69,27 @@ MODULES: tuple[Module, ...] = (
                      "srun --overlap runs a second step in a job whose first step holds its CPUs.",
                      "A run's GPU record (`gpu/<node>.jsonl`) and `run.report()` keep what Slurm does not: peak "
                      "VRAM and energy.")),
-    Module("05", "05_logging_and_profiling", "Logging and profiling", 60,
+    Module("05", "05_logging_and_profiling", "Logging and profiling", 95,
            ("read a HIP log (AMD_LOG_LEVEL=4) and rocprof's tables",
             "profile a few steps with torch.profiler, with and without lumikit's wrapper",
             "diagnose a failed job from its log"),
            ("03",), ("Profile a few steps of one rank after a warm-up; take step times from unprofiled steps.",
                      "A kernel launch returns at once; a copy to the host waits for the GPU.",
                      "TensorBoard's profiler plugin is deprecated: read traces in Perfetto or with an analysis.")),
-    Module("06", "06_reading_traces", "Reading traces", 60,
+    Module("06", "06_reading_traces", "Reading traces", 85,
            ("split GPU time into compute, communication and idle",
             "find a straggler rank and hidden communication in multi-rank traces"),
            ("05",), ("Idle time says the GPU waited; the host side says for what.",
                      "Communication that overlaps computation costs nothing extra.",
                      "One slow rank makes every rank's step slow.")),
-    Module("07", "07_several_gpus", "Several GPUs on one node", 75,
+    Module("07", "07_several_gpus", "Several GPUs on one node", 95,
            ("run DDP with one task per GCD, and compare it with DataParallel",
             "start DDP with srun or torchrun"),
            ("03", "05"), ("One process per GCD (DDP) beats one process driving several (DataParallel).",
                           "Slurm sets RANK, LOCAL_RANK and WORLD_SIZE; torchrun is optional on LUMI.",
                           "Two GCDs of one small-g job may share an MI250X (200 GB/s) or not (50 GB/s): the bus ids "
                           "tell, rccl-tests measures.")),
-    Module("08", "08_several_nodes", "Several nodes", 60,
+    Module("08", "08_several_nodes", "Several nodes", 80,
            ("write a multi-node batch script with binding and RCCL's environment",
             "prove from RCCL's log that the network was used",
             "know which GPU each rank sees (Slurm, ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES)"),
@@ -99,7 +99,7 @@ MODULES: tuple[Module, ...] = (
                      "Measure the network alone first: all_reduce_perf's busbw plateau against the link it crossed.",
                      "A hang: the flight recorder names the rank that never joined collective N; py-spy via srun "
                      "--overlap shows why.")),
-    Module("09", "09_data_and_io", "Data and I/O", 45,
+    Module("09", "09_data_and_io", "Data and I/O", 60,
            ("choose where data lives on LUMI and why one file beats many small ones",
             "size DataLoader workers, and start them with spawn in multi-node jobs"),
            ("03",), ("Lustre dislikes many small files: pack them, or stage to /tmp.",
@@ -117,6 +117,19 @@ MODULES: tuple[Module, ...] = (
            ("Symptom, location, explanation, then one change and a new measurement.",
             "Under DDP every rank shows the slowest rank's step time: compare phases.",
             "A fix is a number measured with the cause still present.")),
+    Module("12", "12_making_it_faster", "Making the step faster", 60,
+           ("climb the optimisation ladder (fp32, bf16, a fused optimizer, torch.compile) and measure each rung "
+            "with its spread",
+            "say which rung helped most and why, from the trace diff and the critical path",
+            "measure prefill and decode tokens/s with and without a KV cache, across batch sizes"),
+           ("05", "06"),
+           ("A rung helped only if its gain is beyond the noise of your own repeats.",
+            "MFU is measured against the peak of the precision that ran: bf16 against 191.5 TFLOPS on an MI250X "
+            "GCD, fp32 against 47.9.",
+            "The trace diff says which operators a rung changed; the critical path says whether that was what the "
+            "step waited for.",
+            "Decode is bound by memory traffic: a KV cache saves recomputation, a larger batch reads the weights "
+            "once for more tokens.")),
 )
 
 

@@ -1,5 +1,5 @@
 # %% [markdown]
-# > **Module 02 at a glance.** About **45 minutes** (lesson and exercises). Before it: module(s) 01.
+# > **Module 02 at a glance.** About **55 minutes** (lesson and exercises). Before it: module(s) 01.
 # >
 # > **Objectives.** After it you can:
 # > - run a job inside LUMI's PyTorch container with the right binds

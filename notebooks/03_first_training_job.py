@@ -1,5 +1,5 @@
 # %% [markdown]
-# > **Module 03 at a glance.** About **60 minutes** (lesson and exercises). Before it: module(s) 01, 02.
+# > **Module 03 at a glance.** About **70 minutes** (lesson and exercises). Before it: module(s) 01, 02.
 # >
 # > **Objectives.** After it you can:
 # > - submit a training job and follow it with squeue and sacct

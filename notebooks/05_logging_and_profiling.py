@@ -1,5 +1,5 @@
 # %% [markdown]
-# > **Module 05 at a glance.** About **60 minutes** (lesson and exercises). Before it: module(s) 03.
+# > **Module 05 at a glance.** About **95 minutes** (lesson and exercises). Before it: module(s) 03.
 # >
 # > **Objectives.** After it you can:
 # > - read a HIP log (AMD_LOG_LEVEL=4) and rocprof's tables

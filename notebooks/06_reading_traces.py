@@ -1,5 +1,5 @@
 # %% [markdown]
-# > **Module 06 at a glance.** About **60 minutes** (lesson and exercises). Before it: module(s) 05.
+# > **Module 06 at a glance.** About **85 minutes** (lesson and exercises). Before it: module(s) 05.
 # >
 # > **Objectives.** After it you can:
 # > - split GPU time into compute, communication and idle

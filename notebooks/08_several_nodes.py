@@ -1,5 +1,5 @@
 # %% [markdown]
-# > **Module 08 at a glance.** About **60 minutes** (lesson and exercises). Before it: module(s) 07.
+# > **Module 08 at a glance.** About **80 minutes** (lesson and exercises). Before it: module(s) 07.
 # >
 # > **Objectives.** After it you can:
 # > - write a multi-node batch script with binding and RCCL's environment

@@ -1,5 +1,5 @@
 # %% [markdown]
-# > **Module 09 at a glance.** About **45 minutes** (lesson and exercises). Before it: module(s) 03.
+# > **Module 09 at a glance.** About **60 minutes** (lesson and exercises). Before it: module(s) 03.
 # >
 # > **Objectives.** After it you can:
 # > - choose where data lives on LUMI and why one file beats many small ones

@@ -52,3 +52,12 @@ def test_prerequisites_come_earlier_and_unknown_modules_are_refused() -> None:
         assert all(p < entry.number for p in entry.prerequisites), entry.number
     with pytest.raises(KeyError, match="no module '99'"):
         module("99")
+
+
+@pytest.mark.parametrize("entry", MODULES, ids=lambda m: m.number)
+def test_every_module_fits_its_stated_minutes_by_the_content_estimate(entry) -> None:
+    """The estimate counts the lesson's words and cells, the runs the lesson and solution launch, and the exercises
+    (lumikit.checks.instructor.notes): a module that needs more than it says is a plan a class cannot keep."""
+    from lumikit.checks.instructor.notes import module_estimate
+
+    assert module_estimate(REPO, entry) <= entry.minutes, f"module {entry.number}: raise its minutes or trim it"

@@ -34,6 +34,14 @@ def ladder_spec(args: argparse.Namespace) -> JobSpec:
     return spec(command, name="ladder", container=args.container, time=args.time, account=args.account, **fields)
 
 
+def ladder_job(*options: str) -> JobSpec:
+    """The job ``lumikit ladder OPTIONS`` would launch, for a notebook (``launch(ladder_job("--rungs",
+    "fp32,bf16"))``): the same options, checked the same way."""
+    parser = argparse.ArgumentParser(prog="lumikit")
+    register(parser.add_subparsers())
+    return ladder_spec(parser.parse_args(["ladder", *options]))
+
+
 def _ladder(args: argparse.Namespace) -> int:
     if args.show:
         data = read_ladder(args.show)

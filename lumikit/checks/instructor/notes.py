@@ -9,6 +9,7 @@ lumikit.checks.instructor.notes`` writes them; ``--check`` writes nothing and ex
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from dataclasses import dataclass, field
@@ -20,8 +21,16 @@ from ...syllabus import MODULES, Module
 from ..conventions import SOLUTION_TAG
 
 NOTES_DIR = Path("docs") / "instructor-notes"
-#: Minutes a learner needs, by kind of item, for the estimate (lesson reading and runs included per module).
-MINUTES = {"lesson": 15, "exercise": 4, "terminal": 8, "question": 2, "discussion": 3}
+#: Minutes a learner needs, by kind of item, for the estimate: each exercise, terminal task, question and discussion
+#: prompt at its pace; the lesson's text read at :data:`WORDS_PER_MINUTE`, each lesson code cell run and its output
+#: read ("cell"), and each run that the lesson or the solution launches ("run": launched, waited for on lumi-sim or
+#: a laptop, its output read; a queue on LUMI adds to it).
+MINUTES = {"exercise": 4, "terminal": 8, "question": 2, "discussion": 3, "cell": 0.5, "run": 3}
+#: Reading pace of the lessons' technical text (words per minute).
+WORDS_PER_MINUTE = 150
+#: A call that launches a run: a job (``launch``), a workload in the kernel (``resnet.main([...])``), the ladder or
+#: generation measured in the kernel, or another program (``subprocess.run``). Each call site counts once.
+_LAUNCHES = re.compile(r"\b(?:launch|run_ladder|generate\.measure|subprocess\.run|\w+\.main)\(")
 _EXERCISE = re.compile(r"^#\s*Exercise\s+(?P<id>\d\d\.\w+)\s*:\s*(?P<text>.*)$")
 _HINT = re.compile(r"^#\s*Hint\s*:\s*(?P<text>.*)$")
 _TOOL = re.compile(r"^#\s*Tool\s*:\s*(?P<text>.*)$")
@@ -119,25 +128,99 @@ def _order(exercise: str) -> tuple[int, int, str]:
     return (0, int(number), "") if number.isdigit() else (1, 0, number)
 
 
-def estimate(items: Sequence[Item], prompts: Sequence[Prompt]) -> int:
-    """Minutes the module's content needs: a lesson, then each item at its kind's pace (:data:`MINUTES`)."""
-    total = MINUTES["lesson"] + sum(MINUTES[_kind(i.exercise)] for i in items)
-    return total + MINUTES["discussion"] * len(prompts)
+@dataclass(frozen=True)
+class Lesson:
+    """What a module's lesson asks of a learner's time: words to read, code cells to run, runs launched (the
+    lesson's and its solution's). A lesson's "Going further" sections are optional: counted apart
+    (``optional_minutes``), never in the estimate."""
+
+    words: int
+    cells: int
+    runs: int
+    optional_minutes: float = 0.0
+
+    @property
+    def minutes(self) -> float:
+        return _minutes(self.words, self.cells, self.runs)
 
 
-def render(module: Module, items: Sequence[Item], prompts: Sequence[Prompt]) -> str:
+def _minutes(words: int, cells: int, runs: int) -> float:
+    return words / WORDS_PER_MINUTE + MINUTES["cell"] * cells + MINUTES["run"] * runs
+
+
+#: A lesson heading that starts an optional part; the next ``##`` heading of another kind ends it.
+GOING_FURTHER = re.compile(r"^##\s+Going further", re.I | re.M)
+_HEADING = re.compile(r"^##\s+\S", re.M)
+
+
+def _launches(cell: Any) -> int:
+    """How many calls in a code cell launch a run (:data:`_LAUNCHES`; comments left out)."""
+    if cell.get("cell_type") != "code":
+        return 0
+    return len(_LAUNCHES.findall("\n".join(line.split("#", 1)[0] for line in _text(cell).splitlines())))
+
+
+def launched_runs(notebook: Any) -> int:
+    """How many calls in the notebook's code cells launch a run."""
+    return sum(_launches(cell) for cell in notebook.cells)
+
+
+def read_lesson(lesson: Path, solution: Path | None = None) -> Lesson:
+    """The lesson's words and code cells, and the runs the lesson and (if given) its solution launch; the lesson's
+    Going-further sections apart. A workbook without the lesson (a solution alone) counts the solution's runs."""
+    from .notebook import read_notebook
+
+    core, extra = [0, 0, 0], [0, 0, 0]  # words, code cells, runs
+    optional = False
+    for cell in read_notebook(lesson).cells if lesson.is_file() else []:
+        text = _text(cell)
+        if cell.get("cell_type") == "markdown" and _HEADING.search(text):
+            optional = bool(GOING_FURTHER.search(text))
+        counts = extra if optional else core
+        if cell.get("cell_type") == "markdown":
+            counts[0] += len(text.split())
+        elif cell.get("cell_type") == "code":
+            counts[1] += 1
+            counts[2] += _launches(cell)
+    if solution is not None:
+        core[2] += launched_runs(read_notebook(solution))
+    return Lesson(core[0], core[1], core[2], _minutes(*extra))
+
+
+def estimate(lesson: Lesson, items: Sequence[Item], prompts: Sequence[Prompt]) -> int:
+    """Minutes the module's content needs: the lesson (:class:`Lesson`), then each item at its kind's pace
+    (:data:`MINUTES`), rounded up."""
+    total = lesson.minutes + sum(MINUTES[_kind(i.exercise)] for i in items)
+    return math.ceil(total + MINUTES["discussion"] * len(prompts))
+
+
+def module_estimate(root: Path, module: Module) -> int:
+    """The estimate of one module of the workbook in ``root`` (lesson, solution and its checks)."""
+    lesson = root / "notebooks" / f"{module.stem}.py"
+    solution = root / "solutions" / f"{module.stem}.py"
+    has_solution = module.has_exercises and solution.is_file()
+    items, prompts = read_module(solution) if has_solution else ([], [])
+    return estimate(read_lesson(lesson, solution if has_solution else None), items, prompts)
+
+
+def render(module: Module, lesson: Lesson, items: Sequence[Item], prompts: Sequence[Prompt]) -> str:
     """The notes of one module as Markdown."""
-    need = estimate(items, prompts)
+    need = estimate(lesson, items, prompts)
     kinds = {k: sum(_kind(i.exercise) == k for i in items) for k in ("exercise", "terminal", "question")}
     out = [f"# Module {module.number}: {module.title} (instructor notes)", "",
            f"Generated by `python -m lumikit.checks.instructor.notes` from `solutions/{module.stem}.py` and its "
            f"checks: edit those, then regenerate. Leave this folder out of the learners' copy (`lumikit handout` does).", "",
            "## Time", "",
            f"Planned: **{module.minutes} min** (`lumikit/syllabus.py`). Estimated from the content: **{need} min** "
-           f"(lesson {MINUTES['lesson']}, {kinds['exercise']} computed exercises x {MINUTES['exercise']}, "
-           f"{kinds['terminal']} terminal tasks x {MINUTES['terminal']}, {kinds['question']} questions x "
-           f"{MINUTES['question']}, {len(prompts)} discussion prompts x {MINUTES['discussion']})."]
-    if need > module.minutes * 1.2:
+           f"(lesson {lesson.minutes:.0f}: {lesson.words} words at {WORDS_PER_MINUTE} a minute, {lesson.cells} "
+           f"code cells x {MINUTES['cell']}, {lesson.runs} launched runs x {MINUTES['run']}; {kinds['exercise']} "
+           f"computed exercises x {MINUTES['exercise']}, {kinds['terminal']} terminal tasks x {MINUTES['terminal']}, "
+           f"{kinds['question']} questions x {MINUTES['question']}, {len(prompts)} discussion prompts x "
+           f"{MINUTES['discussion']})."]
+    if lesson.optional_minutes:
+        out.append(f"Not in it: the lesson's Going-further sections, about {math.ceil(lesson.optional_minutes)} "
+                   "min more for those who want them.")
+    if need > module.minutes:
         out.append(f"The content needs more than the plan: give it {need} min, or leave the discussion for "
                    f"homework.")
     out += ["", "## Objectives", ""] + [f"- {o}" for o in module.objectives]
@@ -174,7 +257,7 @@ def generate(root: Path, *, check: bool = False) -> list[Path]:
             continue
         items, prompts = read_module(source)
         target = root / NOTES_DIR / f"{module.stem}.md"
-        text = render(module, items, prompts)
+        text = render(module, read_lesson(root / "notebooks" / f"{module.stem}.py", source), items, prompts)
         old = target.read_text(encoding="utf-8") if target.is_file() else None
         if old != text:
             changed.append(target)

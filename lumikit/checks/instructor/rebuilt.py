@@ -77,6 +77,7 @@ FIXED: dict[str, dict[str, Any]] = {
 JUDGED: dict[str, tuple[str, ...]] = {
     "08.5": ("node_busbw",),
     "04.q3": ("predicted",), "07.q3": ("predicted",), "09.q3": ("predicted",),
+    "12.q2": ("predicted",), "12.q4": ("predicted",),
 }
 #: Terminal output a learner stores or pastes: never tied to a job in Slurm's accounting, so not checked.
 PASTED_OUTPUT: dict[str, tuple[str, ...]] = {

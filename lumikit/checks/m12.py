@@ -1,0 +1,227 @@
+"""Checks for module 12 (making the step faster): which rung of the learner's own ladder helped most and whether
+beyond the noise, the MFU of a rung against one GCD's peak for the precision it ran in, and what a KV cache and a
+larger batch do to decode tokens/s.
+
+Every expected value is computed from the learner's own measurements passed in (their ``ladder.json``, their
+generation rounds), judged with :func:`lumikit.measure.compare` against their own spread; the peaks come from the
+LUMI site profile. No number is written here.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from ..ladder.rungs import PEAK_FOR_PRECISION
+from ..measure import Comparison, compare, measured
+from ..model_estimate import gcd_peak_flops
+from .concepts import Prediction, outcome_check, prediction_check
+from .framework import CheckFailed, Passed, check, expect_close, expect_type, passed, wrong
+
+#: The precisions' peaks the MFU exercise is judged against: one LUMI GCD (site profile lumi).
+SITE = "lumi"
+
+
+def rung_rates(ladder: Mapping[str, Any], exercise: str = "12.1") -> dict[str, list[float]]:
+    """Rung -> its timed repeats (samples/s), in the ladder's order, from a ``ladder.json``'s contents."""
+    rows = ladder.get("rungs") if isinstance(ladder, Mapping) else None
+    if not isinstance(rows, list) or not rows:
+        raise CheckFailed(exercise, "the ladder has no rungs", hint="pass the dict `read_ladder(run.path)` returns.")
+    return {str(r["rung"]): [float(v) for v in (r["samples_per_s"].get("values") or [r["samples_per_s"]["median"]])]
+            for r in rows}
+
+
+def steps_up(ladder: Mapping[str, Any]) -> dict[str, Comparison]:
+    """Each rung after the first against the rung above it (samples/s, the learner's repeats)."""
+    rates = rung_rates(ladder)
+    names = list(rates)
+    return {b: compare(measured(b, rates[b]), measured(a, rates[a])) for a, b in zip(names, names[1:])}
+
+
+def _helped_most(ladder: Mapping[str, Any]) -> str:
+    steps = steps_up(ladder)
+    return max(steps, key=lambda name: steps[name].ratio)
+
+
+def _helped_least(ladder: Mapping[str, Any]) -> str:
+    steps = steps_up(ladder)
+    return min(steps, key=lambda name: steps[name].ratio)
+
+
+# --- Is bf16 faster here? Predict, then read the ladder ------------------------------------------------------------
+
+BF16_HERE = Prediction("12.q1", "On this machine (the tiny language model, a CPU here), the bf16 rung against the "
+                                "fp32 rung, in samples/s over the ladder's timed repeats, will be:", {
+    "a": "faster beyond the noise (ranges apart, medians more than 20 % apart)",
+    "b": "within the noise",
+    "c": "slower beyond the noise (ranges apart, medians more than 20 % apart)",
+})
+check_bf16_prediction = prediction_check(BF16_HERE)
+
+
+def _bf16_truth(rates: Mapping[str, Sequence[float]]) -> str:
+    """What lumikit.measure says of the bf16 rung's repeats against the fp32 rung's."""
+    comparison = compare(measured("bf16", rates["bf16"]), measured("fp32", rates["fp32"]))
+    if comparison.within_noise:
+        return "b"
+    return "a" if comparison.ratio > 1 else "c"
+
+
+check_bf16_outcome = outcome_check("12.q2", BF16_HERE, _bf16_truth, {
+    "a": "this CPU ran the bf16 matrix products faster than fp32 ones (CPUs with bf16 instructions do), and the "
+         "tiny model's step is mostly matrix products. On an MI250X GCD the bf16 matrix peak is 4x the fp32 one "
+         "(191.5 against 47.9 TFLOPS): expect a large gain there too.",
+    "b": "the tiny model's step is short and this machine is shared: the casts autocast adds and the noise hide "
+         "what bf16 saves. On an MI250X GCD the bf16 matrix peak is 4x the fp32 one (191.5 against 47.9 TFLOPS): "
+         "there, expect bf16 to help.",
+    "c": "without fast bf16 instructions a CPU converts to fp32 and back around every product, which costs more "
+         "than it saves. On an MI250X GCD the bf16 matrix peak is 4x the fp32 one (191.5 against 47.9 TFLOPS): "
+         "there, expect the opposite.",
+})
+
+
+# --- Which rung helped most, and was it beyond the noise? ----------------------------------------------------------
+
+@check("12.1",
+       wrong("the first rung: it has no rung above it to gain over", helped_most=lambda a: list(
+           rung_rates(a.ladder))[0], beyond_noise=lambda a: steps_up(a.ladder)[_helped_most(a.ladder)].within_noise
+           is False),
+       wrong("the rung that helped least", helped_most=lambda a: _helped_least(a.ladder),
+             beyond_noise=lambda a: steps_up(a.ladder)[_helped_most(a.ladder)].within_noise is False),
+       wrong("the right rung, but the noise verdict turned round", helped_most=lambda a: _helped_most(a.ladder),
+             beyond_noise=lambda a: steps_up(a.ladder)[_helped_most(a.ladder)].within_noise),
+       wrong("a rung that is not in the ladder", helped_most="turbo", beyond_noise=True))
+def check_helped_most(helped_most: str | None, beyond_noise: bool | None, ladder: Mapping[str, Any]) -> Passed:
+    """Exercise 12.1: the rung whose step over the rung above it gained most, and whether that gain is beyond the
+    noise of the learner's own repeats."""
+    expect_type("12.1", helped_most, str, what="the rung's name", hint="a rung name of your ladder, as a string.")
+    steps = steps_up(ladder)
+    if helped_most not in rung_rates(ladder):
+        raise CheckFailed("12.1", "that is not a rung of your ladder", found=helped_most,
+                          hint="the names are in ladder['rungs'][i]['rung'].")
+    if helped_most not in steps:
+        raise CheckFailed("12.1", "the first rung has no rung above it, so it gained over nothing",
+                          hint="compare each rung with the one above it: the median of its samples/s over theirs.")
+    best = _helped_most(ladder)
+    if helped_most != best:
+        raise CheckFailed("12.1", "another rung gained more over the rung above it", found=helped_most,
+                          hint="the ratio of medians, each rung over the one above it: the largest ratio.")
+    expect_type("12.1", beyond_noise, bool, what="whether the gain is beyond the noise",
+                hint="a bool from compare(...).within_noise (beyond is its opposite).")
+    comparison = steps[best]
+    if beyond_noise != (not comparison.within_noise):
+        raise CheckFailed("12.1", "the noise verdict does not follow from your repeats",
+                          hint="compare(measured(rung, values), measured(rung above, values)).within_noise; the "
+                               "ranges and the 20 % rule decide, not the medians alone.")
+    return passed("12.1", comparison.sentence(unit="samples/s", fmt="{:.1f}", higher="faster", lower="slower")
+                  + " Measured on this machine; on LUMI run the same ladder on a GCD.")
+
+
+# --- MFU for the precision that ran --------------------------------------------------------------------------------
+
+def _row(ladder: Mapping[str, Any], rung: str) -> Mapping[str, Any]:
+    for row in ladder["rungs"]:
+        if row["rung"] == rung:
+            return row
+    raise CheckFailed("12.2", f"your ladder has no {rung} rung", hint="run the ladder with that rung in --rungs.")
+
+
+def _achieved(ladder: Mapping[str, Any], rung: str) -> float:
+    """Model FLOP/s of the rung: FLOPs per step x steps per second (median samples/s over the batch size)."""
+    return float(ladder["step_flops"]) * _row(ladder, rung)["samples_per_s"]["median"] / float(ladder["batch_size"])
+
+
+def _mfu(ladder: Mapping[str, Any], rung: str, precision: str | None = None) -> float:
+    precision = precision or str(_row(ladder, rung)["precision"])
+    return _achieved(ladder, rung) / gcd_peak_flops(PEAK_FOR_PRECISION[precision], SITE)
+
+
+@check("12.2",
+       wrong("against the fp32 matrix peak: a bf16 rung measured against fp32 looks four times better",
+             mfu=lambda a: _mfu(a.ladder, a.rung, "fp32")),
+       wrong("against a whole MI250X (two GCDs): PyTorch's device is one GCD",
+             mfu=lambda a: _mfu(a.ladder, a.rung) / 2),
+       wrong("a percentage", mfu=lambda a: 100 * _mfu(a.ladder, a.rung)),
+       wrong("samples/s as if they were steps/s (the batch size left out)",
+             mfu=lambda a: _mfu(a.ladder, a.rung) * float(a.ladder["batch_size"])))
+def check_rung_mfu(mfu: float | None, ladder: Mapping[str, Any], rung: str = "bf16") -> Passed:
+    """Exercise 12.2: the rung's MFU (0-1) against one LUMI GCD's peak for the precision it ran in."""
+    row = _row(ladder, rung)
+    expected = _mfu(ladder, rung)
+    expect_close("12.2", mfu, expected, rel=0.01, what="the model FLOPs utilisation (0-1)",
+                 hint="FLOPs per step (ladder['step_flops']) x steps per second (median samples/s / batch size) / "
+                      "one GCD's peak for the rung's precision (load_site('lumi').hardware['gcd_peak_tflops']).")
+    peak = PEAK_FOR_PRECISION[str(row["precision"])]
+    return passed("12.2", f"{_achieved(ladder, rung) / 1e9:.3g} GFLOP/s measured on this machine against "
+                          f"{gcd_peak_flops(peak, SITE) / 1e12:.1f} TFLOPS ({peak}, one LUMI GCD): a CPU uses a tiny "
+                          "share of a GCD's peak; on LUMI the same ladder measures the real MFU")
+
+
+# --- Decode: the KV cache and the batch ----------------------------------------------------------------------------
+
+def _decode(rounds: Sequence[Mapping[str, Any]], batch: int, kv_cache: bool) -> list[float]:
+    """Decode tokens/s of one batch size, with or without the cache, over the learner's rounds of
+    ``generate.measure`` (each round a list of row dicts)."""
+    values = [float(r["decode_tokens_per_s"]) for rows in rounds for r in rows
+              if int(r["batch"]) == batch and bool(r["kv_cache"]) == kv_cache]
+    if not values:
+        raise CheckFailed("12.3", f"no decode rows for batch {batch}", hint="measure that batch size in every round.")
+    return values
+
+
+def _batches(rounds: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    sizes = sorted({int(r["batch"]) for rows in rounds for r in rows})
+    return sizes[0], sizes[-1]
+
+
+def _median(values: Sequence[float]) -> float:
+    return measured("values", values).median
+
+
+def _cache_gain(rounds: Sequence[Any], batch: int) -> float:
+    return _median(_decode(rounds, batch, True)) / _median(_decode(rounds, batch, False))
+
+
+@check("12.3",
+       wrong("the ratio upside down (without the cache over with it)",
+             ratio=lambda a: 1 / _cache_gain(a.rounds, _batches(a.rounds)[1])),
+       wrong("the difference in tokens/s instead of the ratio", ratio=lambda a: _median(
+           _decode(a.rounds, _batches(a.rounds)[1], True)) - _median(_decode(a.rounds, _batches(a.rounds)[1], False))),
+       wrong("a percentage", ratio=lambda a: 100 * _cache_gain(a.rounds, _batches(a.rounds)[1])))
+def check_cache_gain(ratio: float | None, rounds: Sequence[Any]) -> Passed:
+    """Exercise 12.3: at the largest batch, how many times the decode tokens/s with the KV cache is the decode
+    tokens/s without it (medians over the rounds)."""
+    large = _batches(rounds)[1]
+    expected = _cache_gain(rounds, large)
+    expect_close("12.3", ratio, expected, rel=0.01, what="the decode speed-up of the cache",
+                 hint="median decode tokens/s with the cache / median without it, both at the largest batch.")
+    return passed("12.3", f"{expected:.1f}x at batch {large}: without a cache every decode step runs the whole "
+                          "sequence again; with one it runs one position and reads the cached keys and values")
+
+
+MORE_BATCH = Prediction("12.q3", "With the KV cache, going from the smallest to the largest batch, decode tokens/s "
+                                 "(over the whole batch, medians of the rounds) will:", {
+    "a": "rise beyond the noise (ranges apart, medians more than 20 % apart)",
+    "b": "stay within the noise",
+    "c": "fall beyond the noise (ranges apart, medians more than 20 % apart)",
+})
+check_batch_prediction = prediction_check(MORE_BATCH)
+
+
+def _batch_truth(rounds: Sequence[Any]) -> str:
+    """What lumikit.measure says of decode tokens/s (cache on) at the largest batch against the smallest."""
+    small, large = _batches(rounds)
+    comparison = compare(measured(f"batch {large}", _decode(rounds, large, True)),
+                         measured(f"batch {small}", _decode(rounds, small, True)))
+    if comparison.within_noise:
+        return "b"
+    return "a" if comparison.ratio > 1 else "c"
+
+
+check_batch_outcome = outcome_check("12.q4", MORE_BATCH, _batch_truth, {
+    "a": "a decode step reads every weight once whatever the batch, and does little arithmetic per byte read: "
+         "more rows per read is more tokens for the same traffic. Decode is bound by memory traffic, and batching "
+         "(vLLM's continuous batching) is what raises its tokens/s, on a GCD as here.",
+    "b": "at these sizes the tiny model's weights fit in the CPU's caches and the machine is noisy; on a GCD, where "
+         "a decode step reads the weights from memory, expect a larger batch to raise decode tokens/s.",
+    "c": "the cache grows with the batch, and on this machine other work got in the way; on a GCD, where a decode "
+         "step reads the weights from memory, expect a larger batch to raise decode tokens/s.",
+})

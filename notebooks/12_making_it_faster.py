@@ -1,0 +1,193 @@
+# %% [markdown]
+# > **Module 12 at a glance.** About **60 minutes** (lesson and exercises). Before it: module(s) 05, 06.
+# >
+# > **Objectives.** After it you can:
+# > - climb the optimisation ladder (fp32, bf16, a fused optimizer, torch.compile) and measure each rung with its spread
+# > - say which rung helped most and why, from the trace diff and the critical path
+# > - measure prefill and decode tokens/s with and without a KV cache, across batch sizes
+
+# %% [markdown]
+# # 12 · Making the step faster
+#
+# Modules 05 and 06 showed where a step's time goes. This module spends it better. The **optimisation ladder**
+# runs the same training step rung by rung, each rung adding one knob of the course workloads to the rungs before
+# it: `bf16` (autocast to bfloat16), `fused` (a fused optimizer), `compile` (`torch.compile`), `channels-last`
+# (convolutions only) and `tunableop` (ROCm's GEMM tuning). Per rung it times several repeats after a warm-up,
+# then records a short profiler trace, and writes `ladder.json`.
+#
+# Why bf16 first: on LUMI an MI250X GCD's bf16 matrix peak is **191.5 TFLOPS**, four times its FP32 matrix peak of
+# **47.9 TFLOPS** (site profile `lumikit/sites/lumi.toml`). On LUMI the ladder is **expected** to show most of its
+# gain there; no ladder measured on LUMI ships with the workbook yet, so every LUMI figure here is expected, not
+# measured. Here, every number is **measured on this machine** (a CPU on a laptop): its own answer to "which rung
+# helps most on this model, and why?".
+#
+# **Predict before you run it:** which rung will help most here, on a CPU, with the tiny language model? Write
+# your guess down; the exercises ask for it.
+
+# %%
+# %matplotlib inline
+from lumikit.ladder import ladder_table, read_ladder
+from lumikit.ladder.cli import ladder_job
+from lumikit.ladder.plots import ladder_bars
+from lumikit.launch import launch, mode_line
+
+# Three rungs of the tiny language model, 1 warm-up step, 3 timed repeats of 3 steps, a 2-step trace per rung.
+ladder_run = launch(ladder_job("--rungs", "fp32,bf16,fused", "--steps", "3", "--repeats", "3", "--warmup", "1",
+                               "--profile-steps", "2"))
+print(mode_line(), "->", ladder_run.wait(timeout=600, poll=0.5))
+
+# %%
+ladder = read_ladder(ladder_run.path)
+print(ladder_table(ladder))
+ladder_bars(ladder)
+
+# %% [markdown]
+# **How to read it:** each bar is a rung's median samples/s, its whiskers the slowest and fastest of its timed
+# repeats, the label on top its speed-up over the first rung. Rungs are cumulative: `fused` runs in bf16 *and* with
+# a fused optimizer. The column "vs rung above" is `lumikit.measure.compare` on the repeats: a gain counts only
+# when the ranges are apart and the medians more than 20 % apart; otherwise it says "within noise". A laptop shared
+# with a browser is noisy, so expect whiskers that overlap. The MFU column is tiny on purpose: a CPU measured
+# against a GCD's peak. The next cell says, from these numbers alone, what each rung did here.
+
+# %%
+from lumikit.checks.m12 import steps_up
+
+for rung, against_above in steps_up(ladder).items():
+    print(f"{rung}: " + against_above.sentence(unit="samples/s", fmt="{:.1f}", higher="faster", lower="slower"))
+
+# %% [markdown]
+# **How to read it:** one sentence per rung, built from the repeats above: the two medians with their ranges, the
+# ratio, and the verdict. Where it says "within noise", this machine cannot tell the rungs apart; a longer run (more
+# `--repeats`) or a quieter machine might, and on LUMI's GCD the gaps are expected to be far larger than the
+# noise. Where it says "beyond noise", the rung changed the step here, with one caveat: the rungs run one after
+# the other, not interleaved (module 07's way), so a slow spell of a shared machine that covers one rung's whole
+# block can pass for a gain or a loss. Run the ladder again (`lumikit ladder --site laptop --wait`): a verdict that
+# flips between two runs was the machine, not the rung.
+#
+# ## What a rung changed: the trace diff
+#
+# Each rung left a short trace in `RUN/ladder/<rung>/trace`. `lumikit trace diff A B` compares two of them section
+# by section (the Python API below): which operators took more or less time per step, and the critical path.
+
+# %%
+from lumikit.trace import TraceAnalyzer
+from lumikit.trace.diff import section_table, trace_diff
+
+fp32_trace = TraceAnalyzer.from_path(ladder_run.path / "ladder" / "fp32" / "trace")
+bf16_trace = TraceAnalyzer.from_path(ladder_run.path / "ladder" / "bf16" / "trace")
+fp32_vs_bf16 = trace_diff(fp32_trace, bf16_trace)
+print("measured on this CPU, per step: fp32 rung (a) against bf16 rung (b)")
+section_table(fp32_vs_bf16, "CPU ops (self time) that changed most, per step")
+
+# %% [markdown]
+# **How to read it:** the operators whose time per step changed most between the two rungs, in µs (`a` fp32, `b`
+# bf16). Autocast changes which kernels run: matrix products (`aten::mm`, `aten::addmm`) in bf16, and new casts
+# (`aten::copy_`, `aten::_to_copy`) around them. Whether bf16 products are cheaper depends on the hardware: a CPU
+# without bf16 instructions converts and computes in fp32, and the casts are pure cost; a GCD's matrix cores run
+# bf16 at four times the fp32 rate. The trace here holds one analysed step per rung (the last profiled step is left
+# out), so read the large changes, not the small ones.
+
+# %%
+section_table(fp32_vs_bf16, "critical path and its categories, per step")
+
+# %% [markdown]
+# **How to read it:** the critical path is the chain of work the step had to wait for (module 06). On a CPU there
+# is no GPU, so the whole path is `cpu_bound`: every operator the host runs is on it, and any rung that makes those
+# operators cheaper shortens the step. On a GCD the path of a healthy step is expected to be mostly
+# `gpu_compute_bound`; a rung that shortens GPU kernels off the path changes nothing, and a step bound by
+# `gpu_kernel_launch_overhead` is where `torch.compile` (fewer, fused kernels) is expected to help most.
+
+# %%
+from lumikit.trace.critical_path import analyzer_critical_path, bound_by_table
+
+bound_by_table(analyzer_critical_path(bf16_trace, bf16_trace.ranks[0]))
+
+# %% [markdown]
+# **How to read it:** the bf16 rung's path, by category, as a share of the path and in µs. What dominates the path
+# is what the next rung should attack.
+#
+# ## The rungs not climbed here
+#
+# `compile` compiles the model with `torch.compile` in the warm-up (inductor needs a C compiler; where none is
+# found, the rung says so in one line and runs without it), and compiling takes minutes on a laptop's CPU, so this
+# lesson leaves it out. `tunableop` works on ROCm only: elsewhere it says so and does nothing. `channels-last`
+# changes convolutions: try `--model resnet`. On LUMI the full ladder is one command, **expected** to run in a few
+# minutes on one GCD:
+#
+# ```bash
+# lumikit ladder --site lumi --rungs fp32,bf16,fused,compile,tunableop --wait
+# ```
+#
+# ## Inference: prefill, decode and the KV cache
+#
+# Generating text has two phases. **Prefill** runs the prompt through the model in one pass, all positions at once:
+# many products on large matrices, like a training step. **Decode** then adds one token per step. Without a **KV
+# cache** each decode step runs the whole sequence again; with one, it runs one position and reads the keys and
+# values kept from earlier steps. A decode step does little arithmetic per byte of weights it reads, so it is bound
+# by memory traffic: a larger batch reads the same weights once for more rows. **Predict:** with the cache, what
+# will a batch of 8 do to decode tokens/s against a batch of 1?
+#
+# Below: the course's tiny language model (random weights, seed 0; nothing is downloaded), greedy generation of 16
+# tokens after a 32-token prompt, batches 1 and 8, with and without the cache, three rounds.
+
+# %%
+import torch
+
+from lumikit.workloads import generate
+from lumikit.workloads.lm import SIZES, TinyGPT, encode, load_corpus
+
+torch.set_num_threads(1)  # one thread, as the course's local jobs run: other work on a shared machine disturbs less
+torch.manual_seed(0)
+model, text_ids = TinyGPT(SIZES["tiny"]), encode(load_corpus(None)[:20000])
+rounds = [generate.measure(model, text_ids, batch_sizes=[1, 8], prompt_tokens=32, new_tokens=16, repeats=2)
+          for _ in range(3)]
+print(generate.table(rounds[-1], "this CPU (the last of three rounds)"))
+
+# %%
+from lumikit.measure import compare, measured
+
+
+def decode_rates(batch: int, kv_cache: bool) -> list[float]:
+    return [r.decode_tokens_per_s for rows in rounds for r in rows if r.batch == batch and r.kv_cache == kv_cache]
+
+
+cache_at_8 = compare(measured("batch 8, cache", decode_rates(8, True)), measured("batch 8, no cache",
+                                                                                 decode_rates(8, False)))
+batch_with_cache = compare(measured("batch 8, cache", decode_rates(8, True)), measured("batch 1, cache",
+                                                                                      decode_rates(1, True)))
+print(cache_at_8.sentence(unit="tokens/s", fmt="{:.0f}"))
+print(batch_with_cache.sentence(unit="tokens/s", fmt="{:.0f}"))
+
+# %% [markdown]
+# **How to read it:** the table gives tokens/s over the whole batch; prefill is far faster per token than decode,
+# because it runs all positions in one pass (with the cache it also writes the cache, so it can be slower than
+# without). The two sentences compare the rounds: the cache against none at batch
+# 8, then batch 8 against batch 1, both with the cache. Each says whether the gap is beyond the noise of the three
+# rounds on this machine. On a GCD, where every decode step reads the weights from memory, a larger batch is
+# **expected** to raise decode tokens/s until the GCD's arithmetic, not its memory, sets the pace: that is what
+# vLLM's continuous batching exploits.
+#
+# ## What LUMI would run: vLLM
+#
+# For serving a real model, LUMI's AI Guide (chapter 10) runs vLLM from the LAIF container on two GCDs, on a Unix
+# socket. `lumikit vllm --explain` prints that recipe with a line for each part. It is never run here: the output
+# below is the script and its explanation, and what it says of LUMI is expected.
+
+# %%
+from lumikit.cli import main as lumikit_command
+
+exit_status = lumikit_command(["vllm", "--explain", "--site", "lumi", "--account", "project_465000000"])
+
+# %% [markdown]
+# **How to read it:** `--tensor-parallel-size` splits the model over the job's two GCDs (a 35 B model in bf16 is
+# about 70 GB; one GCD holds 64 GB), `--uds` serves on a socket only steps of this job can reach, and the caches go
+# to `/scratch`. The client is a second step in the same job (`srun --overlap --jobid JOBID`); `lumikit vllm
+# --client JOBID` prints it.
+
+# %% [markdown]
+# ## Key points
+#
+# - A rung helped only if its gain is beyond the noise of your own repeats.
+# - MFU is measured against the peak of the precision that ran: bf16 against 191.5 TFLOPS on an MI250X GCD, fp32 against 47.9.
+# - The trace diff says which operators a rung changed; the critical path says whether that was what the step waited for.
+# - Decode is bound by memory traffic: a KV cache saves recomputation, a larger batch reads the weights once for more tokens.
