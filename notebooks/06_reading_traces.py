@@ -1,9 +1,11 @@
 # %% [markdown]
-# > **Module 06 at a glance.** About **85 minutes** (lesson and exercises). Before it: module(s) 05.
+# > **Module 06 at a glance.** About **100 minutes** (lesson and exercises). Before it: module(s) 05.
 # >
 # > **Objectives.** After it you can:
 # > - split GPU time into compute, communication and idle
 # > - find a straggler rank and hidden communication in multi-rank traces
+# > - say why the GPU waited and what would make the step faster: idle causes, the critical path, a what-if
+# > - place kernels on the MI250X roofline from counters or from shapes
 
 # %% [markdown]
 # # 06 · Reading traces
@@ -560,3 +562,4 @@ own_figure
 # - Idle time says the GPU waited; the host side says for what.
 # - Communication that overlaps computation costs nothing extra.
 # - One slow rank makes every rank's step slow.
+# - Only work on the critical path makes the step shorter when it gets faster.

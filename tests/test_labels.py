@@ -22,7 +22,7 @@ SCANNED = sorted([*REPO.glob("notebooks/*.py"), *REPO.glob("solutions/*.py"), *R
 REAL_RECORDING = re.compile(r"step|profiler|profiled|profiling|rocprof|smi record|supervisor|manifest|generated|kind|recorded from|"
                             r"recorded with|\(recorded\)|progress|recorded answers?|recorded (check )?results?|"
                             r"prediction recorded|results? recorded|answers? recorded|recorded as \"not checked|grading|"
-                            r"flight.recorder|TORCH_FR|rocpd", re.IGNORECASE)
+                            r"flight.recorder|TORCH_FR|rocpd|class_records", re.IGNORECASE)
 GENERATED_THINGS = re.compile(r"ddp-8gcd-starved|single-gcd-training|idle-node|rccl_debug_log|lumikit\.smi\.synth|"
                               r"trace\.synth|write_synthetic")
 REAL_CLAIMS = re.compile(r"\brecorded\b|taken on LUMI|from a real|real job|real run", re.IGNORECASE)
