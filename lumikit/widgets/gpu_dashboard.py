@@ -423,9 +423,12 @@ class RecordDashboard:
             t_rel = None
             if len(snaps) > 1 and latest.timestamp is not None and snaps[0].timestamp is not None:
                 t_rel = latest.timestamp - snaps[0].timestamp
-            timeline_image.value = figure_png(timeline(snaps, title=f"{label}: power, busy, VRAM", now=t_rel), dpi=72)
+            generated = header is not None and header.kind == "generated"
+            timeline_image.value = figure_png(timeline(snaps, title=f"{label}: power, busy, VRAM", now=t_rel,
+                                                       generated=generated), dpi=72)
             map_image.value = figure_png(node_map(latest, self.site, title=f"{label}: node map at "
-                                                                           f"{clock(latest.timestamp)}"), dpi=72)
+                                                                           f"{clock(latest.timestamp)}",
+                                                  generated=generated), dpi=72)
             window = snaps[-self.window:]
             findings.value = findings_html(interpret_window(window, self.site), _window_words(window))
             self.detail_renders += 1
