@@ -56,12 +56,12 @@ def _cell_ended(*_: Any) -> None:
 
 
 def mark_generated(fig_or_ax: Figure | Axes, what: str = "data") -> Figure:
-    """Write "generated <what>" just above the figure's top-right corner (clear of the title and the data; the
+    """Write "generated <what>" just below the figure's bottom-right corner (clear of titles, legends and data; the
     saved image grows to hold it), so a picture drawn from generated data (lumikit's synthesizers) says so in the
     image itself wherever it is shown, copied or saved. Once per figure."""
     fig = fig_or_ax if isinstance(fig_or_ax, Figure) else fig_or_ax.figure
     if not is_marked_generated(fig):
-        fig.text(0.995, 1.0, f"generated {what}", ha="right", va="bottom", fontsize=8, color="#8a1c1c",
+        fig.text(0.995, 0.0, f"generated {what}", ha="right", va="top", fontsize=9, color="#8a1c1c",
                  style="italic", gid=GENERATED_GID, zorder=10,
                  bbox={"boxstyle": "round,pad=0.2", "facecolor": "#fff3e0", "edgecolor": "#8a1c1c", "lw": 0.6})
     return fig

@@ -87,7 +87,7 @@ def node_map(snapshot: Snapshot, site: str | Site = "lumi", *, title: str | None
     rows = {r["index"]: r for r in activity_table(snapshot, s.power)}
     readings = {d.index: d for d in snapshot.devices}
     numa_domains = sorted({g.numa for g in s.node.gcds})
-    fig = figure(figsize=(2.4 * len(numa_domains) + 0.4, 3.8), layout="constrained")
+    fig = figure(figsize=(2.8 * len(numa_domains) + 0.4, 3.8), layout="constrained")
     ax = fig.subplots()
     ax.set_xlim(0, len(numa_domains))
     ax.set_ylim(0, 1.15)

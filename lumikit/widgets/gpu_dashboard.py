@@ -90,7 +90,8 @@ class GpuDashboard:
         self.devices = widgets.SelectMultiple(options=[], rows=8, description="devices")
         self.status = widgets.HTML(value=self._live_line())
         self.timeline_image = widgets.Image(format="png", layout=widgets.Layout(width="640px"))
-        self.map_image = widgets.Image(format="png", layout=widgets.Layout(width="640px"))
+        # wider than the timeline: the node map's labels (11 pt) then show at about 11 px, not 7
+        self.map_image = widgets.Image(format="png", layout=widgets.Layout(width="860px"))
         self.findings = widgets.HTML(value=findings_html([]))
         self.findings.add_class(CSS_FINDINGS)
         self.plots = widgets.VBox([self.timeline_image, self.map_image])
@@ -325,7 +326,7 @@ class RecordDashboard:
         panes = []
         for _node in nodes:
             timeline_image = widgets.Image(format="png", layout=widgets.Layout(width="640px"))
-            map_image = widgets.Image(format="png", layout=widgets.Layout(width="560px"))
+            map_image = widgets.Image(format="png", layout=widgets.Layout(width="860px"))
             findings = widgets.HTML()
             findings.add_class(CSS_FINDINGS)
             plots = widgets.VBox([timeline_image, map_image])
