@@ -259,8 +259,7 @@ demo = default_runs_dir() / f"{run.path.name}-as-rocprofv3" / "localhost" / "0"
 write_rocprof_stats(stats, demo / "rank0_kernel_stats.csv")
 print(find_outputs(demo.parent.parent).describe())
 kernels = rocprof_kernels(demo.parent.parent)
-plot_kernel_ranking(kernels, top=8, title="Top 8 CPU operators of this run by self time (a stand-in for "
-                                          "rocprof's kernels, in rocprofv3's layout)")
+plot_kernel_ranking(kernels, top=8, title="Top 8 CPU operators of this run by self time (not GPU kernels)")
 
 # %% [markdown]
 # **How to read it:** `rocprof_kernels` found the statistics file by its name, ranked the rows by total time and
