@@ -41,6 +41,11 @@ def _cell_started(*_: Any) -> None:
     global _in_cell
     _in_cell = True
     _pending.clear()
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is not None:
+        _claim_png(shell)  # pyplot may have loaded during the last cell
 
 
 def _cell_ended(*_: Any) -> None:
@@ -97,13 +102,22 @@ def enable_notebook_display() -> bool:
     shell = get_ipython()
     if shell is None:
         return False
-    png = shell.display_formatter.formatters["image/png"]
-    if Figure not in png.type_printers:
-        png.for_type(Figure, figure_png)
+    _claim_png(shell)
+    if not getattr(shell, "_lumikit_display", False):  # once per shell, even when pyplot registered a printer first
+        shell._lumikit_display = True
         shell.events.register("pre_run_cell", _cell_started)
         shell.events.register("post_run_cell", _cell_ended)
         _cell_started()  # the first figure() is called from inside a running cell
     return True
+
+
+def _claim_png(shell: Any) -> None:
+    """Make :func:`figure_png` the PNG printer of every ``Figure``: pyplot's inline backend registers its own when
+    it loads (a pandas ``.plot`` is enough), which would leave the cell-end display unhooked or show a returned
+    figure twice (its printer does not mark the figure drawn)."""
+    png = shell.display_formatter.formatters["image/png"]
+    if png.type_printers.get(Figure) is not figure_png:
+        png.for_type(Figure, figure_png)
 
 
 def figure_png(fig: Figure, dpi: int = 100) -> bytes:

@@ -88,3 +88,13 @@ def test_mark_generated_writes_once_below_the_corner() -> None:
     mark_generated(fig, "session")
     (mark,) = fig.texts
     assert mark.get_text() == "generated session" and mark.get_position()[1] <= 0.0 and is_marked_generated(fig)
+
+
+def test_figures_still_show_once_after_pyplot_registered_its_own_printer(shell) -> None:
+    from matplotlib.figure import Figure
+
+    # what pyplot's inline backend does when a pandas .plot loads it before any lumikit figure
+    shell.display_formatter.formatters["image/png"].for_type(Figure, lambda fig: b"\x89PNG pyplot's printer")
+    shell.run_cell("from lumikit.plotting import figure")
+    assert _outputs(shell, "fig = figure(figsize=(2, 2)); fig.add_subplot().plot([0, 1]);") == ["image/png"]
+    assert _outputs(shell, "fig = figure(figsize=(2, 2)); fig.add_subplot().plot([0, 1])\nfig") == ["image/png"]
