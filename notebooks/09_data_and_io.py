@@ -148,7 +148,7 @@ loading.round(4)
 
 # %%
 ax = loading[["mean step time (s)", "waiting for data (s)"]].plot.bar(
-    yerr={"mean step time (s)": [loading["mean step time (s)"] - loading["fastest"],
+    rot=0, yerr={"mean step time (s)": [loading["mean step time (s)"] - loading["fastest"],
                                  loading["slowest"] - loading["mean step time (s)"]]},
     title="Step time (median and range of 3 rounds) and time waiting for the next batch")
 ax.set_ylabel("seconds per step"); ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small");
