@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -52,9 +53,12 @@ def test_under_nbval_a_plotting_cell_without_an_image_fails_and_one_with_an_imag
     path.write_text(json.dumps(nb), encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-p",
                            "lumikit.testing.nbval_images", "-p", "no:cacheprovider", "-q", "--rootdir", str(tmp_path),
-                           str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                           str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "LUMIKIT_ARTIFACTS": str(tmp_path / "artifacts")})
     out = done.stdout + done.stderr
     assert done.returncode == 1, out
     assert "2 passed" in out and "1 failed" in out, out
     assert "this cell plots (plot) but left no image output" in out
     assert "1 of 2 plotting cells left an image output" in out
+    kept = tmp_path / "artifacts" / "figures" / "plots-cell1.png"
+    assert kept.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # the shown figure, for a person to look at

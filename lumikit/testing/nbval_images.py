@@ -3,7 +3,9 @@
 ``scripts/run-workbook.sh`` executes the lessons under nbval once; this plugin (``-p lumikit.testing.nbval_images``)
 reads the outputs nbval collected for each cell and fails a cell that calls a plotting helper but shows no
 ``image/png``: a figure the "How to read it" text below describes but the learner never sees. It adds no execution,
-only a parse of each cell's source.
+only a parse of each cell's source. Each plotting cell's first image is kept, for a person to look at, as
+``<stem>-cell<N>.png`` (N: nbval's cell number) in ``$LUMIKIT_ARTIFACTS/figures``, else
+``test-artifacts/figures`` (git-ignored).
 
 A cell *plots* when it calls (outside a ``def``) one of lumikit's helpers that return a matplotlib ``Figure``
 (found in lumikit's source by their ``-> Figure`` annotation), pandas' ``.plot`` / ``.plot.<kind>``, a
@@ -12,6 +14,9 @@ A cell *plots* when it calls (outside a ``def``) one of lumikit's helpers that r
 from __future__ import annotations
 
 import ast
+import base64
+import binascii
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -79,9 +84,33 @@ def plotting_calls(source: str) -> list[str]:
     return found
 
 
+def first_png(outputs: list[Any]) -> bytes | None:
+    """The first PNG among a cell's outputs (nbval's ``test_outputs``, base64 as Jupyter sends it), or None."""
+    for out in outputs:
+        data = (out.get("data") or {}).get("image/png")
+        if data:
+            try:
+                return base64.b64decode(data)
+            except (binascii.Error, TypeError, ValueError):
+                return b""  # there, but not decodable: still an image output
+    return None
+
+
 def has_image(outputs: list[Any]) -> bool:
-    """Whether a cell's outputs (nbval's ``test_outputs``) hold a PNG."""
-    return any("image/png" in (out.get("data") or {}) for out in outputs)
+    """Whether a cell's outputs hold a PNG."""
+    return first_png(outputs) is not None
+
+
+def _keep(item: pytest.Item, png: bytes) -> None:
+    """Write the figure beside the other test artefacts (best effort: a read-only checkout loses only this)."""
+    base = os.environ.get("LUMIKIT_ARTIFACTS")
+    folder = (Path(base) if base else item.config.rootpath / "test-artifacts") / "figures"
+    stem = Path(str(getattr(item, "fspath", item.path))).stem
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{stem}-cell{getattr(item, 'cell_num', 0)}.png").write_bytes(png)
+    except OSError:
+        pass
 
 
 @pytest.hookimpl(wrapper=True)
@@ -94,11 +123,14 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     calls = plotting_calls(cell.source)
     if calls:
         _seen["cells"] += 1
-        if not has_image(outputs):
+        png = first_png(outputs)
+        if png is None:
             pytest.fail(f"this cell plots ({', '.join(dict.fromkeys(calls))}) but left no image output: the "
                         f"figure never reaches the learner (return it, or make it with lumikit.plotting.figure)",
                         pytrace=False)
         _seen["images"] += 1
+        if png:
+            _keep(item, png)
     return result
 
 
