@@ -6,7 +6,8 @@
 # which rank has a slow data loader (never rank 0), how slow, and the model's size are chosen for you. Then it
 # loads the trace with `TraceAnalyzer`. What to find, and why it matters: where the GPU time goes, which rank holds
 # the others back and by how much (the time every other rank could save), why that rank's GPU idles, what HTA
-# says and why it can differ from lumikit, and how to cut one step out for Perfetto.
+# says and why it can differ from lumikit, how to cut one step out for Perfetto, and, on two more generated traces,
+# why the GPU waited and which change would make a step faster (only work on the critical path counts).
 
 # %%
 import lumikit.checks.m06 as checks
@@ -155,3 +156,66 @@ raise NotImplementedError("Exercise 06.C1: write your answer above, then delete 
 
 # %% tags=["check"]
 checks.check_starved_kernels(starved, counter_csv)
+
+# %% [markdown]
+# ## Why did the GPU wait, and what would make the step faster?
+#
+# Two more **generated** traces, each made from your seed, so your numbers are your own. The first is one step
+# whose GPU idle gaps each have a cause: the host waited in a sync, loaded data, ran a slow CPU op, or sat in a
+# long launch call. The second is one step with two streams and a CPU op after a sync, for a what-if.
+
+# %%
+from lumikit.trace.critical_path import analyzer_critical_path, what_if_table
+from lumikit.trace.idle import idle_causes_table
+from lumikit.trace.synth import write_events
+
+idle_trace = TraceAnalyzer.from_path(write_events(run.path / "idle-causes.pt.trace.json",
+                                                  checks.idle_exercise_events()))
+print("generated trace, GPU idle:", f"{idle_trace.get_temporal_breakdown()['idle_us'].iloc[0]:.0f} µs")
+
+# %% tags=["exercise"]
+# Exercise 06.P1: Which cause holds the most GPU idle time in `idle_trace`, and how many µs? Store the cause, as the `cause` column writes it, in `top_cause` and its idle time in `top_cause_us`.
+causes = None
+top = None
+top_cause = None
+top_cause_us = None
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("06.P1")
+raise NotImplementedError("Exercise 06.P1: write your answer above, then delete this line")
+
+# %% tags=["check"]
+checks.check_top_idle_cause(top_cause, top_cause_us)
+
+# %% [markdown]
+# The second trace: on stream 0 the host launches `gemm_kernel`, then `attention_kernel`; on stream 1 an
+# all-reduce (`ncclDevKernel_AllReduce`) runs beside them; then the host waits in `hipDeviceSynchronize` and runs
+# the CPU op `optimizer_step`. **Predict first**: which of the four, made 2x faster, would shorten the step most,
+# and by how much? Write your guess down, then measure it.
+
+# %%
+what_if_trace = TraceAnalyzer.from_path(write_events(run.path / "what-if.pt.trace.json",
+                                                     checks.what_if_exercise_events()))
+kernels = what_if_trace.get_top_kernels(n=5)[["name", "count", "total_us"]]
+ops = what_if_trace.trace[0].events.query("cat == 'cpu_op'")[["name", "dur"]]
+print("generated trace: kernels\n", kernels.to_string(index=False), "\nCPU ops\n", ops.to_string(index=False))
+print("candidates:", checks.WHAT_IF_CANDIDATES)
+
+# %% tags=["exercise"]
+# Exercise 06.P2: Which of `checks.WHAT_IF_CANDIDATES`, made 2x faster, shortens the critical path of `what_if_trace` the most, and by how many percent? Store the name in `best_op` and the gain in `gain_pct`.
+result = None
+measured = None
+best = None
+best_op = None
+gain_pct = None
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("06.P2")
+raise NotImplementedError("Exercise 06.P2: write your answer above, then delete this line")
+
+# %% tags=["check"]
+checks.check_what_if(best_op, gain_pct)
+
+# %% [markdown] tags=["exercise"]
+# **Question 06.F.** Was your prediction right? Why does the longest kernel gain nothing, and why does halving
+# `gemm_kernel` save less than half of its time?
+#
+# **Your answer:** _write it here, with the numbers from the cells above that support it._

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .errors import LumikitError
+from .errors import LumikitError, ParseError
 
 
 def umask() -> int:
@@ -226,14 +226,12 @@ def load_json_bounded(data: bytes | str, source: str, *, max_depth: int = DEFAUL
     """Parse JSON from an untrusted file (read with :func:`read_bytes`): a :class:`ParseError` naming ``source``
     for invalid JSON, nesting deeper than ``max_depth``, ``NaN``/``Infinity``, numbers beyond a double's range and
     integers longer than ``max_int_digits``, so no caller meets a value it cannot print or compare."""
-    from .errors import ParseError
-
     try:
         value = json.loads(data, parse_int=_bounded_int(max_int_digits), parse_float=_finite_float,
                            parse_constant=_no_constant)
     except RecursionError:
-        raise ParseError(f"JSON nested deeper than {max_depth} levels; no lumikit input nests so deep (a damaged "
-                         "or hostile file?)", source=source) from None
+        raise ParseError(f"JSON nested more than {max_depth} levels deep; no lumikit input nests so deep (a "
+                         "damaged or hostile file?)", source=source) from None
     except _JsonNumber as exc:
         raise ParseError(f"{exc}; is this the right file?", source=source) from None
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
@@ -244,7 +242,7 @@ def load_json_bounded(data: bytes | str, source: str, *, max_depth: int = DEFAUL
         node, depth = stack.pop()
         if isinstance(node, (dict, list)):
             if depth > max_depth:
-                raise ParseError(f"JSON nested deeper than {max_depth} levels; no lumikit input nests so deep (a "
+                raise ParseError(f"JSON nested more than {max_depth} levels deep; no lumikit input nests so deep (a "
                                  "damaged or hostile file?)", source=source)
             stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
     return value

@@ -297,6 +297,133 @@ host_ops.sort_values("sum", ascending=False).head(6).round(1)
 # every analysis in this module applies to it.
 
 # %% [markdown]
+# ## Why did the GPU wait, and what would make the step faster?
+#
+# The idle categories above say *that* the host was late. `lumikit.trace.idle` says *why*, gap by gap, from what
+# the host was doing when the GPU ran out of work:
+#
+# - **sync drain**: the host was inside a call that waits for the GPU (a synchronize, a blocking copy), so it had
+#   queued nothing behind the last kernel. `loss.item()`, `.cpu()` and `print(loss)` in the loop do this;
+# - **starved**: the host was busy elsewhere and launched late, named after what took most of the gap: a CPU op,
+#   *data loading*, *launch overhead*, or *nothing traced* (Python between operators);
+# - **queued**: the next work was launched in time but waited on the GPU side.
+#
+# The causes add up to the idle time of the temporal breakdown. First your own trace, profiled above
+# (`lumikit trace idle <run>/cpu-profile` on the command line):
+
+# %% tags=["nbval-ignore-output"]
+from lumikit.trace.idle import idle_causes_table
+
+own_causes = idle_causes_table(real)
+print(f"your trace ({device}):", "no GPU work, so no idle gap to explain" if own_causes.empty else
+      f"{own_causes['idle_us'].sum():.0f} µs of GPU idle time")
+own_causes
+
+# %% [markdown]
+# **How to read it:** on a CPU-only machine the table is empty: without GPU work there is no gap. On a LUMI GCD
+# each row is one cause, with its idle time, its share of the idle time and the number of gaps it explains. The
+# same table for the **generated** 4-rank trace, and rank 2's step 11 on the timeline:
+
+# %%
+from lumikit.trace.plots import idle_causes_timeline
+
+print(idle_causes_table(analyzer).to_string(index=False))
+causes_figure = idle_causes_timeline(analyzer, rank=2, step=11)
+causes_figure.axes[0].set_title("Generated trace · " + causes_figure.axes[0].get_title())
+causes_figure
+
+# %% [markdown]
+# **How to read it:** every gap of this generated trace has one cause, `sync drain: hipStreamSynchronize`. At the
+# end of each step the host waits for the GPU (the loss copied to the host), so when the GPU has finished there is
+# nothing queued behind it. How long the gap then lasts depends on what the host does next. Ranks 0, 1 and 3 have
+# three gaps of 85 µs (255 µs). Rank 2 has three gaps of 485 µs (1455 µs), because its data loader runs for
+# 416 µs before the next copy is launched. In the picture, the red gap opens when step 11's GPU work ends, while
+# the host waits in the sync, and lasts into step 12 while the host loads data. The sync is why the queue ran
+# dry; the data loader is why it stayed dry. Which of the two does the step's time depend on? The critical path says.
+#
+# ### The critical path
+#
+# The critical path is the longest chain of work the steps waited on, from the first op to the last: CPU ops in
+# order on each thread, a launch to its kernel, kernels in order on a stream, and a sync to the GPU work it waited
+# for. Each µs on it falls into one of HTA's categories (`cpu_bound`, `data_loading`, `gpu_compute_bound`,
+# `gpu_communication_bound`, `gpu_kernel_launch_overhead`, `gpu_kernel_kernel_overhead`). On a ROCm trace the sync
+# calls carry no stream, so lumikit infers which stream a sync waited for and counts those edges
+# (`docs/critical-path.md`).
+
+# %%
+from lumikit.trace.critical_path import analyzer_critical_path, bound_by_table
+
+path = analyzer_critical_path(analyzer, 2)
+print(f"generated trace, rank 2, {path['window']['label']}: critical path {path['path_us']:.0f} µs; sync edges "
+      f"{path['sync_edges']} read from the trace, {path['inferred_edges']} inferred")
+bound_by_table(path).round(3)
+
+# %% [markdown]
+# **How to read it:** rank 2's path over its 4 analysed steps is 6376 µs, of which 69.1 % is GPU compute and
+# 26.1 % is data loading (416 µs per step). The GPU runs nothing during the data loading, and nothing else runs
+# beside it, so the steps really wait for it. The all-reduce is not on the path at all (`gpu_communication_bound`
+# 0): on rank 2 it runs on its own stream beside the backward GEMMs and is done before anything needs it. The
+# 4 inferred edges are the 4 `hipStreamSynchronize` calls, whose stream the trace does not record.
+#
+# Your own trace has a critical path too:
+
+# %% tags=["nbval-ignore-output"]
+own_path = analyzer_critical_path(real, real.ranks[0])
+print(f"your trace ({device}), {own_path['window']['label']}: critical path {own_path['path_us']:.0f} µs")
+bound_by_table(own_path).round(3)
+
+# %% [markdown]
+# **How to read it:** without a GPU the whole path is `cpu_bound`: the host's operators. It is shorter than the
+# steps, because the time between two operators (Python) carries no weight, as in HTA. On a LUMI GCD the same
+# cell shows how much of the path the GPU's kernels hold.
+#
+# ### Predict, then measure: which would you make 2x faster?
+#
+# On rank 2 of the generated trace, three candidates: the GEMMs (`Cijk`, the most kernel time), the all-reduce
+# (`nccl`, where ranks 0, 1 and 3 spend so long), or the data loader (`DataLoader`). **Which one, made 2x faster,
+# shortens rank 2's steps the most, and by how much?** Write your guess in the next cell before you run the one
+# after it.
+
+# %%
+my_guess = "nccl"  # your prediction: "Cijk", "nccl" or "DataLoader"
+
+# %% [markdown]
+# A what-if divides the time of the matching kernels or CPU ops by the factor and finds the longest path again.
+# The command line does the same: `lumikit trace critical-path <run>/traces --rank 2 --what-if 'Cijk=2'
+# --what-if 'nccl=2' --what-if 'DataLoader=2'`.
+
+# %%
+from lumikit.trace.critical_path import what_if_table
+
+measured = what_if_table(analyzer_critical_path(analyzer, 2, what_if=["Cijk=2", "nccl=2", "DataLoader=2"]))
+print(f"your guess: {my_guess} · measured best: {measured.loc[measured['speedup_pct'].idxmax(), 'pattern']} "
+      "(generated trace, rank 2)")
+measured.round(2)
+
+# %% [markdown]
+# **How to read it:** the GEMMs win: 30.0 % shorter. Their kernels hold 3828 of the path's 6376 µs, and half of
+# that is 30 % of the path. The data loader gains 13.0 %, half of its 26.1 %. The all-reduce gains 0 %: it is not
+# on rank 2's path. Kernel time says where the GPU was busy; only the path says what the step waited for.
+#
+# A what-if is a prediction. To measure it, make the change and profile again. Here, the **generated** trace again
+# with rank 2's data loader at 208 µs instead of 416 µs, compared with `lumikit trace diff` (the Python API below):
+
+# %%
+from lumikit.trace.diff import section_table, trace_diff
+
+faster = TraceAnalyzer.from_path(write_synthetic(run.path / "traces-faster-loader", SynthSpec(
+    ranks=4, steps=5, layers=8, straggler=2, straggler_delay_us=192))[0].parent)
+before_after = trace_diff(analyzer, faster, rank_a=2, rank_b=2)
+print("generated traces, rank 2, per step: before (a) and with the data loader 2x faster (b)")
+section_table(before_after, "critical path and its categories, per step").query("a != 0 or b != 0")
+
+# %% [markdown]
+# **How to read it:** the path per step drops from 1594 to 1386 µs, -13.0 %, as the what-if predicted, and all of
+# the change is `data_loading` (416 to 208 µs). The step time in the same comparison drops by the same 208 µs.
+# Here the prediction and the measurement agree because nothing else changed. On a real run, profile the change
+# and compare the two traces with `lumikit trace diff before/ after/`.
+
+# %% [markdown]
 # ## Key points
 #
 # - Idle time says the GPU waited; the host side says for what.

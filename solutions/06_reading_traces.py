@@ -6,7 +6,8 @@
 # which rank has a slow data loader (never rank 0), how slow, and the model's size are chosen for you. Then it
 # loads the trace with `TraceAnalyzer`. What to find, and why it matters: where the GPU time goes, which rank holds
 # the others back and by how much (the time every other rank could save), why that rank's GPU idles, what HTA
-# says and why it can differ from lumikit, and how to cut one step out for Perfetto.
+# says and why it can differ from lumikit, how to cut one step out for Perfetto, and, on two more generated traces,
+# why the GPU waited and which change would make a step faster (only work on the critical path counts).
 
 # %%
 import lumikit.checks.m06 as checks
@@ -24,7 +25,7 @@ print("ranks:", analyzer.ranks, "· steps:", analyzer.get_profiler_steps())
 # %% tags=["solution"]
 # Exercise 06.1: Which kernel class (compute, communication or memory) takes the most GPU time on rank 0? Store it in `top_class`.
 # Hint: GPU time per kernel class, for the rank asked about.
-# Tool: `analyzer.get_kernel_breakdown()` (`kclass`, `total_us`).
+# Tool: the analyzer's kernel breakdown (its `kclass` and `total_us` columns).
 breakdown = analyzer.get_kernel_breakdown()
 rank0 = breakdown[breakdown["rank"] == 0]
 top_class = str(rank0.loc[rank0["total_us"].idxmax(), "kclass"])
@@ -36,8 +37,8 @@ checks.check_top_kernel_class(top_class, analyzer.get_kernel_breakdown(), rank=0
 
 # %% tags=["solution"]
 # Exercise 06.2: Which rank is the straggler, and how long (µs per step) do the other ranks wait for it? Store them in `straggler` and `wait_us`.
-# Hint: the straggler arrives last at each all-reduce, so it waits least in communication; the others wait the difference.
-# Tool: `analyzer.get_stragglers()` (`mean_comm_us`).
+# Hint: the straggler arrives last at each all-reduce, so it waits there least; the others wait the difference.
+# Tool: the analyzer's straggler table (its `mean_comm_us` column).
 stragglers = analyzer.get_stragglers()
 straggler = int(stragglers.loc[stragglers["straggler_steps"].idxmax(), "rank"])
 others = stragglers[stragglers["rank"] != straggler]
@@ -174,3 +175,69 @@ starved = sorted(per_dispatch.loc[per_dispatch["waves_per_cu"] < 1, "kernel"])
 
 # %% tags=["check"]
 checks.check_starved_kernels(starved, counter_csv)
+
+# %% [markdown]
+# ## Why did the GPU wait, and what would make the step faster?
+#
+# Two more **generated** traces, each made from your seed, so your numbers are your own. The first is one step
+# whose GPU idle gaps each have a cause: the host waited in a sync, loaded data, ran a slow CPU op, or sat in a
+# long launch call. The second is one step with two streams and a CPU op after a sync, for a what-if.
+
+# %%
+from lumikit.trace.critical_path import analyzer_critical_path, what_if_table
+from lumikit.trace.idle import idle_causes_table
+from lumikit.trace.synth import write_events
+
+idle_trace = TraceAnalyzer.from_path(write_events(run.path / "idle-causes.pt.trace.json",
+                                                  checks.idle_exercise_events()))
+print("generated trace, GPU idle:", f"{idle_trace.get_temporal_breakdown()['idle_us'].iloc[0]:.0f} µs")
+
+# %% tags=["solution"]
+# Exercise 06.P1: Which cause holds the most GPU idle time in `idle_trace`, and how many µs? Store the cause, as the `cause` column writes it, in `top_cause` and its idle time in `top_cause_us`.
+# Hint: each gap has one cause; a cause's time is the sum of its gaps, whatever their number or length.
+# Tool: lumikit's `idle_causes_table` of the trace (its `cause`, `idle_us` and `gaps` columns).
+causes = idle_causes_table(idle_trace)
+top = causes.loc[causes["idle_us"].idxmax()]
+top_cause, top_cause_us = str(top["cause"]), float(top["idle_us"])
+print(causes[["cause", "gaps", "idle_us", "share"]].to_string(index=False))
+
+# %% tags=["check"]
+checks.check_top_idle_cause(top_cause, top_cause_us)
+
+# %% [markdown]
+# The second trace: on stream 0 the host launches `gemm_kernel`, then `attention_kernel`; on stream 1 an
+# all-reduce (`ncclDevKernel_AllReduce`) runs beside them; then the host waits in `hipDeviceSynchronize` and runs
+# the CPU op `optimizer_step`. **Predict first**: which of the four, made 2x faster, would shorten the step most,
+# and by how much? Write your guess down, then measure it.
+
+# %%
+what_if_trace = TraceAnalyzer.from_path(write_events(run.path / "what-if.pt.trace.json",
+                                                     checks.what_if_exercise_events()))
+kernels = what_if_trace.get_top_kernels(n=5)[["name", "count", "total_us"]]
+ops = what_if_trace.trace[0].events.query("cat == 'cpu_op'")[["name", "dur"]]
+print("generated trace: kernels\n", kernels.to_string(index=False), "\nCPU ops\n", ops.to_string(index=False))
+print("candidates:", checks.WHAT_IF_CANDIDATES)
+
+# %% tags=["solution"]
+# Exercise 06.P2: Which of `checks.WHAT_IF_CANDIDATES`, made 2x faster, shortens the critical path of `what_if_trace` the most, and by how many percent? Store the name in `best_op` and the gain in `gain_pct`.
+# Hint: measure, do not estimate: work beside the path gains nothing, and work on it gains only until another branch becomes the longest.
+# Tool: `analyzer_critical_path` with its `what_if=` scalings, and `what_if_table` of the result (`speedup_pct`).
+result = analyzer_critical_path(what_if_trace, what_if_trace.ranks[0],
+                                what_if=[f"{name}=2" for name in checks.WHAT_IF_CANDIDATES])
+measured = what_if_table(result)
+best = measured.loc[measured["speedup_pct"].idxmax()]
+best_op, gain_pct = str(best["pattern"]), float(best["speedup_pct"])
+print(measured.round(2).to_string(index=False))
+
+# %% tags=["check"]
+checks.check_what_if(best_op, gain_pct)
+
+# %% [markdown] tags=["solution"]
+# **Question 06.F.** Was your prediction right? Why does the longest kernel gain nothing, and why does halving
+# `gemm_kernel` save less than half of its time?
+#
+# **Answer.** The all-reduce on stream 1 is the longest kernel, but it ends before stream 0's chain does, so the
+# sync never waits for it: it is beside the path, and its what-if gains 0 %. Halving `gemm_kernel` shortens stream
+# 0's chain until it is shorter than the all-reduce's branch; from then on the all-reduce is on the path, so the
+# gain stops at the difference between the two branches. `optimizer_step` runs after the sync, alone on the path,
+# so all of its halved time is saved. Which of the two wins depends on your trace: the what-if table says.

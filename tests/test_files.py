@@ -112,8 +112,8 @@ def test_bounded_json_refuses_deep_nesting_huge_numbers_and_non_finite_values() 
     assert load_json_bounded(b'{"a": [1, 2.5, null], "b": {"c": "x"}}', "ok.json") == {"a": [1, 2.5, None],
                                                                                          "b": {"c": "x"}}
     assert load_json_bounded("[" * 100 + "]" * 100, "deep.json", max_depth=100) is not None
-    for text, why in [("[" * 101 + "]" * 101, "nested deeper than 100"),
-                      ("[" * 100_000 + "]" * 100_000, "nested deeper than 100"),
+    for text, why in [("[" * 101 + "]" * 101, "nested more than 100"),
+                      ("[" * 100_000 + "]" * 100_000, "nested more than 100"),
                       ('{"n": ' + "9" * 5000 + "}", "an integer of 5,000 digits"),
                       ("[1e400]", "beyond a double's range"), ("[NaN]", "NaN is not a JSON number"),
                       ("[-Infinity]", "-Infinity is not a JSON number"), (b"\xff\xfe{", "not valid JSON"),

@@ -390,7 +390,7 @@ def format_text(state: ClassState) -> str:
     width = max([len(r.learner) for r in state.learners] + [7])
     total = len(state.exercises)
     out = [f"class {printable(state.class_dir)} at {iso(state.now)}: {len(state.learners)} learner(s), "
-           f"{total} exercise(s) recorded, {len(state.stuck)} stuck",
+           f"{total} exercise(s) with a result, {len(state.stuck)} stuck",
            f"{'learner'.ljust(width)}  {'last activity':<13}  {'passed':>7}  on"]
     for row in state.learners:
         stuck = state.stuck_on(row.learner)

@@ -66,8 +66,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           help="with --class: write every learner's answers to the open questions to FILE "
                                "(Markdown)")
     progress.add_argument("--seeds", type=Path, default=None, metavar="CSV",
-                          help="with --grade: a CSV of learner,seed for seeds you handed out ($LUMIKIT_SEED); "
-                               "others use their progress/seed file or their name")
+                          help="with --grade: your roster, a CSV of learner,seed for seeds you handed out "
+                               "($LUMIKIT_SEED); a progress/seed that differs is ignored and flagged")
+    progress.add_argument("--course-key", default=None, metavar="KEY",
+                          help="derive each learner's seed from their user name and this key, which only you hold "
+                               "(or $LUMIKIT_COURSE_KEY); with --seeds-for, print the seeds to hand out")
+    progress.add_argument("--seeds-for", nargs="+", default=None, metavar="NAME",
+                          help="with --course-key: print learner,seed for these user names and exit")
     progress.add_argument("--references", type=Path, default=None, metavar="DIR",
                           help="the instructor's full workbook (with solutions/) whose exercise list and checks "
                                "grade the class (default: the workbook this runs in)")
@@ -135,6 +140,18 @@ def _progress(args: argparse.Namespace) -> int:
     from . import progress
     from .learner import learner_name, workbook_root
 
+    import os
+
+    course_key = args.course_key or os.environ.get("LUMIKIT_COURSE_KEY") or None
+    if args.seeds_for:
+        from .learner import course_seed
+
+        if not course_key:
+            raise LumikitError("--seeds-for needs a course key. Fix: pass --course-key KEY (a secret you keep)")
+        print("learner,seed")
+        for name in args.seeds_for:
+            print(f"{name},{course_seed(name, course_key)}")
+        return 0
     root = workbook_root()
     if args.references is not None:
         from .handout import references_root
@@ -145,21 +162,43 @@ def _progress(args: argparse.Namespace) -> int:
                            f"--references FULL_WORKBOOK")
     exercises = progress.workbook_exercises(root)
     if args.class_dir is not None:
-        from .grading import grade_class, regradable_count
+        from collections import Counter
+
+        from .grading import best_cell, check_functions, class_flags, grade_class, regradable_count
 
         problems: list[str] = []
         folders = progress.learner_folders(args.class_dir, problems)
-        results = {name: progress.read_results(folder, within=args.class_dir / name, problems=problems)
-                   for name, folder in folders.items()}
+        results = {}
+        for name, folder in folders.items():
+            try:
+                results[name] = progress.read_results(folder, within=args.class_dir / name, problems=problems)
+            except Exception as err:  # noqa: BLE001 - one learner's folder never stops the class
+                problems.append(f"{folder}: unreadable ({type(err).__name__}: {str(err)[:120]})")
+                results[name] = []
         if not results:
             for line in problems:
                 print(f"refused: {line}", file=sys.stderr)
             raise LumikitError(f"{args.class_dir}: no learner folder holds a progress/ folder. Fix: give the folder "
                                f"whose sub-folders are the learners' workbooks")
         seeds = _read_seeds(args.seeds) if args.seeds is not None else None
-        grades = grade_class(folders, results, seeds, rerun_checks=args.grade)
+        if course_key:
+            from .learner import course_seed
+
+            seeds = {**{name: course_seed(name, course_key) for name in folders}, **(seeds or {})}
+        solutions = None
+        if args.grade and root is not None and (root / "solutions").is_dir():
+            from .solution_runs import solution_code
+
+            solutions = solution_code(root)
+        grades = grade_class(folders, results, seeds, rerun_checks=args.grade, class_dir=args.class_dir,
+                             solutions=solutions)
+        try:
+            flags = class_flags(folders, results, seeds)
+        except Exception as err:  # noqa: BLE001 - the flags never stop the class's CSV
+            problems.append(f"{args.class_dir}: copies not compared ({type(err).__name__}: {str(err)[:120]})")
+            flags = {}
         named = {name: [replace(r, learner=name) for r in rows] for name, rows in results.items()}
-        text = progress.class_csv(named, exercises, grades)
+        text = progress.class_csv(named, exercises, grades, flags)
         can, total = regradable_count(exercises)
         report = sys.stderr if args.csv is None else sys.stdout
         for line in problems:
@@ -172,13 +211,22 @@ def _progress(args: argparse.Namespace) -> int:
         if args.open_answers is not None:
             from .open_answers import export_markdown, of_learner
 
-            gathered = {name: of_learner(folder, args.class_dir / name) for name, folder in folders.items()}
+            gathered = {}
+            for name, folder in folders.items():
+                try:
+                    gathered[name] = of_learner(folder, args.class_dir / name)
+                except Exception as err:  # noqa: BLE001 - one learner's notebook never stops the export
+                    print(f"refused: {folder}: open answers unreadable ({type(err).__name__})", file=report)
             write_atomic(args.open_answers, export_markdown(gathered))
             print(f"wrote {args.open_answers}: open answers of {sum(1 for g in gathered.values() if g)} learner(s)",
                   file=report)
         print(f"{can} of {total} exercises can be regraded from a record"
               + ("" if args.grade else "; add --grade to regrade them (claimed passes are self-reported until then)"),
               file=report)
+        functions = check_functions()
+        best = Counter(best_cell(e, functions[e]) for e in exercises if e in functions)
+        print("at best: " + ", ".join(f"{best[c]} {c}" for c in ("verified", "own data", "not checked",
+                                                                 "self-reported")), file=report)
         return 0
     folder = args.dir or progress.progress_dir()
     if folder is None:

@@ -19,6 +19,8 @@ import zlib
 from pathlib import Path, PurePath
 from typing import Any
 
+from ..files import load_json_bounded
+
 #: The largest file kept as evidence (a batch script, a small trace); a larger one makes the record self-reported.
 FILE_LIMIT = 256 * 1024
 #: The largest table kept (cells); a larger one is not even written out.
@@ -28,6 +30,10 @@ EVIDENCE_LIMIT = 300 * 1024
 COMPRESS_OVER = 32 * 1024
 #: The most a compressed evidence may expand to when read back (no zip bomb reaches the instructor's memory).
 EXPAND_LIMIT = 16 * 1024 * 1024
+#: The most a run folder's files may hold to be hashed at check time (their digest is compared at grade time).
+FOLDER_HASH_LIMIT = 512 * 1024 * 1024
+#: The deepest nesting compressed evidence may have once expanded (what :func:`encode` writes stays far below).
+EXPAND_MAX_DEPTH = 64
 
 
 class Unencodable(ValueError):
@@ -186,12 +192,69 @@ def expand(values: Any) -> dict[str, Any]:
         raw = inflater.decompress(base64.b64decode(str(values["__zlib__"])), EXPAND_LIMIT)
         if inflater.unconsumed_tail:
             raise Unencodable("expands beyond the limit")
-        data = json.loads(raw.decode("utf-8"))
+        data = load_json_bounded(raw.decode("utf-8"), "compressed evidence", max_depth=EXPAND_MAX_DEPTH)
     except (ValueError, zlib.error, UnicodeDecodeError) as err:
         raise Unencodable(f"compressed evidence unreadable ({err})") from None
     if not isinstance(data, dict):
         raise Unencodable("compressed evidence is not a mapping")
     return data
+
+
+def folder_digest(folder: Path, *, limit: int = FOLDER_HASH_LIMIT) -> dict[str, Any]:
+    """A digest of a run folder's regular files (names and contents, links and other entries left out):
+    ``{"sha256", "files", "bytes"}``. Raises :class:`Unencodable` when it cannot be read or holds more than
+    ``limit`` bytes. Files are opened without following links and never parsed."""
+    import os
+
+    digest = hashlib.sha256()
+    files = total = 0
+    pending = [Path(folder)]
+    found: list[tuple[str, Path]] = []
+    try:
+        while pending:
+            current = pending.pop()
+            with os.scandir(current) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(Path(entry.path))
+                    elif entry.is_file(follow_symlinks=False):
+                        found.append((os.path.relpath(entry.path, folder), Path(entry.path)))
+        for name, path in sorted(found):
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    continue
+                digest.update(name.encode("utf-8", "replace") + b"\0")
+                while chunk := fh.read(1 << 20):
+                    total += len(chunk)
+                    if total > limit:
+                        raise Unencodable(f"{folder} holds more than {limit >> 20} MB")
+                    digest.update(chunk)
+            digest.update(b"\0")
+            files += 1
+    except OSError as err:
+        raise Unencodable(f"{folder} cannot be read ({err.strerror or err})") from None
+    return {"sha256": digest.hexdigest(), "files": files, "bytes": total}
+
+
+def run_folders(values: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Argument -> ``{"path", "sha256", "files", "bytes"}`` (or ``"unhashed"``: why) for every value naming a
+    folder (a path, or a launched run's ``.path``): what the grade compares the folder with later."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, value in values.items():
+        target = getattr(value, "path", value)
+        if not isinstance(target, (str, PurePath)) or not str(target).strip():
+            continue
+        try:
+            folder = Path(target)
+            if not folder.is_dir():
+                continue
+            out[name] = {"path": str(folder.resolve()), **folder_digest(folder)}
+        except Unencodable as why:
+            out[name] = {"path": str(target), "unhashed": str(why)[:200]}
+        except (OSError, ValueError):
+            continue
+    return out
 
 
 def fresh_folder() -> Path:
@@ -201,4 +264,5 @@ def fresh_folder() -> Path:
     return Path(tempfile.mkdtemp(prefix="lumikit-regrade-"))
 
 
-__all__ = ["FILE_LIMIT", "Unencodable", "decode", "encode", "encode_all", "expand", "fresh_folder"]
+__all__ = ["FILE_LIMIT", "Unencodable", "decode", "encode", "encode_all", "expand", "folder_digest", "fresh_folder",
+           "run_folders"]

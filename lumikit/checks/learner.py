@@ -3,12 +3,14 @@
 Each learner gets their own numbers (a different straggler, GCD, task...), so answers cannot be copied from a
 neighbour or from a constant. The seed comes from ``$LUMIKIT_SEED`` (an instructor may hand one out), else from a
 seed file ``progress/seed`` in the learner's workbook, else from the learner's name (``$LUMIKIT_LEARNER``, else the
-login name). It is stable: the same learner gets the same data every time they run the notebook.
+login name). It is stable: the same learner gets the same data every time they run the notebook. For a graded course
+the instructor hands out seeds from a roster, or derives them with :func:`course_seed` from a key only they hold.
 """
 from __future__ import annotations
 
 import getpass
 import hashlib
+import hmac
 import os
 import random
 from pathlib import Path
@@ -64,3 +66,10 @@ def seed_for(topic: str, seed: str | None = None) -> int:
 def rng_for(topic: str, seed: str | None = None) -> random.Random:
     """A random generator for one topic of one learner's data (the same learner gets the same numbers)."""
     return random.Random(seed_for(topic, seed))
+
+
+def course_seed(name: str, course_key: str) -> str:
+    """The seed an instructor hands learner ``name`` (as ``$LUMIKIT_SEED``), derived from a course key only the
+    instructor holds: the same name and key give the same seed, and no learner can derive a neighbour's."""
+    digest = hmac.new(course_key.encode(), name.strip().encode(), hashlib.sha256).hexdigest()
+    return f"course-{digest[:16]}"

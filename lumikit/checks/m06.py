@@ -80,17 +80,16 @@ def _wait(stragglers: pd.DataFrame) -> float:
 def check_straggler(rank: int | None, wait_us: float | None, stragglers: pd.DataFrame) -> Passed:
     """Exercise 06.2: which rank is the straggler, and how long (µs per step) the other ranks wait for it."""
     expect_type("06.2", rank, int, what="the straggler rank",
-                hint="a whole number, the rank with the most `straggler_steps` in `get_stragglers()`.")
+                hint="a whole number: one rank of the trace.")
     worst = stragglers.loc[stragglers["straggler_steps"].idxmax()]
     expected_rank = int(worst["rank"])
     waits_most = int(stragglers.loc[stragglers["mean_comm_us"].idxmax(), "rank"])
     if int(rank) != expected_rank and int(rank) == waits_most:
         raise CheckFailed("06.2", "the straggler rank is not right", expected=expected_rank, found=rank,
-                          mistake="the rank that waits longest in communication: it waits for the straggler",
+                          mistake="the rank that waits longest at the all-reduces: it waits for the straggler",
                           hint="who arrives last at each all-reduce?")
     expect_equal("06.2", rank, expected_rank, what="the straggler rank",
-                 hint="the straggler arrives last at each all-reduce, so it spends the least time in "
-                      "communication kernels (`mean_comm_us`).")
+                 hint="the straggler arrives last at each all-reduce: which rank then waits there least?")
     others = stragglers[stragglers["rank"] != expected_rank]["mean_comm_us"].mean()
     expected_wait = float(others - worst["mean_comm_us"])
     expect_close("06.2", wait_us, expected_wait, rel=0.02, abs=1.0,
@@ -241,7 +240,9 @@ def counter_exercise_csv() -> str:
               '"Kernel_Name","Workgroup_Size","LDS_Block_Size","Scratch_Size","VGPR_Count","Accum_VGPR_Count",'
               '"SGPR_Count","Counter_Name","Counter_Value","Start_Timestamp","End_Timestamp"')
     kernels = [("layer_norm_small", rng.choice([16, 32, 64])), ("gemm_big", rng.choice([8192, 16384, 65536])),
-               ("reduce_tail", rng.choice([1, 2, 4])), ("elementwise_wide", rng.choice([2048, 4096]))]
+               ("reduce_tail", rng.choice([1, 2, 4])), ("elementwise_wide", rng.choice([2048, 4096])),
+               # either side of 1 wave per CU (110 CUs), so that another threshold gives another list
+               ("softmax_narrow", rng.choice([96, 104])), ("conv_mid", rng.choice([140, 180]))]
     rows, t = [header], 1_000_000
     for i, (name, waves) in enumerate(kernels, start=1):
         dur = rng.randrange(20_000, 200_000)
@@ -264,12 +265,258 @@ def _waves(text: str) -> dict[str, float]:
              starved=lambda a: sorted(_waves(a.csv_text))),
        wrong("waves per GCD instead of per compute unit: only the kernels below 1 wave",
              starved=lambda a: sorted(k for k, w in _waves(a.csv_text).items() if w * 110 < 1) or ["none"]),
-       wrong("the biggest kernel", starved=lambda a: [max(_waves(a.csv_text), key=_waves(a.csv_text).get)]))
+       wrong("the biggest kernel", starved=lambda a: [max(_waves(a.csv_text), key=_waves(a.csv_text).get)]),
+       wrong("a threshold of 2 waves per CU", starved=lambda a: sorted(k for k, w in _waves(a.csv_text).items() if w < 2)),
+       wrong("a threshold of half a wave per CU",
+             starved=lambda a: sorted(k for k, w in _waves(a.csv_text).items() if w < 0.5)))
 def check_starved_kernels(starved: list[str] | None, csv_text: str) -> Passed:
     """Exercise 06.C1: the kernels with fewer waves than the GCD has compute units (below 1 wave per CU)."""
     expected = sorted(k for k, w in _waves(csv_text).items() if w < 1)
     expect_type("06.C1", starved, list, what="a list of kernel names")
     expect_equal("06.C1", sorted(starved), expected, what="the kernels with less than one wave per compute unit",
-                 hint="waves_per_cu(parse_counter_csv(text)): SQ_WAVES / 110 compute units per GCD.")
+                 hint="compare each kernel's waves with the compute units of one GCD (the site profile counts "
+                      "them); the threshold is one wave for every unit.")
     return passed("06.C1", f"{', '.join(expected)}: GPU% read 100 while most of the 110 compute units had nothing "
                            "to run")
+
+
+# --- Why the GPU waited, and what would make the step faster (generated traces with known answers) ----------------
+
+#: The causes of the generated idle-causes trace (:func:`idle_exercise_events`), as ``lumikit trace idle`` names them.
+IDLE_EXERCISE_CAUSES = ("sync drain: hipDeviceSynchronize", "starved: data loading", "starved: aten::nonzero",
+                        "starved: launch overhead")
+_HOST, _GPU = {"pid": 100, "tid": 1}, {"pid": 0, "tid": 0}
+
+
+def idle_exercise_gaps(seed: str | None = None) -> tuple[tuple[str, float], ...]:
+    """The GPU idle gaps of this learner's (or ``seed``'s) generated trace, in time order, as (cause, µs): the
+    construction the check judges by. One cause holds the most time in two mid-sized gaps; another has the most
+    gaps (three short ones) and a third the single longest gap, so counting gaps or reading the longest one names
+    the wrong cause."""
+    from .learner import learner_seed
+
+    return _idle_gaps(learner_seed() if seed is None else seed)
+
+
+@lru_cache(maxsize=8)
+def _idle_gaps(seed: str) -> tuple[tuple[str, float], ...]:
+    from .learner import rng_for
+
+    rng = rng_for("06.P1", seed)
+    most_time, most_gaps, longest, other = rng.sample(IDLE_EXERCISE_CAUSES, 4)
+    gaps = [(most_time, float(rng.randrange(150, 195, 5))) for _ in range(2)]  # 300-380 µs together
+    gaps += [(most_gaps, float(rng.randrange(55, 85, 5))) for _ in range(3)]  # at most 240 µs together
+    gaps += [(longest, float(rng.randrange(250, 295, 5))), (other, float(rng.randrange(40, 105, 5)))]
+    rng.shuffle(gaps)
+    return tuple(gaps)
+
+
+def idle_exercise_events(seed: str | None = None) -> list[dict]:
+    """A generated one-step ROCm trace (Kineto events; ProfilerStep#2 is the dropped last step) whose GPU idle gaps
+    have the causes and lengths of :func:`idle_exercise_gaps`: kernels on stream 0, and in each gap what the host
+    did (waited in ``hipDeviceSynchronize``, loaded data, ran ``aten::nonzero``, or sat in a long launch call)."""
+    from ..trace.synth import event
+    from .learner import rng_for
+
+    rng = rng_for("06.P1.kernels", seed)
+    events: list[dict] = [event("hipLaunchKernel", "cuda_runtime", 5, 5, correlation=1, **_HOST)]
+    t = 20.0  # the first kernel's start
+    for corr, (cause, length) in enumerate(idle_exercise_gaps(seed), start=1):
+        dur = float(rng.randrange(40, 130, 10))
+        events.append(event(f"kernel_{corr}", "kernel", t, dur, correlation=corr, stream=0, device=0, **_GPU))
+        gap, nxt = t + dur, t + dur + length  # the gap, and the start of the kernel that ends it
+        launch = (gap + 2, length - 5) if cause.endswith("launch overhead") else (nxt - 8, 5)
+        events.append(event("hipLaunchKernel", "cuda_runtime", *launch, correlation=corr + 1, **_HOST))
+        if cause.startswith("sync drain"):  # the host waits for the GPU to drain, then prepares the next step
+            events.append(event("hipDeviceSynchronize", "cuda_runtime", gap - 20, 23, correlation=1000 + corr,
+                                **_HOST))
+            events.append(event("aten::copy_", "cpu_op", gap + 5, length - 15, **_HOST))
+        elif cause.endswith("data loading"):
+            events.append(event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "user_annotation",
+                                gap - 5, length - 5, **_HOST))
+        elif cause.endswith("aten::nonzero"):
+            events.append(event("aten::nonzero", "cpu_op", gap + 2, length - 12, **_HOST))
+        t = nxt
+    n = len(idle_exercise_gaps(seed)) + 1
+    events.append(event(f"kernel_{n}", "kernel", t, 50.0, correlation=n, stream=0, device=0, **_GPU))
+    end = t + 70
+    events += [event("ProfilerStep#1", "user_annotation", 0, end, **_HOST),
+               event("ProfilerStep#2", "user_annotation", end, 50, **_HOST)]
+    return sorted(events, key=lambda e: e["ts"])
+
+
+def _idle_exercise_totals(seed: str | None = None) -> dict[str, float]:
+    totals: dict[str, float] = {}
+    for cause, us in idle_exercise_gaps(seed):
+        totals[cause] = totals.get(cause, 0.0) + us
+    return totals
+
+
+def _idle_pick(rule: str) -> str:
+    """The cause a rule picks on this learner's trace: ``time`` (the answer), ``gaps`` (most gaps) or ``longest``
+    (the longest single gap)."""
+    gaps = idle_exercise_gaps()
+    if rule == "time":
+        totals = _idle_exercise_totals()
+        return max(totals, key=totals.get)
+    if rule == "gaps":
+        counts = {c: sum(1 for g, _ in gaps if g == c) for c, _ in gaps}
+        return max(counts, key=counts.get)
+    return max(gaps, key=lambda g: g[1])[0]
+
+
+@check("06.P1",
+       wrong("the cause with the most gaps, not the most time", top_cause=lambda a: _idle_pick("gaps"),
+             top_cause_us=lambda a: _idle_exercise_totals()[_idle_pick("gaps")], mentions="gaps"),
+       wrong("the cause of the single longest gap", top_cause=lambda a: _idle_pick("longest"),
+             top_cause_us=lambda a: max(us for _, us in idle_exercise_gaps()), mentions="longest"),
+       wrong("the kind of cause, not the cause", top_cause=lambda a: _idle_pick("time").split(":")[0],
+             mentions="kind"),
+       wrong("the right cause with only its longest gap",
+             top_cause_us=lambda a: max(us for c, us in idle_exercise_gaps() if c == _idle_pick("time")),
+             mentions="every gap"))
+def check_top_idle_cause(top_cause: str | None, top_cause_us: float | None) -> Passed:
+    """Exercise 06.P1: the idle cause with the most GPU idle time in this learner's generated trace
+    (:func:`idle_exercise_events`), as ``lumikit trace idle`` names it, and its idle time in µs."""
+    expect_answer("06.P1", top_cause, "the cause with the most idle time (a `cause` as the table writes it)",
+                  hint="a whole cause such as the table's `cause` column writes it.")
+    totals = _idle_exercise_totals()
+    answer = _idle_pick("time")
+    if top_cause in ("sync drain", "starved", "queued"):
+        raise CheckFailed("06.P1", "the cause is not right", expected=answer, found=top_cause,
+                          mistake="a kind of cause (the part before the colon), not the cause itself",
+                          hint="give the whole `cause`, kind and detail.")
+    expect_in("06.P1", top_cause, list(totals) + ["queued", "starved: nothing traced"],
+              what="the cause", hint="copy a value of the `cause` column of the idle-causes table.")
+    if top_cause != answer:
+        if top_cause == _idle_pick("gaps"):
+            mistake = "the cause with the most gaps: many short gaps can add up to less time than a few long ones"
+        elif top_cause == _idle_pick("longest"):
+            mistake = "the cause of the longest single gap: add up every gap of each cause"
+        else:
+            mistake = None
+        raise CheckFailed("06.P1", "the cause with the most idle time is not right", expected=answer,
+                          found=top_cause, mistake=mistake, hint="compare the causes by their summed idle time.")
+    expected_us = totals[answer]
+    longest_own = max(us for c, us in idle_exercise_gaps() if c == answer)
+    if isinstance(top_cause_us, (int, float)) and abs(float(top_cause_us) - longest_own) < 0.5 \
+            and abs(longest_own - expected_us) >= 0.5:
+        raise CheckFailed("06.P1", "the idle time of that cause (µs) is off", expected=expected_us,
+                          found=top_cause_us, mistake="only one gap of the cause: add every gap it holds",
+                          hint="the cause's total over the window.")
+    expect_close("06.P1", top_cause_us, expected_us, rel=0.01, abs=1.0, what="the idle time of that cause (µs)",
+                 hint="the cause's total idle time over the window, in µs.")
+    share = expected_us / sum(totals.values())
+    return passed("06.P1", f"{answer}: {expected_us:.0f} µs, {share:.0%} of the generated trace's GPU idle time")
+
+
+#: The kernels and CPU op of the generated what-if trace (:func:`what_if_exercise_events`), the names to try.
+WHAT_IF_CANDIDATES = ("gemm_kernel", "attention_kernel", "ncclDevKernel_AllReduce", "optimizer_step")
+
+
+def what_if_exercise_plan(seed: str | None = None) -> dict:
+    """The construction of this learner's what-if trace, and its known answer.
+
+    Stream 0 runs ``gemm_kernel`` (g1 µs) then ``attention_kernel`` (g2); stream 1 runs the all-reduce (c µs,
+    the longest kernel) beside them; the host waits in ``hipDeviceSynchronize`` and then runs ``optimizer_step``
+    (h µs of CPU). The path is 15 + g1 + g2 + h µs (5 µs of ``aten::mm`` before its launch, 10 µs launch
+    overhead); the branch through the all-reduce is ``slack`` µs shorter. Made 2x faster, the all-reduce gains 0,
+    a stream-0 kernel half its time but at most the slack (``gemm_kernel`` always hits it: then the other branch is
+    the path), and ``optimizer_step`` half its time. ``gains_us`` holds each; ``answer`` the best, 20 µs clear of
+    the next."""
+    from .learner import learner_seed
+
+    return dict(_what_if_plan(learner_seed() if seed is None else seed))
+
+
+@lru_cache(maxsize=8)
+def _what_if_plan(seed: str) -> dict:
+    from .learner import rng_for
+
+    rng = rng_for("06.P2", seed)
+    answer = rng.choice(("gemm_kernel", "optimizer_step"))
+    while True:  # until the best gain is clear by 20 µs and the naive gain (half of gemm_kernel) is wrong
+        g1, g2 = rng.randrange(420, 610, 10), rng.randrange(200, 310, 10)
+        c = g1 + rng.randrange(10, 65, 5)
+        slack = (15 + g1 + g2) - (56 + c)  # the all-reduce branch: 45 µs of CPU ops, 11 µs launch, c
+        margin = rng.randrange(30, 85, 5)
+        h = 2 * (slack + margin) if answer == "optimizer_step" else 2 * (slack - margin)
+        # a stream-0 kernel gains half its time, at most the slack; the all-reduce (off the path) nothing
+        gains = {"gemm_kernel": float(min(g1 / 2, slack)), "attention_kernel": float(min(g2 / 2, slack)),
+                 "ncclDevKernel_AllReduce": 0.0, "optimizer_step": h / 2}
+        ranked = sorted(gains.values(), reverse=True)
+        if h >= 40 and slack + 30 <= g1 / 2 and max(gains, key=gains.get) == answer and ranked[0] - ranked[1] >= 20:
+            break
+    path = 15.0 + g1 + g2 + h
+    return {"g1": g1, "g2": g2, "c": c, "h": h, "slack": slack, "path_us": path, "gains_us": gains,
+            "answer": answer, "gain_pct": 100 * gains[answer] / path}
+
+
+def what_if_exercise_events(seed: str | None = None) -> list[dict]:
+    """This learner's generated one-step ROCm trace for the what-if exercise (see :func:`what_if_exercise_plan`)."""
+    from ..trace.synth import event
+
+    p = what_if_exercise_plan(seed)
+    g1, g2, c, h = p["g1"], p["g2"], p["c"], p["h"]
+    sync_end = 27.0 + g1 + g2  # the host returns 2 µs after the last kernel
+    ops = (("aten::mm", 10, 1, "gemm_kernel", 0, 25, g1), ("aten::_scaled_dot_product_flash", 32, 2,
+           "attention_kernel", 0, 25 + g1, g2), ("c10d::allreduce_", 54, 3, "ncclDevKernel_AllReduce", 1, 70, c))
+    events = []
+    for op, ts, corr, kernel, stream, k_ts, k_dur in ops:
+        events.append(event(op, "cpu_op", ts, 20, **{"External id": corr}, **_HOST))
+        events.append(event("hipLaunchKernel", "cuda_runtime", ts + 5, 5, correlation=corr,
+                            **{"External id": corr}, **_HOST))
+        events.append(event(kernel, "kernel", k_ts, k_dur, pid=0, tid=stream, stream=stream, device=0,
+                            correlation=corr, **{"External id": corr}))
+    end = sync_end + 3 + h + 10
+    events += [event("hipDeviceSynchronize", "cuda_runtime", 80, sync_end - 80, correlation=4, **_HOST),
+               event("optimizer_step", "cpu_op", sync_end + 3, h, **{"External id": 5}, **_HOST),
+               event("ProfilerStep#1", "user_annotation", 0, end, **_HOST),
+               event("ProfilerStep#2", "user_annotation", end, 50, **_HOST)]
+    return sorted(events, key=lambda e: e["ts"])
+
+
+def _naive_gain_pct() -> float:
+    """The gain if the path kept its shape: half of gemm_kernel's time (the mistake 06.P2 names)."""
+    p = what_if_exercise_plan()
+    return 100 * (p["g1"] / 2) / p["path_us"]
+
+
+@check("06.P2",
+       wrong("the longest kernel, which runs beside the path",
+             best_op="ncclDevKernel_AllReduce", gain_pct=lambda a: 100 * what_if_exercise_plan()["c"] / 2
+             / what_if_exercise_plan()["path_us"], mentions="beside the path"),
+       wrong("the on-path kernel with the most time, and half its time as the gain", best_op="gemm_kernel",
+             gain_pct=lambda a: _naive_gain_pct()),
+       wrong("the gain as a fraction, not a percentage", gain_pct=lambda a: what_if_exercise_plan()["gain_pct"] / 100,
+             mentions="percentage"),
+       wrong("the path's length after the change instead of the gain",
+             gain_pct=lambda a: what_if_exercise_plan()["path_us"] * (1 - what_if_exercise_plan()["gain_pct"] / 100)))
+def check_what_if(best_op: str | None, gain_pct: float | None) -> Passed:
+    """Exercise 06.P2: which of :data:`WHAT_IF_CANDIDATES`, made 2x faster, shortens this learner's generated step
+    (:func:`what_if_exercise_events`) the most, and the gain in percent of the critical path."""
+    plan = what_if_exercise_plan()
+    expect_in("06.P2", best_op, WHAT_IF_CANDIDATES, what="the kernel or CPU op to make 2x faster",
+              hint="one of `checks.WHAT_IF_CANDIDATES`, as written there.")
+    if best_op != plan["answer"]:
+        if best_op == "ncclDevKernel_AllReduce":
+            mistake = "the longest kernel: it runs beside the path, so making it faster saves nothing"
+        elif best_op == "gemm_kernel":
+            mistake = ("half of that kernel's time as the gain: once it shrinks, the branch through the other "
+                       "stream becomes the path")
+        else:
+            mistake = None
+        raise CheckFailed("06.P2", "the kernel or op with the biggest gain is not right", expected=plan["answer"],
+                          found=best_op, mistake=mistake,
+                          hint="measure every candidate with a what-if, then compare the measured gains.")
+    naive = _naive_gain_pct()
+    if (best_op == "gemm_kernel" and isinstance(gain_pct, (int, float))
+            and abs(float(gain_pct) - naive) < 0.25 <= abs(naive - plan["gain_pct"])):
+        raise CheckFailed("06.P2", "the gain (% of the path) is off", expected=plan["gain_pct"], found=gain_pct,
+                          mistake="half the kernel's time: once it shrinks, the branch through the other stream "
+                                  "becomes the path",
+                          hint="measure it: the what-if runs the longest path again.")
+    value = expect_close("06.P2", gain_pct, plan["gain_pct"], rel=0.0, abs=0.25,
+                         what="the gain in percent of the critical path",
+                         hint="the what-if's `speedup_pct`: 100 x (before - after) / before, in percent.")
+    return passed("06.P2", f"{best_op} 2x faster: the step's path {value:.1f} % shorter (generated trace)")

@@ -19,8 +19,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..errors import LumikitError
-from ..files import atomic_path
+from ..errors import LumikitError, ParseError
+from ..files import atomic_path, load_json_bounded
+from ..files import umask as current_umask
 from .learner import learner_name, seed_digest, workbook_root
 
 #: Outcomes, best first: a check that passed once counts as passed even if a later attempt failed. "not checked":
@@ -28,6 +29,10 @@ from .learner import learner_name, seed_digest, workbook_root
 STATUSES = ("passed", "not checked", "failed", "unanswered")
 #: The largest progress file read; a larger one is refused by name.
 READ_LIMIT = 1_000_000
+#: The deepest nesting a record may have (lumikit writes fewer than 40 levels); deeper is unreadable.
+RECORD_MAX_DEPTH = 64
+#: The status of a record that could not be read (refused, not JSON, nested too deep): its cell says why.
+UNREADABLE = "unreadable"
 #: How many of the latest calls a record keeps in ``recent`` (time, outcome, kind of mistake) for the class view.
 RECENT_KEPT = 10
 _EXERCISE_ID = re.compile(r"^\d\d\.\w+$")
@@ -60,6 +65,8 @@ class Result:
     from_solutions: bool = False
     path: str = ""
     passed_exact: bool = False
+    #: Argument -> the run folder it named and its digest when the check passed (:func:`.evidence.run_folders`).
+    run_folders: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def module(self) -> str:
@@ -84,19 +91,6 @@ def progress_dir(start: Path | None = None) -> Path | None:
     return state / "lumikit" / "progress"
 
 
-def current_umask() -> int:
-    """This process's umask (from /proc where it can, so no other thread sees it change)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def from_solutions(cwd: Path | None = None) -> bool:
     """True when the check runs in a notebook of the workbook's ``solutions/`` (the shipped answers)."""
     session = os.environ.get("JPY_SESSION_NAME", "")
@@ -116,7 +110,8 @@ def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswere
 
     The file honours the umask (0664 under ``umask 002``), so an instructor of the same group can read it.
     """
-    from .evidence import encode_all
+    from .evidence import encode_all, run_folders
+    from .rebuilt import RUN_FOLDERS
 
     folder = progress_dir() if folder is None else folder
     if folder is None:
@@ -125,7 +120,7 @@ def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswere
     previous: dict[str, Any] = {}
     try:
         text = _read_regular(path, within=Path(folder))
-        previous = json.loads(text)
+        previous = load_json_bounded(text, str(path), max_depth=RECORD_MAX_DEPTH)
         if not isinstance(previous, dict):
             previous = {}
     except (OSError, ValueError, _Refused):
@@ -156,10 +151,16 @@ def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswere
     if passed and not not_checked:
         data["passed_answers"], data["passed_evidence"] = encoded, kept
         data["passed_exact"] = answers_exact and evidence_exact
+        named = {**dict(evidence or {}), **dict(answers)}
+        folders = run_folders({n: named[n] for n in RUN_FOLDERS.get(exercise, ()) if n in named})
+        if folders:
+            data["passed_run_folders"] = folders
     elif previous.get("passed_answers") is not None:
         data["passed_answers"] = previous.get("passed_answers")
         data["passed_evidence"] = previous.get("passed_evidence")
         data["passed_exact"] = bool(previous.get("passed_exact"))
+        if isinstance(previous.get("passed_run_folders"), dict):
+            data["passed_run_folders"] = previous["passed_run_folders"]
     mode = 0o666 & ~current_umask()
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -237,45 +238,75 @@ def read_results(folder: Path, *, learner: str | None = None, within: Path | Non
         if not is_result and not odd:
             continue
         try:
-            data = json.loads(_read_regular(path, within=within))
-            if not isinstance(data, dict):
-                raise ValueError("not a JSON object")
-        except _Refused as why:
+            result = _read_record(path, within, learner)
+        except _Unreadable as why:
             if problems is not None:
-                problems.append(f"{path}: refused ({why})")
+                problems.append(f"{path}: {why.line}")
+            if is_result:
+                results.append(_unreadable(path, learner, str(why)))
             continue
-        except PermissionError:
+        except Exception as err:  # noqa: BLE001 - whatever one hostile record does, the others are still read
             if problems is not None:
-                problems.append(f"{path}: unreadable (permission denied); ask the learner to run "
-                                f"`chmod g+r {path}` and to work under `umask 002`")
+                problems.append(f"{path}: unreadable ({type(err).__name__}: {str(err)[:120]})")
+            if is_result:
+                results.append(_unreadable(path, learner, f"{type(err).__name__}: {str(err)[:120]}"))
             continue
-        except (OSError, ValueError) as err:
-            if problems is not None:
-                problems.append(f"{path}: unreadable ({err})")
-            continue
-        if not is_result:
-            continue
-        status = data.get("status")
-        if status not in STATUSES:
-            if problems is not None:
-                problems.append(f"{path}: unknown status {str(status)[:40]!r}")
-            continue
-        try:
-            attempts = int(data.get("attempts", 0) or 0)
-        except (TypeError, ValueError):
-            attempts = 0
-        answers = data.get("answers") if isinstance(data.get("answers"), dict) else {}
-        evidence = data.get("evidence") if isinstance(data.get("evidence"), dict) else {}
-        passed_answers = data.get("passed_answers") if isinstance(data.get("passed_answers"), dict) else None
-        passed_evidence = data.get("passed_evidence") if isinstance(data.get("passed_evidence"), dict) else None
-        first = data.get("first_passed")
-        results.append(Result(learner or str(data.get("learner", "")), path.stem, status, attempts,
-                              str(first) if first else None, str(data.get("updated", "")),
-                              str(data.get("message", "")), answers,
-                              str(data.get("seed_digest", "")), data.get("answers_exact") is True, evidence,
-                              data.get("evidence_exact") is True, passed_answers, passed_evidence,
-                              data.get("from_solutions") is True, str(path), data.get("passed_exact") is True))
+        if result is not None:
+            results.append(result)
     return sorted(results, key=lambda r: _exercise_key(r.exercise))
+
+
+class _Unreadable(Exception):
+    """A record that is not read: ``line`` for the list of problems, ``str()`` the short why for its cell."""
+
+    def __init__(self, why: str, line: str) -> None:
+        super().__init__(why)
+        self.line = line
+
+
+def _unreadable(path: Path, learner: str | None, why: str) -> Result:
+    """The result standing for a record that could not be read: one cell saying why, never a pass."""
+    return Result(learner or "", path.stem, UNREADABLE, 0, None, "", why[:200], {}, path=str(path))
+
+
+def _read_record(path: Path, within: Path, learner: str | None) -> Result | None:
+    """One record file as a :class:`Result` (None for a non-record entry that reads fine); raises
+    :class:`_Unreadable` saying why it is refused. JSON is read with a size and a nesting limit."""
+    try:
+        data = load_json_bounded(_read_regular(path, within=within), str(path), max_depth=RECORD_MAX_DEPTH)
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+    except _Refused as why:
+        raise _Unreadable(f"refused: {why}", f"refused ({why})") from None
+    except PermissionError:
+        raise _Unreadable("unreadable: permission denied",
+                          f"unreadable (permission denied); ask the learner to run `chmod g+r {path}` and to work "
+                          f"under `umask 002`") from None
+    except ParseError as err:
+        raise _Unreadable(err.message, f"unreadable ({err.message})") from None
+    except (OSError, ValueError) as err:
+        raise _Unreadable(str(err)[:160], f"unreadable ({err})") from None
+    if not (path.suffix == ".json" and _EXERCISE_ID.match(path.stem)):
+        return None
+    status = data.get("status")
+    if status not in STATUSES:
+        raise _Unreadable(f"unknown status {str(status)[:40]!r}", f"unknown status {str(status)[:40]!r}")
+    try:
+        attempts = int(data.get("attempts", 0) or 0)
+    except (TypeError, ValueError, OverflowError):
+        attempts = 0
+    answers = data.get("answers") if isinstance(data.get("answers"), dict) else {}
+    evidence = data.get("evidence") if isinstance(data.get("evidence"), dict) else {}
+    passed_answers = data.get("passed_answers") if isinstance(data.get("passed_answers"), dict) else None
+    passed_evidence = data.get("passed_evidence") if isinstance(data.get("passed_evidence"), dict) else None
+    first = data.get("first_passed")
+    return Result(learner or str(data.get("learner", ""))[:200], path.stem, status, attempts,
+                  str(first)[:64] if first else None, str(data.get("updated", ""))[:64],
+                  str(data.get("message", ""))[:500], answers,
+                  str(data.get("seed_digest", ""))[:64], data.get("answers_exact") is True, evidence,
+                  data.get("evidence_exact") is True, passed_answers, passed_evidence,
+                  data.get("from_solutions") is True, str(path), data.get("passed_exact") is True,
+                  data.get("passed_run_folders") if isinstance(data.get("passed_run_folders"), dict) else {})
 
 
 def _exercise_key(exercise: str) -> tuple[int, int, int, str]:
@@ -336,6 +367,10 @@ def format_summary(rows: Sequence[Mapping[str, Any]], learner: str, folder: Path
     if waiting:
         out.append(f"not checked here (no Slurm), never counted as passed: {', '.join(waiting)}. Run those cells "
                    f"again on LUMI (or with the local cluster up) to check them.")
+    broken = [f"{r.exercise} ({r.message})" for r in results if r.status == UNREADABLE]
+    if broken:
+        out.append(f"unreadable records, counted as not yet: {'; '.join(broken)}. Run those checks again to "
+                   f"write them anew.")
     solved = [r.exercise for r in results if r.from_solutions]
     if solved:
         out.append(f"recorded while running solutions/ (marked so in a class export): {', '.join(solved)}")
@@ -398,12 +433,17 @@ def read_class(class_dir: Path, problems: list[str] | None = None) -> dict[str, 
             for name, folder in learner_folders(class_dir, problems).items()}
 
 
-#: What a class CSV cell says about one exercise of one learner.
-CELLS = ("verified", "self-reported", "not checked", "failed", "disagrees", "from solutions", "unanswered")
+#: What a class CSV cell says about one exercise of one learner (see :mod:`lumikit.checks.grading`): ``own data``
+#: is a pass checked for consistency on the learner's own measurements, not rebuilt by the instructor;
+#: ``unreadable`` a record that could not be read (the ``not verified`` column says why).
+CELLS = ("verified", "own data", "self-reported", "not checked", "failed", "disagrees", "from solutions",
+         "unreadable", "unanswered")
 
 
 def recorded_cell(result: Result) -> str:
     """The cell for a result nobody regraded: a claimed pass is only self-reported."""
+    if result.status == UNREADABLE:
+        return UNREADABLE
     if result.from_solutions and result.ever_passed:
         return "from solutions"
     if result.ever_passed:
@@ -420,21 +460,24 @@ def neutralise(cell: Any) -> Any:
 
 
 def class_csv(results: Mapping[str, Sequence[Result]], exercises: Iterable[str] = (),
-              grades: Mapping[str, Sequence[Any]] | None = None) -> str:
+              grades: Mapping[str, Sequence[Any]] | None = None,
+              flags: Mapping[str, Sequence[str]] | None = None) -> str:
     """One row per learner: counts per kind of cell, the claimed passes not verified (and why), then one column per
     exercise saying what it is (:data:`CELLS`).
 
     Without ``grades`` (from :func:`lumikit.checks.grading.grade_class`) every claimed pass is self-reported.
+    ``flags`` (from :func:`lumikit.checks.grading.class_flags`: seeds not the learner's, copies) lead that column.
     """
     ids = sorted(set(exercises) | {r.exercise for rs in results.values() for r in rs}, key=_exercise_key)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["learner", "verified", "self-reported", "not checked", "failed", "disagrees", "tried",
-                     "not verified", *ids])
+    writer.writerow(["learner", "verified", "own data", "self-reported", "not checked", "failed", "disagrees",
+                     "unreadable", "tried", "not verified", *ids])
     for learner, rows in sorted(results.items()):
         cells = {r.exercise: recorded_cell(r) for r in rows}
         flagged = {r.exercise: "not regraded (add --grade)" for r in rows
                    if cells[r.exercise] in ("self-reported", "from solutions")}
+        flagged.update({r.exercise: f"unreadable: {r.message}" for r in rows if r.status == UNREADABLE})
         if grades is not None:
             flagged = {}
             for g in grades.get(learner, ()):
@@ -443,8 +486,10 @@ def class_csv(results: Mapping[str, Sequence[Result]], exercises: Iterable[str] 
                     flagged[g.exercise] = g.why
         counts = {kind: sum(c == kind for c in cells.values()) for kind in CELLS}
         tried = sum(c not in ("unanswered", "") for c in cells.values())
-        listed = "; ".join(f"{e}: {why}" for e, why in sorted(flagged.items(), key=lambda x: _exercise_key(x[0])))
+        listed = "; ".join([*(flags or {}).get(learner, ()), *(
+            f"{e}: {why}" for e, why in sorted(flagged.items(), key=lambda x: _exercise_key(x[0])))])
         writer.writerow([neutralise(c) for c in (
-            learner, counts["verified"], counts["self-reported"] + counts["from solutions"], counts["not checked"],
-            counts["failed"], counts["disagrees"], tried, listed, *(cells.get(e, "") for e in ids))])
+            learner, counts["verified"], counts["own data"], counts["self-reported"] + counts["from solutions"],
+            counts["not checked"], counts["failed"], counts["disagrees"], counts["unreadable"], tried, listed,
+            *(cells.get(e, "") for e in ids))])
     return out.getvalue()

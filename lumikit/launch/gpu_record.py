@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 import shlex
-import sys
 from typing import Any
 
 from ..errors import LaunchError
+from ..jobs.python import module_argv, with_python
 from ..jobs.spec import JobSpec
 from ..site import Site
 from ..record.recorder import DEFAULT_INTERVAL_S, STOP_FILE
@@ -38,22 +38,24 @@ def plan(spec: JobSpec, enabled: bool = True, interval: float = DEFAULT_INTERVAL
     return {"enabled": True, "interval_s": float(interval)}
 
 
-def recorder_args(site: Site, run_dir: str, interval: float, python: str = "python3", *,
+def recorder_args(site: Site, run_dir: str, interval: float, python: str | None = None, *,
                   site_tool: bool = True) -> list[str]:
-    """``python -m lumikit.record sample ...`` for this site (its stand-in or tool where the profile names one)."""
-    argv = [python, "-m", "lumikit.record", "sample", "--run-dir", run_dir, "--interval", f"{interval:g}",
-            "--site", site.name]
+    """``python -m lumikit.record sample ...`` for this site (its stand-in or tool where the profile names one);
+    ``python``: the job's Python (:mod:`lumikit.jobs.python`) unless given; a ``{python}`` word in the site's
+    tool command becomes that same interpreter (lumi-sim's stand-in tool is a lumikit module)."""
+    sample = ["sample", "--run-dir", run_dir, "--interval", f"{interval:g}", "--site", site.name]
+    argv = [python, "-m", "lumikit.record", *sample] if python else module_argv("lumikit.record", *sample)
     command = site.slurm.get("record_command") if site_tool else None
     if command:
         argv += ["--kind", str(site.slurm.get("record_kind", "recorded")), "--stream", "--command",
-                 *(str(c) for c in command)]
+                 *with_python((str(c) for c in command), argv[0])]
     return argv
 
 
 def in_job_environment(argv: list[str], spec: JobSpec, site: Site) -> list[str]:
-    """``argv`` the way the job's ranks run their command: inside the job's container (on LUMI the Python that has
-    lumikit and the SMI tools are there; the node's own python3 is too old), with its environment recipes and
-    working folder; no profiler and no rank variables."""
+    """``argv`` the way the job's ranks run their command: inside the job's container (on LUMI the job's Python,
+    the workbook's venv, and the SMI tools are there; the node's own python3 is too old and has no lumikit), with
+    its environment recipes and working folder; no profiler and no rank variables."""
     from ..jobs.render import payload
 
     return payload(spec.with_(command=tuple(argv), profile=None, profile_ranks=(), rank_env=False), site)[0]
@@ -110,4 +112,4 @@ def local_argv(record: dict[str, Any] | None, site: Site, run_dir: str) -> list[
     if not record or not record.get("enabled"):
         return None
     interval = float(record.get("interval_s", DEFAULT_INTERVAL_S))
-    return recorder_args(site, run_dir, interval, python=sys.executable, site_tool=False) + ["--stop-with-parent"]
+    return recorder_args(site, run_dir, interval, site_tool=False) + ["--stop-with-parent"]

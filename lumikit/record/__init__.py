@@ -1,10 +1,15 @@
 """The GPU record of a launched run: what its GPUs did, kept in the run folder beside the logs.
 
-- ``RUN/gpu/<node>.jsonl``: one session per node (:mod:`lumikit.smi.sessions` format), written by the job-side
-  recorder (:mod:`lumikit.record.recorder`; ``kind`` recorded / generated / absent);
+- ``RUN/gpu/<node>.jsonl``: one session per node (:mod:`lumikit.smi.sessions` format; samples as numbers per GCD,
+  :mod:`lumikit.smi.readings`), written by the job-side recorder (:mod:`lumikit.record.recorder`; ``kind``
+  recorded / generated / absent), and ``<node>.jsonl.end``, how its recorder ended (stopped, disk full);
+- ``RUN/gpu/recorder-node*.log``: what each node's recorder step printed (shown by the card of a missing record and
+  by ``lumikit tail``);
 - ``RUN/markers.jsonl``: one line per :func:`mark` call in user code;
-- :func:`read_record` (node -> Session) and :func:`report_card` (a pure function of sessions, manifest and markers)
-  read them; ``lumikit report RUN`` and ``run.report()`` show the card.
+- :func:`read_record` (node -> Session) and :func:`report_card` (a pure function of sessions or streamed record
+  files, manifest and markers: :mod:`lumikit.record.card`, summed in one pass by :mod:`~lumikit.record.accumulate`
+  with the one rule of :mod:`~lumikit.record.integrate`, MI250X packages by :mod:`~lumikit.record.packages`) read
+  them; ``lumikit report RUN`` and ``run.report()`` show the card.
 """
 from __future__ import annotations
 

@@ -1,28 +1,47 @@
-"""The report card of a run: what its GPUs did, per node and GCD, from its GPU record (a pure function).
+"""The report card of a run: what its GPUs did, per node, GCD and package, over the job's own window (pure).
 
-:func:`report_card` takes the sessions (:func:`lumikit.record.read_record`), the manifest and the markers and
-returns a :class:`ReportCard`: per node and GCD the samples, mean/max busy %, mean/max power (on an MI250X the
-package power, printed on the even GCD), peak VRAM, energy (from the tool's counter where it prints one, else the
-power integrated over the samples, and it says which), clocks; the findings of :mod:`lumikit.smi.interpret`; the
-billed GPU-hours beside the GPU-hours the GCDs were computing; energy and mean power per phase (markers) or step
-(a course workload's metrics). Nothing here reads a file: :func:`card_of_run` does that.
+:func:`report_card` takes the node records (sessions, or record files streamed by :func:`card_of_run`), the
+manifest and the markers and returns a :class:`ReportCard`:
+
+- per GCD: samples, mean/max busy %, peak VRAM, clocks and the seconds it was computing (busy % at or above the
+  site's ``busy_pct``, unless its package's own power says it was waiting); its power and energy only where they
+  are its own (a GPU that reports per GPU) or its package's and the package is wholly the job's;
+- per package (an MI250X reports power once per package, and ``amd-smi`` prints 0 W on the second GCD): power and
+  energy, attributed to the job's GCDs in it, or "package power includes GCDs outside this job" on a shared node;
+- per node and for the job: the window integrated (the job's start and end from the manifest, the edges
+  extrapolated and labelled), gaps and a record that stopped early flagged, totals, LUMI's node energy counters
+  (``/sys/cray/pm_counters``) beside the GPU tool's figure and Slurm's ``ConsumedEnergy`` for whole-node jobs;
+- findings (:mod:`lumikit.smi.interpret`), billed GPU-hours beside computing ones, energy per phase and step.
+
+One integration rule for every figure (:mod:`lumikit.record.integrate`). Nothing here reads a file but
+:func:`card_of_run`.
 """
 from __future__ import annotations
 
 import json
 import math
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from ..site import PowerThresholds, load_site
-from ..smi.interpret import gcd_activity, interpret_window, main_group, packages_of, package_power
-from ..smi.model import Snapshot
-from ..smi.sessions import Session
+from ..errors import LumikitError
+from ..launch.states import FINAL
+from ..site import load_site
+from ..smi.interpret import main_group
+from ..smi.pm_counters import VALUE_FILES, energy_between
+from ..smi.readings import decode, encode, energy_counters
+from ..smi.sessions import Session, SessionHeader
+from ..text import printable
+from .accumulate import NodeSummary, findings, mean_max, runnings, summarise
+from .integrate import GAP_INTERVALS, trapezoid_window
+from .packages import OWN, NodeLayout, layout, whole_node
 from .recorder import GPU_DIR
+from .store import Chunk, Sample, chunks_of
 
 GIB = 2**30
 J_PER_KWH = 3.6e6
+SHARED = "package power includes GCDs outside this job"
 
 
 @dataclass
@@ -46,6 +65,28 @@ class GcdRow:
     sclk_mean_mhz: float | None
     sclk_max_mhz: float | None
     computing_s: float
+    node_gcd: int | None = None   # the node's GCD this device is (see lumikit.record.packages)
+    package: int | None = None
+    in_job: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class PackageRow:
+    """One package (an MI250X: two GCDs, one power reading) of one node with GCDs of the job in it."""
+
+    node: str
+    package: int
+    gcds: list[int]               # the node's GCDs of this package in the record
+    job_gcds: list[int]           # those that are the job's
+    outside: list[int]            # the package's GCDs that are not the job's (shared node): power includes them
+    power_mean_w: float | None
+    power_max_w: float | None
+    energy_j: float | None
+    energy_source: str
+    note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -53,67 +94,93 @@ class GcdRow:
 
 @dataclass
 class ReportCard:
-    """The card: rows (node x GCD), per-node findings and notes, billing, phases and steps; ``text()`` for a
-    terminal, ``to_dict()`` for ``--json``, ``figure()`` for a notebook."""
+    """The card: rows (node x GCD), packages, per-node coverage and totals, findings, billing, phases and steps;
+    ``text()`` for a terminal, ``to_dict()`` for ``--json``, ``figure()`` for a notebook."""
 
     run: str
     rows: list[GcdRow] = field(default_factory=list)
+    packages: list[PackageRow] = field(default_factory=list)
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     findings: list[dict[str, Any]] = field(default_factory=list)
     billing: dict[str, Any] = field(default_factory=dict)
     phases: list[dict[str, Any]] = field(default_factory=list)
     steps: dict[str, Any] = field(default_factory=dict)
+    window: dict[str, Any] = field(default_factory=dict)
+    totals: dict[str, Any] = field(default_factory=dict)
     absent: str | None = None  # why the run has no GPU record (None when it has one)
     series: dict[str, list[tuple[float, float | None]]] = field(default_factory=dict)  # node -> (t, node power)
+    run_note: str = ""  # how the run ended, as its manifest notes it (a full disk, a recorder that was ended)
 
     def to_dict(self) -> dict[str, Any]:
         return {"run": self.run, "record": "absent" if self.absent else "present", "why_absent": self.absent,
-                "nodes": self.nodes, "gcds": [r.to_dict() for r in self.rows], "findings": self.findings,
-                "billing": self.billing, "phases": self.phases, "steps": self.steps}
+                "window": self.window, "nodes": self.nodes, "gcds": [r.to_dict() for r in self.rows],
+                "packages": [p.to_dict() for p in self.packages], "totals": self.totals,
+                "findings": self.findings, "billing": self.billing, "phases": self.phases, "steps": self.steps,
+                "run_note": self.run_note}
 
     def text(self) -> str:
-        """The card as plain text: one line per node and GCD, then findings, GPU-hours and phases."""
+        """The card as plain text: nodes, one line per GCD and per package, totals, findings, GPU-hours, phases."""
         if self.absent:
             return f"{self.run}: no GPU record: {self.absent}"
-        out = [f"GPU record of {self.run}"]
+        out = [f"GPU record of {self.run}"] + ([f"  run note: {self.run_note}"] if self.run_note else [])
         if any(info["kind"] == "generated" for info in self.nodes.values()):
             out.append("  GENERATED readings: a stand-in tool printed them on nodes without a GPU; not real hardware")
+        w = self.window
+        if w:
+            out.append(f"  window: {w['duration_s']:.1f} s, {w['source']}")
         for node, info in self.nodes.items():
             if info["kind"] == "absent":
                 out.append(f"  {node}: no GPU record: {info['description']}")
                 continue
-            out.append(f"  {node}: {info['kind']}, {info['samples']} samples every {info['interval_s']:g} s "
-                       f"over {info['duration_s']:.0f} s; source: {info['source'] or '-'}")
+            if not info["samples"]:
+                out.append(f"  {node}: {info['kind']}, no samples; source: {info['source'] or '-'}")
+            else:
+                out.append(f"  {node}: {info['kind']}, {info['samples']} samples every {info['interval_s']:g} s; "
+                           f"covers {info['covered_s']:.1f} of {info['window_s']:.1f} s{_edges(info)}; "
+                           f"source: {info['source'] or '-'}")
+            out.extend(f"    FLAG: {f}" for f in info.get("flags", ()))
             out.extend(f"    note: {n}" for n in info.get("notes", ()))
+        if not self.rows:
+            out += ["", "no samples: nothing to sum up (findings and totals need at least one sample)"]
+            return "\n".join(out)
         head = (f"{'node':<12} {'GCD':>3} {'samples':>7} {'busy% mean/max':>15} {'power W mean/max':>17} "
-                f"{'VRAM peak':>17} {'energy':>20} {'sclk MHz mean/max':>18}")
+                f"{'VRAM peak':>17} {'energy':>20} {'sclk MHz mean/max':>18} {'computing s':>11}")
         out += ["", head]
         for r in self.rows:
             busy = f"{_f(r.busy_mean_pct, 0)}/{_f(r.busy_max_pct, 0)}"
-            power = f"{_f(r.power_mean_w, 0)}/{_f(r.power_max_w, 0)}" if r.power_mean_w is not None else r.power_note
+            power = f"{_f(r.power_mean_w, 0)}/{_f(r.power_max_w, 0)}" if r.power_mean_w is not None else "-"
             vram = (f"{_f(r.vram_peak_gib, 1)} GiB ({_f(r.vram_peak_pct, 0)} %)" if r.vram_peak_gib is not None
-                    else "-")
+                    else f"({_f(r.vram_peak_pct, 0)} %)" if r.vram_peak_pct is not None else "-")
             energy = (f"{_f(r.energy_j, 0)} J {r.energy_kwh:.4f} kWh" if r.energy_j is not None and
                       r.energy_kwh is not None else "-")
             sclk = f"{_f(r.sclk_mean_mhz, 0)}/{_f(r.sclk_max_mhz, 0)}"
-            out.append(f"{r.node:<12} {r.gcd:>3} {r.samples:>7} {busy:>15} {power:>17} {vram:>17} {energy:>20} "
-                       f"{sclk:>18}")
+            line = (f"{r.node:<12} {r.gcd:>3} {r.samples:>7} {busy:>15} {power:>17} {vram:>17} {energy:>20} "
+                    f"{sclk:>18} {r.computing_s:>11.1f}")
+            notes = [n for n in (r.power_note, "" if r.in_job else "not this job's GCD") if n]
+            out.append(line + (f"  ({'; '.join(notes)})" if notes else ""))
+        if self.packages:
+            out += ["", "packages (an MI250X reports one power for its two GCDs: amd-smi prints 0 W on the second, "
+                        "rocm-smi N/A):"]
+            for p in self.packages:
+                power = f"{_f(p.power_mean_w, 0)}/{_f(p.power_max_w, 0)} W" if p.power_mean_w is not None else "- W"
+                energy = f"{_f(p.energy_j, 0)} J" if p.energy_j is not None else "- J"
+                owner = ("the job's GCDs " + "+".join(map(str, p.job_gcds))) if p.job_gcds else "no GCD of the job"
+                out.append(f"  {p.node} package {p.package} (GCDs {'+'.join(map(str, p.gcds)) or '-'}): power "
+                           f"mean/max {power}, energy {energy} ({p.energy_source or 'no power reading'}); "
+                           f"{owner}" + (f"; {SHARED} ({'+'.join(map(str, p.outside))})" if p.outside else "")
+                           + (f"; {p.note}" if p.note else ""))
         sources = sorted({r.energy_source for r in self.rows if r.energy_j is not None})
         if sources:
             out.append("energy: " + "; ".join(sources))
-        if any(r.power_note for r in self.rows):
-            out.append("power: an MI250X prints its package power (both GCDs) on the even GCD, so that row's power "
-                       "and energy are the package's; the odd GCD's row says which GCD carries it")
+        out.append("")
+        out.extend(self._totals_text())
         out.append("")
         if self.findings:
             out.append("findings (interpret's held in at least half of the samples; idle: in all of them):")
             out.extend(f"  {f['node']}: {f['message']}" for f in self.findings)
         else:
             out.append("findings: none (no idle, starved or waiting GCD, no memory near full)")
-        b = self.billing
-        out.append(f"GPU-hours: billed {_f(b.get('billed_gpu_hours'), 4)} ({b.get('billed_from', 'unknown')}); "
-                   f"the GCDs were computing for {_f(b.get('computing_gpu_hours'), 4)} "
-                   f"({b.get('computing_rule', '')})")
+        out.append(self.billing_line())
         for p in self.phases:
             out.append(f"phase {p['name']!r}: {p['duration_s']:.1f} s, {_f(p['energy_j'], 0)} J, mean "
                        f"{_f(p['mean_power_w'], 0)} W")
@@ -124,6 +191,29 @@ class ReportCard:
                        "interpolated between samples: an estimate where steps are shorter than the interval)")
         return "\n".join(out)
 
+    def billing_line(self) -> str:
+        """The GPU-hours billed beside those the job's GCDs spent computing, each with where it comes from."""
+        b = self.billing
+        return (f"GPU-hours: billed {_f(b.get('billed_gpu_hours'), 4)} ({b.get('billed_from', 'unknown')}); "
+                f"the job's GCDs were computing for {_f(b.get('computing_gpu_hours'), 4)} "
+                f"({b.get('computing_rule', '')})")
+
+    def _totals_text(self) -> list[str]:
+        out = ["totals (the job's GCDs and packages; the same trapezoid rule for every figure):"]
+        for node, t in self.totals.get("nodes", {}).items():
+            out.append(f"  {node}: {_energy(t.get('gpu_energy_j'))} on the GPUs ({t.get('gpu_energy_source')})"
+                       + (f", {_energy(t['shared_energy_j'])} more on packages shared with other jobs"
+                          if t.get("shared_energy_j") else "")
+                       + f"; computing {t['computing_gcd_s']:.1f} GCD-s" + _pm_text(t.get("pm_counters")))
+        job = self.totals.get("job", {})
+        if job:
+            out.append(f"  job: {_energy(job.get('gpu_energy_j'))} on the GPUs, computing "
+                       f"{job['computing_gcd_s']:.1f} GCD-s over {job['window_s']:.1f} s"
+                       + _pm_text(job.get("pm_counters")))
+            if job.get("consumed_energy"):
+                out.append(f"  Slurm ConsumedEnergy: {job['consumed_energy']}")
+        return out
+
     def table(self) -> Any:
         """The rows as a pandas DataFrame (a notebook's table)."""
         import pandas as pd
@@ -131,7 +221,7 @@ class ReportCard:
         return pd.DataFrame([r.to_dict() for r in self.rows])
 
     def figure(self) -> Any:
-        """A small picture: each node's power over time (the sum of what its GCDs print), and the phases."""
+        """A small picture: each node's power over time (the sum of its packages' power), and the phases."""
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(7, 2.6))
@@ -160,118 +250,387 @@ def _f(x: float | None, nd: int) -> str:
     return "-" if x is None or not math.isfinite(x) else f"{x:.{nd}f}"
 
 
+def _energy(j: float | None) -> str:
+    return "- J" if j is None else f"{j:.0f} J ({j / J_PER_KWH:.4f} kWh)"
+
+
+def _edges(info: Mapping[str, Any]) -> str:
+    parts = []
+    if info.get("start_edge_s"):
+        parts.append(f"first {info['start_edge_s']:.1f} s extrapolated from the first sample")
+    if info.get("end_edge_s"):
+        parts.append(f"last {info['end_edge_s']:.1f} s extrapolated from the last sample")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _pm_text(pm: Mapping[str, Any] | None) -> str:
+    if not pm:
+        return ""
+    e = pm.get("energy_j", {})
+    accel = sum(v for k, v in e.items() if k.startswith("accel"))
+    parts = [f"{label} {_energy(e.get(key))}" for key, label in (("energy", "node"), ("cpu_energy", "CPU"),
+                                                                  ("memory_energy", "memory")) if key in e]
+    if any(k.startswith("accel") for k in e):
+        parts.insert(1, f"accelerators {_energy(accel)}")
+    note = f"; {pm['note']}" if pm.get("note") else ""
+    return f"; pm_counters over {pm.get('span_s', 0):.1f} s: " + ", ".join(parts) + note
+
+
 def _finite(x: object) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _mean(xs: Sequence[float]) -> float | None:
-    return sum(xs) / len(xs) if xs else None
+@dataclass
+class NodeInput:
+    """One node's record as the card reads it: header, sample blocks (read once), notes known up front, end state."""
+
+    header: SessionHeader
+    samples: Iterable[Chunk]
+    notes: list[str]
+    end_state: dict[str, Any]
+    pm_start: dict[str, float] | None
+    after: Any = None  # called after the samples were read: more notes (what a record file had to leave out)
+    expected: int = 0  # about how many samples (the findings judge every k-th of a long record)
 
 
-def _trapezoid(points: Sequence[tuple[float, float]]) -> float:
-    return sum((t1 - t0) * (p0 + p1) / 2 for (t0, p0), (t1, p1) in zip(points, points[1:]))
+def session_samples(session: Session, site: str) -> Iterator[Sample]:
+    """A session's frames as :class:`Sample` (tool output parsed; compact record frames decoded)."""
+    from ..smi.parse import parse_smi
 
-
-def energy_counters(stdout: str) -> dict[int, float]:
-    """GPU index -> the energy counter in joules, where the output is ``amd-smi metric --json`` and prints one
-    (``energy.total_energy_consumption`` with its unit); ``{}`` otherwise."""
-    try:
-        data = json.loads(stdout)
-    except (ValueError, RecursionError):
-        return {}
-    items = data.get("gpu_data") if isinstance(data, dict) else data
-    out: dict[int, float] = {}
-    scale = {"J": 1.0, "mJ": 1e-3, "uJ": 1e-6, "\u00b5J": 1e-6, "kJ": 1e3}
-    for g in items if isinstance(items, list) else ():
-        if not isinstance(g, dict) or not isinstance(g.get("energy"), dict):
+    for fr in session.frames:
+        text = fr.stdout
+        if text.startswith('{"format":"lumikit-readings-1"'):
+            data = json.loads(text)
+            yield Sample(fr.t, fr.exit_status, decode(data.get("i"), data["r"]))
             continue
-        e = g["energy"].get("total_energy_consumption")
-        value, unit = (e.get("value"), e.get("unit", "J")) if isinstance(e, dict) else (e, "J")
-        if isinstance(g.get("gpu"), int) and isinstance(value, (int, float)) and unit in scale:
-            out[g["gpu"]] = float(value) * scale[unit]
+        try:
+            snap = parse_smi(text, source=session.header.name, site=site)
+        except LumikitError:
+            continue
+        idx, rows = encode(main_group(snap), energy_counters(text))
+        pm = None
+        if text.startswith('{"cards"') and '"pm"' in text:  # an Omnistat frame with the vendor counters
+            got = json.loads(text).get("pm")
+            pm = {k: float(v) for k, v in got.items() if _finite(v)} if isinstance(got, dict) else None
+        yield Sample(fr.t, fr.exit_status, decode(idx, rows), pm)
+
+
+def _node_input(node: str, src: Any, site: str) -> NodeInput:
+    if isinstance(src, Session):
+        bad = sum(1 for fr in src.frames if not fr.stdout.strip())
+        notes = list(src.notes)
+        after = (lambda: [f"{bad} sample(s) the tool printed nothing readable for (a failed call) were left out"]
+                 if bad else [])
+        return NodeInput(src.header, chunks_of(session_samples(src, site)), notes, {}, None, after,
+                         len(src.frames))
+    rf = src  # a lumikit.record.store.RecordFile
+
+    def after() -> list[str]:
+        out = []
+        if rf.failed:
+            out.append(f"{rf.failed} sample(s) the tool printed nothing readable for (a failed call) were left out")
+        if rf.damaged:
+            out.append(f"{rf.damaged} damaged line(s) in the middle of {rf.path.name} were skipped")
+        if rf.torn:
+            out.append(f"{rf.path}: the last line is cut short (the recorder was killed mid-write); the complete "
+                       "samples before it are kept")
+        return out
+
+    pm = rf.head.get("pm_start")
+    return NodeInput(rf.header, rf.chunks(), [], rf.end_state(), pm if isinstance(pm, dict) else None, after,
+                     rf.estimate())
+
+
+
+
+def _epoch(value: Any) -> float | None:
+    """A manifest time (ISO 8601; Slurm's have no zone and are the cluster's local time) as epoch seconds."""
+    if not isinstance(value, str) or not value.strip() or value in ("Unknown", "None", "N/A"):
+        return None
+    try:
+        when = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    return when.timestamp()  # a naive time is taken as this machine's local time (the cluster's, on LUMI)
+
+
+def job_window(manifest: Mapping[str, Any]) -> tuple[float | None, float | None, str]:
+    """The job's (start, end) in epoch seconds from the manifest (Slurm's times, or the local backend's), and
+    where they came from."""
+    start, end = _epoch(manifest.get("start_time")), _epoch(manifest.get("end_time"))
+    if start is not None and end is not None and end >= start:
+        return start, end, "the job's start and end (manifest, from Slurm or the local backend)"
+    if start is not None:
+        return start, None, "the job's start (manifest) to the last sample: the job has no end time yet"
+    return None, None, "the record's own span (the manifest has no job times)"
+
+
+#: A manifest start this far from the recorders' starts is read in another time zone than it was written in.
+ZONE_SLACK_S = 1800.0
+
+
+def _zone_checked(start: float | None, end: float | None, source: str, manifest: Mapping[str, Any],
+                  started: Sequence[float | None]) -> tuple[float | None, float | None, str]:
+    """Slurm writes its times without a zone (the cluster's local time): read on a machine in another zone they
+    are off by whole quarter-hours. Where the start is that far from when the recorders started (epoch seconds,
+    zone-free) and within two minutes of whole quarter-hours, shift the window by those, and say so."""
+    known = [s for s in started if s is not None]
+    raw = manifest.get("start_time")
+    naive = isinstance(raw, str) and _epoch(raw) is not None and datetime.fromisoformat(raw.strip()).tzinfo is None
+    if start is None or not known or not naive or abs(min(known) - start) <= ZONE_SLACK_S:
+        return start, end, source
+    offset = min(known) - start
+    shift = round(offset / 900.0) * 900.0
+    if abs(offset - shift) > 120.0:  # not a zone's whole quarter-hours: a batch script that set up for long
+        return start, end, source
+    note = (f"{source}; its times have no time zone and read {-shift / 3600:+g} h off the recorders' clocks here "
+            "(written in another zone): shifted back")
+    return start + shift, None if end is None else end + shift, note
+
+
+def report_card(sessions: Mapping[str, Any], manifest: Mapping[str, Any] | None = None,
+                markers: Sequence[Mapping[str, Any]] = (), steps: Sequence[Mapping[str, Any]] = (), *,
+                run: str = "run", site: Any = None) -> ReportCard:
+    """The card of a run from its record (node -> :class:`Session` or streamed record file), manifest, markers
+    and a workload's step rows (``{"time": epoch at the step's end, "step_time_s": ...}``). Reads no file."""
+    manifest = manifest or {}
+    site_obj = load_site(site or manifest.get("site") or "lumi")
+    th = site_obj.power
+    card = ReportCard(run=run, run_note=printable(str(manifest.get("note") or "")))
+    inputs = {n: _node_input(n, s, site_obj.name) for n, s in sessions.items()}
+    present = {n: i for n, i in inputs.items() if i.header.kind != "absent"}
+    if not present:
+        card.absent = _why_absent({n: i.header for n, i in inputs.items()}, manifest)
+        card.billing = _billing(manifest, [], site_obj)
+        return card
+    whole = whole_node(manifest, site_obj)
+    job_start, job_end, source = job_window(manifest)
+    job_start, job_end, source = _zone_checked(job_start, job_end, source, manifest,
+                                               [i.header.started for i in present.values()])
+    for node, inp in inputs.items():
+        if node not in present:  # a node without a tool, beside nodes with one: said, never filled in
+            card.nodes[node] = {"kind": "absent", "source": "", "samples": 0, "interval_s": inp.header.interval_s,
+                                "started": inp.header.started, "duration_s": 0.0, "notes": [], "flags": [],
+                                "description": inp.header.description}
+    full: dict[str, tuple[Any, Any, float, float]] = {}
+    ends, nodes_totals = [], {}
+    for node, inp in present.items():
+        summ, a, b = _summarise(inp, site_obj, whole, job_start, job_end)
+        rows, packages = _rows(node, inp.header, summ)
+        card.rows.extend(rows)
+        card.packages.extend(packages)
+        info, totals = _node_info(node, inp, summ, a, b, rows, packages, whole, manifest, source)
+        card.nodes[node] = info
+        nodes_totals[node] = totals
+        for f in findings(summ, th):
+            card.findings.append({"node": node, "kind": f.kind, "devices": list(f.devices), "message": f.message})
+        card.findings.extend(_idle_findings(node, [r for r in rows if r.in_job], th))
+        full[node] = (summ.times, summ.power, inp.header.interval_s, inp.header.started or 0.0)
+        ends.append(b)
+    card.billing = _billing(manifest, [r for r in card.rows if r.in_job], site_obj)
+    card.totals = {"nodes": nodes_totals, "job": _job_totals(nodes_totals, card.nodes, manifest, whole)}
+    known = [s for _, _, _, s in full.values() if s]
+    t0 = min(known) if known else 0.0
+    shifted = {n: (ts, ps, iv, (st or t0) - t0) for n, (ts, ps, iv, st) in full.items()}
+    card.series = {n: _thin(ts, ps, sh) for n, (ts, ps, _, sh) in shifted.items()}
+    end = max((b + sh for b, (_, _, _, sh) in zip(ends, shifted.values())), default=0.0)
+    duration = (job_end - job_start) if job_start is not None and job_end is not None else \
+        max((info.get("window_s", 0.0) for info in card.nodes.values()), default=0.0)
+    card.window = {"start": job_start, "end": job_end, "duration_s": duration, "source": source}
+    card.phases = _phases(shifted, markers, t0, end)
+    card.steps = _steps(shifted, steps, t0)
+    return card
+
+
+def _summarise(inp: NodeInput, site_obj: Any, whole: bool, job_start: float | None, job_end: float | None
+               ) -> tuple[NodeSummary, float, float]:
+    h = inp.header
+    started = h.started
+    a = job_start - started if job_start is not None and started is not None else 0.0
+    b = job_end - started if job_end is not None and started is not None else math.inf
+    summ = summarise(inp.samples, lambda devs: layout(devs, site_obj, h.job_gpus, h.job_gpus_from, whole),
+                     site_obj.power, (a, b), h.interval_s, inp.expected)
+    if b == math.inf:
+        b = max(a, summ.last_t if summ.last_t is not None else a)
+        for r in runnings(summ):
+            r.end = b
+    return summ, a, b
+
+
+def _rows(node: str, header: SessionHeader, summ: NodeSummary) -> tuple[list[GcdRow], list[PackageRow]]:
+    lay = summ.layout or NodeLayout()
+    tool = header.source.split(" ")[0] if header.source else "the tool"
+    energy_of: dict[int, tuple[float | None, str]] = {}
+    for p, pacc in summ.packages.items():
+        if pacc.energy is None or not pacc.power[1]:
+            energy_of[p] = (None, "")
+            continue
+        fin = pacc.energy.finish()
+        how = (f"{tool}'s energy counter" if pacc.energy.from_counter else "package power integrated (trapezoid)")
+        energy_of[p] = (fin["value"], how)  # type: ignore[assignment]
+    rows = []
+    for i, g in sorted(summ.gcds.items()):
+        pkg = lay.package.get(i, OWN + i)
+        members = lay.members.get(pkg, [i])
+        job_members = [m for m in members if m in lay.in_job]
+        carrier = min(job_members or members)
+        pacc = summ.packages.get(pkg)
+        pk_mean, pk_max = mean_max(pacc.power) if pacc else (None, None)
+        energy, how = energy_of.get(pkg, (None, ""))
+        outside = lay.outside(pkg)
+        note = ""
+        power = (None, None)
+        if outside and i in lay.in_job:
+            note, energy = f"{SHARED} (GCD {'+'.join(map(str, outside))})", None
+        elif pk_mean is None:
+            partner = [x for x in members if x != i]
+            note, energy = f"no power reading for package {pkg}" + (
+                f" (it is printed on GCD {lay.gcd.get(partner[0], partner[0])})" if partner else ""), None
+        elif i == carrier:
+            power = (pk_mean, pk_max)
+            if len(members) > 1:
+                note = f"package {pkg}: GCDs {'+'.join(str(lay.gcd.get(m, m)) for m in members)}"
+        else:
+            note, energy = f"on GCD {lay.gcd.get(carrier, carrier)}", None
+        busy_mean, busy_max = mean_max(g.busy)
+        sclk_mean, sclk_max = mean_max(g.sclk)
+        comp = g.computing.finish()["value"] if g.computing is not None else None
+        vram_pct = g.vram_pct if g.vram_pct is not None else None
+        rows.append(GcdRow(
+            node=node, gcd=i, kind=header.kind, samples=g.n, busy_mean_pct=busy_mean, busy_max_pct=busy_max,
+            power_mean_w=power[0], power_max_w=power[1], power_note=note, vram_peak_gib=g.vram_gib,
+            vram_peak_pct=vram_pct, energy_j=energy, energy_kwh=None if energy is None else energy / J_PER_KWH,
+            energy_source=how if energy is not None else "", sclk_mean_mhz=sclk_mean, sclk_max_mhz=sclk_max,
+            computing_s=float(comp or 0.0), node_gcd=lay.gcd.get(i), package=pkg, in_job=i in lay.in_job))
+    packages = []
+    for p, members in sorted(lay.members.items()):
+        job_members = [m for m in members if m in lay.in_job]
+        if not job_members or p >= OWN:
+            continue
+        pacc = summ.packages.get(p)
+        mean, mx = mean_max(pacc.power) if pacc else (None, None)
+        energy, how = energy_of.get(p, (None, ""))
+        packages.append(PackageRow(node=node, package=p, gcds=[lay.gcd.get(m, m) for m in members],
+                                   job_gcds=[lay.gcd.get(m, m) for m in job_members], outside=lay.outside(p),
+                                   power_mean_w=mean, power_max_w=mx, energy_j=energy, energy_source=how))
+    return rows, packages
+
+
+def _node_info(node: str, inp: NodeInput, summ: NodeSummary, a: float, b: float, rows: Sequence[GcdRow],
+               packages: Sequence[PackageRow], whole: bool, manifest: Mapping[str, Any], source: str
+               ) -> tuple[dict[str, Any], dict[str, Any]]:
+    h = inp.header
+    cov = summ.cover.finish() if summ.cover is not None and summ.samples else {}
+    notes = list(inp.notes) + (inp.after() if inp.after else [])
+    if summ.layout is not None and summ.layout.how:
+        notes.append(f"GCDs: {summ.layout.how}")
+    for what, (count, example) in summ.dropped.items():
+        notes.append(f"left out {count} {what} (e.g. {example:g}): not a reading hardware can give")
+    if summ.counter_resets:
+        notes.append(f"{summ.counter_resets} energy-counter step(s) went down or jumped (a reset or damage): the "
+                     "package power's trapezoid is used there")
+    if summ.stride > 1:
+        notes.append(f"findings judged on every {summ.stride}th sample ({len(summ.kept)} of {summ.samples})")
+    flags = _flags(h, summ, cov, inp.end_state, manifest)
+    info = {"kind": h.kind, "source": h.source, "samples": summ.samples, "interval_s": h.interval_s,
+            "started": h.started, "duration_s": float(cov.get("covered_s", 0.0)),
+            "covered_s": float(cov.get("covered_s", 0.0)), "window_s": max(0.0, b - a),
+            "start_edge_s": cov.get("start_edge_s", 0.0), "end_edge_s": cov.get("end_edge_s", 0.0),
+            "late_start_s": cov.get("late_start_s", 0.0), "early_stop_s": cov.get("early_stop_s", 0.0),
+            "gaps": cov.get("gaps", 0), "window": source, "flags": flags, "notes": notes,
+            "description": h.description, "end_state": inp.end_state.get("state"),
+            "job_gpus": list(h.job_gpus)}
+    own = [p for p in packages if not p.outside]
+    shared = [p for p in packages if p.outside]
+    gpu = [p.energy_j for p in own if p.energy_j is not None]
+    totals = {"gpu_energy_j": sum(gpu) if gpu else None,
+              "gpu_energy_source": "; ".join(sorted({p.energy_source for p in own if p.energy_j is not None}))
+              or "no package wholly the job's with a power reading",
+              "shared_energy_j": sum(p.energy_j for p in shared if p.energy_j is not None) or None,
+              "computing_gcd_s": sum(r.computing_s for r in rows if r.in_job),
+              "pm_counters": _pm(inp, summ, whole)}
+    return info, totals
+
+
+def _flags(h: SessionHeader, summ: NodeSummary, cov: Mapping[str, Any], end_state: Mapping[str, Any],
+           manifest: Mapping[str, Any]) -> list[str]:
+    out = []
+    state = end_state.get("state")
+    if state == "disk full":
+        out.append(f"the record was cut short by a full disk after {end_state.get('samples', '?')} samples "
+                   f"({end_state.get('why', 'no space left on the device')})")
+    elif state == "write failed":
+        out.append(f"the record stopped: writing it failed ({end_state.get('why', '?')})")
+    if not summ.samples:
+        return out + ["no samples: the recorder wrote its header and nothing else"]
+    if cov.get("early_stop_s"):
+        killed = (" and never wrote its end (killed?)" if state == "recording" and manifest.get("state") in
+                  FINAL else "")
+        out.append(f"the record stopped {cov['early_stop_s']:.1f} s before the job ended: its recorder ended early"
+                   f"{killed}; that stretch is not counted")
+    elif state == "recording" and manifest.get("state") in FINAL:
+        out.append("the recorder never wrote its end (killed?); the samples it wrote cover the job")
+    if cov.get("late_start_s"):
+        out.append(f"the record started {cov['late_start_s']:.1f} s after the job did; that stretch is not counted")
+    gaps = summ.cover.gaps if summ.cover is not None else []
+    if gaps:
+        t0, t1 = max(gaps, key=lambda g: g[1] - g[0])
+        out.append(f"{len(gaps)} gap(s) longer than {GAP_INTERVALS} intervals ({GAP_INTERVALS * h.interval_s:g} s) "
+                   f"between samples, the longest {t1 - t0:.1f} s from {t0:.1f} s: figures across them are "
+                   "interpolated")
     return out
 
 
-def _frames(session: Session, site: Any) -> tuple[list[tuple[float, Snapshot, str]], list[str]]:
-    """(t, snapshot, raw) of every frame that parses; notes for those that do not."""
-    from ..errors import LumikitError
-    from ..smi.parse import parse_smi
-
-    good, bad = [], 0
-    for fr in session.frames:
-        try:
-            good.append((fr.t, parse_smi(fr.stdout, source=session.header.name, site=site), fr.stdout))
-        except LumikitError:
-            bad += 1
-    notes = list(session.notes)
-    if bad:
-        notes.append(f"{bad} sample(s) the tool printed nothing readable for (a failed call) were left out")
-    return good, notes
-
-
-def _node_rows(node: str, session: Session, th: PowerThresholds, site: Any, hbm_gib: float
-               ) -> tuple[list[GcdRow], list[str], list[tuple[float, float | None]], list[Snapshot]]:
-    frames, notes = _frames(session, site)
-    snaps = [s for _, s, _ in frames]
-    ts = [t for t, _, _ in frames]
-    interval = session.header.interval_s
-    weights = [(ts[i + 1] - ts[i]) if i + 1 < len(ts) else interval for i in range(len(ts))]
-    low_power_w = (th.idle_below_w + th.one_gcd_busy_w) / 2
-    per: dict[int, dict[str, list]] = {}
-    series: list[tuple[float, float | None]] = []
-    counters: dict[int, list[tuple[float, float]]] = {}
-    for (t, snap, raw), w in zip(frames, weights):
-        devices = main_group(snap)
-        pkgs = packages_of(devices)
-        pkg_power = {d.index: package_power(g) for g in pkgs.values() for d in g}
-        watts = [d.power_w for d in devices if d.power_w is not None]
-        series.append((t, sum(watts) if watts else None))
-        for gpu, joules in energy_counters(raw).items():
-            counters.setdefault(gpu, []).append((t, joules))
-        for d in devices:
-            acc = per.setdefault(d.index, {k: [] for k in ("busy", "power", "pw", "vram", "vpct", "sclk", "comp")})
-            if d.gpu_busy_pct is not None:
-                acc["busy"].append(d.gpu_busy_pct)
-            if d.power_w is not None:
-                acc["power"].append(d.power_w)
-                acc["pw"].append((t, d.power_w))
-            if d.vram_used_bytes is not None:
-                acc["vram"].append(d.vram_used_bytes / GIB)
-            if d.vram_pct is not None:
-                acc["vpct"].append(d.vram_pct)
-            if d.sclk_mhz is not None:
-                acc["sclk"].append(d.sclk_mhz)
-            power = pkg_power.get(d.index, d.power_w)
-            computing = gcd_activity(d, th) == "busy" and (power is None or power >= low_power_w)
-            acc["comp"].append(w if computing else 0.0)
-    rows = []
-    pair_of = {d.index: min(x.index for x in g) for g in packages_of(main_group(snaps[-1])).values() for d in g} \
-        if snaps else {}
-    for gcd, acc in sorted(per.items()):
-        note = ""
-        if not acc["power"] and gcd in pair_of and pair_of[gcd] != gcd:
-            note = f"on GCD {pair_of[gcd]}"
-        energy, source = None, ""
-        if gcd in counters and len(counters[gcd]) >= 2:
-            energy = counters[gcd][-1][1] - counters[gcd][0][1]
-            source = f"the tool's energy counter ({session.header.source.split(' ')[0] or 'amd-smi'})"
-        elif len(acc["pw"]) >= 2:
-            energy = _trapezoid(acc["pw"])
-            source = "power integrated over the samples (trapezoid rule): the tool prints no energy counter"
-        vram_peak = max(acc["vram"]) if acc["vram"] else None
-        vram_pct = max(acc["vpct"]) if acc["vpct"] else (100 * vram_peak / hbm_gib if vram_peak is not None else None)
-        rows.append(GcdRow(
-            node=node, gcd=gcd, kind=session.header.kind, samples=len(acc["comp"]),
-            busy_mean_pct=_mean(acc["busy"]), busy_max_pct=max(acc["busy"]) if acc["busy"] else None,
-            power_mean_w=_mean(acc["power"]), power_max_w=max(acc["power"]) if acc["power"] else None,
-            power_note=note, vram_peak_gib=vram_peak, vram_peak_pct=vram_pct, energy_j=energy,
-            energy_kwh=None if energy is None else energy / J_PER_KWH, energy_source=source,
-            sclk_mean_mhz=_mean(acc["sclk"]), sclk_max_mhz=max(acc["sclk"]) if acc["sclk"] else None,
-            computing_s=sum(acc["comp"])))
-    return rows, notes, series, snaps
+def _pm(inp: NodeInput, summ: NodeSummary, whole: bool) -> dict[str, Any] | None:
+    """The node's pm_counters energies between the first and the last reading the record holds."""
+    first = inp.pm_start or summ.first_pm
+    end = inp.end_state.get("pm_end")
+    last = end if isinstance(end, dict) else summ.last_pm
+    if not first or not last or first is last:
+        return None
+    energies = energy_between(first, last)
+    if not energies:
+        return {"energy_j": {}, "span_s": 0.0, "note": "the counters restarted (generation changed): no figure"}
+    span = float(last.get("time", 0.0)) - float(first.get("time", 0.0))
+    note = "" if whole else ("the job did not have the node to itself: node, CPU and memory counters include other "
+                             "jobs; an accelerator counter includes the other GCD of its package")
+    return {"energy_j": energies, "span_s": span, "note": note,
+            "files": sorted(k for k in energies if k in VALUE_FILES)}
 
 
-def _idle_findings(node: str, rows: Sequence[GcdRow], th: PowerThresholds) -> list[dict[str, Any]]:
+def _job_totals(nodes: Mapping[str, Mapping[str, Any]], infos: Mapping[str, Mapping[str, Any]],
+                manifest: Mapping[str, Any], whole: bool) -> dict[str, Any]:
+    gpu = [t["gpu_energy_j"] for t in nodes.values() if t.get("gpu_energy_j") is not None]
+    pm: dict[str, float] = {}
+    spans = []
+    for t in nodes.values():
+        p = t.get("pm_counters") or {}
+        for k, v in p.get("energy_j", {}).items():
+            pm[k] = pm.get(k, 0.0) + v
+        if p.get("span_s"):
+            spans.append(p["span_s"])
+    out: dict[str, Any] = {
+        "gpu_energy_j": sum(gpu) if gpu else None,
+        "computing_gcd_s": sum(t["computing_gcd_s"] for t in nodes.values()),
+        "window_s": max((float(i.get("window_s", 0.0)) for i in infos.values()), default=0.0),
+        "pm_counters": {"energy_j": pm, "span_s": max(spans, default=0.0),
+                        "note": "" if whole else "node counters include other jobs"} if pm else None}
+    ce = manifest.get("consumed_energy")
+    if isinstance(ce, dict) and whole and ce.get("joules") is not None:
+        out["consumed_energy"] = f"{_energy(float(ce['joules']))} ({ce.get('from', 'sacct')})"
+    elif isinstance(ce, dict) and whole and ce.get("why"):
+        out["consumed_energy"] = f"none ({ce['why']})"
+    return out
+
+
+def _thin(ts: Sequence[float], ps: Sequence[float], shift: float, limit: int = 5000
+          ) -> list[tuple[float, float | None]]:
+    """At most about ``limit`` points (every k-th) of a node's power for a picture, on the common clock."""
+    step = max(1, len(ts) // limit)
+    return [(t + shift, None if math.isnan(p) else p) for t, p in zip(ts[::step], ps[::step])]
+
+
+def _idle_findings(node: str, rows: Sequence[GcdRow], th: Any) -> list[dict[str, Any]]:
     """A GCD that never reached the site's busy % in the whole record: allocated, and idle."""
     idle = [r.gcd for r in rows if r.busy_max_pct is not None and r.busy_max_pct < th.busy_pct]
     if not idle:
@@ -294,94 +653,30 @@ def _billing(manifest: Mapping[str, Any], rows: Sequence[GcdRow], site: Any) -> 
     rule = billing_rule(site) if site is not None else None
     rate = rule.gpu_hours_per_gcd_hour if rule else 1.0
     computing_s = sum(r.computing_s for r in rows)
+    low = (site.power.idle_below_w + site.power.one_gcd_busy_w) / 2
     return {"billed_gpu_hours": billed, "billed_from": billed_from,
             "computing_gpu_hours": computing_s / 3600 * rate, "computing_gcd_seconds": computing_s,
-            "computing_rule": f"GCD-seconds at or above {site.power.busy_pct:.0f} % busy with the package above "
-                              f"{(site.power.idle_below_w + site.power.one_gcd_busy_w) / 2:.0f} W, x {rate:g} "
-                              f"GPU-hours per GCD-hour" if site is not None else ""}
+            "computing_rule": f"GCD-seconds at or above {site.power.busy_pct:.0f} % busy, unless the package's own "
+                              f"power was below {low:.0f} W (busy but waiting), x {rate:g} GPU-hours per GCD-hour"}
 
 
-def _at(pts: Sequence[tuple[float, float]], t: float) -> float:
-    """The power at ``t``, linear between the two samples around it (``pts`` sorted, ``t`` within them)."""
-    for (t0, p0), (t1, p1) in zip(pts, pts[1:]):
-        if t0 <= t <= t1:
-            return p0 if t1 == t0 else p0 + (p1 - p0) * (t - t0) / (t1 - t0)
-    return pts[-1][1]
-
-
-def _window(series: Mapping[str, Sequence[tuple[float, float | None]]], start: float, end: float
-            ) -> tuple[float | None, float | None]:
-    """Energy (J) and mean power (W) of all nodes between two record times: the samples inside and the power
-    interpolated at both ends (a window shorter than the interval is an estimate between two samples), clipped to
-    the record's span."""
-    energy, seen = 0.0, False
-    for raw in series.values():
-        pts = [(t, p) for t, p in raw if p is not None]
-        if len(pts) < 2:
-            continue
-        a, b = max(start, pts[0][0]), min(end, pts[-1][0])
-        if b <= a:
-            continue
-        inside = [(a, _at(pts, a))] + [(t, p) for t, p in pts if a < t < b] + [(b, _at(pts, b))]
-        energy += _trapezoid(inside)
-        seen = True
-    if not seen or end <= start:
+def _window_energy(series: Mapping[str, tuple[Any, Any, float, float]], start: float, end: float
+                   ) -> tuple[float | None, float | None]:
+    """Energy (J) and mean power (W) of all nodes between two times on the common clock (the card's rule)."""
+    if end <= start:
         return None, None
-    return energy, energy / (end - start)
+    total, seen = 0.0, False
+    for ts, ps, interval, shift in series.values():
+        e = trapezoid_window(ts, ps, start - shift, end - shift, interval)
+        if e is not None:
+            total, seen = total + e, True
+    return (total, total / (end - start)) if seen else (None, None)
 
 
-def report_card(sessions: Mapping[str, Session], manifest: Mapping[str, Any] | None = None,
-                markers: Sequence[Mapping[str, Any]] = (), steps: Sequence[Mapping[str, Any]] = (), *,
-                run: str = "run", site: Any = None) -> ReportCard:
-    """The card of a run from its record (node -> session), manifest, markers and a workload's step rows
-    (``{"time": epoch at the step's end, "step_time_s": ...}``). Pure: reads no file."""
-    manifest = manifest or {}
-    site_obj = load_site(site or manifest.get("site") or "lumi")
-    th = site_obj.power
-    card = ReportCard(run=run)
-    present = {n: s for n, s in sessions.items() if s.header.kind != "absent"}
-    if not present:
-        card.absent = _why_absent(sessions, manifest)
-        card.billing = _billing(manifest, [], site_obj)
-        return card
-    hbm = float(site_obj.node.gcd_memory_gb)
-    for node, sess in sessions.items():
-        if node not in present:  # a node without a tool, beside nodes with one: said, never filled in
-            card.nodes[node] = {"kind": "absent", "source": "", "samples": 0, "interval_s": sess.header.interval_s,
-                                "started": sess.header.started, "duration_s": 0.0, "notes": [],
-                                "description": sess.header.description}
-    starts = []
-    for node, sess in present.items():
-        rows, notes, series, snaps = _node_rows(node, sess, th, site_obj.name, hbm)
-        card.rows.extend(rows)
-        card.series[node] = series
-        ts = [t for t, _ in series]
-        card.nodes[node] = {"kind": sess.header.kind, "source": sess.header.source, "samples": len(snaps),
-                            "interval_s": sess.header.interval_s, "started": sess.header.started,
-                            "duration_s": (ts[-1] - ts[0]) if len(ts) > 1 else 0.0, "notes": notes,
-                            "description": sess.header.description}
-        for f in interpret_window(snaps, th):
-            card.findings.append({"node": node, "kind": f.kind, "devices": list(f.devices), "message": f.message})
-        card.findings.extend(_idle_findings(node, rows, th))
-        if sess.header.started is not None:
-            starts.append(sess.header.started)
-    card.billing = _billing(manifest, card.rows, site_obj)
-    t0 = min(starts) if starts else None
-    if t0 is not None:
-        # every node's series on one clock: seconds since the earliest node's start
-        for node, sess in present.items():
-            shift = (sess.header.started or t0) - t0
-            card.series[node] = [(t + shift, p) for t, p in card.series[node]]
-        card.phases = _phases(card.series, markers, t0)
-        card.steps = _steps(card.series, steps, t0)
-    return card
-
-
-def _phases(series: Mapping[str, Sequence[tuple[float, float | None]]], markers: Sequence[Mapping[str, Any]],
-            t0: float) -> list[dict[str, Any]]:
+def _phases(series: Mapping[str, tuple[Any, Any, float, float]], markers: Sequence[Mapping[str, Any]],
+            t0: float, end: float) -> list[dict[str, Any]]:
     """A phase runs from one marker to the next (of any rank; a name marked by several ranks starts at the first)
-    and the last one to the end of the record."""
-    end = max((pts[-1][0] for pts in series.values() if pts), default=0.0)
+    and the last one to the end of the window."""
     firsts: dict[str, float] = {}
     for m in sorted(markers, key=lambda m: m["time"]):
         firsts.setdefault(str(m["name"]), float(m["time"]) - t0)
@@ -389,13 +684,13 @@ def _phases(series: Mapping[str, Sequence[tuple[float, float | None]]], markers:
     out = []
     for i, (name, start) in enumerate(ordered):
         stop = ordered[i + 1][1] if i + 1 < len(ordered) else end
-        energy, mean = _window(series, start, stop)
+        energy, mean = _window_energy(series, start, stop)
         out.append({"name": name, "start_s": start, "duration_s": max(0.0, stop - start), "energy_j": energy,
                     "mean_power_w": mean})
     return out
 
 
-def _steps(series: Mapping[str, Sequence[tuple[float, float | None]]], steps: Sequence[Mapping[str, Any]],
+def _steps(series: Mapping[str, tuple[Any, Any, float, float]], steps: Sequence[Mapping[str, Any]],
            t0: float) -> dict[str, Any]:
     """Energy per step over the span of a workload's steps (rank 0's metrics): the record's energy between the
     first step's start and the last step's end, divided by the steps in it."""
@@ -404,16 +699,16 @@ def _steps(series: Mapping[str, Sequence[tuple[float, float | None]]], steps: Se
         return {}
     start = min(float(s["time"]) - float(s["step_time_s"]) for s in rows) - t0
     stop = max(float(s["time"]) for s in rows) - t0
-    energy, mean = _window(series, start, stop)
+    energy, mean = _window_energy(series, start, stop)
     if energy is None:
         return {}
     return {"source": "rank 0's metrics (lumikit.workloads)", "steps": len(rows), "span_s": stop - start,
             "energy_j": energy, "energy_per_step_j": energy / len(rows), "mean_power_w": mean}
 
 
-def _why_absent(sessions: Mapping[str, Session], manifest: Mapping[str, Any]) -> str:
+def _why_absent(headers: Mapping[str, SessionHeader], manifest: Mapping[str, Any]) -> str:
     plan = manifest.get("gpu_record")
-    said = [s.header.description for s in sessions.values() if s.header.description]
+    said = [h.description for h in headers.values() if h.description]
     if said:
         return "; ".join(dict.fromkeys(said))
     if isinstance(plan, dict) and not plan.get("enabled", True):
@@ -423,13 +718,33 @@ def _why_absent(sessions: Mapping[str, Session], manifest: Mapping[str, Any]) ->
     if plan is None:
         return ("this run was launched before lumikit recorded GPUs (its manifest has no gpu_record); launch it "
                 "again to get one")
-    return "the job wrote no gpu/<node>.jsonl (did it start? see `lumikit tail RUN`)"
+    return ("the job wrote no gpu/<node>.jsonl (did it start? the recorder's own output is in "
+            "gpu/recorder-node*.log; see also `lumikit tail RUN`)")
+
+
+def open_records(folder: Path, site: str | None = None) -> dict[str, Any]:
+    """Node -> streamed record file (:func:`lumikit.record.store.open_record`) of a run folder, named as
+    :func:`lumikit.record.read_record` names them (a node with two records: ``node#2``)."""
+    from . import record_files
+    from .store import open_record
+
+    files = [open_record(p, site) for p in record_files(folder)]
+    files.sort(key=lambda f: (f.header.name, f.header.started or 0.0))
+    out: dict[str, Any] = {}
+    for f in files:
+        key, n = f.header.name, 1
+        while key in out:
+            n += 1
+            key = f"{f.header.name}#{n}"
+        out[key] = f
+    return out
 
 
 def card_of_run(run_or_path: Any) -> ReportCard:
-    """Read a run folder (record, manifest, markers, rank 0's workload metrics) and make its card."""
+    """Read a run folder (record, manifest, markers, rank 0's workload metrics) and make its card; the record
+    files are streamed (any size)."""
     from ..launch.runfolder import RunFolder
-    from . import _run_dir, read_capped, read_markers, read_record
+    from . import _run_dir, read_capped, read_markers
 
     folder = _run_dir(run_or_path)
     # a copied record (gpu/ without the manifest) still gets its card; anything else must be a run folder
@@ -442,5 +757,32 @@ def card_of_run(run_or_path: Any) -> ReportCard:
             continue
         if isinstance(row, dict) and "epoch_end" not in row:
             steps.append(row)
-    return report_card(read_record(folder), manifest, read_markers(folder), steps, run=Path(folder).name,
+    site = load_site(manifest.get("site") or "lumi")
+    if whole_node(manifest, site):
+        from .slurm_energy import consumed_energy
+
+        answer = consumed_energy(manifest, folder)
+        if answer is not None:
+            manifest = {**manifest, "consumed_energy": answer}
+    card = report_card(open_records(folder), manifest, read_markers(folder), steps, run=Path(folder).name,
                        site=manifest.get("site"))
+    logs = recorder_logs(folder)
+    if card.absent and logs:
+        card.absent += "".join(f"\n  {name} (last lines):\n" + "\n".join(f"    {line}" for line in lines)
+                               for name, lines in logs.items())
+    return card
+
+
+def recorder_logs(folder: Path, last: int = 8) -> dict[str, list[str]]:
+    """``{"gpu/recorder-node0.log": its last lines}``: what each node's recorder step printed (its errors, e.g.
+    ``No module named 'lumikit'`` where the job's Python lacks it), control characters escaped."""
+    from ..text import printable
+    from . import read_capped
+
+    gpu = folder / GPU_DIR
+    out = {}
+    for path in sorted(gpu.glob("recorder-node*.log")) if gpu.is_dir() else ():
+        text = read_capped(path)
+        lines = [printable(line) for line in text.splitlines() if line.strip()][-last:]
+        out[f"{GPU_DIR}/{path.name}"] = lines or ["(empty)"]
+    return out

@@ -19,9 +19,13 @@ def _report(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="the report card of a run's GPU record (per node and GCD)",
-                       description="Per node and GCD: samples, busy %, power, peak VRAM, energy, clocks; findings; "
-                                   "billed GPU-hours beside the GPU-hours the GCDs were computing; energy per "
-                                   "phase (lumikit.mark) or step. A run without a record says why (exit 0).")
+                       description="Over the job's own start and end (edges extrapolated and labelled; gaps, an "
+                                   "early stop and a full disk flagged): per node and GCD samples, busy %, peak "
+                                   "VRAM, clocks, computing seconds; per MI250X package power and energy (said when "
+                                   "the package is shared with other jobs); totals per node and job, with LUMI's "
+                                   "pm_counters and Slurm's ConsumedEnergy where they exist; findings; billed "
+                                   "GPU-hours beside computing ones; energy per phase (lumikit.mark) or step. A "
+                                   "run without a record says why and shows its recorder's log (exit 0).")
     p.add_argument("run", help="the run folder (printed by `lumikit run`)")
     p.add_argument("--json", action="store_true", help="the card as JSON")
     p.set_defaults(func=_report)

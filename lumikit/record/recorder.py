@@ -1,15 +1,21 @@
 """The job-side GPU recorder: one process per node, the best SMI tool every N seconds, appended to ``gpu/<node>.jsonl``.
 
-It writes, it never interprets: each line is one :class:`~lumikit.smi.sessions.Frame` (``t``, ``exit_status``,
-``stdout`` = the tool's raw output) plus ``time`` (epoch) and ``tool``, after a :class:`SessionHeader` line, so
-:func:`lumikit.smi.sessions.read_session` reads the file while it grows and after a killed job (each line goes out
-in one ``write`` call: at most the last one is torn). Where no tool exists the file holds the header alone with
-``kind = "absent"`` and which tools were looked for on which node: nothing is invented.
+It writes, it never interprets: after a :class:`SessionHeader` line (``record_format = "lumikit-readings-1"``,
+the GCDs Slurm gave the job, LUMI's ``/sys/cray/pm_counters`` at the start), each line is one sample as parsed
+numbers per GCD (:mod:`lumikit.smi.readings`: about 300 bytes for 8 GCDs, where ``amd-smi metric --json``
+prints about 40 kB), the first one with the tool's raw output kept for provenance; a tool output the parsers do not
+read is kept raw (``{"t", "exit_status", "stdout"}``), so nothing is lost. The pm_counters are sampled every
+:data:`PM_EVERY_S` seconds. Each line goes out in one ``write`` call (at most the last one is torn by a kill).
+``gpu/<node>.jsonl.end``, written at the start at a fixed size and rewritten in place at the end (so a full disk
+cannot stop that), says how the record ended: ``stopped``, ``disk full`` or ``write failed``, with the last
+pm_counters reading; ``recording`` there after the job ended means the recorder was killed. Where no tool exists
+the file holds the header alone with ``kind = "absent"`` and which tools were looked for on which node.
 
 ``python -m lumikit.record sample --run-dir RUN [--interval 2] [--command ... --kind generated]``
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shlex
@@ -19,13 +25,16 @@ import socket
 import subprocess
 import threading
 import time
-from dataclasses import asdict
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ..errors import LumikitError
+from ..smi.pm_counters import VALUE_FILES, read_counters
+from ..smi.readings import FORMAT as READINGS_FORMAT
+from ..smi.readings import encode, energy_counters
 from ..smi.sampler import AMD_SMI_JSON, FRAME_END, NVIDIA_SMI_CSV, ROCM_SMI_JSON
-from ..smi.sessions import MAGIC, SessionHeader
+from ..smi.sessions import SessionHeader, header_dict
+from ..smi.tool_call import call_tool
 
 #: The tools, best first: amd-smi (ROCm 6+, also reports an energy counter), rocm-smi, nvidia-smi.
 TOOLS: tuple[tuple[str, ...], ...] = (AMD_SMI_JSON, ROCM_SMI_JSON, NVIDIA_SMI_CSV)
@@ -34,6 +43,12 @@ STOP_FILE = ".stop"
 DEFAULT_INTERVAL_S = 2.0
 #: The environment variable a launch uses to tell the job (and ``lumikit.mark``) its run folder.
 RUN_DIR_ENV = "LUMIKIT_RUN_DIR"
+#: The pm_counters are kept with a sample at most this often (their energies are counters: the start and end
+#: readings give the totals; the samples between are for a record cut short).
+PM_EVERY_S = 30.0
+END_SUFFIX, END_BYTES = ".end", 2048
+#: Where the job's GCDs on this node are named, best first (physical numbers, as Slurm gave them).
+GPU_VARIABLES = ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS")
 
 
 def node_name() -> str:
@@ -64,15 +79,37 @@ def record_path(run_dir: str | os.PathLike[str], node: str) -> Path:
 
 def _write_line(fd: int, obj: dict) -> None:
     """One JSON line in one ``write`` (an O_APPEND file: a kill tears at most this line)."""
-    data = (json.dumps(obj, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
+    data = (json.dumps(obj, sort_keys=True, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
     while data:
         data = data[os.write(fd, data):]
 
 
 def header_line(header: SessionHeader) -> dict:
-    d = asdict(header)
-    d["command"] = list(header.command)
-    return {"format": MAGIC, **d}
+    return header_dict(header)
+
+
+def job_gpus(env: Mapping[str, str] | None = None) -> tuple[tuple[int, ...], str]:
+    """The node's GCDs Slurm gave the job (``"4,5"``, ``"0-3"``) and the variable they came from; ((), "")."""
+    env = os.environ if env is None else env
+    for name in GPU_VARIABLES:
+        raw = env.get(name, "").strip()
+        out: list[int] = []
+        for part in raw.split(","):
+            lo, _, hi = part.strip().partition("-")
+            if lo.isdigit() and (not hi or hi.isdigit()):
+                out.extend(range(int(lo), int(hi or lo) + 1))
+            else:
+                out = []
+                break
+        if out:
+            return tuple(sorted(set(out))), name
+    return (), ""
+
+
+def _pm_energies(pm: Mapping[str, float]) -> dict[str, float]:
+    """The energy counters of a pm_counters reading and its time (what a sample keeps)."""
+    return {k: v for k, v in pm.items() if k == "time" or k == "generation" or
+            (k in VALUE_FILES and k.endswith("energy"))}
 
 
 class Recorder:
@@ -96,6 +133,7 @@ class Recorder:
         self.stream = stream and self.argv is not None
         self._proc: subprocess.Popen[str] | None = None
         self._stop = threading.Event()
+        self._end_fd = -1
         self.started = time.time()
         looked = ", ".join(t[0] for t in TOOLS)
         if self.argv is None:
@@ -106,31 +144,95 @@ class Recorder:
                            f"({shlex.join(self.argv)}); not a reading of real hardware")
         else:
             description = f"the GPUs of node {self.node} as {self.argv[0]} printed them every {self.interval:g} s"
+        gpus, gpus_from = job_gpus()
         self.header = SessionHeader(name=self.node, description=description, command=self.argv or (),
                                     interval_s=self.interval, site=site, started=self.started, kind=self.kind,
-                                    source=shlex.join(self.argv) if self.argv else "")
+                                    source=shlex.join(self.argv) if self.argv else "", job_gpus=gpus,
+                                    job_gpus_from=gpus_from, record_format=READINGS_FORMAT if self.argv else "")
+        self.pm_every = max(1, round(PM_EVERY_S / self.interval))
+        self.ended: str | None = None  # why writing stopped ("disk full", "write failed"), None while it goes on
+        self._raw_kept = False
+        self._e0: dict[int, float] | None = None  # the tool's energy counters at the first sample
+        self._fd = -1
+        self._end_path = Path(str(self.path) + END_SUFFIX)
+        try:
+            self._end_fd = os.open(self._end_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        except OSError:  # no room even for the end file: the record itself will say what it can
+            self._end_fd = -1
+        self._end({"state": "recording", "started": self.started})
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        _write_line(self._fd, header_line(self.header))
+        head = header_line(self.header)
+        pm = read_counters()
+        if pm:
+            head["pm_start"] = pm
+        self._write(head)
+
+    def _end(self, state: dict) -> None:
+        """Rewrite the end file in place (its bytes were written at the start: a full disk cannot stop this)."""
+        data = json.dumps(state, sort_keys=True, allow_nan=False).encode()[:END_BYTES]
+        if self._end_fd < 0:
+            return
+        try:
+            os.pwrite(self._end_fd, data.ljust(END_BYTES), 0)
+        except OSError:
+            pass  # nothing else can be said; the card then finds "recording" and says the recorder did not end
+
+    def _write(self, obj: dict) -> bool:
+        """Append one line; on a full disk (or another write error) stop recording and say why in the end file."""
+        if self.ended:
+            return False
+        try:
+            _write_line(self._fd, obj)
+            return True
+        except OSError as exc:
+            full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+            self.ended = "disk full" if full else "write failed"
+            self._end({"state": self.ended, "samples": self.samples, "end": round(time.time(), 3),
+                       "why": f"{os.strerror(exc.errno) if exc.errno else exc} writing {self.path.name}"})
+            self._stop.set()
+            return False
 
     def sample(self) -> None:
         """Run the tool once and append its output as a frame."""
         assert self.argv is not None
         when = time.time()
-        try:
-            proc = subprocess.run(self.argv, capture_output=True, text=True, errors="replace",
-                                  timeout=max(30.0, 5 * self.interval), stdin=subprocess.DEVNULL)
-            out, status = proc.stdout, proc.returncode
+        try:  # a hung tool is killed with its children at the deadline (status 124)
+            out, status = call_tool(self.argv, max(30.0, 5 * self.interval))
         except FileNotFoundError:
             out, status = "", 127
-        except subprocess.TimeoutExpired:
-            out, status = "", 124
         self._frame(out, status, when)
 
     def _frame(self, out: str, status: int | None, when: float) -> None:
+        """One sample: the numbers per GCD where the parsers read the output, else the output itself."""
+        from ..smi.interpret import main_group
+        from ..smi.parse import parse_smi
+
         assert self.argv is not None
-        _write_line(self._fd, {"t": round(when - self.started, 3), "time": round(when, 3), "tool": self.argv[0],
-                               "exit_status": status, "stdout": out})
-        self.samples += 1
+        line: dict = {"t": round(when - self.started, 3)}
+        try:
+            snap = parse_smi(out, source=self.node, site=self.site)
+        except LumikitError:
+            line.update(exit_status=status, stdout=out, tool=self.argv[0])
+        else:
+            energies = energy_counters(out)
+            if energies and self._e0 is None:  # counters run from the driver's start: keep them small
+                self._e0 = dict(energies)
+                line["e0"] = energies
+            indices, rows = encode(main_group(snap), {g: j - (self._e0 or {}).get(g, 0.0)
+                                                      for g, j in energies.items()})
+            line["r"] = rows
+            if indices is not None:
+                line["i"] = indices
+            if status:
+                line["x"] = status
+            if not self._raw_kept:
+                line["raw"], self._raw_kept = out, True
+        if self.samples % self.pm_every == 0:
+            pm = read_counters()
+            if pm:
+                line["pm"] = _pm_energies(pm)
+        if self._write(line):
+            self.samples += 1
 
     def _run_stream(self, max_samples: int | None, parent: int | None) -> int:
         """One long-lived tool process that prints a reading and ``@@lumikit-sample STATUS`` per interval (the
@@ -196,6 +298,15 @@ class Recorder:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+        if self._end_fd >= 0:
+            if not self.ended:
+                state: dict = {"state": "stopped", "samples": self.samples, "end": round(time.time(), 3)}
+                pm = read_counters()
+                if pm:
+                    state["pm_end"] = pm
+                self._end(state)
+            os.close(self._end_fd)
+            self._end_fd = -1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,6 +15,14 @@ read there with ``pandas.read_csv(path, header=[0, 1, 2], index_col=0)``. The me
 GPUs: ``rocm_utilization_percentage``, ``rocm_vram_used_percentage``, ``rocm_temperature_celsius``,
 ``rocm_sclk_clock_mhz``, ``rocm_average_socket_power_watts`` (on an MI250X the even GCD reports the package).
 
+Nodes are named without the port Prometheus gives them (``nid005001:8001`` -> ``nid005001``). Where the export
+folder also holds the vendor counters (``omnistat-vendor.csv``: ``metric`` / ``instance`` / ``vendor``;
+``omnistat-vendor.gpu.csv``: ``metric`` / ``instance`` / ``accel`` / ``vendor``; ``omnistat/query.py``,
+``export``, ROCm/omnistat@0fbbf811: the HPE Cray pm_counters as ``omnistat_vendor_energy_joules``,
+``omnistat_vendor_accel_energy_joules`` ...), each frame carries them as ``pm`` in the names of
+:mod:`lumikit.smi.pm_counters` (``energy``, ``cpu_energy``, ``accel0_energy`` ...), so the report card shows node,
+CPU, memory and accelerator energy beside the GPU figure.
+
 The sessions are ``kind = "recorded"`` (Omnistat read the GPUs of a real job) with a ``source`` naming the export;
 each frame keeps that node's cells of one CSV row as JSON (``{"format": "omnistat-export", ...}``), which
 :func:`lumikit.smi.parse.parse_smi` reads through :func:`parse_frame`: every session reader (the dashboard, the
@@ -33,10 +41,20 @@ from statistics import median
 from typing import Any
 
 from ..errors import LumikitError, ParseError
+from ..files import read_bytes
 from .model import DeviceReading, Snapshot
 from .sessions import Frame, Session, SessionHeader
 
 GPU_FILE = "omnistat-rocm.gpu.csv"
+VENDOR_FILES = ("omnistat-vendor.csv", "omnistat-vendor.gpu.csv")
+#: Omnistat's vendor metric -> the pm_counters file it comes from (``{accel}``: the accel label).
+VENDOR_METRICS: dict[str, str] = {
+    "omnistat_vendor_energy_joules": "energy", "omnistat_vendor_power_watts": "power",
+    "omnistat_vendor_cpu_energy_joules": "cpu_energy", "omnistat_vendor_cpu_power_watts": "cpu_power",
+    "omnistat_vendor_memory_energy_joules": "memory_energy", "omnistat_vendor_memory_power_watts": "memory_power",
+    "omnistat_vendor_accel_energy_joules": "accel{accel}_energy",
+    "omnistat_vendor_accel_power_watts": "accel{accel}_power",
+}
 FORMAT = "omnistat-export"
 #: Omnistat metric -> the snapshot field it fills.
 METRICS: dict[str, str] = {
@@ -91,6 +109,54 @@ def _epoch(cell: str, source: str, line_no: int) -> float:
     return when.timestamp()
 
 
+def node_name(instance: str) -> str:
+    """A Prometheus ``instance`` label as the node's name: ``nid005001:8001`` -> ``nid005001``."""
+    host, sep, port = instance.strip().rpartition(":")
+    return host if sep and port.isdigit() and host else instance.strip()
+
+
+def _csv_rows(path: Path) -> list[list[str]]:
+    data = read_bytes(path, f"an Omnistat export ({path.name})", limit=MAX_BYTES)
+    return list(csv.reader(io.StringIO(data.decode("utf-8", errors="replace"))))
+
+
+def read_vendor(folder: str | os.PathLike[str]) -> dict[str, dict[float, dict[str, float]]]:
+    """``{node: {epoch: {pm_counters name: value}}}`` from an export folder's vendor files (``{}`` without them).
+    The header lines name their levels in the first cell (``metric``, ``instance``, ``accel``, ``vendor``) down
+    to ``timestamp``; a file in another layout is a :class:`ParseError` naming it."""
+    out: dict[str, dict[float, dict[str, float]]] = {}
+    base = Path(folder)
+    for name in VENDOR_FILES:
+        path = base / name
+        if not path.is_file():
+            continue
+        rows = _csv_rows(path)
+        heads = []
+        for row in rows:
+            if not row or row[0] == "timestamp":
+                break
+            heads.append(row)
+        levels = {row[0]: row[1:] for row in heads}
+        if "metric" not in levels or "instance" not in levels:
+            raise ParseError("an Omnistat vendor export without its 'metric' and 'instance' header lines",
+                             source=str(path), line_no=1)
+        columns = []
+        for i, metric in enumerate(levels["metric"]):
+            accel = levels.get("accel", [""] * len(levels["metric"]))[i] if "accel" in levels else ""
+            key = VENDOR_METRICS.get(metric.strip(), "").format(accel=accel.strip())
+            columns.append((key, node_name(levels["instance"][i])) if key and "{" not in key else None)
+        body = len(heads) + (1 if len(rows) > len(heads) and rows[len(heads)][:1] == ["timestamp"] else 0)
+        for line_no, row in enumerate(rows[body:], start=body + 1):
+            if not row or not any(c.strip() for c in row):
+                continue
+            when = _epoch(row[0], str(path), line_no)
+            for col, cell in zip(columns, row[1:]):
+                value = _number(cell)
+                if col is not None and value is not None:
+                    out.setdefault(col[1], {}).setdefault(when, {})[col[0]] = value
+    return out
+
+
 def _number(cell: str) -> float | None:
     try:
         v = float(cell)
@@ -126,8 +192,7 @@ def read_omnistat(path: str | os.PathLike[str], *, note: str = "") -> dict[str, 
     layout is a :class:`ParseError` naming the line and what was expected."""
     p = export_file(path)
     source = str(p)
-    text = p.read_bytes().decode("utf-8", errors="replace")
-    rows = list(csv.reader(io.StringIO(text)))
+    rows = _csv_rows(p)
     heads = (("metric", "a metric name per column"), ("instance", "a node per column"), ("card", "a GPU per column"))
     if len(rows) < 3:
         raise ParseError(f"{len(rows)} lines; an Omnistat export starts with three header lines (metric, "
@@ -144,7 +209,7 @@ def read_omnistat(path: str | os.PathLike[str], *, note: str = "") -> dict[str, 
     for metric, node, card in zip(metrics, nodes, cards):
         if not card.strip().isdigit():
             raise ParseError(f"GPU (card) label {card!r} is not a number", source=source, line_no=3)
-        columns.append((metric, node.strip(), card.strip()))
+        columns.append((metric, node_name(node), card.strip()))
     body_start = 4 if len(rows) > 3 and rows[3] and rows[3][0] == "timestamp" and not any(rows[3][1:]) else 3
     per_node: dict[str, list[tuple[float, dict[str, dict[str, float | None]]]]] = {}
     for line_no, row in enumerate(rows[body_start:], start=body_start + 1):
@@ -162,6 +227,7 @@ def read_omnistat(path: str | os.PathLike[str], *, note: str = "") -> dict[str, 
                 per_node.setdefault(node, []).append((when, cards_))
     if not per_node:
         raise ParseError("no row with a reading", source=source)
+    vendor = read_vendor(p.parent)
     found = sorted({m for m, _, _ in columns})
     known = [m for m in found if m in METRICS]
     out: dict[str, Session] = {}
@@ -175,8 +241,10 @@ def read_omnistat(path: str | os.PathLike[str], *, note: str = "") -> dict[str, 
             source=f"Omnistat export {p.name} (omnistat-query --export)" + (f"; {note}" if note else ""),
             description=f"recorded from {node}'s GPUs by Omnistat: {', '.join(known) or 'no known metric'} "
                         f"({len(samples)} samples)")
+        pm = vendor.get(node, {})
         frames = [Frame(t=when - started, exit_status=0, stdout=json.dumps(
-            {"format": FORMAT, "node": node, "timestamp": when, "cards": cards_}, sort_keys=True))
+            {"format": FORMAT, "node": node, "timestamp": when, "cards": cards_,
+             **({"pm": {**pm[when], "time": when}} if when in pm else {})}, sort_keys=True))
             for when, cards_ in samples]
         notes = [f"{p}: metrics this reader does not use: {', '.join(m for m in found if m not in METRICS)}"] \
             if len(known) < len(found) else []

@@ -20,7 +20,8 @@ from .model import DeviceReading, Snapshot
 MAX_CHARS = 20_000_000  # bigger than any tool output; a guard against reading the wrong file
 
 FORMATS = ("rocm-smi-concise", "rocm-smi-json", "rocm-smi-csv", "rocm-smi-text", "amd-smi-monitor",
-           "amd-smi-default", "amd-smi-metric-json", "nvidia-smi-csv", "gpu_check", "omnistat-export")
+           "amd-smi-default", "amd-smi-metric-json", "nvidia-smi-csv", "gpu_check", "omnistat-export",
+           "lumikit-readings-1")
 
 
 def detect_format(lines: list[Line]) -> str:
@@ -75,6 +76,9 @@ def _parse_json(lines: list[Line], source: str) -> list[Snapshot]:
     if isinstance(data, dict) and data.get("format") == "omnistat-export":  # a frame of lumikit.smi.omnistat
         from .omnistat import parse_frame
         return [parse_frame(data, source)]
+    if isinstance(data, dict) and data.get("format") == "lumikit-readings-1":  # a compact GPU record line
+        from .readings import parse_frame as parse_readings
+        return [parse_readings(data, source)]
     if isinstance(data, dict) and any(str(k).lower().startswith("card") for k in data):
         return [rocm_views.parse_json_rocm(data, source)]
     items = data.get("gpu_data") if isinstance(data, dict) else data

@@ -9,6 +9,9 @@ tools were looked for on which node (:mod:`lumikit.record`).
 A session is a JSON-lines file (optionally gzip-compressed): a header object, then one object per sample with
 ``t`` (seconds since the session start), ``exit_status`` and ``stdout`` (the tool's output, byte for byte as it
 printed it, in its real format); a reader ignores other fields (a run's record adds ``time`` and ``tool``). Keeping the raw text means that a better parser reads old sessions better.
+A run's record written since ``record_format = "lumikit-readings-1"`` keeps the parsed numbers per GCD instead
+(``{"t", "r", "x"}``, :mod:`lumikit.smi.readings`; the first sample keeps the raw output too, for provenance):
+readers take both kinds of line.
 The sessions the workbook ships live in ``lumikit/data/smi/``.
 """
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ..errors import LumikitError, ParseError
 from ..files import gunzip_bounded, read_bytes, write_atomic
 from .model import DEVICE_FIELDS, Snapshot
 from .parse import parse_smi
+from .readings import frame_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,6 +55,9 @@ class SessionHeader:
     kind: str = "unknown"         # "recorded" (a real tool was read), "generated" (lumikit.smi.synth, a stand-in
     #                               tool) or "absent" (a run's record where no SMI tool exists: no frames)
     source: str = ""              # the command or source it was recorded from, or the generator
+    job_gpus: tuple[int, ...] = ()  # a run's record: the node's GPUs Slurm gave the job (physical numbers)
+    job_gpus_from: str = ""       # the variable they came from (SLURM_STEP_GPUS, SLURM_JOB_GPUS...)
+    record_format: str = ""       # a run's record: "lumikit-readings-1" where samples are stored as numbers
 
     @property
     def label(self) -> str:
@@ -145,26 +152,34 @@ def _header(head: object, path: Path, line: str) -> SessionHeader:
                              command=tuple(str(c) for c in head.get("command", ())),
                              interval_s=float(head.get("interval_s", 1.0)), site=str(head.get("site", "lumi")),
                              started=None if head.get("started") is None else float(head["started"]),
-                             kind=str(head.get("kind", "unknown")), source=str(head.get("source", "")))
+                             kind=str(head.get("kind", "unknown")), source=str(head.get("source", "")),
+                             job_gpus=tuple(int(g) for g in head.get("job_gpus") or ()),
+                             job_gpus_from=str(head.get("job_gpus_from", "")),
+                             record_format=str(head.get("record_format", "")))
     except (TypeError, ValueError):
         raise ParseError("a session header with a command that is not a list or a number field that is not a "
                          "number (interval_s, started)", source=str(path), line_no=1, line=line) from None
 
 
 def _frame(line: str) -> Frame | None:
-    """A frame line, or None when it is not ``{"t": number, "stdout": text, "exit_status": int or null}``."""
+    """A frame line, or None when it is neither ``{"t": number, "stdout": text, "exit_status": int or null}`` nor
+    a run record's compact line ``{"t": number, "r": [[numbers per GCD], ...], "x": exit status}``
+    (:mod:`lumikit.smi.readings`: its frame text is the readings as ``parse_smi`` reads them)."""
     try:
         rec = json.loads(line)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(rec, dict) or not isinstance(rec.get("stdout"), str):
+    if not isinstance(rec, dict):
         return None
-    t, status = rec.get("t"), rec.get("exit_status")
+    compact = isinstance(rec.get("r"), list)
+    if not compact and not isinstance(rec.get("stdout"), str):
+        return None
+    t, status = rec.get("t"), rec.get("x", 0) if compact else rec.get("exit_status")
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
         return None
     if status is not None and (isinstance(status, bool) or not isinstance(status, int)):
         return None
-    return Frame(t=float(t), stdout=rec["stdout"], exit_status=status)
+    return Frame(t=float(t), stdout=frame_text(rec) if compact else rec["stdout"], exit_status=status)
 
 
 def read_session(name_or_path: str | os.PathLike[str]) -> Session:
@@ -222,10 +237,23 @@ def session_frame(name_or_path: str | os.PathLike[str]) -> pd.DataFrame:
     return tidy(load_session(name_or_path))
 
 
-def _header_json(header: SessionHeader) -> str:
+#: Header fields written only where set (a run's record): sessions without them keep their bytes.
+RECORD_ONLY = ("job_gpus", "job_gpus_from", "record_format")
+
+
+def header_dict(header: SessionHeader) -> dict:
+    """The header as its JSON object (``format`` first; the record-only fields only where set)."""
     d = asdict(header)
     d["command"] = list(header.command)
-    return json.dumps({"format": MAGIC, **d}, sort_keys=True)
+    d["job_gpus"] = list(header.job_gpus)
+    for key in RECORD_ONLY:
+        if not d[key]:
+            del d[key]
+    return {"format": MAGIC, **d}
+
+
+def _header_json(header: SessionHeader) -> str:
+    return json.dumps(header_dict(header), sort_keys=True)
 
 
 def _frame_json(fr: Frame) -> str:

@@ -401,6 +401,32 @@ _TARGETS: dict[str, Callable[[Path, random.Random], None]] = {
     "smi": _smi_target, "trace": _trace_target, "logs": _logs_target, "rocprof": _rocprof_target}
 
 
+
+# -- counters: rocprofv3 --pmc outputs (issue 31), read by `rocprof counters` and `rocprof roofline` ------
+def counters_seeds(fixtures: Path | None) -> list[Seed]:
+    """The documented counter CSV, generated roofline counters as CSV and as a rocpd database."""
+    from . import counter_outputs as co
+
+    dispatches = co.roofline_dispatches()
+    seeds = [Seed("312_counter_collection.csv", co.DOCUMENTED_CSV.encode(), generated=False),
+             Seed("77_counter_collection.csv", co.counter_csv(dispatches).encode())]
+    with tempfile.TemporaryDirectory(prefix="lumikit-fuzz-seeds-") as tmp:
+        seeds.append(Seed("77_results.db", co.write_counter_db(Path(tmp) / "77_results.db",
+                                                               dispatches[:2]).read_bytes()))
+    seeds.append(Seed("shapes.pt.trace.json", co.shapes_trace().encode()))  # the roofline from shapes
+    return seeds
+
+
+def _counters_target(path: Path, rng: random.Random) -> None:
+    command = "roofline" if ".json" in path.name else rng.choice(("counters", "roofline"))
+    _check_cli(["rocprof", command, str(path), "--json", "--top", "0"])
+
+
+FAMILIES = (*FAMILIES, "counters")
+SEEDS["counters"] = counters_seeds
+_TARGETS["counters"] = _counters_target
+
+
 def _write_input(folder: Path, seed: Seed, data: bytes, rng: random.Random) -> Path:
     path = folder / seed.name
     if seed.name.endswith(".pt.trace.json") or seed.name.endswith(".json") and rng.random() < 0.3:

@@ -99,7 +99,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     idle.add_argument("--include-last-step", action="store_true", help="count the last ProfilerStep too")
     idle.set_defaults(func=run_idle)
 
-    diff = sub.add_parser("diff", help="before and after: step time, GPU time, top changes, idle causes")
+    diff = sub.add_parser("diff", help="before and after: step time, GPU time, top changes, idle causes, critical path")
     diff.add_argument("before", help="trace file or folder A (before)")
     diff.add_argument("after", help="trace file or folder B (after)")
     diff.add_argument("--rank", type=int, help="rank to compare in both (default: the lowest rank of each)")

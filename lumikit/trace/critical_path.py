@@ -26,7 +26,7 @@ import re
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -35,6 +35,11 @@ from ..kernels import classify_kernel
 from . import runtime_names as rn
 from .columns import Columns
 from .tables import GPU_CATEGORIES, RUNTIME_CATEGORIES, _first_match, _link_by_external_id, step_columns
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .analyses import TraceAnalyzer
 
 #: Edge categories, with HTA's names where they mean the same; the last two carry no weight.
 CATEGORIES = ("cpu_bound", "data_loading", "gpu_compute_bound", "gpu_communication_bound",
@@ -482,7 +487,7 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
             graph.inferred_edges += 1
             graph.inferred[label] += 1
 
-    def recorded(r: int) -> tuple[int, str]:
+    def event_source(r: int) -> tuple[int, str]:
         """The activity an event waited on: the last one launched on the recording stream before the matching
         event record (the last record before ``r`` in this process, its thread's preferred)."""
         p, t = int(ev["pid"][r]), int(ev["tid"][r])
@@ -515,7 +520,7 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
                     gpu_to_host(streams.last_on_stream(key, ts[r]), r,
                                 f"{call}: stream = the launching thread's last stream")
         elif kind == rn.EVENT_SYNC:
-            k, how = recorded(r)
+            k, how = event_source(r)
             if k < 0:
                 k, how = streams.last_launched_by(thread, ts[r]), "no event record: the thread's last stream"
             gpu_to_host(k, r, f"{call}: event = {how}")
@@ -523,7 +528,7 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
             d = streams.next_launched_by(thread, ts[r] + dur[r])
             if d < 0:
                 continue
-            k, how = recorded(r)
+            k, how = event_source(r)
             if k < 0 or streams.stream[k] == streams.stream[d]:
                 k = streams.last_launched_by(thread, ts[r], not_stream=int(streams.stream[d]))
                 how = "no event record: the thread's last other stream"
@@ -599,6 +604,34 @@ def critical_path(ev: Columns, *, annotation: str | None = None, instance: int |
         "path_events": _ranked(graph, ev, path_arr, length, names, top),
         "what_if": results,
     }
+
+
+def analyzer_critical_path(analyzer: "TraceAnalyzer", rank: int, **options) -> dict:
+    """:func:`critical_path` of one rank of a :class:`~lumikit.trace.analyses.TraceAnalyzer`, on the same steps as
+    its other analyses (its ``include_last_step``); ``options`` as for :func:`critical_path` (``what_if=...``)."""
+    options.setdefault("include_last_step", analyzer.include_last_step)
+    return critical_path(analyzer.trace[rank].columns, **options)
+
+
+def bound_by_table(result: dict) -> "pd.DataFrame":
+    """The path's categories of a :func:`critical_path` result as a table: ``category``, ``share`` (of the path)
+    and ``path_us``, largest first."""
+    import pandas as pd
+
+    rows = [{"category": c, "share": result["bound_by"][c], "path_us": result["bound_by_us"][c]} for c in BOUND_BY]
+    return pd.DataFrame(rows).sort_values("share", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def what_if_table(result: dict) -> "pd.DataFrame":
+    """The what-ifs of a :func:`critical_path` result as a table: ``pattern``, ``factor``, ``matched_events``,
+    ``path_us`` (before), ``path_us_after`` and ``speedup_pct``, in the order asked."""
+    import pandas as pd
+
+    rows = [{"pattern": w["pattern"], "factor": w["factor"], "matched_events": w["matched_events"],
+             "path_us": result["path_us"], "path_us_after": w["path_us_after"], "speedup_pct": w["speedup_pct"]}
+            for w in result["what_if"]]
+    return pd.DataFrame(rows, columns=["pattern", "factor", "matched_events", "path_us", "path_us_after",
+                                       "speedup_pct"])
 
 
 def _ranked(graph: StepGraph, ev: Columns, path: np.ndarray, length: float, names: list[str],

@@ -3,11 +3,12 @@
 Each block of the comparison is a :class:`Section`: a title, a unit and a function that measures one rank of
 one trace as named numbers. Times are per analysed step (the steps of the default window, the last one left out
 as HTA does), so two runs profiled for a different number of steps compare. :data:`SECTIONS` is the list the
-command shows; another analysis adds its block by appending a ``Section`` (the critical path's categories go
-there, see :func:`add_section`).
+command shows; another analysis adds its block with :func:`add_section`. The last two blocks are the critical
+path's length and categories (:mod:`lumikit.trace.critical_path`): per step in µs, and as shares of the path.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
@@ -16,6 +17,8 @@ import numpy as np
 from .analyses import median, quantile
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .analyses import TraceAnalyzer
 
 #: A measure: named numbers of one rank of one trace.
@@ -98,6 +101,32 @@ def idle_by_cause(analyzer: "TraceAnalyzer", rank: int) -> dict[str, float]:
     return out
 
 
+_PATHS: "weakref.WeakKeyDictionary[TraceAnalyzer, dict[int, dict]]" = weakref.WeakKeyDictionary()
+
+
+def _critical_path(analyzer: "TraceAnalyzer", rank: int) -> dict:
+    """The critical path of a rank's window (:func:`lumikit.trace.critical_path.analyzer_critical_path`), computed
+    once per analyzer and rank for the two sections that show it."""
+    from .critical_path import analyzer_critical_path
+
+    per_rank = _PATHS.setdefault(analyzer, {})
+    if rank not in per_rank:
+        per_rank[rank] = analyzer_critical_path(analyzer, rank)
+    return per_rank[rank]
+
+
+def critical_path_per_step(analyzer: "TraceAnalyzer", rank: int) -> dict[str, float]:
+    """The critical path's length (``path``) and its time per category (``bound_by_us``), per analysed step."""
+    result = _critical_path(analyzer, rank)
+    n = analysed_steps(analyzer, rank)
+    return {"path": result["path_us"] / n, **{c: us / n for c, us in result["bound_by_us"].items()}}
+
+
+def critical_path_shares(analyzer: "TraceAnalyzer", rank: int) -> dict[str, float]:
+    """The share of the critical path per category (``bound_by``), in percent."""
+    return {c: 100 * share for c, share in _critical_path(analyzer, rank)["bound_by"].items()}
+
+
 #: The blocks ``lumikit trace diff`` shows, in order. Append a :class:`Section` to add one (:func:`add_section`).
 SECTIONS: list[Section] = [
     Section("step time", "µs", step_time),
@@ -106,6 +135,8 @@ SECTIONS: list[Section] = [
     Section("CPU ops (self time) that changed most, per step", "µs", cpu_op_self_time, top=10),
     Section("GPU idle by kind of cause, per step", "µs", idle_by_kind),
     Section("GPU idle by cause, per step", "µs", idle_by_cause, top=10),
+    Section("critical path and its categories, per step", "µs", critical_path_per_step),
+    Section("critical path bound by (share of the path)", "%", critical_path_shares),
 ]
 
 
@@ -145,6 +176,16 @@ def trace_diff(a: "TraceAnalyzer", b: "TraceAnalyzer", rank_a: int | None = None
     return {"a": {"file": str(a.trace[ra].path), "rank": ra, "steps": analysed_steps(a, ra)},
             "b": {"file": str(b.trace[rb].path), "rank": rb, "steps": analysed_steps(b, rb)},
             "sections": out, "window": a.window_note()}
+
+
+def section_table(diff: dict, title: str) -> "pd.DataFrame":
+    """One block of a :func:`trace_diff` result as a table (``name``, ``a``, ``b``, ``change``, ``change_pct``)."""
+    import pandas as pd
+
+    for section in diff["sections"]:
+        if section["title"] == title:
+            return pd.DataFrame(section["rows"], columns=["name", "a", "b", "change", "change_pct"])
+    raise KeyError(f"no block titled {title!r}; the blocks are: {', '.join(s['title'] for s in diff['sections'])}")
 
 
 def describe_diff(diff: dict, width: int = 56) -> list[str]:

@@ -16,9 +16,9 @@ cause, decided in this order:
   iteration), *launch overhead* (in runtime launch calls), the CPU op itself (``aten::nonzero``), or *nothing
   traced* (no host event: Python between operators, or a thread the profiler did not record).
 
-CUDA and HIP spellings are matched by the small table below (one block, to be shared with the other trace
-analyses). Works on Kineto traces of either vendor; a trace without host events gives only *queued* and
-*starved: nothing traced*.
+CUDA and HIP runtime names are read from the one table the trace analyses share
+(:mod:`lumikit.trace.runtime_names`). Works on Kineto traces of either vendor; a trace without host events gives
+only *queued* and *starved: nothing traced*.
 """
 from __future__ import annotations
 
@@ -28,26 +28,24 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import runtime_names as rn
 from .columns import Columns
 from .metrics import merge_intervals, temporal_breakdown
-from .tables import LAUNCH_PATTERN, RUNTIME_CATEGORIES, assign_steps, step_number
+from .tables import RUNTIME_CATEGORIES, assign_steps, step_number
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .analyses import TraceAnalyzer
 
-# -- runtime names (CUDA and HIP): what waits for the GPU, what is a copy, what loads data -------------------
-RUNTIME_NAMES = {
-    # calls that block the host until GPU work is done
-    "sync": re.compile(r"^(?:cuda|hip)(?:Device|Stream|Event|Ctx)Synchronize$|^cu(?:Ctx|Stream|Event)Synchronize$"),
-    # copies that return only when the copy is done (no "Async" in the name; hipMemcpyWithStream is synchronous)
-    "blocking_copy": re.compile(r"^(?:cuda|hip)Memcpy(?!\w*Async)\w*$|^cuMemcpy(?!\w*Async)\w*$"),
-    # asynchronous copies: they wait too when the copy goes between host and device (pageable memory)
-    "async_copy": re.compile(r"^(?:cuda|hip)Memcpy\w*Async$|^cuMemcpy\w*Async$"),
-    # the GPU side of a copy between host and device, as Kineto names it on CUDA and ROCm
-    "host_device_copy": re.compile(r"HtoD|DtoH|Host\s*->\s*Device|Device\s*->\s*Host|Pinned|Pageable"),
-    # a DataLoader iteration, as torch.profiler records it, or a user annotation that says data loading
-    "data_loading": re.compile(r"^enumerate\(DataLoader\)|DataLoader.*__next__|(?i:\bdata[_ ]?load)"),
-}
+#: The GPU side of a copy between host and device, as Kineto names it on CUDA and ROCm.
+HOST_DEVICE_COPY = re.compile(r"HtoD|DtoH|Host\s*->\s*Device|Device\s*->\s*Host|Pinned|Pageable")
+#: A DataLoader iteration, as torch.profiler records it, or a user annotation that says data loading.
+DATA_LOADER = re.compile(r"^enumerate\(DataLoader\)|DataLoader.*__next__|(?i:\bdata[_ ]?load)")
+#: Runtime calls in which the host waits for the GPU (an event query returns at once, so it is not one).
+WAITING_KINDS = (rn.DEVICE_SYNC, rn.STREAM_SYNC, rn.EVENT_SYNC, rn.BLOCKING_COPY)
+#: Runtime calls that put work on a stream: their time in a gap is launch overhead.
+LAUNCHING_KINDS = (rn.LAUNCH, rn.ASYNC_COPY, rn.BLOCKING_COPY)
 
 #: Host event categories whose time can explain a gap (``python_function`` stacks are left out: they nest
 #: around the operators and would only repeat them).
@@ -107,7 +105,7 @@ class _HostTimeline:
 
 def _host_device_correlations(gpu: Columns) -> np.ndarray:
     """Correlation ids of the GPU copies that go between host and device."""
-    is_copy = gpu.label_mask("name", RUNTIME_NAMES["host_device_copy"].search)
+    is_copy = gpu.label_mask("name", HOST_DEVICE_COPY.search)
     return np.unique(gpu["correlation"][is_copy & (gpu["correlation"] >= 0)])
 
 
@@ -118,10 +116,9 @@ def host_timeline(events: Columns, gpu: Columns, base: float) -> _HostTimeline:
     ts = events["ts"][host] - base
     end = ts + events["dur"][host]
     code = events["name"][host]
+    kind = rn.kind_codes(names)  # per name code: what the runtime call does (rn.OTHER for any other event)
     # label codes per name, decided once per name
-    sync = RUNTIME_NAMES["sync"].match
-    launch = LAUNCH_PATTERN.match
-    loading = RUNTIME_NAMES["data_loading"].search
+    loading = DATA_LOADER.search
     label_of: dict[int, int] = {}
     labels: list[str | None] = [None, DATA_LOADING, LAUNCH_OVERHEAD]  # by code: _UNTRACED, _LOADING, _LAUNCH
     loading_codes: set[int] = set()
@@ -131,7 +128,7 @@ def host_timeline(events: Columns, gpu: Columns, base: float) -> _HostTimeline:
             loading_codes.add(c)
         if step_number(name) is not None:  # a ProfilerStep's own time: Python between operators
             label_of[c] = _UNTRACED
-        elif launch(name) and not sync(name):
+        elif kind[c] in LAUNCHING_KINDS:
             label_of[c] = _LAUNCH
         else:
             label_of[c] = len(labels)
@@ -145,9 +142,8 @@ def host_timeline(events: Columns, gpu: Columns, base: float) -> _HostTimeline:
         threads.append(_flatten(ts[order], end[order], code[order], label_of, loading_codes))
 
     # calls that wait for the GPU: synchronize, blocking copies, asynchronous copies between host and device
-    waiting = events.label_mask("name", lambda n: bool(RUNTIME_NAMES["sync"].match(n)
-                                                        or RUNTIME_NAMES["blocking_copy"].match(n)))[host]
-    async_copy = events.label_mask("name", RUNTIME_NAMES["async_copy"].match)[host]
+    waiting = np.isin(kind[code], WAITING_KINDS)
+    async_copy = kind[code] == rn.ASYNC_COPY
     waiting |= async_copy & np.isin(events["correlation"][host], _host_device_correlations(gpu))
     waits = np.flatnonzero(waiting)
     order = waits[np.argsort(ts[waits], kind="stable")]
@@ -285,6 +281,24 @@ def idle_report(analyzer: "TraceAnalyzer", ranks: list[int] | None = None) -> di
     chosen = analyzer.ranks if ranks is None else ranks
     return {"ranks": {str(r): {str(rep.device): rep.as_dict() for rep in idle_causes(analyzer, r)} for r in chosen},
             "window": analyzer.window_note()}
+
+
+def idle_causes_table(analyzer: "TraceAnalyzer", ranks: list[int] | None = None) -> "pd.DataFrame":
+    """One row per (rank, device, cause): ``kind``, ``idle_us``, ``share`` (of that device's idle time) and
+    ``gaps`` (how many), largest first per device; the table a lesson shows."""
+    import pandas as pd
+
+    rows = []
+    for rank in analyzer.ranks if ranks is None else ranks:
+        for report in idle_causes(analyzer, rank):
+            counts: dict[str, int] = {}
+            for gap in report.gaps:
+                counts[gap["cause"]] = counts.get(gap["cause"], 0) + 1
+            for cause, us in report.causes.items():
+                rows.append({"rank": rank, "device": report.device, "cause": cause, "kind": kind_of(cause),
+                             "idle_us": _r(us), "share": _r(us / report.idle_us, 4) if report.idle_us else 0.0,
+                             "gaps": counts.get(cause, 0)})
+    return pd.DataFrame(rows, columns=["rank", "device", "cause", "kind", "idle_us", "share", "gaps"])
 
 
 def _r(value: float, digits: int = 3) -> float:

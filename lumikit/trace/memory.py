@@ -8,9 +8,10 @@ Two sources give the same view:
   its category the innermost ``record_function`` span around it (forward, backward, optimizer ...), else the
   step phase of its op (autograd functions are backward, ``Optimizer.*`` optimizer, other ops forward);
 * a ``torch.cuda.memory._dump_snapshot`` pickle (``_record_memory_history`` on a GPU; PyTorch documents the format
-  in ``torch.cuda.memory._snapshot``): ``device_traces`` hold the allocator's ``alloc`` / ``free_completed`` / ``oom``
-  actions with stack frames, ``segments`` the blocks still allocated at the end. The category comes from the
-  frames (autograd -> backward, torch.optim -> optimizer, a ``forward`` frame -> forward).
+  in ``torch.cuda.memory._snapshot``; read as plain values only, :func:`read_snapshot`): ``device_traces`` hold
+  the allocator's ``alloc`` / ``free_completed`` / ``oom`` actions with stack frames, ``segments`` the blocks
+  still allocated at the end. The category comes from the frames (autograd -> backward, torch.optim ->
+  optimizer, a ``forward`` frame -> forward).
 
 Allocations made before recording started are not in either history; they show as the category ``earlier`` so
 that the total matches what the allocator reported.
@@ -18,15 +19,15 @@ that the total matches what the allocator reported.
 from __future__ import annotations
 
 import os
-import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..errors import TraceError
-from ..files import max_read_bytes, open_regular, regular_file
+from ..errors import ParseError, TraceError
+from ..files import read_bytes, regular_file
+from ..safe_pickle import load_plain
 
 EARLIER = "earlier"
 OTHER = "other"
@@ -245,18 +246,37 @@ def _frame_category(frames: list) -> tuple[str, str]:
     return category, where
 
 
-def memory_from_snapshot(path: Path | str) -> MemoryView:
-    """The memory view of a ``torch.cuda.memory._dump_snapshot`` pickle (allocation history per device)."""
+def read_snapshot(path: Path | str) -> dict:
+    """The plain dict a ``torch.cuda.memory._dump_snapshot`` pickle holds, read with
+    :func:`lumikit.safe_pickle.load_plain`: no class or function the file names is loaded, sizes are bounded."""
     path = Path(path)
+    what = "a torch.cuda.memory snapshot (.pickle)"
     try:
-        with open_regular(path, "a torch.cuda.memory snapshot (.pickle)", limit=max_read_bytes()) as fh:
-            snap = pickle.load(fh)  # noqa: S301 - a snapshot the learner's own job wrote
-    except (OSError, pickle.UnpicklingError, EOFError) as exc:
+        snap = load_plain(read_bytes(path, what), str(path), what="a torch.cuda.memory snapshot")
+    except ParseError as exc:
+        raise TraceError(f"{exc}; write a snapshot with torch.cuda.memory._dump_snapshot(PATH)") from None
+    except OSError as exc:
         raise TraceError(f"{path}: cannot read the memory snapshot ({exc}); write it with "
                          f"torch.cuda.memory._dump_snapshot(PATH)") from None
     if not isinstance(snap, dict) or "device_traces" not in snap:
         raise TraceError(f"{path}: not a torch.cuda.memory snapshot (no device_traces); record with "
                          f"torch.cuda.memory._record_memory_history() before _dump_snapshot")
+    return snap
+
+
+def memory_from_snapshot(path: Path | str) -> MemoryView:
+    """The memory view of a ``torch.cuda.memory._dump_snapshot`` pickle (allocation history per device)."""
+    path = Path(path)
+    snap = read_snapshot(path)
+    try:
+        return _snapshot_view(path, snap)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise TraceError(f"{path}: not a torch.cuda.memory snapshot ({type(exc).__name__}: {str(exc)[:80]} in its "
+                         f"allocation history); write it with torch.cuda.memory._dump_snapshot(PATH)") from None
+
+
+def _snapshot_view(path: Path, snap: dict) -> MemoryView:
+    """The memory view of a snapshot's plain dict (see :func:`memory_from_snapshot`)."""
     traces = snap.get("device_traces") or []
     frees = next((a for a in _SNAPSHOT_FREES if any(e.get("action") == a for t in traces for e in t)),
                  _SNAPSHOT_FREES[0])

@@ -37,7 +37,12 @@ _SUFFIXES: dict[int, tuple[str, ...]] = {
 #: The driver-API spellings Kineto writes on NVIDIA (``cuLaunchKernel``) that have no ``cuda``/``hip`` prefix.
 _DRIVER = {"cuLaunchKernel": LAUNCH, "cuLaunchKernelEx": LAUNCH, "cuCtxSynchronize": DEVICE_SYNC,
            "cuStreamSynchronize": STREAM_SYNC, "cuEventSynchronize": EVENT_SYNC, "cuEventRecord": EVENT_RECORD,
-           "cuStreamWaitEvent": STREAM_WAIT_EVENT}
+           "cuStreamWaitEvent": STREAM_WAIT_EVENT,
+           **dict.fromkeys(("cuMemcpy", "cuMemcpyDtoH", "cuMemcpyHtoD", "cuMemcpyDtoD", "cuMemcpyPeer",
+                            "cuMemcpy_v2", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoD_v2"), BLOCKING_COPY),
+           **dict.fromkeys(("cuMemcpyAsync", "cuMemcpyDtoHAsync", "cuMemcpyHtoDAsync", "cuMemcpyDtoDAsync",
+                            "cuMemcpyPeerAsync", "cuMemcpyDtoHAsync_v2", "cuMemcpyHtoDAsync_v2",
+                            "cuMemcpyDtoDAsync_v2"), ASYNC_COPY)}
 _TABLE: dict[str, int] = {f"{prefix}{suffix}": kind for kind, suffixes in _SUFFIXES.items()
                           for suffix in suffixes for prefix in ("cuda", "hip")} | _DRIVER
 #: The calls in which the host waits for the GPU: on the critical path they carry no weight of their own.

@@ -51,7 +51,7 @@ def test_hostile_manifests_end_at_once_with_one_line(kind, command, tmp_path):
     ('"billing_actual": {"gpu_hours": {"unit": "GPU-hours"}}', "billing_actual.gpu_hours is {'unit'"),
     ('"billing_estimate": {"gpu_hours": -3}', "billing_estimate.gpu_hours is -3"), ('"note": ["x"]', "'note' is"),
     ('"supervisor_pid": 1099511627776', "supervisor_pid"), ('"elapsed_s": -5', "elapsed_s"),
-    ('"environment": ' + "[" * 50 + "]" * 50, "nested deeper than 32")])
+    ('"environment": ' + "[" * 50 + "]" * 50, "nested more than 32")])
 def test_numbers_and_types_no_manifest_holds_are_damage(extra, why, tmp_path, capsys):
     (tmp_path / "manifest.json").write_text(json.dumps(GOOD)[:-1] + ", " + extra + "}")
     with pytest.raises(LaunchError, match=why.replace("{", r"\{")):

@@ -342,5 +342,5 @@ def test_the_nvidia_json_output_file_reads_as_the_table():
     assert (bench.test, bench.n_ranks, bench.rows[0].busbw, bench.rows[0].in_wrong, bench.avg_busbw) == (
         "all_reduce_perf", 2, 26.21, None, 25.9)
     assert not bench.failed and link_for(bench, "lumi").link == "gcd_in_package"
-    with pytest.raises(ParseError, match="nested deeper"):
+    with pytest.raises(ParseError, match="nested more than"):
         parse_collbench('{"results": ' + "[" * 1000 + "]" * 1000 + "}", "deep.json")

@@ -38,16 +38,17 @@ def test_per_gcd_numbers_equal_the_hand_computed_ones():
     # trapezoid: 2 s x (300 + 320) / 2 + 2 s x (320 + 340) / 2 = 620 + 660
     assert gcd0.energy_j == pytest.approx(1280.0) and gcd0.energy_kwh == pytest.approx(1280.0 / 3.6e6)
     assert "integrated" in gcd0.energy_source and gcd1.energy_j is None
-    # 50 % of 64 GiB plus the 11 MB the generator adds as a driver's baseline
-    assert gcd0.vram_peak_gib == pytest.approx(32 + 11e6 / 2**30) and gcd0.vram_peak_pct == 50.0
+    # 50 % of 64 GiB plus the 11 MB the generator adds as a driver's baseline (a record keeps whole MiB)
+    assert gcd0.vram_peak_gib == pytest.approx(32 + 11e6 / 2**30, abs=1 / 1024) and gcd0.vram_peak_pct == 50.0
     assert (gcd0.sclk_mean_mhz, gcd1.sclk_max_mhz) == (1650.0, 800.0)
-    assert (gcd0.computing_s, gcd1.computing_s) == (6.0, 0.0)  # 3 samples x 2 s, busy at >= 225 W
+    # busy at >= 225 W in all 3 samples: the window (no job times: the record's span, 0 to 4 s) is all computing
+    assert (gcd0.computing_s, gcd1.computing_s) == (4.0, 0.0)
 
 
 def test_billed_gpu_hours_stand_beside_the_computing_ones():
     b = report_card({"nid005001": session()}, MANIFEST).billing
     assert b["billed_gpu_hours"] == 0.01 and "36 s" in b["billed_from"]
-    assert b["computing_gpu_hours"] == pytest.approx(6.0 / 3600 * 0.5)  # LUMI: 0.5 GPU-hours per GCD-hour
+    assert b["computing_gpu_hours"] == pytest.approx(4.0 / 3600 * 0.5)  # LUMI: 0.5 GPU-hours per GCD-hour
 
 
 def test_findings_name_the_idle_half_of_the_package():
@@ -89,9 +90,15 @@ def test_energy_comes_from_the_tools_counter_where_it_prints_one():
     assert energy_counters(one_busy_gcd(300)) == {}
     frames = [Frame(0.0, amd_metric(300, 5000.0)), Frame(2.0, amd_metric(300, 5900.0))]
     sess = Session(SessionHeader(name="n", kind="recorded", started=STARTED, source="amd-smi metric --json"), frames)
-    row = report_card({"n": sess}, MANIFEST).rows[0]
+    whole_node = {**MANIFEST, "spec": {"partition": "standard-g"}}  # the job owns every package of its node
+    row = report_card({"n": sess}, whole_node).rows[0]
     assert row.energy_j == 900.0 and row.energy_kwh == 900.0 / J_PER_KWH  # not the 600 J the power would give
     assert "counter" in row.energy_source and "amd-smi" in row.energy_source
+    # the same GPU as the only GCD of a small-g job: its package's other GCD is not the job's
+    shared = report_card({"n": sess}, MANIFEST)
+    assert shared.rows[0].energy_j is None and shared.rows[0].power_note.startswith(
+        "package power includes GCDs outside this job")
+    assert shared.packages[0].energy_j == 900.0 and shared.packages[0].outside == [1]
 
 
 def test_generated_readings_say_so_and_the_json_is_standard():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -126,7 +127,8 @@ def test_a_copied_record_without_its_manifest_still_gets_a_card(tmp_path: Path, 
     (run / "manifest.json").unlink()
     assert main(["report", str(run)]) == 0
     out = capsys.readouterr().out
-    assert out.count("nid005001 ") == 2 and "GPU-hours: billed - (the manifest has no bill" in out
+    assert sum(line.startswith("nid005001 ") for line in out.splitlines()) == 2
+    assert "GPU-hours: billed - (the manifest has no bill" in out
     assert main(["report", str(tmp_path / "nowhere")]) == 2
     assert "is not a run folder" in capsys.readouterr().err
 
@@ -138,4 +140,6 @@ def test_on_lumi_the_recorder_runs_in_the_jobs_container():
     script = with_record("#!/bin/bash\nsrun python train.py\n", plan(job), site, "/scratch/run", job)
     rec = next(line for line in script.splitlines() if "-m lumikit.record sample" in line)
     assert "singularity" in rec and site.container("pytorch").path in rec and "--site lumi" in rec
+    # the job's Python (this kernel's, by its full path: the workbook's venv on LUMI), never a bare python3
+    assert f"{sys.executable} -m lumikit.record sample" in rec and " python3 -m lumikit.record" not in rec
     assert "--command" not in rec  # LUMI's profile names no stand-in: the recorder picks amd-smi / rocm-smi there

@@ -14,7 +14,8 @@ from lumikit.cli import main
 from lumikit.errors import TraceError
 from lumikit.trace import runtime_names as rn
 from lumikit.trace.columns import Columns
-from lumikit.trace.critical_path import BOUND_BY, WhatIf, build_graph, choose_window, critical_path
+from lumikit.trace.critical_path import (BOUND_BY, WhatIf, bound_by_table, build_graph, choose_window, critical_path,
+                                         what_if_table)
 from lumikit.trace.loader import load_trace
 from lumikit.trace.synth import as_rocm_events, event, sync_chain_events, write_events
 
@@ -354,3 +355,17 @@ def test_time_inside_a_dataloader_annotation_is_data_loading(tmp_path):
     assert result["path_us"] == 90.0
     assert result["bound_by_us"]["data_loading"] == 50.0  # the annotation's own 20 µs and aten::stack's 30
     assert result["bound_by_us"]["cpu_bound"] == 40.0
+
+
+def test_the_lesson_tables_of_categories_and_what_ifs(tmp_path):
+    # Generated chain (see sync_chain_events): K2 (200 µs) is on the path, so half of it is 100 of the 390 µs;
+    # cpu_work runs beside the kernels, off the path: 0 %.
+    result = critical_path(columns_of(write_events(tmp_path / "t.json", sync_chain_events("rocm"))),
+                           what_if=["K2_gemm=2", "cpu_work=2"])
+    shares = bound_by_table(result)
+    assert shares["category"].iloc[0] == "gpu_compute_bound" and shares["path_us"].iloc[0] == 350
+    assert dict(zip(shares["category"], shares["share"])) == pytest.approx(CHAIN_SHARES, abs=1e-6)
+    table = what_if_table(result)
+    assert list(table["pattern"]) == ["K2_gemm", "cpu_work"]
+    assert list(table["path_us_after"]) == [290, 390]
+    assert list(table["speedup_pct"]) == pytest.approx([100 * 100 / 390, 0.0], abs=1e-3)

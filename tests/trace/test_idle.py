@@ -9,7 +9,7 @@ import pytest
 
 from lumikit.cli import main
 from lumikit.trace.analyses import TraceAnalyzer
-from lumikit.trace.idle import idle_causes, idle_report, kind_of
+from lumikit.trace.idle import idle_causes, idle_causes_table, idle_report, kind_of
 from lumikit.trace.synth import IDLE_CAUSES_ANSWER, event, idle_causes_events, write_events
 
 
@@ -170,3 +170,16 @@ def test_the_analyzer_gives_the_causes_as_a_table(tmp_path):
     table = a.get_idle_causes()
     assert table["idle_us"].sum() == 1050.0 and table["fraction"].sum() == pytest.approx(1.0)
     assert table.set_index("cause").loc["starved: data loading", "kind"] == "starved"
+
+
+def test_the_lesson_table_has_one_row_per_cause_with_its_share_and_gap_count(tmp_path):
+    a = TraceAnalyzer.from_path(write_events(tmp_path / "t.json", idle_causes_events("rocm")))
+    table = idle_causes_table(a)
+    assert dict(zip(table["cause"], table["idle_us"])) == answer("rocm")
+    rows = table.set_index("cause")
+    # sync drain in an async copy: two gaps (990-995 and 1000-1200), 205 of the 1050 µs idle
+    assert (rows.loc["sync drain: hipMemcpyAsync", "gaps"], rows.loc["sync drain: hipMemcpyAsync", "kind"]) == \
+        (2, "sync drain")
+    assert rows.loc["starved: data loading", "share"] == pytest.approx(270 / 1050, abs=1e-4)
+    assert table["share"].sum() == pytest.approx(1.0, abs=1e-3)
+    assert list(table["idle_us"]) == sorted(table["idle_us"], reverse=True)
