@@ -94,11 +94,11 @@ class GpuDashboard:
         self.map_image = widgets.Image(format="png", layout=widgets.Layout(width="860px"))
         self.findings = widgets.HTML(value=findings_html([]))
         self.findings.add_class(CSS_FINDINGS)
-        self.plots = widgets.VBox([self.timeline_image, self.map_image])
+        # the device picker beside the timeline only: the node map below gets the whole width for its labels
+        self.plots = widgets.VBox([widgets.HBox([self.timeline_image, self.devices]), self.map_image])
         self.plots.add_class(CSS_PLOTS)
         controls = widgets.HBox([self.picker, self.start_button, self.stop_button])
-        self.widget = widgets.VBox([controls, self.status,
-                                    widgets.HBox([self.plots, self.devices]), self.findings])
+        self.widget = widgets.VBox([controls, self.status, self.plots, self.findings])
         self.widget.add_class(CSS_DASHBOARD)
         self.start_button.on_click(lambda _b: self.start())
         self.stop_button.on_click(lambda _b: self.stop())

@@ -82,7 +82,7 @@ class TraceExplorer:
         self.export_dir = Path(export_dir) if export_dir is not None else first.parent / "slices"
         self.rank = widgets.Dropdown(description="rank", options=trace.rank_ids, value=trace.rank_ids[0])
         self.step = widgets.Dropdown(description="step")
-        self.filter = widgets.Text(description="kernel", placeholder="filter names, e.g. gemm or nccl")
+        self.filter = widgets.Text(description="kernel", placeholder="e.g. gemm or nccl")
         self.table = widgets.HTML()
         self.timeline = widgets.Image(format="png")
         self.export = widgets.Button(description="export slice for Perfetto", icon="download",
