@@ -259,12 +259,13 @@ demo = default_runs_dir() / f"{run.path.name}-as-rocprofv3" / "localhost" / "0"
 write_rocprof_stats(stats, demo / "rank0_kernel_stats.csv")
 print(find_outputs(demo.parent.parent).describe())
 kernels = rocprof_kernels(demo.parent.parent)
-plot_kernel_ranking(kernels, top=8)
+plot_kernel_ranking(kernels, top=8, title="Top 8 CPU operators of this run by self time (not GPU kernels)")
 
 # %% [markdown]
 # **How to read it:** `rocprof_kernels` found the statistics file by its name, ranked the rows by total time and
 # classified each name (compute, communication, memory) with the same rules the trace analyses use. The file
-# above holds this machine's CPU operators. Real GPU statistics files read the same way: rocprofv3's
+# above holds this machine's CPU operators, not GPU kernels (the chart's title says so); long names are cut in the
+# middle, so `..._backward` stays readable at the end. Real GPU statistics files read the same way: rocprofv3's
 # `kernel_stats.csv` of a PyTorch ResNet training (AMD's HPC training examples, an AMD Instinct GPU, not LUMI) and
 # rocprof v1's `results.stats.csv` of a HIP copy kernel (CSC's HIP course):
 

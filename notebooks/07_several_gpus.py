@@ -115,14 +115,12 @@ keys = {"mode": "mode", "ranks": "world_size", "device": "device", "batch per de
         "mean step (s)": "mean_step_time_s", "samples/s (all ranks)": "global_samples_per_s"}
 summaries = [m.result for m in (single_metrics, ddp_metrics, dp_metrics)]
 table = pd.DataFrame([{k: s[v] for k, v in keys.items()} for s in summaries]).set_index("mode")
-ax = table["samples/s (all ranks)"].plot.barh(title="training throughput")
-ax.set_xlabel("samples per second")
 table.round(3)
 
 # %% [markdown]
 # **How to read it:** *steps per epoch* halves with two DDP ranks because the global batch doubles; *samples/s* is
-# the number to compare, not the step time. But one run of each is one sample of a noisy machine: the next section
-# repeats them before drawing any conclusion.
+# the number to compare, not the step time. But one run of each is one sample of a noisy machine, so no chart yet:
+# the next section repeats them and draws the throughput from all the runs, with their spread.
 
 # %% [markdown]
 # ## Energy per step: predict, then measure
@@ -191,10 +189,17 @@ for c in (ddp_vs_single, dp_vs_single, ddp_vs_dp):
 print()
 print("DDP against one device here:", ddp_vs_single.verdict("faster", "slower"))
 print("DP against DDP here:", compare_runs(throughput["dp"], throughput["ddp"]).verdict("faster", "slower"))
+# the chart of the same runs: the median of each mode, the error bar from its lowest to its highest run
+medians = pd.Series({m.label: m.median for m in throughput.values()})
+spread = [[m.median - m.lo for m in throughput.values()], [m.hi - m.median for m in throughput.values()]]
+ax = medians.plot.barh(xerr=spread, capsize=4, color="#1f77b4", figsize=(7, 2.4),
+                       title=f"training throughput: median of {len(rounds)} runs each, bars from lowest to highest")
+ax.set_xlabel("samples per second");
 
 # %% [markdown]
-# **How to read it:** each line gives the median and the range of three runs; a difference counts only when the
-# ranges do not overlap and the medians differ by more than 20 %. The verdicts are computed from the numbers above,
+# **How to read it:** each line gives the median and the range of three runs, and the chart draws the same numbers
+# (a bar per median, an error bar per range); a difference counts only when the ranges do not overlap and the
+# medians differ by more than 20 %. The verdicts are computed from the numbers above,
 # so they hold for this machine at this moment, whatever they say. Here DDP's ranks share this machine's cores
 # (one thread each) and sum their gradients through `gloo`; DP has no second device to split over, so it runs the
 # model in its one process like the single run. **A laptop cannot show what the course is about**: two GCDs doing

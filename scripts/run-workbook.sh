@@ -28,7 +28,8 @@ serial=${WORKBOOK_SERIAL:-0}
 [ "$serial" = 1 ] || { verify & verify_pid=$!; }
 nbval_rc=0
 if compgen -G "notebooks/*.ipynb" >/dev/null; then
-    "$PY" -m pytest --nbval-lax --nbval-current-env --nbval-cell-timeout=90 \
+    # -p lumikit.testing.nbval_images: a cell that plots but leaves no image output fails (no second execution)
+    "$PY" -m pytest --nbval-lax --nbval-current-env --nbval-cell-timeout=90 -p lumikit.testing.nbval_images \
         --nbval-sanitize-with tests/nbval_sanitize.cfg --durations=0 -p no:cacheprovider notebooks/ || nbval_rc=$?
 fi
 nbval_s=$(( $(date +%s) - start ))

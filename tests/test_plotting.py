@@ -71,3 +71,30 @@ def test_a_figure_drawn_for_a_widget_is_not_shown_again(shell) -> None:
     shell.run_cell("from lumikit.plotting import figure, figure_png")
     code = "fig = figure(figsize=(2, 2)); fig.add_subplot().plot([0, 1]); png = figure_png(fig, dpi=72)"
     assert _outputs(shell, code) == []
+
+
+def test_figures_kept_nowhere_survive_a_garbage_collection_until_the_cell_ends(shell) -> None:
+    shell.run_cell("import gc\nfrom lumikit.plotting import figure, figure_png")
+    code = "for i in range(3):\n    figure(figsize=(2, 2)).add_subplot().plot([0, i]); gc.collect()"
+    assert _outputs(shell, code) == ["image/png"] * 3
+
+
+def test_mark_generated_writes_once_below_the_corner() -> None:
+    from lumikit.plotting import is_marked_generated, mark_generated
+
+    fig = figure(figsize=(3, 2))
+    fig.add_subplot().set_title("a title the mark must not cover")
+    mark_generated(fig, "session")
+    mark_generated(fig, "session")
+    (mark,) = fig.texts
+    assert mark.get_text() == "generated session" and mark.get_position()[1] <= 0.0 and is_marked_generated(fig)
+
+
+def test_figures_still_show_once_after_pyplot_registered_its_own_printer(shell) -> None:
+    from matplotlib.figure import Figure
+
+    # what pyplot's inline backend does when a pandas .plot loads it before any lumikit figure
+    shell.display_formatter.formatters["image/png"].for_type(Figure, lambda fig: b"\x89PNG pyplot's printer")
+    shell.run_cell("from lumikit.plotting import figure")
+    assert _outputs(shell, "fig = figure(figsize=(2, 2)); fig.add_subplot().plot([0, 1]);") == ["image/png"]
+    assert _outputs(shell, "fig = figure(figsize=(2, 2)); fig.add_subplot().plot([0, 1])\nfig") == ["image/png"]

@@ -6,7 +6,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import LaunchError, SlurmUnreachable
 from ..files import open_regular
@@ -19,6 +19,15 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ..record.card import ReportCard
+
+
+def _text_only(bar: Any) -> None:
+    """In a notebook tqdm draws its bar as a widget, a 20 px box when the total is unknown, which looks like an
+    unticked checkbox before the run's name: hide it, so the line is text only (a terminal bar has no widget)."""
+    box = getattr(bar, "container", None)
+    for child in getattr(box, "children", ()):
+        if type(child).__name__.endswith("Progress"):
+            child.layout.display = "none"
 
 
 class Backend(Protocol):
@@ -147,6 +156,7 @@ class Run:
         state = ask()
         bar = tqdm(total=None, desc=f"{self.path.name}: {state or 'waiting for Slurm'}",
                    bar_format="{desc} [{elapsed}]", disable=not progress, leave=True)
+        _text_only(bar)
         try:
             while state is None or not is_final(state):
                 shown = state or f"Slurm not answering for {time.monotonic() - (silent_since or start):.0f} s"

@@ -5,7 +5,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ..plotting import CLASS_COLOURS, axes_or_new, figure
+from ..plotting import CLASS_COLOURS, axes_or_new, figure, legend_outside, mark_generated
 from .progress import training_series
 
 
@@ -89,5 +89,7 @@ def plot_busbw(benches: dict, site: object = "lumi", ax: Axes | None = None) -> 
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("bus bandwidth (GB/s)")
     ax.set_title("all_reduce_perf: bus bandwidth per size against the link's peak")
-    ax.legend(fontsize=8, loc="center left")
+    legend_outside(ax, fontsize=8)
+    if any(is_generated(bench) for bench in benches.values()):
+        mark_generated(ax, "rccl-tests output")
     return ax.figure

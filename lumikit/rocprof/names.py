@@ -50,7 +50,8 @@ def _drop_bracketed(text: str, open_: str, close: str) -> str:
 
 
 def short_kernel_name(name: str, width: int = 60) -> str:
-    """A kernel's name without return type, template arguments, parameters or clone suffix, cut to ``width``.
+    """A kernel's name without return type, template arguments, parameters or clone suffix, cut to ``width`` in
+    the middle (:func:`cut_middle`).
 
     >>> short_kernel_name("void at::native::vectorized_elementwise_kernel<4, Mul<float> >(int, Mul<float>)")
     'at::native::vectorized_elementwise_kernel'
@@ -68,6 +69,19 @@ def short_kernel_name(name: str, width: int = 60) -> str:
     if text.startswith("void "):
         text = text[5:].strip()
     text = text or str(name).strip()
-    if len(text) > width:
-        text = text[: max(width - 1, 1)] + "…"
-    return text
+    return cut_middle(text, width)
+
+
+def cut_middle(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters by dropping its middle (``head…tail``): the end of a name tells
+    look-alikes apart (``..._backward``, ``...Backward0``, ``...<AdamW>``), so it is kept.
+
+    >>> cut_middle("autograd::engine::evaluate_function: AddmmBackward0", 30)
+    'autograd::engin…AddmmBackward0'
+    """
+    if len(text) <= width:
+        return text
+    if width < 8:
+        return text[: max(width - 1, 1)] + "…"
+    tail = (width - 1) // 2
+    return text[: width - 1 - tail] + "…" + text[len(text) - tail:]

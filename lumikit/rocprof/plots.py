@@ -16,8 +16,11 @@ from .stats import class_totals
 if TYPE_CHECKING:
     from .roofline import Roofline
 
-def plot_kernel_ranking(table: pd.DataFrame, top: int = 15, ax: Axes | None = None) -> Figure:
-    """Horizontal bars of the ``top`` kernels by total time (ms), largest at the top, coloured by class."""
+
+def plot_kernel_ranking(table: pd.DataFrame, top: int = 15, ax: Axes | None = None, *,
+                        title: str | None = None) -> Figure:
+    """Horizontal bars of the ``top`` kernels by total time (ms), largest at the top, coloured by class; ``title``
+    says what the rows are when they are not GPU kernels (a stand-in file of CPU operators)."""
     ax = axes_or_new(ax, (9, 0.35 * min(top, max(len(table), 1)) + 1.2))
     rows = table.dropna(subset=["kernel_class"]).head(top).iloc[::-1]
     labels = [short_kernel_name(n, 50) for n in rows["name"]]
@@ -26,7 +29,7 @@ def plot_kernel_ranking(table: pd.DataFrame, top: int = 15, ax: Axes | None = No
     ax.set_yticks(range(len(rows)), labels, fontsize=8)
     ax.set_xlabel("total time (ms)")
     source = table.attrs.get("source")
-    ax.set_title(f"Top {len(rows)} kernels" + (f" — {source}" if source and len(str(source)) < 60 else ""))
+    ax.set_title(title or f"Top {len(rows)} kernels" + (f" — {source}" if source and len(str(source)) < 60 else ""))
     present = [c for c in CLASSES if c in set(rows["kernel_class"])]
     ax.legend(handles=[Patch(color=CLASS_COLOURS[c], label=c) for c in present], loc="lower right", fontsize=8)
     return ax.figure

@@ -11,8 +11,9 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..plotting import figure
 from matplotlib.patches import FancyBboxPatch, Rectangle
+
+from ..plotting import figure, mark_generated
 
 from ..site import Site, load_site
 from .interpret import activity_table
@@ -25,12 +26,25 @@ ACTIVITY_COLOURS = {
 PACKAGE_COLOURS = {"both": "#c8e6c9", "one": "#fff9c4", "idle": "#eeeeee", "unknown": "#fafafa"}
 
 
+def from_generated(snapshots: Sequence[Snapshot] | Snapshot) -> bool:
+    """Whether snapshots come from a generated session: a session's snapshots carry its label, ``name
+    (generated)``, in their source (:meth:`lumikit.smi.sessions.Session.snapshots`)."""
+    snaps = [snapshots] if isinstance(snapshots, Snapshot) else snapshots
+    return any("(generated)" in str(getattr(s, "source", "")) for s in snaps)
+
+
 def timeline(snapshots: Sequence[Snapshot] | pd.DataFrame, devices: Sequence[int] | None = None, *,
-             title: str | None = None, now: float | None = None, width: float = 9.0) -> Figure:
+             title: str | None = None, now: float | None = None, width: float = 9.0,
+             generated: bool | None = None) -> Figure:
     """Three stacked panels against time: power (W; the package power sits on the even GCD on MI250X), busy %
-    and VRAM %, one line per device. ``devices`` selects; ``now`` draws a cursor."""
+    and VRAM %, one line per device. ``devices`` selects; ``now`` draws a cursor. ``generated`` marks the image
+    (default: whether the snapshots come from a generated session; a table cannot tell, so say it)."""
+    if generated is None:
+        generated = not isinstance(snapshots, pd.DataFrame) and from_generated(snapshots)
     df = snapshots if isinstance(snapshots, pd.DataFrame) else tidy(snapshots)
     fig = figure(figsize=(width, 6.0), layout="constrained")
+    if generated:
+        mark_generated(fig, "session")
     axes = fig.subplots(3, 1, sharex=True)
     if df.empty:
         axes[0].set_title(title or "no samples yet")
@@ -64,21 +78,23 @@ def timeline(snapshots: Sequence[Snapshot] | pd.DataFrame, devices: Sequence[int
     return fig
 
 
-def node_map(snapshot: Snapshot, site: str | Site = "lumi", *, title: str | None = None) -> Figure:
+def node_map(snapshot: Snapshot, site: str | Site = "lumi", *, title: str | None = None,
+             generated: bool | None = None) -> Figure:
     """The node's GCDs grouped by NUMA domain and package, each tile coloured by its activity (busy, idle at a low
-    clock, idle), each package shaded by what its power says (one or both GCDs busy)."""
+    clock, idle), each package shaded by what its power says (one or both GCDs busy). ``generated`` marks the
+    image (default: whether the snapshot comes from a generated session)."""
     s = load_site(site)
     rows = {r["index"]: r for r in activity_table(snapshot, s.power)}
     readings = {d.index: d for d in snapshot.devices}
     numa_domains = sorted({g.numa for g in s.node.gcds})
-    fig = figure(figsize=(2.3 * len(numa_domains) + 0.4, 3.4), layout="constrained")
+    fig = figure(figsize=(2.8 * len(numa_domains) + 0.4, 3.8), layout="constrained")
     ax = fig.subplots()
     ax.set_xlim(0, len(numa_domains))
     ax.set_ylim(0, 1.15)
     ax.axis("off")
     for col, numa in enumerate(numa_domains):
         ax.add_patch(Rectangle((col + 0.03, 0.02), 0.94, 1.0, fill=False, linestyle=":", edgecolor="#607d8b"))
-        ax.text(col + 0.5, 1.06, f"NUMA {numa}", ha="center", va="center", fontsize=10, color="#37474f")
+        ax.text(col + 0.5, 1.06, f"NUMA {numa}", ha="center", va="center", fontsize=12, color="#37474f")
         packages = sorted({g.package for g in s.node.gcds if g.numa == numa})
         for p_i, pkg in enumerate(packages):
             gcds = [g for g in s.node.gcds if g.package == pkg]
@@ -90,7 +106,7 @@ def node_map(snapshot: Snapshot, site: str | Site = "lumi", *, title: str | None
             ax.add_patch(FancyBboxPatch((col + 0.08, y0), 0.84, height - 0.04, boxstyle="round,pad=0.01",
                                         facecolor=PACKAGE_COLOURS.get(pact, "#fafafa"), edgecolor="#455a64"))
             watts = f"{power:.0f} W" if power is not None else "power n/a"
-            ax.text(col + 0.5, y0 + height - 0.09, f"package {pkg}: {watts}", ha="center", fontsize=8)
+            ax.text(col + 0.5, y0 + height - 0.09, f"package {pkg}: {watts}", ha="center", fontsize=11)
             for k, g in enumerate(gcds):
                 d = readings.get(g.index)
                 act = rows.get(g.index, {}).get("activity", "unknown")
@@ -100,9 +116,11 @@ def node_map(snapshot: Snapshot, site: str | Site = "lumi", *, title: str | None
                 busy = f"{d.gpu_busy_pct:.0f} %" if d is not None and d.gpu_busy_pct is not None else "-"
                 clk = f"{d.sclk_mhz:.0f} MHz" if d is not None and d.sclk_mhz is not None else ""
                 ax.text(x0 + 0.175, y0 + 0.05 + (height - 0.2) / 2, f"GCD {g.index}\n{busy}\n{clk}",
-                        ha="center", va="center", fontsize=8, color="white", fontweight="bold")
+                        ha="center", va="center", fontsize=11, color="white", fontweight="bold")
     fig.suptitle(title or "node map: GCDs by NUMA domain and package (green busy, red idle at low clock)",
-                 fontsize=9)
+                 fontsize=12)
+    if generated if generated is not None else from_generated(snapshot):
+        mark_generated(fig, "session")
     return fig
 
 

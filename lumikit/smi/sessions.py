@@ -82,7 +82,7 @@ class Session:
 
     def snapshots(self) -> list[Snapshot]:
         """Every frame parsed, with ``timestamp`` = seconds since the session start."""
-        src = self.header.name
+        src = self.header.label  # "name (generated)": pictures of these snapshots say so (smi.plots)
         out = []
         for i, fr in enumerate(self.frames):
             snap = parse_smi(fr.stdout, source=f"{src} frame {i}", site=self.header.site)

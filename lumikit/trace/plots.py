@@ -11,13 +11,23 @@ from typing import Iterable
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..plotting import CLASS_COLOURS, figure
 from matplotlib.patches import Patch
 
+from ..plotting import CLASS_COLOURS, figure, legend_outside, mark_generated
 from .analyses import CLASSES, TraceAnalyzer
 from .metrics import merge_intervals
+from .synth import is_generated
 
 IDLE_COLOURS = {"host_wait_us": "#ff7f0e", "kernel_wait_us": "#9467bd", "other_us": "#7f7f7f"}
+
+
+def _finish(fig: Figure, analyzer: TraceAnalyzer) -> Figure:
+    """Lay the figure out and, when the trace was generated (:func:`lumikit.trace.synth.is_generated`), say so in
+    the image."""
+    fig.tight_layout()
+    if is_generated(analyzer):
+        mark_generated(fig, "trace")
+    return fig
 
 
 def kernel_breakdown_bars(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -> Figure:
@@ -32,14 +42,14 @@ def kernel_breakdown_bars(analyzer: TraceAnalyzer, steps: Iterable[int] | None =
         ax.bar(ranks, values.to_numpy(), bottom=bottom, label=k, color=CLASS_COLOURS[k])
         bottom += values.to_numpy()
     ax.set(xlabel="rank", ylabel="GPU time (ms)", title="Kernel time by class")
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    return fig
+    legend_outside(ax)
+    return _finish(fig, analyzer)
 
 
-def step_timeline(analyzer: TraceAnalyzer, rank: int, step: int | None = None) -> Figure:
+def step_timeline(analyzer: TraceAnalyzer, rank: int, step: int | None = None, highlight: str = "") -> Figure:
     """GPU activities of one rank as bars per (device, stream) lane, coloured by class, with the host's
-    ProfilerStep spans on top; ``step`` zooms to one step (time in ms from its start)."""
+    ProfilerStep spans on top; ``step`` zooms to one step (time in ms from its start). ``highlight`` keeps the
+    activities whose name contains it (case-insensitive) in colour and greys the others out."""
     gpu = analyzer.gpu(rank)
     steps = analyzer.steps(rank)
     if step is not None:
@@ -55,20 +65,23 @@ def step_timeline(analyzer: TraceAnalyzer, rank: int, step: int | None = None) -
         ax.broken_barh([((s["start"] - origin) / 1e3, s["dur"] / 1e3)], (len(lanes) - 0.4, 0.8),
                        facecolors="#dddddd", edgecolors="#888888")
         ax.text((s["start"] - origin) / 1e3, len(lanes), f" step {int(s['step'])}", va="center", fontsize="small")
+    matches = (gpu["name"].astype(str).str.contains(highlight, case=False, regex=False) if highlight
+               else np.ones(len(gpu), dtype=bool))
     for lane, (device, stream) in enumerate(lanes):
-        g = gpu[(gpu["device"] == device) & (gpu["stream"] == stream)]
+        in_lane = (gpu["device"] == device) & (gpu["stream"] == stream)
         for k in CLASSES:
-            part = g[g["kclass"] == k]
-            if len(part):
-                spans = list(zip(((part["ts"] - origin) / 1e3).to_numpy(), (part["dur"] / 1e3).to_numpy()))
-                ax.broken_barh(spans, (lane - 0.4, 0.8), facecolors=CLASS_COLOURS[k])
+            for lit in (False, True):
+                part = gpu[in_lane & (gpu["kclass"] == k) & (matches == lit)]
+                if len(part):
+                    spans = list(zip(((part["ts"] - origin) / 1e3).to_numpy(), (part["dur"] / 1e3).to_numpy()))
+                    ax.broken_barh(spans, (lane - 0.4, 0.8), facecolors=CLASS_COLOURS[k] if lit else "#e0e0e0")
     ax.set_yticks(range(len(lanes) + 1), [f"GPU {d} stream {s}" for d, s in lanes] + ["host steps"])
     ax.set_xlabel("time (ms)" + (f" from the start of step {step}" if step is not None else ""))
-    ax.set_title(f"Rank {rank}" + (f", step {step}" if step is not None else ""))
-    ax.legend(handles=[Patch(color=CLASS_COLOURS[k], label=k) for k in CLASSES], fontsize="small",
-              loc="upper right")
-    fig.tight_layout()
-    return fig
+    shown = f"; in colour: names containing {highlight!r} ({int(np.sum(matches))})" if highlight else ""
+    ax.set_title(f"Rank {rank}" + (f", step {step}" if step is not None else ", all steps") + shown)
+    legend_outside(ax, [Patch(color=CLASS_COLOURS[k], label=k) for k in CLASSES]
+                   + ([Patch(color="#e0e0e0", label="not matching")] if highlight else []))
+    return _finish(fig, analyzer)
 
 
 def temporal_bars(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -> Figure:
@@ -86,9 +99,8 @@ def temporal_bars(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -
         bottom += values
     ax.set(xlabel="rank/device" if several else "rank", ylabel="% of GPU span", ylim=(0, 100),
            title="Where the GPU time goes")
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    return fig
+    legend_outside(ax)
+    return _finish(fig, analyzer)
 
 
 def overlap_chart(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -> Figure:
@@ -99,8 +111,7 @@ def overlap_chart(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -
     ax.bar([str(r) for r in table["rank"]], 100 * table["overlap"].fillna(0).to_numpy(), color="#d62728")
     ax.set(xlabel="rank", ylabel="% of communication overlapped", ylim=(0, 100),
            title="Communication hidden behind computation")
-    fig.tight_layout()
-    return fig
+    return _finish(fig, analyzer)
 
 
 def idle_chart(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -> Figure:
@@ -115,14 +126,13 @@ def idle_chart(analyzer: TraceAnalyzer, steps: Iterable[int] | None = None) -> F
         ax.bar(labels, values, bottom=bottom, label=key.removesuffix("_us").replace("_", " "), color=colour)
         bottom += values
     ax.set(xlabel="rank / stream", ylabel="idle time (ms)", title="Why the GPU waits")
-    ax.legend(fontsize="small")
-    fig.tight_layout()
-    return fig
+    legend_outside(ax)
+    return _finish(fig, analyzer)
 
 
-def memory_timeline(view, device: int | None = None) -> Figure:
+def memory_timeline(view, device: int | None = None, *, generated: bool = False) -> Figure:
     """Live memory over time, stacked by category (a :class:`~lumikit.trace.memory.MemoryView`), with the peak
-    marked: the picture behind an out-of-memory error."""
+    marked: the picture behind an out-of-memory error. ``generated`` marks a view of generated events."""
     timeline = view.timeline(device)
     peak = view.peak(device)
     t = timeline["ts"].to_numpy() - timeline["ts"].iloc[0]
@@ -137,9 +147,9 @@ def memory_timeline(view, device: int | None = None) -> Figure:
     where = "host" if peak["device"] < 0 else f"device {peak['device']}"
     ax.set(xlabel="time since the first event (ms)" if view.time_unit == "µs" else "allocator event",
            ylabel="live memory (MB)", title=f"Memory on {where} by category")
-    ax.legend(fontsize="small", loc="upper left")
+    legend_outside(ax, [*reversed(ax.get_legend_handles_labels()[0])])  # top of the stack first, as drawn
     fig.tight_layout()
-    return fig
+    return mark_generated(fig) if generated else fig
 
 
 def collective_bandwidth_chart(summary, links: dict | None = None) -> Figure:
@@ -154,7 +164,7 @@ def collective_bandwidth_chart(summary, links: dict | None = None) -> Figure:
         ax.axhline(float(link["gb_s"]), ls="--", lw=0.8, color=f"C{i}", label=f"{name.replace('_', ' ')} "
                                                                              f"{link['gb_s']} GB/s")
     ax.set(ylabel="bus bandwidth (GB/s)", yscale="log", title="Collectives against the node's links")
-    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1, 1))
+    legend_outside(ax, fontsize="x-small")
     fig.tight_layout()
     return fig
 
@@ -202,7 +212,5 @@ def idle_causes_timeline(analyzer: TraceAnalyzer, rank: int, step: int | None = 
     idle = sum(g["dur_us"] for g in gaps)
     ax.set_title(f"Rank {rank}" + (f", step {step}" if step is not None else "") +
                  f": why the GPU waited ({idle / 1e3:.2f} ms idle)")
-    ax.legend(handles=[Patch(color=c, label=k) for k, c in IDLE_KIND_COLOURS.items()], fontsize="small",
-              loc="upper right")
-    fig.tight_layout()
-    return fig
+    legend_outside(ax, [Patch(color=c, label=k) for k, c in IDLE_KIND_COLOURS.items()])
+    return _finish(fig, analyzer)

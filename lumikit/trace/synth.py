@@ -19,6 +19,18 @@ from ..errors import TraceError
 from ..files import atomic_path
 
 
+#: The top-level key every trace this module writes carries (its value says what made it): how a loaded trace, and
+#: every picture drawn from it, knows it was generated (:func:`is_generated`).
+GENERATED_KEY = "lumikit_generated"
+
+
+def is_generated(trace: object) -> bool:
+    """Whether a loaded :class:`~lumikit.trace.loader.Trace` (or a :class:`~lumikit.trace.analyses.TraceAnalyzer`
+    of one) holds a rank file written by this module."""
+    trace = getattr(trace, "trace", trace)
+    return any(GENERATED_KEY in getattr(r, "metadata", {}) for r in getattr(trace, "ranks", {}).values())
+
+
 @dataclass(frozen=True)
 class SynthSpec:
     """What to generate: ``layers`` per step sets the size (about 60 KB per layer and step)."""
@@ -235,7 +247,7 @@ def iter_rank_bytes(spec: SynthSpec, rank: int) -> Iterator[bytes]:
         writer.events = []
         writer.step(spec.first_step + i, base_us + i * period, delays)
         yield b",\n" + b",\n".join(orjson.dumps(ev) for ev in writer.events)
-    trailer = {"traceName": f"rank{rank}.synthetic.pt.trace.json"}
+    trailer = {"traceName": f"rank{rank}.synthetic.pt.trace.json", GENERATED_KEY: "lumikit.trace.synth"}
     yield b"\n],\n" + orjson.dumps(trailer)[1:] + b"\n"
 
 
@@ -278,7 +290,7 @@ def event(name: str, cat: str, ts: float, dur: float, pid: int = 1, tid: int = 1
 
 def write_events(path: Path | str, events: list[dict], rank: int | None = None, compact: bool = True) -> Path:
     """A minimal Kineto-style file holding ``events`` (with ``distributedInfo.rank`` when ``rank`` is given)."""
-    doc: dict = {"schemaVersion": 1}
+    doc: dict = {"schemaVersion": 1, GENERATED_KEY: "lumikit.trace.synth.write_events"}
     if rank is not None:
         doc["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": 2}
     doc["traceEvents"] = events

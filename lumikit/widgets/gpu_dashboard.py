@@ -90,14 +90,15 @@ class GpuDashboard:
         self.devices = widgets.SelectMultiple(options=[], rows=8, description="devices")
         self.status = widgets.HTML(value=self._live_line())
         self.timeline_image = widgets.Image(format="png", layout=widgets.Layout(width="640px"))
-        self.map_image = widgets.Image(format="png", layout=widgets.Layout(width="640px"))
+        # wider than the timeline: the node map's labels (11 pt) then show at about 11 px, not 7
+        self.map_image = widgets.Image(format="png", layout=widgets.Layout(width="860px"))
         self.findings = widgets.HTML(value=findings_html([]))
         self.findings.add_class(CSS_FINDINGS)
-        self.plots = widgets.VBox([self.timeline_image, self.map_image])
+        # the device picker beside the timeline only: the node map below gets the whole width for its labels
+        self.plots = widgets.VBox([widgets.HBox([self.timeline_image, self.devices]), self.map_image])
         self.plots.add_class(CSS_PLOTS)
         controls = widgets.HBox([self.picker, self.start_button, self.stop_button])
-        self.widget = widgets.VBox([controls, self.status,
-                                    widgets.HBox([self.plots, self.devices]), self.findings])
+        self.widget = widgets.VBox([controls, self.status, self.plots, self.findings])
         self.widget.add_class(CSS_DASHBOARD)
         self.start_button.on_click(lambda _b: self.start())
         self.stop_button.on_click(lambda _b: self.stop())
@@ -325,7 +326,7 @@ class RecordDashboard:
         panes = []
         for _node in nodes:
             timeline_image = widgets.Image(format="png", layout=widgets.Layout(width="640px"))
-            map_image = widgets.Image(format="png", layout=widgets.Layout(width="560px"))
+            map_image = widgets.Image(format="png", layout=widgets.Layout(width="860px"))
             findings = widgets.HTML()
             findings.add_class(CSS_FINDINGS)
             plots = widgets.VBox([timeline_image, map_image])
@@ -423,9 +424,12 @@ class RecordDashboard:
             t_rel = None
             if len(snaps) > 1 and latest.timestamp is not None and snaps[0].timestamp is not None:
                 t_rel = latest.timestamp - snaps[0].timestamp
-            timeline_image.value = figure_png(timeline(snaps, title=f"{label}: power, busy, VRAM", now=t_rel), dpi=72)
+            generated = header is not None and header.kind == "generated"
+            timeline_image.value = figure_png(timeline(snaps, title=f"{label}: power, busy, VRAM", now=t_rel,
+                                                       generated=generated), dpi=72)
             map_image.value = figure_png(node_map(latest, self.site, title=f"{label}: node map at "
-                                                                           f"{clock(latest.timestamp)}"), dpi=72)
+                                                                           f"{clock(latest.timestamp)}",
+                                                  generated=generated), dpi=72)
             window = snaps[-self.window:]
             findings.value = findings_html(interpret_window(window, self.site), _window_words(window))
             self.detail_renders += 1

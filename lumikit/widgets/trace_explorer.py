@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..errors import LumikitError
 from ..plotting import figure_png
+from ..rocprof.names import short_kernel_name
 from ..trace.analyses import TraceAnalyzer
 from ..trace.loader import Trace
 from ..trace.plots import step_timeline
@@ -46,15 +47,20 @@ def kernel_table_html(table: pd.DataFrame) -> str:
     """The kernel table as HTML (class ``lumikit-kernel-table``), long names shortened with the full name as tooltip."""
     if table.empty:
         return f'<table class="{CSS_KERNEL_TABLE}"><tr><td>no GPU activity matches</td></tr></table>'
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
+    pad = "padding:2px 12px 2px 0"  # columns that do not touch
+    numeric = [pd.api.types.is_numeric_dtype(table[c]) for c in table.columns]
+    head = "".join(f'<th style="{pad};text-align:{"right" if num else "left"}">{html.escape(c)}</th>'
+                   for c, num in zip(table.columns, numeric))
     rows = []
     for rec in table.itertuples(index=False):
         name = str(rec[0])
-        short = name if len(name) <= 80 else name[:77] + "..."
-        cells = [f'<td title="{html.escape(name)}">{html.escape(short)}</td>'] + [
-            f"<td>{html.escape(str(v))}</td>" for v in rec[1:]]
+        short = short_kernel_name(name, 80) if len(name) > 80 else name
+        cells = [f'<td style="{pad}" title="{html.escape(name)}">{html.escape(short)}</td>'] + [
+            f'<td style="{pad};text-align:{"right" if num else "left"}">{html.escape(str(v))}</td>'
+            for v, num in zip(rec[1:], numeric[1:])]
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<table class="{CSS_KERNEL_TABLE}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    return (f'<table class="{CSS_KERNEL_TABLE}" style="border-collapse:collapse"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>')
 
 
 class TraceExplorer:
@@ -76,15 +82,16 @@ class TraceExplorer:
         self.export_dir = Path(export_dir) if export_dir is not None else first.parent / "slices"
         self.rank = widgets.Dropdown(description="rank", options=trace.rank_ids, value=trace.rank_ids[0])
         self.step = widgets.Dropdown(description="step")
-        self.filter = widgets.Text(description="kernel", placeholder="filter names, e.g. gemm or nccl")
+        self.filter = widgets.Text(description="kernel", placeholder="e.g. gemm or nccl")
         self.table = widgets.HTML()
         self.timeline = widgets.Image(format="png")
-        self.export = widgets.Button(description="export slice for Perfetto", icon="download")
+        self.export = widgets.Button(description="export slice for Perfetto", icon="download",
+                                     layout=widgets.Layout(width="auto", min_width="230px"))
         self.status = widgets.HTML()
         self._fill_steps()
         self.rank.observe(self._on_rank, names="value")
         self.step.observe(lambda _: self.refresh(), names="value")
-        self.filter.observe(lambda _: self._refresh_table(), names="value")
+        self.filter.observe(lambda _: self.refresh(), names="value")  # the timeline greys out what does not match
         self.export.on_click(lambda _: self.export_slice())
         controls = widgets.HBox([self.rank, self.step, self.filter])
         self.box = widgets.VBox([controls, self.timeline, self.table, widgets.HBox([self.export, self.status])])
@@ -105,14 +112,13 @@ class TraceExplorer:
         self._fill_steps()
         self.refresh()
 
-    def _refresh_table(self) -> None:
+    def refresh(self) -> None:
+        """Redraw the timeline (activities the filter matches in colour) and the kernel table (the matching ones)
+        for the current rank, step and filter."""
+        self.timeline.value = figure_png(step_timeline(self.analyzer, self.rank.value, self.selected_step,
+                                                       highlight=self.filter.value), dpi=72)
         self.table.value = kernel_table_html(kernel_table(self.analyzer, self.rank.value, self.selected_step,
                                                           self.filter.value))
-
-    def refresh(self) -> None:
-        """Redraw the timeline and the kernel table for the current rank, step and filter."""
-        self.timeline.value = figure_png(step_timeline(self.analyzer, self.rank.value, self.selected_step), dpi=72)
-        self._refresh_table()
 
     def export_slice(self) -> list[Path]:
         """Write the selected rank and step (or all steps) as a gzip trace that Perfetto opens."""

@@ -18,8 +18,16 @@ def test_mangled_symbols_show_their_qualified_name():
 
 def test_long_names_are_cut_to_the_width():
     name = short_kernel_name("igemm_fwd_gtcx3_nhwc_fp16_bx0_ex0_bt128x128x32_wt32x32x8", width=20)
-    assert name == "igemm_fwd_gtcx3_nhw…"
+    assert name == "igemm_fwd_…wt32x32x8"  # the middle goes: the end tells look-alike names apart
     assert len(name) == 20
+
+
+def test_look_alikes_stay_apart_when_cut():
+    # module 05's CPU operators: cut at the end, both read "aten::_scaled_dot_product_flash_attention_for_cpu…"
+    forward = "aten::_scaled_dot_product_flash_attention_for_cpu"
+    backward = "aten::_scaled_dot_product_flash_attention_for_cpu_backward"
+    assert short_kernel_name(forward, 50) == forward
+    assert short_kernel_name(backward, 50).endswith("_backward") and len(short_kernel_name(backward, 50)) == 50
 
 
 def test_an_anonymous_namespace_leaves_no_empty_scope():
