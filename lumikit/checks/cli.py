@@ -156,7 +156,7 @@ def _progress(args: argparse.Namespace) -> int:
     if args.class_dir is not None:
         from collections import Counter
 
-        from .instructor.class_records import class_csv, learner_folders
+        from .instructor.class_records import class_csv, learner_folders, learners_without_progress
         from .instructor.grading import best_cell, check_functions, class_flags, grade_class, regradable_count
 
         problems: list[str] = []
@@ -173,6 +173,7 @@ def _progress(args: argparse.Namespace) -> int:
                 print(f"refused: {line}", file=sys.stderr)
             raise LumikitError(f"{args.class_dir}: no learner folder holds a progress/ folder. Fix: give the folder "
                                f"whose sub-folders are the learners' workbooks")
+        not_started = learners_without_progress(args.class_dir, folders)
         seeds = _read_seeds(args.seeds) if args.seeds is not None else None
         if course_key:
             from .learner import course_seed
@@ -190,7 +191,10 @@ def _progress(args: argparse.Namespace) -> int:
         except Exception as err:  # noqa: BLE001 - the flags never stop the class's CSV
             problems.append(f"{args.class_dir}: copies not compared ({type(err).__name__}: {str(err)[:120]})")
             flags = {}
-        named = {name: [replace(r, learner=name) for r in rows] for name, rows in results.items()}
+        for name in not_started:  # a row for every learner folder, "no check run yet" where it is empty
+            results[name] = []
+            flags = {**flags, name: ["no check run yet (no progress/ folder)", *flags.get(name, [])]}
+        named = {name: [replace(r, learner=name) for r in rows] for name, rows in sorted(results.items())}
         text = class_csv(named, exercises, grades, flags)
         can, total = regradable_count(exercises)
         report = sys.stderr if args.csv is None else sys.stdout

@@ -251,3 +251,19 @@ def test_a_folder_linked_out_of_the_learners_folder_is_not_read_through(monkeypa
     assert read_text_safely(tmp_path / "ada" / "exercises" / "07_several_gpus.ipynb", within=tmp_path / "ada") is None
     (tmp_path / "ada" / "own.json").write_text("{}")
     assert read_text_safely(tmp_path / "ada" / "own.json", within=tmp_path / "ada") == "{}"
+
+
+def test_every_learner_folder_gets_a_row_even_before_its_first_check(tmp_path, monkeypatch, capsys) -> None:
+    from lumikit.checks import m01
+    from lumikit.cli import main
+
+    monkeypatch.setenv("LUMIKIT_PROGRESS_DIR", str(tmp_path / "class" / "ada" / "workbook" / "progress"))
+    monkeypatch.setenv("LUMIKIT_LEARNER", "ada")
+    monkeypatch.delenv("LUMIKIT_SEED", raising=False)
+    m01.check_why_seven_cores("b")
+    (tmp_path / "class" / "bob" / "workbook").mkdir(parents=True)  # cloned, nothing run yet
+    for grade in ([], ["--grade"]):
+        assert main(["progress", "--class", str(tmp_path / "class"), "--csv", str(tmp_path / "g.csv"), *grade]) == 0
+        rows = {r["learner"]: r for r in csv.DictReader(io.StringIO((tmp_path / "g.csv").read_text()))}
+        assert sorted(rows) == ["ada", "bob"]
+        assert rows["bob"]["not verified"].startswith("no check run yet")

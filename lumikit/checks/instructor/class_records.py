@@ -41,6 +41,12 @@ def learner_folders(class_dir: Path, problems: list[str] | None = None) -> dict[
     return found
 
 
+def learners_without_progress(class_dir: Path, found: Mapping[str, Path]) -> list[str]:
+    """The learner folders of ``class_dir`` that hold no ``progress/`` yet (no check run): each still gets a row."""
+    return [p.name for p in sorted(Path(class_dir).iterdir()) if not p.name.startswith(".") and not p.is_symlink()
+            and p.is_dir() and p.name not in found]
+
+
 def _find_progress(folder: Path, depth: int, problems: list[str] | None) -> Path | None:
     """The first ``progress`` folder at most ``depth`` levels under ``folder``, breadth first, following no link."""
     level = [folder]
