@@ -183,6 +183,14 @@ SALLOC_SRUN_NOTE = ("note: the sruns you type in this allocation: Slurm 22.05 to
 
 def _sbatch(args: argparse.Namespace) -> int:
     job, site = edge_spec(args, launching=True)
+    _print_script(job, site, args)
+    _cost(job, site, args)
+    return 0
+
+
+def _print_script(job: JobSpec, site: Site, args: argparse.Namespace) -> None:
+    """The batch script, written to ``--write`` (never over a file without ``--force``) or printed, then with
+    ``--explain`` why each #SBATCH line is there."""
     script = render_sbatch(job, site, check=False)
     if args.write:
         from ..files import write_new
@@ -193,8 +201,6 @@ def _sbatch(args: argparse.Namespace) -> int:
     if args.explain:
         print()
         print(Command(argv=(), flags=tuple(allocation_flags(job, site))).explain())
-    _cost(job, site, args)
-    return 0
 
 
 def attach_options(tokens: list[str], node: str | None = None, pty: bool = True) -> tuple[str | None, bool, list[str]]:
@@ -258,16 +264,8 @@ def _vllm(args: argparse.Namespace) -> int:
     lack = missing_account(job, site, str(config_path()))
     for line in advice(job, site) + ([str(lack)] if lack else []):
         warn(line)
-    script = render_sbatch(job, site, check=False)
-    if args.write:
-        from ..files import write_new
-        write_new(args.write, script, force=args.force)
-        print(args.write)
-    else:
-        print(script, end="")
+    _print_script(job, site, args)
     if args.explain:
-        print()
-        print(Command(argv=(), flags=tuple(allocation_flags(job, site))).explain())
         print("\n".join(vllm.server_explain(args.model, site)))
         _cost(job, site, args)
     return 0

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _learner_folder(monkeypatch, class_dir: Path, name: str) -> Path:
-    """Record, as learner ``name`` (their name is their seed), a right 04.1 and 01.q1 and a wrong 01.q2."""
+    """Record, as learner ``name`` (their name is their seed), a right 04.1 and 01.q1."""
     folder = class_dir / name / "lumi-ai-workbook" / "progress"
     folder.mkdir(parents=True)
     monkeypatch.setenv("LUMIKIT_PROGRESS_DIR", str(folder))

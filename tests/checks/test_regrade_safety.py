@@ -24,6 +24,8 @@ from lumikit.checks.learner import seed_digest
 from lumikit.checks.progress import Result
 from lumikit.cli import main
 
+from .test_grades import _learner_folder
+
 
 class _Payload:
     """Unpickling this makes a folder named ``marker``: proof that a pickle ran code (harmless otherwise)."""
@@ -98,16 +100,7 @@ def watch(monkeypatch, tmp_path) -> Iterator[_Watch]:
     _WATCHES.remove(seen)
 
 
-def _learner(monkeypatch, class_dir: Path, name: str) -> Path:
-    """Record, as learner ``name``, a right 04.1 and 01.q1 (their name is their seed)."""
-    folder = class_dir / name / "workbook" / "progress"
-    folder.mkdir(parents=True)
-    monkeypatch.setenv("LUMIKIT_PROGRESS_DIR", str(folder))
-    monkeypatch.setenv("LUMIKIT_LEARNER", name)
-    monkeypatch.delenv("LUMIKIT_SEED", raising=False)
-    m04.check_starved_gcd(starved_gcd("04"))
-    m01.check_why_seven_cores("b")
-    return folder
+_learner = _learner_folder  # a right 04.1 and 01.q1 recorded as the learner (their name is their seed)
 
 
 def _record(folder: Path, exercise: str, answers: dict, evidence: dict) -> Path:
