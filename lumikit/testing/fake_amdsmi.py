@@ -20,6 +20,12 @@ GENERATED = True
 GCDS = 8
 #: Metrics to answer as unsupported: any of "activity", "power", "temp", "clock", "vram", "energy".
 MISSING: set[str] = set()
+#: GENERATED busy % per GCD: the even (first) GCD of each package at 100 %, the odd one at 40 %.
+BUSY = {i: 100 if i % 2 == 0 else 40 for i in range(GCDS)}
+#: The package power (W) the first GCD of each package reports: 250 W idle plus 2 W per busy % of its two GCDs.
+IDLE_W, W_PER_BUSY_PCT = 250, 2
+#: The clock the energy counters run on (tests replace it to get known energies).
+clock = time.time
 NA = "N/A"
 RESOLUTION_UJ = 15.3  # microjoules per energy tick (generated)
 
@@ -76,14 +82,15 @@ def _check(handle: Any, metric: str) -> _Handle:
     return handle
 
 
-def _busy(index: int) -> int:
-    """GENERATED: even GCDs busy, odd GCDs busy only in every other 10 s."""
-    return 100 if index % 2 == 0 or int(time.time() - _state["t0"]) // 10 % 2 == 0 else 0
+def package_watts(index: int) -> int:
+    """What the package of GCD ``index`` draws (GENERATED): reported on its first GCD, 0 W on the second."""
+    first = index - index % 2
+    return IDLE_W + W_PER_BUSY_PCT * (BUSY[first] + BUSY[first + 1])
 
 
 def amdsmi_init(*_flags: Any) -> None:
     _state["init"] = True
-    _state["t0"] = time.time()
+    _state["t0"] = clock()
 
 
 def amdsmi_shut_down() -> None:
@@ -98,13 +105,12 @@ def amdsmi_get_processor_handles() -> list[_Handle]:
 
 def amdsmi_get_gpu_activity(handle: Any) -> dict[str, Any]:
     h = _check(handle, "activity")
-    return {"gfx_activity": _busy(h.index), "umc_activity": 35, "mm_activity": NA}
+    return {"gfx_activity": BUSY[h.index], "umc_activity": 35, "mm_activity": NA}
 
 
 def amdsmi_get_power_info(handle: Any) -> dict[str, Any]:
     h = _check(handle, "power")
-    package_watts = 250 + 2 * (_busy(h.index) + _busy(h.index + 1 if h.index % 2 == 0 else h.index - 1))
-    return {"average_socket_power": package_watts if h.index % 2 == 0 else 0, "current_socket_power": NA,
+    return {"average_socket_power": package_watts(h.index) if h.index % 2 == 0 else 0, "current_socket_power": NA,
             "gfx_voltage": NA, "soc_voltage": NA, "mem_voltage": NA, "power_limit": 560}
 
 
@@ -128,13 +134,13 @@ def amdsmi_get_gpu_vram_usage(handle: Any) -> dict[str, int]:
 
 def amdsmi_get_energy_count(handle: Any) -> dict[str, Any]:
     h = _check(handle, "energy")
-    joules = (time.time() - _state["t0"]) * (300.0 if h.index % 2 == 0 else 0.0)
-    return {"energy_accumulator": int(joules * 1e6 / RESOLUTION_UJ), "counter_resolution": RESOLUTION_UJ,
-            "timestamp": int(time.time() * 1e6)}
+    joules = (clock() - _state["t0"]) * (package_watts(h.index) if h.index % 2 == 0 else 0)
+    return {"energy_accumulator": round(joules * 1e6 / RESOLUTION_UJ), "counter_resolution": RESOLUTION_UJ,
+            "timestamp": int(clock() * 1e6)}
 
 
 __all__ = ["AmdSmiClkType", "AmdSmiException", "AmdSmiLibraryException", "AmdSmiTemperatureMetric",
-           "AmdSmiTemperatureType", "GCDS", "GENERATED", "MISSING", "amdsmi_get_clock_info",
+           "AmdSmiTemperatureType", "BUSY", "GCDS", "GENERATED", "MISSING", "package_watts", "amdsmi_get_clock_info",
            "amdsmi_get_energy_count", "amdsmi_get_gpu_activity", "amdsmi_get_gpu_vram_usage",
            "amdsmi_get_power_info", "amdsmi_get_processor_handles", "amdsmi_get_temp_metric", "amdsmi_init",
            "amdsmi_shut_down"]
