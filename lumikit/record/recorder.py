@@ -252,8 +252,8 @@ class Recorder:
         else:
             when = time.time()
             item = self._read()
-        if isinstance(item, Sample) and self.source is not None and self.source.paced:
-            when = item.snapshot.timestamp or when  # a stream's reading: when it arrived
+            if self.source is not None and self.source.paced:
+                when = time.time()  # a stream's reading: when it arrived (the read waited for it)
         self._frame(item, when)
 
     def _frame(self, item: Sample | Exception, when: float) -> None:

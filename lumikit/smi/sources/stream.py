@@ -91,7 +91,8 @@ class StreamSource:
                                           errors="replace", env=self.env, start_new_session=True,
                                           stdin=subprocess.DEVNULL)
         except FileNotFoundError:
-            raise LaunchError(f"command not found: {self.argv[0]!r}; is it installed and on PATH here?") from None
+            raise UnreadOutput(f"command not found: {self.argv[0]!r}; is it installed and on PATH here?", "",
+                               127) from None
         self._stderr_thread = threading.Thread(target=self._read_stderr, daemon=True)
         self._stderr_thread.start()
         threading.Thread(target=self._read_stdout, name=f"lumikit-stream:{self.name[:40]}", daemon=True).start()
@@ -114,7 +115,9 @@ class StreamSource:
             if self._cancelled or self._ended:
                 raise EndOfSource(self.name)
             if self._proc is None:
+                self._ended = True  # a stream that cannot start has ended: the next read says so
                 self._start()
+                self._ended = False
         try:
             item = self._queue.get(timeout=self.timeout)
         except queue.Empty:
