@@ -40,7 +40,6 @@ from ..smi.record_layout import GPU_DIR
 from ..smi.sessions import SessionHeader, header_dict
 from ..smi.sources import (MIN_INTERVAL_S, TOOLS, EndOfSource, PmCountersSource, Sample, Source, UnreadOutput,
                            choose_source, find_tool)
-from ..smi.sources.pm_counters import energies_of
 
 STOP_FILE = ".stop"
 DEFAULT_INTERVAL_S = 2.0

@@ -7,7 +7,7 @@ import time
 from dataclasses import replace
 from typing import Sequence
 
-from ...errors import LaunchError, LumikitError
+from ...errors import LumikitError
 from ...site import Site
 from ..parse import parse_smi
 from ..readings import energy_counters
