@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from lumikit.errors import LumikitError
-from lumikit.smi.sources import (CommandSource, LibrarySource, NvidiaStreamSource, PmCountersSource, choose_source)
+from lumikit.smi.sources import (AmdSmiMonitorSource, CommandSource, LibrarySource, NvidiaStreamSource,
+                                 PmCountersSource, choose_source)
 from lumikit.smi.sources.library import _number
-from lumikit.smi.sources.stream import by_gpu_rows, framed
+from lumikit.smi.sources.stream import by_gpu_rows, by_table_rounds, framed
 from lumikit.testing import fake_amdsmi
 
 
@@ -110,3 +111,24 @@ def test_every_source_says_how_it_reads(tmp_path: Path, fake):
     assert LibrarySource("amdsmi", module=fake_amdsmi).how == "library"
     assert CommandSource(["true"]).how == "per-call" and not CommandSource(["true"]).paced
     assert NvidiaStreamSource(1.0).paced and os.path.basename(NvidiaStreamSource(1.0).argv[0]) == "nvidia-smi"
+
+
+def test_amd_smi_monitor_rounds_parse_whether_or_not_the_header_comes_again(smi_dir: Path):
+    from lumikit.smi.parse import parse_smi
+
+    table = (smi_dir / "amd-smi_monitor_ptumv_rocm6.1_mi300x_8gpu.txt").read_text().splitlines(keepends=True)
+    header, rows = table[0], table[1:]
+    for lines in ([header, *rows, header, *rows], [header, *rows, "\n", *rows]):
+        rounds = [text for text, _ in by_table_rounds(iter(lines))]
+        assert len(rounds) == 2 and all(r.startswith(header) for r in rounds)
+        snaps = [parse_smi(r, site="lumi") for r in rounds]
+        assert [len(s.devices) for s in snaps] == [8, 8] and snaps[1].devices[0].power_w == 171.0
+
+
+def test_the_chooser_takes_amd_smis_own_stream_for_whole_seconds(tmp_path: Path):
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    _tool(tools, "amd-smi")
+    src = choose_source(path=str(tools), libraries=(), interval=2.0)
+    assert isinstance(src, AmdSmiMonitorSource) and src.argv[-2:] == ["--watch", "2"]
+    assert isinstance(choose_source(path=str(tools), libraries=(), interval=0.5), CommandSource)

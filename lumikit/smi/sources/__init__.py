@@ -1,8 +1,8 @@
 """Where GPU readings come from: one small module per source, all behind one interface (:class:`Source`).
 
 - :mod:`.library`: ``amdsmi`` / ``pynvml`` in this process (no process per sample; the first choice);
-- :mod:`.stream`: one long-lived tool process printing a reading per interval (``nvidia-smi -lms``, lumi-sim's
-  stand-in, ``srun --overlap`` steps watching a job);
+- :mod:`.stream`: one long-lived tool process printing a reading per interval (``nvidia-smi -lms``,
+  ``amd-smi monitor --watch``, lumi-sim's stand-in, ``srun --overlap`` steps watching a job);
 - :mod:`.command`: the tool started once per sample (the last resort: a Python program such as ``amd-smi`` costs
   a start-up at every sample);
 - :mod:`.pm_counters`: HPE Cray's node energy counters; :mod:`.replay`: a recorded or generated session.
@@ -24,9 +24,9 @@ from .command import CommandSource
 from .library import LIBRARIES, LibrarySource
 from .pm_counters import PmCountersSource
 from .replay import ReplaySource
-from .stream import NvidiaStreamSource, StreamSource, watch_job
-from .tools import (AMD_SMI_JSON, FRAME_END, NVIDIA_SMI_CSV, ROCM_SMI_JSON, TOOLS, find_tool, nvidia_stream,
-                    stream_loop)
+from .stream import AmdSmiMonitorSource, NvidiaStreamSource, StreamSource, watch_job
+from .tools import (AMD_SMI_JSON, FRAME_END, NVIDIA_SMI_CSV, ROCM_SMI_JSON, TOOLS, amd_smi_monitor, find_tool,
+                    nvidia_stream, stream_loop)
 
 
 def choose_source(command: Sequence[str] | None = None, *, stream: bool = False, interval: float = 2.0,
@@ -34,7 +34,8 @@ def choose_source(command: Sequence[str] | None = None, *, stream: bool = False,
                   libraries: Sequence[str] = LIBRARIES, module: ModuleType | None = None) -> Source | None:
     """The cheapest way to read this node's GPUs: ``command`` where given (a framed stream with ``stream``, else
     run per sample); else a library that starts here (``amdsmi``, or ``module``, a stand-in with its API;
-    ``pynvml``); else ``nvidia-smi``'s own stream; else the best tool on ``path`` run per sample; None without any.
+    ``pynvml``); else the tool's own stream (``nvidia-smi -lms``, ``amd-smi monitor --watch`` where the interval is
+    whole seconds); else the best tool on ``path`` run per sample; None without any.
     """
     if command:
         if stream:
@@ -47,11 +48,13 @@ def choose_source(command: Sequence[str] | None = None, *, stream: bool = False,
             continue  # not installed, or no GPU/driver here: the next way
     if shutil.which("nvidia-smi", path=path):
         return NvidiaStreamSource(interval, site=site)
+    if shutil.which("amd-smi", path=path) and float(interval).is_integer():  # --watch takes whole seconds
+        return AmdSmiMonitorSource(interval, site=site)
     tool = find_tool(path)
     return CommandSource(tool, timeout=max(30.0, 5 * interval), site=site) if tool else None
 
 
-__all__ = ["AMD_SMI_JSON", "CommandSource", "EndOfSource", "FRAME_END", "LIBRARIES", "LibrarySource",
-           "MIN_INTERVAL_S", "NVIDIA_SMI_CSV", "NvidiaStreamSource", "PmCountersSource", "ROCM_SMI_JSON",
-           "ReplaySource", "Sample", "Source", "StreamSource", "TOOLS", "UnreadOutput", "choose_source",
-           "find_tool", "nvidia_stream", "stream_loop", "watch_job"]
+__all__ = ["AMD_SMI_JSON", "AmdSmiMonitorSource", "CommandSource", "EndOfSource", "FRAME_END", "LIBRARIES",
+           "LibrarySource", "MIN_INTERVAL_S", "NVIDIA_SMI_CSV", "NvidiaStreamSource", "PmCountersSource",
+           "ROCM_SMI_JSON", "ReplaySource", "Sample", "Source", "StreamSource", "TOOLS", "UnreadOutput",
+           "amd_smi_monitor", "choose_source", "find_tool", "nvidia_stream", "stream_loop", "watch_job"]

@@ -2,7 +2,8 @@
 
 :class:`StreamSource` reads a framed stream (a reading, then a :data:`~.tools.FRAME_END` line: lumi-sim's stand-in,
 or :func:`~.tools.stream_loop` over ``srun --overlap`` for a running job, see :func:`watch_job`);
-:class:`NvidiaStreamSource` reads ``nvidia-smi``'s own loop (``-lms``), one CSV row per GPU per reading.
+:class:`NvidiaStreamSource` reads ``nvidia-smi``'s own loop (``-lms``), one CSV row per GPU per reading;
+:class:`AmdSmiMonitorSource` reads ``amd-smi monitor --watch``, a table row per GPU per reading.
 """
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from ...errors import LaunchError, LumikitError
 from ...site import Site
+from ..amd_smi import MONITOR_HEADER
 from ..parse import parse_smi
 from ..readings import energy_counters
 from .base import EndOfSource, Sample, UnreadOutput
-from .tools import FRAME_END, NVIDIA_QUERY, ROCM_SMI_JSON, nvidia_stream, stream_loop
+from .tools import FRAME_END, NVIDIA_QUERY, ROCM_SMI_JSON, amd_smi_monitor, nvidia_stream, stream_loop
 
 
 def framed(lines: Iterator[str]) -> Iterator[tuple[str, int | None]]:
@@ -50,6 +52,31 @@ def by_gpu_rows(lines: Iterator[str]) -> Iterator[tuple[str, int | None]]:
         block.append(line)
     if block:
         yield "".join(block), None
+
+
+def by_table_rounds(lines: Iterator[str]) -> Iterator[tuple[str, int | None]]:
+    """(header + rows, None) per round of ``amd-smi monitor --watch``: a round ends where a GPU index comes back
+    or a header line follows rows; each round gets the last header seen (whether or not the tool repeats it)."""
+    header = ""
+    rows: list[str] = []
+    seen: set[str] = set()
+    for line in lines:
+        if MONITOR_HEADER.match(line):
+            if rows:
+                yield header + "".join(rows), None
+                rows, seen = [], set()
+            header = line
+            continue
+        first = line.split(maxsplit=1)[0] if line.strip() else ""
+        if not first.isdigit() or not header:
+            continue  # a blank or other line between rounds
+        if first in seen:
+            yield header + "".join(rows), None
+            rows, seen = [], set()
+        seen.add(first)
+        rows.append(line)
+    if rows:
+        yield header + "".join(rows), None
 
 
 class StreamSource:
@@ -166,6 +193,19 @@ class NvidiaStreamSource(StreamSource):
         return by_gpu_rows(lines)
 
 
+class AmdSmiMonitorSource(StreamSource):
+    """``amd-smi monitor -p -t -u -m -v --watch N``: the tool's own loop (whole seconds), one process in all. How
+    the rounds are separated on LUMI is expected, not seen: a GPU index coming back or the header again."""
+
+    def __init__(self, interval: float, **kwargs: Any) -> None:
+        kwargs.setdefault("name", "stream: amd-smi monitor --watch")
+        kwargs.setdefault("timeout", max(120.0, 4 * interval))
+        super().__init__(amd_smi_monitor(interval), **kwargs)
+
+    def _readings(self, lines: Iterator[str]) -> Iterator[tuple[str, int | None]]:
+        return by_table_rounds(lines)
+
+
 def watch_job(run: Any, *, tool: Sequence[str] | None = None, interval: float = 2.0,
               nodes: Sequence[str] | None = None) -> list[StreamSource]:
     """One stream per node of a running Slurm ``run`` (a :class:`lumikit.launch.Run`): a long-lived
@@ -186,4 +226,5 @@ def watch_job(run: Any, *, tool: Sequence[str] | None = None, interval: float = 
                          timeout=max(120.0, 4 * interval)) for node, argv in steps]
 
 
-__all__ = ["NvidiaStreamSource", "StreamSource", "by_gpu_rows", "framed", "watch_job"]
+__all__ = ["AmdSmiMonitorSource", "NvidiaStreamSource", "StreamSource", "by_gpu_rows", "by_table_rounds", "framed",
+           "watch_job"]

@@ -24,6 +24,12 @@ def nvidia_stream(interval: float) -> tuple[str, ...]:
     return ("nvidia-smi", NVIDIA_QUERY, "--format=csv,noheader", f"-lms={max(1, round(interval * 1000))}")
 
 
+def amd_smi_monitor(interval: float) -> tuple[str, ...]:
+    """``amd-smi monitor``'s own loop (``--watch``, whole seconds): power, temperature, use, memory, VRAM per GPU as a
+    table, one process in all (the course workshop of 2026 advises ``amd-smi monitor --watch 1``)."""
+    return ("amd-smi", "monitor", "-p", "-t", "-u", "-m", "-v", "--watch", str(max(1, round(interval))))
+
+
 def stream_loop(tool: Sequence[str], interval: float) -> list[str]:
     """A shell loop for a compute node: run ``tool``, mark the end of its reading, sleep ``interval``; forever."""
     return ["bash", "-c", f'while :; do {shlex.join(tool)}; echo "{FRAME_END} $?"; sleep {interval:g}; done']
@@ -37,5 +43,5 @@ def find_tool(path: str | None = None) -> tuple[str, ...] | None:
     return None
 
 
-__all__ = ["AMD_SMI_JSON", "FRAME_END", "NVIDIA_QUERY", "NVIDIA_SMI_CSV", "ROCM_SMI_JSON", "TOOLS", "find_tool",
+__all__ = ["AMD_SMI_JSON", "FRAME_END", "amd_smi_monitor", "NVIDIA_QUERY", "NVIDIA_SMI_CSV", "ROCM_SMI_JSON", "TOOLS", "find_tool",
            "nvidia_stream", "stream_loop"]
