@@ -113,7 +113,7 @@ class Recorder:
     ``command`` where given, else the amdsmi / pynvml library in this process, else a stream, else a tool per
     sample). The interval is at least :data:`MIN_INTERVAL_S`; a tool started per sample is timed once at the
     start and the interval raised to at least its run time. The header says which source was used and why the
-    interval is what it is (``sampler``; the card shows ``source``).
+    interval is what it is (``sampler``: how, name, notes; the notes are in ``description`` too).
     """
 
     def __init__(self, run_dir: str | os.PathLike[str], *, node: str | None = None,
@@ -193,8 +193,6 @@ class Recorder:
             source = ""
         else:
             source = shlex.join(self.argv) if self.argv and src.how != "library" else src.name
-            if any(n.startswith("interval raised") for n in self.notes):
-                source += f" ({self.notes[-1]})"
             what = self.argv[0] if self.argv else src.name
             if self.kind == "generated":
                 description = (f"generated: a stand-in for the GPUs of node {self.node}, which has no GPU "

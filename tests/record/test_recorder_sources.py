@@ -58,7 +58,8 @@ def test_a_tool_slower_than_the_interval_raises_it_and_the_record_says_so(tmp_pa
     head = head_of(rec.path)
     assert head["sampler"]["how"] == "per-call" and head["interval_s"] == rec.interval
     assert any(n.startswith("interval raised from 0.5 s to") for n in head["sampler"]["notes"])
-    assert f"interval raised from 0.5 s to {rec.interval:g} s" in head["source"]  # the card shows the source
+    assert head["source"] == f"{sys.executable} {tool}"  # the command, as for every tool
+    assert f"interval raised from 0.5 s to {rec.interval:g} s" in head["description"]
     assert "is started once per sample (no library or stream here); one call took" in head["description"]
     assert [s.devices[0].power_w for s in read_record(tmp_path)["n1"].snapshots()] == [300.0, 300.0]
 

@@ -25,8 +25,8 @@ def nvidia_stream(interval: float) -> tuple[str, ...]:
 
 
 def amd_smi_monitor(interval: float) -> tuple[str, ...]:
-    """``amd-smi monitor``'s own loop (``--watch``, whole seconds): power, temperature, use, memory, VRAM per GPU as a
-    table, one process in all (the course workshop of 2026 advises ``amd-smi monitor --watch 1``)."""
+    """``amd-smi monitor``'s own loop (``--watch``, whole seconds): power, temperature, use, memory, VRAM per GPU
+    as a table, one process in all (LUMI's 2026 AI workshop, part 04, advises ``amd-smi monitor --watch 1``)."""
     return ("amd-smi", "monitor", "-p", "-t", "-u", "-m", "-v", "--watch", str(max(1, round(interval))))
 
 
@@ -43,5 +43,5 @@ def find_tool(path: str | None = None) -> tuple[str, ...] | None:
     return None
 
 
-__all__ = ["AMD_SMI_JSON", "FRAME_END", "amd_smi_monitor", "NVIDIA_QUERY", "NVIDIA_SMI_CSV", "ROCM_SMI_JSON", "TOOLS", "find_tool",
-           "nvidia_stream", "stream_loop"]
+__all__ = ["AMD_SMI_JSON", "FRAME_END", "NVIDIA_QUERY", "NVIDIA_SMI_CSV", "ROCM_SMI_JSON", "TOOLS", "amd_smi_monitor",
+           "find_tool", "nvidia_stream", "stream_loop"]
