@@ -80,7 +80,7 @@ def test_the_chooser_takes_the_cheapest_source_found(tmp_path: Path, fake):
     assert isinstance(choose_source(path=str(tools), libraries=()), CommandSource)  # the last resort
     _tool(tools, "nvidia-smi")
     stream = choose_source(path=str(tools), libraries=(), interval=2.0)
-    assert isinstance(stream, NvidiaStreamSource) and "-lms=2000" in stream.argv
+    assert isinstance(stream, NvidiaStreamSource) and "--loop-ms=2000" in stream.argv
     assert isinstance(choose_source(path=str(tools), module=fake_amdsmi), LibrarySource)  # the library first
     assert isinstance(choose_source(["cat", "x"], module=fake_amdsmi), CommandSource)  # a command is obeyed
 

@@ -1,7 +1,7 @@
 """Where GPU readings come from: one small module per source, all behind one interface (:class:`Source`).
 
 - :mod:`.library`: ``amdsmi`` / ``pynvml`` in this process (no process per sample; the first choice);
-- :mod:`.stream`: one long-lived tool process printing a reading per interval (``nvidia-smi -lms``,
+- :mod:`.stream`: one long-lived tool process printing a reading per interval (``nvidia-smi --loop-ms``,
   ``amd-smi monitor --watch``, lumi-sim's stand-in, ``srun --overlap`` steps watching a job);
 - :mod:`.command`: the tool started once per sample (the last resort: a Python program such as ``amd-smi`` costs
   a start-up at every sample);
@@ -34,7 +34,7 @@ def choose_source(command: Sequence[str] | None = None, *, stream: bool = False,
                   libraries: Sequence[str] = LIBRARIES, module: ModuleType | None = None) -> Source | None:
     """The cheapest way to read this node's GPUs: ``command`` where given (a framed stream with ``stream``, else
     run per sample); else a library that starts here (``amdsmi``, or ``module``, a stand-in with its API;
-    ``pynvml``); else the tool's own stream (``nvidia-smi -lms``, ``amd-smi monitor --watch`` where the interval is
+    ``pynvml``); else the tool's own stream (``nvidia-smi --loop-ms``, ``amd-smi monitor --watch`` where the interval is
     whole seconds); else the best tool on ``path`` run per sample; None without any.
     """
     if command:

@@ -2,7 +2,7 @@
 
 :class:`StreamSource` reads a framed stream (a reading, then a :data:`~.tools.FRAME_END` line: lumi-sim's stand-in,
 or :func:`~.tools.stream_loop` over ``srun --overlap`` for a running job, see :func:`watch_job`);
-:class:`NvidiaStreamSource` reads ``nvidia-smi``'s own loop (``-lms``), one CSV row per GPU per reading;
+:class:`NvidiaStreamSource` reads ``nvidia-smi``'s own loop (``--loop-ms``), one CSV row per GPU per reading;
 :class:`AmdSmiMonitorSource` reads ``amd-smi monitor --watch``, a table row per GPU per reading.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ def framed(lines: Iterator[str]) -> Iterator[tuple[str, int | None]]:
 
 
 def by_gpu_rows(lines: Iterator[str]) -> Iterator[tuple[str, int | None]]:
-    """(reading, None) per round of ``nvidia-smi -lms`` rows: a round ends where a GPU index comes back."""
+    """(reading, None) per round of ``nvidia-smi --loop-ms`` rows: a round ends where a GPU index comes back."""
     block: list[str] = []
     seen: set[str] = set()
     for line in lines:
@@ -182,10 +182,10 @@ class StreamSource:
 
 
 class NvidiaStreamSource(StreamSource):
-    """``nvidia-smi --query-gpu=... --format=csv,noheader -lms N``: the tool's own loop, one process in all."""
+    """``nvidia-smi --query-gpu=... --format=csv,noheader --loop-ms=N``: the tool's own loop, one process in all."""
 
     def __init__(self, interval: float, **kwargs: Any) -> None:
-        kwargs.setdefault("name", f"stream: nvidia-smi {NVIDIA_QUERY.split('=')[0]} -lms")
+        kwargs.setdefault("name", "stream: nvidia-smi --query-gpu --loop-ms")
         kwargs.setdefault("timeout", max(120.0, 4 * interval))
         super().__init__(nvidia_stream(interval), **kwargs)
 

@@ -20,8 +20,8 @@ FRAME_END = "@@lumikit-sample"
 
 
 def nvidia_stream(interval: float) -> tuple[str, ...]:
-    """``nvidia-smi``'s own loop (``-lms``): one process printing one CSV row per GPU every ``interval`` seconds."""
-    return ("nvidia-smi", NVIDIA_QUERY, "--format=csv,noheader", f"-lms={max(1, round(interval * 1000))}")
+    """``nvidia-smi``'s own loop (``--loop-ms``): one process printing a CSV row per GPU every ``interval`` s."""
+    return ("nvidia-smi", NVIDIA_QUERY, "--format=csv,noheader", f"--loop-ms={max(1, round(interval * 1000))}")
 
 
 def amd_smi_monitor(interval: float) -> tuple[str, ...]:
