@@ -21,7 +21,7 @@ from ..amd_smi import MONITOR_HEADER
 from ..parse import parse_smi
 from ..readings import energy_counters
 from .base import EndOfSource, Sample, UnreadOutput
-from .tools import FRAME_END, NVIDIA_QUERY, ROCM_SMI_JSON, amd_smi_monitor, nvidia_stream, stream_loop
+from .tools import FRAME_END, ROCM_SMI_JSON, amd_smi_monitor, nvidia_stream, stream_loop
 
 
 def framed(lines: Iterator[str]) -> Iterator[tuple[str, int | None]]:
