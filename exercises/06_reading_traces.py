@@ -219,3 +219,36 @@ checks.check_what_if(best_op, gain_pct)
 # `gemm_kernel` save less than half of its time?
 #
 # **Your answer:** _write it here, with the numbers from the cells above that support it._
+
+# %% [markdown]
+# ## A roofline: which matrix kernel waits on memory?
+#
+# The setup writes **generated** roofline counters for the course's kernels. They are derived from each kernel's
+# shapes, not recorded. They sit in the `pass_1/` ... `pass_3/` folders that `rocprofv3 -i` writes and are read
+# with rocprof-compute's MI200 formulas. The QKV projection's token count is chosen for you. Each kernel's
+# intensity (FLOPs per HBM byte) is compared with the **ridge point** of its roof: the roof's published peak FLOP/s
+# divided by the published HBM peak. That is the lowest intensity at which the kernel could reach that peak.
+
+# %%
+from lumikit.rocprof.roofline import peaks, read_roofline
+
+rl = read_roofline(checks.write_roofline_exercise(run.path / "generated-roofline"))
+points = rl.table()
+print("generated counters (from the kernels' shapes, not recorded):", rl.source)
+print(points[["kernel", "dispatches", "flops", "hbm_bytes", "l2_bytes", "arithmetic_intensity", "flops_per_s",
+              "dominant", "roof", "bound"]].to_string(index=False))
+print("\n".join(f"{r.name}: {r.value:.4g}" for r in peaks()))
+
+# %% tags=["exercise"]
+# Exercise 06.R1: Of the matrix kernels in `points` (their `dominant` starts with `mfma`), which one has the arithmetic intensity furthest below the ridge point of its roof, and by what factor? Store its name in `memory_bound_kernel` and the factor (ridge point / intensity) in `below_ridge`.
+peak = None
+matrix = None
+factors = None
+memory_bound_kernel = None
+below_ridge = None
+# Your answer replaces each None; then delete the `raise` line below.
+# Stuck? from lumikit.checks import hint; hint("06.R1")
+raise NotImplementedError("Exercise 06.R1: write your answer above, then delete this line")
+
+# %% tags=["check"]
+checks.check_memory_bound_gemm(memory_bound_kernel, below_ridge, points)

@@ -30,6 +30,7 @@ WINGS = (
     "lumikit.record.cli",
     "lumikit.rehearse.cli",
     "lumikit.reference.cli",
+    "lumikit.ladder.cli",
 )
 
 

@@ -12,12 +12,12 @@ nodes) tiny ones that finish in seconds (``"small"``).
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from .errors import SpecError
+from .jobs.python import python_argv
 from .jobs.spec import JobSpec, spec
 from .jobs.workload import workload_spec
 from .site import Site, load_site
@@ -47,8 +47,12 @@ def scale_for(site: Site | str | None = None) -> str:
 # ------------------------------------------------------------------------------------------------ the builders
 
 def ranks_job() -> JobSpec:
-    """Module 01: two tasks on one node, each printing its RANK, WORLD_SIZE and host."""
-    return spec([sys.executable, "-c", RANKS_PROGRAM], ntasks_per_node=2, time="0:05:00")
+    """Module 01: two tasks on one node, each printing its RANK, WORLD_SIZE and host.
+
+    It runs with the job's Python (:mod:`lumikit.jobs.python`) inside the course container, like every later
+    module's job: on LUMI that Python is the workbook's venv, which is built inside the image and works only there
+    (the node's own python3 is another one). Where the site has no containers (a laptop, lumi-sim) it runs as it is."""
+    return spec(python_argv("-c", RANKS_PROGRAM), ntasks_per_node=2, time="0:05:00", container="pytorch")
 
 
 def container_probe_job() -> JobSpec:
@@ -104,7 +108,15 @@ def torchrun_job(scale: str = "small") -> JobSpec:
     """Module 07: one Slurm task with two GCDs and their 14 cores; ``torchrun`` starts the two DDP processes of
     the ResNet workload (its command without its Python, behind ``python -m torch.distributed.run``)."""
     one_task = resnet_job("ddp", tasks=1, gpus=2, epochs=1, scale=scale)
-    return one_task.with_(name="resnet-torchrun", command=(sys.executable, *TORCHRUN, *one_task.command[1:]))
+    return one_task.with_(name="resnet-torchrun", command=(*python_argv(*TORCHRUN), *one_task.command[1:]))
+
+
+def two_node_gpu_job(scale: str = "small") -> JobSpec:
+    """Module 08: the course ResNet with DDP over two nodes, one task and one GCD on each, so every all-reduce
+    crosses the network: on LUMI RCCL over Slingshot (aws-ofi-rccl with libfabric's CXI provider); where torch sees
+    no GPU (lumi-sim) gloo on the CPU."""
+    one_gcd = resnet_job("ddp", tasks=1, gpus=1, epochs=1, scale=scale)
+    return one_gcd.with_(name="resnet-2nodes", nodes=2)
 
 
 def two_node_ddp_job() -> JobSpec:
@@ -114,15 +126,24 @@ def two_node_ddp_job() -> JobSpec:
 
 # ------------------------------------------------------------------------------------------------ the list
 
+#: What module 07's DDP ranks do with their GCDs (``--gpus-per-node``: every rank sees all of the node's GCDs of the
+#: job and picks ``torch.cuda.set_device(LOCAL_RANK)``), as the rehearsal states its measurement.
+DEVICE_LOCAL_RANK = "sees {gcds} GCDs, uses device LOCAL_RANK"
+#: RCCL's transport between nodes on LUMI, as the rehearsal states it: the OFI plugin with libfabric's CXI provider.
+RCCL_OVER_SLINGSHOT = "ofi/cxi"
+
 @dataclass(frozen=True)
 class Promise:
     """One thing a module's text says about its job on LUMI, and how a rehearsal measures it.
 
     ``key`` names the measurement (see :mod:`lumikit.rehearse`): ``gpus_visible`` (``torch.cuda.device_count()``
-    in each rank), ``cores_per_rank`` (``os.sched_getaffinity``), ``disjoint_cores`` (no two ranks of a node
-    share a core), ``ranks`` and ``nodes`` (how many ranks ran, on how many hosts), ``rccl_used`` (RCCL's
-    ``NCCL_DEBUG=INFO`` lines are in the logs; the transport they name goes into the note), ``busy_power_w`` (the
-    report card's mean power while the GCDs compute)."""
+    in each rank), ``device_local_rank`` (each rank sees the job's GCDs of its node and uses device
+    ``LOCAL_RANK``, a GCD no other rank of its node uses), ``cores_per_rank`` (``os.sched_getaffinity``),
+    ``disjoint_cores`` (no two ranks of a node share a core), ``ranks`` and ``nodes`` (how many ranks ran, on how
+    many hosts), ``rccl_used`` (RCCL's ``NCCL_DEBUG=INFO`` lines are in the logs; the transport they name goes into
+    the note), ``rccl_transport`` (the transport and provider those lines name: ``ofi/cxi`` on LUMI's Slingshot,
+    ``socket/-`` for the TCP fallback), ``busy_power_w`` (the report card's mean power while the GCDs compute;
+    promised only for a job that owns its whole node, see :func:`power_promises`)."""
 
     key: str
     expected: Any
@@ -146,10 +167,26 @@ class CourseJob:
         return f"{self.module} {self.key}"
 
 
-def _one_gcd_promises() -> tuple[Promise, ...]:
+def owns_whole_node(spec: JobSpec, site: Site | str | None = None) -> bool:
+    """Whether the job has its nodes to itself (``--exclusive``, or an exclusive partition such as standard-g):
+    only then is a GPU's power the job's own. On a shared node (small-g, dev-g) the other GCD of an MI250X package
+    may be another user's, and the package's power includes it."""
+    s = load_site(site)
+    return bool(spec.exclusive) or (bool(spec.partition) and spec.partition in s.partitions
+                                     and s.partition(spec.partition).exclusive)
+
+
+def power_promises(spec: JobSpec, site: Site | str | None = None) -> tuple[Promise, ...]:
+    """The power promise for a job that owns its whole node (:func:`owns_whole_node`), else none: a power figure
+    on a shared node cannot be attributed to the job."""
+    if not owns_whole_node(spec, site):
+        return ()
+    return (Promise("busy_power_w", 300, "one GCD doing useful work draws around 300 W"),)
+
+
+def _one_gcd_promises(spec: JobSpec, site: Site) -> tuple[Promise, ...]:
     return (Promise("gpus_visible", 1, "one GCD of a shared small-g node (PyTorch sees one GPU)"),
-            Promise("cores_per_rank", 7, "with its 7 cores"),
-            Promise("busy_power_w", 300, "one GCD doing useful work draws around 300 W"))
+            Promise("cores_per_rank", 7, "with its 7 cores"), *power_promises(spec, site))
 
 
 def course_jobs(modules: list[str] | tuple[str, ...] | None = None, *, site: Site | str | None = None,
@@ -159,26 +196,28 @@ def course_jobs(modules: list[str] | tuple[str, ...] | None = None, *, site: Sit
     not given."""
     scale = scale_for(site)
     scratch_dir = Path(scratch) if scratch is not None else Path("runs").resolve() / "course-scratch"
+    s = load_site(site)
+    first, watched, profiled = first_lm_job(scratch_dir / "03-lm.pt"), watched_lm_job(scale), profiled_lm_job()
+    single, ddp = resnet_job("single", scale=scale), resnet_job("ddp", tasks=2, gpus=2, scale=scale)
     jobs = [
         CourseJob("01", "ranks", "01_node_and_slurm", ranks_job(), variable="job", promises=(
             Promise("ranks", 2, "both ranks ran; each knew its RANK and the WORLD_SIZE"),
             Promise("nodes", 1, "two tasks on one node"))),
         CourseJob("02", "container-probe", "02_containers_and_envs", container_probe_job(), variable="probe",
                   promises=(Promise("gpus_visible", 1, "one GCD inside the PyTorch container"),)),
-        CourseJob("03", "lm-first", "03_first_training_job", first_lm_job(scratch_dir / "03-lm.pt"),
-                  promises=_one_gcd_promises()),
-        CourseJob("04", "watched", "04_watching_the_gpu", watched_lm_job(scale), promises=_one_gcd_promises()),
-        CourseJob("05", "lm-profiled", "05_logging_and_profiling", profiled_lm_job(), variable="train",
-                  promises=_one_gcd_promises()),
-        CourseJob("07", "single", "07_several_gpus", resnet_job("single", scale=scale),
-                  promises=_one_gcd_promises()),
-        CourseJob("07", "ddp", "07_several_gpus", resnet_job("ddp", tasks=2, gpus=2, scale=scale), promises=(
+        CourseJob("03", "lm-first", "03_first_training_job", first, promises=_one_gcd_promises(first, s)),
+        CourseJob("04", "watched", "04_watching_the_gpu", watched, promises=_one_gcd_promises(watched, s)),
+        CourseJob("05", "lm-profiled", "05_logging_and_profiling", profiled, variable="train",
+                  promises=_one_gcd_promises(profiled, s)),
+        CourseJob("07", "single", "07_several_gpus", single, promises=_one_gcd_promises(single, s)),
+        CourseJob("07", "ddp", "07_several_gpus", ddp, promises=(
             Promise("ranks", 2, "two Slurm tasks, one per GCD"),
-            Promise("gpus_visible", 1, "each process owns one GCD"),
+            Promise("device_local_rank", DEVICE_LOCAL_RANK.format(gcds=2),
+                    "each process sees both GCDs and uses device LOCAL_RANK"),
             Promise("cores_per_rank", 7, "7 cores per GCD"),
             Promise("disjoint_cores", True, "srun binds each rank's cores"),
             Promise("rccl_used", True, "only the gradients travel, summed by an all-reduce (RCCL on LUMI)"),
-            Promise("busy_power_w", 300, "one GCD doing useful work draws around 300 W"))),
+            *power_promises(ddp, s))),
         CourseJob("07", "dp", "07_several_gpus", resnet_job("dp", gpus=2, epochs=1, scale=scale), promises=(
             Promise("ranks", 1, "one task with two GCDs"),
             Promise("gpus_visible", 2, "nn.DataParallel splits each batch over both GCDs"),
@@ -190,6 +229,13 @@ def course_jobs(modules: list[str] | tuple[str, ...] | None = None, *, site: Sit
         CourseJob("08", "ddp-2nodes", "08_several_nodes", two_node_ddp_job(), variable="ddp", promises=(
             Promise("ranks", 2, "one rank per node"),
             Promise("nodes", 2, "each rank says where it runs: two nodes"))),
+        CourseJob("08", "gpu-2nodes", "08_several_nodes", two_node_gpu_job(scale), promises=(
+            Promise("ranks", 2, "one rank per node, one GCD each"),
+            Promise("nodes", 2, "two nodes"),
+            Promise("gpus_visible", 1, "each rank's PyTorch sees its one GCD"),
+            Promise("rccl_transport", RCCL_OVER_SLINGSHOT,
+                    "RCCL talks between the nodes over Slingshot: aws-ofi-rccl with the CXI provider, not the "
+                    "socket fallback"))),
     ]
     if modules is None:
         return jobs
@@ -214,9 +260,11 @@ def course_job(module: str, key: str, *, site: Site | str | None = None,
 BUILDERS: dict[str, Callable[..., JobSpec]] = {
     "ranks_job": ranks_job, "container_probe_job": container_probe_job, "lm_job": lm_job,
     "first_lm_job": first_lm_job, "profiled_lm_job": profiled_lm_job, "resnet_job": resnet_job,
-    "torchrun_job": torchrun_job, "two_node_ddp_job": two_node_ddp_job, "watched_lm_job": watched_lm_job}
+    "torchrun_job": torchrun_job, "two_node_ddp_job": two_node_ddp_job, "two_node_gpu_job": two_node_gpu_job,
+    "watched_lm_job": watched_lm_job}
 
-__all__ = ["BUILDERS", "CONTAINER_PROBE", "CourseJob", "FULL_SCALE_SITES", "Promise", "RANKS_PROGRAM", "RESNET_SIZES",
-           "TORCHRUN",
-           "container_probe_job", "course_job", "course_jobs", "first_lm_job", "lm_job", "profiled_lm_job",
-           "ranks_job", "resnet_job", "scale_for", "torchrun_job", "two_node_ddp_job", "watched_lm_job"]
+__all__ = ["BUILDERS", "CONTAINER_PROBE", "CourseJob", "DEVICE_LOCAL_RANK", "FULL_SCALE_SITES", "Promise",
+           "RANKS_PROGRAM", "RCCL_OVER_SLINGSHOT", "RESNET_SIZES", "TORCHRUN",
+           "container_probe_job", "course_job", "course_jobs", "first_lm_job", "lm_job", "owns_whole_node",
+           "power_promises", "profiled_lm_job", "ranks_job", "resnet_job", "scale_for", "torchrun_job",
+           "two_node_ddp_job", "two_node_gpu_job", "watched_lm_job"]

@@ -79,7 +79,9 @@ JobBuilder(["python", "train.py"], site=site)
 # ## Run a job
 #
 # `launch` sends the job to this site's backend: Slurm on LUMI, local processes on a laptop. Every launch gets its
-# own run folder with a manifest and one log per rank.
+# own run folder with a manifest and one log per rank. The command is this notebook's own Python (`sys.executable`,
+# the workbook's venv) and it runs in the course container (`container="pytorch"`), as every later module's job does:
+# the venv is built inside that image and works only there. Where a site has no containers (a laptop) it runs as it is.
 
 # %%
 import sys
@@ -87,7 +89,8 @@ import sys
 from lumikit.launch import launch
 
 job = spec([sys.executable, "-c", "import os, socket; print('rank', os.environ['RANK'], 'of', "
-            "os.environ['WORLD_SIZE'], 'on', socket.gethostname())"], ntasks_per_node=2, time="0:05:00")
+            "os.environ['WORLD_SIZE'], 'on', socket.gethostname())"], ntasks_per_node=2, time="0:05:00",
+           container="pytorch")
 run = launch(job)
 print(mode_line(), "->", run.wait(timeout=120))
 for rank in range(2):

@@ -107,7 +107,7 @@ card.table()[["node", "gcd", "samples", "busy_mean_pct", "power_mean_w", "vram_p
 # %%
 for finding in card.findings:
     print(f"[{finding['node']}] {finding['message']}")
-print({k: card.billing.get(k) for k in ("billed_gpu_hours", "computing_gpu_hours")})
+print(card.billing_line())
 
 # %% [markdown]
 # ## Predict, then measure: energy

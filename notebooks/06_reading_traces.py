@@ -424,6 +424,137 @@ section_table(before_after, "critical path and its categories, per step").query(
 # and compare the two traces with `lumikit trace diff before/ after/`.
 
 # %% [markdown]
+# ## How fast could each kernel go? A roofline for MI250X
+#
+# The critical path says which kernels the step waits for. A **roofline** says how much faster each of them could
+# run, and what holds it back. Each kernel is one point:
+#
+# - **x**, its *arithmetic intensity*: the FLOPs it computed per byte it moved to and from HBM;
+# - **y**, the FLOP/s it reached (FLOPs / its time).
+#
+# Two roofs bound every point. The **bandwidth roof** (y = x x HBM bytes per second) and the **compute roof** (the
+# peak FLOP/s of the unit the kernel ran on: the matrix cores for a BF16 GEMM, the vector units for an elementwise
+# kernel). They meet at the **ridge point**. Left of it a kernel is *memory-bound*: only more FLOPs per byte (a
+# bigger tile, more tokens per call, fused kernels) can lift it. Right of it, it is *compute-bound*. On one MI250X
+# GCD the BF16 matrix ridge point is 191.5 TFLOP/s / 1.6 TB/s = 120 FLOPs per byte.
+#
+# The FLOPs and bytes come from hardware counters: `SQ_INSTS_VALU_*` and `SQ_INSTS_VALU_MFMA_MOPS_*` count the
+# instructions, and the `TCC_EA_*` requests count the bytes that moved between the L2 cache and HBM. The
+# formulas are rocprof-compute's for MI200 (`lumikit/rocprof/roofline.py` cites them). gfx90a counts at most 8 SQ,
+# 4 TCP and 4 TCC counters in one pass, so `profile="roofline"` runs the program three times with the passes
+# rocprof-compute uses. This is the rank script it renders for LUMI. It is printed here, **not run**; on LUMI
+# the `pass_1/` ... `pass_3/` folders under `profile/rank0/` are the **expected** result.
+
+# %%
+from lumikit.jobs import rank_script, workload_spec
+from lumikit.jobs.profiling import ROOFLINE_PASSES, input_file_text
+from lumikit.site import load_site
+
+roofline_job = workload_spec("lm", "--model-size", "medium", gcds=1, time="0:15:00", profile="roofline",
+                             profile_steps=10)
+print("rank script on LUMI (expected, not run here):\n ", rank_script(roofline_job, load_site("lumi")))
+print("\nthe input file it writes first, one pmc: line per pass:")
+print(input_file_text(ROOFLINE_PASSES))
+
+# %% [markdown]
+# **How to read it:** `rocprofv3 -i <file>` runs the program once per `pmc:` line. Each pass counts its own
+# counters, which is why `LUMIKIT_MAX_STEPS=10` matters three times over. `lumikit rocprof roofline
+# <run>/profile/rank0` joins the passes by dispatch.
+#
+# No public rocprofv3 output with these counters exists that this workbook could ship: the counter files in its
+# real fixtures hold none of them. So the next cell writes a **generated** roofline run of the course's kernels.
+# Their FLOPs and bytes are derived from their shapes, and their times from assumed shares of the measured
+# ceilings (`lumikit/rocprof/course_counters.py` gives every formula). It is not a recording.
+
+# %%
+import pandas as pd
+
+from lumikit.rocprof.course_counters import course_kernels, write_course_counters
+from lumikit.rocprof.roofline import read_roofline
+
+roof_run = read_roofline(write_course_counters(run.path / "generated-roofline"))
+print("generated counters, derived from shapes (not recorded):", roof_run.source)
+pd.DataFrame([{"kernel": k.name, "what (shapes)": k.what} for k in course_kernels()]).set_index("kernel")
+
+# %%
+points = roof_run.table()
+xy = points[["kernel", "dispatches", "arithmetic_intensity", "flops_per_s", "roof", "bound", "pct_of_roof"]]
+xy = xy.rename(columns={"arithmetic_intensity": "x: FLOPs per HBM byte", "flops_per_s": "y: FLOP/s",
+                        "pct_of_roof": "% of its roof"})
+xy.round({"x: FLOPs per HBM byte": 3, "% of its roof": 1})
+
+# %% [markdown]
+# **How to read it:** this table answers the question a LUMI learner asked at a course: "the x and y coordinate
+# for each kernel". `roof` is the peak the kernel is held against and `bound` the side of the ridge point it is
+# on. `% of its roof` is how close it came to the lower of its two roofs at its x. The two big GEMMs are right of
+# the ridge point, compute-bound, at the 62 % of peak the generator gives them. The QKV projection for 32 decode
+# tokens is a GEMM too, but with 28.8 FLOPs per byte it sits left of the BF16 ridge point (120). It reaches only
+# 15 % of even its memory roof: a 4 µs kernel is held by its launch and ramp-up. The batch norm and the residual
+# add do a FLOP or less per element, so they are memory-bound by nature. The all-reduce reaches 9 % of its roof:
+# its pace is set by the link to the other GCD (50 GB/s), not by HBM. `rl.table()` has all the columns. Export it
+# for your own plot, or use `lumikit rocprof roofline <run> --csv points.csv`:
+
+# %%
+points.to_csv(run.path / "roofline-points.csv", index=False)
+print("wrote", (run.path / "roofline-points.csv").relative_to(run.path), "with", len(points), "kernels")
+
+# %%
+from lumikit.rocprof.plots import plot_roofline
+
+plot_roofline(roof_run, generated=True)
+
+# %% [markdown]
+# **How to read it:** solid lines are the published peaks of one GCD (the site profile, `lumikit/sites/lumi.toml`);
+# dashed lines are measured ceilings (rocprof-compute's own MI200 test data and an AMD instructor at a LUMI course);
+# the numbers in brackets point to the sources under the plot. A point on a line runs as fast as that roof allows.
+# A point far below its roof (the QKV projection, the all-reduce) is held back by something the roofline does not
+# draw: launch latency, or a link. Moving a point right (more FLOPs per byte) is the only way past the bandwidth
+# roof.
+#
+# ### Your own trace: a roofline from shapes
+#
+# Without counters, a torch profiler trace recorded with `record_shapes=True` still gives each operator's FLOPs and
+# bytes from its tensor shapes (`lumikit rocprof roofline TRACE.json`). The cell profiles three steps of the small
+# model above again, this time with shapes.
+
+# %% tags=["nbval-ignore-output"]
+from lumikit.profiler import trace_files
+from lumikit.rocprof.shape_roofline import shape_roofline
+
+with profile_steps(enabled=True, rank=0, out_dir=run.path / "shapes-profile", schedule="1,1,3,1",
+                   record_shapes=True) as prof:
+    for _ in range(5):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        prof.step()
+own_roof = shape_roofline(trace_files(run.path / "shapes-profile")[-1])
+print(f"your trace ({device}):", *own_roof.notes, sep="\n- ")
+own_roof.table()[["kernel", "dispatches", "flops", "hbm_bytes", "arithmetic_intensity", "flops_per_s",
+                  "bound"]].round({"arithmetic_intensity": 2})
+
+# %% [markdown]
+# **How to read it:** one row per operator and shape: the forward pass's two `addmm`, the backward pass's `mm`,
+# the ReLU and its backward (`threshold_backward`), and SGD's `add_` on each parameter. The **cache assumption**
+# is the first note: every input read from HBM once and every output written once. So x is an upper bound: real
+# traffic (counters) can only move a point left. On this machine the times are the CPU's, so y is what the CPU
+# reached.
+
+# %% tags=["nbval-ignore-output"]
+own_figure = plot_roofline(own_roof)
+own_figure.axes[0].set_title(f"From shapes, your trace ({device}): x from shapes, y from "
+                             + ("the GPU's kernel times" if device == "cuda" else "CPU times, not a GPU's"))
+own_figure
+
+# %% [markdown]
+# **How to read it:** the roofs are still one MI250X GCD's, so on a CPU-only machine the points sit far below
+# them: a laptop core is not a GCD. Compare x, not y. The FP32 GEMMs of this tiny model have 4 to 10 FLOPs per
+# byte, left of the FP32 matrix ridge point (47.9 / 1.6 = 30): too small to keep the matrix cores busy even on
+# LUMI. On a LUMI GCD the same cell
+# takes y from the kernels each operator launched, and the points show how close they came.
+
+# %% [markdown]
 # ## Key points
 #
 # - Idle time says the GPU waited; the host side says for what.

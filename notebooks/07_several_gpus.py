@@ -14,7 +14,7 @@
 # | way | processes | what happens in every step |
 # |---|---|---|
 # | `nn.DataParallel` (DP) | **one** | the batch is split over the GPUs; the model is copied to every GPU, the outputs and gradients are gathered on GPU 0; one Python process (one GIL) drives all GPUs with threads |
-# | `DistributedDataParallel` (DDP), one task per GCD | **one per GCD** (`srun --ntasks-per-node=2`) | each process owns a model replica and its own batch; only the gradients travel, summed by an all-reduce (RCCL on LUMI) that overlaps the backward pass |
+# | `DistributedDataParallel` (DDP), one task per GCD | **one per GCD** (`srun --ntasks-per-node=2`) | each process sees both GCDs and uses device `LOCAL_RANK`, with its own model replica and batch; only the gradients travel, summed by an all-reduce (RCCL on LUMI) that overlaps the backward pass |
 # | DDP started by `torchrun` | one Slurm task that starts one process per GCD | the same DDP, with `torchrun` (not Slurm) setting `RANK`, `LOCAL_RANK` and `WORLD_SIZE` |
 #
 # PyTorch's documentation of `DataParallel` recommends DDP instead, even on one node. The CSC summer school compares
@@ -291,7 +291,8 @@ print(compare(trained, single_metrics.result["mean_step_time_s"],
 # - Each GCD has 64 GB of memory; watch it with `rocm-smi` (module 04). DP is expected to keep more on GCD 0, where
 #   it gathers.
 # - One GCD doing useful work draws around 300 W, shown once per MI250X package on the even GCD (real reading:
-#   324 W, `reference.load("rocm-smi-one-gcd-busy")`, LUMI AI workshop).
+#   324 W, `reference.load("rocm-smi-one-gcd-busy")`, LUMI AI workshop). That is a promise only for a job that owns
+#   its whole node: on small-g the package's power can include another user's GCD.
 # - The CSC summer school's lecture (csc-training/summerschool, `hpc-ai/docs/03-gpu-computation.md`) *estimates*
 #   ResNet-152 on one GCD: 60.2 M parameters, 11.5 GFLOP per forward pass, 3 × that per trained image, about 180 s
 #   for one epoch of CIFAR-100 at 224×224 at 40 % of peak, and about 24 GB of VRAM at batch 128. These are

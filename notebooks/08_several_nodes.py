@@ -195,6 +195,11 @@ for rank in range(ddp.total_tasks):
 # because the last loss is averaged over the ranks with an all-reduce. If `MASTER_ADDR` were missing or wrong, the
 # ranks would wait at the rendezvous until the timeout and the job would fail.
 #
+# `ddp_check` talks over gloo on the CPUs. The course's GPU job over two nodes is `course_job("08", "gpu-2nodes")`:
+# the ResNet with DDP, one task and one GCD per node, so every all-reduce crosses the network. Its promise is that
+# RCCL's log shows aws-ofi-rccl with the CXI provider (`ofi/cxi`), never the socket fallback; `lumikit rehearse`
+# runs it and checks that promise.
+#
 # A real 8-rank job on LUMI (the LUMI AI workshop's GPT-neo fine-tuning, one task per GCD, no torchrun) printed
 # the same kind of lines; its Slurm output shows the master every rank met and each rank's view of the node:
 

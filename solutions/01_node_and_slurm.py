@@ -50,7 +50,7 @@ print(f"your GCD: k = {k}")
 # Exercise 01.2: Which cores and which NUMA domain sit next to GCD `k`? Store the core numbers (a list) in
 # `cores_k` and the NUMA domain (an int) in `numa_k`.
 # Hint: GCD numbers are not core groups: GCD k is not next to cores 8k to 8k+7; the site profile maps each GCD to its cores.
-# Tool: `site.node.gcd(k)` (its `.cores` and `.numa`).
+# Tool: the node's GCD objects in the site profile (`site.node.gcd`), with their `.cores` and `.numa`.
 gcd = site.node.gcd(k)
 cores_k = list(gcd.cores)
 numa_k = gcd.numa
@@ -84,7 +84,7 @@ print(rejected)
 # Exercise 01.3: Which field of `rejected` breaks LUMI's rules? Store its name (e.g. "time") in `bad_field`, and a
 # corrected copy of the job (same nodes, GCDs and tasks) in `fixed_job`.
 # Hint: LUMI checks each field against the node; the fix keeps the job's shape and gives each task what sits next to its GCD.
-# Tool: `problems(rejected, site)` lists the rules broken (each with a `.field`); `rejected.with_(name=value)` makes a changed copy.
+# Tool: lumikit's `problems` lists the rules a job breaks (each with a `.field`); a job's `.with_` makes a changed copy.
 found = problems(rejected, site)
 for err in found:
     print(err)
@@ -150,7 +150,7 @@ for out in (topo, cpus):
 # Exercise 01.T1: From the two outputs above, derive the CPU mask of every GCD (GCD 0 first) as hex strings such as
 # "0x00fe000000000000", and store the list in `derived_masks`.
 # Hint: GCD -> NUMA from the first output; a NUMA domain's first 16 cores (lscpu) are two groups of 8; the first core of each group is reserved.
-# Tool: a mask sets bit n for core n: `hex(sum(1 << c for c in cores))`.
+# Tool: a mask sets bit n for core n (a shift, `1 << n`); Python's `hex` prints an int in hex digits.
 numa_of = {d.index: d.numa_node for d in parse_smi(topo.text).devices}
 first_core = {}
 for line in cpus.text.splitlines():
@@ -220,7 +220,8 @@ print(f"your local rank: r = {r}")
 # Exercise 01.4: Build a one-node job on standard-g that follows the rule (one rank per GCD, 7 cores each, bound
 # with `cpu_bind="auto"`) and store it in `rule_job`. Then store the mask that `taskset -p $$` prints in local
 # rank `r` (hex digits, as taskset prints them) in `rank_mask`.
-# Hint: `rank_table(rule_job, site)` lists every rank: devices seen, the device used, its GCD, cores and mask.
+# Hint: every rank gets one GCD and the cores next to it; its mask is those cores as bits.
+# Tool: lumikit's `rank_table` lists every rank of a job: devices seen, the device used, its GCD, cores and mask.
 rule_job = spec(["python", "train.py"], partition="standard-g", gpus_per_node=8, ntasks_per_node=8, cpus_per_task=7,
                 cpu_bind="auto", time="0:30:00")
 table = rank_table(rule_job, site)

@@ -93,7 +93,7 @@ print(base_versions)
 # Exercise 02.4: Write the lines of a pip constraints file that stop `pip install` from replacing the base's
 # torch and numpy. Store them, one string per package, in the list `pins`.
 # Hint: a lower bound lets pip upgrade; only an exact version keeps the base's package.
-# Tool: one line `name==version` per package of `base_versions`.
+# Tool: pip's constraint lines (PEP 440 operators), one per package, read from `base_versions`.
 pins = [f"{name}=={version}" for name, version in base_versions.items()]
 print("\n".join(pins))
 

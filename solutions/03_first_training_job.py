@@ -46,7 +46,7 @@ print(f"first job: {len(first_metrics)} metric rows; resumed job: {len(resumed_m
 # Exercise 03.1: From the first job's per-step times (`step_times`, seconds), what is the step time once warm
 # (`warm_step_s`), and how much longer than that did the first step take (`first_step_overhead_s`)?
 # Hint: the first step is not like the others: leave it out before you average; the overhead is how much longer step 1 took.
-# Tool: `statistics.median(step_times[1:])`.
+# Tool: Python's `statistics` module; a median is not moved by one odd step.
 warm_step_s = statistics.median(step_times[1:])
 first_step_overhead_s = step_times[0] - warm_step_s
 print(f"warm step: {warm_step_s * 1000:.1f} ms, first step: {step_times[0] * 1000:.1f} ms "
@@ -71,7 +71,7 @@ checks.check_resume(continued_at, steps_trained, first_steps, resumed_steps)
 # %% tags=["solution"]
 # Exercise 03.3: On LUMI this job would get `--time=0:15:00`. Keeping 60 s for start-up and the last checkpoint,
 # how many whole steps at the warm step time of 03.1 fit? Store the number in `steps_that_fit`.
-# Hint: seconds of --time, less the reserve, divided by the warm step time; a step that does not finish does not count.
+# Hint: the time limit, less a reserve, has room for a whole number of warm steps; a step that does not finish does not count.
 # Tool: `parse_time` (lumikit.jobs) turns a Slurm time into seconds; `math.floor`.
 steps_that_fit = math.floor((parse_time("0:15:00") - 60) / warm_step_s)
 print(f"{parse_time('0:15:00') - 60} s / {warm_step_s * 1000:.1f} ms per step -> {steps_that_fit:,} steps")
@@ -180,7 +180,7 @@ sh("sbatch broken.sh", cluster, cwd=workdir);  # Slurm's own answer to the first
 # `sh("sbatch --parsable fixed.sh", cluster, cwd=workdir)` and store the result in `fixed_submit`; wait for the job
 # (`wait_for_job(job_id, cluster)`) and print its output file.
 # Hint: the value of `--account` must be the project itself; each GPU gets its own task.
-# Tool: `--tasks-per-node` equal to `--gpus-per-node`, `--cpus-per-task` divided to match.
+# Tool: the `#SBATCH` options for the account, the tasks per node and the CPUs per task (`man sbatch`).
 fixed_text = (broken_script.replace("--account=--account=", "--account=")
               .replace("--tasks-per-node=1", f"--tasks-per-node={gpus}")
               .replace(f"--cpus-per-task={cores_per_task * gpus}", f"--cpus-per-task={cores_per_task}"))

@@ -41,7 +41,7 @@ checks.check_starved_gcd(starved_gcd)
 # %% tags=["solution"]
 # Exercise 04.2: Which GCDs print a power reading at all (`power_gcds`, a list), and what is each package's mean
 # power over the session (`package_power_w`, a dict package -> watts)?
-# Hint: power is measured per package of two GCDs: the odd GCDs print N/A.
+# Hint: power is measured per package, not per GCD: see which rows carry a number.
 # Tool: drop the rows whose `power_w` is missing (`dropna`), then group by `package`.
 with_power = ddp_table.dropna(subset=["power_w"])
 power_gcds = sorted(int(i) for i in with_power["index"].unique())
@@ -117,7 +117,7 @@ checks.check_waiting_outcome(waiting_outcome, waiting_prediction,
 # Exercise 04.4: What does lumikit's interpretation call the `waiting` snapshot (`finding_kind`, the finding's
 # kind), and are its GCDs computing (`computing`, True or False)?
 # Hint: 100 % GPU% at near-idle power: is the GCD doing arithmetic?
-# Tool: `interpret(waiting)` returns findings with a `kind`.
+# Tool: lumikit's `interpret` returns findings, each with a `kind`.
 findings = interpret(waiting)
 for finding in findings:
     print(f"[{finding.kind}] {finding.message}")

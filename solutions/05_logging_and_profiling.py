@@ -65,7 +65,7 @@ checks.check_step_shares(backward_share, optimizer_share, phases)
 # %% tags=["solution"]
 # Exercise 05.3: Which operator spent the most self time in the recorded steps? Store its name (e.g. "aten::add") in `top_op`.
 # Hint: self time leaves out the operators called inside; total time counts them.
-# Tool: `op_summary(ops)` and its `self_us` column.
+# Tool: lumikit's `op_summary` of the operators, and its `self_us` column.
 ranking = op_summary(ops)
 top_op = ranking.loc[0, "name"]
 print(ranking.head(3)[["name", "calls", "total_us", "self_us", "self_share"]].round(3))
@@ -332,7 +332,7 @@ print(run_numbers, load_site("lumi").hardware["gcd_peak_tflops"])
 
 # %% tags=["solution"]
 # Exercise 05.P1: What was the run's MFU (0-1)? Store it in `mfu`.
-# Hint: FLOPs per step / step time / one GCD's peak for the precision the run used.
+# Hint: MFU compares the arithmetic a step does per second with what one GCD could do at the precision the run used.
 peaks = load_site("lumi").hardware["gcd_peak_tflops"]
 mfu = run_numbers["flops_per_step"] / run_numbers["step_s"] / (peaks[run_numbers["precision"]] * 1e12)
 

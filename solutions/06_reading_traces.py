@@ -25,7 +25,7 @@ print("ranks:", analyzer.ranks, "· steps:", analyzer.get_profiler_steps())
 # %% tags=["solution"]
 # Exercise 06.1: Which kernel class (compute, communication or memory) takes the most GPU time on rank 0? Store it in `top_class`.
 # Hint: GPU time per kernel class, for the rank asked about.
-# Tool: `analyzer.get_kernel_breakdown()` (`kclass`, `total_us`).
+# Tool: the analyzer's kernel breakdown (its `kclass` and `total_us` columns).
 breakdown = analyzer.get_kernel_breakdown()
 rank0 = breakdown[breakdown["rank"] == 0]
 top_class = str(rank0.loc[rank0["total_us"].idxmax(), "kclass"])
@@ -37,8 +37,8 @@ checks.check_top_kernel_class(top_class, analyzer.get_kernel_breakdown(), rank=0
 
 # %% tags=["solution"]
 # Exercise 06.2: Which rank is the straggler, and how long (µs per step) do the other ranks wait for it? Store them in `straggler` and `wait_us`.
-# Hint: the straggler arrives last at each all-reduce, so it waits least in communication; the others wait the difference.
-# Tool: `analyzer.get_stragglers()` (`mean_comm_us`).
+# Hint: the straggler arrives last at each all-reduce, so it waits there least; the others wait the difference.
+# Tool: the analyzer's straggler table (its `mean_comm_us` column).
 stragglers = analyzer.get_stragglers()
 straggler = int(stragglers.loc[stragglers["straggler_steps"].idxmax(), "rank"])
 others = stragglers[stragglers["rank"] != straggler]
@@ -195,7 +195,7 @@ print("generated trace, GPU idle:", f"{idle_trace.get_temporal_breakdown()['idle
 # %% tags=["solution"]
 # Exercise 06.P1: Which cause holds the most GPU idle time in `idle_trace`, and how many µs? Store the cause, as the `cause` column writes it, in `top_cause` and its idle time in `top_cause_us`.
 # Hint: each gap has one cause; a cause's time is the sum of its gaps, whatever their number or length.
-# Tool: `idle_causes_table(idle_trace)` (`cause`, `idle_us`, `gaps`).
+# Tool: lumikit's `idle_causes_table` of the trace (its `cause`, `idle_us` and `gaps` columns).
 causes = idle_causes_table(idle_trace)
 top = causes.loc[causes["idle_us"].idxmax()]
 top_cause, top_cause_us = str(top["cause"]), float(top["idle_us"])
@@ -221,7 +221,7 @@ print("candidates:", checks.WHAT_IF_CANDIDATES)
 # %% tags=["solution"]
 # Exercise 06.P2: Which of `checks.WHAT_IF_CANDIDATES`, made 2x faster, shortens the critical path of `what_if_trace` the most, and by how many percent? Store the name in `best_op` and the gain in `gain_pct`.
 # Hint: measure, do not estimate: work beside the path gains nothing, and work on it gains only until another branch becomes the longest.
-# Tool: `analyzer_critical_path(what_if_trace, rank, what_if=["NAME=2", ...])` and `what_if_table(result)` (`speedup_pct`).
+# Tool: `analyzer_critical_path` with its `what_if=` scalings, and `what_if_table` of the result (`speedup_pct`).
 result = analyzer_critical_path(what_if_trace, what_if_trace.ranks[0],
                                 what_if=[f"{name}=2" for name in checks.WHAT_IF_CANDIDATES])
 measured = what_if_table(result)
@@ -241,3 +241,36 @@ checks.check_what_if(best_op, gain_pct)
 # 0's chain until it is shorter than the all-reduce's branch; from then on the all-reduce is on the path, so the
 # gain stops at the difference between the two branches. `optimizer_step` runs after the sync, alone on the path,
 # so all of its halved time is saved. Which of the two wins depends on your trace: the what-if table says.
+
+# %% [markdown]
+# ## A roofline: which matrix kernel waits on memory?
+#
+# The setup writes **generated** roofline counters for the course's kernels. They are derived from each kernel's
+# shapes, not recorded. They sit in the `pass_1/` ... `pass_3/` folders that `rocprofv3 -i` writes and are read
+# with rocprof-compute's MI200 formulas. The QKV projection's token count is chosen for you. Each kernel's
+# intensity (FLOPs per HBM byte) is compared with the **ridge point** of its roof: the roof's published peak FLOP/s
+# divided by the published HBM peak. That is the lowest intensity at which the kernel could reach that peak.
+
+# %%
+from lumikit.rocprof.roofline import peaks, read_roofline
+
+rl = read_roofline(checks.write_roofline_exercise(run.path / "generated-roofline"))
+points = rl.table()
+print("generated counters (from the kernels' shapes, not recorded):", rl.source)
+print(points[["kernel", "dispatches", "flops", "hbm_bytes", "l2_bytes", "arithmetic_intensity", "flops_per_s",
+              "dominant", "roof", "bound"]].to_string(index=False))
+print("\n".join(f"{r.name}: {r.value:.4g}" for r in peaks()))
+
+# %% tags=["solution"]
+# Exercise 06.R1: Of the matrix kernels in `points` (their `dominant` starts with `mfma`), which one has the arithmetic intensity furthest below the ridge point of its roof, and by what factor? Store its name in `memory_bound_kernel` and the factor (ridge point / intensity) in `below_ridge`.
+# Hint: the ridge point is in FLOPs per byte: the roof's peak FLOP/s over the peak HBM bytes per second. The roofline's x counts the bytes that moved to and from HBM.
+# Tool: `peaks()` (the `HBM, peak` roof and `<roof>, peak`, e.g. `BF16 matrix, peak`); the table's `roof`, `flops` and `hbm_bytes` columns.
+peak = {r.name.removesuffix(", peak"): r.value for r in peaks()}
+matrix = points[points["dominant"].str.startswith("mfma")]
+factors = {row.kernel: peak[row.roof] / peak["HBM"] / (row.flops / row.hbm_bytes) for row in matrix.itertuples()}
+memory_bound_kernel = max(factors, key=factors.get)
+below_ridge = float(factors[memory_bound_kernel])
+print({k: round(v, 2) for k, v in factors.items()})
+
+# %% tags=["check"]
+checks.check_memory_bound_gemm(memory_bound_kernel, below_ridge, points)

@@ -291,8 +291,9 @@ pd.DataFrame(links_table("lumi")).T[["gb_s", "description"]]
 # Exercise 07.7: From `output`, store the two physical GCDs of the job in `pair_gcds` (a list), the name of the link
 # between them (a key of the table above) in `pair_link`, and the largest out-of-place bus bandwidth as a share of
 # that link's peak in `busbw_fraction`.
-# Hint: `gcds_of(parse_collbench(output), "lumi")` reads the bus ids; GCDs with the same `package` in the site
-# profile share an MI250X; `bench.peak.busbw` is the largest bus bandwidth.
+# Hint: the output's bus ids say which GCDs ran; two GCDs of one MI250X share a package; the largest messages measure
+# the link.
+# Tool: lumikit's `parse_collbench` and `gcds_of`; the site profile's GCDs (their `package`) and links.
 bench = parse_collbench(output, "07.7")
 pair_gcds = sorted(gcds_of(bench, "lumi").values())
 packages = {site_gcd.package for site_gcd in load_site("lumi").node.gcds if site_gcd.index in pair_gcds}

@@ -155,7 +155,7 @@ report = "echo $SLURM_PROCID $SLURMD_NODENAME ROCR_VISIBLE_DEVICES=$ROCR_VISIBLE
 # Exercise 08.T1: Run `report` in every task of a job on 2 nodes with `tasks_per_node` tasks per node and one GPU per
 # task, with `sh(...)`; store the result in `visibility_run`.
 # Hint: one task per GPU on each of the two nodes; the report prints where each task ran.
-# Tool: `srun --nodes=2 --ntasks-per-node=... --gpus-per-task=1 ...`.
+# Tool: srun's options for the nodes, the tasks per node and the GPUs each task gets.
 visibility_run = sh(f"srun --partition={partition} --nodes=2 --ntasks-per-node={tasks_per_node} --gpus-per-task=1 "
                     f"--time=1 bash -c '{report}' | sort -n", cluster, timeout=200)
 
@@ -272,8 +272,9 @@ print(baseline["two_nodes"][:700])
 # Exercise 08.5: Read both outputs. Store the largest out-of-place bus bandwidth inside one node in `node_busbw`,
 # the one across two nodes in `cross_busbw`, and the name of the link that limits the two-node run (a key of the
 # site's `[hardware.links]`) in `bottleneck`.
-# Hint: `parse_collbench(text)` reads an output; `.peak.busbw` is the largest bus bandwidth; `link_for(bench, "lumi")`
-# says which link the ranks crossed.
+# Hint: the largest messages measure the links, the smallest the latency; across nodes the run is limited by the slowest
+# link its traffic crosses, one that traffic inside a node never uses.
+# Tool: lumikit's `parse_collbench` reads an output (its `.peak`), and `link_for` names the link a run crossed.
 one_node = parse_collbench(baseline["one_node"], "one node")
 across = parse_collbench(baseline["two_nodes"], "two nodes")
 node_busbw, cross_busbw = one_node.peak.busbw, across.peak.busbw

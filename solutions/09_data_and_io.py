@@ -71,7 +71,7 @@ print(f"{len(snapshots)} snapshots of {len(snapshots[0].devices)} GCDs")
 
 # %% tags=["solution"]
 # Exercise 09.1: How many times faster was reading the one .npy file than reading the same images as small files? Store the ratio in `speedup`.
-# Hint: how many times faster: the slower time over the faster.
+# Hint: a speed-up says how many times faster one way is: a ratio of the two times, above 1 when it helps.
 speedup = small_files_s / one_file_s
 print(f"one file is {speedup:.1f} times faster")
 
@@ -92,7 +92,7 @@ checks.check_why_small_files(why_small_files)
 # %% tags=["solution"]
 # Exercise 09.2: From `step_times` (workers -> mean step time), how many workers are enough: the fewest whose step time is within 10 % of the best? Store it in `workers_enough`.
 # Hint: enough is where more workers stop paying: the fewest within 10 % of the best step time.
-# Tool: `min(step_times.values())` gives the best time.
+# Tool: the dict's smallest value is the best time; compare every count's time with it.
 best = min(step_times.values())
 workers_enough = min(w for w, t in step_times.items() if t <= 1.10 * best)
 print(f"best {best:.4f} s per step; {workers_enough} worker(s) are enough")

@@ -189,3 +189,100 @@ def test_rccl_lines_in_a_ranks_log_say_rccl_was_used_and_name_the_transport(tmp_
     found = rccl_summary(tmp_path)
     assert (found["nccl_info_lines"], found["transport"]) == (3, "ofi")
     assert measure("rccl_used", SEEN, found, {}) == (True, "transport ofi, network AWS Libfabric")
+
+
+# ------------------------------------------------------------------------------------------------ 07's device rule
+
+BOTH = [{"rank": r, "node": "nid005001", "gpus_visible": 2, "local_rank": r, "gcds": ["0", "1"]} for r in (0, 1)]
+
+
+def test_ddp_ranks_that_see_both_gcds_and_use_local_rank_keep_module_07s_promise():
+    (promise,) = [p for p in {j.key: j for j in cj.course_jobs(["07"])}["ddp"].promises if p.key == "device_local_rank"]
+    measured, note = measure("device_local_rank", BOTH, NO_RCCL, {})
+    assert (measured, verdict(promise, measured)) == ("sees 2 GCDs, uses device LOCAL_RANK", "holds")
+    assert note == ("rank 0 sees 2 (PyTorch), LOCAL_RANK 0 -> GCD 0; rank 1 sees 2 (PyTorch), LOCAL_RANK 1 -> GCD 1")
+
+
+def test_without_pytorchs_gpus_slurms_variables_show_the_same_rule():
+    """lumi-sim: torch sees no GPU, but Slurm gives each task ROCR_VISIBLE_DEVICES=0,1."""
+    cpu_only = [dict(o, gpus_visible=0) for o in BOTH]
+    measured, note = measure("device_local_rank", cpu_only, NO_RCCL, {})
+    assert measured == "sees 2 GCDs, uses device LOCAL_RANK" and "Slurm's GPU variables" in note
+
+
+def test_one_gpu_per_task_breaks_the_rule_and_says_how():
+    """--gpus-per-task=1: each rank sees one GCD, so device LOCAL_RANK=1 does not exist in rank 1."""
+    per_task = [dict(BOTH[0], gpus_visible=1, gcds=["0"]), dict(BOTH[1], gpus_visible=1, gcds=["0"])]
+    measured, _ = measure("device_local_rank", per_task, NO_RCCL, {})
+    assert measured == "rank 1: LOCAL_RANK 1 but it sees 1 GCD(s); ranks on nid005001 share GCD(s) 0"
+    assert verdict(cj.Promise("device_local_rank", "sees 2 GCDs, uses device LOCAL_RANK", ""), measured) == "differs"
+
+
+# ------------------------------------------------------------------------------------------------ 08's RCCL transport
+
+OFI_CXI = ("nid005001:1234:1234 [0] NCCL INFO NET/OFI Using aws-ofi-rccl 1.4.0\n"
+           "nid005001:1234:1234 [0] NCCL INFO NET/OFI Selected Provider is cxi (found 4 nics)\n"
+           "nid005001:1234:1234 [0] NCCL INFO Using network AWS Libfabric\n")
+SOCKET = ("nid005001:1234:1234 [0] NCCL INFO NET/Plugin : No plugin found (librccl-net.so)\n"
+          "nid005001:1234:1234 [0] NCCL INFO NET/Socket : Using [0]hsn0:10.253.1.1<0>\n"
+          "nid005001:1234:1234 [0] NCCL INFO Using network Socket\n")
+
+
+def test_the_two_node_gpu_job_passes_only_over_ofi_with_cxi(tmp_path):
+    from lumikit.rehearse import rccl_summary
+
+    (job,) = [j for j in cj.course_jobs(["08"]) if j.key == "gpu-2nodes"]
+    (promise,) = [p for p in job.promises if p.key == "rccl_transport"]
+    for log, expected in ((OFI_CXI, ("ofi/cxi", "holds")), (SOCKET, ("socket/-", "differs"))):
+        (tmp_path / "rank0.err").write_text(log)
+        measured, note = measure("rccl_transport", [], rccl_summary(tmp_path), {})
+        assert (measured, verdict(promise, measured)) == expected, note
+    (tmp_path / "rank0.err").write_text("rank 0/2 on nid005001: gloo\n")  # lumi-sim: no RCCL at all
+    measured, note = measure("rccl_transport", [], rccl_summary(tmp_path), {})
+    assert (measured, verdict(promise, measured)) == (None, "not measured") and "no RCCL here" in note
+
+
+def test_the_two_node_gpu_job_on_lumi_is_two_nodes_with_one_gcd_each_and_the_multinode_binds():
+    from lumikit.jobs.render import render_sbatch
+
+    job = cj.course_job("08", "gpu-2nodes", site="lumi")
+    assert (job.nodes, job.ntasks_per_node, job.gpus_per_node, job.cpus_per_task, job.container) == (
+        2, 1, 1, 7, "pytorch")
+    script = render_sbatch(job.with_(account="project_465000000"), "lumi", check=False)
+    assert "-B /opt/cray" in script and "NCCL_SOCKET_IFNAME" in script
+
+
+# ------------------------------------------------------------------------------------------------ power promises
+
+def test_power_is_promised_only_for_jobs_that_own_their_whole_node():
+    promised = [(j.title, j.spec.partition) for j in cj.course_jobs(site="lumi")
+                if any(p.key == "busy_power_w" for p in j.promises)]
+    assert all(cj.owns_whole_node(j.spec, "lumi") for j in cj.course_jobs(site="lumi")
+               if any(p.key == "busy_power_w" for p in j.promises)), promised
+    one_gcd = cj.course_job("03", "lm-first", site="lumi")
+    assert cj.power_promises(one_gcd, "lumi") == ()  # small-g: the package's other GCD may be someone else's
+    assert [p.key for p in cj.power_promises(one_gcd.with_(exclusive=True), "lumi")] == ["busy_power_w"]
+    whole = one_gcd.with_(partition="standard-g", gpus_per_node=8, mem_per_gpu=None)
+    assert [p.key for p in cj.power_promises(whole, "lumi")] == ["busy_power_w"]
+
+
+# ------------------------------------------------------------------------------------------------ the driver job
+
+def test_a_detached_rehearsal_is_one_small_cpu_job_running_the_rehearsal_into_its_folder(tmp_path):
+    from lumikit.rehearse import driver_spec
+
+    driver = driver_spec(LUMI, tmp_path, ["07", "08"], timeout=1800)
+    assert (driver.partition, driver.nodes, driver.ntasks_per_node, driver.cpus_per_task, driver.time) == (
+        "small", 1, 1, 1, "1:00:00")
+    assert driver.container is None  # it calls Slurm: the host-side launcher enters the container itself
+    assert driver.command[1:] == ("-m", "lumikit", "rehearse", "--site", LUMI.source, "--into", str(tmp_path),
+                                  "--timeout", "1800", "--licence", "CC-BY-4.0", "--json", "--modules", "07,08")
+    validate(driver.with_(account="project_465000000"), LUMI)
+
+
+def test_collecting_a_folder_that_is_not_a_rehearsal_names_the_fix(tmp_path):
+    from lumikit.errors import LaunchError
+    from lumikit.rehearse import collect
+
+    with pytest.raises(LaunchError, match="not a rehearsal folder; give the folder that `lumikit rehearse --detach`"):
+        collect(tmp_path)

@@ -23,7 +23,7 @@ from lumikit.testing.fuzz import (FAMILIES, InvalidJson, finite_json, fresh_seed
 CI_INPUTS_PER_FAMILY = 2500
 #: Readers added with issue 31 get a seeded sample here (a fixed seed, so a failure replays) and their fresh
 #: thousands in benchmarks/bench_fuzz.py.
-SAMPLED_FAMILIES = ("flightrec", "rccltests", "manifest", "markers")
+SAMPLED_FAMILIES = ("flightrec", "rccltests", "manifest", "markers", "counters")
 
 
 def test_ten_thousand_fresh_inputs_give_no_crash_hang_or_invalid_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -95,3 +95,14 @@ def test_the_new_readers_take_a_seeded_sample_without_crash_hang_or_invalid_json
         assert not problems, f"{r.family}: " + "\n".join(problems[:5])
         assert r.inputs == 300 and r.accepted > 0
         assert r.refused > 0 or r.family == "markers"  # a damaged marker line is skipped, never an error
+
+
+# -- the counters reader (issue 31): `rocprof counters` / `rocprof roofline` on counter CSVs, rocpd databases and
+# torch traces with shapes; its seeded sample is the test above (SAMPLED_FAMILIES)
+def test_the_counters_reader_is_fuzzed_on_each_of_its_formats() -> None:
+    from lumikit.testing.fuzz import family_seeds
+
+    assert "counters" in SAMPLED_FAMILIES
+    names = {s.name for s in family_seeds("counters", None)}
+    assert names >= {"312_counter_collection.csv", "77_counter_collection.csv", "77_results.db",
+                     "shapes.pt.trace.json"}

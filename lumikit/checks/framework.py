@@ -16,6 +16,7 @@ import inspect
 import json
 import math
 import numbers
+import re
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,16 +130,38 @@ def expect_answer(exercise: str, found: Any, what: str, *, hint: str | None = No
     return found
 
 
-def expect_equal(exercise: str, found: Any, expected: Any, *, what: str, hint: str | None = None) -> Any:
-    """Fail unless ``found == expected``; returns ``found``. An off-by-one whole number is named as such."""
-    expect_answer(exercise, found, what, hint=hint)
+def plain(value: Any) -> Any:
+    """A learner's value as plain Python: numpy's numbers and bools (``np.int64(11)``, ``np.bool_(False)``) as
+    int/float/bool, and a string without the spaces around it; anything else as it is."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, (bool, int, float)) or not hasattr(value, "item") or getattr(value, "ndim", 0) != 0:
+        return value
+    if type(value).__module__ != "numpy":
+        return value
     try:
-        same = bool(found == expected)
+        return value.item()
+    except (TypeError, ValueError):
+        return value
+
+
+def expect_equal(exercise: str, found: Any, expected: Any, *, what: str, hint: str | None = None,
+                 off_by_one: str | tuple[str, str] | None = None) -> Any:
+    """Fail unless ``found == expected`` (numpy numbers and surrounding spaces aside); returns ``found``.
+
+    ``off_by_one`` names what a whole number one away means for this quantity: one text, or (one more, one less).
+    Without it the failure names an off-by-one only for a numbering from 0 (a GCD, rank or sample index, told by
+    ``what``); on a count the generic "counted from 1" would name the wrong mistake, so none is named.
+    """
+    expect_answer(exercise, found, what, hint=hint)
+    value = plain(found)
+    try:
+        same = bool(value == plain(expected))
     except (TypeError, ValueError):  # e.g. an array compared to a scalar
         same = False
     if not same:
         raise CheckFailed(exercise, f"{what} is not right", expected=expected, found=found, hint=hint,
-                          mistake=_whole_number_mistake(found, expected))
+                          mistake=_whole_number_mistake(value, plain(expected), what, off_by_one))
     return found
 
 
@@ -146,15 +169,25 @@ def _is_whole(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def _whole_number_mistake(found: Any, expected: Any) -> str | None:
-    """The kind of mistake an off-by-one whole number usually is (GCDs, ranks and samples count from 0)."""
-    if not (_is_whole(found) and _is_whole(expected)):
+#: Words of a ``what`` that make a whole number an index counted from 0 (where "counted from 1" is the mistake).
+_NUMBERING = ("index", "rank", "gcd", "device", "sample", "step number", "id")
+
+
+def _whole_number_mistake(found: Any, expected: Any, what: str = "",
+                          off_by_one: str | tuple[str, str] | None = None) -> str | None:
+    """The kind of mistake an off-by-one whole number is: the check's own words for this quantity, else, for an
+    index counted from 0 (a GCD, a rank, a sample), counting from 1."""
+    if not (_is_whole(found) and _is_whole(expected)) or abs(int(found) - int(expected)) != 1:
         return None
-    if int(found) == int(expected) + 1:
-        return "counted from 1 where the numbering starts at 0 (or one past the end)"
-    if int(found) == int(expected) - 1:
-        return "counted from 0 where the numbering starts at 1 (or one short)"
-    return None
+    if off_by_one is not None:
+        more, less = (off_by_one, off_by_one) if isinstance(off_by_one, str) else off_by_one
+        return more if int(found) > int(expected) else less
+    words = what.lower()
+    if not any(re.search(rf"\b{w}", words) for w in _NUMBERING) or re.search(r"\b(how many|number of|count)", words):
+        return None
+    if int(found) > int(expected):
+        return "counted from 1 where the numbering starts at 0 (or the neighbouring one)"
+    return "the neighbouring one below: check which you took (the numbering starts at 0)"
 
 
 #: Factors that turn a right number into a typical wrong one, and the name of that mistake.
@@ -192,7 +225,7 @@ def expect_close(exercise: str, found: Any, expected: float, *, what: str, rel: 
     the number shows one; it never prints ``expected``.
     """
     expect_answer(exercise, found, what, hint=hint)
-    if isinstance(found, bool):
+    if isinstance(plain(found), (bool, str)):
         raise CheckFailed(exercise, f"{what} should be a number", expected=expected, found=found, hint=hint)
     try:
         value = float(found)
@@ -206,17 +239,18 @@ def expect_close(exercise: str, found: Any, expected: float, *, what: str, rel: 
 
 
 def expect_in(exercise: str, found: Any, allowed: Iterable[Any], *, what: str, hint: str | None = None) -> Any:
-    """Fail unless ``found`` is one of ``allowed``; returns ``found``."""
+    """Fail unless ``found`` is one of ``allowed``; returns the matching value as plain Python (a string stripped,
+    a numpy number as int or float)."""
     expect_answer(exercise, found, what, hint=hint)
     choices = list(allowed)
     try:
-        known = found in choices
+        known = plain(found) in [plain(c) for c in choices]
     except (TypeError, ValueError):  # e.g. an array, whose comparison has no single truth value
         known = False
     if not known:
         raise CheckFailed(exercise, f"{what} is not one of the possible answers", expected=choices, found=found,
                           hint=hint)
-    return found
+    return plain(found)
 
 
 #: Types a learner's number may come in: numpy's integers (``idxmax``) are whole numbers, numpy's floats numbers.
@@ -227,9 +261,13 @@ def expect_type(exercise: str, found: Any, types: type | tuple[type, ...], *, wh
                 hint: str | None = None) -> Any:
     """Fail unless ``found`` is an instance of ``types``; returns ``found``.
 
-    ``int`` accepts any whole number (numpy's too) and ``float`` any real number; ``bool`` is never a number.
+    ``int`` accepts any whole number (numpy's too), ``float`` any real number and ``bool`` numpy's bool as well;
+    ``bool`` is never a number.
     """
     expect_answer(exercise, found, what, hint=hint)
+    found_plain = plain(found)
+    if type(found).__module__ == "numpy" and isinstance(found_plain, bool):
+        found = found_plain  # np.bool_ is a bool here, and still not a number
     wanted = types if isinstance(types, tuple) else (types,)
     accepted = tuple(_NUMBER_TYPES.get(t, t) for t in wanted)
     numeric = any(t in _NUMBER_TYPES for t in wanted) and bool not in wanted
@@ -238,6 +276,20 @@ def expect_type(exercise: str, found: Any, types: type | tuple[type, ...], *, wh
         raise CheckFailed(exercise, f"{what} has the wrong type: a {type(found).__name__}, where a {names} is asked",
                           expected=_Described(f"type {names}"), found=found, hint=hint)
     return found
+
+
+#: The values a tool reads as "on" in an environment variable, by tool: MIOpen's env.hpp compares the lower-cased
+#: value with these; Python's PYTHON* switches (PYTHONNOUSERSITE...) are on for any non-empty value (Python docs,
+#: "Command line and environment").
+ON_VALUES = {"miopen": ("1", "true", "yes", "enable", "enabled")}
+
+
+def switched_on(value: Any, tool: str) -> bool:
+    """Does ``tool`` read the environment value ``value`` as "on"? (``"python"``: any non-empty value.)"""
+    text = "" if value is None else str(plain(value)).strip()
+    if tool == "python":
+        return bool(text)
+    return text.lower() in ON_VALUES[tool]
 
 
 class _Described(str):

@@ -14,14 +14,14 @@ from collections.abc import Mapping, Sequence
 
 from ..jobs import JobSpec
 from ..reference import load as load_reference
-from .framework import CheckFailed, Passed, check, expect_type, passed, wrong
+from .framework import CheckFailed, Passed, _number_mistake, check, expect_type, passed, switched_on, wrong
 from .learner import rng_for
 
 def _close(exercise: str, found: float, want: float, *, rel: float, what: str, hint: str) -> None:
     """Fail, without saying the value wanted, unless ``found`` is within ``rel`` of ``want``."""
-    if not math.isclose(float(found), want, rel_tol=rel):
-        direction = "too high" if found > want else "too low"
-        raise CheckFailed(exercise, f"{what} is {direction} (found {float(found):.4g})", hint=hint)
+    if not math.isclose(float(found), want, rel_tol=rel):  # no "too high/too low": that would allow a search
+        raise CheckFailed(exercise, f"{what} is off", found=float(found), hint=hint,
+                          mistake=_number_mistake(float(found), want, rel))
 
 
 # --- 08.S3: scaling efficiency ------------------------------------------------------------------------------------
@@ -82,9 +82,9 @@ def check_scaling_efficiency(efficiency_32: float | None, first_below_90: int | 
     below = min((g for g, e in efficiency.items() if e < 0.9), default=None)
     expect_type("08.S3", first_below_90, int, what="the first GCD count below 90 %")
     if first_below_90 != below:
-        where = "inside one node (8 GCDs or fewer)" if first_below_90 <= 8 else "past the first drop"
-        raise CheckFailed("08.S3", f"{first_below_90} GCDs is not where the efficiency first falls below 90 %: "
-                                   f"that count is {where}",
+        inside = " (inside one node, 8 GCDs or fewer, the efficiency stays high)" if first_below_90 <= 8 else ""
+        raise CheckFailed("08.S3", f"{first_below_90} GCDs is not where the efficiency first falls below 90 %"
+                                   f"{inside}",
                           hint="compute the efficiency for every row; where does the all-reduce leave the node?")
     total = lumi_total_images_per_s()
     expect_type("08.S3", lumi_per_gcd, (int, float), what="images/s per GCD in the LUMI log")
@@ -190,7 +190,13 @@ def task_sees(line: str) -> str:
        wrong("the wrapper's variables escaped: run.sh then sets them to the text $SLURM_PROCID",
              wrapper=lambda a: a.wrapper.replace("$SLURM", "\\$SLURM"), mentions="run.sh"),
        wrong("a wrapper that never runs the command it is given",
-             wrapper=lambda a: a.wrapper.replace('exec "$@"', "python train.py"), mentions='"$@"'))
+             wrapper=lambda a: a.wrapper.replace('exec "$@"', "python train.py"), mentions='"$@"'),
+       wrong("the srun line sets no WORLD_SIZE", srun_line=lambda a: re.sub(r"\s*WORLD_SIZE=\S+", "", a.srun_line),
+             mentions="WORLD_SIZE"),
+       wrong("run.sh sets the variables without export: python never sees them",
+             wrapper=lambda a: a.wrapper.replace("export ", ""), mentions="export"),
+       wrong("WORLD_SIZE only in a comment of run.sh",
+             wrapper=lambda a: a.wrapper.replace("export WORLD_SIZE", "# export WORLD_SIZE"), mentions="WORLD_SIZE"))
 def check_slurm_escaping(srun_line: str | None, wrapper: str | None) -> Passed:
     """Exercise 08.S4: an srun line in a batch script that sets RANK and LOCAL_RANK per task inside ``bash -c``,
     and a wrapper ``run.sh`` that translates Slurm's per-task variables and runs the command it is given."""
@@ -208,7 +214,8 @@ def check_slurm_escaping(srun_line: str | None, wrapper: str | None) -> Passed:
         raise CheckFailed("08.S4", "each task's shell receives a backslash before $SLURM_..., so RANK becomes the "
                                    "text, not the number",
                           hint="single quotes keep everything as it is: escape inside double quotes only.")
-    for name, source in (("RANK", "SLURM_PROCID"), ("LOCAL_RANK", "SLURM_LOCALID")):
+    for name, source in (("RANK", "SLURM_PROCID"), ("LOCAL_RANK", "SLURM_LOCALID"),
+                         ("WORLD_SIZE", "SLURM_(?:NPROCS|NTASKS)")):
         if not re.search(rf"\b{name}=\$\{{?{source}\b", inner):
             raise CheckFailed("08.S4", f"the tasks do not set {name} from Slurm's per-task variable",
                               hint="RANK counts all tasks of the job, LOCAL_RANK the tasks on one node.")
@@ -216,10 +223,15 @@ def check_slurm_escaping(srun_line: str | None, wrapper: str | None) -> Passed:
     if "\\$SLURM" in wrapper:
         raise CheckFailed("08.S4", "run.sh runs once in every task: a backslash there keeps $SLURM_... as text",
                           hint="write run.sh as each task's shell should read it.")
+    code = "\n".join(line.split("#", 1)[0] if not line.startswith("#!") else "" for line in wrapper.splitlines())
     for name, sources in (("RANK", ("SLURM_PROCID",)), ("LOCAL_RANK", ("SLURM_LOCALID",)),
                           ("WORLD_SIZE", ("SLURM_NPROCS", "SLURM_NTASKS"))):
-        if not any(re.search(rf"\b{name}=\$\{{?{s}\b", wrapper) for s in sources):
+        if not any(re.search(rf"\b{name}=\$\{{?{s}\b", code) for s in sources):
             raise CheckFailed("08.S4", f"run.sh does not set {name} from Slurm", hint="one export per variable.")
+        if not re.search(rf"^\s*export\s+(?:\w+=\S*\s+)*{name}\b", code, flags=re.M):
+            raise CheckFailed("08.S4", f"run.sh sets {name} for itself only: without export, the command it runs "
+                                       "never sees it", hint="a variable reaches the programs a shell starts only "
+                                                             "when it is exported.")
     if not re.search(r'^\s*(exec|eval)\s+"\$@"', wrapper, flags=re.M):
         raise CheckFailed("08.S4", 'run.sh does not run the command it is given ("$@")',
                           hint="srun ... run.sh python train.py: the wrapper ends by running its arguments.")
@@ -235,18 +247,24 @@ def check_slurm_escaping(srun_line: str | None, wrapper: str | None) -> Passed:
        wrong("only MIOpen's log level, no API logging", miopen_job=lambda a: a.miopen_job.with_(
            env={"MIOPEN_LOG_LEVEL": "6"}), mentions="MIOPEN_ENABLE_LOGGING"),
        wrong("logging switched off", miopen_job=lambda a: a.miopen_job.with_(
-           env={"MIOPEN_ENABLE_LOGGING": "0", "MIOPEN_ENABLE_LOGGING_CMD": "1"}), mentions="MIOPEN_ENABLE_LOGGING"))
+           env={"MIOPEN_ENABLE_LOGGING": "0", "MIOPEN_ENABLE_LOGGING_CMD": "1"}), mentions="MIOPEN_ENABLE_LOGGING"),
+       wrong("the logging asked for on a CPU partition: no GCD, so MIOpen runs no convolution",
+             miopen_job=lambda a: a.miopen_job.with_(partition="small", gpus_per_node=None, gpus_per_task=None),
+             mentions="no GCD"))
 def check_miopen_logging(miopen_job: JobSpec | None) -> Passed:
     """Exercise 05.S4: a job whose MIOpen calls are logged (``MIOPEN_ENABLE_LOGGING=1``) with the MIOpenDriver
     command line of each (``MIOPEN_ENABLE_LOGGING_CMD=1``), so a slow convolution can be replayed alone."""
     expect_type("05.S4", miopen_job, JobSpec, what="the job", hint="build it with `spec([...], env={...})`.")
     env = dict(miopen_job.env)
-    if env.get("MIOPEN_ENABLE_LOGGING") != "1":
+    if not (miopen_job.gpus_per_node or miopen_job.gpus_per_task):
+        raise CheckFailed("05.S4", "the job asks for no GCD, so MIOpen runs no convolution to log",
+                          hint="MIOpen runs on the GPU: the job needs a GPU partition and a GCD.")
+    if not switched_on(env.get("MIOPEN_ENABLE_LOGGING"), "miopen"):
         extra = " (AMD_LOG_LEVEL is the HIP runtime's log)" if "AMD_LOG_LEVEL" in env else ""
         raise CheckFailed("05.S4", f"MIOPEN_ENABLE_LOGGING does not switch MIOpen's logging on, so it logs none of "
                                    f"its calls{extra}",
                           hint="MIOpen's own variables start with MIOPEN_; the log level alone does not log calls.")
-    if env.get("MIOPEN_ENABLE_LOGGING_CMD") != "1":
+    if not switched_on(env.get("MIOPEN_ENABLE_LOGGING_CMD"), "miopen"):
         raise CheckFailed("05.S4", "the log will not show the MIOpenDriver command of each convolution",
                           hint="a second MIOPEN_ENABLE_LOGGING_* variable adds the command lines.")
     return passed("05.S4", "MIOpen logs every call and its MIOpenDriver command: run one such command alone to time "
@@ -274,7 +292,10 @@ BINDINGS_MODULES = {BINDINGS_MODULE: BINDINGS_MODULE_PATH,
        wrong("singularity exec of a script: no interactive shell",
              shell_commands=lambda a: [c.replace("singularity shell", "singularity exec") + " python train.py"
                                        if c.startswith("singularity shell") else c for c in a.shell_commands],
-             mentions="shell"))
+             mentions="shell"),
+       wrong("a --bind of an unrelated folder instead of the bindings module",
+             shell_commands=lambda a: [c.replace("singularity shell", "singularity shell --bind /tmp")
+                                       for c in a.shell_commands if not c.startswith("module")], mentions="bind"))
 def check_container_shell(shell_commands: Sequence[str] | None) -> Passed:
     """Exercise 02.S1: the commands, in order, that open an interactive shell in the PyTorch container with the
     bindings module that makes /project, /scratch and the system libraries visible inside."""
@@ -283,7 +304,8 @@ def check_container_shell(shell_commands: Sequence[str] | None) -> Passed:
     use = next((i for i, c in enumerate(lines) if c.startswith("module use ")), None)
     load = next((i for i, c in enumerate(lines) if c.startswith("module load ")), None)
     shell = next((i for i, c in enumerate(lines) if c.startswith("singularity shell ")), None)
-    binds = any(re.search(r"\s(-B|--bind)[\s=]", f" {c}") for c in lines if c.startswith("singularity"))
+    binds = any(re.search(r"\s(-B|--bind)[\s=]\S*/(?:project|scratch|pfs)\b", f" {c}") for c in lines
+                if c.startswith("singularity"))
     if load is None and not binds:
         raise CheckFailed("02.S1", "nothing binds the host's folders: inside, /project and /scratch are missing",
                           hint="LUMI's bindings module sets the binds for you; load it before the container.")
@@ -313,10 +335,10 @@ def check_container_shell(shell_commands: Sequence[str] | None) -> Passed:
 # --- 10.2: one JAX process per GCD ---------------------------------------------------------------------------------
 
 @check("10.2",
-       wrong("every GCD of the job in each process", devices_per_process=2, mentions="per task"),
-       wrong("one process for the whole job", process_count=1, mentions="tasks"),
+       wrong("every GCD of the job in each process", devices_per_process=2, mentions="lists locally"),
+       wrong("one process for the whole job", process_count=1, mentions="jax.distributed"),
        wrong("the GCDs asked per node, not per task", per_gcd_job=lambda a: a.per_gcd_job.with_(
-           ntasks_per_node=1, gpus_per_task=None, gpus_per_node=2), mentions="one task per GCD"))
+           ntasks_per_node=1, gpus_per_task=None, gpus_per_node=2), mentions="process per GCD"))
 def check_jax_per_gcd(per_gcd_job: JobSpec | None, devices_per_process: int | None,
                       process_count: int | None) -> Passed:
     """Exercise 10.2: a JAX job with one process per GCD (2 tasks, one GCD each), how many devices each process
@@ -327,15 +349,16 @@ def check_jax_per_gcd(per_gcd_job: JobSpec | None, devices_per_process: int | No
                           hint="container=\"jax\", as in 10.S1.")
     tasks = int(per_gcd_job.ntasks_per_node or per_gcd_job.ntasks or 1)
     if tasks != 2 or per_gcd_job.gpus_per_task != 1:
-        raise CheckFailed("10.2", "the job does not start one task per GCD with one GCD each",
-                          hint="two tasks per node, and GPUs counted per task.")
+        raise CheckFailed("10.2", "the job's tasks and GPUs do not give one process per GCD",
+                          hint="Slurm can count GPUs per node or per task: which gives each task its own?")
     expect_type("10.2", devices_per_process, int, what="devices each process lists locally")
     if devices_per_process != 1:
-        raise CheckFailed("10.2", "each process sees only the GCD Slurm gave its task, not the job's",
-                          hint="Slurm sets ROCR_VISIBLE_DEVICES per task.")
+        raise CheckFailed("10.2", "that is not what one process lists locally",
+                          hint="which GCDs does Slurm make visible to one task (ROCR_VISIBLE_DEVICES)?")
     expect_type("10.2", process_count, int, what="processes jax.distributed counts")
     if process_count != tasks:
-        raise CheckFailed("10.2", "jax.distributed counts one process per Slurm task", hint="count the tasks.")
+        raise CheckFailed("10.2", "that is not the number of processes jax.distributed counts",
+                          hint="where does jax.distributed learn its processes from on a Slurm job?")
     return passed("10.2", "2 tasks x 1 GCD: each process lists 1 local device, jax.distributed sees 2 processes "
                           "and 2 devices in all")
 

@@ -84,3 +84,29 @@ def hint(exercise: str) -> Hint:
     _calls[exercise] = _calls.get(exercise, 0) + 1
     shown = levels[:1] if _calls[exercise] == 1 else levels
     return Hint(exercise, tuple(shown), len(shown) < len(levels))
+
+
+def _squeezed(text: str) -> str:
+    """Code or prose without spaces and backquotes, to compare an expression with a hint's words."""
+    return "".join(text.replace("`", "").split())
+
+
+def give_aways(source: str, hints_of_cell: dict[str, str]) -> list[str]:
+    """The right-hand sides of a solution cell's assignments that its hints spell out (a hint names the idea or the
+    tool, never the expression). An expression shorter than 8 characters (``4``, ``"b"``, ``x[0]``) is a value or
+    a name the question already holds, judged by verify's leak check instead."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    text = _squeezed(" ".join(hints_of_cell.values()))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            expression = _squeezed(ast.unparse(node.value))
+            variants = {expression, expression.replace("'", '"'), expression.replace('"', "'")}
+            if len(expression) >= 8 and any(v in text for v in variants):
+                found.append(ast.unparse(node.value))
+    return found

@@ -7,6 +7,13 @@ two-letter string such as a multiple-choice letter only quoted, ``'b'`` or ``"b"
 list or dict); a path as its text; a list, tuple, set or dict as its whole text and item by item. The learner's
 own (wrong) value echoed back is removed from the message first, and a form it shares is not a leak. A single digit is too common to search alone: it leaks only after words such
 as "expected", "should be", "answer is" or "=".
+
+Beyond the printed value, a message gives the answer away in words (:func:`leaks` names the kind of each finding):
+``words``, a whole number written out ("two tasks", "eleven"; zero and one only when announced, "should be one");
+``identifier``, a solution string that is a name in code (``slingshot_nic``, ``SLURM_PROCID``, ``torch.cuda``) in any
+case or with spaces for underscores; ``key``, a key of a solution dict (the variable names of an environment); and
+``letter``, a multiple-choice letter written as an option ("(b)", "option B", "answer b"). Everything else is
+``value``. :func:`search` looks for forms found elsewhere (another exercise's answer, which verify searches too).
 """
 from __future__ import annotations
 
@@ -15,6 +22,7 @@ import numbers
 import os
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 _PREFIX = re.compile(r"^(?:Exercise|No answer yet for)\s+[\w.]+:\s*")
@@ -114,3 +122,147 @@ def leaked(message: str, solution: Any, given: Iterable[Any] = ()) -> list[str]:
         if re.search(rf"{_ANNOUNCED}{small}(?![\w]|\.\d)", text, flags=re.IGNORECASE):
             found.append(str(small))
     return found
+
+
+# --- Leaks in words, identifiers, keys and letters -----------------------------------------------------------------
+
+#: The kinds of leak :func:`leaks` tells apart (``value``: the printed value, as :func:`leaked` has always searched).
+KINDS = ("value", "words", "identifier", "key", "letter")
+_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+          "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
+_TENS = {30: "thirty", 40: "forty", 50: "fifty", 60: "sixty", 100: "a hundred"}
+_IDENTIFIER = re.compile(r"[A-Za-z][\w.]*(?:_|\.|[a-z][A-Z])[\w.]*")
+_LETTER = re.compile(r"[a-fA-F]")
+
+
+@dataclass(frozen=True)
+class Leak:
+    """One form of the solution's answer found in a message, and its kind (one of :data:`KINDS`)."""
+
+    form: str
+    kind: str
+
+    def __str__(self) -> str:
+        return self.form if self.kind == "value" else f"{self.form} ({self.kind})"
+
+
+def number_words(value: Any) -> set[str]:
+    """A whole number written out: ``2`` -> ``two``; empty for other values and for numbers past twenty."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return set()
+    v = float(value)
+    if not (math.isfinite(v) and v.is_integer()):
+        return set()
+    n = int(v)
+    if 0 <= n < len(_WORDS):
+        return {_WORDS[n]}
+    return {_TENS[n]} if n in _TENS else set()
+
+
+def kinded_forms(value: Any, *, nested: bool = False) -> set[tuple[str, str]]:
+    """Every (form, kind) of a value a message could carry: :func:`forms` as ``value`` plus the word kinds."""
+    out = {(f, "value") for f in forms(value, nested=nested)}
+    if value is None or isinstance(value, bool):
+        return out
+    if not nested:  # a number inside a list or dict (a core, a rank) is too common to count in words
+        out |= {(w, "words") for w in number_words(value)}
+    if isinstance(value, str):
+        text = value.strip()
+        if len(text) == 1 and _LETTER.fullmatch(text) and not nested:
+            out.add((text.lower(), "letter"))
+        elif _IDENTIFIER.fullmatch(text) and len(text) >= 4:
+            out.add((text, "identifier"))
+    elif isinstance(value, Mapping) and len(value) <= 64:
+        for key, item in list(value.items())[:64]:
+            # a key that is a name in code (MIOPEN_USER_DB_PATH) is an answer; a plain word (rank, phase) is the
+            # dict's shape, which the question itself names
+            if isinstance(key, str) and len(key.strip()) >= 3 and _IDENTIFIER.fullmatch(key.strip()):
+                out.add((key.strip(), "key"))
+            out |= {(f, k) for f, k in kinded_forms(item, nested=True) if k != "letter"}
+    elif isinstance(value, (list, tuple, set, frozenset)) and len(value) <= 64:
+        for item in value:
+            out |= {(f, k) for f, k in kinded_forms(item, nested=True) if k not in ("value", "letter")}
+    return out
+
+
+def _found(form: str, kind: str, text: str) -> bool:
+    """Is ``form`` (of ``kind``) in ``text``, as a whole word (see the module's docstring for each kind)."""
+    if kind == "words":
+        announced = form in ("zero", "one")
+        pattern = (rf"{_ANNOUNCED_WORDS}{form}\b" if announced else rf"(?<![\w-]){re.escape(form)}(?![\w-])")
+        return bool(re.search(pattern, text, flags=re.IGNORECASE))
+    if kind == "identifier":
+        spaced = re.escape(form).replace("_", "[_ -]").replace(r"\.", "[. ]")
+        return bool(re.search(rf"(?<![\w]){spaced}(?![\w])", text, flags=re.IGNORECASE))
+    if kind == "key":
+        return bool(re.search(rf"(?<![\w]){re.escape(form)}(?![\w])", text))
+    if kind == "letter":
+        return bool(re.search(rf"(?:\(\s*{form}\s*\)|\b(?:option|answer|choice|letter)\s+['\"(]?{form}\b)", text,
+                              flags=re.IGNORECASE))
+    return bool(leaked_form(form, text))
+
+
+#: Words announcing a value written out ("should be one", "only one", "exactly one").
+_ANNOUNCED_WORDS = r"(?:expected|should be|answer is|the answer is|only|exactly|just|=)\s+"
+
+
+def leaked_form(form: str, text: str) -> bool:
+    """Is the printed form ``form`` in ``text`` (the rules :func:`leaked` applies to a value's forms)?"""
+    if form[:1] in "'\"" and form[-1:] == form[:1] and len(form) >= 3:
+        return form in text
+    if re.fullmatch(r"-?[\d.,]+ ?%?", form):
+        return bool(re.search(rf"(?<![\w.]){re.escape(form)}(?![\w]|\.\d)", text))
+    if len(form) >= 3:
+        return bool(re.search(rf"(?<![\w]){re.escape(form)}(?![\w])", text))
+    return False
+
+
+def without_echoes(message: str, given: Iterable[Any]) -> str:
+    """``message`` without its "Exercise NN.k:" prefix and without the learner's own values echoed back."""
+    text = _PREFIX.sub("", message, count=1)
+    for value in given:
+        for echo in sorted(_echoes(value), key=len, reverse=True):
+            text = text.replace(echo, " ")
+    return text
+
+
+def search(message: str, found_forms: Iterable[tuple[str, str]]) -> list[Leak]:
+    """The (form, kind) pairs found in ``message`` (after its "Exercise NN.k:" prefix), longest first."""
+    text = _PREFIX.sub("", message, count=1)
+    out: dict[str, Leak] = {}
+    for form, kind in sorted(set(found_forms), key=lambda p: (-len(p[0]), p[0], KINDS.index(p[1]) if p[1] in KINDS else 9)):
+        if form.lower() not in out and _found(form, kind, text):
+            out[form.lower()] = Leak(form, kind)
+    return list(out.values())
+
+
+def leaks(message: str, solution: Any, given: Iterable[Any] = ()) -> list[Leak]:
+    """Every form of ``solution`` in ``message``, of every kind, that is not a form of the ``given`` (wrong) values.
+
+    The printed forms are those :func:`leaked` finds; the words, identifiers, keys and letters are added."""
+    given = list(given)
+    out = [Leak(f, "value") for f in leaked(message, solution, given)]
+    own = set().union(*(kinded_forms(g) for g in given)) if given else set()
+    own_text = {f.lower() for f, _ in own}
+    text = without_echoes(message, given)
+    values = {leak.form for leak in out}
+    for form, kind in sorted(kinded_forms(solution) - own, key=lambda p: (-len(p[0]), p)):
+        if kind == "value" or form in values or form.lower() in own_text:
+            continue
+        if _found(form, kind, text):
+            out.append(Leak(form, kind))
+    return out
+
+
+def count_by_kind(found: Iterable[Leak | str]) -> dict[str, int]:
+    """How many leaks of each kind (a plain string counts as ``value``; ``"two (words)"`` as ``words``)."""
+    counts = dict.fromkeys(KINDS, 0)
+    for leak in found:
+        kind = leak.kind if isinstance(leak, Leak) else _kind_of(str(leak))
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def _kind_of(text: str) -> str:
+    match = re.search(r"\((\w+)\)$", text)
+    return match.group(1) if match and match.group(1) in KINDS else "value"

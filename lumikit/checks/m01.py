@@ -70,9 +70,9 @@ def check_full_node_job(job: JobSpec | None, masks: Sequence[str] | None) -> Pas
     what_job = "the 2-node full-node job"
     expect_type("01.1", job, JobSpec, what=what_job,
                 hint="build it with `spec([...], partition=..., nodes=..., ...)` from lumikit.jobs.")
-    expect_equal("01.1", job.nodes, 2, what="the number of nodes", hint="the job spans two nodes: `nodes=2`.")
+    expect_equal("01.1", job.nodes, 2, what="the number of nodes", hint="the job spans as many nodes as the question asks for.")
     expect_equal("01.1", job.gpus_per_node, n, what="GCDs per node (`gpus_per_node`)",
-                 hint=f"a full LUMI-G node has {n} GCDs; ask for all of them.")
+                 hint="a full LUMI-G node: ask for all of its GCDs (the site profile counts them).")
     expect_equal("01.1", job.ntasks_per_node, n, what="tasks per node (`ntasks_per_node`)",
                  hint="one task (process) per GCD.")
     if job.cpu_bind != "auto":
@@ -130,7 +130,7 @@ def check_gcd_neighbours(cores: Sequence[int] | None, numa: int | None) -> Passe
                  hint="GCD numbers are not core groups: look the GCD up in the table above, not core k*8.")
     expect_type("01.2", numa, int, what=f"the NUMA domain of GCD {k}", hint="a whole number, 0 to 3.")
     expect_equal("01.2", numa, gcd.numa, what=f"the NUMA domain of GCD {k}",
-                 hint="each NUMA domain holds two GCDs; the site profile says which.")
+                 hint="a NUMA domain holds a pair of GCDs; the site profile says which.")
     return passed("01.2", f"GCD {k} sits on NUMA {gcd.numa}, cores {gcd.cores[0]}-{gcd.cores[-1]}")
 
 
@@ -245,7 +245,7 @@ def check_rank_rule(rule_job: JobSpec | None, rank_mask: str | None) -> Passed:
     if left:
         raise CheckFailed("01.4", f"LUMI would reject the job: {left[0]}", hint="the message says the fix.")
     if rule_job.cpus_per_task != node.cpus_per_gcd:
-        raise CheckFailed("01.4", "the cores per rank (`cpus_per_task`) are not the cores next to one GCD",
+        raise CheckFailed("01.4", "the cores given to each rank are not the cores next to one GCD",
                           hint="without it each rank gets 1 core; more than the GCD's usable cores are billed as "
                                "more GCDs.")
     if rule_job.cpu_bind != "auto":

@@ -6,6 +6,7 @@ the notebook measured (``pyvenv.cfg`` and the base environment's package version
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shlex
@@ -38,6 +39,12 @@ def _bound(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _with_last_option(argv: Sequence[str], option: str) -> tuple[str, ...]:
+    """``argv`` with ``option`` added after srun's own options (for a declared wrong answer of 02.1)."""
+    end = next((i for i, a in enumerate(argv) if i and not a.startswith("-")), len(argv))
+    return (*argv[:end], option, *argv[end:])
+
+
 def _words(argv: Sequence[str]) -> list[str]:
     """The argv with the script of an outer ``bash -c`` split into words too (a multi-node step sets MASTER_ADDR
     in a shell around ``singularity``), so the image, its binds and $WITH_CONDA are found either way."""
@@ -64,7 +71,9 @@ def _two_node_command(**changes: object) -> Command:
        wrong("the image by its path: nothing activates its conda environment",
              command=lambda a: _two_node_command(container=_lumi().container("pytorch").path), mentions="conda"),
        wrong("no container at all", command=lambda a: _two_node_command(container=None)),
-       wrong("the spec instead of the rendered command", command=lambda a: spec(["python", "train.py"], nodes=2)))
+       wrong("the spec instead of the rendered command", command=lambda a: spec(["python", "train.py"], nodes=2)),
+       wrong("a second --nodes=1 after --nodes=2: srun takes the last one", mentions="two nodes",
+             command=lambda a: dataclasses.replace(a.command, argv=_with_last_option(a.command.argv, "--nodes=1"))))
 def check_two_node_container(command: Command | None) -> Passed:
     """Exercise 02.1: the ``srun`` command of a 2-node job in the site's default (PyTorch) container."""
     site = _lumi()
@@ -72,7 +81,7 @@ def check_two_node_container(command: Command | None) -> Passed:
     expect_type("02.1", command, Command, what="the rendered srun command",
                 hint="render your job spec with `render_srun(job, site)`.")
     argv = _words(command.argv)
-    if "--nodes=2" not in argv:
+    if next((a for a in reversed(argv) if a.startswith("--nodes=")), None) != "--nodes=2":  # srun: the last wins
         raise CheckFailed("02.1", "the command does not ask for two nodes", expected="--nodes=2",
                           found=next((a for a in argv if a.startswith("--nodes=")), "no --nodes"),
                           hint="the job spans two nodes: `nodes=2` in the spec.")
@@ -88,8 +97,8 @@ def check_two_node_container(command: Command | None) -> Passed:
     missing = [p for p in needed if p not in _bound(argv)]
     if missing:
         raise CheckFailed("02.1", "some paths a 2-node job needs are not bound", expected=needed,
-                          found=_bound(argv), hint="leave `bind_sets` at its default, or name both "
-                                                   "'user' and 'multinode'.")
+                          found=_bound(argv), hint="leave `bind_sets` at its default: the site profile's sets hold what a job "
+                                                   "across nodes needs.")
     if container.with_conda and not any("$WITH_CONDA" in a for a in argv):
         raise CheckFailed("02.1", "nothing activates the container's conda environment",
                           hint="an `exec` image of the sif-images needs $WITH_CONDA; lumikit adds it for named "
@@ -110,8 +119,8 @@ def check_rccl_bind_set(answer: str | None) -> Passed:
     expected = [name for name, paths in site.binds.items() if paths and set(paths) <= extra]
     expect_type("02.2", answer, str, what="the name of the bind set",
                 hint="the name of one of the site's bind sets (`site.binds`).")
-    expect_in("02.2", answer, list(site.binds), what="the bind set",
-              hint="compare `effective_binds` of a 1-node and a 2-node spec.")
+    answer = expect_in("02.2", answer, list(site.binds), what="the bind set",
+                       hint="compare `effective_binds` of a 1-node and a 2-node spec.")
     expect_in("02.2", answer, expected, what="the bind set RCCL needs across nodes",
               hint="the user file systems are needed on one node too; which set holds the Cray and Slingshot "
                    "libraries?")
@@ -180,16 +189,32 @@ def check_pins(pins: Sequence[str] | None, base_versions: Mapping[str, str]) -> 
         parsed.append((_canonical(match["name"]), match["op"] or "", match["version"]))
     for name, version in expected.items():
         mine = [(op, v) for n, op, v in parsed if n == name]
-        if not any(op in ("==", "===") and v == version for op, v in mine):
+        if not any(_pins(op, v, version) for op, v in mine):
             raise CheckFailed("02.4", "some packages of the base are not pinned to the version it has", found=pins,
                               hint="pin with `==` to the versions measured in the base.")
-        others = [f"{op}{v}" for op, v in mine if not (op in ("==", "===") and v == version)]
+        others = [f"{op}{v}" for op, v in mine if not _pins(op, v, version)]
         if others:
             raise CheckFailed("02.4", f"{name} is pinned twice, and the other line ({', '.join(others)}) contradicts "
                                       f"the base's version", found=pins,
                               mistake="a contradicting pin: pip then either fails to resolve or replaces the base's "
                                       "package", hint="one line per package, the base's version only.")
     return passed("02.4", f"pip may add packages but keeps {', '.join(sorted(f'{n}=={v}' for n, v in expected.items()))}")
+
+
+def _pins(op: str, version: str, base: str) -> bool:
+    """Does ``op version`` hold pip to exactly the base's release? ``==`` as pip reads it (PEP 440: ``==2.5.1``
+    matches ``2.5.1+rocm6.2`` and ``2.5.1.0``; no wildcard), ``===`` only as the same text."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    if op == "===":
+        return version == base
+    if op != "==" or "*" in version:
+        return False
+    try:
+        return SpecifierSet(f"=={version}").contains(Version(base), prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return version == base
 
 
 def _canonical(name: str) -> str:

@@ -93,11 +93,15 @@ def check_resume(continued_at: int | None, steps_trained: int | None, first_run_
     if continued_at == 1:
         raise CheckFailed("03.2", "step 1 would mean the job started afresh, but it resumed", expected=min(new),
                           found=continued_at, hint=hint)
-    expect_equal("03.2", continued_at, min(new), what="the first step of the resumed job", hint=hint)
+    expect_equal("03.2", continued_at, min(new), what="the first step of the resumed job", hint=hint,
+                 off_by_one=("a step past the first one the resumed job trained",
+                             "the checkpoint's own step, which the resumed job does not train again"))
     expect_type("03.2", steps_trained, Integral, what="the number of steps the resumed job trained",
                 hint="count the rows of its metrics (or subtract the checkpoint's step from the last step).")
     expect_equal("03.2", steps_trained, len(new), what="the number of steps the resumed job trained",
-                 hint="count the rows of its metrics (or subtract the checkpoint's step from the last step).")
+                 hint="count the rows of its metrics (or subtract the checkpoint's step from the last step).",
+                 off_by_one=("a fencepost: the checkpoint's step counted as trained again",
+                             "a fencepost: one end of the resumed steps left out"))
     return passed("03.2", f"the checkpoint held step {saved}; the resumed job trained steps {min(new)}-{max(new)}")
 
 

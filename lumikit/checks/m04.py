@@ -170,9 +170,9 @@ def check_package_activity(sample: int | None, answer: Mapping[int, str] | None,
     work by its power: ``"idle"``, ``"one"`` or ``"both"``?"""
     snapshots = exercise_session()
     first = _first_lone_sample(snapshots, site)
-    gcd = _starved(snapshots)
-    sample_hint = (f"the first sample in which GCD {gcd} is busy by the site's threshold (samples count from 0, as "
-                   "`tidy` numbers them).")
+    gcd = _starved(snapshots)  # 04.1's answer: failures name it by its role, never by its number
+    sample_hint = ("the first sample in which the starved GCD (04.1's) is busy by the site's threshold (samples "
+                   "count from 0, as `tidy` numbers them).")
     expect_type("04.3", sample, Integral, what="the sample number", hint=sample_hint)
     expect_equal("04.3", int(sample), first, what="the sample number", hint=sample_hint)  # type: ignore[arg-type]
     expected = _sample_activity(snapshots, first, site)

@@ -80,17 +80,16 @@ def _wait(stragglers: pd.DataFrame) -> float:
 def check_straggler(rank: int | None, wait_us: float | None, stragglers: pd.DataFrame) -> Passed:
     """Exercise 06.2: which rank is the straggler, and how long (µs per step) the other ranks wait for it."""
     expect_type("06.2", rank, int, what="the straggler rank",
-                hint="a whole number, the rank with the most `straggler_steps` in `get_stragglers()`.")
+                hint="a whole number: one rank of the trace.")
     worst = stragglers.loc[stragglers["straggler_steps"].idxmax()]
     expected_rank = int(worst["rank"])
     waits_most = int(stragglers.loc[stragglers["mean_comm_us"].idxmax(), "rank"])
     if int(rank) != expected_rank and int(rank) == waits_most:
         raise CheckFailed("06.2", "the straggler rank is not right", expected=expected_rank, found=rank,
-                          mistake="the rank that waits longest in communication: it waits for the straggler",
+                          mistake="the rank that waits longest at the all-reduces: it waits for the straggler",
                           hint="who arrives last at each all-reduce?")
     expect_equal("06.2", rank, expected_rank, what="the straggler rank",
-                 hint="the straggler arrives last at each all-reduce, so it spends the least time in "
-                      "communication kernels (`mean_comm_us`).")
+                 hint="the straggler arrives last at each all-reduce: which rank then waits there least?")
     others = stragglers[stragglers["rank"] != expected_rank]["mean_comm_us"].mean()
     expected_wait = float(others - worst["mean_comm_us"])
     expect_close("06.2", wait_us, expected_wait, rel=0.02, abs=1.0,
@@ -241,7 +240,9 @@ def counter_exercise_csv() -> str:
               '"Kernel_Name","Workgroup_Size","LDS_Block_Size","Scratch_Size","VGPR_Count","Accum_VGPR_Count",'
               '"SGPR_Count","Counter_Name","Counter_Value","Start_Timestamp","End_Timestamp"')
     kernels = [("layer_norm_small", rng.choice([16, 32, 64])), ("gemm_big", rng.choice([8192, 16384, 65536])),
-               ("reduce_tail", rng.choice([1, 2, 4])), ("elementwise_wide", rng.choice([2048, 4096]))]
+               ("reduce_tail", rng.choice([1, 2, 4])), ("elementwise_wide", rng.choice([2048, 4096])),
+               # either side of 1 wave per CU (110 CUs), so that another threshold gives another list
+               ("softmax_narrow", rng.choice([96, 104])), ("conv_mid", rng.choice([140, 180]))]
     rows, t = [header], 1_000_000
     for i, (name, waves) in enumerate(kernels, start=1):
         dur = rng.randrange(20_000, 200_000)
@@ -264,13 +265,17 @@ def _waves(text: str) -> dict[str, float]:
              starved=lambda a: sorted(_waves(a.csv_text))),
        wrong("waves per GCD instead of per compute unit: only the kernels below 1 wave",
              starved=lambda a: sorted(k for k, w in _waves(a.csv_text).items() if w * 110 < 1) or ["none"]),
-       wrong("the biggest kernel", starved=lambda a: [max(_waves(a.csv_text), key=_waves(a.csv_text).get)]))
+       wrong("the biggest kernel", starved=lambda a: [max(_waves(a.csv_text), key=_waves(a.csv_text).get)]),
+       wrong("a threshold of 2 waves per CU", starved=lambda a: sorted(k for k, w in _waves(a.csv_text).items() if w < 2)),
+       wrong("a threshold of half a wave per CU",
+             starved=lambda a: sorted(k for k, w in _waves(a.csv_text).items() if w < 0.5)))
 def check_starved_kernels(starved: list[str] | None, csv_text: str) -> Passed:
     """Exercise 06.C1: the kernels with fewer waves than the GCD has compute units (below 1 wave per CU)."""
     expected = sorted(k for k, w in _waves(csv_text).items() if w < 1)
     expect_type("06.C1", starved, list, what="a list of kernel names")
     expect_equal("06.C1", sorted(starved), expected, what="the kernels with less than one wave per compute unit",
-                 hint="waves_per_cu(parse_counter_csv(text)): SQ_WAVES / 110 compute units per GCD.")
+                 hint="compare each kernel's waves with the compute units of one GCD (the site profile counts "
+                      "them); the threshold is one wave for every unit.")
     return passed("06.C1", f"{', '.join(expected)}: GPU% read 100 while most of the 110 compute units had nothing "
                            "to run")
 
@@ -515,3 +520,119 @@ def check_what_if(best_op: str | None, gain_pct: float | None) -> Passed:
                          what="the gain in percent of the critical path",
                          hint="the what-if's `speedup_pct`: 100 x (before - after) / before, in percent.")
     return passed("06.P2", f"{best_op} 2x faster: the step's path {value:.1f} % shorter (generated trace)")
+
+
+# --- A roofline for MI250X: which matrix kernel is memory-bound, and by how much (generated counters) ------------
+
+def roofline_exercise_tokens(seed: str | None = None) -> int:
+    """The decode tokens of this learner's (or ``seed``'s) QKV projection in the generated roofline counters: the
+    thin GEMM whose intensity the exercise asks about."""
+    from .datasets import pick
+
+    return int(pick("06.R1", (8, 16, 24, 40, 48), seed))
+
+
+def write_roofline_exercise(folder: str | Path) -> Path:
+    """Write this learner's generated roofline run (``pass_1/`` ... ``pass_3/`` counter CSVs of the course's kernels,
+    :func:`lumikit.rocprof.course_counters.write_course_counters`) into ``folder``; returns it."""
+    from ..rocprof.course_counters import write_course_counters
+
+    return write_course_counters(folder, roofline_exercise_tokens())
+
+
+def roofline_exercise_points() -> pd.DataFrame:
+    """This learner's roofline table (one row per kernel), read from a freshly written generated run: what the
+    exercise's cell computes, and what a regrade rebuilds."""
+    import tempfile
+
+    from ..rocprof.roofline import read_roofline
+
+    folder = Path(tempfile.mkdtemp(prefix="lumikit-roofline-06-"))
+    return read_roofline(write_roofline_exercise(folder / "generated-roofline")).table()
+
+
+def _peak_of(name: str) -> float:
+    from ..rocprof.roofline import peaks
+
+    return next(r.value for r in peaks() if r.name == f"{name}, peak")
+
+
+def _below_ridge(points: pd.DataFrame, *, nbytes: str = "hbm_bytes", roof: str | None = None) -> dict[str, float]:
+    """Ridge point / arithmetic intensity of every matrix (MFMA) kernel of ``points``: how many times its FLOPs per
+    byte fall short of the intensity at which its roof's peak is reached (the published peaks)."""
+    rows = points[points["dominant"].astype(str).str.startswith("mfma") & (points["flops"] > 0)]
+    out = {}
+    for _, r in rows.iterrows():
+        ridge = _peak_of(roof or str(r["roof"])) / _peak_of("HBM")
+        out[str(r["kernel"])] = ridge / (float(r["flops"]) / float(r[nbytes]))
+    return out
+
+
+def _most_time_matrix_kernel(points: pd.DataFrame) -> str:
+    rows = points[points["dominant"].astype(str).str.startswith("mfma")]
+    return str(rows.loc[rows["duration_ns"].idxmax(), "kernel"])
+
+
+def _furthest(points: pd.DataFrame) -> str:
+    below = _below_ridge(points)
+    return max(below, key=below.get)
+
+
+@check("06.R1",
+       wrong("the ratio upside down: intensity over ridge point", kernel=lambda a: _furthest(a.points),
+             below_ridge=lambda a: 1 / _below_ridge(a.points)[_furthest(a.points)], mentions="upside down"),
+       wrong("L2 bytes instead of HBM bytes in the intensity", kernel=lambda a: _furthest(a.points),
+             below_ridge=lambda a: _below_ridge(a.points, nbytes="l2_bytes")[_furthest(a.points)], mentions="L2"),
+       wrong("the FP32 vector peak's ridge point instead of the BF16 matrix peak's",
+             kernel=lambda a: _furthest(a.points),
+             below_ridge=lambda a: _below_ridge(a.points, roof="FP32 vector")[_furthest(a.points)],
+             mentions="vector"),
+       wrong("the matrix kernel with the most time", kernel=lambda a: _most_time_matrix_kernel(a.points),
+             mentions="time"),
+       wrong("the kernel furthest below the ridge overall, which does not run on the matrix cores",
+             kernel=lambda a: str(a.points.loc[a.points["arithmetic_intensity"].idxmin(), "kernel"]),
+             mentions="matrix cores"))
+def check_memory_bound_gemm(kernel: str | None, below_ridge: float | None, points: pd.DataFrame) -> Passed:
+    """Exercise 06.R1: the matrix (MFMA) kernel of the generated roofline table ``points`` whose intensity (FLOPs
+    per HBM byte) falls furthest below the ridge point of its roof (peak FLOP/s over peak HBM bandwidth, the
+    published peaks), and by what factor (ridge point / intensity, above 1)."""
+    import math
+
+    below = _below_ridge(points)
+    expect_answer("06.R1", kernel, "the matrix kernel furthest below its ridge point (a `kernel` of the table)")
+    if not below:
+        raise CheckFailed("06.R1", "this table has no kernel that runs on the matrix cores",
+                          hint="pass the table of the generated run the exercise wrote (`rl.table()`).")
+    if kernel not in below:
+        known = set(points["kernel"].astype(str))
+        raise CheckFailed("06.R1", "that is not a kernel of the table that runs on the matrix cores", found=kernel,
+                          mistake="a kernel whose FLOPs are vector instructions: its ridge point is another roof's"
+                          if kernel in known else None,
+                          hint="keep the rows whose `dominant` starts with `mfma`, then compare their intensities "
+                               "with the ridge point.")
+    answer = max(below, key=below.get)
+    if kernel != answer:
+        raise CheckFailed("06.R1", "that matrix kernel is not the one furthest below its ridge point", found=kernel,
+                          mistake="the kernel with the most time: time says nothing about FLOPs per byte"
+                          if kernel == _most_time_matrix_kernel(points) else None,
+                          hint="compare each matrix kernel's `arithmetic_intensity` with the ridge point.")
+    expected = below[answer]
+    expect_type("06.R1", below_ridge, float, what="the factor (ridge point / intensity)")
+    value = float(below_ridge)  # type: ignore[arg-type]
+    near = {"l2": _below_ridge(points, nbytes="l2_bytes")[answer],
+            "vector": _below_ridge(points, roof="FP32 vector")[answer]}
+    if math.isclose(value, near["l2"], rel_tol=0.01) and not math.isclose(value, expected, rel_tol=0.03):
+        raise CheckFailed("06.R1", "the factor is off", expected=expected, found=value,
+                          mistake="the intensity from the L2 bytes: the roofline's x is FLOPs per HBM byte",
+                          hint="intensity = `flops` / `hbm_bytes`.")
+    if math.isclose(value, near["vector"], rel_tol=0.01) and not math.isclose(value, expected, rel_tol=0.03):
+        raise CheckFailed("06.R1", "the factor is off", expected=expected, found=value,
+                          mistake="the ridge point of the FP32 vector peak: a matrix kernel's roof is the matrix "
+                                  "peak of its precision",
+                          hint="ridge point = the peak of the kernel's `roof` / the HBM peak (`peaks()`).")
+    expect_close("06.R1", value, expected, rel=0.03, what="the factor (ridge point / intensity)",
+                 hint="ridge point (FLOPs per byte) = peak FLOP/s of the kernel's roof / peak HBM bytes per s; "
+                      "divide it by the kernel's intensity.")
+    ai = float(points.loc[points["kernel"] == answer, "arithmetic_intensity"].iloc[0])
+    return passed("06.R1", f"{answer}: {ai:.1f} FLOPs per HBM byte, {expected:.1f}x below the ridge point "
+                           f"(generated counters): more tokens per call would move it right")

@@ -12,7 +12,7 @@ from ..logs import diagnose_text, parse_rccl
 from ..site import load_site
 from .datasets import pick
 from .concepts import Choice, Option, choice_check
-from .framework import CheckFailed, Passed, check, expect_equal, expect_in, expect_type, passed, wrong
+from .framework import CheckFailed, Passed, check, expect_equal, expect_in, expect_type, passed, plain, wrong
 
 
 #: The profiled run's length a check accepts (``profile_steps``): past the cold first steps, and a trace that stays
@@ -102,7 +102,8 @@ def check_gdr(recipe: str | None, line_no: int | None, log_text: str) -> Passed:
         raise CheckFailed("08.2", "the line number is outside the log", expected=proof[0], found=line_no)
     expect_equal("08.2", line_no, proof[0], what="the first line that proves GPU-direct RDMA",
                  hint="the proof is a channel's transport line: `... via NET/AWS Libfabric/0/GDRDMA`; the "
-                      "NCCL_NET_GDR_LEVEL line only says what was asked for.")
+                      "NCCL_NET_GDR_LEVEL line only says what was asked for.",
+                 off_by_one="a neighbouring line, or a line number counted from 0 (editors and grep -n count from 1)")
     return passed("08.2", f"recipe {recipe!r}; line {line_no}: {lines[line_no - 1].split('NCCL INFO ')[-1]}")
 
 
@@ -118,8 +119,8 @@ def check_miopen_fix(recipe: str | None, log_text: str) -> Passed:
         raise CheckFailed("08.3", "the log given to the check shows no MIOpen SQLite locking error",
                           hint="pass the text of the log written by the setup cell.")
     fixes = [name for name, values in site.env.items() if "MIOPEN_USER_DB_PATH" in values]
-    expect_in("08.3", recipe, sorted(site.env), what="the environment recipe",
-              hint="the recipes are `load_site('lumi').env`.")
+    recipe = expect_in("08.3", recipe, sorted(site.env), what="the environment recipe",
+                       hint="the recipes are `load_site('lumi').env`.")
     expect_in("08.3", recipe, fixes, what="the recipe that moves MIOpen's database off Lustre",
               hint="the doctor's fix sets MIOPEN_USER_DB_PATH; which recipe sets it?")
     values = site.env_recipe(recipe)
@@ -253,12 +254,14 @@ def check_comm_baseline(node_busbw: float | None, cross_busbw: float | None, bot
         raise CheckFailed("08.5", "the two-node peak bus bandwidth is off", found=got,
                           hint=hint + "; small messages measure latency, the largest ones the link")
     links = load_site("lumi").links
+    bottleneck = plain(bottleneck)
     if bottleneck not in links:
         raise CheckFailed("08.5", "`bottleneck` should name a link of the site profile", found=bottleneck,
                           hint=f"one of: {', '.join(links)}")
     if bottleneck != verdict.link:
         raise CheckFailed("08.5", f"{bottleneck} is not what limits the two-node run",
-                          hint="between nodes the traffic leaves through the network cards, one per MI250X.")
+                          hint="compare the two-node peak with each link's bandwidth in the site profile: which "
+                               "link does the traffic cross between nodes that it never crosses inside one?")
     return passed("08.5", f"in one MI250X {one.peak.busbw:g} GB/s, across two nodes {two.peak.busbw:g} GB/s, limited "
                           f"by {verdict.link} ({verdict.peak_gb_s:g} GB/s; generated outputs: run all_reduce_perf on "
                           "LUMI for yours)")
@@ -329,6 +332,7 @@ def check_hang(recorder_env: dict | None, missing_rank: int | None, stuck_seq: i
     if missing_rank is None or stuck_seq is None:
         raise CheckFailed("08.6", "the missing rank and the collective it never joined", unanswered=True,
                           hint="compare the ranks' last collective_seq_id in the table.")
+    missing_rank, stuck_seq = plain(missing_rank), plain(stuck_seq)  # np.int64 from idxmin is a whole number too
     if not isinstance(missing_rank, int) or isinstance(missing_rank, bool) or missing_rank != rank:
         raise CheckFailed("08.6", f"rank {missing_rank} is not the one that never joined", found=missing_rank,
                           hint="the other ranks all entered the same collective ('started'); one stopped before it.")

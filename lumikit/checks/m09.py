@@ -68,7 +68,8 @@ def check_enough_workers(answer: int | None, step_times: Mapping[int, float], to
     expect_equal("09.2", answer, expected, what="the fewest workers within "
                  f"{tolerance:.0%} of the best step time ({best:.4f} s)",
                  hint="enough is where more workers stop paying off: the fewest whose step time is within the "
-                      "tolerance of the best.")
+                      "tolerance of the best.",
+                 off_by_one="the neighbouring worker count: compare each step time with the tolerance, not by eye")
     return passed("09.2", f"{expected} worker(s): {step_times[expected]:.4f} s per step, best {best:.4f} s")
 
 

@@ -22,6 +22,7 @@ from ..smi import load_session, tidy
 from ..trace import TraceAnalyzer
 from ..trace.host_ops import PHASES, host_ops, step_phases
 from ..workloads.capstone import slow_rank
+from .concepts import letter
 from .framework import (
     CheckFailed,
     Passed,
@@ -60,7 +61,7 @@ def check_starved_gcd(gcd: int | None, hypothesis: str | None) -> Passed:
     expect_type("11.1", gcd, int, what="the starved GCD's index")
     expect_equal("11.1", gcd, expected, what="the starved GCD",
                  hint="compare each GCD's median clock and power over the session, not one sample.")
-    expect_in("11.1", hypothesis, ["a", "b", "c"], what="your hypothesis (a letter)")
+    hypothesis = letter("11.1", hypothesis, dict.fromkeys("abc"), "your hypothesis (a letter)")
     if hypothesis != "b":
         why = {"a": "a broken GPU would not run the other ranks' collectives in step with them; the GCD is "
                     "healthy and waiting",
@@ -318,7 +319,11 @@ def conclusion_path() -> Path | None:
 @check("11.A",
        wrong("an empty conclusion", conclusion="", mentions="words"),
        wrong("a conclusion without the evidence", mentions="numbers",
-             conclusion=lambda a: " ".join(["The run was slow because one rank was slow, and now it is fixed."] * 6)))
+             conclusion=lambda a: " ".join(["The run was slow because one rank was slow, and now it is fixed."] * 6)),
+       wrong("one word repeated to reach the length, then the rank and three numbers", mentions="repeats",
+             conclusion=lambda a: "x " * 80 + f"rank {_slow(a.before_dir)} 1 2 3"),
+       wrong("one sentence repeated to reach the length", mentions="repeats",
+             conclusion=lambda a: f"Rank {_slow(a.before_dir)} was slow: 1.5 s, 30 % and 2.0 x. " * 8))
 def check_conclusion(conclusion: str | None, before_dir: object) -> Passed:
     """Exercise 11.A: the written conclusion, with its evidence (the slow rank and numbers); it is saved to the
     learner's progress folder (:func:`conclusion_path`) so that the class export can link it."""
@@ -334,8 +339,18 @@ def check_conclusion(conclusion: str | None, before_dir: object) -> Passed:
     if len(numbers) < 3 or not re.search(rf"\brank\s*{slow}\b", conclusion, flags=re.IGNORECASE):
         raise CheckFailed("11.A", "your conclusion does not give its evidence: the slow rank (\"rank N\") and the "
                                   "numbers you measured", hint="quote your own numbers: shares, step times, the speed-up.")
+    if len({w.lower() for w in words}) < 0.25 * len(words):
+        raise CheckFailed("11.A", "your conclusion repeats itself: the length must come from evidence and reasoning",
+                          hint="what each view showed, why the fix works, what changed.")
     saved = _save_conclusion(conclusion)
     return passed("11.A", f"{len(words)} words" + (f", saved to {saved}" if saved else " (recording is off: not saved)"))
+
+
+def _slow(before_dir: object) -> int:
+    """The slow rank of the first run (for the declared wrong answers of 11.A)."""
+    _, results = _results(before_dir, "11.A", "the first run's folder")
+    first = results[min(results)]
+    return slow_rank(int(first["case"]), int(first["world_size"]))
 
 
 def _save_conclusion(text: str) -> Path | None:

@@ -5,7 +5,7 @@ from the cell, its arguments are evaluated in the notebook's namespace and bound
 the check is called once per declared :class:`~lumikit.checks.framework.Wrong` answer, with the answer arguments
 replaced. Each must raise :class:`~lumikit.checks.framework.CheckFailed` (a real failure, not "no answer yet") whose
 message names the exercise (and the wrong answer's ``mentions``, if given), and no message (nor the stub's, every
-answer None) may show the solution's answer (:func:`lumikit.checks.leaks.leaked`). Nothing is recorded as progress.
+answer None) may show the solution's answer (:func:`lumikit.checks.leaks.leaks`: its printed value, or in words, identifiers, keys and letters). Nothing is recorded as progress.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from .framework import _PROBING, WRONG_MIMETYPE, CheckFailed, check_info
 from .hints import hint_levels
-from .leaks import leaked
+from .leaks import kinded_forms, leaks, without_echoes
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class WrongOutcome:
     outcome: str  # rejected | accepted | unanswered | crashed | not mentioned
     message: str
     leaked: tuple[str, ...] = ()  # printed forms of the solution's answer found in the message
+    searched: str = ""  # the message without the wrong values echoed back (verify searches it for other answers)
 
     @property
     def rejected(self) -> bool:
@@ -46,6 +47,8 @@ class ProbeReport:
     problem: str = ""
     stub_message: str = ""  # the check's message for an unanswered exercise (every answer None)
     stub_leaked: tuple[str, ...] = ()
+    #: The solution's answer in every (form, kind) a message could carry, for verify's search across exercises.
+    answer_forms: tuple[tuple[str, str], ...] = ()
 
     @property
     def messages_checked(self) -> int:
@@ -64,7 +67,7 @@ class ProbeReport:
             text += f"; {self.leaks} message(s) show the solution's answer"
         data = {"exercise": self.exercise, "function": self.function, "problem": self.problem,
                 "outcomes": [asdict(o) for o in self.outcomes], "stub_message": self.stub_message,
-                "stub_leaked": list(self.stub_leaked)}
+                "stub_leaked": list(self.stub_leaked), "answer_forms": [list(f) for f in self.answer_forms]}
         return {"text/plain": text, WRONG_MIMETYPE: data}
 
 
@@ -113,12 +116,15 @@ def try_wrong_answers(source: str, namespace: Mapping[str, Any]) -> ProbeReport:
             arguments.update(replaced)
             outcome = _judge(info.exercise, case.why, case.mentions, func, arguments)
             given = list(replaced.values())  # answers the case leaves alone are right: showing them tells nothing
-            found = [f for n, v in solution.items() if n in replaced for f in leaked(outcome.message, v, given)]
-            outcomes.append(replace(outcome, leaked=tuple(dict.fromkeys(found))))
+            found = [str(f) for n, v in solution.items() if n in replaced for f in leaks(outcome.message, v, given)]
+            outcomes.append(replace(outcome, leaked=tuple(dict.fromkeys(found)),
+                                    searched=without_echoes(outcome.message, given)))
         stub_message, stub_found = _stub(func, bound.arguments, solution, info.exercise)
     finally:
         _PROBING.reset(token)
-    return ProbeReport(info.exercise, name, tuple(outcomes), stub_message=stub_message, stub_leaked=stub_found)
+    answer_forms = tuple(sorted(set().union(*(kinded_forms(v) for v in solution.values())) if solution else ()))
+    return ProbeReport(info.exercise, name, tuple(outcomes), stub_message=stub_message, stub_leaked=stub_found,
+                       answer_forms=answer_forms)
 
 
 def _stub(func: Any, arguments: Mapping[str, Any], solution: Mapping[str, Any],
@@ -134,7 +140,7 @@ def _stub(func: Any, arguments: Mapping[str, Any], solution: Mapping[str, Any],
     else:
         return "", ()
     message = " ".join([message, *hint_levels(exercise)]) if exercise else message
-    return message, tuple(dict.fromkeys(f for v in solution.values() for f in leaked(message, v)))
+    return message, tuple(dict.fromkeys(str(f) for v in solution.values() for f in leaks(message, v)))
 
 
 def _judge(exercise: str, why: str, mentions: str | None, func: Any, arguments: dict[str, Any]) -> WrongOutcome:

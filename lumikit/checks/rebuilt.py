@@ -46,6 +46,12 @@ def _counter_csv() -> str:
     return m06.counter_exercise_csv()
 
 
+def _roofline_points() -> Any:
+    from . import m06
+
+    return m06.roofline_exercise_points()
+
+
 def _rccl_log() -> str:
     from ..logs.samples import rccl_debug_log
 
@@ -59,6 +65,7 @@ REBUILT: dict[str, dict[str, Callable[[], Any]]] = {
     "06.1": {"breakdown": lambda: _exercise_analyzer().get_kernel_breakdown()},
     "06.2": {"stragglers": lambda: _exercise_analyzer().get_stragglers()},
     "06.C1": {"csv_text": _counter_csv},
+    "06.R1": {"points": _roofline_points},
     "08.2": {"log_text": _rccl_log},
 }
 #: Inputs the exercise fixes without a default in the check's signature (the notebook passes them).

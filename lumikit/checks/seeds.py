@@ -17,7 +17,8 @@ from ..jobs import JobSpec, render_srun
 from ..logs import parse_hip_log
 from ..site import load_site
 from .concepts import letter as parse_letter
-from .framework import CheckFailed, Passed, check, expect_answer, expect_equal, expect_in, expect_type, passed, wrong
+from .framework import (CheckFailed, Passed, check, expect_answer, expect_equal, expect_in, expect_type, passed,
+                        switched_on, wrong)
 
 
 def expect_choice(exercise: str, found: Any, options: Mapping[str, tuple[bool, str]], *, what: str) -> str:
@@ -210,11 +211,11 @@ def check_visible_gcd(physical_gcd: int | None, device_count: int | None) -> Pas
     rocr, hip = [4, 5], [1]
     expect_type("08.S1", device_count, int, what="torch.cuda.device_count()")
     expect_equal("08.S1", device_count, len(hip), what="how many devices PyTorch sees",
-                 hint="HIP_VISIBLE_DEVICES keeps one of the two devices ROCR left.")
+                 hint="count what the second filter keeps, not what the first one leaves.")
     expect_type("08.S1", physical_gcd, int, what="the GCD behind cuda:0")
     if physical_gcd == hip[0]:
         raise CheckFailed("08.S1", "HIP_VISIBLE_DEVICES counts among the devices ROCR left, not the node's GCDs",
-                          found=physical_gcd, hint="ROCR leaves 4 and 5, renumbered 0 and 1; HIP keeps its 1.")
+                          found=physical_gcd, hint="HIP's index points into the first filter's list, renumbered from 0.")
     expect_equal("08.S1", physical_gcd, rocr[hip[0]], what="the GCD behind cuda:0",
                  hint="apply ROCR_VISIBLE_DEVICES first, renumber from 0, then HIP_VISIBLE_DEVICES.")
     return passed("08.S1", f"cuda:0 is GCD {rocr[hip[0]]}: ROCR first, then HIP on ROCR's numbering")
@@ -247,6 +248,7 @@ def check_zero_stage(answer: str | None) -> Passed:
        wrong("the PyTorch container", jax_job=lambda a: a.jax_job.with_(container="pytorch"), mentions="container"),
        wrong("an error taken for a device list", jax_output="ModuleNotFoundError: No module named 'jax'",
              mentions="no JAX device"),
+       wrong("a run that fell back to the CPU", jax_output="[CpuDevice(id=0)]", mentions="CPU devices only"),
        wrong("without PYTHONNOUSERSITE=1: ~/.local shadows the container's JAX",
              jax_job=lambda a: a.jax_job.with_(env={k: v for k, v in a.jax_job.env_dict().items()
                                                     if k != "PYTHONNOUSERSITE"}), mentions="~/.local"))
@@ -257,14 +259,16 @@ def check_jax_job(jax_job: JobSpec | None, devices_expected: int | None, jax_out
     expect_type("10.S1", jax_job, JobSpec, what="the JAX job",
                 hint="build it with `spec([...], container=\"jax\", ...)`.")
     expect_equal("10.S1", jax_job.container, "jax", what="the container", hint="the JAX image, not PyTorch's.")
-    expect_equal("10.S1", jax_job.gpus_per_node, 2, what="GCDs per node", hint="ask for 2 with gpus_per_node=2.")
+    expect_equal("10.S1", jax_job.gpus_per_node, 2, what="GCDs per node",
+                 hint="the question says how many GCDs the job asks for per node.")
     tasks = jax_job.ntasks_per_node or 1
-    expect_equal("10.S1", tasks, 1, what="tasks per node", hint="one process drives both GCDs here.")
-    if jax_job.env_dict().get("PYTHONNOUSERSITE") != "1":
+    expect_equal("10.S1", tasks, 1, what="tasks per node",
+                 hint="how many JAX processes does the question start on the node?")
+    if not switched_on(jax_job.env_dict().get("PYTHONNOUSERSITE"), "python"):
         raise CheckFailed("10.S1", "the job lets Python read packages from your ~/.local into the container",
                           found=jax_job.env_dict().get("PYTHONNOUSERSITE"),
                           hint="a jax or jaxlib once installed with `pip install --user` would shadow the container's "
-                               "ROCm build; set PYTHONNOUSERSITE=1 in the job's environment.")
+                               "ROCm build; Python has an environment switch that leaves the user site out.")
     command = render_srun(jax_job, site).text()
     if "singularity" not in command:
         raise CheckFailed("10.S1", "the rendered command does not run in the container", found=command[:160])
@@ -278,6 +282,14 @@ def check_jax_job(jax_job: JobSpec | None, devices_expected: int | None, jax_out
                             r"CpuDevice\(id=\d+\)|TFRT_CPU_\d+", jax_output)
         if not listed:
             raise CheckFailed("10.S1", "the output lists no JAX device", found=jax_output[:160])
+        gpus = [d for d in listed if not d.startswith(("Cpu", "TFRT_CPU"))]
+        if not gpus:
+            raise CheckFailed("10.S1", "the output lists CPU devices only: JAX fell back to the CPU, so the job "
+                                       "never used a GCD", found=jax_output[:160],
+                              hint="look at the container and the GCDs the job asked for.")
+        if len(gpus) != devices_expected:
+            raise CheckFailed("10.S1", "the output lists another number of GCDs than you expected",
+                              found=jax_output[:160])
         where = f"it printed {len(listed)} device(s): {', '.join(listed[:3])}"
     else:
         where = "it was not run here (no JAX in this kernel, no Slurm): the command is what LUMI runs"

@@ -390,7 +390,9 @@ def check_overlap_steps(allocation: ShellResult | str | int | None) -> Passed:
                             "2 nid005002 ROCR_VISIBLE_DEVICES=0,1\n3 nid005002 ROCR_VISIBLE_DEVICES=0,1\n",
              mentions="sees 2 GPUs"),
        wrong("all ranks on one node", visibility_run="0 nid005001 ROCR_VISIBLE_DEVICES=0\n"
-                                                     "1 nid005001 ROCR_VISIBLE_DEVICES=1\n", mentions="too few"))
+                                                     "1 nid005001 ROCR_VISIBLE_DEVICES=1\n", mentions="too few"),
+       wrong("two one-task runs pasted together: rank 0 twice, on two nodes", mentions="once",
+             visibility_run="0 nid005001 ROCR_VISIBLE_DEVICES=0\n0 nid005002 ROCR_VISIBLE_DEVICES=0\n"))
 def check_gpu_visibility(visibility_run: ShellResult | str | None, nodes: int | None = 2) -> Passed:
     """Exercise 08.T1: a 2-node job in which Slurm gives each task one GPU (``ROCR_VISIBLE_DEVICES``)."""
     text, skipped = _output_text(visibility_run, "08.T1", "the output of the visibility job")
@@ -402,6 +404,10 @@ def check_gpu_visibility(visibility_run: ShellResult | str | None, nodes: int | 
                           found=text.strip()[:200], hint="each task prints $SLURM_PROCID $SLURMD_NODENAME "
                                                          "ROCR_VISIBLE_DEVICES=$ROCR_VISIBLE_DEVICES.")
     hosts = {host for _, host, _ in lines}
+    ranks = sorted(int(rank) for rank, _, _ in lines)
+    if ranks != list(range(len(ranks))):
+        raise CheckFailed("08.T1", "the ranks are not 0, 1, 2, ... each once: this is not the output of one job",
+                          found=ranks, hint="run one job whose every task prints its own line.")
     if len(hosts) < (nodes or 2):
         raise CheckFailed("08.T1", "the tasks ran on too few nodes", expected=nodes, found=sorted(hosts),
                           hint="ask for --nodes=2.")

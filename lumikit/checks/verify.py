@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 
 from .conventions import CHECK_TAG, DEFAULT_BUDGET_S, DEFAULT_CELL_TIMEOUT_S, EXERCISE_TAG
 from .generate import drift, solution_files
+from .leaks import KINDS, count_by_kind, search
 from .notebook import CellResult, NotebookRun, run_notebook
 
 #: Every check declares at least this many known-wrong answers, and verify tries them all.
@@ -47,6 +48,8 @@ class CheckReport:
     wrong_rejected: int
     messages_checked: int = 0
     leaks: int = 0
+    #: The leaks by kind ("value", "words", "identifier", "key", "letter", "other exercise"): (kind, count) pairs.
+    leak_kinds: tuple[tuple[str, int], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -101,6 +104,10 @@ def judge_solution(run: NotebookRun, *, budget_s: float = DEFAULT_BUDGET_S) -> t
                                                                f"the cell with the check call, whose value is shown"))
         if CHECK_TAG in cell.tags and cell.probe is not None:
             problems += _probe_problems(where, cell.probe)
+            others = [c.probe for c in checks if c is not cell and c.probe]
+            problems += [Problem("answer leaked", f"{where}: a message shows the answer of {other} ({form}): "
+                                                  f"{message}. Fix: name the mistake, not another exercise's answer")
+                         for message, other, form in cross_leaks(cell.probe, others)]
     return passed, problems
 
 
@@ -139,17 +146,47 @@ def _leak_counts(probe: dict) -> tuple[int, int]:
 
 
 def check_reports(solution: NotebookRun, exercise: NotebookRun | None) -> list[CheckReport]:
-    """One row per check cell: the solution's outcome, the stub's, and the known-wrong answers tried/rejected."""
+    """One row per check cell: the solution's outcome, the stub's, the known-wrong answers tried/rejected, and
+    the leaks by kind (the answer's own, and another exercise's answer shown in this one's messages)."""
     stubs = exercise.tagged(CHECK_TAG) if exercise else []
     rows = []
-    for index, cell in enumerate(solution.tagged(CHECK_TAG)):
+    cells = solution.tagged(CHECK_TAG)
+    for index, cell in enumerate(cells):
         probe = cell.probe or {}
         outcomes = probe.get("outcomes", [])
         exercise_id = probe.get("exercise") or _exercise_of(cell) or f"check {index + 1}"
         stub = stubs[index] if index < len(stubs) else None
+        checked, leaked = _leak_counts(probe)
+        kinds = count_by_kind([f for o in outcomes for f in o.get("leaked", [])] + list(probe.get("stub_leaked", [])))
+        cross = len(cross_leaks(probe, [c.probe or {} for c in cells if c is not cell]))
+        kinds["other exercise"] = cross
         rows.append(CheckReport(exercise_id, _solution_verdict(cell), _stub_verdict(stub), len(outcomes),
-                                sum(o.get("outcome") == "rejected" for o in outcomes), *_leak_counts(probe)))
+                                sum(o.get("outcome") == "rejected" for o in outcomes), checked, leaked + cross,
+                                tuple(kinds.items())))
     return rows
+
+
+def cross_leaks(probe: dict, others: Sequence[dict]) -> list[tuple[str, str, str]]:
+    """Another exercise's answer shown in this check's messages: (message, other exercise, form (kind)) triples.
+
+    A form this exercise's own answer shares (the same GCD count in two exercises) is not counted here: the leak
+    search of the exercise itself judges it. The wrong answers' own values echoed back are not searched."""
+    own = {tuple(f) for f in probe.get("answer_forms", [])}
+    messages = [o.get("searched") or o.get("message", "") for o in probe.get("outcomes", [])
+                if o.get("outcome") == "rejected"]
+    messages += [probe.get("stub_message", "")] if probe.get("stub_message") else []
+    found = []
+    for other in others:
+        exercise = other.get("exercise", "")
+        if not exercise or exercise == probe.get("exercise"):
+            continue
+        their = {tuple(f) for f in other.get("answer_forms", [])} - own
+        # another exercise's number in words or its option letter is too common a word to count
+        their = {(form, kind) for form, kind in their if kind in ("identifier", "key") or
+                 (kind == "value" and len(form) >= 3)}
+        for message in messages:
+            found += [(message, exercise, str(leak)) for leak in search(message, their)]
+    return found
 
 
 def _exercise_of(cell: CellResult) -> str:
@@ -272,9 +309,11 @@ def format_check_table(reports: Sequence[PairReport]) -> str:
     rejected = sum(c.wrong_rejected for c in checks)
     searched = sum(c.messages_checked for c in checks)
     leaks = sum(c.leaks for c in checks)
+    kinds = {kind: sum(dict(c.leak_kinds).get(kind, 0) for c in checks) for kind in (*KINDS, "other exercise")}
+    by_kind = ", ".join(f"{kind} {count}" for kind, count in kinds.items())
     return "\n".join(_columns(header, rows) + [f"{len(checks)} checks; {rejected} of {tried} known-wrong answers "
                                                 f"rejected; {searched} failure messages checked for leaked answers, "
-                                                f"{leaks} leaked"])
+                                                f"{leaks} leaked (by kind: {by_kind})"])
 
 
 def _columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

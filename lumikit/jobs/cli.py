@@ -14,6 +14,7 @@ from .profiling import MODES
 from .render import Command, allocation_flags, attach_argv, render_salloc, render_sbatch, render_srun, resolve
 from .spec import JobSpec, is_secret
 from .validate import advice, device_rule, missing_account, validate
+from .vllm import DEFAULT_MODEL as DEFAULT_VLLM_MODEL
 
 
 def add_job_options(p: argparse.ArgumentParser, *, with_command: bool = True) -> None:
@@ -237,6 +238,41 @@ def _site(args: argparse.Namespace) -> int:
     return 0
 
 
+def _vllm(args: argparse.Namespace) -> int:
+    """LUMI's vLLM recipe: the server's batch script, or (--client JOBID) the client's command; printed, never run."""
+    import shlex
+
+    from . import vllm
+
+    site = load_site(args.site)
+    if args.client is not None:
+        argv = vllm.client_argv(args.client, args.model, args.prompt)
+        print(json.dumps(argv) if args.json else shlex.join(argv))
+        if args.explain:
+            print()
+            print("\n".join(vllm.client_explain(args.client)))
+        return 0
+    job = resolve(vllm.server_spec(args.model, site=site, account=args.account, time=args.time,
+                                   partition=args.partition), site, load_config())
+    validate(job, site)
+    lack = missing_account(job, site, str(config_path()))
+    for line in advice(job, site) + ([str(lack)] if lack else []):
+        warn(line)
+    script = render_sbatch(job, site, check=False)
+    if args.write:
+        from ..files import write_new
+        write_new(args.write, script, force=args.force)
+        print(args.write)
+    else:
+        print(script, end="")
+    if args.explain:
+        print()
+        print(Command(argv=(), flags=tuple(allocation_flags(job, site))).explain())
+        print("\n".join(vllm.server_explain(args.model, site)))
+        _cost(job, site, args)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     for name, fn, helptext in (("srun", _srun, "print the srun command for a job"),
                                ("salloc", _salloc, "print the salloc command that allocates the job's resources")):
@@ -258,6 +294,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-pty", action="store_true")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ...")
     p.set_defaults(func=_attach)
+    p = sub.add_parser("vllm", help="print LUMI's vLLM recipe: the server's batch script (2 GCDs, a Unix socket), "
+                                    "or with --client JOBID the client's command (printed, never run here)",
+                       description="LUMI AI Guide chapter 10: vLLM in the LAIF container serving a model on 2 GCDs "
+                                   "over a Unix domain socket (--uds), caches on /scratch; the client reaches it "
+                                   "with srun --overlap --jobid JOBID --pty. LUMI's answers are expected, not seen.")
+    p.add_argument("--site", help="site profile (default: detected; the recipe is LUMI's)")
+    p.add_argument("--model", default=DEFAULT_VLLM_MODEL, help=f"Hugging Face model name (default {DEFAULT_VLLM_MODEL})")
+    p.add_argument("-A", "--account", help="project to bill (default: your lumikit config)")
+    p.add_argument("-t", "--time", default="2:00:00", help="the server job's time limit (default 2:00:00)")
+    p.add_argument("-p", "--partition", help="default: the site's GPU partition")
+    p.add_argument("--write", metavar="FILE", help="write the server's script to FILE (refuses to overwrite)")
+    p.add_argument("--force", action="store_true", help="overwrite FILE")
+    p.add_argument("--client", metavar="JOBID", help="print the client's command for the server job JOBID instead")
+    p.add_argument("--prompt", default="LUMI is a supercomputer that", help="the client's prompt")
+    p.add_argument("--json", action="store_true", help="with --client: the argv as a JSON list")
+    p.add_argument("--explain", action="store_true", help="add why each part is there, and the cost")
+    p.set_defaults(func=_vllm)
     p = sub.add_parser("site", help="show a site profile (default: the detected one)")
     p.add_argument("--site")
     p.set_defaults(func=_site)

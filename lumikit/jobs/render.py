@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..config import UserConfig
 from ..errors import SpecError
 from ..site import Site, load_site
-from .profiling import MODES
+from .profiling import MODES, overlay_key
 from .spec import JobSpec, mem_without_unit, parse_mem_mb
 from .validate import validate
 
@@ -232,7 +232,7 @@ def profiler_overlay(spec: JobSpec, site: Site) -> dict[str, str] | None:
     rocprofv3 in the 2026 LAIF image lacks libdw), or None."""
     if not (spec.profile and spec.container and site.uses_containers):
         return None
-    found = site.container(spec.container).overlays.get(spec.profile)
+    found = site.container(spec.container).overlays.get(overlay_key(spec.profile))
     return dict(found) if found else None
 
 
@@ -264,6 +264,7 @@ def _profile_branch(spec: JobSpec, command: str) -> str:
     parts = []
     if mode.makes_dir:
         parts.append(f'mkdir -p "{mode.makes_dir}"')
+    parts.extend(f'printf {shlex.quote(text)} > "{path}"' for path, text in mode.files)  # the tool's input file
     parts.extend(f'export {k}="{v}"' for k, v in mode.env)
     prefix = " ".join(f'"{t}"' if "$" in t else shlex.quote(t) for t in mode.prefix)
     parts.append(f"exec {prefix + ' ' if prefix else ''}{command}")

@@ -10,7 +10,7 @@ from typing import Callable, Iterator
 
 from ..errors import SiteError, SpecError
 from ..site import Site
-from .profiling import MODES
+from .profiling import MODES, overlay_key
 from .spec import JobSpec, format_time, mem_without_unit, parse_mem_mb, parse_time
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -320,7 +320,7 @@ def overlay_advice(spec: JobSpec, site: Site) -> list[str]:
     if not (spec.profile and spec.container and site.uses_containers) or spec.container not in site.containers:
         return []
     c = site.container(spec.container)
-    need = c.overlays.get(spec.profile)
+    need = c.overlays.get(overlay_key(spec.profile))
     if not need:
         return []
     build = need.get("build", "").replace("{image}", c.path)

@@ -1,11 +1,11 @@
 """Jobs that run the course's own training workloads (``lumikit.workloads``) the same way on every site."""
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from ..errors import SpecError
 from ..site import Site, load_site
+from .python import module_argv
 from .spec import JobSpec, spec
 
 #: The runnable modules of :mod:`lumikit.workloads`.
@@ -25,8 +25,9 @@ def workload_spec(workload: str, *args: str, gcds: int | None = None, container:
                   env: dict[str, str] | None = None, **fields: Any) -> JobSpec:
     """``python -m lumikit.workloads.<workload> ARGS`` as a job spec.
 
-    The Python is this kernel's own: on LUMI the workbook's venv on top of the course container, which is why the
-    job runs in ``container`` too (the local backend runs it without one); off LUMI the project's ``.venv``. One
+    The Python is the job's Python (:mod:`lumikit.jobs.python`): on LUMI the workbook's venv on top of the course
+    container, which is why the job runs in ``container`` too (the local backend runs it without one); off LUMI
+    the project's ``.venv``. One
     CPU thread per rank (``OMP_NUM_THREADS=1``, as the course's DDP scripts set it) unless ``env`` says otherwise.
     ``gcds`` asks for that many GCDs per node with :func:`gcd_resources`; fields given explicitly win.
     """
@@ -35,5 +36,5 @@ def workload_spec(workload: str, *args: str, gcds: int | None = None, container:
                         f"use one of: {', '.join(WORKLOADS)} (or build the command with `spec([...])`)")
     if gcds is not None:
         fields = {**gcd_resources(gcds, fields.get("ntasks_per_node") or 1), **fields}
-    return spec([sys.executable, "-m", f"lumikit.workloads.{workload}", *args], name=fields.pop("name", workload),
+    return spec(module_argv(f"lumikit.workloads.{workload}", *args), name=fields.pop("name", workload),
                 container=container, env={"OMP_NUM_THREADS": "1", **(env or {})}, **fields)

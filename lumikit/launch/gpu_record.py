@@ -12,7 +12,7 @@ import shlex
 from typing import Any
 
 from ..errors import LaunchError
-from ..jobs.python import job_python
+from ..jobs.python import module_argv, with_python
 from ..jobs.spec import JobSpec
 from ..site import Site
 from ..record.recorder import DEFAULT_INTERVAL_S, STOP_FILE
@@ -41,13 +41,14 @@ def plan(spec: JobSpec, enabled: bool = True, interval: float = DEFAULT_INTERVAL
 def recorder_args(site: Site, run_dir: str, interval: float, python: str | None = None, *,
                   site_tool: bool = True) -> list[str]:
     """``python -m lumikit.record sample ...`` for this site (its stand-in or tool where the profile names one);
-    ``python``: the job's Python (:func:`lumikit.jobs.python.job_python`) unless given."""
-    argv = [python or job_python(), "-m", "lumikit.record", "sample", "--run-dir", run_dir, "--interval",
-            f"{interval:g}", "--site", site.name]
+    ``python``: the job's Python (:mod:`lumikit.jobs.python`) unless given; a ``{python}`` word in the site's
+    tool command becomes that same interpreter (lumi-sim's stand-in tool is a lumikit module)."""
+    sample = ["sample", "--run-dir", run_dir, "--interval", f"{interval:g}", "--site", site.name]
+    argv = [python, "-m", "lumikit.record", *sample] if python else module_argv("lumikit.record", *sample)
     command = site.slurm.get("record_command") if site_tool else None
     if command:
         argv += ["--kind", str(site.slurm.get("record_kind", "recorded")), "--stream", "--command",
-                 *(str(c) for c in command)]
+                 *with_python((str(c) for c in command), argv[0])]
     return argv
 
 

@@ -20,7 +20,7 @@ from ..site import Site, load_site
 from .backend import python_path_env
 from ..record.recorder import GPU_DIR, STOP_FILE
 from .gpu_record import local_argv
-from .runfolder import RunFolder, base_manifest, disk_full, now_iso, remove_secrets, write_secrets
+from .runfolder import RunFolder, base_manifest, disk_full_note, now_iso, remove_secrets, write_secrets
 from .states import FINAL
 
 
@@ -152,15 +152,16 @@ def _supervisor_alive(m: dict, folder: RunFolder) -> bool:
         return not Path("/proc/self").exists()
 
 
-def _group_members(pgid: int, run_dir: Path) -> list[int]:
-    """Processes in the supervisor's process group that carry this run's LUMIKIT_RUN_DIR (Linux /proc)."""
+def _group_members(sid: int, run_dir: Path) -> list[int]:
+    """Processes in the supervisor's session (its ranks, the GPU recorder, the SMI tool the recorder runs in its
+    own process group, and their children) that carry this run's LUMIKIT_RUN_DIR (Linux /proc)."""
     marker = b"LUMIKIT_RUN_DIR=" + os.fsencode(str(run_dir.resolve()))
     found = []
     for entry in Path("/proc").iterdir() if Path("/proc/self/stat").exists() else ():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[2]) != pgid:
+            if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[3]) != sid:
                 continue
             if marker in (entry / "environ").read_bytes().split(b"\0"):
                 found.append(int(entry.name))
@@ -169,8 +170,9 @@ def _group_members(pgid: int, run_dir: Path) -> list[int]:
     return found
 
 
-def end_group(folder: RunFolder, m: dict) -> int:
-    """End what is left of a run's ranks (SIGTERM, then SIGKILL after 3 s); returns how many there were."""
+def end_group(folder: RunFolder, m: dict, grace: float = 3.0) -> int:
+    """End what is left of a run's processes (SIGTERM, then SIGKILL after ``grace`` seconds); returns how many
+    there were."""
     pgid = m.get("supervisor_pid")
     if not pgid:
         return 0
@@ -181,9 +183,9 @@ def end_group(folder: RunFolder, m: dict) -> int:
                 os.kill(pid, sig)
             except ProcessLookupError:
                 pass
-        deadline = time.monotonic() + 3
+        deadline = time.monotonic() + grace
         while sig == signal.SIGTERM and time.monotonic() < deadline and any(_alive(p) for p in pids):
-            time.sleep(0.1)
+            time.sleep(0.05)
         if not any(_alive(p) for p in pids):
             break
     return len(pids)
@@ -228,20 +230,53 @@ def _start_recorder(folder: RunFolder, m: dict, env: dict[str, str]) -> subproce
                                 stdout=log, stderr=subprocess.STDOUT)
 
 
-def _stop_recorder(proc: subprocess.Popen | None, run_dir: Path) -> None:
-    """The stop file (it ends after its next sample, or at once where it found no tool: a short job still gets
-    its header and first sample), SIGTERM after an interval and 10 s, SIGKILL 10 s later."""
+#: The least time the job's end gives its GPU recorder (an interval of 0.1 s is shorter than its start-up).
+RECORDER_STOP_MIN_S = 1.0
+#: How long a recorder that is still starting (no record file yet: Python is importing) is waited for first.
+RECORDER_START_S = 10.0
+
+
+def _stop_recorder(proc: subprocess.Popen | None, run_dir: Path, budget: float) -> bool:
+    """Give the GPU recorder ``budget`` seconds to end after the job (after its start-up, when a short job ended
+    before it had begun): the stop file (it ends after its next sample: a short job still gets its header and
+    first sample), then SIGTERM at half the time (between samples it ends at once). Returns whether it is still
+    running then (its SMI tool hung): the caller ends it."""
     if proc is None:
-        return
-    (run_dir / GPU_DIR / STOP_FILE).touch()
-    for sig in (None, signal.SIGTERM, signal.SIGKILL):
-        if sig is not None and proc.poll() is None:
-            proc.send_signal(sig)
+        return False
+    try:
+        (run_dir / GPU_DIR / STOP_FILE).touch()
+    except OSError:
+        pass  # a full disk may refuse even an empty file: the signal below still ends it
+    starting = time.monotonic() + RECORDER_START_S
+    while proc.poll() is None and not any((run_dir / GPU_DIR).glob("*.jsonl")) and time.monotonic() < starting:
+        time.sleep(0.05)
+    start = time.monotonic()
+    for share, sig in ((0.5, signal.SIGTERM), (1.0, None)):
         try:
-            proc.wait(timeout=30 if sig is None else 10)
-            return
+            proc.wait(timeout=max(0.0, start + share * budget - time.monotonic()))
+            return False
         except subprocess.TimeoutExpired:
-            continue
+            if sig is not None:
+                proc.send_signal(sig)
+    return True
+
+
+def _end_of_job(folder: RunFolder, recorder: subprocess.Popen | None, interval: float) -> str:
+    """The job's ranks have ended: stop its GPU recorder and end whatever of the run is still left in the
+    supervisor's session (a hung SMI tool and its children, a rank's background process), all within one record
+    interval (at least :data:`RECORDER_STOP_MIN_S`), as Slurm ends a job's processes with it. Returns a note
+    when something had to be ended, else ""."""
+    budget = max(interval, RECORDER_STOP_MIN_S)
+    hung = _stop_recorder(recorder, folder.path, 0.75 * budget)
+    left = end_group(folder, {"supervisor_pid": os.getpid()}, grace=0.25 * budget)
+    if recorder is not None and recorder.poll() is None:
+        recorder.wait()
+    if hung:
+        return (f"the GPU recorder had not ended {0.75 * budget:g} s after the job (its SMI tool hung?): it, its "
+                f"tool and their children ({left} process(es)) were ended, so its record may miss its last sample")
+    if left:
+        return f"{left} process(es) of the job still running after its ranks ended were ended with it"
+    return ""
 
 
 def supervise(run_dir: Path) -> int:
@@ -308,18 +343,15 @@ def _supervise(folder: RunFolder) -> int:
                     p.terminate()
         time.sleep(0.1)
     codes = [p if isinstance(p, int) else p.wait() for p in procs]
-    _stop_recorder(recorder, run_dir)
+    notes = [_end_of_job(folder, recorder, float((m.get("gpu_record") or {}).get("interval_s") or 0))]
     codes = [128 - c if c < 0 else c for c in codes]  # killed by signal N -> 128 + N, as the shell says it
     failed = first_failed if first_failed is not None else next((r for r, c in enumerate(codes) if c != 0), None)
     exit_code = codes[failed] if failed is not None else 0
     state = stopping["why"] or ("COMPLETED" if exit_code == 0 else "FAILED")
-    extra: dict[str, object] = {}
-    if disk_full(run_dir):  # the ranks' output (and maybe their results) were cut: the run did not do its work
-        state = "FAILED" if state == "COMPLETED" else state
-        extra["note"] = ("disk full: the run folder's file system has no space left, so the ranks' output is cut "
-                         f"short. Fix: free space under {run_dir.parent}, then launch again")
+    # the state is the command's: a disk that filled up cuts the record and the logs short, and the note says so
+    notes.append(disk_full_note(folder, state))
     folder.update(state=state, exit_code=exit_code, rank_exit_codes=codes, failed_rank=failed, end_time=now_iso(),
-                  **extra)
+                  **({"note": "; ".join(n for n in notes if n)} if any(notes) else {}))
     return 0
 
 

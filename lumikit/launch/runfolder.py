@@ -22,6 +22,7 @@ from ..errors import LaunchError, LumikitError
 from ..files import load_json_bounded, read_bytes, write_atomic
 from ..jobs.spec import REDACTED, is_secret
 from ..packages import installed_versions
+from ..record.recorder import GPU_DIR
 from ..text import printable
 
 DEFAULT_RUNS = "runs"
@@ -38,6 +39,20 @@ def disk_full(path: Path) -> bool:
     except OSError:
         return False
     return st.f_bavail * st.f_frsize < RESERVE_BYTES
+
+
+def disk_full_note(folder: "RunFolder", state: str) -> str:
+    """The note of a run whose folder's file system filled up ("" when it did not): what was cut short and the
+    fix. The state stays the command's own (a command that exited 0 is COMPLETED), so the note says which."""
+    if not (disk_full(folder.path) or folder.read().get("disk_full")):
+        return ""
+    cut = "the ranks' logs" + (" and the GPU record" if (folder.path / GPU_DIR).is_dir() else "")
+    own = ("the command exited 0, so the run is COMPLETED" if state == "COMPLETED" else
+           f"the run is {state} by its command's own outcome")
+    return (f"disk full: the run folder's file system has no space left, so {cut} may be cut short ({own}; what "
+            f"it wrote after the disk filled is lost). Fix: free space under {folder.path.parent} before the next run")
+
+
 #: Manifest fields and the types a damaged manifest is checked against (None allowed for each).
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "backend": (str,), "site": (str,), "state": (str,), "job_id": (str,), "exit_code": (int,),

@@ -26,7 +26,7 @@ from ..jobs.spec import JobSpec, parse_time
 from ..site import Site, expand, load_site  # expand: ${VAR:-default} in site settings
 from .backend import python_path_env
 from .gpu_record import with_record
-from .runfolder import RunFolder, base_manifest, disk_full, now_iso, remove_secrets, write_secrets
+from .runfolder import RunFolder, base_manifest, disk_full_note, now_iso, remove_secrets, write_secrets
 from .states import FINAL, normalise
 
 #: Prefixes of the variables an enclosing job or allocation leaves behind (input and output variables of
@@ -118,8 +118,9 @@ class SlurmBackend:
             remove_secrets(folder)
             raise LaunchError(f"Slurm rejected the job: {message}{rejection_hint(message, self.site.name)}")
         job_id = proc.stdout.strip().split(";")[0]
-        # what makes the job this run's: cancel() acts only on a job with this id, name and submit time
-        folder.update(job_id=job_id, job_name=spec.name, submitted_epoch=round(time.time(), 3))
+        # what makes the job this run's: status() and cancel() trust a job of this id, name, user and submit time
+        folder.update(job_id=job_id, job_name=spec.name, submitted_epoch=round(time.time(), 3),
+                      job_user=getpass.getuser())
         return job_id
 
     def query(self, job_id: str) -> tuple[str, int | None, dict[str, str]]:
@@ -134,19 +135,20 @@ class SlurmBackend:
             state = normalise(fields.get("JobState", "PENDING"))
             extra = {"start_time": _known(fields.get("StartTime")), "end_time": _known(fields.get("EndTime")),
                      "nodes": _known(fields.get("NodeList")), "elapsed_s": _seconds(fields.get("RunTime", "")),
-                     "job_name": fields.get("JobName", ""), "submit_time": _known(fields.get("SubmitTime"))}
+                     "job_name": fields.get("JobName", ""), "submit_time": _known(fields.get("SubmitTime")),
+                     "user": fields.get("UserId", "").split("(")[0]}
             return state, self._exit_code(state, fields.get("ExitCode", ""), extra), extra
         a = self.run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o",
-                      "State,ExitCode,Start,End,NodeList,ElapsedRaw,JobName,Submit"])
+                      "State,ExitCode,Start,End,NodeList,ElapsedRaw,JobName,Submit,User"])
         if a.returncode != 0 and not _accounting_disabled(a.stderr):
             raise SlurmUnreachable(f"Slurm is not answering about job {job_id}: the controller has no record of it "
                                    f"and the accounting database did not answer ({one_line(a.stderr)})")
         if a.returncode == 0 and a.stdout.strip():
-            state, code, start, end, nodes, elapsed, name, submit = \
-                (a.stdout.strip().splitlines()[0].split("|") + [""] * 8)[:8]
+            state, code, start, end, nodes, elapsed, name, submit, user = \
+                (a.stdout.strip().splitlines()[0].split("|") + [""] * 9)[:9]
             state = normalise(state)
             extra = {"start_time": start, "end_time": end, "nodes": nodes, "elapsed_s": elapsed, "job_name": name,
-                     "submit_time": _known(submit)}
+                     "submit_time": _known(submit), "user": user}
             return state, self._exit_code(state, code, extra), extra
         raise LaunchError(f"Slurm knows no job {job_id} any more (scontrol and sacct answered, and neither knows it)")
 
@@ -176,6 +178,9 @@ class SlurmBackend:
         if m.get("state") in FINAL or not m.get("job_id"):
             return m.get("state", "PENDING")
         state, code, extra = self.query(str(m["job_id"]))
+        if not _same_job(m, extra):
+            raise LaunchError(_not_this_runs(folder, m, extra, f"its last known state is {m.get('state', 'PENDING')}; "
+                                                               "Slurm's state of that job is not reported"))
         changes: dict[str, object] = {"state": state}
         if state != "PENDING" and not m.get("start_time"):
             changes["start_time"] = extra.get("start_time") or now_iso()
@@ -183,9 +188,8 @@ class SlurmBackend:
             changes.update(exit_code=code, end_time=extra.get("end_time") or now_iso(), nodes=extra.get("nodes"))
             if extra.get("reason"):
                 changes["reason"] = extra["reason"]
-            if disk_full(folder.path):
-                changes["note"] = ("disk full: the run folder's file system has no space left, so the job's output "
-                                   f"is cut short. Fix: free space under {folder.path.parent}, then launch again")
+            if disk_full_note(folder, state):
+                changes["note"] = disk_full_note(folder, state)
             changes.update(_billing_actual(m, self.site, extra.get("elapsed_s", "")))
             remove_secrets(folder)  # the batch script removes it too; a job cancelled while pending never ran that
         folder.update(**changes)
@@ -203,10 +207,7 @@ class SlurmBackend:
             raise LaunchError(f"{folder.path.name} already ended ({m['state']}): nothing to cancel")
         state, _, extra = self.query(str(job_id))
         if not _same_job(m, extra):
-            raise LaunchError(
-                f"job {job_id} is not {folder.path.name}'s any more (Slurm's job {job_id} is named "
-                f"{extra.get('job_name')!r}, submitted {extra.get('submit_time') or 'at an unknown time'}; the run "
-                f"submitted {m.get('job_name')!r}): job ids restart when a cluster is rebuilt. Nothing was cancelled")
+            raise LaunchError(_not_this_runs(folder, m, extra, "Nothing was cancelled"))
         if state in FINAL:
             self.status(folder)
             raise LaunchError(f"{folder.path.name} (job {job_id}) already ended ({state}): nothing to cancel")
@@ -252,10 +253,13 @@ def _accounting_disabled(stderr: str) -> bool:
 
 
 def _same_job(manifest: dict, extra: dict[str, str]) -> bool:
-    """Is Slurm's job the one this run submitted? Its name matches, and it was submitted within 10 minutes of the
-    time the run recorded. Runs from before these were recorded match on the id alone."""
+    """Is Slurm's job the one this run submitted? Its name and user match, and it was submitted within 10 minutes
+    of the time the run recorded. Runs from before these were recorded match on the id alone."""
     name, when = manifest.get("job_name"), manifest.get("submitted_epoch")
     if name is not None and extra.get("job_name") not in ("", None, name):
+        return False
+    user = manifest.get("job_user")
+    if user is not None and extra.get("user") not in ("", None, user):
         return False
     if when is None or not extra.get("submit_time"):
         return True
@@ -264,6 +268,19 @@ def _same_job(manifest: dict, extra: dict[str, str]) -> bool:
     except ValueError:
         return True
     return abs(submitted - float(when)) < 600
+
+
+def _not_this_runs(folder: RunFolder, manifest: dict, extra: dict[str, str], then: str) -> str:
+    """Why the job of the run's recorded id is another job (a rebuilt cluster gave the id again), and ``then``."""
+    job_id = manifest.get("job_id")
+    when = manifest.get("submitted_epoch")
+    mine = f"the run submitted {manifest.get('job_name')!r}" + (
+        f" at {datetime.fromtimestamp(float(when)).isoformat(timespec='seconds')}" if when is not None else "") + (
+        f" as {manifest['job_user']}" if manifest.get("job_user") else "")
+    return (f"job {job_id} is not {folder.path.name}'s any more (Slurm's job {job_id} is named "
+            f"{extra.get('job_name')!r}, submitted {extra.get('submit_time') or 'at an unknown time'}"
+            + (f" by {extra['user']}" if extra.get("user") else "") + f"; {mine}): job ids restart when a cluster "
+            f"is rebuilt, so this run's own job is gone; {then}")
 
 
 def _known(value: str | None) -> str:

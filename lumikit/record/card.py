@@ -32,6 +32,7 @@ from ..smi.interpret import main_group
 from ..smi.pm_counters import VALUE_FILES, energy_between
 from ..smi.readings import decode, encode, energy_counters
 from ..smi.sessions import Session, SessionHeader
+from ..text import printable
 from .accumulate import NodeSummary, findings, mean_max, runnings, summarise
 from .integrate import GAP_INTERVALS, trapezoid_window
 from .packages import OWN, NodeLayout, layout, whole_node
@@ -108,18 +109,20 @@ class ReportCard:
     totals: dict[str, Any] = field(default_factory=dict)
     absent: str | None = None  # why the run has no GPU record (None when it has one)
     series: dict[str, list[tuple[float, float | None]]] = field(default_factory=dict)  # node -> (t, node power)
+    run_note: str = ""  # how the run ended, as its manifest notes it (a full disk, a recorder that was ended)
 
     def to_dict(self) -> dict[str, Any]:
         return {"run": self.run, "record": "absent" if self.absent else "present", "why_absent": self.absent,
                 "window": self.window, "nodes": self.nodes, "gcds": [r.to_dict() for r in self.rows],
                 "packages": [p.to_dict() for p in self.packages], "totals": self.totals,
-                "findings": self.findings, "billing": self.billing, "phases": self.phases, "steps": self.steps}
+                "findings": self.findings, "billing": self.billing, "phases": self.phases, "steps": self.steps,
+                "run_note": self.run_note}
 
     def text(self) -> str:
         """The card as plain text: nodes, one line per GCD and per package, totals, findings, GPU-hours, phases."""
         if self.absent:
             return f"{self.run}: no GPU record: {self.absent}"
-        out = [f"GPU record of {self.run}"]
+        out = [f"GPU record of {self.run}"] + ([f"  run note: {self.run_note}"] if self.run_note else [])
         if any(info["kind"] == "generated" for info in self.nodes.values()):
             out.append("  GENERATED readings: a stand-in tool printed them on nodes without a GPU; not real hardware")
         w = self.window
@@ -177,10 +180,7 @@ class ReportCard:
             out.extend(f"  {f['node']}: {f['message']}" for f in self.findings)
         else:
             out.append("findings: none (no idle, starved or waiting GCD, no memory near full)")
-        b = self.billing
-        out.append(f"GPU-hours: billed {_f(b.get('billed_gpu_hours'), 4)} ({b.get('billed_from', 'unknown')}); "
-                   f"the job's GCDs were computing for {_f(b.get('computing_gpu_hours'), 4)} "
-                   f"({b.get('computing_rule', '')})")
+        out.append(self.billing_line())
         for p in self.phases:
             out.append(f"phase {p['name']!r}: {p['duration_s']:.1f} s, {_f(p['energy_j'], 0)} J, mean "
                        f"{_f(p['mean_power_w'], 0)} W")
@@ -190,6 +190,13 @@ class ReportCard:
                        f"{_f(s['energy_per_step_j'], 1)} J per step at a mean {_f(s['mean_power_w'], 0)} W (power "
                        "interpolated between samples: an estimate where steps are shorter than the interval)")
         return "\n".join(out)
+
+    def billing_line(self) -> str:
+        """The GPU-hours billed beside those the job's GCDs spent computing, each with where it comes from."""
+        b = self.billing
+        return (f"GPU-hours: billed {_f(b.get('billed_gpu_hours'), 4)} ({b.get('billed_from', 'unknown')}); "
+                f"the job's GCDs were computing for {_f(b.get('computing_gpu_hours'), 4)} "
+                f"({b.get('computing_rule', '')})")
 
     def _totals_text(self) -> list[str]:
         out = ["totals (the job's GCDs and packages; the same trapezoid rule for every figure):"]
@@ -389,7 +396,7 @@ def report_card(sessions: Mapping[str, Any], manifest: Mapping[str, Any] | None 
     manifest = manifest or {}
     site_obj = load_site(site or manifest.get("site") or "lumi")
     th = site_obj.power
-    card = ReportCard(run=run)
+    card = ReportCard(run=run, run_note=printable(str(manifest.get("note") or "")))
     inputs = {n: _node_input(n, s, site_obj.name) for n, s in sessions.items()}
     present = {n: i for n, i in inputs.items() if i.header.kind != "absent"}
     if not present:
@@ -717,7 +724,7 @@ def _why_absent(headers: Mapping[str, SessionHeader], manifest: Mapping[str, Any
 
 def open_records(folder: Path, site: str | None = None) -> dict[str, Any]:
     """Node -> streamed record file (:func:`lumikit.record.store.open_record`) of a run folder, named as
-    :func:`lumikit.record.read_record` names them (a node recorded twice: ``node#2``)."""
+    :func:`lumikit.record.read_record` names them (a node with two records: ``node#2``)."""
     from . import record_files
     from .store import open_record
 

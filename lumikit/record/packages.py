@@ -1,4 +1,4 @@
-"""Which package each recorded GPU sits in, which GCDs are the job's, and whose power a package reading holds.
+"""Which package each GPU of a record sits in, which GCDs are the job's, and whose power a package reading holds.
 
 An MI250X reports its power once per package: ``amd-smi`` prints it on the first GCD and 0 W (energy 0) on the
 second, ``rocm-smi`` prints N/A there (Omnistat's MI250X notes: "odd-numbered cards report 0 W"). On small-g and

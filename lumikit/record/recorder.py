@@ -49,6 +49,8 @@ RUN_DIR_ENV = "LUMIKIT_RUN_DIR"
 #: readings give the totals; the samples between are for a record cut short).
 PM_EVERY_S = 30.0
 END_SUFFIX, END_BYTES = ".end", 2048
+#: Blanks kept after the header's JSON, so notes found at the first sample fit when it is rewritten in place.
+HEADER_ROOM = 1024
 #: Where the job's GCDs on this node are named, best first (physical numbers, as Slurm gave them).
 GPU_VARIABLES = ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS")
 
@@ -77,9 +79,14 @@ def record_path(run_dir: str | os.PathLike[str], node: str) -> Path:
     return path
 
 
+def _line(obj: dict) -> bytes:
+    """One record line: compact JSON, keys sorted, no NaN, a newline."""
+    return (json.dumps(obj, sort_keys=True, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
 def _write_line(fd: int, obj: dict) -> None:
     """One JSON line in one ``write`` (an O_APPEND file: a kill tears at most this line)."""
-    data = (json.dumps(obj, sort_keys=True, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
+    data = _line(obj)
     while data:
         data = data[os.write(fd, data):]
 
@@ -144,10 +151,9 @@ class Recorder:
         self._stop = threading.Event()
         self._end_fd = -1
         self.started = time.time()
-        self._pending: tuple[Sample | Exception, float] | None = None
-        if self.source is not None and self.source.how == "per-call":
-            self._time_the_tool()
-        self.header = self._header(kind)
+        #: A tool started per sample is timed at its first call (then the header is amended in place).
+        self._untimed = self.source is not None and self.source.how == "per-call"
+        self.header = self._header()
         self.pm_every = max(1, round(PM_EVERY_S / self.interval))
         self.ended: str | None = None  # why writing stopped ("disk full", "write failed"), None while it goes on
         self._raw_kept = False
@@ -160,20 +166,25 @@ class Recorder:
             self._end_fd = -1
         self._end({"state": "recording", "started": self.started})
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._pm_start = dict(self.pm.read().counters or {})
+        head = self._head_bytes()
+        # room for the notes of the first call's timing: the header is rewritten in place, never moved
+        self._head_size = len(head) + HEADER_ROOM
+        self._write_raw(head.ljust(self._head_size) + b"\n")
+
+    def _head_bytes(self) -> bytes:
+        """The header line's JSON (without its newline): the session header, the sampler, pm_counters at start."""
         head = header_line(self.header)
         if self.source is not None:
             head["sampler"] = {"how": self.source.how, "name": self.source.name,
                                "interval_asked_s": self.asked_interval, "notes": self.notes}
-        pm = self.pm.read().counters
-        if pm:
-            head["pm_start"] = dict(pm)
-        self._write(head)
+        if self._pm_start:
+            head["pm_start"] = self._pm_start
+        return _line(head)[:-1]
 
     def _time_the_tool(self) -> None:
-        """Run a per-call tool once (kept as the first sample) and raise the interval to its run time."""
-        assert self.source is not None
-        when = time.time()
-        self._pending = (self._read(), when)
+        """After a per-call tool's first call: raise the interval to its run time and say so in the header."""
+        self._untimed = False
         took = getattr(self.source, "last_run_s", None) or 0.0
         self.notes.append(f"{self.argv[0] if self.argv else 'the tool'} is started once per sample (no library "
                           f"or stream here); one call took {took:.2f} s")
@@ -182,8 +193,21 @@ class Recorder:
             self.notes.append(f"interval raised from {self.interval:g} s to {raised:g} s: a tool started per "
                               "sample cannot sample faster than it runs")
             self.interval = raised
+            self.pm_every = max(1, round(PM_EVERY_S / self.interval))
+        self.header = self._header()
+        data = self._head_bytes()
+        if len(data) > self._head_size:
+            return  # no room (cannot happen with the notes above): the first header stays
+        try:
+            fd = os.open(self.path, os.O_WRONLY)  # not O_APPEND: pwrite there would append on Linux
+            try:
+                os.pwrite(fd, data.ljust(self._head_size), 0)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass  # the header written at the start stays; the samples' times still show the pace
 
-    def _header(self, kind: str | None) -> SessionHeader:
+    def _header(self) -> SessionHeader:
         """The record's first line: what was sampled, how, and which GCDs are the job's."""
         src = self.source
         if src is None:
@@ -217,11 +241,17 @@ class Recorder:
             pass  # nothing else can be said; the card then finds "recording" and says the recorder did not end
 
     def _write(self, obj: dict) -> bool:
-        """Append one line; on a full disk (or another write error) stop recording and say why in the end file."""
+        """Append one JSON line (see :meth:`_write_raw`)."""
+        return self._write_raw(_line(obj))
+
+    def _write_raw(self, data: bytes) -> bool:
+        """Append one line in one ``write``; on a full disk (or another write error) stop recording and say why in
+        the end file."""
         if self.ended:
             return False
         try:
-            _write_line(self._fd, obj)
+            while data:
+                data = data[os.write(self._fd, data):]
             return True
         except OSError as exc:
             full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
@@ -243,14 +273,12 @@ class Recorder:
 
     def sample(self) -> None:
         """Read the source once and append the sample (raises :class:`EndOfSource` when a stream has ended)."""
-        if self._pending is not None:
-            item, when = self._pending
-            self._pending = None
-        else:
-            when = time.time()
-            item = self._read()
-            if self.source is not None and self.source.paced:
-                when = time.time()  # a stream's reading: when it arrived (the read waited for it)
+        when = time.time()
+        item = self._read()
+        if self.source is not None and self.source.paced:
+            when = time.time()  # a stream's reading: when it arrived (the read waited for it)
+        if self._untimed:
+            self._time_the_tool()
         self._frame(item, when)
 
     def _frame(self, item: Sample | Exception, when: float) -> None:

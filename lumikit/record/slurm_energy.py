@@ -28,7 +28,7 @@ def ask_sacct(job_id: str, timeout: float = 15.0) -> dict[str, Any]:
     word = out.stdout.strip().splitlines()[0].strip() if out.returncode == 0 and out.stdout.strip() else ""
     if not word.isdigit() or int(word) == 0:
         return {"joules": None, "why": "Slurm has no energy figure for this job (no energy accounting plugin, or "
-                                       "none recorded)"}
+                                       "none kept)"}
     return {"joules": int(word), "from": f"sacct ConsumedEnergyRaw of job {job_id}"}
 
 

@@ -6,24 +6,28 @@ with the backend's gentle polling (:meth:`lumikit.launch.Run.wait`), and writes 
 into a rehearsal folder under ``runs/``: per job the job id, state, elapsed time, GPU-hours, the report card's
 highlights and each promise with its measurement. The jobs' run folders stay inside it (``runs/``), with
 ``bundle.json`` naming each one for ``lumikit reference add``.
+
+:func:`detach` runs the same rehearsal as one batch job (a small CPU job that submits and follows the others), so
+it outlives the Jupyter session or shell that started it; :func:`collect` reads its report back later.
 """
 from __future__ import annotations
 
 import json
 import os
-import sys
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from ..course_jobs import CourseJob, Promise, course_jobs
+from ..course_jobs import DEVICE_LOCAL_RANK, CourseJob, Promise, course_jobs
 from ..errors import LaunchError, LumikitError
-from ..files import write_atomic
+from ..files import load_json_bounded, read_bytes, write_atomic
 from ..json_output import to_json
-from ..jobs.spec import JobSpec
-from ..launch import launch
+from ..jobs.python import host_python, module_argv
+from ..jobs.spec import JobSpec, spec
+from ..launch import launch, open_run
 from ..launch.backend import Run
+from ..launch.states import FINAL
 from ..launch.runfolder import DEFAULT_RUNS, git_revision
 from ..site import Site, load_site
 
@@ -65,7 +69,7 @@ def probed(spec: JobSpec) -> JobSpec:
     env = dict(spec.env)
     if spec.total_tasks > 1:
         env.setdefault("NCCL_DEBUG", "INFO")
-    return spec.with_(command=(sys.executable, "-m", "lumikit.rehearse.probe", "--", *spec.command), env=env)
+    return spec.with_(command=(*module_argv("lumikit.rehearse.probe", "--"), *spec.command), env=env)
 
 
 def observations(run_dir: Path) -> list[dict[str, Any]]:
@@ -89,7 +93,8 @@ def rccl_summary(run_dir: Path) -> dict[str, Any]:
     lines = sum(1 for line in text.splitlines() if "NCCL INFO" in line)
     found = parse_rccl(text, source=str(run_dir)) if lines else None
     return {"nccl_info_lines": lines, "transport": found.transport if found else None,
-            "network": found.network if found else None}
+            "network": found.network if found else None, "provider": found.provider if found else None,
+            "over_slingshot": found.ok if found else None, "says": found.describe() if found else None}
 
 
 def card_highlights(run: Run) -> dict[str, Any]:
@@ -145,6 +150,13 @@ def measure(key: str, seen: list[dict[str, Any]], rccl: dict[str, Any], card: di
         if not rccl["nccl_info_lines"]:
             return False, "no NCCL INFO lines in the logs (no RCCL: gloo on CPUs, or NCCL_DEBUG unset)"
         return True, f"transport {rccl['transport']}, network {rccl['network']}"
+    if key == "device_local_rank":
+        return _device_local_rank(seen)
+    if key == "rccl_transport":
+        if not rccl["nccl_info_lines"]:
+            return None, "no NCCL INFO lines in the logs: no RCCL here (gloo on CPUs), or NCCL_DEBUG unset"
+        shown = "ofi/cxi" if rccl.get("over_slingshot") else f"{rccl['transport']}/{rccl.get('provider') or '-'}"
+        return shown, str(rccl.get("says") or "")
     if key == "busy_power_w":
         power = _busy_power(card)
         if power is None:
@@ -154,6 +166,36 @@ def measure(key: str, seen: list[dict[str, Any]], rccl: dict[str, Any], card: di
             return None, f"generated readings only ({power:g} W from the stand-in tool): not a measurement"
         return power, "mean power of the GCDs that computed (the report card)"
     return None, f"no measurement for {key!r}"
+
+
+def _device_local_rank(seen: list[dict[str, Any]]) -> tuple[Any, str]:
+    """Whether every rank sees the same number of GCDs and uses device ``LOCAL_RANK``, a GCD no other rank of its
+    node uses (from the probe: PyTorch's count where it sees GPUs, else Slurm's GPU variables, which lumi-sim sets
+    too)."""
+    if not seen:
+        return None, "no rank wrote what it saw"
+    counts, problems, parts = set(), [], []
+    used: dict[str, list[Any]] = {}
+    for o in seen:
+        gcds = [str(g) for g in o.get("gcds") or []]
+        n = o.get("gpus_visible") or len(gcds)
+        local = o.get("local_rank")
+        source = "PyTorch" if o.get("gpus_visible") else "Slurm's GPU variables"
+        counts.add(n)
+        if not n:
+            problems.append(f"rank {o.get('rank')} sees no GCD")
+            continue
+        if local is None or local >= n:
+            problems.append(f"rank {o.get('rank')}: LOCAL_RANK {local} but it sees {n} GCD(s)")
+        gcd = gcds[local % len(gcds)] if gcds and local is not None else local
+        used.setdefault(str(o.get("node")), []).append(gcd)
+        parts.append(f"rank {o.get('rank')} sees {n} ({source}), LOCAL_RANK {local} -> GCD {gcd}")
+    problems += [f"ranks on {node} share GCD(s) {', '.join(sorted({str(g) for g in gs if gs.count(g) > 1}))}"
+                 for node, gs in used.items() if len(gs) != len(set(gs))]
+    if len(counts) > 1:
+        problems.append(f"ranks see different numbers of GCDs: {sorted(counts)}")
+    measured = "; ".join(problems) if problems else DEVICE_LOCAL_RANK.format(gcds=counts.pop())
+    return measured, "; ".join(parts)
 
 
 def _ranges(cpus: list[int]) -> str:
@@ -248,11 +290,12 @@ class Rehearsal:
                       "'differs' on them is expected here; what counts here is that every job COMPLETED. GPU "
                       "readings here are generated by a stand-in tool and are never held against a promise.", ""]
         lines += [
-                 "| module | job | job id | state | elapsed (s) | GPU-hours | report card |",
-                 "|---|---|---|---|---|---|---|"]
+                 "| module | job | run folder | job id | state | elapsed (s) | GPU-hours | report card |",
+                 "|---|---|---|---|---|---|---|---|"]
         for o in self.outcomes:
-            lines.append(f"| {o.module} | {o.key} | {o.job_id or '-'} | {o.state} | {_num(o.elapsed_s)} | "
-                         f"{_num(o.gpu_hours)} | {_cell(str(o.card.get('status', '')))} |")
+            lines.append(f"| {o.module} | {o.key} | {_cell(Path(o.run).name) if o.run else '-'} | {o.job_id or '-'} | "
+                         f"{o.state} | {_num(o.elapsed_s)} | {_num(o.gpu_hours)} | "
+                         f"{_cell(str(o.card.get('status', '')))} |")
         for o in self.outcomes:
             lines += ["", f"## {o.module} {o.key}: {o.state}", ""]
             if o.error:
@@ -282,29 +325,48 @@ def _cell(text: str) -> str:
     return "".join(ch if ch.isprintable() else " " for ch in text.replace("|", "/"))[:300]
 
 
+def new_folder(site: Site, runs_dir: str | os.PathLike[str] | None = None) -> Path:
+    """A new, empty rehearsal folder ``runs/rehearsal-SITE-TIME[-N]`` (``mkdir`` without exist_ok: two
+    rehearsals started in the same second get their own)."""
+    base = Path(runs_dir or os.environ.get("LUMIKIT_RUNS_DIR") or DEFAULT_RUNS).resolve()
+    stamp = f"rehearsal-{site.name}-{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}"
+    base.mkdir(parents=True, exist_ok=True)
+    for suffix in range(1, 1000):
+        folder = base / (stamp if suffix == 1 else f"{stamp}-{suffix}")
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            continue
+    raise LaunchError(f"{base}: 999 rehearsal folders named {stamp}; remove some")
+
+
 def rehearse(site: Site | str | None = None, modules: list[str] | None = None, *,
              runs_dir: str | os.PathLike[str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
-             licence: str = "CC-BY-4.0", say: Callable[[str], None] = lambda line: None) -> Rehearsal:
+             licence: str = "CC-BY-4.0", say: Callable[[str], None] = lambda line: None,
+             folder: str | os.PathLike[str] | None = None) -> Rehearsal:
     """Submit every module's job (or those of ``modules``) on ``site``, wait for all, write the report.
 
     All jobs are submitted first, then followed one after the other with :meth:`Run.wait` (gentle polling, no
     fixed sleeps); a job refused at submission is reported FAILED with Slurm's message and the others go on.
-    ``licence`` is the one the instructor gives the outputs in ``bundle.json``'s ``reference add`` commands."""
+    Each job's run folder is named after its module and key (``…-07-ddp-…``), so no two share a name.
+    ``licence`` is the one the instructor gives the outputs in ``bundle.json``'s ``reference add`` commands.
+    ``folder``: an existing rehearsal folder to fill (the batch driver's, see :func:`detach`) instead of a new one
+    under ``runs_dir``."""
     s = load_site(site)
     started = datetime.now(timezone.utc)
-    folder = Path(runs_dir or os.environ.get("LUMIKIT_RUNS_DIR") or DEFAULT_RUNS).resolve() / f"rehearsal-{s.name}-{started:%Y%m%dT%H%M%SZ}"
-    suffix = 1
-    while folder.exists():
-        suffix += 1
-        folder = folder.with_name(f"rehearsal-{s.name}-{started:%Y%m%dT%H%M%SZ}-{suffix}")
-    (folder / "runs").mkdir(parents=True)
+    folder = Path(folder).resolve() if folder is not None else new_folder(s, runs_dir)
+    if (folder / "runs").exists() or not folder.is_dir():
+        raise LaunchError(f"{folder}: not an empty rehearsal folder (it already has runs/, or is missing); "
+                          "give a new folder, or leave --into out")
+    (folder / "runs").mkdir()
     jobs = [j for j in course_jobs(modules, site=s, scratch=folder / "scratch")
             if not (j.gpu_only and s.name != "lumi")]
     (folder / "scratch").mkdir()
     submitted: list[tuple[CourseJob, Run | None, str]] = []
     for job in jobs:
         try:
-            run = launch(probed(job.spec), site=s, runs_dir=folder / "runs")
+            run = launch(probed(job.spec).with_(name=f"{job.module}-{job.key}"), site=s, runs_dir=folder / "runs")
             say(f"{job.title}: submitted as {run.job_id or run.path.name}")
             submitted.append((job, run, ""))
         except LumikitError as exc:
@@ -329,6 +391,70 @@ def rehearse(site: Site | str | None = None, modules: list[str] | None = None, *
     return result
 
 
+#: The file a detached rehearsal's folder holds about its driver job.
+DRIVER_FILE = "driver.json"
+
+
+def _hms(seconds: float) -> str:
+    whole = int(seconds)
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+def driver_spec(site: Site, folder: Path, modules: list[str] | None = None, *, timeout: float = DEFAULT_TIMEOUT_S,
+                licence: str = "CC-BY-4.0") -> JobSpec:
+    """The rehearsal's driver as one batch job: ``lumikit rehearse --into FOLDER`` on one core of a CPU partition
+    (on LUMI ``small``), for the jobs' time plus half an hour. It runs the job's Python from the host
+    (:func:`lumikit.jobs.python.host_python`: on LUMI the venv's launcher, which enters the course container with
+    Slurm's client bound in), since it submits the other jobs itself."""
+    partition = next((p.name for p in site.partitions.values() if p.kind == "cpu" and not p.exclusive),
+                     site.default_partition)
+    argv = [host_python(), "-m", "lumikit", "rehearse", "--site", site.source or site.name, "--into", str(folder),
+            "--timeout", f"{timeout:g}", "--licence", licence, "--json"]
+    if modules:
+        argv += ["--modules", ",".join(modules)]
+    # a driver submitted from a kernel inside the container must not look "already inside" to the launcher
+    env = {"SINGULARITY_CONTAINER": "", "APPTAINER_CONTAINER": ""} if site.uses_containers else {}
+    return spec(argv, name="rehearsal-driver", partition=partition, ntasks_per_node=1, cpus_per_task=1,
+                time=_hms(timeout + 1800), env=env)
+
+
+def detach(site: Site | str | None = None, modules: list[str] | None = None, *,
+           runs_dir: str | os.PathLike[str] | None = None, timeout: float = DEFAULT_TIMEOUT_S,
+           licence: str = "CC-BY-4.0") -> Path:
+    """Submit the whole rehearsal as one batch job (:func:`driver_spec`) and return its folder at once; the job
+    goes on when the shell or Jupyter session that started it ends. :func:`collect` reads the report later."""
+    s = load_site(site)
+    folder = new_folder(s, runs_dir)
+    run = launch(driver_spec(s, folder, modules, timeout=timeout, licence=licence), site=s,
+                 runs_dir=folder / "driver", gpu_record=False)
+    write_atomic(folder / DRIVER_FILE, json.dumps({"run": str(run.path), "job_id": run.job_id, "site": s.name,
+                                                   "submitted": datetime.now(timezone.utc).isoformat(
+                                                       timespec="seconds")}) + "\n")
+    return folder
+
+
+def collect(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """A rehearsal folder's ``report.json`` (as a dict), once its driver has written it; else a
+    :class:`~lumikit.errors.LaunchError` that says where the driver job stands and where its log is."""
+    path = Path(folder)
+    report = path / "report.json"
+    if report.is_file():
+        return load_json_bounded(read_bytes(report, "a rehearsal report"), str(report))
+    driver = path / DRIVER_FILE
+    if not driver.is_file():
+        raise LaunchError(f"{path}: no report.json and no {DRIVER_FILE}: not a rehearsal folder; give the folder "
+                          "that `lumikit rehearse --detach` printed")
+    info = load_json_bounded(read_bytes(driver, "a rehearsal's driver file"), str(driver))
+    run = open_run(info["run"])
+    state = run.status()
+    log = run.path / f"slurm-{info.get('job_id')}.out"
+    if state not in FINAL:
+        raise LaunchError(f"{path}: the rehearsal is still going (driver job {info.get('job_id')} is {state}); "
+                          f"collect it again later (its log: {log})")
+    raise LaunchError(f"{path}: the driver job {info.get('job_id')} ended {state} without a report; read its "
+                      f"log {log} and rank0.err in {run.path}")
+
+
 def bundle(result: Rehearsal, licence: str = "CC-BY-4.0") -> list[dict[str, Any]]:
     """One entry per completed job: its run folder and the ``lumikit reference add`` command that packs it, with
     a source line naming the site, the date and the module."""
@@ -342,5 +468,6 @@ def bundle(result: Rehearsal, licence: str = "CC-BY-4.0") -> list[dict[str, Any]
     return out
 
 
-__all__ = ["Check", "DEFAULT_TIMEOUT_S", "Outcome", "Rehearsal", "bundle", "card_highlights", "measure",
-           "observations", "outcome", "probed", "rccl_summary", "rehearse", "verdict"]
+__all__ = ["Check", "DEFAULT_TIMEOUT_S", "DRIVER_FILE", "Outcome", "Rehearsal", "bundle", "card_highlights", "collect",
+           "detach", "driver_spec", "measure", "new_folder", "observations", "outcome", "probed", "rccl_summary",
+           "rehearse", "verdict"]

@@ -31,15 +31,28 @@ def _gpus_visible() -> tuple[int | None, str]:
         return 0, f"torch.cuda failed: {exc}"
 
 
+def _slurm_gcds(env: dict[str, str]) -> list[str]:
+    """The GCDs Slurm gave this task, from the first GPU variable it set (``ROCR_VISIBLE_DEVICES=0,1``)."""
+    for name in GPU_VARIABLES:
+        if env.get(name):
+            return [g.strip() for g in env[name].split(",") if g.strip()]
+    return []
+
+
 def observe(environ: dict[str, str] | None = None) -> dict[str, Any]:
-    """What this process sees: rank, host, GPUs, allowed CPUs and the GPU variables (a plain dict)."""
+    """What this process sees: rank and local rank, host, GPUs (PyTorch's count, and the GCDs Slurm gave it, from
+    which the device ``LOCAL_RANK`` names is the one in use), allowed CPUs, the GPU variables, its Python and the
+    container it runs in (``SINGULARITY_CONTAINER``; None on the bare host), as a plain dict."""
     env = dict(os.environ if environ is None else environ)
     gpus, device = _gpus_visible()
     rank = env.get("RANK") or env.get("SLURM_PROCID") or "0"
+    local = env.get("LOCAL_RANK") or env.get("SLURM_LOCALID") or "0"
     return {"rank": int(rank) if rank.isdigit() else 0, "host": socket.gethostname(),
             "node": env.get("SLURMD_NODENAME") or socket.gethostname(), "gpus_visible": gpus, "device": device,
             "cpus": sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-            "gpu_env": {k: env[k] for k in GPU_VARIABLES if k in env}, "job_id": env.get("SLURM_JOB_ID")}
+            "local_rank": int(local) if local.isdigit() else 0, "gcds": _slurm_gcds(env),
+            "gpu_env": {k: env[k] for k in GPU_VARIABLES if k in env}, "job_id": env.get("SLURM_JOB_ID"),
+            "python": sys.executable, "container": env.get("SINGULARITY_CONTAINER") or env.get("APPTAINER_CONTAINER")}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,6 +9,9 @@ import re
 
 _CLONE = re.compile(r"\s*\[clone [^\]]*\]\s*$")
 _MANGLED_PART = re.compile(r"(\d+)")
+#: An anonymous namespace as demanglers write it (``(anonymous namespace)::``, ``{anonymous}::``) or as the mangled
+#: name holds it (``_GLOBAL__N_1``): it says nothing to a reader, and dropping the parentheses would leave ``::::``.
+_ANONYMOUS = re.compile(r"(?:\(anonymous namespace\)|\{anonymous\}|_GLOBAL__N_\d+)::")
 
 
 def _mangled_base(symbol: str) -> str | None:
@@ -25,7 +28,7 @@ def _mangled_base(symbol: str) -> str | None:
             start = m.end()
             parts.append(symbol[start:start + size])
             pos = start + size
-        return "::".join(parts) or None
+        return "::".join(p for p in parts if not p.startswith("_GLOBAL__N")) or None
     if symbol.startswith("_Z"):
         m = _MANGLED_PART.match(symbol, 2)
         if m:
@@ -53,10 +56,13 @@ def short_kernel_name(name: str, width: int = 60) -> str:
     'at::native::vectorized_elementwise_kernel'
     >>> short_kernel_name("_ZN2at6native6legacy18elementwise_kernelILi512ELi1EEvi")
     'at::native::legacy::elementwise_kernel'
+    >>> short_kernel_name("void at::native::(anonymous namespace)::batch_norm_collect_statistics_kernel<float>(int)")
+    'at::native::batch_norm_collect_statistics_kernel'
     """
     text = _CLONE.sub("", str(name).strip())
     if text.startswith("_Z"):
         text = _mangled_base(text) or text
+    text = _ANONYMOUS.sub("", text)
     text = _drop_bracketed(text, "(", ")")
     text = _drop_bracketed(text, "<", ">").strip()
     if text.startswith("void "):

@@ -199,6 +199,10 @@ def _complete_packets(data: bytes) -> int:
 
 def _read_one(path: Path, pb: Any) -> dict[str, pd.DataFrame]:
     data = read_bytes(path, "a rocprofv3 .pftrace or a run folder")
+    if not data.strip(b"\0"):
+        raise ParseError(f"empty ({len(data):,} bytes{', all zero' if data else ''}): rocprofv3 wrote nothing into "
+                         "this trace (the program was stopped, or crashed, before the profiler finished); re-run, or "
+                         "use --output-format csv", source=str(path))
     complete = _complete_packets(data)
     try:
         trace = pb.Trace.FromString(data[:complete])

@@ -1,5 +1,7 @@
-"""Pictures of rocprof tables: the kernel ranking coloured by class, and time per class."""
+"""Pictures of rocprof tables: the kernel ranking coloured by class, time per class, and the roofline."""
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from matplotlib.axes import Axes
@@ -10,6 +12,9 @@ from ..kernels import CLASSES
 from ..plotting import CLASS_COLOURS, axes_or_new
 from .names import short_kernel_name
 from .stats import class_totals
+
+if TYPE_CHECKING:
+    from .roofline import Roofline
 
 def plot_kernel_ranking(table: pd.DataFrame, top: int = 15, ax: Axes | None = None) -> Figure:
     """Horizontal bars of the ``top`` kernels by total time (ms), largest at the top, coloured by class."""
@@ -38,4 +43,57 @@ def plot_class_totals(table: pd.DataFrame, ax: Axes | None = None) -> Figure:
     ax.margins(x=0.15)  # room for the percentages
     ax.set_xlabel("total time (ms)")
     ax.set_title("GPU time by kernel class")
+    return ax.figure
+
+
+def plot_roofline(rl: "Roofline", top: int = 12, ax: Axes | None = None, generated: bool = False) -> Figure:
+    """The roofline of a run on log-log axes: FLOP/s against FLOPs per HBM byte, the published peaks as solid
+    lines and the measured ceilings dashed (each labelled with its source in the legend below the plot), and one
+    point per kernel (the ``top`` longest, labelled). ``generated``: the counters were generated, and the title
+    says so."""
+    import numpy as np
+
+    ax = axes_or_new(ax, (9, 6.5))
+    points = rl.kernels.dropna(subset=["arithmetic_intensity", "flops_per_s"])
+    points = points[(points["arithmetic_intensity"] > 0) & (points["flops_per_s"] > 0)].head(top)
+    xs = np.array([1e-3, 1e4])
+    hbm = [r for r in rl.roofs if r.kind == "bandwidth" and r.name.startswith("HBM")]
+    compute = [r for r in rl.roofs if r.kind == "compute"]
+    top_peak = max(r.value for r in compute) if compute else 1e15
+    sources: dict[str, int] = {}
+
+    def cite(source: str) -> int:
+        return sources.setdefault(source, len(sources) + 1)
+
+    for r in hbm:
+        ax.plot(xs, np.minimum(xs * r.value, top_peak), ls="--" if r.measured else "-", color="black",
+                lw=1.2 if r.measured else 1.8, alpha=0.8,
+                label=f"{r.name} {r.value / 1e12:.2f} TB/s [{cite(r.source)}]")
+    colours = {"BF16 matrix": "#1f77b4", "FP32 matrix": "#ff7f0e", "FP32 vector": "#2ca02c"}
+    peak_bw = max((r.value for r in hbm), default=1.6e12)
+    for r in compute:
+        kind = r.name.split(",")[0]
+        if kind not in colours:  # FP16 matrix equals BF16, FP64 matrix and vector equal FP32: one line each
+            continue
+        same = {"FP32 matrix": " (= FP64 matrix)", "FP32 vector": " (= FP64 vector)"}.get(kind, " (= FP16 matrix)")
+        ax.plot([r.value / peak_bw, xs[-1]], [r.value, r.value], ls="--" if r.measured else "-", color=colours[kind],
+                lw=1.2 if r.measured else 1.8,
+                label=f"{r.name}{'' if r.measured else same} {r.value / 1e12:.1f} TFLOP/s [{cite(r.source)}]")
+    ax.scatter(points["arithmetic_intensity"], points["flops_per_s"], s=40, color="#d62728", zorder=5,
+               label="kernels (counters)" if rl.passes else "operators (from shapes)")
+    for _, p in points.iterrows():
+        ax.annotate(short_kernel_name(str(p["kernel"]), 28), (p["arithmetic_intensity"], p["flops_per_s"]),
+                    textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(xs[0], xs[-1])
+    low = min([1e9, *points["flops_per_s"].tolist()]) / 3
+    ax.set_ylim(low, top_peak * 3)
+    ax.set_xlabel("arithmetic intensity (FLOPs per HBM byte)")
+    ax.set_ylabel("FLOP/s (per GCD)")
+    ax.set_title(("Generated counters: " if generated else "") + f"roofline of {len(points)} kernels, MI250X GCD")
+    ax.grid(True, which="both", alpha=0.2)
+    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.12), fontsize=7, ncol=2, frameon=False)
+    notes = "\n".join(f"[{n}] {s}" for s, n in sources.items())
+    ax.text(0, -0.42, notes, transform=ax.transAxes, fontsize=6, va="top", wrap=True)
     return ax.figure

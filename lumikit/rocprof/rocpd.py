@@ -99,8 +99,35 @@ def _join(alias: str, table: str, on: str, sfx: str, guid: bool) -> str:
     return f'LEFT JOIN "{table}{sfx}" {alias} ON {cond}'
 
 
+def _schema_version(con: sqlite3.Connection, sfx: str, schema: str = "main") -> str | None:
+    """The ``schema_version`` of ``rocpd_metadata`` (suffixed or not), or None when the database has none."""
+    for t in ("rocpd_metadata" + sfx, "rocpd_metadata"):
+        if con.execute(f'SELECT 1 FROM "{schema}".sqlite_master WHERE name = ?', (t,)).fetchone():
+            row = con.execute(f'SELECT value FROM "{schema}"."{t}" WHERE tag = \'schema_version\'').fetchone()
+            return str(row[0])[:20] if row else None
+    return None
+
+
+def refuse_newer_schema(con: sqlite3.Connection, sfx: str, source: str, schema: str = "main") -> None:
+    """Refuse, naming it as such, a database written in a newer rocpd schema than :data:`KNOWN_SCHEMA_VERSIONS`
+    whose dispatches no longer carry ``start``/``end`` (schema 4 keeps times in ``rocpd_timestamp``, referenced by
+    ``start_id``/``end_id``, with a ``track_id``): not a damaged file, one this reader cannot read yet."""
+    columns = {row[1] for row in con.execute(f'PRAGMA "{schema}".table_info("{_ANCHOR + sfx}")')}
+    if not columns or "start" in columns:
+        return
+    version = _schema_version(con, sfx, schema)
+    newer = [c for c in ("start_id", "end_id", "track_id") if c in columns]
+    if newer or (version or "").isdigit() and int(version or 0) > max(int(v) for v in KNOWN_SCHEMA_VERSIONS):
+        raise ParseError(f"rocpd schema version {version or '(not given)'}, newer than this reader knows "
+                         f"({', '.join(KNOWN_SCHEMA_VERSIONS)}): its dispatches keep their times in rocpd_timestamp "
+                         f"({', '.join(newer) or 'no start/end columns'}); the file is not damaged. Convert it with "
+                         "the rocpd tool of the same ROCm (`rocpd convert -i FILE.db --output-format csv`) and give "
+                         "the CSV files", source=source)
+
+
 def _require(con: sqlite3.Connection, sfx: str, source: str, schema: str = "main") -> None:
-    """Refuse a database that lacks a table the kernels need, naming it."""
+    """Refuse a database that lacks a table the kernels need, naming it (or written in a newer schema)."""
+    refuse_newer_schema(con, sfx, source, schema)
     for t in REQUIRED:
         if not con.execute(f'SELECT 1 FROM "{schema}".sqlite_master WHERE name = ?', (t + sfx,)).fetchone():
             raise ParseError(f"table {t + sfx} is missing: this rocpd database has no kernels to read (was the "
@@ -353,6 +380,7 @@ def rocpd_summary(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str
         con = _connect(path)
         try:
             for sfx in suffixes(con, str(path)):
+                refuse_newer_schema(con, sfx, str(path))
                 _stand_in_missing(con, sfx)
                 processes += con.execute(f'SELECT COUNT(*) FROM "rocpd_info_process{sfx}"').fetchone()[0]
                 hosts |= {h for (h,) in con.execute(f'SELECT hostname FROM "rocpd_info_node{sfx}"') if h}

@@ -116,9 +116,29 @@ def parse_rocprof_stats(text: str, source: str = "<text>", kind: str = "kernel")
             raise
         rows.append(row)
     table = pd.DataFrame(rows, columns=["name"] + [STATS_COLUMNS[h] for h in header if h != "Name"])
+    if "Percentage" in header:
+        notes += _partial_note(table["percent"], source)
     table = _finish(table, kind)
     table.attrs.update(source=source, kind=kind, generation="v3" if "MinNs" in header else "v1", notes=notes)
     return table
+
+
+def _partial_note(percent: pd.Series, source: str) -> list[str]:
+    """A note when the file's own percentages do not add up to 100 (beyond their rounding to 2 decimals): rows
+    are missing (an excerpt, a file cut at a row boundary) or repeated, so totals and shares cover only what is
+    here."""
+    values = percent.to_numpy(dtype="float64")
+    if not len(values) or not np.isfinite(values).all():
+        return []
+    total, slack = float(values.sum()), max(0.1, 0.005 * len(values))
+    if total < 100 - slack:
+        return [f"{source}: the rows' Percentage add up to {total:.1f} %, not 100: the file holds only part of the "
+                "table (an excerpt, or cut short at a row boundary); totals and class shares cover these "
+                f"{len(values)} rows only"]
+    if total > 100 + slack:
+        return [f"{source}: the rows' Percentage add up to {total:.1f} %, more than 100: rows are repeated, or two "
+                "files were pasted together"]
+    return []
 
 
 def _check_calls(calls: float, source: str, line_no: int, line: str) -> None:

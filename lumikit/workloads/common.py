@@ -115,6 +115,24 @@ def pick_device(local_rank: int = 0, requested: str = "auto") -> "torch.device":
     return torch.device("cuda", index)
 
 
+def device_name(device: "torch.device") -> str:  # noqa: F821
+    """What the numbers were measured on: the GPU's name, or this CPU's model name."""
+    import platform
+
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
 def backend_for(device: "torch.device") -> str:  # noqa: F821
     """The collective backend: NCCL (RCCL on ROCm) for GPUs, gloo on the CPU."""
     return "nccl" if device.type == "cuda" else "gloo"
@@ -222,6 +240,9 @@ def base_parser(prog: str, description: str, *, sizes: Sequence[str], lr: float,
     p.add_argument("--profile", action="store_true", help="profile steps with torch.profiler (lumikit.profiler)")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
+    from .knobs import add_knob_options  # imports torch: only where a workload's parser is built
+
+    add_knob_options(p)
     return p
 
 

@@ -11,6 +11,7 @@ have the classic block counts for the seed's questions on model size and speed.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from dataclasses import dataclass
 from typing import Sequence
@@ -115,8 +116,10 @@ def build_model(size: str, classes: int = CLASSES) -> ResNet:
     return ResNet(SIZES[size], classes)
 
 
-def _forward(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor], device: torch.device) -> StepOutput:
+def _forward(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor], device: torch.device, *,
+             memory_format: torch.memory_format = torch.contiguous_format) -> StepOutput:
     images, labels = (t.to(device, non_blocking=True) for t in batch)
+    images = images.contiguous(memory_format=memory_format)
     logits = model(images)
     loss = F.cross_entropy(logits, labels)
     correct = int((logits.argmax(dim=1) == labels).sum().item())
@@ -128,8 +131,11 @@ def build_task(args: argparse.Namespace, setup: Setup) -> Task:
     dataset = load_cifar100(args.data, samples=args.samples)
     model = build_model(args.model_size)
     return Task(name="resnet", model=model, dataset=dataset,
-                make_optimizer=lambda params, lr: torch.optim.SGD(params, lr=lr, momentum=0.9, weight_decay=5e-4),
-                forward=_forward, info={"dataset": dataset.source, "dataset_size": len(dataset)})
+                make_optimizer=lambda params, lr, **options: torch.optim.SGD(params, lr=lr, momentum=0.9,
+                                                                             weight_decay=5e-4, **options),
+                forward=functools.partial(_forward, memory_format=torch.channels_last if getattr(args, "channels_last", False)
+                                          else torch.contiguous_format),
+                info={"dataset": dataset.source, "dataset_size": len(dataset)}, convolutional=True)
 
 
 def parser() -> argparse.ArgumentParser:

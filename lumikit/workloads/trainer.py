@@ -23,6 +23,7 @@ from torch import nn
 from .. import profiler
 from ..errors import SpecError
 from .checkpoint import check_compatible, load_checkpoint, save_checkpoint
+from .knobs import Applied, Knobs, apply_knobs, make_optimizer, unwrap_compiled
 from .common import (DistEnv, MetricsWriter, check_common_args, default_out_dir, dist_env,
                      init_distributed, limit_cpu_threads, loader_start_method, metrics_path, pick_device, print0,
                      result_path, write_json_atomic)
@@ -44,10 +45,11 @@ class Task:
     name: str
     model: nn.Module
     dataset: torch.utils.data.Dataset
-    make_optimizer: Callable[[Sequence[nn.Parameter], float], torch.optim.Optimizer]
+    make_optimizer: Callable[..., torch.optim.Optimizer]  # (params, lr, **options such as fused=True)
     forward: Callable[[nn.Module, Any, torch.device], StepOutput]
     collate: Callable | None = None
     info: dict[str, Any] = field(default_factory=dict)  # extra facts for result.json (data source, sizes...)
+    convolutional: bool = False  # whether --channels-last can change anything
 
 
 @dataclass
@@ -98,7 +100,37 @@ def epoch_batches(n: int, *, seed: int, epoch: int, rank: int, world: int, batch
 
 
 def _unwrap(model: nn.Module) -> nn.Module:
+    model = unwrap_compiled(model)
     return model.module if isinstance(model, (nn.DataParallel, nn.parallel.DistributedDataParallel)) else model
+
+
+def train_step(task: Task, model: nn.Module, optimizer: torch.optim.Optimizer, batch: Any, device: torch.device,
+               applied: Applied) -> StepOutput:
+    """One optimizer step on ``batch``, in the precision the knobs set (the training loop and the ladder share it)."""
+    model.train()
+    optimizer.zero_grad(set_to_none=True)
+    with applied.autocast():
+        out = task.forward(model, batch, device)
+    applied.backward_and_step(out.loss, optimizer)
+    return out
+
+
+def prepare_model(task: Task, args: argparse.Namespace, setup: Setup, out_dir: Path,
+                  say: Callable[[str], None] | None = None) -> tuple[nn.Module, torch.optim.Optimizer, Applied]:
+    """The task's model on the device with the knobs applied (after DataParallel/DDP wrapping, as torch.compile
+    wants), and its optimizer; one line per knob that cannot work here (printed on rank 0, or given to ``say``)."""
+    model = task.model.to(setup.device)
+    if say is None:
+        say = lambda line: print0(setup.env, line)  # noqa: E731
+    if args.mode == "dp":
+        model = nn.DataParallel(model)
+    elif args.mode == "ddp":
+        device = setup.device
+        model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    model, applied = apply_knobs(Knobs.from_args(args), model, setup.device, out_dir=out_dir,
+                                 convolutional=task.convolutional, say=say)
+    optimizer = make_optimizer(task.make_optimizer, model.parameters(), args.lr, applied, say=say)
+    return model, optimizer, applied
 
 
 class _StopFlag:
@@ -155,8 +187,7 @@ def run_training(task: Task, args: argparse.Namespace, setup: Setup, clock_start
     if limit_epochs is not None:
         total_steps = min(total_steps, limit_epochs * steps_per_epoch)
 
-    model = task.model.to(device)
-    optimizer = task.make_optimizer(model.parameters(), args.lr)
+    model, optimizer, applied = prepare_model(task, args, setup, out_dir)
     meta = {"workload": task.name, "model_size": args.model_size, "seed": args.seed, "world_size": env.world_size,
             "batch_size": args.batch_size, "process_batch": process_batch, "dataset_size": n}
 
@@ -170,7 +201,7 @@ def run_training(task: Task, args: argparse.Namespace, setup: Setup, clock_start
         if args.resume:
             state = load_checkpoint(ckpt)
             check_compatible(state["meta"], meta, ckpt)
-            model.load_state_dict(state["model"])
+            _unwrap(model).load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
             torch.set_rng_state(state["rng"])
             step, curve, epoch_acc = state["step"], list(state["loss_curve"]), dict(state["epoch_acc"])
@@ -185,15 +216,10 @@ def run_training(task: Task, args: argparse.Namespace, setup: Setup, clock_start
                             "use a new --out folder, --resume to continue that run, or --overwrite")
         metrics_file.unlink()
 
-    if args.mode == "dp":
-        model = nn.DataParallel(model)
-    elif args.mode == "ddp":
-        model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-
     parameters = sum(p.numel() for p in _unwrap(model).parameters())
     print0(env, f"{task.name}: model {args.model_size} ({parameters:,} parameters), mode {args.mode}, "
                 f"{env.world_size} rank(s), device {device}, batch {args.batch_size}/device = {global_batch} global, "
-                f"{steps_per_epoch} steps/epoch, {total_steps} steps")
+                f"{steps_per_epoch} steps/epoch, {total_steps} steps, precision {applied.precision}")
     if prof_config.enabled and total_steps - step < prof_config.schedule.steps_needed:
         print0(env, f"note: the profiler schedule {prof_config.schedule} needs {prof_config.schedule.steps_needed} "
                     f"steps, this run takes {total_steps - step}: the last window will be cut short")
@@ -239,11 +265,7 @@ def run_training(task: Task, args: argparse.Namespace, setup: Setup, clock_start
             halt = False
             for batch in loader:
                 data_time = time.perf_counter() - tick
-                model.train()
-                optimizer.zero_grad(set_to_none=True)
-                out = task.forward(model, batch, device)
-                out.loss.backward()
-                optimizer.step()
+                out = train_step(task, model, optimizer, batch, device, applied)
                 # One small all-reduce: the mean loss over ranks, the stop votes, the correct predictions.
                 want_stop = stop.raised
                 if args.max_time is not None and step_times:
@@ -323,6 +345,7 @@ def run_training(task: Task, args: argparse.Namespace, setup: Setup, clock_start
         "peak_memory_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
         "checkpoint": str(ckpt) if ckpt else None,
         "profile_dir": str(prof_config.out_dir) if prof_config.enabled else None,
+        "knobs": applied.to_dict(),
         "loss_curve": curve, **task.info,
     }
     write_json_atomic(result_path(out_dir, env.rank), summary)

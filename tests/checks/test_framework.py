@@ -1,6 +1,7 @@
 """The check framework: what a learner reads when an answer is missing, wrong, or right."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from lumikit.checks import (
@@ -49,6 +50,35 @@ def test_an_off_by_one_whole_number_is_named_as_counted_from_1() -> None:
     with pytest.raises(CheckFailed, match="counted from 1 where the numbering starts at 0") as caught:
         expect_equal("04.1", 6, 5, what="the starved GCD")
     assert "5" not in str(caught.value).replace("04.1", "")
+
+
+def test_an_off_by_one_count_is_not_called_counting_from_1() -> None:
+    with pytest.raises(CheckFailed) as caught:
+        expect_equal("01.1", 3, 2, what="the number of nodes")
+    assert caught.value.mistake is None and "counted from 1" not in str(caught.value)
+    with pytest.raises(CheckFailed, match="a fencepost: one end left out") as caught:
+        expect_equal("03.2", 9, 10, what="the steps trained", off_by_one=("a fencepost: one end twice",
+                                                                         "a fencepost: one end left out"))
+
+
+@pytest.mark.parametrize("found, expected, helper", [
+    (np.int64(11), 11, "equal"), (np.bool_(False), False, "equal"), ("  busy-without-power ", "busy-without-power",
+                                                                       "equal"), (np.float32(0.5), 0.5, "close"),
+    (np.bool_(True), bool, "type"), (np.int64(3), int, "type"), (" b", ["a", "b"], "in")])
+def test_numpy_numbers_and_bools_and_spaced_strings_are_accepted(found, expected, helper) -> None:
+    if helper == "equal":
+        expect_equal("00.1", found, expected, what="the answer")
+    elif helper == "close":
+        expect_close("00.1", found, expected, what="the answer")
+    elif helper == "type":
+        expect_type("00.1", found, expected, what="the answer")
+    else:
+        expect_in("00.1", found, expected, what="the answer")
+
+
+def test_a_numpy_bool_is_still_not_a_number() -> None:
+    with pytest.raises(CheckFailed, match="wrong type"):
+        expect_type("00.1", np.bool_(True), int, what="the count")
 
 
 @pytest.mark.parametrize("found, mistake", [

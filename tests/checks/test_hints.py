@@ -61,3 +61,25 @@ def test_verify_searches_the_hints_for_the_answer_too(workbook: Path) -> None:
     hints._load.cache_clear()
     report = try_wrong_answers("_check_five(5)", {"_check_five": _check_five})
     assert report.stub_leaked == ("5",) and "the answer is 5" in report.stub_message
+
+
+def test_a_hint_that_spells_out_the_solutions_expression_is_flagged() -> None:
+    source = "# Hint: leave the first step out.\n# Tool: `statistics.median(step_times[1:])`.\nwarm = statistics.median(step_times[1:])\n"
+    assert hints.give_aways(source, {"idea": "leave the first step out.",
+                                     "tool": "`statistics.median( step_times[1:] )`."}) == [
+        "statistics.median(step_times[1:])"]
+    assert not hints.give_aways(source, {"idea": "leave the first step out.", "tool": "the `statistics` module."})
+
+
+def test_no_shipped_hint_spells_out_its_solution() -> None:
+    import jupytext
+
+    from lumikit.checks.generate import cell_hints, solution_files
+
+    root = Path(__file__).resolve().parents[2]
+    found = []
+    for path in solution_files(root / "solutions"):
+        for cell in jupytext.read(path, fmt="py:percent").cells:
+            if "solution" in cell.metadata.get("tags", []):
+                found += [(path.name, e) for e in hints.give_aways(cell.source, cell_hints(cell.source))]
+    assert found == []

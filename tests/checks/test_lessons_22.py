@@ -15,7 +15,7 @@ from .test_declared_wrong import assert_wrong_answers_fail
 
 def test_caches_out_of_home():
     right = {v: f"/scratch/project_465000000/caches/{v.lower()}" for v in m05.CACHE_VARIABLES}
-    assert assert_wrong_answers_fail(m05.check_cache_env, env=right, project="project_465000000") == 3
+    assert assert_wrong_answers_fail(m05.check_cache_env, env=right, project="project_465000000") == 5
 
 
 def test_warmup_cost():
@@ -47,4 +47,6 @@ def test_starved_kernels():
     w = waves_per_cu(parse_counter_csv(text))
     starved = sorted(w.loc[w["waves_per_cu"] < 1, "kernel"])
     assert "reduce_tail" in starved and "gemm_big" not in starved
-    assert assert_wrong_answers_fail(m06.check_starved_kernels, starved=starved, csv_text=text) == 3
+    # kernels just either side of one wave per CU: another threshold (2, or half a wave) gives another list
+    assert "softmax_narrow" in starved and "conv_mid" not in starved
+    assert assert_wrong_answers_fail(m06.check_starved_kernels, starved=starved, csv_text=text) == 5

@@ -57,7 +57,7 @@ def test_resume_passes_with_the_first_step_after_the_checkpoint_and_the_steps_tr
 
 @pytest.mark.parametrize("continued_at, steps_trained, words", [
     (1, 12, "started afresh"),
-    (12, 12, "the first step of the resumed job is not right; you gave 12. It looks like counted from 0"),
+    (12, 12, "the first step of the resumed job is not right; you gave 12. It looks like the checkpoint's own step"),
     (13, 24, "the number of steps the resumed job trained is not right"),  # the total, not this job's share
     (13.0, 12, "has the wrong type"),
     (None, None, "No answer yet for 03.2"),

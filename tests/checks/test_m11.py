@@ -141,6 +141,8 @@ def test_declared_wrong_answers_fail_on_real_runs(runs) -> None:
     total += assert_wrong_answers_fail(m11.check_waiting_phase, before_dir=before, waiting_phase=phase)
     total += assert_wrong_answers_fail(m11.check_claim, claim=_claim(before, after, slow, phase), before_dir=before,
                                        after_dir=after)
-    total += assert_wrong_answers_fail(m11.check_conclusion, conclusion="x " * 80 + f"rank {slow} 1 2 3",
+    total += assert_wrong_answers_fail(m11.check_conclusion, conclusion=(
+        f"On rank {slow} the data phase took 62 % of each step, so the other rank waited in forward; with the fix "
+        "the step went from 410 ms to 180 ms, a 2.3x speed-up, because the loader now keeps up. " * 2),
                                        before_dir=before)
     assert total >= 14

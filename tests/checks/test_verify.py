@@ -85,14 +85,15 @@ def test_the_table_has_one_row_per_notebook_and_the_details_below() -> None:
 
 def test_the_check_table_has_one_row_per_check_and_the_wrong_answer_and_leak_totals() -> None:
     checks = (CheckReport("01.1", "passes", "fails", 2, 2, 3, 0), CheckReport("01.2", "passes", "fails", 3, 2, 4, 0),
-              CheckReport("01.3", "passes", "fails", 1, 1, 2, 0), CheckReport("01.4", "passes", "fails", 2, 2, 3, 1))
+              CheckReport("01.3", "passes", "fails", 1, 1, 2, 0), CheckReport("01.4", "passes", "fails", 2, 2, 3, 1, (("words", 1),)))
     lines = format_check_table([PairReport("01_slurm", 4, 4, 4, 1.0, (), checks)]).splitlines()
     assert lines[2].split() == ["01.1", "passes", "fails", "2/2", "0/3", "ok"]
     assert lines[3].split() == ["01.2", "passes", "fails", "2/3", "0/4", "FAIL"]  # one wrong answer got through
     assert lines[4].split() == ["01.3", "passes", "fails", "1/1", "0/2", "FAIL"]  # fewer than two declared
     assert lines[5].split() == ["01.4", "passes", "fails", "2/2", "1/3", "FAIL"]  # one message showed the answer
     assert lines[-1] == ("4 checks; 7 of 8 known-wrong answers rejected; 12 failure messages checked for leaked "
-                         "answers, 1 leaked")
+                         "answers, 1 leaked (by kind: value 0, words 1, identifier 0, key 0, letter 0, "
+                         "other exercise 0)")
 
 
 def test_the_good_sample_verifies(good_workbook: Path) -> None:
@@ -122,7 +123,7 @@ def test_each_broken_sample_fails_with_its_own_row(broken_workbook: Path, capsys
     assert "wrong answer accepted" in rows["00_accepts_wrong"] and "too few wrong answers" in out
     assert "the wrong answer 'counts packages, not GCDs' was accepted" in out
     assert re.search(r"^\d+ checks; \d+ of \d+ known-wrong answers rejected; \d+ failure messages checked for "
-                     r"leaked answers, 0 leaked$", out, re.MULTILINE)
+                     r"leaked answers, 0 leaked \(by kind: [^)]*\)$", out, re.MULTILINE)
     assert "4 notebook pair(s), 4 failing; notebooks ran" in out
 
 

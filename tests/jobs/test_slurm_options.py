@@ -140,3 +140,16 @@ def test_what_lumikit_refuses_it_refuses_with_a_fix(options, fix, slurm_option, 
         if sub.returncode == 0:
             slurm(slurm_cluster, "scancel", sub.stdout.strip().split(";")[0])
         assert sub.returncode != 0 and "invalid --mem" in sub.stderr.lower(), sub.stderr
+
+
+def test_slurm_reads_the_vllm_server_job_as_lumikit_renders_it(slurm_cluster, tmp_path):
+    """LUMI's vLLM recipe (lumikit.jobs.vllm) is submitted held like the jobs above: one task, 2 GCDs, 14 cores."""
+    from lumikit.jobs import vllm
+
+    job = resolve(vllm.server_spec(site=SIM), SIM, UserConfig())
+    validate(job, SIM)
+    f = held(slurm_cluster, tmp_path, job)
+    assert f["JobName"] == "vllm-server" and f["Partition"] == job.partition == "small-g"
+    assert int(f["NumTasks"]) == 1 and int(f["CPUs/Task"]) == 14
+    assert gpus_in(f, 1, 1) == 2
+    assert seconds(f["TimeLimit"]) == parse_time("2:00:00")

@@ -133,3 +133,31 @@ def test_manifest_holds_the_billing_estimate_and_the_actual_from_sacct(slurm_clu
     actual = m["billing_actual"]
     assert m["elapsed_s"] >= 1 and actual["hours"] == pytest.approx(m["elapsed_s"] / 3600)
     assert actual["gpu_hours"] == pytest.approx(0.5 * m["elapsed_s"] / 3600)
+
+
+def test_status_of_a_run_whose_job_id_now_names_another_job_says_so(slurm_cluster, tmp_path, capsys):
+    from lumikit.cli import main
+
+    run = submit(tmp_path, [PY, "-c", "print(1)"], name="mine")
+    assert run.wait(timeout=120, progress=False) == "COMPLETED"
+    mine = run.job_id
+    other = subprocess.run(["sbatch", "--parsable", "--job-name=someone-else", "-p", "small-g", "--output=/dev/null",
+                            "--wrap", "sleep 120"], env=slurm_cluster.env, capture_output=True, text=True, timeout=60)
+    assert other.returncode == 0, other.stderr
+    other_id = other.stdout.strip().split(";")[0]
+    try:
+        # as after a rebuilt cluster: the run's recorded id now names another job, still running
+        run.folder.update(state="RUNNING", job_id=other_id)
+        with pytest.raises(LaunchError, match=f"job {other_id} is not .*'s any more.*'someone-else'.*'mine'"):
+            run.status()
+        assert main(["status", str(run.path)]) == 2
+        assert "its last known state is RUNNING" in capsys.readouterr().err
+        assert run.manifest["state"] == "RUNNING"  # the other job's state was not taken for this run's
+    finally:
+        subprocess.run(["scancel", other_id], env=slurm_cluster.env, capture_output=True, timeout=60)
+    # the same id and name, submitted an hour from when the run submitted its job: another job too
+    run.folder.update(job_id=mine, submitted_epoch=run.manifest["submitted_epoch"] - 3600)
+    with pytest.raises(LaunchError, match=f"job {mine} is not .*'s any more.*'mine'"):
+        run.status()
+    run.folder.update(submitted_epoch=run.manifest["submitted_epoch"] + 3600)  # its own job again
+    assert run.status() == "COMPLETED"

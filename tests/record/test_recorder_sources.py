@@ -53,15 +53,19 @@ def test_a_tool_slower_than_the_interval_raises_it_and_the_record_says_so(tmp_pa
                 "usage": {"gfx_activity": {"value": 100, "unit": "%"}}}]
     tool.write_text(f"import time\ntime.sleep(0.8)\nprint({json.dumps(json.dumps(reading))})\n")
     rec = Recorder(tmp_path, node="n1", interval=0.5, command=[sys.executable, str(tool)])
-    assert rec.interval >= 0.8  # at least one call's run time (rounded up to 0.1 s)
-    assert rec.run(max_samples=2) == 2  # the timing call is the first sample, not thrown away
-    head = head_of(rec.path)
+    assert head_of(rec.path)["interval_s"] == 0.5  # the header is there from the start
+    assert rec.run(max_samples=2) == 2
+    assert rec.interval >= 0.8  # at least one call's run time (rounded up to 0.1 s), from the first call on
+    head = head_of(rec.path)  # rewritten in place after the first call, the samples still after it
     assert head["sampler"]["how"] == "per-call" and head["interval_s"] == rec.interval
     assert any(n.startswith("interval raised from 0.5 s to") for n in head["sampler"]["notes"])
     assert head["source"] == f"{sys.executable} {tool}"  # the command, as for every tool
     assert f"interval raised from 0.5 s to {rec.interval:g} s" in head["description"]
     assert "is started once per sample (no library or stream here); one call took" in head["description"]
-    assert [s.devices[0].power_w for s in read_record(tmp_path)["n1"].snapshots()] == [300.0, 300.0]
+    sess = read_record(tmp_path)["n1"]
+    assert sess.header.interval_s == rec.interval and [s.devices[0].power_w for s in sess.snapshots()] == [300.0] * 2
+    frames = [f.t for f in sess.frames]
+    assert frames[1] - frames[0] >= 0.8  # the second call waited for the raised interval
 
 
 def test_the_command_line_takes_a_library_with_amdsmis_api(tmp_path: Path):

@@ -34,3 +34,20 @@ def test_a_bad_file_is_exit_status_2_with_the_reason(tmp_path, capsys):
     path.write_text("not a csv\n")
     assert main(["rocprof", "stats", str(path)]) == 2
     assert "no rocprof statistics header" in capsys.readouterr().err
+
+
+def test_stats_counts_the_memory_copies_beside_the_kernel_shares(tmp_path, capsys):
+    # generated: one process, two steps, a 4 MiB host-to-device copy of 20 us per step
+    import json
+
+    from lumikit.cli import main
+    from lumikit.testing import rocprof_outputs as gen
+
+    run = gen.generated_run(nodes=1, processes_per_node=1, steps=2)
+    for path in (gen.write_rocpd(tmp_path / "1_results.db", run), gen.write_pftrace(tmp_path / "1.pftrace", run)):
+        assert main(["rocprof", "stats", str(path)]) == 0
+        out = capsys.readouterr().out
+        assert "memory 0.0 % (memory: copy kernels only)" in out
+        assert "memory copies: 2, 0.040 ms, 8.0 MiB (DMA transfers, not in the kernel time)" in out
+        assert main(["rocprof", "stats", str(path), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["copies"] == {"count": 2, "total_ns": 40000.0, "bytes": 8388608.0}

@@ -46,3 +46,16 @@ def test_rocprof_v1_hsa_stats_after_a_shell_prompt(shared_fixtures):
     assert table.iloc[0][["name", "calls", "total_ns"]].tolist() == ["hsa_signal_wait_scacquire", 1220, 177633790]
     assert table["kernel_class"].isna().all()
     assert table["total_ns"].sum() == 326302425
+
+
+def test_a_partial_real_kernel_stats_table_is_flagged(shared_fixtures):
+    # the README this file comes from shows the top 9 rows only: their Percentage adds up to 46.39 %
+    table = read_rocprof_stats(shared_fixtures / "rocprof" /
+                               "rocprofv3_kernel_stats_pytorch_resnet_single_process_amd_hpctraining.csv")
+    (note,) = table.attrs["notes"]
+    assert "add up to 46.4 %, not 100" in note and "9 rows only" in note
+    # 16 HSA rows with full-precision percentages adding up to 99.04 %: rows are missing there too
+    hsa = read_rocprof_stats(shared_fixtures / "rocprof" / "rocprof_v1_results_hsa_stats_csv_ROCm_issue1640.txt")
+    assert "add up to 99.0 %" in hsa.attrs["notes"][0]
+    for name in ("rocprof_v1_results_stats_csv_csc_hip_programming.txt",):  # one row of 100 %: complete
+        assert read_rocprof_stats(shared_fixtures / "rocprof" / name).attrs["notes"] == []

@@ -9,18 +9,10 @@ from lumikit.errors import LumikitError, ParseError
 from lumikit.rocprof.counters import counters_per_kernel, parse_counter_csv, read_counter_db, read_counters, \
     waves_per_cu
 from lumikit.rocprof.rocpd import suffixes
+from lumikit.testing import counter_outputs as co
 from lumikit.testing import rocprof_outputs as gen
 
-# Real output printed in ROCprofiler-SDK's documentation (ROCm/rocm-systems @ 1b1610fc2b2ab32af71e6e04e4d4a6a4ae597992,
-# projects/rocprofiler-sdk/source/docs/how-to/using-rocprofv3.rst lines 1839-1843, the 4-space indent removed):
-# `rocprofv3 -i input.yml --output-format csv` with `pmc: [SQ_WAVES]`, file pass_1/312_counter_collection.csv.
-DOCUMENTED = '''\
-"Correlation_Id","Dispatch_Id","Agent_Id","Queue_Id","Process_Id","Thread_Id","Grid_Size","Kernel_Id","Kernel_Name","Workgroup_Size","LDS_Block_Size","Scratch_Size","VGPR_Count","Accum_VGPR_Count","SGPR_Count","Counter_Name","Counter_Value","Start_Timestamp","End_Timestamp"
-1,1,4,1,225049,225049,1048576,10,"void addition_kernel<float>(float*, float const*, float const*, int, int)",64,0,0,8,0,16,"SQ_WAVES",16384.000000,317095766765717,317095766775957
-2,2,4,1,225049,225049,1048576,13,"subtract_kernel(float*, float const*, float const*, int, int)",64,0,0,8,0,16,"SQ_WAVES",16384.000000,317095767013157,317095767022957
-3,3,4,1,225049,225049,1048576,11,"multiply_kernel(float*, float const*, float const*, int, int)",64,0,0,8,0,16,"SQ_WAVES",16384.000000,317095767176998,317095767186678
-4,4,4,1,225049,225049,1048576,12,"divide_kernel(float*, float const*, float const*, int, int)",64,0,0,12,4,16,"SQ_WAVES",16384.000000,317095767380718,317095767390878
-'''
+DOCUMENTED = co.DOCUMENTED_CSV  # real output printed in ROCprofiler-SDK's documentation (source there)
 
 # Written from the same documented columns in the newer spelling ("Agent 1"), not recorded: a one-wave kernel and a
 # kernel that fills the GCD, both with GRBM_GUI_ACTIVE over their whole run.
@@ -106,3 +98,92 @@ def test_cli_counters_per_kernel(tmp_path, capsys):
     assert tiny["waves_per_cu_per_dispatch"] == pytest.approx(1 / 110)
     assert main(["rocprof", "counters", str(path)]) == 0
     assert "waves/CU" in capsys.readouterr().out
+
+
+# -- hostile files (issue 31): refused at once with one line, never read whole or waited on ------------------
+def _counters_capped(path) -> "subprocess.CompletedProcess[str]":
+    """``lumikit rocprof counters PATH`` in a fresh process with 1 GB of address space and a timeout (a reader
+    blocked on a FIFO never returns by itself; benchmarks/bad_inputs_table.py times these)."""
+    import os
+    import resource
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "OPENBLAS_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "lumikit", "rocprof", "counters", str(path)], capture_output=True,
+                          text=True, timeout=60, env=env, preexec_fn=cap)
+
+
+def _one_error_line(done, path) -> str:
+    assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stderr[-300:])
+    line = done.stderr.rstrip("\n")
+    assert "\n" not in line and line.startswith(f"lumikit: error: {path}: "), done.stderr[-300:]
+    return line
+
+
+def test_a_fifo_dev_zero_and_a_3_gb_sparse_file_are_refused_at_once(tmp_path):
+    import os
+
+    fifo = tmp_path / "1_counter_collection.csv"
+    os.mkfifo(fifo)  # nobody writes to it: a reader that opened it would wait for ever
+    assert "is a FIFO (named pipe), not a regular file" in _one_error_line(_counters_capped(fifo), fifo)
+    assert "is a character device" in _one_error_line(_counters_capped("/dev/zero"), "/dev/zero")
+    sparse = tmp_path / "2_counter_collection.csv"
+    with open(sparse, "wb") as fh:
+        fh.truncate(3 << 30)
+    assert "3.0 GB, above the 512 MB limit" in _one_error_line(_counters_capped(sparse), sparse)
+
+
+def test_100000_nested_brackets_are_no_counter_file(tmp_path):
+    path = tmp_path / "3_counter_collection.csv"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    assert "no rocprofv3 counter header" in _one_error_line(_counters_capped(path), path)
+
+
+def test_counter_and_kernel_names_reach_the_terminal_escaped(tmp_path, capsys):
+    from lumikit.cli import main
+
+    path = tmp_path / "77_counter_collection.csv"
+    path.write_text(NEWER.replace('"SQ_WAVES"', '"SQ_\x1b]0;owned\x07WAVES"').replace("tiny_kernel", "tiny\x1b[2Jk"))
+    assert main(["rocprof", "counters", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "SQ_\\x1b]0;owned\\x07WAVES" in out and "tiny\\x1b[2Jk" in out
+
+
+def test_damaged_numbers_read_as_missing_or_are_refused():
+    # a 26-digit dispatch id, a 20-digit agent and an end before the start: the row stays, the damage is missing
+    damaged = NEWER.replace("1,1,\"Agent 1\"", "1,99999999999999999999999999,\"Agent 99999999999999999999\"", 1)
+    damaged = damaged.replace("1000,101000\n", "1000,-5\n", 1)
+    table = parse_counter_csv(damaged)
+    assert table["dispatch_id"].isna().sum() == 1 and table["agent"].isna().sum() == 1
+    assert table["duration_ns"].isna().sum() == 1
+    with pytest.raises(ParseError, match="not numbers or not finite"):
+        parse_counter_csv(NEWER.replace(",170000,", ",1e999,", 1))
+
+
+def test_a_last_row_cut_short_is_left_out_and_said():
+    table = parse_counter_csv(NEWER[:-20])
+    assert len(table) == 3 and "last row is cut short" in table.attrs["notes"][0]
+
+
+def test_a_counter_file_without_timestamps_says_so(tmp_path, capsys):
+    import json
+
+    from lumikit.cli import main
+
+    lines = NEWER.splitlines()
+    no_times = "\n".join(",".join(ln.split(",")[:-2]) for ln in lines) + "\n"
+    path = tmp_path / "78_counter_collection.csv"
+    path.write_text(no_times)
+    assert main(["rocprof", "counters", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "no timestamps" in out and "0.000" not in out
+    assert main(["rocprof", "counters", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert all(k["duration_ns"] is None for k in report["kernels"])
+    assert "no start and end timestamps" in report["notes"][0]

@@ -20,3 +20,11 @@ def test_long_names_are_cut_to_the_width():
     name = short_kernel_name("igemm_fwd_gtcx3_nhwc_fp16_bx0_ex0_bt128x128x32_wt32x32x8", width=20)
     assert name == "igemm_fwd_gtcx3_nhw…"
     assert len(name) == 20
+
+
+def test_an_anonymous_namespace_leaves_no_empty_scope():
+    # the names a PyTorch batch norm runs under, demangled and mangled (issue 27 saw "at::native::::batch_norm...")
+    for name in ("void at::native::(anonymous namespace)::batch_norm_collect_statistics_kernel<float, float>(int)",
+                 "at::native::{anonymous}::batch_norm_collect_statistics_kernel",
+                 "_ZN2at6native12_GLOBAL__N_136batch_norm_collect_statistics_kernelIfEEvi"):
+        assert short_kernel_name(name) == "at::native::batch_norm_collect_statistics_kernel", name

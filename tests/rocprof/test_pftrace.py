@@ -76,3 +76,15 @@ def test_without_the_perfetto_package_it_says_how_to_install_it(outputs, monkeyp
         read_pftrace(outputs["traces"][0])
     assert main(["rocprof", "stats", str(outputs["traces"][0])]) == 2
     assert "pip install perfetto" in capsys.readouterr().err
+
+
+def test_an_empty_pftrace_is_refused_with_a_message_and_exit_status_2(tmp_path, capsys):
+    from lumikit.cli import main
+
+    for name, data in (("0_results.pftrace", b""), ("1_results.pftrace", b"\0" * 4096)):
+        path = tmp_path / name
+        path.write_bytes(data)
+        for command in ("summary", "stats"):
+            assert main(["rocprof", command, str(path)]) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and f"{path}: empty" in err and "re-run" in err

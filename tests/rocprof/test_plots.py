@@ -24,3 +24,14 @@ def test_ranking_bars_are_in_ms_largest_on_top_and_coloured_by_class():
 def test_class_totals_bar_shows_shares():
     ax = plot_class_totals(parse_rocprof_stats(V1)).axes[0]
     assert sorted(t.get_text().strip() for t in ax.texts) == ["0.0 %", "25.0 %", "75.0 %"]
+
+
+def test_a_roofline_from_shapes_calls_its_points_operators_not_counted_kernels(tmp_path):
+    from lumikit.rocprof.plots import plot_roofline
+    from lumikit.rocprof.shape_roofline import shape_roofline
+    from lumikit.testing.counter_outputs import shapes_trace
+
+    trace = tmp_path / "shapes.json"
+    trace.write_text(shapes_trace())
+    labels = [t.get_text() for t in plot_roofline(shape_roofline(trace)).axes[0].get_legend().get_texts()]
+    assert "operators (from shapes)" in labels and "kernels (counters)" not in labels

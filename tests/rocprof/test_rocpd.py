@@ -230,3 +230,18 @@ def test_the_sql_summary_equals_the_row_by_row_one(outputs):
         for key, rows in (("kernels", acts.kernel_stats()), ("copies", acts.copy_stats()), ("api", acts.api_stats())):
             assert ranking(tables[key]) == ranking(rows), key
         assert tables["copies"]["bytes"].sum() == expected["copies"]["bytes"]
+
+
+def test_schema_4_is_named_as_a_newer_schema_not_a_damaged_file(tmp_path, capsys):
+    # Generated: schema 4 keeps dispatch times in rocpd_timestamp (start_id/end_id) and adds track_id (issue 27)
+    def schema_4(con, sfx):
+        con.execute(f"UPDATE \"rocpd_metadata{sfx}\" SET value = '4' WHERE tag = 'schema_version'")
+        con.execute(f'ALTER TABLE "rocpd_kernel_dispatch{sfx}" RENAME COLUMN start TO start_id')
+        con.execute(f'ALTER TABLE "rocpd_kernel_dispatch{sfx}" RENAME COLUMN "end" TO end_id')
+        con.execute(f'ALTER TABLE "rocpd_kernel_dispatch{sfx}" ADD COLUMN track_id INTEGER')
+    path = _one_process_db(tmp_path / "1_results.db", schema_4)
+    for command in ("stats", "summary", "counters"):
+        assert main(["rocprof", command, str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "rocpd schema version 4, newer than this reader knows (3)" in err, err
+        assert "not damaged" in err and "rocpd convert" in err and "unreadable" not in err

@@ -115,3 +115,17 @@ def test_a_table_written_in_rocprofv3_layout_reads_back_the_same(tmp_path):
         ["gemm", 2, 400.0, "compute"], ["ncclDevKernel_Generic", 1, 50.0, "communication"]]
     with pytest.raises(LumikitError, match="already exists"):
         write_rocprof_stats(table, path)
+
+
+def test_stats_whose_percentages_miss_rows_or_repeat_them_are_flagged():
+    from lumikit.rocprof.stats import parse_rocprof_stats
+
+    head = '"Name","Calls","TotalDurationNs","AverageNs","Percentage"\n'
+    rows = ['"gemm",10,6000,600,60.00\n', '"add",10,3000,300,30.00\n', '"copy",10,1000,100,10.00\n']
+    assert parse_rocprof_stats(head + "".join(rows)).attrs["notes"] == []
+    cut = parse_rocprof_stats(head + "".join(rows[:2]))  # cut at a row boundary: looks complete, is not
+    assert "add up to 90.0 %, not 100" in cut.attrs["notes"][0]
+    twice = parse_rocprof_stats(head + "".join(rows + rows[:1]))
+    assert "more than 100" in twice.attrs["notes"][0]
+    rounded = parse_rocprof_stats(head + "".join(f'"k{i}",1,1,1,3.33\n' for i in range(30)))  # 99.9 by rounding
+    assert rounded.attrs["notes"] == []

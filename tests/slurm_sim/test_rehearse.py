@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -102,8 +103,54 @@ def test_rehearse_runs_every_module_job_to_completion_and_writes_the_report(on_l
     cards = {(j["module"], j["key"]): j["card"] for j in report["jobs"] if (j["module"], j["key"]) in with_gpus}
     assert all(c.get("kind") == "generated" and c["gcds"] for c in cards.values()), cards
     assert by_job[("08", "ddp-2nodes")]["nodes"]["verdict"] == "holds"
-    assert "generated" in by_job[("07", "single")]["busy_power_w"]["note"]
-    assert by_job[("07", "single")]["busy_power_w"]["verdict"] == "not measured"
+    # Module 07's DDP rule holds as far as lumi-sim can show it: Slurm gives each rank both GCDs (torch sees none
+    # here), and each rank's device LOCAL_RANK is a GCD of its own.
+    assert by_job[("07", "ddp")]["device_local_rank"]["measured"] == "sees 2 GCDs, uses device LOCAL_RANK"
+    assert by_job[("07", "ddp")]["device_local_rank"]["verdict"] == "holds"
+    # The 2-node GPU job runs on both nodes, but its transport promise needs RCCL: never passed here.
+    gpu2 = by_job[("08", "gpu-2nodes")]
+    assert (gpu2["nodes"]["verdict"], gpu2["ranks"]["verdict"]) == ("holds", "holds")
+    assert gpu2["rccl_transport"]["verdict"] in ("not measured", "differs")
+    assert "no RCCL here" in gpu2["rccl_transport"]["note"]
+    # Power is promised only for jobs that own their whole node: none of the course's jobs on shared small-g.
+    assert not any("busy_power_w" in checks for checks in by_job.values())
+    # Every job's run folder has its own name, after its module and key.
+    runs = [Path(j["run"]).name for j in report["jobs"]]
+    assert len(set(runs)) == len(runs) and all(f"-{j['module']}-{j['key']}-" in Path(j["run"]).name
+                                              for j in report["jobs"])
     bundle = json.loads((folder / "bundle.json").read_text())
     assert len(bundle) == len(report["jobs"]) and all(Path(b["run"], "manifest.json").is_file() for b in bundle)
     assert bundle[0]["command"][:3] == ["lumikit", "reference", "add"]
+
+
+def test_a_detached_rehearsal_outlives_the_shell_that_started_it_and_is_collected_later(on_lumi_sim, tmp_path):
+    """`lumikit rehearse --detach` in a shell that then ends: the driver job goes on, and `--collect` prints the
+    report it wrote (module 01 only, to keep it short)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
+                                                          os.environ.get("PYTHONPATH", "")])}
+    shell = subprocess.run(["bash", "-c", f"{sys.executable} -m lumikit rehearse --site lumi-sim --modules 01 "
+                            f"--runs-dir {tmp_path} --timeout 300 --detach; exit"],
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert shell.returncode == 0, shell.stderr
+    folder = Path(shell.stdout.strip().splitlines()[-1])
+    assert "--collect" in shell.stderr and folder.parent == tmp_path
+    driver = json.loads((folder / "driver.json").read_text())
+    assert driver["job_id"]
+
+    def collected() -> subprocess.CompletedProcess[str] | None:
+        done = subprocess.run([sys.executable, "-m", "lumikit", "rehearse", "--collect", str(folder), "--json"],
+                              env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode != 2 or "still going" in done.stderr, done.stderr  # 2 and not going: it failed
+        return done if done.returncode != 2 else None
+
+    first = subprocess.run([sys.executable, "-m", "lumikit", "rehearse", "--collect", str(folder)], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0 or "still going" in first.stderr, first.stderr
+    deadline = time.monotonic() + 300
+    while (done := collected()) is None:
+        assert time.monotonic() < deadline, "the detached rehearsal did not finish in 300 s"
+        time.sleep(2)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(Path(done.stdout.strip()).read_text())
+    assert [(j["module"], j["key"], j["state"]) for j in report["jobs"]] == [("01", "ranks", "COMPLETED")]
+    assert report["folder"] == str(folder)

@@ -1,6 +1,8 @@
 """The per-call source: run an SMI tool once per sample (a new process each time: the last resort)."""
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import threading
 import time
@@ -19,7 +21,9 @@ class CommandSource:
 
     A non-zero exit with parseable output is a good sample (rocm-smi 5 on LUMI exits 2 while printing a valid
     table); output the parsers do not read is an :class:`UnreadOutput` (a :class:`LaunchError`) that carries the
-    output, so a recorder can keep it; a missing tool exits 127, one that hangs past ``timeout`` 124.
+    output, so a recorder can keep it; a missing tool exits 127, one that hangs past ``timeout`` 124. The tool runs
+    in its own process group: a timeout or :meth:`cancel` ends it with every process it started (a wedged driver
+    hangs ``amd-smi``; a helper it forked would outlive it).
     """
 
     how = "per-call"
@@ -41,13 +45,20 @@ class CommandSource:
         try:
             with self._lock:
                 self._proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                              errors="replace", stdin=subprocess.DEVNULL)
+                                              errors="replace", stdin=subprocess.DEVNULL, process_group=0)
             out, err = self._proc.communicate(timeout=self.timeout)
         except FileNotFoundError:
             raise UnreadOutput(f"command not found: {self.argv[0]!r}; is it installed and on PATH here? (on LUMI, "
                                "run it on the compute node: srun --jobid <id> --overlap ...)", "", 127) from None
         except subprocess.TimeoutExpired:
             self.cancel()
+            with self._lock:
+                proc = self._proc
+            if proc is not None:
+                for pipe in (proc.stdout, proc.stderr):
+                    if pipe is not None:
+                        pipe.close()  # a child that left the group may hold the pipe: do not wait for its end
+                proc.wait()
             raise UnreadOutput(f"{self.name!r} did not answer within {self.timeout:g} s", "", 124) from None
         finally:
             self.last_run_s = time.monotonic() - t0
@@ -68,9 +79,13 @@ class CommandSource:
                       energies=energy_counters(out))
 
     def cancel(self) -> None:
+        """End a call under way, with every process of its group."""
         with self._lock:
             if self._proc is not None and self._proc.poll() is None:
-                self._proc.kill()
+                try:
+                    os.killpg(self._proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    self._proc.kill()
 
 
 __all__ = ["CommandSource"]

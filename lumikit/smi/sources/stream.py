@@ -7,7 +7,9 @@ or :func:`~.tools.stream_loop` over ``srun --overlap`` for a running job, see :f
 """
 from __future__ import annotations
 
+import os
 import queue
+import signal
 import subprocess
 import threading
 import time
@@ -173,12 +175,20 @@ class StreamSource:
             proc = self._proc
         self._queue.put(self._END)
         if proc is not None and proc.poll() is None:
-            proc.terminate()  # srun ends its step on SIGTERM
+            self._signal(proc, signal.SIGTERM)  # srun ends its step on SIGTERM; a tool's helpers end with it
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                self._signal(proc, signal.SIGKILL)
                 proc.wait(timeout=10)
+
+    @staticmethod
+    def _signal(proc: subprocess.Popen[str], sig: int) -> None:
+        """Signal the stream's process group (it leads its own session), else the process alone."""
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            proc.send_signal(sig)
 
 
 class NvidiaStreamSource(StreamSource):

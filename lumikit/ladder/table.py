@@ -1,0 +1,86 @@
+"""``ladder.json`` read back (safely) and shown as the ladder's table: samples/s with spread, speed-up, MFU, memory."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import LumikitError
+from ..files import read_text
+from ..measure import Comparison, compare, measured
+from ..text import printable
+
+LADDER_FILE = "ladder.json"
+GiB = 2 ** 30
+
+
+def read_ladder(path: str | Path) -> dict[str, Any]:
+    """A ladder.json (or a run folder holding one), checked to have its rungs."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / LADDER_FILE
+    try:
+        data = json.loads(read_text(p, "the ladder.json (or run folder) of a `lumikit ladder` job that completed",
+                                    limit=16 << 20))
+    except ValueError as exc:
+        raise LumikitError(f"{printable(str(p))}: not JSON ({exc}); rerun the ladder") from None
+    rungs = data.get("rungs") if isinstance(data, dict) else None
+    if not isinstance(rungs, list) or not rungs or not all(isinstance(r, dict) and "samples_per_s" in r
+                                                          for r in rungs):
+        raise LumikitError(f"{printable(str(p))}: no rungs with samples/s in it; give a ladder.json that "
+                           "`lumikit ladder` wrote")
+    return data
+
+
+def _memory(row: dict[str, Any], on_gpu: bool) -> str:
+    if on_gpu and row.get("peak_memory_bytes") is not None:
+        return f"{row['peak_memory_bytes'] / GiB:.2f} GiB"
+    rss = row.get("process_max_rss_bytes")
+    return f"{rss / GiB:.2f} GiB RSS*" if rss else "n/a"
+
+
+def _against(c: Comparison) -> str:
+    """This rung against the one above: within noise, or faster/slower beyond it."""
+    if c.within_noise:
+        return "within noise"
+    return f"{'faster' if c.ratio > 1 else 'slower'}, beyond noise"
+
+
+def ladder_table(data: dict[str, Any]) -> str:
+    """The table a learner reads, with what each number was measured on."""
+    on_gpu = data.get("device_type") == "cuda"
+    rows = data["rungs"]
+    head = (f"Optimisation ladder: {data.get('model')} {data.get('size')}, batch {data.get('batch_size')}, "
+            f"measured on {printable(data.get('measured_on', '?'))}; {data.get('repeats')} timed repeats of "
+            f"{data.get('steps_per_repeat')} steps per rung after {data.get('warmup_steps')} warm-up steps.\n"
+            "Rungs are cumulative: each adds its knob to the rungs above it.")
+    lines = [head, "", f"{'rung':<14} {'samples/s median (min-max)':<30} {'speed-up':>8}  {'vs rung above':<26} "
+                       f"{'MFU (of peak)':<32} peak memory"]
+    previous = None
+    for row in rows:
+        s = row["samples_per_s"]
+        m = measured(row["rung"], s.get("values") or [s["median"]])
+        verdict = "-" if previous is None else _against(compare(m, previous))
+        mfu = (f"{100 * row['mfu']:.3g} % ({row['peak_tflops']:.1f} TF {row['peak_name']})"
+               if row.get("mfu") is not None else "n/a")
+        rate = f"{s['median']:.1f} ({s['min']:.1f}-{s['max']:.1f})"
+        lines.append(f"{printable(row['rung']):<14} {rate:<30} {row.get('speedup', 1.0):>7.2f}x  {verdict:<26} "
+                     f"{mfu:<32} {_memory(row, on_gpu)}")
+        previous = m
+    lines.append("")
+    lines.append(f"MFU: the model's FLOPs per step (lumikit.model_estimate) per second, against one GCD's peak for "
+                 f"the rung's precision from site {data.get('site')}'s profile"
+                 + ("" if on_gpu else "; measured on this CPU, so against a GCD's peak it is tiny") + ".")
+    if not on_gpu:
+        lines.append("* on a CPU: the process's largest resident memory so far (torch counts peak memory on GPUs "
+                     "only), so it never falls from one rung to the next.")
+    if len(rows) > 1 and all(row.get("trace_dir") for row in rows[:2]):
+        lines.append(f"what a rung changed: lumikit trace diff RUN/{printable(rows[0]['trace_dir'])} "
+                     f"RUN/{printable(rows[1]['trace_dir'])} "
+                     "(RUN: the run folder; any two rungs)")
+    for row in rows:
+        for note in row.get("notes", []):
+            lines.append(f"{printable(row['rung'])}: {printable(note)}")
+        if row.get("trace"):
+            lines.append(f"{printable(row['rung'])}: trace {printable(row['trace'])}")
+    return "\n".join(lines)
