@@ -46,12 +46,16 @@ def choose_source(command: Sequence[str] | None = None, *, stream: bool = False,
             return LibrarySource(lib, module=module if lib == "amdsmi" else None)
         except LumikitError:
             continue  # not installed, or no GPU/driver here: the next way
-    if shutil.which("nvidia-smi", path=path):
-        return NvidiaStreamSource(interval, site=site)
-    if shutil.which("amd-smi", path=path) and float(interval).is_integer():  # --watch takes whole seconds
-        return AmdSmiMonitorSource(interval, site=site)
+    nvidia, amd = shutil.which("nvidia-smi", path=path), shutil.which("amd-smi", path=path)
+    if nvidia:
+        return NvidiaStreamSource(interval, site=site, tool=nvidia if path else "nvidia-smi")
+    if amd and float(interval).is_integer():  # --watch takes whole seconds
+        return AmdSmiMonitorSource(interval, site=site, tool=amd if path else "amd-smi")
     tool = find_tool(path)
-    return CommandSource(tool, timeout=max(30.0, 5 * interval), site=site) if tool else None
+    if tool is None:
+        return None
+    found = shutil.which(tool[0], path=path) if path else None  # a folder given: run the tool found there
+    return CommandSource((found or tool[0], *tool[1:]), timeout=max(30.0, 5 * interval), site=site)
 
 
 __all__ = ["AMD_SMI_JSON", "AmdSmiMonitorSource", "CommandSource", "EndOfSource", "FRAME_END", "LIBRARIES",

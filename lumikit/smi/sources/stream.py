@@ -194,10 +194,10 @@ class StreamSource:
 class NvidiaStreamSource(StreamSource):
     """``nvidia-smi --query-gpu=... --format=csv,noheader --loop-ms=N``: the tool's own loop, one process in all."""
 
-    def __init__(self, interval: float, **kwargs: Any) -> None:
+    def __init__(self, interval: float, *, tool: str = "nvidia-smi", **kwargs: Any) -> None:
         kwargs.setdefault("name", "stream: nvidia-smi --query-gpu --loop-ms")
         kwargs.setdefault("timeout", max(120.0, 4 * interval))
-        super().__init__(nvidia_stream(interval), **kwargs)
+        super().__init__((tool, *nvidia_stream(interval)[1:]), **kwargs)
 
     def _readings(self, lines: Iterator[str]) -> Iterator[tuple[str, int | None]]:
         return by_gpu_rows(lines)
@@ -207,10 +207,10 @@ class AmdSmiMonitorSource(StreamSource):
     """``amd-smi monitor -p -t -u -m -v --watch N``: the tool's own loop (whole seconds), one process in all. How
     the rounds are separated on LUMI is expected, not seen: a GPU index coming back or the header again."""
 
-    def __init__(self, interval: float, **kwargs: Any) -> None:
+    def __init__(self, interval: float, *, tool: str = "amd-smi", **kwargs: Any) -> None:
         kwargs.setdefault("name", "stream: amd-smi monitor --watch")
         kwargs.setdefault("timeout", max(120.0, 4 * interval))
-        super().__init__(amd_smi_monitor(interval), **kwargs)
+        super().__init__((tool, *amd_smi_monitor(interval)[1:]), **kwargs)
 
     def _readings(self, lines: Iterator[str]) -> Iterator[tuple[str, int | None]]:
         return by_table_rounds(lines)
