@@ -2,12 +2,14 @@
 the record's size and the report card's time and peak memory on a long record (issue 29: a GENERATED 1-day 8-GCD
 record at 2 s under 20 MB, its card within 2 s and 200 MB; a week under 100 MB).
 
-Recorder: runs ``python -m lumikit.record sample --interval 1`` for ``--seconds`` with the tool found here, or, on a
-machine without one, lumi-sim's stand-in (``lumikit.testing.fake_rocm_smi``, in the job mode it has on lumi-sim: it
-scans /proc for the job's ranks every reading). Two ways to run a tool: a stream (one tool process for the whole
-record, as lumi-sim does) and a tool started at every sample (what ``rocm-smi``/``amd-smi``/``nvidia-smi`` cost,
-since they have no stream mode the recorder uses). CPU time is the recorder's plus its tool's (utime + stime from
-/proc), counted after a 5 s warm-up (the start-up, importing Python, is reported apart).
+Recorder: runs ``python -m lumikit.record sample --interval 1`` for ``--seconds`` per source (issue 29, item 2): the
+amdsmi library in the recorder's own process (here the stand-in with amdsmi's API, ``lumikit.testing.fake_amdsmi``,
+GENERATED values; on LUMI the real library), a stream (one tool process for the whole record: lumi-sim's stand-in
+``lumikit.testing.fake_rocm_smi --stream``, in the job mode it has on lumi-sim, scanning /proc for the job's ranks
+every reading), and the last resort, a tool started at every sample (the stand-in, a Python program like
+``amd-smi``; and the real tool where this machine has one), whose cost per call is printed too. CPU time is the
+recorder's plus its tool's (utime + stime from /proc), counted after a 5 s warm-up (the start-up, importing
+Python, is reported apart).
 
 Record: writes a GENERATED record (8 GCDs of 4 MI250X packages as amd-smi reports them: the package power and an
 energy counter on the first GCD, 0 W and 0 J on the second; busy, clocks, temperature, VRAM varying) in the
@@ -20,8 +22,10 @@ report`` on it in a fresh process and reports its wall time and peak memory (ru_
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import resource
 import signal
 import subprocess
 import sys
@@ -62,10 +66,13 @@ def tree_cpu(pid: int) -> float:
     return total
 
 
-def measure(command: list[str], stream: bool, kind: str, seconds: float, env: dict[str, str]) -> dict[str, float]:
+def measure(command: list[str], stream: bool, kind: str, seconds: float, env: dict[str, str],
+            library: str | None = None) -> dict[str, float]:
+    """The recorder's CPU share of one core at 1 Hz with ``command`` (or ``library``, a module with amdsmi's API)."""
     run = tempfile.mkdtemp(prefix="bench-gpu-record-")
+    how = ["--library", library] if library else [*(["--stream"] if stream else []), "--command", *command]
     argv = [sys.executable, "-m", "lumikit.record", "sample", "--run-dir", run, "--interval", "1", "--node", "bench",
-            "--kind", kind, *(["--stream"] if stream else []), "--command", *command]
+            "--kind", kind, *how]
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(5)
@@ -74,9 +81,24 @@ def measure(command: list[str], stream: bool, kind: str, seconds: float, env: di
     c2, w2 = tree_cpu(proc.pid), time.monotonic()
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=30)
-    samples = sum(1 for _ in open(Path(run) / "gpu" / "bench.jsonl")) - 1
+    with open(Path(run) / "gpu" / "bench.jsonl") as fh:
+        head = json.loads(fh.readline())
+        samples = sum(1 for _ in fh)
     return {"share_pct": 100 * (c2 - c1) / (w2 - w1), "startup_cpu_s": c1, "samples": samples,
-            "wall_s": time.monotonic() - t0}
+            "wall_s": time.monotonic() - t0, "source": head.get("sampler", {}).get("how", "?"),
+            "interval_s": head.get("interval_s")}
+
+
+def per_call_cost(command: list[str], env: dict[str, str], calls: int = 5) -> dict[str, float]:
+    """Wall and CPU seconds of one run of a tool started per sample (the mean of ``calls`` runs)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    for _ in range(calls):
+        subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+    wall = (time.monotonic() - t0) / calls
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) / calls
+    return {"wall_s": wall, "cpu_s": cpu}
 
 
 def generated_record(folder: Path, hours: float, interval: float = 2.0, gcds: int = 8) -> Path:
@@ -168,20 +190,29 @@ def main() -> None:
     real = choose_tool()
     print(f"machine: {platform.node()} ({os.cpu_count()} CPUs, shared), Python {platform.python_version()}")
     cases = []
-    if real:
-        cases.append((f"real tool, started each sample: {' '.join(real[:2])}", list(real), False, "recorded"))
     # the stand-in as lumi-sim runs it: inside a job with 2 GCDs on this node (it scans /proc for the job's ranks)
     job_env = {**env, "SLURM_JOB_ID": "424242", "SLURM_JOB_GPUS": "0,1", "SLURMD_NODENAME": "bench"}
     stand_in = [sys.executable, "-m", "lumikit.testing.fake_rocm_smi"]
-    cases.append(("stand-in (generated), one stream for the record (lumi-sim's way)", [*stand_in, "--stream", "1"],
-                  True, "generated"))
-    cases.append(("stand-in (generated), a Python tool started each sample", stand_in, False, "generated"))
+    cases.append(("library: amdsmi's API in the recorder's process (stand-in lumikit.testing.fake_amdsmi, generated, "
+                  "8 GCDs)", [], False, "generated", "lumikit.testing.fake_amdsmi"))
+    cases.append(("stream: stand-in (generated), one tool process for the record (lumi-sim's way)",
+                  [*stand_in, "--stream", "1"], True, "generated", None))
+    cases.append(("per-call (last resort): stand-in (generated), a Python tool started each sample", stand_in, False,
+                  "generated", None))
+    if real:
+        cases.append((f"per-call (last resort): real tool {' '.join(real[:2])}", list(real), False, "recorded", None))
     print(f"interval 1 s, measured over {args.seconds:g} s after a 5 s warm-up; CPU = recorder + its tool")
-    for label, command, stream, kind in cases:
-        r = measure(command, stream, kind, args.seconds, job_env if kind == "generated" else env)
-        verdict = "within" if r["share_pct"] <= 1.0 else "ABOVE"
-        print(f"  {label}: {r['share_pct']:.2f} % of one core ({verdict} the 1 % target); start-up "
-              f"{r['startup_cpu_s']:.2f} CPU s; {r['samples']} samples in {r['wall_s']:.0f} s")
+    for label, command, stream, kind, library in cases:
+        r = measure(command, stream, kind, args.seconds, job_env if kind == "generated" else env, library)
+        target = "" if r["source"] == "per-call" else (
+            f" ({'within' if r['share_pct'] <= 1.0 else 'ABOVE'} the 1 % target)")
+        print(f"  {label}: {r['share_pct']:.2f} % of one core{target}; source in the header: {r['source']}, "
+              f"every {r['interval_s']:g} s; start-up {r['startup_cpu_s']:.2f} CPU s; {r['samples']} samples in "
+              f"{r['wall_s']:.0f} s")
+        if r["source"] == "per-call" and command:
+            c = per_call_cost(command, job_env if kind == "generated" else env)
+            print(f"    per call: {c['wall_s'] * 1000:.0f} ms wall, {c['cpu_s'] * 1000:.0f} ms CPU (a new process "
+                  f"each sample: {100 * c['cpu_s']:.1f} % of a core at 1 Hz for the tool alone)")
 
 
 if __name__ == "__main__":

@@ -21,24 +21,12 @@ from typing import Any
 
 from ..errors import LumikitError
 from ..files import load_json_bounded
+from ..smi.record_layout import GPU_DIR, record_files
+from ..smi.record_layout import run_folder as _run_dir
 from ..smi.sessions import Session, read_session
-from .recorder import GPU_DIR, RUN_DIR_ENV, node_name
+from .recorder import RUN_DIR_ENV, node_name
 
 MARKERS = "markers.jsonl"
-
-
-def _run_dir(run_or_path: Any) -> Path:
-    """A run handle (``.path``), a run folder, or a folder's ``gpu/`` subfolder -> the run folder."""
-    p = Path(getattr(run_or_path, "path", run_or_path))
-    if p.name == GPU_DIR and not (p / GPU_DIR).is_dir():
-        p = p.parent
-    return p
-
-
-def record_files(run_or_path: Any) -> list[Path]:
-    """The record files of a run (``RUN/gpu/*.jsonl``), sorted by name."""
-    folder = _run_dir(run_or_path) / GPU_DIR
-    return sorted(p for p in folder.glob("*.jsonl") if p.is_file()) if folder.is_dir() else []
 
 
 def read_record(run_or_path: Any) -> dict[str, Session]:

@@ -17,8 +17,9 @@ from ..text import printable
 from .interpret import activity_table, interpret
 from .model import Snapshot
 from .parse import parse_smi
-from .sampler import (CommandSource, ReplaySource, Sample, Sampler, Source, default_runs_dir, is_run_record,
-                      record_listing, record_replay_sources, watch_job)
+from .record_tail import default_runs_dir, is_run_record, record_listing, record_replay_sources
+from .sampler import Sampler
+from .sources import CommandSource, ReplaySource, Sample, Source, watch_job
 from .sessions import Frame, SessionHeader, SessionWriter, read_session, session_listing
 
 

@@ -18,7 +18,9 @@ from lumikit.launch.states import FINAL
 from lumikit.record import card_of_run
 
 PY = sys.executable
-INTERVAL_S = 2.0
+#: Not whole seconds: the recorder then calls amd-smi per sample (at whole seconds it reads `amd-smi monitor
+#: --watch` as a stream, which its stop ends at once), the path a hung call can hold.
+INTERVAL_S = 2.5
 
 
 def hung_tool(bin_dir: Path, marker: str) -> Path:
