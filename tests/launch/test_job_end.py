@@ -11,6 +11,8 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
 from lumikit.cli import main
 from lumikit.jobs import spec
 from lumikit.launch import launch
@@ -92,12 +94,13 @@ def test_a_background_process_of_a_rank_ends_with_the_job(tmp_path):
 
 
 def test_one_call_of_a_hung_tool_ends_at_its_deadline_with_its_children(tmp_path):
-    from lumikit.smi.tool_call import TIMED_OUT, call_tool
+    from lumikit.smi.sources import CommandSource, UnreadOutput
 
     marker = f"lumikit-hung-call-{uuid.uuid4().hex[:12]}"
     tool = hung_tool(tmp_path / marker, marker)
     start = time.monotonic()
-    assert call_tool([str(tool)], deadline_s=1.0) == ("", TIMED_OUT)
+    with pytest.raises(UnreadOutput) as ended:
+        CommandSource([str(tool)], timeout=1.0).read()
+    assert ended.value.exit_status == 124  # timeout's convention
     assert time.monotonic() - start < 10  # the deadline is 1 s; the tool would sleep 1000 s
     assert not processes_with(marker)
-    assert call_tool([PY, "-c", "print('reading'); raise SystemExit(2)"], deadline_s=30) == ("reading\n", 2)
