@@ -111,12 +111,12 @@ MODULES: tuple[Module, ...] = (
            ("02",), ("Never let pip change jax or jaxlib.",
                      "JAX lists the GCDs Slurm made visible; check the list before timing.")),
     Module("11", "11_capstone", "Capstone: find a bottleneck, fix it, measure", 60,
-           ("find a planted bottleneck with the GPU view, the profiler and the trace analysis",
-            "fix it and report before/after numbers"),
+           ("find a planted bottleneck with the step metrics, the profiler and the trace analysis",
+            "fix it with one change and claim it with before/after numbers and their spread"),
            ("04", "05", "06", "07", "09"),
            ("Symptom, location, explanation, then one change and a new measurement.",
-            "Under DDP every rank shows the slowest rank's step time: compare phases.",
-            "A fix is a number measured with the cause still present.")),
+            "A phase says where the time goes; the operators inside it and the run's settings say why.",
+            "A fix is a difference beyond the spread, measured with everything else unchanged.")),
 )
 
 

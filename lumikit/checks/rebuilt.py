@@ -82,10 +82,10 @@ PASTED_OUTPUT: dict[str, tuple[str, ...]] = {
 #: compares the folder with that hash (the folder is never handed to a check on the instructor's side).
 RUN_FOLDERS: dict[str, tuple[str, ...]] = {
     "06.4": ("trace_dir",),
+    "11.1": ("before_dir",),
     "11.2": ("before_dir",),
-    "11.3": ("before_dir",),
-    "11.4": ("before_dir", "after_dir"),
-    "11.A": ("before_dir",),
+    "11.3": ("before_dir", "after_dir"),
+    "11.A": ("before_dir", "after_dir"),
 }
 #: Tasks whose evidence is a job id: the job must be in ``sacct`` and belong to the learner.
 JOB_ARGUMENTS: dict[str, str] = {"03.T1": "submit", "03.T2": "job_id", "04.T1": "allocation"}
