@@ -29,6 +29,10 @@
 # fourth show on a laptop's CPU too; bf16's rate and the binding show on a GCD only (a CPU has no matrix units
 # whose bf16 rate is four times their fp32 rate, and no GCD to be near).
 #
+# One part of the exercise's runs is simulated, and labelled so: every step pays a fixed 15 ms (`step setup` in the
+# profile), whatever its batch. It stands for what a step costs on a GCD besides its arithmetic (kernel launches,
+# the host's Python, waits for the device), which a CPU running one thread hardly has.
+#
 # ## A small rehearsal in this kernel
 #
 # One process, the course's language model data, and a data set whose every sample takes 4 ms longer to read (as

@@ -22,6 +22,9 @@
 # The causes a run can have: on this CPU your case draws among (a), (b) and (d); (c) and (e) show on a GCD only
 # (bf16's matrix rate and the cores' distance to the GCD do not exist on a CPU), and are listed so that the
 # list does not give your cause away.
+#
+# One thing in these runs is simulated, and labelled: every step pays a fixed 15 ms (`step setup` in the profile),
+# as a step on a GCD pays for kernel launches and the host's Python whatever its batch.
 
 # %%
 import lumikit.checks.m11 as checks

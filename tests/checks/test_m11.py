@@ -148,6 +148,10 @@ def test_the_conclusion_is_judged_by_its_rubric_and_saved_with_it(runs, tmp_path
     assert "rubric met" in str(m11.check_conclusion(text, claim, before, after))
     saved = (tmp_path / "progress" / "11.A.md").read_text()
     assert saved.startswith("The profiler's trace") and "- [x] gives before and after with spread" in saved
+    from lumikit.checks.open_answers import export_markdown, of_learner
+
+    exported = export_markdown({"ada": of_learner(tmp_path / "progress", tmp_path)})  # the instructor's export
+    assert "## 11 written: 11.A" in exported and "[x] states the fix" in exported and "--batch-size 16" in exported
     with pytest.raises(CheckFailed, match="states the fix"):
         m11.check_conclusion(text.replace("--batch-size 16", "one setting"), claim, before, after)
     with pytest.raises(CheckFailed, match="before and after with spread"):

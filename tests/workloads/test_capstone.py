@@ -3,6 +3,7 @@ way, and nothing the learner reads in its options names the cause."""
 from __future__ import annotations
 
 import argparse
+import statistics
 
 import pytest
 import torch
@@ -62,19 +63,22 @@ def test_the_weights_summary_is_the_same_number_either_way() -> None:
     with torch.no_grad():
         model.weight.copy_(torch.tensor([[1.0, -2.0, 3.0], [-4.0, 5.0, -6.0]]))
         model.bias.copy_(torch.tensor([0.5, -0.5]))
-    expected = (1 + 2 + 3 + 4 + 5 + 6 + 0.5 + 0.5) / 8  # mean absolute value, by construction
-    assert capstone._summary(model, copy_out=True) == pytest.approx(expected)
-    assert capstone._summary(model, copy_out=False) == pytest.approx(expected)
+    values = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 0.5, 0.5]
+    expected = {"median_abs": 2.0, "std_abs": statistics.pstdev(values)}  # median: the lower middle, as torch's
+    for copy_out in (True, False):
+        assert capstone._summary(model, copy_out=copy_out) == pytest.approx(expected)
 
 
 def test_the_summary_runs_every_n_steps_only(monkeypatch) -> None:
+    monkeypatch.setattr(capstone, "STEP_SETUP_S", 0.0)
     summaries = []
-    monkeypatch.setattr(capstone, "_summary", lambda model, copy_out: summaries.append(copy_out))
-    seen = []
-    forward = capstone._logging_forward(lambda m, b, d: seen.append(b), every=3, copy_out=True)
+    monkeypatch.setattr(capstone, "_summary", lambda model, copy_out: summaries.append(copy_out) or {"median_abs": 0.5})
+    seen, log = [], {}
+    forward = capstone._logging_forward(lambda m, b, d: seen.append(b), every=3, copy_out=True, log=log)
     for step in range(7):
         forward(torch.nn.Linear(2, 1), step, torch.device("cpu"))
     assert seen == list(range(7)) and summaries == [True, True]  # steps 3 and 6
-    never = capstone._logging_forward(lambda m, b, d: None, every=0, copy_out=True)
+    assert log == {"weights": {"median_abs": 0.5}}
+    never = capstone._logging_forward(lambda m, b, d: None, every=0, copy_out=True, log={})
     never(torch.nn.Linear(2, 1), 0, torch.device("cpu"))
     assert summaries == [True, True]
