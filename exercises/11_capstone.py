@@ -138,7 +138,7 @@ claim = None
 raise NotImplementedError("Exercise 11.3: write your answer above, then delete this line")
 
 # %% tags=["check"]
-checks.check_claim(claim, before.path, after.path)
+checks.check_claim(claim, before.path, after)
 
 # %% tags=["exercise"]
 # Exercise 11.A: Write your conclusion for the people who pay for the GPU hours (at least 60 words, as a string in
@@ -154,7 +154,7 @@ conclusion = None
 raise NotImplementedError("Exercise 11.A: write your answer above, then delete this line")
 
 # %% tags=["check"]
-checks.check_conclusion(conclusion, claim, before.path, after.path)
+checks.check_conclusion(conclusion, claim, before.path, after)
 
 # %% [markdown] tags=["exercise"]
 # **Question 11.B.** Your fix removed the cause you found. How would you know whether the run now has another

@@ -148,7 +148,7 @@ print(compare(after_rate, before_rate).sentence(unit="samples/s", higher="faster
 claim = {"cause": cause, "fix": fix, "before": before_rate, "after": after_rate}
 
 # %% tags=["check"]
-checks.check_claim(claim, before.path, after.path)
+checks.check_claim(claim, before.path, after)
 
 # %% tags=["solution"]
 # Exercise 11.A: Write your conclusion for the people who pay for the GPU hours (at least 60 words, as a string in
@@ -185,7 +185,7 @@ conclusion = (
 print(conclusion)
 
 # %% tags=["check"]
-checks.check_conclusion(conclusion, claim, before.path, after.path)
+checks.check_conclusion(conclusion, claim, before.path, after)
 
 # %% [markdown] tags=["solution"]
 # **Question 11.B.** Your fix removed the cause you found. How would you know whether the run now has another
