@@ -34,7 +34,7 @@
 # | **08** Several nodes | 60 | 07 | write a multi-node batch script with binding and RCCL's environment; prove from RCCL's log that the network was used; know which GPU each rank sees (Slurm, ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES) | [lesson](08_several_nodes.ipynb) → [exercise](../exercises/08_several_nodes.ipynb) → [solution](../solutions/08_several_nodes.ipynb) |
 # | **09** Data and I/O | 45 | 03 | choose where data lives on LUMI and why one file beats many small ones; size DataLoader workers, and start them with spawn in multi-node jobs | [lesson](09_data_and_io.ipynb) → [exercise](../exercises/09_data_and_io.ipynb) → [solution](../solutions/09_data_and_io.ipynb) |
 # | **10** JAX on LUMI | 30 | 02 | run JAX from LUMI's JAX container with a pinned venv; launch one JAX process per GCD | [lesson](10_jax_on_lumi.ipynb) → [exercise](../exercises/10_jax_on_lumi.ipynb) → [solution](../solutions/10_jax_on_lumi.ipynb) |
-# | **11** Capstone: find a bottleneck, fix it, measure | 60 | 04, 05, 06, 07, 09 | find a planted bottleneck with the GPU view, the profiler and the trace analysis; fix it and report before/after numbers | [lesson](11_capstone.ipynb) → [exercise](../exercises/11_capstone.ipynb) → [solution](../solutions/11_capstone.ipynb) |
+# | **11** Capstone: find a bottleneck, fix it, measure | 60 | 04, 05, 06, 07, 09 | find a planted bottleneck with the step metrics, the profiler and the trace analysis; fix it with one change and claim it with before/after numbers and their spread | [lesson](11_capstone.ipynb) → [exercise](../exercises/11_capstone.ipynb) → [solution](../solutions/11_capstone.ipynb) |
 #
 # In all about 10 hours.
 #

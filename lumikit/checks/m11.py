@@ -89,7 +89,7 @@ def _result(run_dir: object, exercise: str, what: str) -> tuple[Path, dict[str, 
 
 
 def _knobs(result: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings a fix may change, as the run recorded them."""
+    """The settings a fix may change, as the run's result gives them."""
     knobs = result.get("knobs") if isinstance(result.get("knobs"), Mapping) else {}
     return {"workers": result.get("workers"), "batch_size": result.get("batch_size"),
             "log_every": result.get("log_every"), "model_size": result.get("model_size"),
