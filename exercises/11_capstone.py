@@ -1,157 +1,163 @@
 # %% [markdown]
 # # 11 · Capstone: find the bottleneck, fix it, measure: exercises
 #
-# **The symptom.** A 2-rank DDP training run of the course's language model (`capstone_job` below) is slower than
-# it should be, and the people who pay for its GPU hours want to know why and what to do about it. Nothing in its
-# log is an error.
+# **The symptom.** A training run of the course's language model (`start` below launches it) delivers fewer samples
+# per second than it should, and the people who pay for its GPU hours want to know why and what to do about it.
+# Nothing in its log is an error. Your run is slow in its own way: your case, drawn from your seed, picks one of
+# several causes, so your neighbour's answer is not yours.
 #
-# **Your budget.** Three runs of 12 steps: the first one (launched for you below, profiled on every rank), and two
-# more of your choice. Here a run takes about a minute on a busy machine; on LUMI each costs a few GPU-minutes.
-# What you may change: how the job runs and loads its data (`python -m lumikit.workloads.capstone --help` lists the
-# workload's options). What you may not: the storage it reads from (its `--case` and the delay stay as they are).
+# **Your budget.** Four runs of your case: the first one (launched for you below, profiled), and three more of your
+# choice. `start` counts them; the claim's check says when you went over (it never stops you). Here a run takes
+# about a minute on a busy machine; on LUMI each costs GPU-minutes.
+# What you may change: how the job runs (`python -m lumikit.workloads.capstone --help` lists the options). What you
+# may not: the case (`start` passes it).
 #
-# **What you deliver.** A claim the check judges against your runs: which rank holds the job back, in which phase
-# the other ranks lose the time, which fix you applied, and the step time before and after with its spread
-# (`lumikit.measure`), then a written conclusion that goes to your progress folder. Modules 04 to 09 gave you every
-# tool you need; choosing them is part of the exercise. `hint("11.2")` and friends are there when you are stuck.
+# **What you deliver.** One claim the check judges whole against your runs: the cause (a letter of `checks.CAUSES`),
+# the fix (the one option you changed, as launched) and the throughput before and after with its spread
+# (`lumikit.measure`). If any part does not hold, the check says so without saying which: your evidence is in your
+# runs, not in the check. Then a written conclusion, judged by a rubric your instructor reads in the class export.
+# Modules 05 to 09 gave you the tools; choosing them is part of the exercise. `hint("11.2")` and friends help
+# when you are stuck.
 #
-# What to find, and why it matters: the one rank that holds every other rank back, and the evidence for it (in a
-# data-parallel job the slowest rank sets the step time of all, so the GPU hours of every rank are lost to one
-# rank's problem). The runs are local processes here (2 ranks on the CPU, `gloo`) and Slurm jobs on LUMI.
+# The causes a run can have: on this CPU your case draws among (a), (b) and (d); (c) and (e) show on a GCD only
+# (bf16's matrix rate and the cores' distance to the GCD do not exist on a CPU), and are listed so that the
+# list does not give your cause away.
+#
+# One thing in these runs is simulated, and labelled: every step pays a fixed 15 ms (`step setup` in the profile),
+# as a step on a GCD pays for kernel launches and the host's Python whatever its batch.
 
 # %%
 import lumikit.checks.m11 as checks
 from lumikit.jobs import workload_spec
 from lumikit.launch import launch, mode_line
-from lumikit.measure import measured
-from lumikit.smi import load_session, tidy
-from lumikit.smi.plots import timeline
+from lumikit.measure import compare, measured
 from lumikit.trace import TraceAnalyzer
-from lumikit.trace.host_ops import host_ops, step_phases
+from lumikit.trace.host_ops import host_ops, op_summary, step_phases
 from lumikit.workloads.capstone import case_for
 
 case = case_for()
+launched = []
 print(mode_line(), "· your case:", case)
+for key, cause in checks.CAUSES.items():
+    print(f"({key}) {cause}")
 
 
-def capstone_job(name: str, *options: str):
-    """The capstone run: 2 ranks of DDP, 12 steps, profiled on every rank (steps 8-11 recorded); `options` are more
-    options of the workload (`python -m lumikit.workloads.capstone --help`)."""
-    return workload_spec("capstone", "--model-size", "tiny", "--no-progress", "--steps", "12", "--mode", "ddp",
-                         "--case", str(case), *options, name=name, gcds=2, ntasks_per_node=2, time="0:10:00",
-                         profile="torch", profile_steps=12, env={"LUMIKIT_PROFILE_SCHEDULE": "6,1,4,1"})
+def start(name: str, *options: str):
+    """Launch a capstone run of your case: 16 steps, steps 7-10 profiled; ``options`` are more options of the
+    workload (``python -m lumikit.workloads.capstone --help``). Counts the run against your budget."""
+    launched.append(name)
+    if len(launched) > checks.RUN_BUDGET:
+        print(f"note: run {len(launched)}, over your budget of {checks.RUN_BUDGET}")
+    job = workload_spec("capstone", "--model-size", "tiny", "--no-progress", "--steps", "16", "--case", case,
+                        *options, name=name, gcds=1, time="0:10:00", profile="torch", profile_steps=16,
+                        env={"LUMIKIT_PROFILE_SCHEDULE": "6,1,4,1"})
+    return launch(job)
 
 
 # %% [markdown]
-# ## 1 · The GPU view
+# ## 1 · Your first run
 #
-# There is no GPU here, so this step reads the generated session `ddp-8gcd-starved`: the `rocm-smi` readings of a
-# LUMI-G node running an 8-rank DDP job in which one rank's input is late (module 04 shows how to record your own
-# with `srun --overlap`).
+# The run with the symptom, as it is, profiled with `torch.profiler` (the cell waits on the run's state, at most
+# `checks.WAIT_S` seconds, and prints where its folder is), and its per-step metrics.
 
 # %%
-snapshots = load_session("ddp-8gcd-starved")
-session_table = tidy(snapshots)
-timeline(snapshots);
+before = start("capstone-before")
+print(mode_line(), "->", before.wait(timeout=checks.WAIT_S, progress=False), before.path)
+print(before.tail())
+steps = before.metrics().steps
+steps[["step", "step_time_s", "data_time_s", "samples", "samples_per_s"]].round(3)
 
 # %% tags=["exercise"]
-# Exercise 11.1: What does this session show: which GCD behaves unlike the others (`starved`, its index), and which
-# hypothesis fits (`hypothesis`)?
-#  (a) that GCD is broken  (b) its rank gets its batches late, and the other ranks wait for it at each step
-#  (c) the model is too small for the GPUs
-per_gcd = None
-starved = None
-hypothesis = None
+# Exercise 11.1: Measure the symptom: the first run's throughput per warm step (samples per second), with its
+# spread, as `before_rate`. Warm steps: not the cold first one, nor the second (loader workers, if any, fill their
+# queue), nor the last (it writes the profiler's trace).
+before_rate = None
 # Your answer replaces each None; then delete the `raise` line below.
 # Stuck? from lumikit.checks import hint; hint("11.1")
 raise NotImplementedError("Exercise 11.1: write your answer above, then delete this line")
 
 # %% tags=["check"]
-checks.check_starved_gcd(starved, hypothesis)
+checks.check_first_run(before.path, before_rate)
 
 # %% [markdown]
-# ## 2 · Your first run
+# ## 2 · Where the time goes
 #
-# The run with the symptom, as it is, profiled with `torch.profiler` on every rank (the cell waits on the run's
-# state, at most `checks.WAIT_S` seconds, and prints where its folder is).
+# The profiler recorded four steps. `step_phases` splits each recorded step into its phases (data, forward,
+# backward, optimizer, other); `host_ops` lists every operator and annotation with its nesting, so you can look
+# inside a phase.
 
 # %%
-before = launch(capstone_job("capstone-before"))
-print(mode_line(), "->", before.wait(timeout=checks.WAIT_S, progress=False), before.path)
 analyzer = TraceAnalyzer.from_path(before.path / "profile")
-analyzer.get_step_times().pivot(index="step", columns="rank", values="dur_us").div(1000).round(1)
-
-# %% [markdown]
-# **How to read it:** milliseconds per recorded step and rank. The columns agree: DDP keeps the ranks in step, so
-# the step time alone does not say which rank is slow. The phases of each step do.
+ops = host_ops(analyzer.trace[0].events)
+phases = step_phases(ops)
+phases.div(1000).round(1)
 
 # %% tags=["exercise"]
-# Exercise 11.2: Which rank holds the others back (`slow_rank_found`), and what share (0-1) of its recorded step
-# time is your evidence for it (`data_share`: the share of the phase that gives it away)?
-phases = None
+# Exercise 11.2: Which phase takes the largest share of the recorded steps (`largest_phase`), and what share (0-1)
+# of their time (`largest_share`)?
 shares = None
-slow_rank_found = None
-data_share = None
+largest_phase = None
+largest_share = None
 # Your answer replaces each None; then delete the `raise` line below.
 # Stuck? from lumikit.checks import hint; hint("11.2")
 raise NotImplementedError("Exercise 11.2: write your answer above, then delete this line")
 
 # %% tags=["check"]
-checks.check_slow_rank(before.path, slow_rank_found, data_share)
+checks.check_largest_phase(before.path, largest_phase, largest_share)
 
 # %% [markdown]
-# ## 3 · Where the others lose the time
+# A phase says where the time goes, not why. Look inside it: the operators with the most time of their own
+# (`op_summary`), the regions the code marks for the profiler (`op_summary` of the annotations, by their whole
+# time), the time each step waited for its batch (`data_time_s` in the step metrics), and what the run's log
+# said it was doing. On a GCD, `lumikit trace idle` and `lumikit trace critical-path` add why the GPU waited.
+
+# %%
+print(op_summary(ops).head(8).round(3).to_string())  # operators, by the time of their own
+marked = op_summary(ops, categories=("user_annotation",))  # regions the code marks, by their whole time
+print(marked.head(8).round(3).to_string())
+
+# %% [markdown]
+# ## 3 · Fix, measure, claim
+#
+# You have three runs left. Change one option, so the measurement says what that option did.
 
 # %% tags=["exercise"]
-# Exercise 11.3: The other rank's steps last as long as the slow rank's. In which phase ("forward", "backward",
-# "optimizer" or "other") does it lose the time the slow rank spends on its own problem? Store it in `waiting_phase`.
-phase_names = None
-share_table = None
-fast_rank = None
-waiting_phase = None
+# Exercise 11.3: Fix it: launch the fixed run (`after = start("capstone-after", <the option and its value>)`),
+# measure its throughput as you measured the first, and state your claim in `claim`: {"cause": <a letter of
+# checks.CAUSES>, "fix": "<the option you changed and its value>", "before": <Measured>, "after": <Measured>}.
+# The check judges the whole claim against both runs.
+warm = None
+readings = None
+cause = None
+fix = None
+after = None
+after_rate = None
+claim = None
 # Your answer replaces each None; then delete the `raise` line below.
 # Stuck? from lumikit.checks import hint; hint("11.3")
 raise NotImplementedError("Exercise 11.3: write your answer above, then delete this line")
-
-# %% tags=["check"]
-checks.check_waiting_phase(before.path, waiting_phase)
-
-# %% [markdown]
-# ## 4 · Fix it, measure, claim
-#
-# You have two runs left. The storage stays slow; everything else about how the job runs is yours to change.
-
-# %% tags=["exercise"]
-# Exercise 11.4: Fix it: launch the fixed run (`after`, with `capstone_job("capstone-after", <your options>)`, so it
-# is profiled like the first and pays the same overhead), measure both runs' warm step times with their spread, and
-# state your claim in `claim`: {"rank": ..., "phase": ..., "fix": "<the options you changed>", "before": <Measured>,
-# "after": <Measured>}. The check judges each part against the runs.
-fix = None
-after = None
-warm = None
-claim = None
-# Your answer replaces each None; then delete the `raise` line below.
-# Stuck? from lumikit.checks import hint; hint("11.4")
-raise NotImplementedError("Exercise 11.4: write your answer above, then delete this line")
 
 # %% tags=["check"]
 checks.check_claim(claim, before.path, after)
 
 # %% tags=["exercise"]
 # Exercise 11.A: Write your conclusion for the people who pay for the GPU hours (at least 60 words, as a string in
-# `conclusion`): why the GPU view and the step times cannot name the slow rank, what does, why every rank got
-# faster when your fix touched one rank's problem only, and your numbers (the rank, its share, the step times
-# before and after). The check saves it to your progress folder, where your instructor reads it.
+# `conclusion`): the cause and the tool reading that shows it, the fix and why it works, the throughput before and
+# after with its spread. A rubric judges it (cause with evidence from a tool, the fix, before and after with
+# spread, your own sentences); the check saves it with the rubric to your progress folder, where your instructor
+# reads it.
+evidence = None
+why = None
 conclusion = None
 # Your answer replaces each None; then delete the `raise` line below.
 # Stuck? from lumikit.checks import hint; hint("11.A")
 raise NotImplementedError("Exercise 11.A: write your answer above, then delete this line")
 
 # %% tags=["check"]
-checks.check_conclusion(conclusion, before.path)
+checks.check_conclusion(conclusion, claim, before.path, after)
 
 # %% [markdown] tags=["exercise"]
-# **Question 11.B.** Your fix hides the slow input behind the computation. When would it stop being enough, and what
-# would you then change or ask for?
+# **Question 11.B.** Your fix removed the cause you found. How would you know whether the run now has another
+# bottleneck, and what would you look at first on LUMI?
 #
 # **Your answer:** _write it here, with the numbers from the cells above that support it._

@@ -2,27 +2,36 @@
 # > **Module 11 at a glance.** About **60 minutes** (lesson and exercises). Before it: module(s) 04, 05, 06, 07, 09.
 # >
 # > **Objectives.** After it you can:
-# > - find a planted bottleneck with the GPU view, the profiler and the trace analysis
-# > - fix it and report before/after numbers
+# > - find a planted bottleneck with the step metrics, the profiler and the trace analysis
+# > - fix it with one change and claim it with before/after numbers and their spread
 
 # %% [markdown]
 # # 11 · Capstone: find a bottleneck, fix it, measure
 #
-# A slow multi-rank run, and the four views that find why: the GPU view, the profiler, the trace analysis, then a
-# measured fix.
+# A run that is slower than it should be, the views that find why, and a measured fix.
 
 # %% [markdown]
 # ## The method
 #
 # | Step | Tool | What to read | What it cannot tell |
 # |---|---|---|---|
-# | 1. Symptom | GPU view: `rocm-smi` through `srun --overlap` (module 04) | which GCD idles (low clock, low power) while others work | why |
-# | 2. Location | `torch.profiler` on every rank, or one rank per node (module 05) | per rank, the phases of a step: data, forward, backward, optimizer | the other ranks' side |
-# | 3. Explanation | trace analysis across ranks (module 06) | where the fast ranks spend the slow rank's delay (waiting at a collective) | the fix |
-# | 4. Fix and measure | the same job, one change | step time before and after, same steps, same ranks | |
+# | 1. Symptom | the step metrics (`run.metrics()`); on LUMI also the GPU view, `rocm-smi` through `srun --overlap` (module 04) | samples per second per step, with its spread; a GCD at low clock and power | why |
+# | 2. Location | `torch.profiler` and `step_phases` (module 05) | which phase of the step (data, forward, backward, optimizer) holds the time | which operator, and why |
+# | 3. Explanation | the operators and annotations inside that phase (`host_ops`, `op_summary`); on a GCD `lumikit trace idle` and `lumikit trace critical-path` (module 06); the run's log and settings | what runs there, and what the device waited for | the fix |
+# | 4. Fix and measure | the same job, one option changed | throughput before and after, same steps, with spread | |
 #
-# Under DDP the ranks meet at every collective, so **every rank reports the same step time**: a slow rank makes
-# all of them slow, and the step time alone cannot say which rank is at fault. The phases can.
+# Change one thing per run: a run with two changes cannot say which one helped. And judge the difference against
+# the spread of the steps (module 05's `lumikit.measure`): on a busy machine a single number says little.
+#
+# **Causes you will meet.** Five kinds recur: the input (samples read one after another inside the training
+# process), a host readback in the loop (values copied to the host in every step), fp32 where bf16 belongs, a batch
+# too small to fill the device, and a CPU binding that puts the process far from its GCD. The first, second and
+# fourth show on a laptop's CPU too; bf16's rate and the binding show on a GCD only (a CPU has no matrix units
+# whose bf16 rate is four times their fp32 rate, and no GCD to be near).
+#
+# One part of the exercise's runs is simulated, and labelled so: every step pays a fixed 15 ms (`step setup` in the
+# profile), whatever its batch. It stands for what a step costs on a GCD besides its arithmetic (kernel launches,
+# the host's Python, waits for the device), which a CPU running one thread hardly has.
 #
 # ## A small rehearsal in this kernel
 #
@@ -84,13 +93,14 @@ for workers in (0, 2):
 #
 # ## Your turn
 #
-# The exercise (`exercises/11_capstone.ipynb`) runs a 2-rank DDP job in which one rank, chosen by your user name,
-# reads slowly. Find it in the order of the table above, fix it without changing the storage, and report the speed-up.
-# The solution is in `solutions/11_capstone.ipynb`.
+# The exercise (`exercises/11_capstone.ipynb`) gives you a run that is slow for a reason drawn from your seed (one of
+# the three kinds a CPU can show; your neighbour may have another). You have a budget of four runs: find the cause
+# in the order of the table above, fix it with one option, and state one claim (cause, fix, throughput before and
+# after with spread) that the check judges whole. The solution is in `solutions/11_capstone.ipynb`.
 
 # %% [markdown]
 # ## Key points
 #
 # - Symptom, location, explanation, then one change and a new measurement.
-# - Under DDP every rank shows the slowest rank's step time: compare phases.
-# - A fix is a number measured with the cause still present.
+# - A phase says where the time goes; the operators inside it and the run's settings say why.
+# - A fix is a difference beyond the spread, measured with everything else unchanged.

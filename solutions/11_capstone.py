@@ -1,179 +1,198 @@
 # %% [markdown]
 # # 11 · Capstone: find the bottleneck, fix it, measure: exercises
 #
-# **The symptom.** A 2-rank DDP training run of the course's language model (`capstone_job` below) is slower than
-# it should be, and the people who pay for its GPU hours want to know why and what to do about it. Nothing in its
-# log is an error.
+# **The symptom.** A training run of the course's language model (`start` below launches it) delivers fewer samples
+# per second than it should, and the people who pay for its GPU hours want to know why and what to do about it.
+# Nothing in its log is an error. Your run is slow in its own way: your case, drawn from your seed, picks one of
+# several causes, so your neighbour's answer is not yours.
 #
-# **Your budget.** Three runs of 12 steps: the first one (launched for you below, profiled on every rank), and two
-# more of your choice. Here a run takes about a minute on a busy machine; on LUMI each costs a few GPU-minutes.
-# What you may change: how the job runs and loads its data (`python -m lumikit.workloads.capstone --help` lists the
-# workload's options). What you may not: the storage it reads from (its `--case` and the delay stay as they are).
+# **Your budget.** Four runs of your case: the first one (launched for you below, profiled), and three more of your
+# choice. `start` counts them; the claim's check says when you went over (it never stops you). Here a run takes
+# about a minute on a busy machine; on LUMI each costs GPU-minutes.
+# What you may change: how the job runs (`python -m lumikit.workloads.capstone --help` lists the options). What you
+# may not: the case (`start` passes it).
 #
-# **What you deliver.** A claim the check judges against your runs: which rank holds the job back, in which phase
-# the other ranks lose the time, which fix you applied, and the step time before and after with its spread
-# (`lumikit.measure`), then a written conclusion that goes to your progress folder. Modules 04 to 09 gave you every
-# tool you need; choosing them is part of the exercise. `hint("11.2")` and friends are there when you are stuck.
+# **What you deliver.** One claim the check judges whole against your runs: the cause (a letter of `checks.CAUSES`),
+# the fix (the one option you changed, as launched) and the throughput before and after with its spread
+# (`lumikit.measure`). If any part does not hold, the check says so without saying which: your evidence is in your
+# runs, not in the check. Then a written conclusion, judged by a rubric your instructor reads in the class export.
+# Modules 05 to 09 gave you the tools; choosing them is part of the exercise. `hint("11.2")` and friends help
+# when you are stuck.
 #
-# What to find, and why it matters: the one rank that holds every other rank back, and the evidence for it (in a
-# data-parallel job the slowest rank sets the step time of all, so the GPU hours of every rank are lost to one
-# rank's problem). The runs are local processes here (2 ranks on the CPU, `gloo`) and Slurm jobs on LUMI.
+# The causes a run can have: on this CPU your case draws among (a), (b) and (d); (c) and (e) show on a GCD only
+# (bf16's matrix rate and the cores' distance to the GCD do not exist on a CPU), and are listed so that the
+# list does not give your cause away.
+#
+# One thing in these runs is simulated, and labelled: every step pays a fixed 15 ms (`step setup` in the profile),
+# as a step on a GCD pays for kernel launches and the host's Python whatever its batch.
 
 # %%
 import lumikit.checks.m11 as checks
 from lumikit.jobs import workload_spec
 from lumikit.launch import launch, mode_line
-from lumikit.measure import measured
-from lumikit.smi import load_session, tidy
-from lumikit.smi.plots import timeline
+from lumikit.measure import compare, measured
 from lumikit.trace import TraceAnalyzer
-from lumikit.trace.host_ops import host_ops, step_phases
+from lumikit.trace.host_ops import host_ops, op_summary, step_phases
 from lumikit.workloads.capstone import case_for
 
 case = case_for()
+launched = []
 print(mode_line(), "· your case:", case)
+for key, cause in checks.CAUSES.items():
+    print(f"({key}) {cause}")
 
 
-def capstone_job(name: str, *options: str):
-    """The capstone run: 2 ranks of DDP, 12 steps, profiled on every rank (steps 8-11 recorded); `options` are more
-    options of the workload (`python -m lumikit.workloads.capstone --help`)."""
-    return workload_spec("capstone", "--model-size", "tiny", "--no-progress", "--steps", "12", "--mode", "ddp",
-                         "--case", str(case), *options, name=name, gcds=2, ntasks_per_node=2, time="0:10:00",
-                         profile="torch", profile_steps=12, env={"LUMIKIT_PROFILE_SCHEDULE": "6,1,4,1"})
+def start(name: str, *options: str):
+    """Launch a capstone run of your case: 16 steps, steps 7-10 profiled; ``options`` are more options of the
+    workload (``python -m lumikit.workloads.capstone --help``). Counts the run against your budget."""
+    launched.append(name)
+    if len(launched) > checks.RUN_BUDGET:
+        print(f"note: run {len(launched)}, over your budget of {checks.RUN_BUDGET}")
+    job = workload_spec("capstone", "--model-size", "tiny", "--no-progress", "--steps", "16", "--case", case,
+                        *options, name=name, gcds=1, time="0:10:00", profile="torch", profile_steps=16,
+                        env={"LUMIKIT_PROFILE_SCHEDULE": "6,1,4,1"})
+    return launch(job)
 
 
 # %% [markdown]
-# ## 1 · The GPU view
+# ## 1 · Your first run
 #
-# There is no GPU here, so this step reads the generated session `ddp-8gcd-starved`: the `rocm-smi` readings of a
-# LUMI-G node running an 8-rank DDP job in which one rank's input is late (module 04 shows how to record your own
-# with `srun --overlap`).
+# The run with the symptom, as it is, profiled with `torch.profiler` (the cell waits on the run's state, at most
+# `checks.WAIT_S` seconds, and prints where its folder is), and its per-step metrics.
 
 # %%
-snapshots = load_session("ddp-8gcd-starved")
-session_table = tidy(snapshots)
-timeline(snapshots);
-
-# %% tags=["solution"]
-# Exercise 11.1: What does this session show: which GCD behaves unlike the others (`starved`, its index), and which
-# hypothesis fits (`hypothesis`)?
-#  (a) that GCD is broken  (b) its rank gets its batches late, and the other ranks wait for it at each step
-#  (c) the model is too small for the GPUs
-# Hint: one GCD behaves unlike the seven others over the whole session, not in one sample.
-# Tool: group `session_table` by "index" and compare medians of `sclk_mhz` and `power_w`.
-per_gcd = session_table.groupby("index")[["sclk_mhz", "gpu_busy_pct", "power_w"]].median()
-starved = int(per_gcd["sclk_mhz"].idxmin())
-hypothesis = "b"
-per_gcd
-
-# %% tags=["check"]
-checks.check_starved_gcd(starved, hypothesis)
-
-# %% [markdown]
-# ## 2 · Your first run
-#
-# The run with the symptom, as it is, profiled with `torch.profiler` on every rank (the cell waits on the run's
-# state, at most `checks.WAIT_S` seconds, and prints where its folder is).
-
-# %%
-before = launch(capstone_job("capstone-before"))
+before = start("capstone-before")
 print(mode_line(), "->", before.wait(timeout=checks.WAIT_S, progress=False), before.path)
-analyzer = TraceAnalyzer.from_path(before.path / "profile")
-analyzer.get_step_times().pivot(index="step", columns="rank", values="dur_us").div(1000).round(1)
-
-# %% [markdown]
-# **How to read it:** milliseconds per recorded step and rank. The columns agree: DDP keeps the ranks in step, so
-# the step time alone does not say which rank is slow. The phases of each step do.
+print(before.tail())
+steps = before.metrics().steps
+steps[["step", "step_time_s", "data_time_s", "samples", "samples_per_s"]].round(3)
 
 # %% tags=["solution"]
-# Exercise 11.2: Which rank holds the others back (`slow_rank_found`), and what share (0-1) of its recorded step
-# time is your evidence for it (`data_share`: the share of the phase that gives it away)?
-# Hint: DDP holds every rank to the slowest, so the step times agree; what each rank does inside its steps does not.
-# Tool: `step_phases(host_ops(analyzer.trace[rank].events))` (lumikit.trace.host_ops) splits each step into phases.
-phases = {rank: step_phases(host_ops(analyzer.trace[rank].events)) for rank in analyzer.ranks}
-shares = {rank: table["data_us"].sum() / table["dur_us"].sum() for rank, table in phases.items()}
-slow_rank_found = int(max(shares, key=shares.get))
-data_share = float(shares[slow_rank_found])
-print({rank: round(share, 3) for rank, share in shares.items()})
+# Exercise 11.1: Measure the symptom: the first run's throughput per warm step (samples per second), with its
+# spread, as `before_rate`. Warm steps: not the cold first one, nor the second (loader workers, if any, fill their
+# queue), nor the last (it writes the profiler's trace).
+# Hint: one number per step, kept together, so the spread says what is noise.
+# Tool: `before.metrics().steps["samples_per_s"]` and `measured(label, values)` from lumikit.measure.
+before_rate = measured("before", steps["samples_per_s"].tolist()[2:-1])
+print(before_rate.describe(unit="samples/s"))
 
 # %% tags=["check"]
-checks.check_slow_rank(before.path, slow_rank_found, data_share)
+checks.check_first_run(before.path, before_rate)
 
 # %% [markdown]
-# ## 3 · Where the others lose the time
-
-# %% tags=["solution"]
-# Exercise 11.3: The other rank's steps last as long as the slow rank's. In which phase ("forward", "backward",
-# "optimizer" or "other") does it lose the time the slow rank spends on its own problem? Store it in `waiting_phase`.
-# Hint: a rank that waits for another does so where the two must meet.
-# Tool: the phase shares of each rank, from the same `step_phases` tables.
-phase_names = ["forward", "backward", "optimizer", "other"]
-share_table = {rank: {p: table[f"{p}_us"].sum() / table["dur_us"].sum() for p in phase_names}
-               for rank, table in phases.items()}
-fast_rank = next(rank for rank in phases if rank != slow_rank_found)
-waiting_phase = max(phase_names, key=lambda p: share_table[fast_rank][p] - share_table[slow_rank_found][p])
-print({rank: {p: round(v, 2) for p, v in row.items()} for rank, row in share_table.items()})
-
-# %% tags=["check"]
-checks.check_waiting_phase(before.path, waiting_phase)
-
-# %% [markdown]
-# ## 4 · Fix it, measure, claim
+# ## 2 · Where the time goes
 #
-# You have two runs left. The storage stays slow; everything else about how the job runs is yours to change.
+# The profiler recorded four steps. `step_phases` splits each recorded step into its phases (data, forward,
+# backward, optimizer, other); `host_ops` lists every operator and annotation with its nesting, so you can look
+# inside a phase.
+
+# %%
+analyzer = TraceAnalyzer.from_path(before.path / "profile")
+ops = host_ops(analyzer.trace[0].events)
+phases = step_phases(ops)
+phases.div(1000).round(1)
 
 # %% tags=["solution"]
-# Exercise 11.4: Fix it: launch the fixed run (`after`, with `capstone_job("capstone-after", <your options>)`, so it
-# is profiled like the first and pays the same overhead), measure both runs' warm step times with their spread, and
-# state your claim in `claim`: {"rank": ..., "phase": ..., "fix": "<the options you changed>", "before": <Measured>,
-# "after": <Measured>}. The check judges each part against the runs.
-# Hint: the slow rank's storage answers late whatever you do; what could the rank do while its step computes?
-# Tool: `python -m lumikit.workloads.capstone --help` lists what you can change; `run.metrics().steps["step_time_s"]`
-# and `measured(label, values)` from lumikit.measure (a median with its spread).
-fix = "--workers 2"
-after = launch(capstone_job("capstone-after", *fix.split()))
+# Exercise 11.2: Which phase takes the largest share of the recorded steps (`largest_phase`), and what share (0-1)
+# of their time (`largest_share`)?
+# Hint: sum each phase over the recorded steps, then divide by the steps' total.
+# Tool: the `phases` table above: its `<phase>_us` columns and `dur_us`.
+shares = {p: phases[f"{p}_us"].sum() / phases["dur_us"].sum() for p in ("data", "forward", "backward", "optimizer",
+                                                                         "other")}
+largest_phase = max(shares, key=shares.get)
+largest_share = float(shares[largest_phase])
+print({p: round(s, 2) for p, s in shares.items()})
+
+# %% tags=["check"]
+checks.check_largest_phase(before.path, largest_phase, largest_share)
+
+# %% [markdown]
+# A phase says where the time goes, not why. Look inside it: the operators with the most time of their own
+# (`op_summary`), the regions the code marks for the profiler (`op_summary` of the annotations, by their whole
+# time), the time each step waited for its batch (`data_time_s` in the step metrics), and what the run's log
+# said it was doing. On a GCD, `lumikit trace idle` and `lumikit trace critical-path` add why the GPU waited.
+
+# %%
+print(op_summary(ops).head(8).round(3).to_string())  # operators, by the time of their own
+marked = op_summary(ops, categories=("user_annotation",))  # regions the code marks, by their whole time
+print(marked.head(8).round(3).to_string())
+
+# %% [markdown]
+# ## 3 · Fix, measure, claim
+#
+# You have three runs left. Change one option, so the measurement says what that option did.
+
+# %% tags=["solution"]
+# Exercise 11.3: Fix it: launch the fixed run (`after = start("capstone-after", <the option and its value>)`),
+# measure its throughput as you measured the first, and state your claim in `claim`: {"cause": <a letter of
+# checks.CAUSES>, "fix": "<the option you changed and its value>", "before": <Measured>, "after": <Measured>}.
+# The check judges the whole claim against both runs.
+# Hint: the operators inside the largest phase, the wait for batches, and the log's settings each point somewhere;
+# the cause is the one your evidence points to, and the fix removes it without touching the rest.
+# Tool: `compare(after_rate, before_rate).sentence(unit="samples/s")` says whether it is beyond the noise.
+warm = steps.iloc[2:-1]
+readings = {"step ms": phases["dur_us"].sum() / len(phases) / 1000,
+            "summary ms": marked.set_index("name")["total_us"].get("weights summary", 0.0) / len(phases) / 1000,
+            "waiting": warm["data_time_s"].median() / warm["step_time_s"].median()}
+if largest_phase == "data" or readings["waiting"] > 0.3:
+    cause, fix = "a", "--workers 2"          # the batches arrive late: load them in other processes
+elif readings["summary ms"] > 0.25 * readings["step ms"]:
+    cause, fix = "b", "--log-every 0"        # the weights' summary copies every weight out in every step
+else:
+    cause, fix = "d", "--batch-size 16"      # short steps of few samples: fixed costs per step dominate
+print({k: round(v, 2) for k, v in readings.items()}, "->", f"({cause}) {fix}")
+after = start("capstone-after", *fix.split())
 print(mode_line(), "->", after.wait(timeout=checks.WAIT_S, progress=False), after.path)
-# warm steps: not the cold first one, nor the second (the workers fill their queue), nor the last (it writes the trace)
-warm = {name: measured(name, run.metrics().steps["step_time_s"].tolist()[2:-1])
-        for name, run in (("before", before), ("after", after))}
-claim = {"rank": slow_rank_found, "phase": waiting_phase, "fix": fix, "before": warm["before"], "after": warm["after"]}
-print(warm["before"].describe(unit="s"), "|", warm["after"].describe(unit="s"))
+after_rate = measured("after", after.metrics().steps["samples_per_s"].tolist()[2:-1])
+print(compare(after_rate, before_rate).sentence(unit="samples/s", higher="faster", lower="slower"))
+claim = {"cause": cause, "fix": fix, "before": before_rate, "after": after_rate}
 
 # %% tags=["check"]
 checks.check_claim(claim, before.path, after)
 
 # %% tags=["solution"]
 # Exercise 11.A: Write your conclusion for the people who pay for the GPU hours (at least 60 words, as a string in
-# `conclusion`): why the GPU view and the step times cannot name the slow rank, what does, why every rank got
-# faster when your fix touched one rank's problem only, and your numbers (the rank, its share, the step times
-# before and after). The check saves it to your progress folder, where your instructor reads it.
-# Hint: one paragraph per view (GPU, profiler, trace), then the fix and what it changed.
+# `conclusion`): the cause and the tool reading that shows it, the fix and why it works, the throughput before and
+# after with its spread. A rubric judges it (cause with evidence from a tool, the fix, before and after with
+# spread, your own sentences); the check saves it with the rubric to your progress folder, where your instructor
+# reads it.
+# Hint: one paragraph each for what the tools showed, what you changed and why, and what it changed.
 # Tool: an f-string with the numbers you measured above.
+evidence = {
+    "a": f"the profiler's step phases put {shares['data']:.0%} of each recorded step in data, and the step metrics "
+         f"show each step waiting {readings['waiting']:.0%} of its time for its batch: every sample is read inside "
+         f"the training process, one after another, while nothing computes",
+    "b": f"the trace shows an annotation, `weights summary`, taking {readings['summary ms']:.0f} of the "
+         f"{readings['step ms']:.0f} ms of a recorded step inside forward: every step copies every weight to the "
+         f"host as Python numbers before it goes on",
+    "d": f"no phase stands out in the profiler's trace ({largest_phase} leads with {largest_share:.0%}) and the log "
+         f"says the batch is {before.metrics().result['batch_size']} samples: each step pays its fixed costs for "
+         f"very few samples",
+}[cause]
+why = {"a": "worker processes read the next batches while the current step computes, so the reads overlap the work",
+       "b": "the summary is no longer computed in every step, so nothing copies the weights out and waits for it",
+       "d": "each step now carries more samples for the same fixed costs, which fills the device better"}[cause]
 conclusion = (
-    f"The GPU view shows the symptom, not the cause: GCD {starved} at a low clock and low power while seven work "
-    f"means its rank is late with something, and input is the usual suspect. The step times cannot find the rank, "
-    f"because DDP's collectives hold every rank to the slowest one; the phases can: on rank {slow_rank_found} the "
-    f"data phase takes {data_share:.0%} of the recorded step time, and on the other rank the same time reappears as "
-    f"waiting in {waiting_phase}, where DDP first synchronises (it broadcasts the model's buffers in forward; with "
-    f"no buffers it would be the gradient all-reduce in backward). The fix ({fix}) does not make the storage "
-    f"faster: worker processes load the next batches while the current step computes, so the delay hides behind "
-    f"the computation and no rank has to wait any more. The warm step time went from "
-    f"{warm['before'].median * 1000:.0f} ms (range {warm['before'].lo * 1000:.0f}-{warm['before'].hi * 1000:.0f}) "
-    f"to {warm['after'].median * 1000:.0f} ms (range {warm['after'].lo * 1000:.0f}-{warm['after'].hi * 1000:.0f}). "
-    f"On LUMI the same three views come from rocm-smi through srun --overlap, the profiler on one rank per node, "
-    f"and the trace analysis of module 06."
+    f"The run was slow because of cause ({cause}): {evidence}. "
+    f"The fix was one option, {fix}, and nothing else changed; {why}. "
+    f"Measured over the warm steps of each run, the throughput went from {before_rate.median:.1f} samples/s "
+    f"(range {before_rate.lo:.1f} to {before_rate.hi:.1f}) to {after_rate.median:.1f} samples/s (range "
+    f"{after_rate.lo:.1f} to {after_rate.hi:.1f}), about {after_rate.median / before_rate.median:.1f} times faster, "
+    f"beyond the spread of either run. On LUMI the same method reads the GPU side as well: rocm-smi through srun "
+    f"--overlap for the symptom, the profiler on one rank per node, and trace idle with the critical path for the "
+    f"reason the GCD waited."
 )
 print(conclusion)
 
 # %% tags=["check"]
-checks.check_conclusion(conclusion, before.path)
+checks.check_conclusion(conclusion, claim, before.path, after)
 
 # %% [markdown] tags=["solution"]
-# **Question 11.B.** Your fix hides the slow input behind the computation. When would it stop being enough, and what
-# would you then change or ask for?
+# **Question 11.B.** Your fix removed the cause you found. How would you know whether the run now has another
+# bottleneck, and what would you look at first on LUMI?
 #
-# **Answer.** It works while loading the next batches takes no longer than computing the current step with the
-# workers you have: each worker loads a whole batch, so a delay per batch larger than a step (or fewer cores than
-# workers, on LUMI 7 cores per GCD) shows again as waiting at the first collective. Then the data itself has to
-# move: a local copy on the node (`/tmp`, in memory), one large file instead of many small ones (module 09), or a
-# faster file system (LUMI's flash tier, LUMI-F), which is a request to the project's storage, not to the code.
+# **Answer.** Profile the fixed run the same way and read it the same way: if one phase still dominates, or the
+# GPU view shows the GCD idle between steps, there is a next cause. On LUMI the first looks are the GPU's side:
+# `lumikit trace idle` names why the GCD waited (a sync drain, a host that launched late), the critical path says
+# which chain of work sets the step time, and the report card compares the achieved rate with the GCD's peak for
+# the precision the run uses (a run still in fp32 leaves three quarters of the bf16 matrix rate unused).

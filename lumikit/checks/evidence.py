@@ -38,10 +38,10 @@ EXPAND_MAX_DEPTH = 64
 #: compares the folder with that hash (the folder is never handed to a check on the instructor's side).
 RUN_FOLDERS: dict[str, tuple[str, ...]] = {
     "06.4": ("trace_dir",),
+    "11.1": ("before_dir",),
     "11.2": ("before_dir",),
-    "11.3": ("before_dir",),
-    "11.4": ("before_dir", "after_dir"),
-    "11.A": ("before_dir",),
+    "11.3": ("before_dir", "after_dir"),
+    "11.A": ("before_dir", "after_dir"),
 }
 
 

@@ -1,27 +1,27 @@
-"""Checks for module 11 (the capstone): a symptom and a budget; the learner finds a planted input bottleneck with
-the GPU view, the profiler and the trace analysis, fixes it, and states a claim that the check judges (which rank,
-which phase, which fix, the step times before and after with their spread), then writes the conclusion, which is
-saved to the progress folder (``11.A.md``).
+"""Checks for module 11 (the capstone): each learner's run is slow in its own way (the case token from their seed
+picks a variant, :mod:`lumikit.workloads.capstone`); the learner measures it, reads its profile, fixes it and states
+one claim that the check judges whole, then writes a conclusion judged by a rubric and saved to the progress folder.
 
-The checks read the outcome: the replayed session, the run folders (their ``result.rank*.json``, metrics and
-profiler traces). The slow rank is computed from the case number the run recorded
-(:func:`lumikit.workloads.capstone.slow_rank`), never taken from the learner's namespace.
+The checks read the outcome: the run folders (``result.rank0.json``, ``metrics.rank0.jsonl``, the profiler
+traces). What a variant is comes from the case the run recorded, never from the learner's namespace. The claim
+(11.3) fails with one message whatever part of it is wrong, except for mistakes of form (a single number for a
+measurement, numbers that are not the run's, a fix that is not what the run did), which give nothing away.
 """
 from __future__ import annotations
 
 import json
 import math
 import re
+import shlex
 import statistics
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..measure import Measured
-from ..smi import load_session, tidy
+from ..measure import Comparison, Measured, compare, measured, middle
 from ..trace import TraceAnalyzer
 from ..trace.host_ops import PHASES, host_ops, step_phases
-from ..workloads.capstone import slow_rank
+from ..workloads.capstone import variant
 from .concepts import letter
 from .framework import (
     CheckFailed,
@@ -36,276 +36,331 @@ from .framework import (
     wrong,
 )
 
-#: The session the GPU-view step reads.
-SESSION = "ddp-8gcd-starved"
-#: The least speed-up a fix must bring (the planted delay costs about half of each step).
-MIN_SPEEDUP = 1.3
 #: How long a capstone cell waits for its run to end (the run's state is polled; seconds): generous for a loaded
 #: machine, below verify's cell limit.
 WAIT_S = 200
+#: Runs of the learner's case a capstone may take (the first one included); more are allowed, and the claim's
+#: check says so.
+RUN_BUDGET = 4
+#: The least speed-up (after over before, medians of the middle half of the warm steps) a fix must bring.
+MIN_SPEEDUP = 1.3
+
+#: The causes a claim may name (exercise 11.3). "c" and "e" are not drawn on a CPU: they show on a GCD only.
+CAUSES: dict[str, str] = {
+    "a": "the input: samples are read one after another inside the training process",
+    "b": "a host readback in the loop: values copied to the host in every step stall it",
+    "c": "fp32 where bf16 belongs: the matrix units run at a quarter of their bf16 rate (on a GCD only)",
+    "d": "a batch too small to fill the device: fixed costs per step dominate",
+    "e": "a wrong CPU binding: the process runs on cores far from its GCD (on a GCD only)",
+}
+#: Per variant of the workload: the cause (a key of :data:`CAUSES`), and what a run must do to remove it (the
+#: result field, and a test of its value).
+_TRUTH: dict[str, tuple[str, str, Any]] = {
+    "a": ("a", "workers", lambda v: int(v) >= 1),
+    "b": ("b", "log_every", lambda v: int(v) == 0 or int(v) >= 10),
+    "c": ("d", "batch_size", lambda v: int(v) >= 8),
+}
+#: The options a fix may change, and the result field each one sets.
+FIX_OPTIONS = {"--workers": "workers", "--batch-size": "batch_size", "--log-every": "log_every",
+               "--precision": "precision", "--model-size": "model_size"}
+#: The one message of a claim that does not hold (no part of it is named: naming it would let a guess converge).
+CLAIM_FAILS = ("the claim does not hold together with your runs and their measurements: go back to your first "
+               "run's profile and step metrics")
 
 
-def starved_gcd(session: str = SESSION) -> int:
-    """The GCD with the lowest median clock in the session: the one waiting for input."""
-    table = tidy(load_session(session))
-    return int(table.groupby("index")["sclk_mhz"].median().idxmin())
+# --- the run folders -----------------------------------------------------------------------------------------------
 
-
-@check("11.1",
-       wrong("the GCD next to the starved one", gcd=lambda a: (starved_gcd() + 1) % 8, mentions="starved GCD"),
-       wrong("a broken GPU", hypothesis="a", mentions="broken"),
-       wrong("a model too small", hypothesis="c"))
-def check_starved_gcd(gcd: int | None, hypothesis: str | None) -> Passed:
-    """Exercise 11.1: which GCD of the session idles while the others work, and what that suggests."""
-    expected = starved_gcd()
-    expect_type("11.1", gcd, int, what="the starved GCD's index")
-    expect_equal("11.1", gcd, expected, what="the starved GCD",
-                 hint="compare each GCD's median clock and power over the session, not one sample.")
-    hypothesis = letter("11.1", hypothesis, dict.fromkeys("abc"), "your hypothesis (a letter)")
-    if hypothesis != "b":
-        why = {"a": "a broken GPU would not run the other ranks' collectives in step with them; the GCD is "
-                    "healthy and waiting",
-               "c": "a too-small model would leave every GCD idle, not one"}[hypothesis]
-        raise CheckFailed("11.1", f"({hypothesis}) does not fit: {why}",
-                          hint="one GCD idles while seven work: its rank gets its batches late.")
-    return passed("11.1", f"GCD {expected} waits: its rank's input is late")
-
-
-def _results(run_dir: object, exercise: str, what: str) -> tuple[Path, dict[int, dict]]:
-    """The run folder (given as a path or a launched run) and its per-rank results."""
+def _result(run_dir: object, exercise: str, what: str) -> tuple[Path, dict[str, Any]]:
+    """The run folder (a path or a launched run) and rank 0's result, which must be the capstone's."""
     expect_answer(exercise, run_dir, what, hint="store the launched run (or its folder, `run.path`).")
     path = Path(getattr(run_dir, "path", run_dir))  # type: ignore[arg-type]
-    files = sorted(path.glob("result.rank*.json")) if path.is_dir() else []
-    if not files:
-        raise CheckFailed(exercise, f"{path} holds no result.rank*.json", hint="wait until the run has ended; "
-                                                                           "store `run.path`.")
-    results = {}
-    for file in files:
-        data = json.loads(file.read_text())
-        results[int(data["rank"])] = data
-    if "case" not in results[min(results)]:
+    file = path / "result.rank0.json"
+    if not file.is_file():
+        raise CheckFailed(exercise, f"{path} holds no result.rank0.json",
+                          hint="wait until the run has ended; store `run.path`.")
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise CheckFailed(exercise, f"{file} is not readable JSON", hint="run it again.") from None
+    if not isinstance(data, dict) or "case" not in data:
         raise CheckFailed(exercise, f"{path} is not a run of the capstone workload",
-                          hint="run `workload_spec(\"capstone\", ...)`.")
-    return path, results
+                          hint="launch `capstone_job(...)` (workload \"capstone\").")
+    return path, data
 
 
-def _phases(run_dir: Path, exercise: str) -> dict[int, dict[str, float]]:
-    """Per rank: the share (0-1) of the recorded steps' time spent in each phase."""
-    try:
-        analyzer = TraceAnalyzer.from_path(run_dir / "profile")
-    except Exception as err:  # noqa: BLE001 - any unreadable trace is the learner's missing profile
-        raise CheckFailed(exercise, f"the run has no readable profiler traces ({err})",
-                          hint="run it with profile=\"torch\".") from None
-    shares = {}
-    for rank in analyzer.ranks:
-        table = step_phases(host_ops(analyzer.trace[rank].events))
-        total = float(table["dur_us"].sum())
-        shares[rank] = {p: float(table[f"{p}_us"].sum()) / total for p in PHASES}
-    return shares
+def _knobs(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings a fix may change, as the run's result gives them."""
+    knobs = result.get("knobs") if isinstance(result.get("knobs"), Mapping) else {}
+    return {"workers": result.get("workers"), "batch_size": result.get("batch_size"),
+            "log_every": result.get("log_every"), "model_size": result.get("model_size"),
+            "precision": knobs.get("precision", "fp32")}
 
 
-def _other_rank(run_dir: object) -> int:
-    """A rank that is not the case's slow rank (for the wrong answers)."""
-    _, results = _results(run_dir, "11.2", "the profiled run's folder")
-    first = results[min(results)]
-    return (slow_rank(int(first["case"]), int(first["world_size"])) + 1) % int(first["world_size"])
-
-
-def _phase_growth(run_dir: object, exercise: str, what: str) -> dict[str, float]:
-    """Per phase (data aside), how much larger its share is on the fast ranks than on the slow one."""
-    path, results = _results(run_dir, exercise, what)
-    first = results[min(results)]
-    slow = slow_rank(int(first["case"]), int(first["world_size"]))
-    shares = _phases(path, exercise)
-    fast = [r for r in shares if r != slow] or [slow]
-    return {p: statistics.mean(shares[r][p] for r in fast) - shares[slow][p] for p in PHASES if p != "data"}
-
-
-def _least_grown(run_dir: object) -> str:
-    """The phase whose share grows least on the fast rank (for the wrong answers)."""
-    growth = _phase_growth(run_dir, "11.3", "the profiled run's folder")
-    return min(growth, key=growth.get)
-
-
-@check("11.2",
-       wrong("the fast rank", slow_rank_found=lambda a: _other_rank(a.before_dir), mentions="waits for its data"),
-       wrong("the share of the fast rank", data_share=lambda a: _phases(Path(getattr(a.before_dir, "path",
-             a.before_dir)), "11.2")[_other_rank(a.before_dir)]["data"], mentions="data share"))
-def check_slow_rank(before_dir: str | Path | None, slow_rank_found: int | None,
-                    data_share: float | None) -> Passed:
-    """Exercise 11.2: from the profiled run, the rank whose steps go to loading data, and that share."""
-    path, results = _results(before_dir, "11.2", "the profiled run's folder")
-    first = results[min(results)]
-    expected = slow_rank(int(first["case"]), int(first["world_size"]))
-    shares = _phases(path, "11.2")
-    expect_type("11.2", slow_rank_found, int, what="the slow rank")
-    expect_equal("11.2", slow_rank_found, expected, what="the rank that waits for its data",
-                 hint="step times are equal on every rank (DDP keeps them in step); compare the data phase.")
-    expect_close("11.2", data_share, shares[expected]["data"], what=f"rank {expected}'s data share", abs=0.05,
-                 hint="data time over step time, summed over the recorded steps (`step_phases`).")
-    return passed("11.2", f"rank {expected} spends {shares[expected]['data']:.0%} of its steps loading data")
-
-
-@check("11.3",
-       wrong("the phase that grows least", waiting_phase=lambda a: _least_grown(a.before_dir)),
-       wrong("data, the slow rank's phase", waiting_phase="data", mentions="possible answers"))
-def check_waiting_phase(before_dir: str | Path | None, waiting_phase: str | None) -> Passed:
-    """Exercise 11.3: in which phase the fast ranks absorb the slow rank's delay."""
-    path, results = _results(before_dir, "11.3", "the profiled run's folder")
-    first = results[min(results)]
-    slow = slow_rank(int(first["case"]), int(first["world_size"]))
-    shares = _phases(path, "11.3")
-    fast = [r for r in shares if r != slow]
-    if not fast:
-        raise CheckFailed("11.3", "the run has a single rank: nobody waits", hint="run 2 ranks (DDP).")
-    growth = {p: statistics.mean(shares[r][p] for r in fast) - shares[slow][p] for p in PHASES if p != "data"}
-    expected = max(growth, key=growth.get)
-    expect_in("11.3", waiting_phase, [p for p in PHASES if p != "data"], what="the phase")
-    expect_equal("11.3", waiting_phase, expected, what="the phase where the fast ranks wait",
-                 hint="the phase that grows on the fast rank(s): compare each phase's share there and on the "
-                      "slow rank.")
-    return passed("11.3", f"the fast rank(s) spend {growth[expected]:.0%} more of each step in {expected}: "
-                          f"waiting for the slow rank at a collective")
-
-
-def step_times(run_dir: object, rank: int = 0) -> list[float]:
-    """A run's warm step times (s) on ``rank``, from its ``metrics.rank<R>.jsonl``: without the first two steps (the
-    cold one, and the one in which DataLoader workers fill their queue) and the last (it writes the profiler's
-    trace)."""
+def rates(run_dir: object) -> list[float]:
+    """A run's warm samples per second on rank 0, one per step, from its ``metrics.rank0.jsonl``: without the first
+    two steps (the cold one, and the one in which DataLoader workers fill their queue) and the last (it writes the
+    profiler's trace)."""
     path = Path(getattr(run_dir, "path", run_dir))  # type: ignore[arg-type]
-    times = []
     try:
-        text = (path / f"metrics.rank{rank}.jsonl").read_text(encoding="utf-8")
+        text = (path / "metrics.rank0.jsonl").read_text(encoding="utf-8")
     except OSError:
         return []
+    values = []
     for line in text.splitlines():
         try:
             row = json.loads(line)
         except ValueError:
             continue
-        if isinstance(row, dict) and isinstance(row.get("step_time_s"), (int, float)) and "epoch_time_s" not in row:
-            times.append(float(row["step_time_s"]))
-    return times[2:-1] if len(times) >= 6 else times[1:]
+        if isinstance(row, dict) and isinstance(row.get("samples_per_s"), (int, float)):
+            values.append(float(row["samples_per_s"]))
+    return values[2:-1] if len(values) >= 6 else values[1:]
 
 
-def _beyond_noise(before: list[float], after: list[float]) -> tuple[bool, str]:
-    """Whether the after steps are faster beyond the noise, and the sentence saying so: the mean warm step (what the
-    run's throughput follows) is at least :data:`MIN_SPEEDUP` shorter, and lies below the middle half of the before
-    steps. Means, not medians: with DataLoader workers the steps often alternate short (a batch was ready) and long
-    (it was not), and a median then lands on either."""
-    b = statistics.quantiles(before, n=4)
-    mean_b, mean_a = statistics.fmean(before), statistics.fmean(after)
-    ratio = mean_b / mean_a
-    text = (f"mean warm step {mean_b * 1000:.0f} ms (middle half {b[0] * 1000:.0f}-{b[2] * 1000:.0f}) before, "
-            f"{mean_a * 1000:.0f} ms (shortest {min(after) * 1000:.0f}, longest {max(after) * 1000:.0f}) after: "
-            f"{ratio:.1f}x")
-    return mean_a < b[0] and ratio >= MIN_SPEEDUP, text
+def judged(before: list[float], after: list[float]) -> Comparison:
+    """After against before: the middle half of each run's warm steps (a busy machine's outliers dropped), beyond
+    the noise when those ranges do not overlap and the medians differ by at least :data:`MIN_SPEEDUP`."""
+    return compare(measured("after", middle(after, 0.5)), measured("before", middle(before, 0.5)),
+                   min_effect=MIN_SPEEDUP - 1)
 
 
-#: What a claim (exercise 11.4) holds: the slow rank, the phase the other ranks wait in, the fix, and the warm step
-#: times before and after it as ``lumikit.measure.Measured`` (one value per warm step: a median and its spread).
-CLAIM_KEYS = ("rank", "phase", "fix", "before", "after")
+def _phase_shares(run_dir: Path, exercise: str) -> dict[str, float]:
+    """Rank 0's share (0-1) of the recorded steps' time in each phase."""
+    try:
+        analyzer = TraceAnalyzer.from_path(run_dir / "profile")
+        table = step_phases(host_ops(analyzer.trace[min(analyzer.ranks)].events))
+    except Exception as err:  # noqa: BLE001 - any unreadable trace is the learner's missing profile
+        raise CheckFailed(exercise, f"the run has no readable profiler trace ({type(err).__name__})",
+                          hint="launch it with `capstone_job(...)`, which profiles it.") from None
+    total = float(table["dur_us"].sum()) or 1.0
+    return {p: float(table[f"{p}_us"].sum()) / total for p in PHASES}
 
 
-def _claim(exercise: str, claim: object) -> Mapping[str, Any]:
-    expect_answer(exercise, claim, "your claim (a dict with " + ", ".join(CLAIM_KEYS) + ")",
-                  hint="state what you found and measured; the check judges the claim against the runs.")
-    expect_type(exercise, claim, Mapping, what="your claim", hint="a dict with the keys " + ", ".join(CLAIM_KEYS))
-    missing = [k for k in CLAIM_KEYS if claim.get(k) is None]  # type: ignore[union-attr]
-    if missing:
-        raise CheckFailed(exercise, f"your claim does not say {', '.join(missing)}",
-                          hint="a claim names the rank, the phase, the fix, and the step times before and after.")
-    return claim  # type: ignore[return-value]
+def runs_of_case(run_dir: object) -> int:
+    """How many finished runs of the same case lie next to ``run_dir`` (the learner's runs folder)."""
+    path, result = _result(run_dir, "11.3", "the first run's folder")
+    count = 0
+    for folder in path.parent.iterdir():
+        file = folder / "result.rank0.json"
+        try:
+            if file.is_file() and file.stat().st_size < 5_000_000:
+                count += json.loads(file.read_text(encoding="utf-8")).get("case") == result["case"]
+        except (OSError, ValueError, AttributeError):
+            continue
+    return count
 
 
-def _measured_claim(exercise: str, value: object, run_dir: object, which: str) -> Measured:
-    """A claimed measurement: repeated step times with a spread, whose median agrees with the run's own steps."""
+# --- 11.1: the symptom, measured -----------------------------------------------------------------------------------
+
+def _as_step_times(run_dir: object) -> Measured:
+    """The first run's warm step times in seconds (a wrong answer: not samples per second)."""
+    path = Path(getattr(run_dir, "path", run_dir))  # type: ignore[arg-type]
+    _, result = _result(path, "11.1", "the first run's folder")
+    return measured("before", [int(result["batch_size"]) / r for r in rates(path)])
+
+
+def _measurement(exercise: str, value: object, run_dir: object, which: str) -> Measured:
+    """A claimed measurement: one value per warm step (with a spread), whose median is the run's own."""
     if not isinstance(value, Measured):
-        raise CheckFailed(exercise, f"the {which} step time is not a measurement with its spread", found=value,
+        raise CheckFailed(exercise, f"the {which} throughput is not a measurement with its spread", found=value,
                           mistake="a single number: one number cannot say whether a difference is beyond the noise",
-                          hint="keep every warm step's time: `lumikit.measure.measured(label, values)`.")
+                          hint="keep every warm step's value: `lumikit.measure.measured(label, values)`.")
     if len(value.values) < 3:
-        raise CheckFailed(exercise, f"the {which} step time holds {len(value.values)} value(s): no spread to judge "
-                                    "the noise by", hint="keep every warm step's time, not their mean.")
-    steps = step_times(run_dir)
-    if not steps:
-        raise CheckFailed(exercise, f"the {which} run has no step times", hint="wait until the run has ended.")
-    if not math.isclose(value.median, statistics.median(steps), rel_tol=0.20):
-        raise CheckFailed(exercise, f"the {which} step times are not that run's", found=value.describe(unit="s"),
-                          mistake=_step_unit_mistake(value.median, statistics.median(steps)),
-                          hint="measure the run the claim is about: its warm steps, in seconds.")
+        raise CheckFailed(exercise, f"the {which} throughput holds {len(value.values)} value(s): no spread to judge "
+                                    "the noise by", hint="keep every warm step's value, not their mean.")
+    own = rates(run_dir)
+    if not own:
+        raise CheckFailed(exercise, f"the {which} run has no step metrics", hint="wait until the run has ended.")
+    right = statistics.median(own)
+    if not math.isclose(value.median, right, rel_tol=0.2):
+        seconds = _result(run_dir, exercise, f"the {which} run's folder")[1]["batch_size"] / right
+        mistake = ("step times in seconds where samples per second are asked"
+                   if math.isclose(value.median, seconds, rel_tol=0.2) else None)
+        raise CheckFailed(exercise, f"the {which} numbers are not that run's warm samples per second",
+                          found=value.describe(unit="samples/s"), mistake=mistake,
+                          hint="the run's `samples_per_s` per step, without the first two steps and the last.")
     return value
 
 
-def _step_unit_mistake(found: float, right: float) -> str | None:
-    if found and math.isclose(found, right * 1000, rel_tol=0.1):
-        return "milliseconds where seconds are asked"
-    return None
+@check("11.1",
+       wrong("one number instead of the measured spread", before_rate=lambda a: a.before_rate.median,
+             mentions="single number"),
+       wrong("step times in seconds", before_rate=lambda a: _as_step_times(a.before_dir), mentions="seconds"))
+def check_first_run(before_dir: object, before_rate: Measured | None) -> Passed:
+    """Exercise 11.1: the first run's warm throughput (samples/s per step), with its spread."""
+    _result(before_dir, "11.1", "the first run's folder")
+    expect_answer("11.1", before_rate, "the first run's throughput (a measurement)",
+                  hint="`measured(\"before\", values)` over the warm steps' samples per second.")
+    value = _measurement("11.1", before_rate, before_dir, "first run's")
+    return passed("11.1", f"{value.describe(unit='samples/s')}: the number your fix must beat")
 
 
-def _workers_in(fix: object) -> int | None:
-    """The worker count a claimed fix names (``"--workers 2"``, ``{"workers": 2}``), or None."""
+# --- 11.2: where the time goes ---------------------------------------------------------------------------------------
+
+def _second_phase(run_dir: object) -> str:
+    """The phase with the second largest share (a wrong answer)."""
+    shares = _phase_shares(Path(getattr(run_dir, "path", run_dir)), "11.2")  # type: ignore[arg-type]
+    return sorted(shares, key=shares.get)[-2]
+
+
+@check("11.2",
+       wrong("the phase with the second largest share", largest_phase=lambda a: _second_phase(a.before_dir)),
+       wrong("a share in percent", largest_share=lambda a: a.largest_share * 100, mentions="percent"),
+       wrong("a phase the tool does not have", largest_phase="compute", mentions="possible answers"))
+def check_largest_phase(before_dir: object, largest_phase: str | None, largest_share: float | None) -> Passed:
+    """Exercise 11.2: from the first run's profile, the phase of the step that takes the largest share, and it."""
+    path, _ = _result(before_dir, "11.2", "the first run's folder")
+    shares = _phase_shares(path, "11.2")
+    expected = max(shares, key=shares.get)
+    expect_in("11.2", largest_phase, PHASES, what="the phase")
+    expect_equal("11.2", largest_phase, expected, what="the phase with the largest share",
+                 hint="sum each phase over the recorded steps and divide by the steps' total.")
+    expect_close("11.2", largest_share, shares[expected], what="its share", abs=0.05,
+                 hint="a fraction (0-1) of the recorded steps' time.")
+    return passed("11.2", f"{expected}: {shares[expected]:.0%} of the recorded steps. A phase is where the time "
+                          f"goes, not yet why: read the operators inside it.")
+
+
+# --- 11.3: the claim -------------------------------------------------------------------------------------------------
+
+#: What a claim (exercise 11.3) holds: the cause (a key of :data:`CAUSES`), the fix (the options changed, as
+#: launched), and the throughput before and after as ``lumikit.measure.Measured`` (one value per warm step).
+CLAIM_KEYS = ("cause", "fix", "before", "after")
+
+
+def _claim(claim: object) -> Mapping[str, Any]:
+    expect_answer("11.3", claim, "your claim (a dict with " + ", ".join(CLAIM_KEYS) + ")",
+                  hint="state what you found and measured; the check judges the claim against the runs.")
+    expect_type("11.3", claim, Mapping, what="your claim", hint="a dict with the keys " + ", ".join(CLAIM_KEYS))
+    missing = [k for k in CLAIM_KEYS if claim.get(k) is None]  # type: ignore[union-attr]
+    if missing:
+        raise CheckFailed("11.3", f"your claim does not say {', '.join(missing)}",
+                          hint="a claim names the cause, the fix, and the throughput before and after.")
+    return claim  # type: ignore[return-value]
+
+
+def parse_fix(fix: object) -> dict[str, str]:
+    """The options a claimed fix names: ``"--workers 2"`` or ``{"--workers": 2}`` -> ``{"workers": "2"}``."""
     if isinstance(fix, Mapping):
-        value = fix.get("workers", fix.get("--workers"))
-        return int(value) if isinstance(value, (int, str)) and str(value).isdigit() else None
-    match = re.search(r"--?workers[=\s]+(\d+)|(\d+)\s+(?:dataloader\s+)?workers", str(fix), flags=re.IGNORECASE)
-    return int(match.group(1) or match.group(2)) if match else None
+        pairs = [(str(k) if str(k).startswith("--") else "--" + str(k).replace("_", "-"), str(v))
+                 for k, v in fix.items()]
+    else:
+        words = shlex.split(str(fix).replace("=", " "))
+        pairs = [(w, words[i + 1] if i + 1 < len(words) else "") for i, w in enumerate(words) if w.startswith("--")]
+    return {FIX_OPTIONS[o]: v for o, v in pairs if o in FIX_OPTIONS}
 
 
-@check("11.4",
-       wrong("the first run given as the fixed one", after_dir=lambda a: a.before_dir, mentions="same way"),
-       wrong("the fast rank claimed", claim=lambda a: {**a.claim, "rank": _other_rank(a.before_dir)}, mentions="rank"),
+def _changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings the fixed run changed, with their new values."""
+    b, a = _knobs(before), _knobs(after)
+    return {k: a[k] for k in b if str(a[k]) != str(b[k])}
+
+
+def _holds(claim: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[str, Any],
+           before_dir: object, after_dir: object) -> tuple[bool, str]:
+    """Whether the claim's cause is the variant's, its fix removes it, and the fixed run is faster beyond the noise;
+    and the comparison's sentence."""
+    cause, setting, removes = _TRUTH[variant(str(before["case"]))]
+    comparison = judged(rates(before_dir), rates(after_dir))
+    changed = _changed(before, after)
+    fixed = setting in changed and removes(changed[setting])
+    good = str(claim["cause"]).strip().strip("()").lower() == cause and fixed and \
+        not comparison.within_noise and comparison.ratio > 1
+    return good, comparison.sentence(unit="samples/s", higher="faster", lower="slower")
+
+
+@check("11.3",
+       wrong("the first run given as the fixed one", after_dir=lambda a: a.before_dir, mentions="one option"),
+       wrong("another cause, the rest right", claim=lambda a: {**a.claim, "cause": _other_cause(a.before_dir)},
+             mentions="does not hold together"),
        wrong("a single number instead of the measured spread",
              claim=lambda a: {**a.claim, "after": a.claim["after"].median}, mentions="single number"),
-       wrong("a fix that the run did not apply", claim=lambda a: {**a.claim, "fix": "--batch-size 8"},
-             mentions="fix"),
-       wrong("the phase where the slow rank spends its time", claim=lambda a: {**a.claim, "phase": "data"},
-             mentions="phase"))
+       wrong("a fix that the run did not apply", claim=lambda a: {**a.claim, "fix": "--precision bf16"},
+             mentions="what your fixed run changed"),
+       wrong("before and after swapped", claim=lambda a: {**a.claim, "before": a.claim["after"],
+                                                          "after": a.claim["before"]}, mentions="not that run's"))
 def check_claim(claim: Mapping[str, Any] | None, before_dir: object, after_dir: object) -> Passed:
-    """Exercise 11.4: the learner's claim (the slow rank, the phase the others wait in, the fix, the step times
-    before and after with their spread), judged against the two runs: the fixed run keeps the case and its slow
-    input, applies the claimed fix, and is faster beyond the noise by at least :data:`MIN_SPEEDUP`."""
-    claim = _claim("11.4", claim)
-    _, before = _results(before_dir, "11.4", "the first run's folder")
-    _, after = _results(after_dir, "11.4", "the fixed run's folder")
-    b, a = before[min(before)], after[min(after)]
-    slow = slow_rank(int(b["case"]), int(b["world_size"]))
-    if claim["rank"] != slow:
-        raise CheckFailed("11.4", "the claimed rank is not the one that holds the others back", found=claim["rank"],
-                          hint="the rank whose own steps go to loading; the others only wait for it.")
-    if claim["phase"] != _waiting_phase(before_dir):
-        raise CheckFailed("11.4", "the claimed phase is not where the other ranks lose the time", found=claim["phase"],
-                          hint="the phase that grows on the fast rank(s), not the slow rank's own.")
-    for key in ("case", "input_ms", "world_size"):
-        if a[key] != b[key]:
-            raise CheckFailed("11.4", f"the fixed run changed `{key}` ({b[key]} -> {a[key]})",
-                              hint="the slow storage is not yours to change: change how the rank loads its data.")
-    if int(a["workers"]) <= int(b["workers"]) and a.get("batch_size") == b.get("batch_size"):
-        raise CheckFailed("11.4", "the fixed run loads its data the same way as the first",
-                          hint="the storage stays slow; what could the slow rank do while a step computes?")
-    if _workers_in(claim["fix"]) != int(a["workers"]):
-        raise CheckFailed("11.4", "the claimed fix is not what the fixed run did", found=claim["fix"],
-                          hint="name the option you changed and its value, as the run was launched.")
-    _measured_claim("11.4", claim["before"], before_dir, "before")
-    _measured_claim("11.4", claim["after"], after_dir, "after")
-    real, sentence = _beyond_noise(step_times(before_dir), step_times(after_dir))
-    if not real:
-        raise CheckFailed("11.4", f"the fix is not beyond the noise: {sentence}",
-                          hint="a fix that covers the delay makes every rank's step shorter, well beyond the spread.")
-    return passed("11.4", f"rank {slow} loads slowly, the others wait in {claim['phase']}; {claim['fix']}: "
-                          f"{sentence}, beyond the noise (the slow input unchanged)")
+    """Exercise 11.3: the learner's claim (the cause, the fix, the throughput before and after with its spread),
+    judged whole against the two runs: the fixed run is of the same case and changed one option, the claim says
+    what it changed and quotes the runs' own numbers, and then cause, fix and improvement beyond the noise must all
+    hold; if any of those does not, one message says so without naming which."""
+    claim = _claim(claim)
+    _, before = _result(before_dir, "11.3", "the first run's folder")
+    _, after = _result(after_dir, "11.3", "the fixed run's folder")
+    if str(after["case"]) != str(before["case"]):
+        raise CheckFailed("11.3", "the fixed run is of another case than the first", found=after["case"],
+                          hint="launch both with `capstone_job`, which passes your case.")
+    changed = _changed(before, after)
+    if len(changed) != 1:
+        raise CheckFailed("11.3", f"the fixed run changed {len(changed)} options ({', '.join(changed) or 'none'}); "
+                                  "a fix is one option changed", hint="change one option, so the measurement "
+                                                                      "says what that one did.")
+    letter("11.3", claim["cause"], CAUSES, "the claimed cause (a letter of `CAUSES`)")
+    if parse_fix(claim["fix"]) != {k: str(v) for k, v in changed.items()}:
+        raise CheckFailed("11.3", "the claimed fix is not what your fixed run changed", found=claim["fix"],
+                          hint="name the option and its value as you launched it, e.g. \"--option value\".")
+    _measurement("11.3", claim["before"], before_dir, "before")
+    _measurement("11.3", claim["after"], after_dir, "after")
+    good, sentence = _holds(claim, before, after, before_dir, after_dir)
+    if not good:
+        raise CheckFailed("11.3", CLAIM_FAILS, hint="which operators fill the largest phase, and what makes them "
+                                                    "run there?")
+    used = runs_of_case(before_dir)
+    budget = (f"{used} runs of your case, {used - RUN_BUDGET} over the budget of {RUN_BUDGET}" if used > RUN_BUDGET
+              else f"{used} of your {RUN_BUDGET} runs")
+    return passed("11.3", f"the claim holds: {sentence} ({budget})")
 
 
-def _waiting_phase(before_dir: object) -> str:
-    """The phase in which the fast ranks absorb the slow rank's delay (what 11.3 asks)."""
-    growth = _phase_growth(before_dir, "11.4", "the first run's folder")
-    return max(growth, key=growth.get)
+def _other_cause(before_dir: object) -> str:
+    """A cause that is not the run's (for the declared wrong answers)."""
+    _, result = _result(before_dir, "11.3", "the first run's folder")
+    right = _TRUTH[variant(str(result["case"]))][0]
+    return next(c for c in CAUSES if c != right)
 
 
-#: The file, in the learner's progress folder, that holds their written conclusion of the capstone.
+# --- 11.A: the written conclusion, judged by a rubric ----------------------------------------------------------------
+
+#: The file, in the learner's progress folder, that holds their written conclusion of the capstone and its rubric.
 CONCLUSION_FILE = "11.A.md"
 #: Fewer words than this cannot hold the evidence and the reasoning the conclusion asks for.
 MIN_CONCLUSION_WORDS = 60
+#: Words that name a tool of the course (the evidence must come from one).
+TOOL_WORDS = ("profile", "profiler", "trace", "step_phases", "phase", "critical path", "idle", "report card",
+              "metrics", "data_time", "operator", "host_ops", "op_summary")
+#: Per cause (a key of :data:`CAUSES`): words one of which names it.
+CAUSE_WORDS = {
+    "a": ("load", "loader", "loading", "input", "read", "reading", "dataloader"),
+    "b": ("readback", "read back", "copy", "copies", "copied", "host", "sync", "synchron", "tolist", "item"),
+    "d": ("batch", "fixed cost", "overhead", "per step", "per-step", "fill"),
+}
+#: The rubric, criterion by criterion, in the order the instructor reads it.
+RUBRIC = ("names the cause with evidence from a tool", "states the fix", "gives before and after with spread",
+          "reasons in its own words (no padding)")
+
+
+def rubric(conclusion: str, before: Mapping[str, Any], after: Mapping[str, Any],
+           before_rate: Measured, after_rate: Measured) -> dict[str, bool]:
+    """Each criterion of :data:`RUBRIC` met or not, judged on the text and the two runs."""
+    text = conclusion.lower()
+    cause = _TRUTH[variant(str(before["case"]))][0]
+    words = re.findall(r"[\w.%+-]+", text)
+    sentences = [s.strip() for s in re.split(r"[.!?]\s+", text) if s.strip()]
+    changed = _changed(before, after)
+    option = next(iter(changed), "")
+    fix_words = {option, option.replace("_", " "), "--" + option.replace("_", "-")} - {""}
+    numbers = [float(n) for n in re.findall(r"\d+(?:\.\d+)?", text)]
+
+    def quoted(value: float) -> bool:
+        return any(math.isclose(n, value, rel_tol=0.06, abs_tol=0.051) for n in numbers)
+
+    return {
+        RUBRIC[0]: any(w in text for w in TOOL_WORDS) and any(w in text for w in CAUSE_WORDS[cause]),
+        RUBRIC[1]: any(w in text for w in fix_words) and quoted(float(changed.get(option, math.nan))),
+        RUBRIC[2]: all(quoted(v) for v in (before_rate.median, after_rate.median))
+        and (any(quoted(v) for v in (before_rate.lo, before_rate.hi)) or "±" in text)
+        and bool(re.search(r"range|spread|±|between|from \S+ to|-\s*\d", text)),
+        RUBRIC[3]: len(words) >= MIN_CONCLUSION_WORDS and len(set(words)) >= 0.4 * len(words)
+        and len(set(sentences)) == len(sentences),
+    }
 
 
 def conclusion_path() -> Path | None:
@@ -316,53 +371,60 @@ def conclusion_path() -> Path | None:
     return None if folder is None else Path(folder) / CONCLUSION_FILE
 
 
+def _filler(a: Any) -> str:
+    """Filler around the right numbers: every criterion's words, no reasoning (a declared wrong answer)."""
+    return ("trace phase batch loader host copy fix " * 12
+            + f"{a.claim['before'].median} {a.claim['after'].median} {a.claim['before'].lo} range")
+
+
 @check("11.A",
        wrong("an empty conclusion", conclusion="", mentions="words"),
-       wrong("a conclusion without the evidence", mentions="numbers",
-             conclusion=lambda a: " ".join(["The run was slow because one rank was slow, and now it is fixed."] * 6)),
-       wrong("one word repeated to reach the length, then the rank and three numbers", mentions="repeats",
-             conclusion=lambda a: "x " * 80 + f"rank {_slow(a.before_dir)} 1 2 3"),
-       wrong("one sentence repeated to reach the length", mentions="repeats",
-             conclusion=lambda a: f"Rank {_slow(a.before_dir)} was slow: 1.5 s, 30 % and 2.0 x. " * 8))
-def check_conclusion(conclusion: str | None, before_dir: object) -> Passed:
-    """Exercise 11.A: the written conclusion, with its evidence (the slow rank and numbers); it is saved to the
-    learner's progress folder (:func:`conclusion_path`) so that the class export can link it."""
+       wrong("a conclusion without the evidence", mentions="rubric",
+             conclusion=lambda a: " ".join(["The run was slow and now it is fixed, which is good news for all. "
+                                            "We changed something and it became faster than before."] * 4)),
+       wrong("one word repeated to reach the length, then the numbers", mentions="rubric",
+             conclusion=lambda a: "x " * 80 + f"{a.claim['before'].median} {a.claim['after'].median}"),
+       wrong("the right words and numbers as filler", mentions="rubric", conclusion=_filler),
+       wrong("one sentence repeated to reach the length", mentions="rubric",
+             conclusion=lambda a: (f"The trace showed the cause and the fix took it from "
+                                   f"{a.claim['before'].median} to {a.claim['after'].median} samples/s. ") * 8))
+def check_conclusion(conclusion: str | None, claim: Mapping[str, Any] | None, before_dir: object,
+                     after_dir: object) -> Passed:
+    """Exercise 11.A: the written conclusion, judged by :data:`RUBRIC` against the claim's runs; it is saved with
+    its rubric to the learner's progress folder (:func:`conclusion_path`), where the instructor reads it."""
     expect_type("11.A", conclusion, str, what="your conclusion", hint="write it as a string (triple quotes).")
     words = re.findall(r"[\w.%+-]+", conclusion)
     if len(words) < MIN_CONCLUSION_WORDS:
         raise CheckFailed("11.A", f"your conclusion has {len(words)} words; it needs room for the evidence and the "
-                                  "reasoning", hint="what each view showed, why the fix works, what changed.")
-    _, results = _results(before_dir, "11.A", "the first run's folder")
-    first = results[min(results)]
-    slow = slow_rank(int(first["case"]), int(first["world_size"]))
-    numbers = re.findall(r"\d+(?:\.\d+)?", conclusion)
-    if len(numbers) < 3 or not re.search(rf"\brank\s*{slow}\b", conclusion, flags=re.IGNORECASE):
-        raise CheckFailed("11.A", "your conclusion does not give its evidence: the slow rank (\"rank N\") and the "
-                                  "numbers you measured", hint="quote your own numbers: shares, step times, the speed-up.")
-    if len({w.lower() for w in words}) < 0.25 * len(words):
-        raise CheckFailed("11.A", "your conclusion repeats itself: the length must come from evidence and reasoning",
-                          hint="what each view showed, why the fix works, what changed.")
-    saved = _save_conclusion(conclusion)
-    return passed("11.A", f"{len(words)} words" + (f", saved to {saved}" if saved else " (recording is off: not saved)"))
+                                  "reasoning", hint="what the tools showed, why the fix works, what changed.")
+    claim = _claim(claim)
+    _, before = _result(before_dir, "11.A", "the first run's folder")
+    _, after = _result(after_dir, "11.A", "the fixed run's folder")
+    before_rate = _measurement("11.A", claim["before"], before_dir, "before")
+    after_rate = _measurement("11.A", claim["after"], after_dir, "after")
+    marks = rubric(conclusion, before, after, before_rate, after_rate)
+    missing = [c for c, ok in marks.items() if not ok]
+    if missing:
+        raise CheckFailed("11.A", f"the rubric is not met yet: your conclusion {'; '.join(missing)}: not yet",
+                          hint="the cause and the tool reading that shows it, the fix, the numbers before and after "
+                               "with their spread, in your own sentences.")
+    saved = _save_conclusion(conclusion, marks)
+    return passed("11.A", f"rubric met ({', '.join(RUBRIC)}); {len(words)} words"
+                          + (f", saved to {saved}" if saved else " (recording is off: not saved)"))
 
 
-def _slow(before_dir: object) -> int:
-    """The slow rank of the first run (for the declared wrong answers of 11.A)."""
-    _, results = _results(before_dir, "11.A", "the first run's folder")
-    first = results[min(results)]
-    return slow_rank(int(first["case"]), int(first["world_size"]))
-
-
-def _save_conclusion(text: str) -> Path | None:
-    """Write the conclusion to the progress folder (atomically); a folder that cannot be written never fails it."""
+def _save_conclusion(text: str, marks: Mapping[str, bool]) -> Path | None:
+    """Write the conclusion and its rubric to the progress folder (atomically); a folder that cannot be written
+    never fails it."""
     from ..files import write_atomic
     from .framework import _PROBING
 
     path = conclusion_path()
     if path is None or _PROBING.get():
         return None
+    table = "\n".join(f"- [{'x' if ok else ' '}] {criterion}" for criterion, ok in marks.items())
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        return write_atomic(path, text.rstrip() + "\n")
+        return write_atomic(path, f"{text.rstrip()}\n\n**Rubric (lumikit):**\n\n{table}\n")
     except OSError:
         return None

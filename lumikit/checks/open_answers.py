@@ -86,7 +86,12 @@ def save(workbook: Path, progress_folder: Path) -> tuple[Path, int]:
 
 
 def of_learner(progress_folder: Path, learner_dir: Path) -> dict[str, dict[str, dict[str, str]]]:
-    """A learner's open answers: their saved file, else what their notebooks hold now."""
+    """A learner's open answers: their saved file, else what their notebooks hold now; and the texts checks saved
+    beside the progress (:func:`written`)."""
+    return {**_answers_of(progress_folder, learner_dir), **written(progress_folder, learner_dir)}
+
+
+def _answers_of(progress_folder: Path, learner_dir: Path) -> dict[str, dict[str, dict[str, str]]]:
     text = read_text_safely(Path(progress_folder) / FILE_NAME, within=learner_dir)
     if text:
         try:
@@ -96,6 +101,18 @@ def of_learner(progress_folder: Path, learner_dir: Path) -> dict[str, dict[str, 
         except (ValueError, AttributeError):
             pass
     return collect(Path(progress_folder).parent, within=learner_dir)
+
+
+def written(progress_folder: Path, learner_dir: Path) -> dict[str, dict[str, dict[str, str]]]:
+    """Texts a check saved in the progress folder as ``<exercise>.md`` (module 11's conclusion with its rubric),
+    under ``<module> written``."""
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    for path in sorted(Path(progress_folder).glob("[0-9][0-9].*.md")):
+        text = read_text_safely(path, within=learner_dir)
+        if text:
+            out.setdefault(f"{path.name[:2]} written", {})[path.stem] = {
+                "question": f"{path.stem}, as its check saved it (with the check's rubric)", "answer": text[:20000]}
+    return out
 
 
 def export_markdown(answers: Mapping[str, Mapping[str, Mapping[str, Mapping[str, str]]]]) -> str:

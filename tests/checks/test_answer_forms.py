@@ -7,7 +7,7 @@ import statistics
 import numpy as np
 import pytest
 
-from lumikit.checks import CheckFailed, handson, m02, m04, m05, m08, m09, m11, terminal
+from lumikit.checks import CheckFailed, handson, m02, m04, m05, m08, m09, terminal
 from lumikit.jobs import spec
 
 from .test_m04 import WAITING
@@ -40,8 +40,6 @@ RIGHT_WRITTEN_ANOTHER_WAY = {
         ["torch==2.5.1", "numpy==1.26.4"], {"torch": "2.5.1+rocm6.2", "numpy": "1.26.4"}),
     "02.4 spaces and a trailing .0": lambda: m02.check_pins(["torch == 2.5.1.0", "NumPy==1.26.4"],
                                                             {"torch": "2.5.1", "numpy": "1.26.4"}),
-    "11.1 the hypothesis as 'B'": lambda: m11.check_starved_gcd(m11.starved_gcd(), "B"),
-    "11.1 the GCD as np.int64 and '(b)'": lambda: m11.check_starved_gcd(np.int64(m11.starved_gcd()), "(b)"),
     "09.2 the worker count as np.int64": lambda: m09.check_enough_workers(np.int64(2), TIMES),
     "02.2 the bind set with spaces around it": lambda: m02.check_rccl_bind_set(" multinode "),
     "02.2 the bind set with a newline after it": lambda: m02.check_rccl_bind_set("multinode\n"),

@@ -98,7 +98,7 @@ def test_a_named_run_folder_is_hashed_at_check_time_and_a_change_is_not_verified
         run.mkdir(parents=True)
         (run / "result.rank0.json").write_text(json.dumps({"rank": 0, "step_s": 0.5}))
         record("11.A", {"conclusion": text + name}, passed=True, unanswered=False, message="ok",
-               evidence={"before_dir": run})
+               evidence={"before_dir": run, "after_dir": run})
         kept = json.loads((folder / "11.A.json").read_text())["passed_run_folders"]["before_dir"]
         assert kept["files"] == 1 and len(kept["sha256"]) == 64
     (class_dir / "bob" / "runs" / "before" / "result.rank0.json").write_text('{"rank": 0, "step_s": 0.1}')

@@ -53,10 +53,10 @@ NOT_REGRADABLE = {
     "06.3": "the check takes a live TraceAnalyzer",
     "06.4": "the check reads a folder of traces",
     "09.S1": "the check takes a live DataLoader",
+    "11.1": "the check reads the capstone's run folder",
     "11.2": "the check reads the capstone's run folder",
-    "11.3": "the check reads the capstone's run folder",
-    "11.4": "the check reads the capstone's run folders",
-    "11.A": "the check reads the capstone's run folder",
+    "11.3": "the check reads the capstone's run folders",
+    "11.A": "the check reads the capstone's run folders",
     "05.M1": "the check reads the memory snapshot (a pickle) the learner's notebook wrote; the grader never opens it",
 }
 #: Check arguments that name a file the check opens. In a regrade they are taken only as a file the record kept
@@ -69,10 +69,10 @@ PATH_ARGUMENTS = {
     "05.M1": ("path",),
     "06.4": ("trace_dir",),
     "06.5": ("path",),
+    "11.1": ("before_dir",),
     "11.2": ("before_dir",),
-    "11.3": ("before_dir",),
-    "11.4": ("before_dir", "after_dir"),
-    "11.A": ("before_dir",),
+    "11.3": ("before_dir", "after_dir"),
+    "11.A": ("before_dir", "after_dir"),
 }
 #: Modules holding check functions besides ``mNN``.
 _OTHER_CHECK_MODULES = ("terminal", "seeds", "concepts", "handson")
