@@ -85,7 +85,7 @@ MODULES: tuple[Module, ...] = (
                      "Communication that overlaps computation costs nothing extra.",
                      "One slow rank makes every rank's step slow.",
                      "Only work on the critical path makes the step shorter when it gets faster.")),
-    Module("07", "07_several_gpus", "Several GPUs on one node", 95,
+    Module("07", "07_several_gpus", "Several GPUs on one node", 100,
            ("run DDP with one task per GCD, and compare it with DataParallel",
             "start DDP with srun or torchrun"),
            ("03", "05"), ("One process per GCD (DDP) beats one process driving several (DataParallel).",

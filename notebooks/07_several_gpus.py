@@ -1,5 +1,5 @@
 # %% [markdown]
-# > **Module 07 at a glance.** About **95 minutes** (lesson and exercises). Before it: module(s) 03, 05.
+# > **Module 07 at a glance.** About **100 minutes** (lesson and exercises). Before it: module(s) 03, 05.
 # >
 # > **Objectives.** After it you can:
 # > - run DDP with one task per GCD, and compare it with DataParallel
