@@ -44,7 +44,7 @@ for rung, values in rates.items():
 # %% tags=["solution"]
 # Exercise 12.q2: Now compare with your prediction: which option do your repeats show (bf16 against fp32)? Store the letter in `bf16_outcome`.
 # Hint: a difference smaller than the spread of the repeats is no difference.
-# Tool: `compare(measured("bf16", rates["bf16"]), measured("fp32", rates["fp32"]))`: `within_noise`, `ratio`.
+# Tool: `compare` of two `measured(...)` series from `lumikit.measure`: its `within_noise` and `ratio`.
 bf16_vs_fp32 = compare(measured("bf16", rates["bf16"]), measured("fp32", rates["fp32"]))
 print(bf16_vs_fp32.sentence(unit="samples/s", fmt="{:.1f}"))
 bf16_outcome = "b" if bf16_vs_fp32.within_noise else "a" if bf16_vs_fp32.ratio > 1 else "c"
@@ -55,7 +55,7 @@ checks.check_bf16_outcome(bf16_outcome, bf16_prediction, measured=rates)
 # %% tags=["solution"]
 # Exercise 12.1: Which rung gained most over the rung above it (ratio of median samples/s), and is that gain beyond the noise of your repeats? Store the rung's name in `helped_most` and True or False in `beyond_noise`.
 # Hint: the ladder is cumulative: compare each rung with the one above it, not with the first.
-# Tool: `checks.steps_up(ladder)` gives each rung's `compare(...)` against the rung above.
+# Tool: the module's checks have a helper that compares each rung of a ladder with the rung above it.
 steps = checks.steps_up(ladder)
 helped_most = max(steps, key=lambda rung: steps[rung].ratio)
 beyond_noise = not steps[helped_most].within_noise
@@ -106,7 +106,7 @@ def decode_rates(batch: int, kv_cache: bool) -> list[float]:
 # %% tags=["solution"]
 # Exercise 12.q4: Now compare with your prediction: which option do your rounds show (decode tokens/s with the cache, batch 8 against batch 1)? Store the letter in `batch_outcome`.
 # Hint: compare the rounds' decode tokens/s, not one round.
-# Tool: `compare(measured("batch 8", decode_rates(8, True)), measured("batch 1", decode_rates(1, True)))`.
+# Tool: `decode_rates(batch, cache)` gives each round's rate; `compare` two `measured(...)` series of them.
 batch_effect = compare(measured("batch 8", decode_rates(8, True)), measured("batch 1", decode_rates(1, True)))
 print(batch_effect.sentence(unit="tokens/s", fmt="{:.0f}"))
 batch_outcome = "b" if batch_effect.within_noise else "a" if batch_effect.ratio > 1 else "c"
