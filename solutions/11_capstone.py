@@ -3,7 +3,8 @@
 #
 # **The symptom.** A training run of the course's language model (`start` below launches it) delivers fewer samples
 # per second than it should, and the people who pay for its GPU hours want to know why and what to do about it.
-# Nothing in its log is an error. Your run is slow in its own way: your case, drawn from your seed, picks one of
+# Why it matters: a step twice as slow as it could be bills twice the GPU-hours for the same model, and a fix that
+# is a guess is often no fix at all. Nothing in its log is an error. Your run is slow in its own way: your case, drawn from your seed, picks one of
 # several causes, so your neighbour's answer is not yours.
 #
 # **Your budget.** Four runs of your case: the first one (launched for you below, profiled), and three more of your
