@@ -57,12 +57,16 @@ BF16_HERE = Prediction("12.q1", "On this machine (the tiny language model, a CPU
 check_bf16_prediction = prediction_check(BF16_HERE)
 
 
-def _bf16_truth(rates: Mapping[str, Sequence[float]]) -> str:
-    """What lumikit.measure says of the bf16 rung's repeats against the fp32 rung's."""
-    comparison = compare(measured("bf16", rates["bf16"]), measured("fp32", rates["fp32"]))
+def _outcome(comparison: Comparison) -> str:
+    """The option a comparison of two measured series picks: (a) faster, (b) within noise, (c) slower."""
     if comparison.within_noise:
         return "b"
     return "a" if comparison.ratio > 1 else "c"
+
+
+def _bf16_truth(rates: Mapping[str, Sequence[float]]) -> str:
+    """What lumikit.measure says of the bf16 rung's repeats against the fp32 rung's."""
+    return _outcome(compare(measured("bf16", rates["bf16"]), measured("fp32", rates["fp32"])))
 
 
 check_bf16_outcome = outcome_check("12.q2", BF16_HERE, _bf16_truth, {
@@ -209,11 +213,8 @@ check_batch_prediction = prediction_check(MORE_BATCH)
 def _batch_truth(rounds: Sequence[Any]) -> str:
     """What lumikit.measure says of decode tokens/s (cache on) at the largest batch against the smallest."""
     small, large = _batches(rounds)
-    comparison = compare(measured(f"batch {large}", _decode(rounds, large, True)),
-                         measured(f"batch {small}", _decode(rounds, small, True)))
-    if comparison.within_noise:
-        return "b"
-    return "a" if comparison.ratio > 1 else "c"
+    return _outcome(compare(measured(f"batch {large}", _decode(rounds, large, True)),
+                            measured(f"batch {small}", _decode(rounds, small, True))))
 
 
 check_batch_outcome = outcome_check("12.q4", MORE_BATCH, _batch_truth, {
