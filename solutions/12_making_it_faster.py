@@ -25,7 +25,7 @@ checks.BF16_HERE  # the question and its options
 
 # %% tags=["solution"]
 # Exercise 12.q1: Predict before the ladder runs: the bf16 rung against the fp32 rung, here? Store the letter of your prediction in `bf16_prediction`.
-# Hint: there is no wrong prediction here; think of whether this CPU has fast bf16 arithmetic, and of the casts autocast adds.
+# Hint: there is no wrong prediction here; think of whether this CPU has fast arithmetic for 16-bit brain floats, and of the casts autocast adds.
 bf16_prediction = "b"
 
 # %% tags=["check"]
