@@ -154,8 +154,11 @@ def test_the_conclusion_is_judged_by_its_rubric_and_saved_with_it(runs, tmp_path
     assert "## 11 written: 11.A" in exported and "[x] states the fix" in exported and "--batch-size 16" in exported
     with pytest.raises(CheckFailed, match="states the fix"):
         m11.check_conclusion(text.replace("--batch-size 16", "one setting"), claim, before, after)
+    b = _rate(before, "before")
+    no_before = text.replace(f"{b.median:.1f} samples/s (range {b.lo:.1f} to {b.hi:.1f})", "some samples/s")
+    assert no_before != text  # the before figures (median and its range, all within 6 % when runs are steady) are gone
     with pytest.raises(CheckFailed, match="before and after with spread"):
-        m11.check_conclusion(text.replace(f"{claim['before'].median:.1f}", "some"), claim, before, after)
+        m11.check_conclusion(no_before, claim, before, after)
     with pytest.raises(CheckFailed, match="needs room"):
         m11.check_conclusion("It was slow. Fixed.", claim, before, after)
 
