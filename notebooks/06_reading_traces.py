@@ -277,13 +277,20 @@ device = "cuda" if torch_sees_gpu() else "cpu"  # ROCm builds of PyTorch call th
 model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)).to(device)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 x, y = torch.randn(32, 64, device=device), torch.randint(0, 10, (32,), device=device)
-with profile_steps(enabled=True, rank=0, out_dir=run.path / "cpu-profile", schedule="1,1,3,1") as prof:
-    for _ in range(5):
+
+
+def train_steps(prof, steps: int = 5) -> None:
+    """The small model's training steps, each ended with prof.step() (the profiler's schedule counts them)."""
+    for _ in range(steps):
         loss = torch.nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()
         loss.backward()
         opt.step()
         prof.step()
+
+
+with profile_steps(enabled=True, rank=0, out_dir=run.path / "cpu-profile", schedule="1,1,3,1") as prof:
+    train_steps(prof)
 real = TraceAnalyzer.from_path(prof.trace_dir)
 print(mode_line(), "-> device", device, "· steps", real.get_profiler_steps(),
       "· GPU activities:", len(real.gpu(0)))
@@ -525,12 +532,7 @@ from lumikit.rocprof.shape_roofline import shape_roofline
 
 with profile_steps(enabled=True, rank=0, out_dir=run.path / "shapes-profile", schedule="1,1,3,1",
                    record_shapes=True) as prof:
-    for _ in range(5):
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        prof.step()
+    train_steps(prof)
 own_roof = shape_roofline(trace_files(run.path / "shapes-profile")[-1])
 print(f"your trace ({device}):", *own_roof.notes, sep="\n- ")
 own_roof.table()[["kernel", "dispatches", "flops", "hbm_bytes", "arithmetic_intensity", "flops_per_s",
