@@ -194,7 +194,8 @@ def profile_steps(*, enabled: bool | None = None, rank: int | None = None, out_d
                        schedule=torch_schedule(wait=plan.wait, warmup=plan.warmup, active=plan.active,
                                                repeat=plan.repeat),
                        on_trace_ready=tensorboard_trace_handler(str(config.out_dir), worker_name=f"rank{rank}"),
-                       record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack)
+                       record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
+                       **_sync_events(torch))
         with _without_usdt_lines():
             prof.__enter__()
         try:
@@ -202,6 +203,19 @@ def profile_steps(*, enabled: bool | None = None, rank: int | None = None, out_d
         finally:
             with _without_usdt_lines():
                 prof.__exit__(None, None, None)
+
+
+def _sync_events(torch: object) -> dict[str, object]:
+    """Ask Kineto for its ``cuda_sync`` events (the GPU-to-CPU edges HTA's critical path needs) on CUDA builds that
+    take the option; ROCm builds emit none either way (see docs/critical-path.md), so nothing is asked there."""
+    if getattr(getattr(torch, "version", None), "hip", None) or not torch_sees_gpu():
+        return {}
+    try:
+        from torch._C._profiler import _ExperimentalConfig
+
+        return {"experimental_config": _ExperimentalConfig(enable_cuda_sync_events=True)}
+    except (ImportError, TypeError):  # an older torch without the option: the trace simply has no sync events
+        return {}
 
 
 def trace_files(folder: Path | str, rank: int | None = None) -> list[Path]:

@@ -137,6 +137,17 @@ class Site:
         return self.hardware.get("links", {})
 
     @property
+    def ref(self) -> str:
+        """What names this profile to another process (a run's manifest, a recorder, a job's own command): the name
+        of a shipped profile, else the full path of the profile's file (a name alone would not be found there)."""
+        try:
+            if Path(self.source).resolve().parent == SITES_DIR.resolve():
+                return self.name
+            return str(Path(self.source).resolve()) if self.source.endswith(".toml") else self.name
+        except (OSError, RuntimeError):
+            return self.name
+
+    @property
     def uses_containers(self) -> bool:
         return self.container_runtime != "none"
 

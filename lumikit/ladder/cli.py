@@ -27,7 +27,7 @@ def ladder_spec(args: argparse.Namespace) -> JobSpec:
     command = [sys.executable, "-m", "lumikit.ladder.run", "--model", args.model, "--size", args.size,
                "--rungs", args.rungs or ",".join(DEFAULT_RUNGS), "--steps", str(args.steps), "--repeats",
                str(args.repeats), "--warmup", str(args.warmup), "--profile-steps", str(args.profile_steps),
-               "--workers", str(args.workers), "--site", site.name]  # its progress bar goes to the job's stderr
+               "--workers", str(args.workers), "--site", site.ref]  # its progress bar goes to the job's stderr
     if args.batch_size is not None:
         command += ["--batch-size", str(args.batch_size)]
     fields = {**gcd_resources(1, site=site), **({"partition": args.partition} if args.partition else {})}

@@ -163,7 +163,7 @@ def run_ladder(args: argparse.Namespace) -> dict[str, Any]:
     check(args)
     rungs = cumulative_options(parse_rungs(args.rungs))
     site = load_site(args.site)
-    args.site = site.name
+    args.site = site.ref
     module = workload_module(args.model)
     if args.batch_size is None:
         args.batch_size = module.parser().get_default("batch_size")

@@ -43,7 +43,7 @@ def recorder_args(site: Site, run_dir: str, interval: float, python: str | None 
     """``python -m lumikit.record sample ...`` for this site (its stand-in or tool where the profile names one);
     ``python``: the job's Python (:mod:`lumikit.jobs.python`) unless given; a ``{python}`` word in the site's
     tool command becomes that same interpreter (lumi-sim's stand-in tool is a lumikit module)."""
-    sample = ["sample", "--run-dir", run_dir, "--interval", f"{interval:g}", "--site", site.name]
+    sample = ["sample", "--run-dir", run_dir, "--interval", f"{interval:g}", "--site", site.ref]
     argv = [python, "-m", "lumikit.record", *sample] if python else module_argv("lumikit.record", *sample)
     command = site.slurm.get("record_command") if site_tool else None
     if command:

@@ -257,7 +257,7 @@ class RunFolder:
 
 
 def base_manifest(spec: Any, site: Any, backend: str, command: Any, env: Mapping[str, str]) -> dict[str, Any]:
-    return {"spec": spec.to_dict(), "site": site.name, "backend": backend, "command": command,
+    return {"spec": spec.to_dict(), "site": site.ref, "backend": backend, "command": command,
             "environment": redact(env, spec.secret_names()), "versions": versions(), "git_revision": git_revision(),
             "submit_time": now_iso(), "start_time": None, "end_time": None, "state": "PENDING",
             "exit_code": None, "job_id": None, "argv0": sys.argv[0] if sys.argv else None,
