@@ -26,8 +26,9 @@ pack() {  # two packs (each file that comes back may hold 16 MiB): the ladders' 
     && mv ladder-traces.tar.gz.part ladder-traces.tar.gz)
 }
 
-step() {  # step NAME SECONDS CMD...: run CMD within its limit and the script's, log it, pack
+step() {  # step NAME SECONDS CMD...: run CMD within its limit and the script's, log it, pack (ONLY="A B": just those)
   local name=$1 want=$2; shift 2
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then return; fi
   local left=$((DEADLINE - $(date +%s) - 10))
   if [ "$left" -lt 20 ]; then echo "SKIPPED $name: out of time" | tee -a "$EV/steps.txt"; return; fi
   local lim=$(( want < left ? want : left )) t0=$(date +%s) rc=0
@@ -61,12 +62,17 @@ step record-resnet 120 "${RUN[@]}" -J record-resnet -- "${RESNET[@]}" --steps "$
 step card-resnet 30 bash -c "$PY -m lumikit report \"\$(ls -d $EV/runs/*record-resnet* | head -1)\""
 # 2. the same run profiled: a real Kineto trace (CUDA sync events asked for), a few steps
 step profile-resnet 90 "${RUN[@]}" --profile torch --profile-steps 5 -J profile-resnet -- "${RESNET[@]}" --steps 40
+step profile-lm 60 "${RUN[@]}" --profile torch --profile-steps 5 -J profile-lm -- "${LM[@]}" --steps 40
 # 3. the ceilings this card reaches (for reading MFU)
 step ceilings 60 "$PY" "$ROOT/benchmarks/gpu_evidence/ceilings.py" --json "$EV/ceilings.json"
 # 4. the optimisation ladder on the ResNet (every rung that runs on this GPU)
 step ladder-resnet 150 "$PY" -m lumikit ladder --site "$SITE" --model resnet --size "$(pick tiny resnet18)" \
   --batch-size "$(pick 16 256)" --rungs fp32,bf16,channels-last,fused,compile --steps "$(pick 2 10)" \
   --repeats "$(pick 2 5)" --warmup "$(pick 1 5)" --workers 4 --wait --quiet
+# 4b. the same with three times the loader processes: is the ResNet's ladder held back by its input pipeline?
+step ladder-resnet-w12 150 "$PY" -m lumikit ladder --site "$SITE" --model resnet --size "$(pick tiny resnet18)" \
+  --batch-size "$(pick 16 256)" --rungs fp32,bf16,channels-last,fused,compile --steps "$(pick 2 10)" \
+  --repeats "$(pick 2 5)" --warmup "$(pick 1 5)" --workers "$(pick 2 12)" --wait --quiet
 # 5. inference: prefill and decode tokens/s with and without a KV cache, across batches
 step inference 60 bash -c "cd $EV && mkdir -p inference && $PY -m lumikit.workloads.lm --generate --model-size $(pick tiny medium) \
   --batch-sizes $(pick 1,4 1,8,32,128) --prompt-tokens $(pick 16 128) --new-tokens $(pick 8 64) --generate-repeats $(pick 2 5) \
@@ -74,8 +80,8 @@ step inference 60 bash -c "cd $EV && mkdir -p inference && $PY -m lumikit.worklo
 # 6. the language model's GPU record
 step record-lm 60 "${RUN[@]}" -J record-lm -- "${LM[@]}" --steps "$(pick 20 400)"
 # 7. the profiler wrapper's overhead outside the profiled steps (interleaved pairs)
-step overhead 120 "$PY" "$ROOT/benchmarks/bench_profiler_overhead.py" --model resnet --steps "$(pick 30 150)" \
-  --skip "$(pick 10 20)" --pairs "$(pick 2 4)" --batch-size "$(pick 16 256)" --json "$EV/overhead.json" \
+step overhead 240 "$PY" "$ROOT/benchmarks/bench_profiler_overhead.py" --model resnet --steps "$(pick 30 120)" \
+  --skip "$(pick 10 20)" --pairs "$(pick 2 3)" --variants profiled,profiled-nosync --batch-size "$(pick 16 256)" --json "$EV/overhead.json" \
   -- --samples "$(pick 2000 50000)" --workers 4
 # 8. the language model's ladder (launch-bound at this size: compile should matter most)
 step ladder-lm 120 "$PY" -m lumikit ladder --site "$SITE" --model lm --size "$(pick tiny medium)" \

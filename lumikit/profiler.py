@@ -195,7 +195,7 @@ def profile_steps(*, enabled: bool | None = None, rank: int | None = None, out_d
                                                repeat=plan.repeat),
                        on_trace_ready=tensorboard_trace_handler(str(config.out_dir), worker_name=f"rank{rank}"),
                        record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
-                       **_sync_events(torch))
+                       **_sync_events(torch, env))
         with _without_usdt_lines():
             prof.__enter__()
         try:
@@ -205,9 +205,12 @@ def profile_steps(*, enabled: bool | None = None, rank: int | None = None, out_d
                 prof.__exit__(None, None, None)
 
 
-def _sync_events(torch: object) -> dict[str, object]:
+def _sync_events(torch: object, env: Mapping[str, str]) -> dict[str, object]:
     """Ask Kineto for its ``cuda_sync`` events (the GPU-to-CPU edges HTA's critical path needs) on CUDA builds that
-    take the option; ROCm builds emit none either way (see docs/critical-path.md), so nothing is asked there."""
+    take the option; ROCm builds emit none either way (see docs/critical-path.md), so nothing is asked there.
+    ``LUMIKIT_PROFILE_SYNC_EVENTS=0`` leaves them out (benchmarks/bench_profiler_overhead.py weighs their cost)."""
+    if env.get("LUMIKIT_PROFILE_SYNC_EVENTS", "1").strip().lower() in ("0", "false", "no", "off"):
+        return {}
     if getattr(getattr(torch, "version", None), "hip", None) or not torch_sees_gpu():
         return {}
     try:

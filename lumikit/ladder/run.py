@@ -61,6 +61,21 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def _peak_name(precision: str, model: str, device: torch.device, site: str) -> str:
+    """The site's peak a rung's work runs at. fp32 on an NVIDIA GPU may run on its TF32 tensor cores: PyTorch lets
+    cuDNN's convolutions use TF32 by default (``torch.backends.cudnn.allow_tf32``) and matrix products when asked
+    (``torch.backends.cuda.matmul.allow_tf32``); measured against the FP32 peak, such a rung's MFU would be far too
+    high (the ResNet's fp32 rung on an H100 read 83 % of the FP32 peak, above the card's measured FP32 matmul rate)."""
+    name = PEAK_FOR_PRECISION[precision]
+    if precision != "fp32" or device.type != "cuda" or torch.version.hip:
+        return name
+    convolutions_tf32 = model == "resnet" and torch.backends.cudnn.allow_tf32
+    if (convolutions_tf32 or torch.backends.cuda.matmul.allow_tf32) and "tf32" in \
+            load_site(site).hardware.get("gcd_peak_tflops", {}):
+        return "tf32"
+    return name
+
+
 def run_rung(name: str, options: list[str], args: argparse.Namespace, setup: Setup, out_dir: Path, bar: Any,
              steps_flops: int) -> dict[str, Any]:
     """One rung: warm up, time ``repeats`` blocks of ``steps`` steps, record a short trace; its row of ladder.json."""
@@ -107,7 +122,8 @@ def run_rung(name: str, options: list[str], args: argparse.Namespace, setup: Set
     traces = profiler.trace_files(trace_dir, rank=0)
     m = measured(name, rates)
     precision = applied.precision
-    peak_flops = gcd_peak_flops(PEAK_FOR_PRECISION[precision], args.site)
+    peak_name = _peak_name(precision, args.model, setup.device, args.site)
+    peak_flops = gcd_peak_flops(peak_name, args.site)
     achieved = steps_flops * m.median / args.batch_size
     del model, optimizer, task
     gc.collect()
@@ -117,7 +133,7 @@ def run_rung(name: str, options: list[str], args: argparse.Namespace, setup: Set
             "samples_per_s": {"median": m.median, "min": m.lo, "max": m.hi, "values": list(m.values)},
             "spread_pct": 100 * (m.hi - m.lo) / m.median if m.median else None,
             "achieved_tflops": achieved / 1e12, "peak_tflops": peak_flops / 1e12,
-            "peak_name": PEAK_FOR_PRECISION[precision], "mfu": achieved / peak_flops,
+            "peak_name": peak_name, "mfu": achieved / peak_flops,
             "peak_memory_bytes": peak_memory,
             "process_max_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             "trace": str(traces[-1].relative_to(out_dir)) if traces else None,
