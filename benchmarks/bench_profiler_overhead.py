@@ -35,13 +35,16 @@ def step_times(metrics: Path, skip: int) -> list[float]:
 
 
 #: What each variant sets: plain (no profiler), profiled (as the course profiles: Kineto's sync events asked for on
-#: CUDA builds), profiled-nosync (the same without the sync events, to weigh their share of the cost).
-VARIANTS = {"plain": None, "profiled": {}, "profiled-nosync": {"LUMIKIT_PROFILE_SYNC_EVENTS": "0"}}
+#: CUDA builds, CUPTI finalised after the window), profiled-nosync (without the sync events), profiled-keep-cupti
+#: (CUPTI left set up after the window, as Kineto does unless TEARDOWN_CUPTI=1).
+VARIANTS = {"plain": None, "profiled": {}, "profiled-nosync": {"LUMIKIT_PROFILE_SYNC_EVENTS": "0"},
+            "profiled-keep-cupti": {"LUMIKIT_PROFILE_TEARDOWN": "0"}}
 
 
 def one_run(args: argparse.Namespace, folder: Path, variant: str) -> dict:
     """Run the workload once in a fresh process; the median of its steady step times, and its own spread."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LUMIKIT_PROFILE") and k != "LUMIKIT_MAX_STEPS"}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("LUMIKIT_PROFILE") and k not in ("LUMIKIT_MAX_STEPS", "TEARDOWN_CUPTI")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     profiled = VARIANTS[variant] is not None
     if profiled:

@@ -81,7 +81,7 @@ step inference 60 bash -c "cd $EV && mkdir -p inference && $PY -m lumikit.worklo
 step record-lm 60 "${RUN[@]}" -J record-lm -- "${LM[@]}" --steps "$(pick 20 400)"
 # 7. the profiler wrapper's overhead outside the profiled steps (interleaved pairs)
 step overhead 240 "$PY" "$ROOT/benchmarks/bench_profiler_overhead.py" --model resnet --steps "$(pick 30 120)" \
-  --skip "$(pick 10 20)" --pairs "$(pick 2 3)" --variants profiled,profiled-nosync --batch-size "$(pick 16 256)" --json "$EV/overhead.json" \
+  --skip "$(pick 10 20)" --pairs "$(pick 2 ${OVERHEAD_ROUNDS:-3})" --variants "${OVERHEAD_VARIANTS:-profiled,profiled-keep-cupti}" --batch-size "$(pick 16 256)" --json "$EV/overhead.json" \
   -- --samples "$(pick 2000 50000)" --workers 4
 # 8. the language model's ladder (launch-bound at this size: compile should matter most)
 step ladder-lm 120 "$PY" -m lumikit ladder --site "$SITE" --model lm --size "$(pick tiny medium)" \

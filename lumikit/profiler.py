@@ -187,6 +187,7 @@ def profile_steps(*, enabled: bool | None = None, rank: int | None = None, out_d
     activities = [ProfilerActivity.CPU]
     if torch_sees_gpu():
         activities.append(ProfilerActivity.CUDA)
+        _teardown_cupti_after(torch, env)
     plan = config.schedule
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Profiler won't be using warmup")
@@ -203,6 +204,18 @@ def profile_steps(*, enabled: bool | None = None, rank: int | None = None, out_d
         finally:
             with _without_usdt_lines():
                 prof.__exit__(None, None, None)
+
+
+def _teardown_cupti_after(torch: object, env: Mapping[str, str]) -> None:
+    """On CUDA builds, have Kineto finalise CUPTI when the profiled window ends. Left set up, CUPTI slows every later
+    step: 16-20 % on the ResNet on an H100 (benchmarks/bench_profiler_overhead.py, 2026-11-26), as pytorch/pytorch
+    #144455 reports (10-20 %). Kineto reads ``TEARDOWN_CUPTI``; an explicit setting (or
+    ``LUMIKIT_PROFILE_TEARDOWN=0``) wins, and CUDA-graph runs keep PyTorch's own choice (its teardown crash fix)."""
+    if getattr(getattr(torch, "version", None), "hip", None):
+        return
+    if env.get("LUMIKIT_PROFILE_TEARDOWN", "1").strip().lower() in ("0", "false", "no", "off"):
+        return
+    os.environ.setdefault("TEARDOWN_CUPTI", "1")
 
 
 def _sync_events(torch: object, env: Mapping[str, str]) -> dict[str, object]:
