@@ -262,6 +262,10 @@ def advice(spec: JobSpec, site: Site) -> list[str]:
             out.append(f"{opt}={value} has no unit: Slurm reads it as {value} MB; write {value}G for gigabytes")
     out.extend(rank_advice(spec, site))
     out.extend(overlay_advice(spec, site))
+    if spec.container and site.uses_containers and spec.container in site.containers:
+        c = site.container(spec.container)
+        if c.note:
+            out.append(f"container {c.name}: {c.note}")
     secret = spec.secret_names()
     if secret:
         out.append(f"{', '.join(secret)}: secret, so not printed; export it in the shell where you run the command "
