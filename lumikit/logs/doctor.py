@@ -135,8 +135,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "rocm-smi-login-node", "rocm-smi run where there are no GPUs",
         (r"Driver not initialized \(amdgpu not found in modules\)", r"/sys/module/amdgpu/initstate: No such file"),
         "rocm-smi ran on a login node: the amdgpu driver is loaded only on LUMI-G compute nodes.",
-        "Run it inside your job: srun --jobid=<JOBID> --overlap --pty rocm-smi (add -w <node> in a multi-node "
-        "job), or as a step of the batch script."),
+        "Run it inside your job: srun --jobid=<JOBID> --overlap -N1 -n1 --pty rocm-smi (add -w <node> in a "
+        "multi-node job; `lumikit attach` prints it), or as a step of the batch script."),
     Signature(
         "home-quota-container-cache", "Container cache filled your home quota",
         (r"\.(?:singularity|apptainer)/cache(?:(?!\.(?:singularity|apptainer)/cache).){0,500}[Dd]isk quota exceeded",
