@@ -135,7 +135,8 @@ import lumikit.checks.handson as handson_checks
 
 # %% tags=["exercise"]
 # Exercise 02.S1: Write the commands, in order, that open an interactive shell in the PyTorch container
-# `$CONTAINER` with the course's bindings module (`singularity-AI-bindings` from /appl/local/containers/ai-modules).
+# `$CONTAINER` with the course's bindings module (`lumi-aif-singularity-bindings` from /appl/local/laifs/modules;
+# older course editions load `singularity-AI-bindings` from /appl/local/containers/ai-modules, also accepted).
 # Store them as a list of strings in `shell_commands`.
 shell_commands = None
 # Your answer replaces each None; then delete the `raise` line below.

@@ -95,6 +95,7 @@ class Container:
     # profiling mode -> {overlay, lacks, build, source}: a squashfs overlay the mode needs in this image (see jobs/)
     overlays: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     multinode_env: tuple[str, ...] = ()  # environment recipes a multi-node job in this image gets
+    note: str = ""  # a known problem of this image, with its source: shown as advice to a job that uses it
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,8 @@ def _build(raw: dict[str, Any], source: str) -> Site:
                                       with_conda=bool(c.get("with_conda", False)),
                                       overlays={m: {k: str(v) for k, v in o.items()}
                                                 for m, o in c.get("overlays", {}).items()},
-                                      multinode_env=tuple(c.get("multinode_env", ())))
+                                      multinode_env=tuple(c.get("multinode_env", ())),
+                                      note=str(c.get("note", "")))
                       for name, c in raw.get("containers", {}).items()}
         return Site(
             name=raw["name"], description=raw.get("description", ""), scheduler=raw.get("scheduler", "none"),

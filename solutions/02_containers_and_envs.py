@@ -143,12 +143,13 @@ import lumikit.checks.handson as handson_checks
 
 # %% tags=["solution"]
 # Exercise 02.S1: Write the commands, in order, that open an interactive shell in the PyTorch container
-# `$CONTAINER` with the course's bindings module (`singularity-AI-bindings` from /appl/local/containers/ai-modules).
+# `$CONTAINER` with the course's bindings module (`lumi-aif-singularity-bindings` from /appl/local/laifs/modules;
+# older course editions load `singularity-AI-bindings` from /appl/local/containers/ai-modules, also accepted).
 # Store them as a list of strings in `shell_commands`.
 # Hint: Lmod only loads modules from folders it knows.
 # Tool: `module use FOLDER`, `module load NAME`, `singularity shell IMAGE`.
-shell_commands = ["module purge", "module use /appl/local/containers/ai-modules",
-                  "module load singularity-AI-bindings", "singularity shell $CONTAINER"]
+shell_commands = ["module purge", "module use /appl/local/laifs/modules",
+                  "module load lumi-aif-singularity-bindings", "singularity shell $CONTAINER"]
 print("\n".join(shell_commands))
 
 # %% tags=["check"]

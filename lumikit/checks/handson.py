@@ -12,6 +12,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
+from .. import bindings_modules
 from ..jobs import JobSpec
 from ..reference import load as load_reference
 from .framework import CheckFailed, Passed, _number_mistake, check, expect_type, passed, switched_on, wrong
@@ -273,13 +274,9 @@ def check_miopen_logging(miopen_job: JobSpec | None) -> Passed:
 
 # --- 02.S1: a shell in the container, with LUMI's bindings module -------------------------------------------------
 
-#: The module folder and module of the 2025 course scripts (``Getting_Started_with_AI_workshop``).
-BINDINGS_MODULE_PATH = "/appl/local/containers/ai-modules"
-BINDINGS_MODULE = "singularity-AI-bindings"
-#: LUMI's bindings modules, each with the folder ``module use`` must add first: the 2025 scripts' and the 2026 LAIF
-#: scripts' (``module use /appl/local/laifs/modules; module load lumi-aif-singularity-bindings``, workshop 2026).
-BINDINGS_MODULES = {BINDINGS_MODULE: BINDINGS_MODULE_PATH,
-                    "lumi-aif-singularity-bindings": "/appl/local/laifs/modules"}
+#: LUMI's bindings modules, each with the folder ``module use`` must add first: the 2026 LAIF scripts' and the
+#: older editions' (lumikit/bindings_modules.py).
+BINDINGS_MODULES = bindings_modules.MODULES
 
 
 @check("02.S1",

@@ -11,7 +11,8 @@ from ..errors import SpecError
 from ..site import Site, load_site
 from .billing import billing_lines
 from .profiling import MODES
-from .render import Command, allocation_flags, attach_argv, render_salloc, render_sbatch, render_srun, resolve
+from .render import (Command, allocation_flags, attach_argv, left_out_lines, render_salloc, render_sbatch, render_srun,
+                     resolve)
 from .spec import JobSpec, is_secret
 from .validate import advice, device_rule, missing_account, validate
 from .vllm import DEFAULT_MODEL as DEFAULT_VLLM_MODEL
@@ -136,7 +137,7 @@ def _cost(job: JobSpec, site: Site, args: argparse.Namespace) -> None:
     if getattr(args, "explain", False):
         rule = device_rule(job, site)
         print()
-        print("\n".join(lines + ([rule] if rule else [])))
+        print("\n".join(lines + ([rule] if rule else []) + left_out_lines(job, site)))
     elif not getattr(args, "json", False):
         for line in lines:
             if line.startswith("warning:"):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..config import UserConfig
 from ..errors import SpecError
 from ..site import Site, load_site
+from .billing import billing_rule
 from .profiling import MODES, overlay_key
 from .spec import JobSpec, mem_without_unit, parse_mem_mb
 from .validate import validate
@@ -97,6 +98,21 @@ def _mem_why(value: str, what: str) -> str:
     return f"{what}: {amount}{unit}"
 
 
+def _billed_as(spec: JobSpec, site: Site) -> dict[str, str]:
+    """How the bill counts cores and memory, as the tail of their explain lines, so that they agree with the cost
+    line (jobs/billing.py): whole nodes bill neither; a shared partition counts them in slices, rounded up."""
+    rule = billing_rule(site)
+    part = site.partitions.get(spec.partition or site.default_partition)
+    if rule is None or part is None or part.kind != "gpu":
+        return {}
+    if part.exclusive or spec.exclusive:
+        whole = "; the whole node is billed, whatever this asks"
+        return {"cores": whole, "memory": whole}
+    return {"cores": f"; the bill counts cores / {rule.cores_per_gcd}, rounded up, over the job (see cost): up to "
+                     f"{rule.cores_per_gcd} per GCD cost no more",
+            "memory": f"; the bill counts memory / {rule.memory_per_gcd_gb:g} GB, rounded up, over the job (see cost)"}
+
+
 def allocation_flags(spec: JobSpec, site: Site) -> list[Flag]:
     """The resource request, shared by srun, salloc and #SBATCH lines."""
     part = site.partition(spec.partition or site.default_partition)
@@ -126,14 +142,16 @@ def allocation_flags(spec: JobSpec, site: Site) -> list[Flag]:
                       "each task is bound to its own GCD(s) but may still reach the node's other GCDs, so RCCL keeps "
                       "peer access between them (Slurm 24.05+)" if spec.gres_flags == "allow-task-sharing"
                       else "how Slurm shares the generic resources (GPUs) between tasks"))
+    billed = _billed_as(spec, site)
     if spec.cpus_per_task is not None:
         f.append(Flag((f"--cpus-per-task={spec.cpus_per_task}",),
                       f"cores per task; {site.node.cpus_per_gcd} per GCD sit next to it (one core per CCD is "
-                      "reserved); more are billed as more GCDs"))
+                      f"reserved){billed.get('cores', '')}"))
     if spec.mem_per_gpu is not None:
         f.append(Flag((f"--mem-per-gpu={spec.mem_per_gpu}",),
                       _mem_why(spec.mem_per_gpu, "host memory per GCD") +
-                      f"; {site.node.usable_memory_per_gcd_gb} GB is its share, more is billed as more GCDs"))
+                      f"; {site.node.usable_memory_per_gcd_gb} GB per GCD is what a node has for jobs"
+                      f"{billed.get('memory', '')}"))
     if spec.mem is not None:
         f.append(Flag((f"--mem={spec.mem}",), "host memory per node: all of it" if spec.mem.strip() == "0"
                       else _mem_why(spec.mem, "host memory per node")))
@@ -142,7 +160,9 @@ def allocation_flags(spec: JobSpec, site: Site) -> list[Flag]:
     if spec.time is not None:
         f.append(Flag((f"--time={spec.time}",), f"wall-clock limit; the job is cancelled after it (max {part.max_time})"))
     if spec.exclusive:
-        f.append(Flag(("--exclusive",), "whole nodes: needed for CPU masks on a shared partition"))
+        f.append(Flag(("--exclusive",), "whole nodes, " + (
+            f"billed as whole nodes ({site.node.gcd_count} GCDs each) even on {part.name}; needed for CPU masks on a "
+            "shared partition" if not part.exclusive else "as the partition gives anyway")))
     if spec.threads_per_core is not None:
         f.append(Flag((f"--threads-per-core={spec.threads_per_core}",), "hardware threads used per core"))
     if spec.account:
@@ -214,6 +234,29 @@ def command_text(command: tuple[str, ...]) -> str:
 #: Environment recipes every multi-node job gets when the site has them (as the course's multi-node runs set them:
 #: RCCL on the Slingshot interfaces, MIOpen's caches per node in /tmp).
 MULTINODE_RECIPES = ("rccl", "miopen")
+
+
+#: Recipes a multi-node job does not get unless asked, and why (``--explain`` states it).
+LEFT_OUT_RECIPES = {
+    "rccl-gdr": "older course editions set it (the AI workshop's part 09 script still does), but with the 2026 "
+                "containers multi-node jobs can hang with it: the LUMI AI Guide removed it for that (its PR #97, "
+                "lumi-ai-factory/laifs-container-recipes #30), and the May 2025 course Q&A calls it not needed from "
+                "ROCm 6.2 on (LUMI-training-materials, docs/ai-20250527/extra_08_MultipleGPUs.md). Ask for it with "
+                "--env-recipe rccl-gdr"}
+
+
+def left_out_lines(spec: JobSpec, site: Site) -> list[str]:
+    """For ``--explain`` of a multi-node job: the site's recipes lumikit leaves out (:data:`LEFT_OUT_RECIPES`), the
+    variables they set and why."""
+    if spec.nodes < 2:
+        return []
+    chosen = effective_recipes(spec, site)
+    out = []
+    for name, why in LEFT_OUT_RECIPES.items():
+        if name in site.env and name not in chosen:
+            values = " ".join(f"{k}={v}" for k, v in site.env[name].items())
+            out.append(f"left out: {values}: {why}")
+    return out
 
 
 def effective_recipes(spec: JobSpec, site: Site) -> list[str]:
@@ -414,8 +457,9 @@ def render_sbatch(spec: JobSpec, site: Site | str, *, output: str | None = None,
 
 def attach_argv(job_id: str | int, command: tuple[str, ...] | list[str] = ("/bin/bash",), *,
                 node: str | None = None, pty: bool = True) -> list[str]:
-    """Attach to a running job (e.g. to watch rocm-smi): a step that overlaps the job's own."""
-    argv = ["srun", f"--jobid={job_id}", "--overlap"]
+    """Attach to a running job (e.g. to watch rocm-smi): a step that overlaps the job's own, one task on one node
+    (``-N1 -n1``: without them a step in a multi-node or multi-task job starts the command once per task)."""
+    argv = ["srun", f"--jobid={job_id}", "--overlap", "-N1", "-n1"]
     if node:
         argv.append(f"--nodelist={node}")
     if pty:

@@ -260,13 +260,40 @@ def advice(spec: JobSpec, site: Site) -> list[str]:
         if mem_without_unit(value):
             opt = "--" + name.replace("_", "-")
             out.append(f"{opt}={value} has no unit: Slurm reads it as {value} MB; write {value}G for gigabytes")
+    out.extend(literal_variable_advice(spec))
     out.extend(rank_advice(spec, site))
     out.extend(overlay_advice(spec, site))
+    if spec.container and site.uses_containers and spec.container in site.containers:
+        c = site.container(spec.container)
+        if c.note:
+            out.append(f"container {c.name}: {c.note}")
     secret = spec.secret_names()
     if secret:
         out.append(f"{', '.join(secret)}: secret, so not printed; export it in the shell where you run the command "
                    "(srun and sbatch pass your environment on to the job)")
     return out
+
+
+_RANK_VARIABLE = re.compile(r"\$\{?(MASTER_ADDR|MASTER_PORT|LOCAL_RANK|RANK|WORLD_SIZE)\b\}?")
+
+
+def literal_variable_advice(spec: JobSpec) -> list[str]:
+    """A pasted command that names ``$MASTER_ADDR`` (or another per-rank variable) itself: lumikit quotes every word
+    of the command, so the program would get the text ``$MASTER_ADDR``; the placeholders become the values."""
+    from .render import PLACEHOLDERS  # render imports this module
+
+    placeholder = {var.strip("${}"): ph for ph, var in PLACEHOLDERS.items()}
+    found = list(dict.fromkeys(m.group(1) for tok in spec.command for m in _RANK_VARIABLE.finditer(tok)))
+    if not found:
+        return []
+    names = " and ".join(f"${n}" for n in found)
+    master = {"MASTER_ADDR", "MASTER_PORT"} & set(found)
+    instead = ", ".join((["{master_addr}:{master_port}"] if master else [])
+                        + [placeholder[n] for n in found if n not in master])
+    many = len(found) > 1
+    return [f"{names} in the command {'are' if many else 'is'} passed to the program literally (lumikit quotes each "
+            f"word, so no shell expands {'them' if many else 'it'}): write {instead} instead, which lumikit turns "
+            "into the values on each rank"]
 
 
 #: Where the device/core rule per rank comes from (stated by ``--explain`` and :func:`device_rule`).
@@ -306,6 +333,16 @@ def rank_advice(spec: JobSpec, site: Site) -> list[str]:
                       f"using cuda:0; or ask --gpus-per-node={spec.gpus_per_node} instead and let each rank pick "
                       "device LOCAL_RANK" if sharing else
                       f"Ask --gpus-per-node={spec.gpus_per_node} instead and let each rank pick device LOCAL_RANK"))
+    part = _partition(spec, site)
+    whole_node = spec.exclusive or (part is not None and part.exclusive)
+    g, t = spec.gpus_per_node or 0, spec.ntasks_per_node
+    if whole_node and spec.cpus_per_task is not None and spec.cpu_bind in (None, "none") and t <= g and g % t == 0:
+        gcd0 = site.node.gcds[0] if site.node.gcds else None
+        where = (f" (GCD 0 sits next to cores {gcd0.cores[0]}-{gcd0.cores[-1]}, NUMA {gcd0.numa})" if gcd0 else "")
+        out.append(f"{t} tasks with --cpus-per-task={spec.cpus_per_task} on whole nodes but no CPU binding: Slurm "
+                   f"does not place each rank's cores next to its GCD{where}, so data moves across NUMA domains; add "
+                   "--cpu-bind=auto (the mask of each rank's GCD's cores, from the site's GCD -> core map; LUMI user "
+                   "guide, distribution-binding.md)")
     if spec.cpus_per_task is None:
         gcds_per_task = max(1, (spec.gpus_per_node or 0) // spec.ntasks_per_node)
         out.append(f"{spec.ntasks_per_node} tasks per node without --cpus-per-task: Slurm gives each rank one core "

@@ -140,7 +140,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-gpu-record", action="store_true",
                    help="do not record the GPUs into RUN/gpu/<node>.jsonl (on by default for jobs with GPUs)")
     p.add_argument("--gpu-record-interval", type=float, default=2.0, metavar="SECONDS",
-                   help="seconds between two GPU record samples (default 2)")
+                   help="seconds between two GPU record samples (default 2; at least 0.5, the recorder's floor: "
+                        "shorter ones are raised to it, with a note)")
     p.set_defaults(func=_run)
     for name, fn, text in (("status", _status, "state and exit code of a run"), ("cancel", _cancel, "cancel a run")):
         q = sub.add_parser(name, help=text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import shlex
+import warnings
 from typing import Any
 
 from ..errors import LaunchError
@@ -16,6 +17,7 @@ from ..jobs.python import module_argv, with_python
 from ..jobs.spec import JobSpec
 from ..site import Site
 from ..record.recorder import DEFAULT_INTERVAL_S, STOP_FILE
+from ..smi.sources import MIN_INTERVAL_S
 
 RECORDER_PID = "LUMIKIT_RECORDER_PID"
 STEP_STATUS = "LUMIKIT_STEP_STATUS"
@@ -27,14 +29,24 @@ def asks_gpus(spec: JobSpec) -> bool:
 
 
 def plan(spec: JobSpec, enabled: bool = True, interval: float = DEFAULT_INTERVAL_S) -> dict[str, Any]:
-    """What the manifest says about the record (``gpu_record``): on or off, the interval, and why."""
-    if not (isinstance(interval, (int, float)) and math.isfinite(interval) and 0.1 <= interval <= 3600):
-        raise LaunchError(f"--gpu-record-interval {interval!r}: give the seconds between two GPU samples, from 0.1 "
-                          "to 3600 (default 2)")
+    """What the manifest says about the record (``gpu_record``): on or off, the interval, and why.
+
+    An interval under the recorder's floor (:data:`MIN_INTERVAL_S`) is raised to it, as the recorder would, with a
+    note and a warning: the manifest then holds the interval the samples really have (the card judges gaps by it).
+    """
+    if not (isinstance(interval, (int, float)) and not isinstance(interval, bool) and math.isfinite(interval)
+            and 0 < interval <= 3600):
+        raise LaunchError(f"--gpu-record-interval {interval!r}: give the seconds between two GPU samples, from "
+                          f"{MIN_INTERVAL_S:g} (the recorder's floor) to 3600 (default {DEFAULT_INTERVAL_S:g})")
     if not enabled:
         return {"enabled": False, "why": "turned off at launch (--no-gpu-record / gpu_record=False)"}
     if not asks_gpus(spec):
         return {"enabled": False, "why": "the job asks for no GPUs"}
+    if interval < MIN_INTERVAL_S:
+        note = (f"interval {interval:g} s asked; recorded every {MIN_INTERVAL_S:g} s, the recorder's floor (shorter "
+                "intervals cost more CPU than a GPU reading is worth)")
+        warnings.warn(f"--gpu-record-interval: {note}", UserWarning, stacklevel=2)
+        return {"enabled": True, "interval_s": float(MIN_INTERVAL_S), "note": note}
     return {"enabled": True, "interval_s": float(interval)}
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Literal
 
+from ..bindings_modules import load_advice, load_commands
 from ..errors import LumikitError
 from ..text import printable
 from .text import ANSI, bound_lines, looks_binary, read_log_text
@@ -86,8 +87,7 @@ SIGNATURES: tuple[Signature, ...] = (
         (r"(?:libmpi_cray|libcxi|libjansson|libfabric|libpmi\w*|libpals)\.so[.\d]*: cannot open shared object file",),
         "The program needs Cray MPI or Slingshot network libraries from the host, and they were not bound into "
         "the container.",
-        "Before singularity, run `module use /appl/local/containers/ai-modules; module load "
-        "singularity-AI-bindings`, or bind them yourself: "
+        f"Before singularity: {load_advice()}; or bind them yourself: "
         "-B /var/spool/slurmd,/opt/cray,/usr/lib64/libcxi.so.1,/usr/lib64/libjansson.so.4"),
     Signature(
         "rocprofv3-libdw", "rocprofv3 cannot load libdw",
@@ -100,8 +100,8 @@ SIGNATURES: tuple[Signature, ...] = (
         (r"NET/OFI Couldn't open a fabric access domain",),
         "The aws-ofi-rccl plugin loaded but could not open a CXI (Slingshot) domain: the container does not see "
         "the host's libfabric/CXI libraries and devices (typical for self-built containers).",
-        "Run with the host network stack bound in (module load singularity-AI-bindings, or -B /opt/cray,"
-        "/usr/lib64/libcxi.so.1,...) or build on a LUMI-provided container; a good run then logs "
+        f"Bind the host network stack in ({load_commands()}; or -B /opt/cray,/usr/lib64/libcxi.so.1,...) "
+        "or build on a LUMI container; a good run then logs "
         "'NET/OFI Selected Provider is cxi'."),
     Signature(
         "rccl-socket-fallback", "RCCL without its network plugin (TCP sockets)",
@@ -135,8 +135,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "rocm-smi-login-node", "rocm-smi run where there are no GPUs",
         (r"Driver not initialized \(amdgpu not found in modules\)", r"/sys/module/amdgpu/initstate: No such file"),
         "rocm-smi ran on a login node: the amdgpu driver is loaded only on LUMI-G compute nodes.",
-        "Run it inside your job: srun --jobid=<JOBID> --overlap --pty rocm-smi (add -w <node> in a multi-node "
-        "job), or as a step of the batch script."),
+        "Run it inside your job: srun --jobid=<JOBID> --overlap -N1 -n1 --pty rocm-smi (add -w <node> in a "
+        "multi-node job; `lumikit attach` prints it), or as a step of the batch script."),
     Signature(
         "home-quota-container-cache", "Container cache filled your home quota",
         (r"\.(?:singularity|apptainer)/cache(?:(?!\.(?:singularity|apptainer)/cache).){0,500}[Dd]isk quota exceeded",

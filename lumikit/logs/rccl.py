@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..bindings_modules import load_advice
 from .text import bound_lines, clean, read_log_text
 
 Transport = Literal["ofi", "socket", "ib", "unknown"]
@@ -85,7 +86,7 @@ class RcclTransport:
                 return (f"RCCL falls back to TCP sockets: {self.plugin or 'the aws-ofi-rccl plugin'} loaded but "
                         "could not open the Slingshot network (\"Couldn't open a fabric access domain\"), so "
                         "traffic between nodes is slow. Bind the host's libfabric/CXI libraries into the container "
-                        "(module load singularity-AI-bindings); see `lumikit doctor`.")
+                        f"({load_advice()}); see `lumikit doctor`.")
             return ("RCCL falls back to TCP sockets (no network plugin loaded): slow between nodes. "
                     "Make aws-ofi-rccl visible to the job.")
         if self.transport == "ib":

@@ -110,19 +110,21 @@ class ReportCard:
     absent: str | None = None  # why the run has no GPU record (None when it has one)
     series: dict[str, list[tuple[float, float | None]]] = field(default_factory=dict)  # node -> (t, node power)
     run_note: str = ""  # how the run ended, as its manifest notes it (a full disk, a recorder that was ended)
+    record_note: str = ""  # what the launch noted about the record (an interval raised to the recorder's floor)
 
     def to_dict(self) -> dict[str, Any]:
         return {"run": self.run, "record": "absent" if self.absent else "present", "why_absent": self.absent,
                 "window": self.window, "nodes": self.nodes, "gcds": [r.to_dict() for r in self.rows],
                 "packages": [p.to_dict() for p in self.packages], "totals": self.totals,
                 "findings": self.findings, "billing": self.billing, "phases": self.phases, "steps": self.steps,
-                "run_note": self.run_note}
+                "run_note": self.run_note, "record_note": self.record_note}
 
     def text(self) -> str:
         """The card as plain text: nodes, one line per GCD and per package, totals, findings, GPU-hours, phases."""
         if self.absent:
             return f"{self.run}: no GPU record: {self.absent}"
         out = [f"GPU record of {self.run}"] + ([f"  run note: {self.run_note}"] if self.run_note else [])
+        out += [f"  record note: {self.record_note}"] if self.record_note else []
         if any(info["kind"] == "generated" for info in self.nodes.values()):
             out.append("  GENERATED readings: a stand-in tool printed them on nodes without a GPU; not real hardware")
         w = self.window
@@ -337,8 +339,24 @@ def _node_input(node: str, src: Any, site: str) -> NodeInput:
         return out
 
     pm = rf.head.get("pm_start")
-    return NodeInput(rf.header, rf.chunks(), [], rf.end_state(), pm if isinstance(pm, dict) else None, after,
-                     rf.estimate())
+    return NodeInput(rf.header, rf.chunks(), sampler_notes(rf.head), rf.end_state(),
+                     pm if isinstance(pm, dict) else None, after, rf.estimate())
+
+
+#: At most this many of a record's sampler notes, each cut at NOTE_CHARS (the recorder writes two or three).
+MAX_NOTES, NOTE_CHARS = 8, 300
+
+
+def sampler_notes(head: Mapping[str, Any]) -> list[str]:
+    """The recorder's notes on how it sampled, from a record's header (``sampler``: the interval raised to the floor
+    or to a per-call tool's run time, a tool started per sample), as card notes; nothing for a header without them."""
+    sampler = head.get("sampler")
+    notes = sampler.get("notes") if isinstance(sampler, Mapping) else None
+    if not isinstance(notes, list):
+        return []
+    how = sampler.get("how")
+    label = f"sampler ({printable(how)[:20]})" if isinstance(how, str) and how else "sampler"
+    return [f"{label}: {printable(n[:NOTE_CHARS])}" for n in notes[:MAX_NOTES] if isinstance(n, str) and n.strip()]
 
 
 
@@ -396,7 +414,10 @@ def report_card(sessions: Mapping[str, Any], manifest: Mapping[str, Any] | None 
     manifest = manifest or {}
     site_obj = load_site(site or manifest.get("site") or "lumi")
     th = site_obj.power
-    card = ReportCard(run=run, run_note=printable(str(manifest.get("note") or "")))
+    record = manifest.get("gpu_record")
+    record_note = record.get("note") if isinstance(record, Mapping) else None
+    card = ReportCard(run=run, run_note=printable(str(manifest.get("note") or "")),
+                      record_note=printable(record_note[:NOTE_CHARS]) if isinstance(record_note, str) else "")
     inputs = {n: _node_input(n, s, site_obj.name) for n, s in sessions.items()}
     present = {n: i for n, i in inputs.items() if i.header.kind != "absent"}
     if not present:

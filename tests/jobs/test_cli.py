@@ -62,7 +62,7 @@ def test_salloc_and_attach(capsys):
                                                "--ntasks-per-node=1 --gpus-per-node=2 --time=1:00:00 "
                                                "--account=project_465000000")
     main(["attach", "123", "--", "watch", "-n1", "rocm-smi"])
-    assert capsys.readouterr().out.strip() == "srun --jobid=123 --overlap --pty watch -n1 rocm-smi"
+    assert capsys.readouterr().out.strip() == "srun --jobid=123 --overlap -N1 -n1 --pty watch -n1 rocm-smi"
 
 
 def test_bad_env_option_is_a_clear_error(capsys):
@@ -145,10 +145,10 @@ def test_an_unknown_option_names_the_nearest_real_one(capsys):
 
 @pytest.mark.parametrize("argv, expected", [
     (["attach", "123", "--node", "nid001", "--", "watch", "rocm-smi"],
-     "srun --jobid=123 --overlap --nodelist=nid001 --pty watch rocm-smi"),
-    (["attach", "123", "--node=nid001", "--no-pty"], "srun --jobid=123 --overlap --nodelist=nid001 /bin/bash"),
+     "srun --jobid=123 --overlap -N1 -n1 --nodelist=nid001 --pty watch rocm-smi"),
+    (["attach", "123", "--node=nid001", "--no-pty"], "srun --jobid=123 --overlap -N1 -n1 --nodelist=nid001 /bin/bash"),
     (["attach", "--node", "nid002", "123", "--", "watch", "-n1", "rocm-smi"],
-     "srun --jobid=123 --overlap --nodelist=nid002 --pty watch -n1 rocm-smi"),
+     "srun --jobid=123 --overlap -N1 -n1 --nodelist=nid002 --pty watch -n1 rocm-smi"),
 ])
 def test_attach_options_after_the_job_id_are_options_not_the_command(argv, expected, capsys):
     assert main(argv) == 0

@@ -141,9 +141,9 @@ def test_salloc_is_the_allocation_only():
 
 
 def test_attach_overlaps_the_running_job():
-    assert attach_argv(7100665) == ["srun", "--jobid=7100665", "--overlap", "--pty", "/bin/bash"]
+    assert attach_argv(7100665) == ["srun", "--jobid=7100665", "--overlap", "-N1", "-n1", "--pty", "/bin/bash"]
     assert attach_argv(42, ["rocm-smi"], node="nid005001", pty=False) == [
-        "srun", "--jobid=42", "--overlap", "--nodelist=nid005001", "rocm-smi"]
+        "srun", "--jobid=42", "--overlap", "-N1", "-n1", "--nodelist=nid005001", "rocm-smi"]
 
 
 def test_account_and_reservation_come_from_the_user_config_at_the_edge(monkeypatch, tmp_path, capsys):

@@ -302,6 +302,7 @@ def test_seed_profile_one_rank_of_sixteen():
 
 def test_seed_attach_to_a_running_job():
     seed = meaning(seed_command("000", "srun --jobid 7100665"))
+    seed["tasks"] = 1  # lumikit adds -N1 -n1: one shell, also in a job of several tasks (the seed's job had one)
     same_meaning(seed, meaning(attach_argv(7100665)))
 
 

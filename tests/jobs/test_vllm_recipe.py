@@ -66,9 +66,9 @@ def test_the_client_overlaps_the_job_and_asks_the_servers_socket(capsys):
     text = capsys.readouterr().out.strip()
     argv = vllm.client_argv("4242")
     assert shlex.split(text) == argv
-    assert argv[:4] == ["srun", "--jobid=4242", "--overlap", "--pty"] and argv[4:6] == ["bash", "-c"]
-    bash_parses(argv[6])
-    curl = shlex.split(argv[6])
+    assert argv[:6] == ["srun", "--jobid=4242", "--overlap", "-N1", "-n1", "--pty"] and argv[6:8] == ["bash", "-c"]
+    bash_parses(argv[8])
+    curl = shlex.split(argv[8])
     assert curl[curl.index("--unix-socket") + 1] == vllm.SOCKET  # the path the server's --uds names
     body = json.loads(curl[curl.index("-d") + 1])
     assert body["model"] == vllm.DEFAULT_MODEL and body["temperature"] == 0

@@ -75,7 +75,7 @@ def test_a_gpu_record_that_fills_the_disk_leaves_the_run_completed_and_the_card_
     tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     run = launch(spec([PY, "-c", "import time; time.sleep(6)"], gpus_per_node=1), site="laptop", backend="local",
-                 runs_dir=tiny_disk, gpu_record_interval=0.1)
+                 runs_dir=tiny_disk, gpu_record_interval=0.5)
     assert run.wait(timeout=120, progress=False) == "COMPLETED", run.tail()
     m = run.manifest
     assert m["exit_code"] == 0 and "the ranks' logs and the GPU record may be cut short" in m["note"]
