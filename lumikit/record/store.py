@@ -270,7 +270,8 @@ def open_record(path: str | Path, site: str | None = None) -> RecordFile:
 
 def pm_readings(value: Any) -> dict[str, float] | None:
     """A record's pm_counters readings (``{"energy": joules, ..., "time": epoch}``) as finite numbers; values of
-    another type or beyond :data:`MAX_PM_VALUE` are left out (a damaged line); None when none is left."""
+    another type or beyond :data:`MAX_PM_VALUE` are left out (a damaged line); None when no reading is left or
+    the time is not among them (a reading that cannot be placed in time)."""
     if not isinstance(value, dict):
         return None
     out = {}
@@ -282,7 +283,7 @@ def pm_readings(value: Any) -> dict[str, float] | None:
                 continue
             if math.isfinite(number) and abs(number) <= MAX_PM_VALUE:
                 out[k] = number
-    return out or None
+    return out if "time" in out and len(out) > 1 else None
 
 
 __all__ = ["CHUNK", "Chunk", "END_BYTES", "END_SUFFIX", "RecordFile", "Sample", "chunks_of", "open_record",

@@ -1,6 +1,7 @@
 """A seeded, bounded mutation fuzzer for the readers: what a killed job or a broken disk does to their inputs.
 
-Each reader family (``smi``, ``trace``, ``logs``, ``rocprof``) has seed inputs (real outputs from the shared
+Each reader family (``smi``, ``trace``, ``logs``, ``rocprof``; issue 31's ``counters``, ``flightrec``,
+``rccltests``, ``manifest``, ``markers``, ``record``, ``omnistat`` and ``progress``) has seed inputs (real outputs from the shared
 fixtures where they exist, plus the project's own generated data) and one target that feeds an input through the
 command line in-process (``lumikit ... --json``) and the public API behind it. A mutated input may be refused
 with a :class:`~lumikit.errors.LumikitError` (exit status 2 with one line); it may not raise anything else, take
@@ -634,8 +635,8 @@ def record_seeds(fixtures: Path | None) -> list[Seed]:
     with tempfile.TemporaryDirectory(prefix="lumikit-fuzz-seeds-") as tmp:
         run = _generated_run(Path(tmp) / "run")
         legacy = (run / "gpu" / f"{RECORD_NODE}.jsonl").read_bytes()
-    end = json.dumps({"state": "disk full", "started": 1_764_072_000.0, "samples": 6, "ended": 1_764_072_012.5,
-                      "error": "OSError: [Errno 28] No space left on device"}, sort_keys=True).encode()
+    end = json.dumps({"state": "disk full", "samples": 6, "end": 1_764_072_012.5,  # as Recorder._write ends it
+                      "why": f"No space left on device writing {RECORD_NODE}.jsonl"}, sort_keys=True).encode()
     return [Seed(f"{RECORD_NODE}.jsonl", _compact_record(legacy)), Seed("legacy.jsonl", legacy),
             Seed(f"{RECORD_NODE}.jsonl.end", end.ljust(2048))]
 
