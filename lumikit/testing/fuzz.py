@@ -1,9 +1,9 @@
 """A seeded, bounded mutation fuzzer for the readers: what a killed job or a broken disk does to their inputs.
 
 Each reader family (``smi``, ``trace``, ``logs``, ``rocprof``; issue 31's ``counters``, ``flightrec``,
-``rccltests``, ``manifest``, ``markers``, ``record``, ``omnistat`` and ``progress``) has seed inputs (real outputs from the shared
-fixtures where they exist, plus the project's own generated data) and one target that feeds an input through the
-command line in-process (``lumikit ... --json``) and the public API behind it. A mutated input may be refused
+``rccltests``, ``manifest``, ``markers``, ``record``, ``omnistat`` and ``progress``) has seed inputs (real
+outputs from the shared fixtures where they exist, plus the project's own generated data) and one target that
+feeds an input through the command line in-process (``lumikit ... --json``) and the public API behind it. A mutated input may be refused
 with a :class:`~lumikit.errors.LumikitError` (exit status 2 with one line); it may not raise anything else, take
 more than :data:`SLOW_S` seconds, or make the command print invalid JSON (``NaN``/``Infinity`` included).
 Used by ``tests/test_fuzz.py`` (a few hundred inputs per family) and ``benchmarks/bench_fuzz.py`` (thousands).
