@@ -3,9 +3,10 @@
 Each reader family (``smi``, ``trace``, ``logs``, ``rocprof``; issue 31's ``counters``, ``flightrec``,
 ``rccltests``, ``manifest``, ``markers``, ``record``, ``omnistat`` and ``progress``) has seed inputs (real
 outputs from the shared fixtures where they exist, plus the project's own generated data) and one target that
-feeds an input through the command line in-process (``lumikit ... --json``) and the public API behind it. A mutated input may be refused
-with a :class:`~lumikit.errors.LumikitError` (exit status 2 with one line); it may not raise anything else, take
-more than :data:`SLOW_S` seconds, or make the command print invalid JSON (``NaN``/``Infinity`` included).
+feeds an input through the command line in-process (``lumikit ... --json``) and the public API behind it. A
+mutated input may be refused with a :class:`~lumikit.errors.LumikitError` (exit status 2 with one line); it may
+not raise anything else, take more than :data:`SLOW_S` seconds, or make the command print invalid JSON
+(``NaN``/``Infinity`` included).
 Used by ``tests/test_fuzz.py`` (a few hundred inputs per family) and ``benchmarks/bench_fuzz.py`` (thousands).
 """
 from __future__ import annotations
@@ -603,8 +604,8 @@ RECORD_NODE = "nid005001"  # the node of the generated run's record (lumikit.tes
 
 def _compact_record(legacy: bytes) -> bytes:
     """The generated record (tool output per line, as records were written before ``record_format``) rewritten
-    as the recorder writes it today: numbers per GCD (``r``), the first raw output once, pm_counters readings on
-    every other sample and at the start (``pm``, ``pm_start``, GENERATED values), an end line of energy offsets."""
+    as the recorder writes it today: numbers per GCD (``r``), the first raw output and the energy counters' start
+    (``e0``) once, pm_counters readings at the start and on every other sample (``pm_start``, ``pm``; GENERATED)."""
     from ..smi.interpret import main_group
     from ..smi.parse import parse_smi
     from ..smi.readings import FORMAT as READINGS_FORMAT
@@ -725,21 +726,30 @@ def _omnistat_target(path: Path, rng: random.Random) -> None:
 
 
 def progress_seeds(fixtures: Path | None) -> list[Seed]:
-    """GENERATED progress records (``progress/<exercise>.json``), as :func:`lumikit.checks.progress.record`
-    writes them: a pass with answers, evidence and a run folder, a failure with recent attempts."""
-    common = {"learner": "ada", "updated": "2025-11-25T12:00:00+00:00", "seed_digest": "3f2a9c", "attempts": 3}
-    passed = {**common, "exercise": "01.2", "status": "passed", "first_passed": "2025-11-25T11:58:00+00:00",
-              "message": "Correct: the GCD count of a standard-g node.", "answers": {"gcds": 8},
-              "answers_exact": True, "evidence": {"run": {"folder": "runs/01-hello", "digest": "ab12"}},
-              "evidence_exact": True, "passed_answers": {"gcds": 8}, "passed_evidence": {}, "passed_exact": True,
-              "passed_run_folders": {"run": {"path": "runs/01-hello", "digest": "ab12"}},
-              "recent": [{"time": "2025-11-25T11:57:00+00:00", "outcome": "failed", "kind": "off by a factor"},
-                         {"time": "2025-11-25T11:58:00+00:00", "outcome": "passed", "kind": ""}]}
-    failed = {**common, "exercise": "02.q1", "status": "failed", "first_passed": None, "attempts": 1,
-              "message": "Not yet: look at what the number counts.", "answers": {"choice": "b"},
-              "recent": [{"time": "2025-11-25T12:00:00+00:00", "outcome": "failed", "kind": "wrong option"}]}
-    return [Seed("01.2.json", json.dumps(passed, indent=1).encode()),
-            Seed("02.q1.json", json.dumps(failed, indent=1).encode())]
+    """GENERATED progress records (``progress/<exercise>.json``) written by the checks' own writer
+    (:func:`lumikit.checks.progress.record`): a pass after a failure, and a failure naming its mistake."""
+    from ..checks.progress import record
+
+    with tempfile.TemporaryDirectory(prefix="lumikit-fuzz-seeds-") as tmp:
+        folder = Path(tmp)
+        record("01.2", {"cores_k": [1, 2, 3, 4, 5, 6, 7], "numa_k": 2}, passed=False, unanswered=False,
+               message="Exercise 01.2: the cores next to GCD 0 is not right.", folder=folder,
+               mistake="cores 8k to 8k+7")
+        record("01.2", {"cores_k": [49, 50, 51, 52, 53, 54, 55], "numa_k": 3}, passed=True, unanswered=False,
+               message="GCD 0 sits on NUMA 3, cores 49-55", folder=folder, evidence={"site": "lumi"})
+        record("02.q1", {"why_pin": "b"}, passed=False, unanswered=False, message="Exercise 02.q1: not that one.",
+               folder=folder, mistake="a wrong option")
+        seeds = []
+        for path in sorted(folder.glob("*.json")):  # what depends on the clock and the user made fixed (a replay)
+            data = json.loads(path.read_bytes())
+            data.update(learner="ada", updated="2025-11-25T12:00:00+00:00", seed_digest="3f2a9c5e1b7d",
+                        from_solutions=False)
+            if data.get("first_passed"):
+                data["first_passed"] = "2025-11-25T11:58:00+00:00"
+            for n, entry in enumerate(data.get("recent", [])):
+                entry["at"] = f"2025-11-25T11:5{n}:00+00:00"
+            seeds.append(Seed(path.name, json.dumps(data, indent=1, ensure_ascii=False).encode() + b"\n"))
+        return seeds
 
 
 def _progress_target(path: Path, rng: random.Random) -> None:
