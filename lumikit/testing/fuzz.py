@@ -670,6 +670,14 @@ def _record_target(path: Path, rng: random.Random) -> None:
                     finite_json(snap.to_dict())
         except LumikitError:
             pass
+    if rng.random() < 0.3:  # the live view's reading (the dashboard's RecordTail: it notes damage, never raises)
+        from ..smi.record_tail import RecordTail
+
+        tail = RecordTail(run)
+        tail.poll()
+        for node in tail.nodes:
+            for snap in tail.snapshots(node):
+                finite_json(snap.to_dict())
 
 
 def _omnistat_export(vendor: bool) -> dict[str, bytes]:
