@@ -22,8 +22,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	bash scripts/install-torch.sh $(PY) "$(TORCH_INDEX)" "$(TORCH_FALLBACK)"
 	@echo "== [3/3] installing lumikit and the workbook's packages (torch, JupyterLab, ...): see the README for size and time"
-	@echo "   pip's output goes to $(VENV)/pip-install.log (tail -f it to follow; it is printed here if pip fails)"
-	@$(PY) -m pip install --progress-bar off -e '.[workbook]' > $(VENV)/pip-install.log 2>&1 || \
+	@echo "   pip's output goes to $(VENV)/pip-install.log (a line here every 15 s; it is printed here if pip fails)"
+	@bash scripts/with-heartbeat.sh $(VENV)/pip-install.log "lumikit and the workbook's packages" \
+	    $(PY) -m pip install --progress-bar off -e '.[workbook]' || \
 	    { tail -n 40 $(VENV)/pip-install.log; echo "== pip failed: the whole log is $(VENV)/pip-install.log"; exit 1; }
 	touch $(STAMP)
 	@echo "== $(VENV) is ready with $$($(PY) scripts/torch_build.py): the CLI is $(VENV)/bin/lumikit (or 'source $(VENV)/bin/activate', then 'lumikit')"

@@ -11,6 +11,7 @@ and saves ``benchmarks/results/fuzz.json`` and ``fuzz.md``; exit status 1 when a
     .venv/bin/python benchmarks/bench_fuzz.py                  # 2,500 inputs per family, every family
     .venv/bin/python benchmarks/bench_fuzz.py --inputs 200     # quicker
     .venv/bin/python benchmarks/bench_fuzz.py --families flightrec rccltests manifest markers  # issue 31's readers
+    .venv/bin/python benchmarks/bench_fuzz.py --families record omnistat progress  # the GPU record, Omnistat, progress
 """
 from __future__ import annotations
 

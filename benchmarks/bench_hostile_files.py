@@ -1,5 +1,6 @@
-"""Hostile files given as a flight recorder dump and as a run's manifest: how long each command takes to refuse
-them, whether it says so in one line, and how much memory a 35-byte pickle bomb costs the doctor.
+"""Hostile files given as a flight recorder dump, as a run's manifest and as a run's GPU record
+(``RUN/gpu/<node>.jsonl``): how long each command takes to refuse them, whether it says so in one line, and how
+much memory a 35-byte pickle bomb costs the doctor.
 
 Each case runs ``python -m lumikit ...`` in a fresh process (start-up included, as a learner meets it) on a FIFO
 nobody writes to, ``/dev/zero``, a 3 GB sparse file and 100,000 nested brackets; the target is under 5 s and one
@@ -18,6 +19,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from lumikit.testing.records import node_names, write_generated_record  # noqa: E402
+
 LIMIT_S = 5.0
 BOMB_LIMIT_MB = 200
 #: A 30-byte pickle naming "entries" and "pg_config" (so the doctor takes it for a dump) whose LONG_BINPUT asks
@@ -56,9 +61,14 @@ def main() -> int:
             run = Path(tmp) / f"run-{slug}"
             run.mkdir()
             _hostile(kind, run / "manifest.json", b"[" * 100_000 + b"]" * 100_000)
+            recorded = write_generated_record(Path(tmp) / f"record-{slug}", nodes=1, gcds=2, samples=4)
+            record = recorded / "gpu" / f"{node_names(1)[0]}.jsonl"  # a finished run whose record is replaced
+            record.unlink()
+            _hostile(kind, record, b"[" * 100_000 + b"]" * 100_000)
             for what, argv in (("flight recorder dump", ["logs", "flight-recorder", str(dump)]),
                                ("flight recorder dump", ["doctor", str(dump)]),
-                               ("manifest", ["status", str(run)]), ("manifest", ["report", str(run)])):
+                               ("manifest", ["status", str(run)]), ("manifest", ["report", str(run)]),
+                               ("GPU record", ["report", str(recorded)])):
                 seconds, status, err = _run(argv)
                 one_line = status == 2 and len(err.strip().splitlines()) == 1
                 ok &= one_line and seconds < LIMIT_S

@@ -4,7 +4,8 @@
 # Usage: install-torch.sh PYTHON INDEX_URL [FALLBACK]. With an empty INDEX_URL it does nothing. If the index cannot
 # be reached it stops (exit 3) and spells out the choices, because the default index would quietly bring the
 # multi-GB CUDA build; with FALLBACK=default it says so and returns 0, and the install that follows takes torch
-# from the default package index. pip's own output goes to PYTHON's venv folder (torch-install.log).
+# from the default package index. pip's own output goes to PYTHON's venv folder (torch-install.log); a progress
+# line is printed every HEARTBEAT_S seconds (default 15) while it runs.
 set -uo pipefail
 py=${1:?usage: install-torch.sh PYTHON INDEX_URL [FALLBACK]}
 index=${2:-}
@@ -18,7 +19,8 @@ if [ -z "$pin" ]; then
 fi
 log="$(dirname "$(dirname "$py")")/torch-install.log"
 echo "== installing $pin from $index (TORCH_INDEX); pip's output: $log"
-if "$py" -m pip install --progress-bar off --index-url "$index" "$pin" >"$log" 2>&1; then
+# a line every 15 s while pip runs (scripts/with-heartbeat.sh): a 200 MB or 4 GB download is never silence
+if bash scripts/with-heartbeat.sh "$log" "$pin" "$py" -m pip install --progress-bar off --index-url "$index" "$pin"; then
     echo "== $pin installed from $index"
     exit 0
 fi

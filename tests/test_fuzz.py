@@ -23,7 +23,7 @@ from lumikit.testing.fuzz import (FAMILIES, InvalidJson, finite_json, fresh_seed
 CI_INPUTS_PER_FAMILY = 2500
 #: Readers added with issue 31 get a seeded sample here (a fixed seed, so a failure replays) and their fresh
 #: thousands in benchmarks/bench_fuzz.py.
-SAMPLED_FAMILIES = ("flightrec", "rccltests", "manifest", "markers", "counters")
+SAMPLED_FAMILIES = ("flightrec", "rccltests", "manifest", "markers", "counters", "record", "omnistat", "progress")
 
 
 def test_ten_thousand_fresh_inputs_give_no_crash_hang_or_invalid_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -58,7 +58,9 @@ def test_a_worker_that_dies_is_a_failure_of_its_chunk(monkeypatch: pytest.Monkey
     monkeypatch.setitem(fuzz._TARGETS, "smi", crash)
     [result] = fuzz_parallel(3, seed=5, families=("smi",), workers=2, chunk=2)
     assert len(result.unhandled) == 2 and all("exit status -11" in u for u in result.unhandled)
-    assert "fuzz_family('smi', 2, seed='5.0')" in result.unhandled[0]
+    # the two chunks die in either order (two workers): each names the call that replays it
+    assert any("fuzz_family('smi', 2, seed='5.0')" in u for u in result.unhandled)
+    assert any("fuzz_family('smi', 1, seed='5.1')" in u for u in result.unhandled)
 
 
 def test_mutations_are_seeded_and_change_the_input() -> None:
@@ -94,7 +96,8 @@ def test_the_new_readers_take_a_seeded_sample_without_crash_hang_or_invalid_json
         problems = r.unhandled + r.hangs + r.invalid_json
         assert not problems, f"{r.family}: " + "\n".join(problems[:5])
         assert r.inputs == 300 and r.accepted > 0
-        assert r.refused > 0 or r.family == "markers"  # a damaged marker line is skipped, never an error
+        # a damaged marker line is skipped and a damaged progress record shows as "unreadable", never an error
+        assert r.refused > 0 or r.family in ("markers", "progress")
 
 
 # -- the counters reader (issue 31): `rocprof counters` / `rocprof roofline` on counter CSVs, rocpd databases and
@@ -106,3 +109,31 @@ def test_the_counters_reader_is_fuzzed_on_each_of_its_formats() -> None:
     names = {s.name for s in family_seeds("counters", None)}
     assert names >= {"312_counter_collection.csv", "77_counter_collection.csv", "77_results.db",
                      "shapes.pt.trace.json"}
+
+
+# -- the GPU record, Omnistat exports and progress records (issue 31): each format in the seeded sample above
+def test_the_record_omnistat_and_progress_families_seed_each_of_their_files() -> None:
+    from lumikit.testing.fuzz import family_seeds
+
+    assert {"record", "omnistat", "progress"} <= set(SAMPLED_FAMILIES)
+    assert {s.name for s in family_seeds("record", None)} == {"nid005001.jsonl", "legacy.jsonl", "nid005001.jsonl.end"}
+    assert {s.name for s in family_seeds("omnistat", None)} == {"omnistat-rocm.gpu.csv", "omnistat-vendor.csv",
+                                                                "omnistat-vendor.gpu.csv"}
+    assert {s.name for s in family_seeds("progress", None)} == {"01.2.json", "02.q1.json"}
+
+
+def test_the_record_seed_reads_as_built_before_any_mutation(tmp_path: Path) -> None:
+    """The fuzz starts from a sound record: 6 samples, and pm_counters readings 900 J (node) and 400 J
+    (accelerator) apart per sample, read over samples 0 to 4: 3,600 J and 1,600 J by construction."""
+    from lumikit.record.card import card_of_run
+    from lumikit.testing.fuzz import RECORD_NODE, _generated_run, family_seeds
+
+    seeds = {s.name: s.data for s in family_seeds("record", None)}
+    run = _generated_run(tmp_path / "run")
+    (run / "gpu" / f"{RECORD_NODE}.jsonl").write_bytes(seeds[f"{RECORD_NODE}.jsonl"])
+    (run / "gpu" / f"{RECORD_NODE}.jsonl.end").write_bytes(seeds[f"{RECORD_NODE}.jsonl.end"])
+    card = card_of_run(run)
+    assert card.nodes[RECORD_NODE]["samples"] == 6
+    pm = card.totals["nodes"][RECORD_NODE]["pm_counters"]
+    assert pm["energy_j"] == {"energy": 3600.0, "accel0_energy": 1600.0} and pm["span_s"] == 4.0
+    assert any("full disk after 6 samples" in flag for flag in card.nodes[RECORD_NODE]["flags"])

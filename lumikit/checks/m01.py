@@ -69,7 +69,8 @@ def check_full_node_job(job: JobSpec | None, masks: Sequence[str] | None) -> Pas
     n = node.gcd_count
     what_job = "the 2-node full-node job"
     expect_type("01.1", job, JobSpec, what=what_job,
-                hint="build it with `spec([...], partition=..., nodes=..., ...)` from lumikit.jobs.")
+                hint="a job spec describes the whole request: its nodes, the GCDs and tasks on each, and how each "
+                     "task is bound to cores.")
     expect_equal("01.1", job.nodes, 2, what="the number of nodes", hint="the job spans as many nodes as the question asks for.")
     expect_equal("01.1", job.gpus_per_node, n, what="GCDs per node (`gpus_per_node`)",
                  hint="a full LUMI-G node: ask for all of its GCDs (the site profile counts them).")
@@ -85,9 +86,9 @@ def check_full_node_job(job: JobSpec | None, masks: Sequence[str] | None) -> Pas
                           hint="read the message: it names the field and the fix.") from None
     expected = node.masks()
     expect_equal("01.1", _mask_list(command.argv), expected, what="the masks in the rendered srun command",
-                 hint="masks need whole nodes: use standard-g or add `exclusive=True`.")
+                 hint="Slurm gives masks only when the job holds whole nodes: is the node the job's alone?")
     expect_type("01.1", masks, (list, tuple), what="the list of masks, in GCD order",
-                hint="take them from the `--cpu-bind=mask_cpu:` token of `render_srun(job, site).argv`.")
+                hint="the rendered srun command carries one mask per GCD: a list of them, as it prints them.")
     given = [_mask_int(m) for m in masks]
     if sorted(given, key=str) == sorted((int(m, 16) for m in expected), key=str) and given != [int(m, 16) for m in
                                                                                                expected]:
@@ -95,7 +96,7 @@ def check_full_node_job(job: JobSpec | None, masks: Sequence[str] | None) -> Pas
                           found=list(masks),
                           hint="the i-th mask belongs to GCD i, and GCD numbers do not follow the core numbers.")
     expect_equal("01.1", given, [int(m, 16) for m in expected], what="the masks in GCD order",
-                 hint="split the token after `mask_cpu:` at the commas.")
+                 hint="one mask per GCD, each exactly as the rendered command prints it.")
     return passed("01.1", f"{job.total_tasks} tasks; task i on a node runs next to GCD i, starting with "
                           f"{expected[0]} (cores {node.gcd(0).cores[0]}-{node.gcd(0).cores[-1]})")
 
@@ -117,7 +118,8 @@ def check_gcd_neighbours(cores: Sequence[int] | None, numa: int | None) -> Passe
     k = gcd_to_study()
     gcd = _lumi().node.gcd(k)
     expect_answer("01.2", cores, f"the cores next to GCD {k}",
-                  hint="`site.node.gcd(k).cores` lists them.")
+                  hint="GCD numbers do not follow the core numbering: the node map says which cores sit next to "
+                       "each GCD.")
     try:
         if isinstance(cores, (str, bytes)):
             raise TypeError("a string is not a list of cores")
@@ -125,7 +127,7 @@ def check_gcd_neighbours(cores: Sequence[int] | None, numa: int | None) -> Passe
     except (TypeError, ValueError):
         raise CheckFailed("01.2", f"the cores next to GCD {k} should be a list of core numbers",
                           expected=list(gcd.cores), found=cores,
-                          hint="a list of ints, e.g. `list(gcd.cores)`.") from None
+                          hint="a list of whole numbers, one per core.") from None
     expect_equal("01.2", found, sorted(gcd.cores), what=f"the cores next to GCD {k}",
                  hint="GCD numbers are not core groups: look the GCD up in the table above, not core k*8.")
     expect_type("01.2", numa, int, what=f"the NUMA domain of GCD {k}", hint="a whole number, 0 to 3.")
@@ -148,9 +150,10 @@ def check_rejected_job(bad_field: str | None, fixed: JobSpec | None, rejected: J
     found = problems(rejected, site)
     expected_fields = [p.field for p in found]
     expect_in("01.3", bad_field, expected_fields or ["(none)"], what="the field at fault",
-              hint="`problems(job, site)` lists what LUMI would reject; each error has a `.field`.")
+              hint="LUMI checks every field of a job against the node; the rule it breaks names one field, "
+                   "spelled as the job spells it.")
     expect_type("01.3", fixed, JobSpec, what="the fixed job",
-                hint="copy the rejected job with one field changed: `rejected.with_(field=value)`.")
+                hint="the fixed job is the rejected one with the faulty field changed, and nothing else.")
     left = problems(fixed, site)
     if left:
         raise CheckFailed("01.3", f"the fixed job is still rejected: {left[0]}", hint="the message says the fix.")
@@ -233,7 +236,8 @@ def check_rank_rule(rule_job: JobSpec | None, rank_mask: str | None) -> Passed:
     node = site.node
     r = rank_to_check()
     expect_type("01.4", rule_job, JobSpec, what="the job (`rule_job`)",
-                hint="build it with `spec([...], partition='standard-g', ...)`.")
+                hint="a job spec of one full node: one rank per GCD, each rank given and bound to the cores next "
+                     "to its GCD.")
     if rule_job.gpus_per_task is not None:
         raise CheckFailed("01.4", "the job asks GPUs per task (`gpus_per_task`)",
                           hint="with one GPU per task each rank sees one device, so set_device(LOCAL_RANK) fails "
@@ -250,17 +254,19 @@ def check_rank_rule(rule_job: JobSpec | None, rank_mask: str | None) -> Passed:
                                "more GCDs.")
     if rule_job.cpu_bind != "auto":
         raise CheckFailed("01.4", "the ranks are not bound to the cores next to their GCD",
-                          hint="`cpu_bind='auto'` derives each rank's mask from the site's GCD -> core map.")
+                          hint="as in 01.1: each rank's mask should come from the site's GCD -> core map, not be "
+                               "left to Slurm.")
     unhappy = [p for p in rank_places(rule_job, site) if p.problem]
     if unhappy:
         raise CheckFailed("01.4", f"local rank {unhappy[0].local_rank}: {unhappy[0].problem}",
-                          hint="`rank_table(rule_job, site)` shows every rank.")
+                          hint="look at every rank of the job: the devices it sees, the one it uses, its cores.")
     found = expect_answer("01.4", rank_mask, f"the mask taskset prints in local rank {r}",
-                          hint="`rank_table(rule_job, site)` has a `mask` column.")
+                          hint="local rank r uses one GCD; its mask covers the cores next to that GCD, one bit "
+                               "per core.")
     value = _taskset(found)
     if value is None:
         raise CheckFailed("01.4", "the mask should be hex digits, as taskset prints them (e.g. 'fe00')",
-                          found=found, hint="`rank_table(rule_job, site).loc[r, 'mask']`.")
+                          found=found, hint="a mask sets bit n for core n; taskset prints it in hex digits.")
     if value != node.gcd(r).mask:
         raise CheckFailed("01.4", f"that is not the mask of local rank {r}", found=found,
                           hint="rank r uses device LOCAL_RANK = r, GCD r on a full node: its mask covers the cores "

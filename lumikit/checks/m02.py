@@ -79,16 +79,18 @@ def check_two_node_container(command: Command | None) -> Passed:
     site = _lumi()
     container = site.container(site.default_container or "pytorch")
     expect_type("02.1", command, Command, what="the rendered srun command",
-                hint="render your job spec with `render_srun(job, site)`.")
+                hint="the check reads the command srun would run, rendered from your job spec, not the spec "
+                     "itself.")
     argv = _words(command.argv)
     if next((a for a in reversed(argv) if a.startswith("--nodes=")), None) != "--nodes=2":  # srun: the last wins
         raise CheckFailed("02.1", "the command does not ask for two nodes", expected="--nodes=2",
                           found=next((a for a in argv if a.startswith("--nodes=")), "no --nodes"),
-                          hint="the job spans two nodes: `nodes=2` in the spec.")
+                          hint="the job spans two nodes, and srun keeps the last `--nodes` on its line.")
     if container.path not in argv:
         raise CheckFailed("02.1", "the command does not run the site's PyTorch container",
                           expected=container.path, found=next((a for a in argv if a.endswith(".sif")), "no .sif image"),
-                          hint=f"add `container={container.name!r}` to the spec.")
+                          hint="the job runs in the site's PyTorch container: name it in the spec, as the lesson "
+                               "does.")
     start = argv.index("singularity") if "singularity" in argv else -1
     if start < 0 or argv[start + 1] != container.launch:
         raise CheckFailed("02.1", f"no `singularity {container.launch}` in front of the image",
@@ -118,9 +120,10 @@ def check_rccl_bind_set(answer: str | None) -> Passed:
     extra = set(effective_binds(base.with_(nodes=2), site)) - set(effective_binds(base, site))
     expected = [name for name, paths in site.binds.items() if paths and set(paths) <= extra]
     expect_type("02.2", answer, str, what="the name of the bind set",
-                hint="the name of one of the site's bind sets (`site.binds`).")
+                hint="a bind set's name (a word, not a path), as the site profile names its sets.")
     answer = expect_in("02.2", answer, list(site.binds), what="the bind set",
-                       hint="compare `effective_binds` of a 1-node and a 2-node spec.")
+                       hint="the site profile names its bind sets; which paths does a 2-node job bind that a 1-node "
+                            "job does not?")
     expect_in("02.2", answer, expected, what="the bind set RCCL needs across nodes",
               hint="the user file systems are needed on one node too; which set holds the Cray and Slingshot "
                    "libraries?")
@@ -139,7 +142,7 @@ def check_rccl_bind_set(answer: str | None) -> Passed:
 def check_venv_python(answer: str | os.PathLike[str] | None, pyvenv_cfg: Mapping[str, str]) -> Passed:
     """Exercise 02.3: the interpreter a venv really runs (its ``bin/python`` is a link into ``home``)."""
     expect_type("02.3", answer, (str, os.PathLike), what="the path of the python the venv runs",
-                hint="follow the link: `Path(venv / 'bin' / 'python').resolve()`, or read `home` in pyvenv.cfg.")
+                hint="`venv/bin/python` is only a link: a path (a string) to where it leads.")
     home = pyvenv_cfg.get("home")
     if not home:
         raise CheckFailed("02.3", "the pyvenv.cfg passed to the check has no `home` line",
@@ -191,7 +194,8 @@ def check_pins(pins: Sequence[str] | None, base_versions: Mapping[str, str]) -> 
         mine = [(op, v) for n, op, v in parsed if n == name]
         if not any(_pins(op, v, version) for op, v in mine):
             raise CheckFailed("02.4", "some packages of the base are not pinned to the version it has", found=pins,
-                              hint="pin with `==` to the versions measured in the base.")
+                              hint="a lower bound (`>=`) or a bare name lets pip replace the package; only `==` "
+                                   "keeps the base's version.")
         others = [f"{op}{v}" for op, v in mine if not _pins(op, v, version)]
         if others:
             raise CheckFailed("02.4", f"{name} is pinned twice, and the other line ({', '.join(others)}) contradicts "

@@ -229,8 +229,8 @@ def check_bind_test(bind_command: str | None, bind_run: ShellResult | str | None
     if started < len(masks):
         raise CheckFailed("01.T2", f"the command starts {started} task(s) for {len(masks)} masks, so only "
                                    f"{started} mask(s) can be printed",
-                          hint="this was the seed's mistake: ask for one task per mask with --ntasks (or "
-                               "--ntasks-per-node).")
+                          hint="this was the seed's mistake: srun starts one task unless the line asks for more, "
+                               "and each task prints only its own mask.")
     text, skipped = _output_text(bind_run, "01.T2", "the output of the binding test")
     if isinstance(bind_run, ShellResult) and not bind_run.binding_applied:
         skipped = ("this cluster accepts CPU masks without applying them: lumi-sim's LUMI-shaped nodes claim CPUs "

@@ -42,7 +42,7 @@ def read_record(run_or_path: Any) -> dict[str, Session]:
     else:
         if not p.is_dir():
             raise LumikitError(f"{p}: no such run folder; give a folder printed by `lumikit run`")
-        files = record_files(p)
+        files = record_files(p, not_regular=True)  # a FIFO there is refused by name, not skipped
     sessions = []
     for f in files:
         with warnings.catch_warnings():

@@ -749,7 +749,7 @@ def open_records(folder: Path, site: str | None = None) -> dict[str, Any]:
     from . import record_files
     from .store import open_record
 
-    files = [open_record(p, site) for p in record_files(folder)]
+    files = [open_record(p, site) for p in record_files(folder, not_regular=True)]
     files.sort(key=lambda f: (f.header.name, f.header.started or 0.0))
     out: dict[str, Any] = {}
     for f in files:

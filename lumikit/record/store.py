@@ -12,6 +12,7 @@ says ``recording`` after the job ended was not stopped cleanly (a killed recorde
 from __future__ import annotations
 
 import json
+import math
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -19,12 +20,18 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..errors import LumikitError, ParseError
-from ..files import open_regular, read_bytes
+from ..files import load_json_bounded, open_regular, read_bytes
 from ..smi.readings import COLUMNS, decode, encode, energy_counters
 from ..smi.sessions import SessionHeader, _header
 from .recorder import END_BYTES, END_SUFFIX
 
 MAX_LINE_BYTES = 64 * 2**20  # far above one tool output (amd-smi metric --json of 8 GCDs: about 40 kB)
+#: The longest header line read (the recorder's is a few kB, padded by HEADER_ROOM): a longer first line is no
+#: record (a 3 GB file of zeros is refused after reading this much, not 64 MB).
+MAX_HEADER_BYTES = 2**20
+#: pm_counters readings beyond this magnitude are dropped as damaged (a node's energy counter in joules stays
+#: below 1e15 for centuries).
+MAX_PM_VALUE = 1e18
 
 Decoded = list[tuple[int, tuple[float | None, ...]]]
 
@@ -61,14 +68,14 @@ class Chunk:
             vals = np.array(self.rows, dtype=float)
             if vals.ndim == 3 and vals.shape[2] == _WIDTH:
                 return vals
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # an integer of hundreds of digits: row by row
             pass
         try:  # rows whose trailing values were not printed (the recorder leaves them out)
             pad = [None] * _WIDTH
             vals = np.array([[row[:_WIDTH] + pad[len(row):] for row in rows] for rows in self.rows], dtype=float)
             if vals.ndim == 3:
                 return vals
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             pass
         return np.array([[v for _, v in decode(self.indices, [row if isinstance(row, list) else [] for row in rows])]
                          for rows in self.rows], dtype=float).reshape(len(self.rows), len(self.indices), _WIDTH)
@@ -157,10 +164,7 @@ class RecordFile:
         rows = r  # numpy checks the values (rows of other lengths or non-numbers: see Chunk.array)
         if self.first_raw is None and isinstance(rec.get("raw"), str):
             self.first_raw = rec["raw"]
-        pm = rec.get("pm")
-        pm = {k: float(v) for k, v in pm.items() if isinstance(v, (int, float)) and not isinstance(v, bool)} \
-            if isinstance(pm, dict) else None
-        return float(t), indices, rows, pm
+        return float(t), indices, rows, pm_readings(rec.get("pm"))
 
     def _sample_of(self, raw: bytes, last: bool) -> Iterator[Sample]:
         from ..smi.interpret import main_group
@@ -185,7 +189,6 @@ class RecordFile:
             else:
                 self.damaged += 1
             return
-        pm = rec.get("pm") if isinstance(rec.get("pm"), dict) else None
         if isinstance(rec.get("r"), list):
             if self.first_raw is None and isinstance(rec.get("raw"), str):
                 self.first_raw = rec["raw"]
@@ -210,7 +213,7 @@ class RecordFile:
             self.failed += 1
             return
         yield Sample(t=float(t), status=status if isinstance(status, int) else None, devices=devices,
-                     pm={k: float(v) for k, v in pm.items() if isinstance(v, (int, float))} if pm else None)
+                     pm=pm_readings(rec.get("pm")))
 
     def estimate(self) -> int:
         """About how many samples the file holds (its size over the length of its first lines)."""
@@ -229,28 +232,59 @@ class RecordFile:
         if not path.is_file():
             return {}
         try:
-            data = json.loads(read_bytes(path, "a record's end file", limit=END_BYTES * 4) or b"{}")
-        except (LumikitError, ValueError, RecursionError):
+            data = load_json_bounded(read_bytes(path, "a record's end file", limit=END_BYTES * 4) or b"{}",
+                                     str(path), max_depth=8)
+        except LumikitError:
             return {"state": "unreadable"}
-        return data if isinstance(data, dict) else {"state": "unreadable"}
+        if not isinstance(data, dict):
+            return {"state": "unreadable"}
+        if "pm_end" in data:
+            data["pm_end"] = pm_readings(data["pm_end"])
+        return data
 
 
 def open_record(path: str | Path, site: str | None = None) -> RecordFile:
     """Open one ``gpu/<node>.jsonl`` and read its header (a :class:`ParseError` naming it when it is none)."""
     p = Path(path)
     with open_regular(p, "a GPU record file (RUN/gpu/<node>.jsonl)") as fh:
-        first = fh.readline(MAX_LINE_BYTES)
+        first = fh.readline(MAX_HEADER_BYTES + 1)
+    if len(first) > MAX_HEADER_BYTES:
+        raise ParseError(f"a first line longer than {MAX_HEADER_BYTES >> 20} MB, where a record's header is a few "
+                         "kB; is this a record file (RUN/gpu/<node>.jsonl)?", source=str(p), line_no=1)
     text = first.decode("utf-8", errors="replace")
     if not text.strip():
         raise ParseError("an empty record file (the recorder wrote no header)", source=str(p))
     try:
-        head = json.loads(text)
-    except (ValueError, RecursionError):
-        raise ParseError("the first line is not a JSON header", source=str(p), line_no=1, line=text[:200]) from None
+        head = load_json_bounded(text, str(p), max_depth=16)
+    except ParseError as exc:
+        raise ParseError(f"the first line is not a JSON header ({exc.message})", source=str(p), line_no=1,
+                         line=text[:200]) from None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         header = _header(head, p, text)
-    return RecordFile(path=p, header=header, site=site or header.site, head=head if isinstance(head, dict) else {})
+    head = dict(head)
+    if "pm_start" in head:
+        head["pm_start"] = pm_readings(head["pm_start"])
+    return RecordFile(path=p, header=header, site=site or header.site, head=head)
 
 
-__all__ = ["CHUNK", "Chunk", "END_BYTES", "END_SUFFIX", "RecordFile", "Sample", "chunks_of", "open_record"]
+def pm_readings(value: Any) -> dict[str, float] | None:
+    """A record's pm_counters readings (``{"energy": joules, ..., "time": epoch}``) as finite numbers; values of
+    another type or beyond :data:`MAX_PM_VALUE` are left out (a damaged line); None when no reading is left or
+    the time is not among them (a reading that cannot be placed in time)."""
+    if not isinstance(value, dict):
+        return None
+    out = {}
+    for k, v in value.items():
+        if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool):
+            try:
+                number = float(v)
+            except OverflowError:  # an integer of hundreds of digits
+                continue
+            if math.isfinite(number) and abs(number) <= MAX_PM_VALUE:
+                out[k] = number
+    return out if "time" in out and len(out) > 1 else None
+
+
+__all__ = ["CHUNK", "Chunk", "END_BYTES", "END_SUFFIX", "RecordFile", "Sample", "chunks_of", "open_record",
+           "pm_readings"]

@@ -34,14 +34,13 @@ import csv
 import io
 import json
 import os
-import stat
 from datetime import datetime, timezone
 from pathlib import Path
 from statistics import median
 from typing import Any
 
 from ..errors import LumikitError, ParseError
-from ..files import read_bytes
+from ..files import open_regular, read_text, regular_file
 from .model import DeviceReading, Snapshot
 from .sessions import Frame, Session, SessionHeader
 
@@ -70,20 +69,15 @@ MAX_BYTES = 512 << 20  # an hour of 1-s samples of 100 nodes x 8 GPUs x 5 metric
 
 
 def export_file(path: str | os.PathLike[str]) -> Path:
-    """The per-GPU CSV of an export: ``path`` itself, or ``omnistat-rocm.gpu.csv`` in the folder ``path``."""
+    """The per-GPU CSV of an export: ``path`` itself, or ``omnistat-rocm.gpu.csv`` in the folder ``path``; a
+    :class:`LumikitError` naming it unless it is a regular file of at most :data:`MAX_BYTES`."""
     p = Path(path)
     if p.is_dir():
         p = p / GPU_FILE
-    try:
-        st = p.stat()
-    except FileNotFoundError:
+    if not os.path.lexists(p):
         raise LumikitError(f"{p}: no such file; give `{GPU_FILE}` (written by `omnistat-query --job ID --export "
-                           "DIR`) or the folder it is in") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise LumikitError(f"{p}: not a regular file (a FIFO or device?); give the export's {GPU_FILE}")
-    if st.st_size > MAX_BYTES:
-        raise LumikitError(f"{p}: {st.st_size / 1e6:.0f} MB is more than this reader takes ({MAX_BYTES >> 20} MiB); "
-                           "export a shorter window (`omnistat-query --start-time/--end-time`) or fewer nodes")
+                           "DIR`) or the folder it is in")
+    regular_file(p, f"the export's {GPU_FILE}", limit=MAX_BYTES)
     return p
 
 
@@ -91,10 +85,11 @@ def is_omnistat_export(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is an Omnistat per-GPU export (or a folder holding one)."""
     p = Path(path)
     p = p / GPU_FILE if p.is_dir() else p
-    if not p.is_file():
+    try:
+        with open_regular(p, f"an Omnistat export ({GPU_FILE})") as fh:
+            return fh.read(7) == b"metric,"
+    except (LumikitError, OSError):
         return False
-    with p.open("rb") as fh:
-        return fh.read(7) == b"metric,"
 
 
 def _epoch(cell: str, source: str, line_no: int) -> float:
@@ -116,8 +111,13 @@ def node_name(instance: str) -> str:
 
 
 def _csv_rows(path: Path) -> list[list[str]]:
-    data = read_bytes(path, f"an Omnistat export ({path.name})", limit=MAX_BYTES)
-    return list(csv.reader(io.StringIO(data.decode("utf-8", errors="replace"))))
+    """The rows of an export CSV (a lone ``\r`` read as a line end, as pandas writes on any platform); a damaged
+    file is a :class:`ParseError` naming it."""
+    text = read_text(path, f"an Omnistat export ({path.name})", limit=MAX_BYTES)
+    try:
+        return list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise ParseError(f"not a readable CSV ({exc}); is the export complete?", source=str(path)) from None
 
 
 def read_vendor(folder: str | os.PathLike[str]) -> dict[str, dict[float, dict[str, float]]]:
@@ -140,6 +140,9 @@ def read_vendor(folder: str | os.PathLike[str]) -> dict[str, dict[float, dict[st
         if "metric" not in levels or "instance" not in levels:
             raise ParseError("an Omnistat vendor export without its 'metric' and 'instance' header lines",
                              source=str(path), line_no=1)
+        if len({len(cells) for cells in levels.values()}) != 1:
+            raise ParseError("header lines with different numbers of columns (" + ", ".join(
+                f"{level}: {len(cells)}" for level, cells in levels.items())[:200] + ")", source=str(path))
         columns = []
         for i, metric in enumerate(levels["metric"]):
             accel = levels.get("accel", [""] * len(levels["metric"]))[i] if "accel" in levels else ""

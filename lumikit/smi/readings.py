@@ -73,12 +73,13 @@ def _finite(v: float) -> bool:
 
 
 def to_devices(decoded: Sequence[tuple[int, tuple[float | None, ...]]]) -> tuple[DeviceReading, ...]:
-    """The :class:`DeviceReading` of each decoded row (the energy column has no reading field: it is dropped)."""
+    """The :class:`DeviceReading` of each decoded row (the energy column has no reading field: it is dropped; a
+    VRAM figure of over 1e15 MiB, which no device holds, is read as none)."""
     out = []
     for i, (busy, power, sclk, mclk, temp, vpct, used, _energy) in decoded:
         out.append(DeviceReading(index=i, gpu_busy_pct=busy, power_w=power, sclk_mhz=sclk, mclk_mhz=mclk,
                                  temp_c=temp, vram_pct=vpct,
-                                 vram_used_bytes=int(used * MIB) if used is not None else None))
+                                 vram_used_bytes=int(used * MIB) if used is not None and abs(used) < 1e15 else None))
     return tuple(out)
 
 

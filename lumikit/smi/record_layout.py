@@ -16,10 +16,14 @@ def run_folder(run_or_path: Any) -> Path:
     return p
 
 
-def record_files(run_or_path: Any) -> list[Path]:
-    """The record files of a run (``RUN/gpu/*.jsonl``), sorted by name."""
+def record_files(run_or_path: Any, *, not_regular: bool = False) -> list[Path]:
+    """The record files of a run (``RUN/gpu/*.jsonl``), sorted by name; with ``not_regular``, every entry but a
+    folder (a FIFO or a device too), for a reader that refuses those by name (lumikit.files) rather than skip
+    them in silence (a live view skips them: it must never block)."""
     folder = run_folder(run_or_path) / GPU_DIR
-    return sorted(p for p in folder.glob("*.jsonl") if p.is_file()) if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.jsonl") if (not p.is_dir() if not_regular else p.is_file()))
 
 
 __all__ = ["GPU_DIR", "record_files", "run_folder"]

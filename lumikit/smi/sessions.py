@@ -148,17 +148,23 @@ def _header(head: object, path: Path, line: str) -> SessionHeader:
         raise ParseError(f"not a lumikit session (the header lacks format={MAGIC!r})", source=str(path),
                          line_no=1, line=line)
     try:
-        return SessionHeader(name=str(head.get("name", path.stem)), description=str(head.get("description", "")),
-                             command=tuple(str(c) for c in head.get("command", ())),
-                             interval_s=float(head.get("interval_s", 1.0)), site=str(head.get("site", "lumi")),
-                             started=None if head.get("started") is None else float(head["started"]),
-                             kind=str(head.get("kind", "unknown")), source=str(head.get("source", "")),
-                             job_gpus=tuple(int(g) for g in head.get("job_gpus") or ()),
-                             job_gpus_from=str(head.get("job_gpus_from", "")),
-                             record_format=str(head.get("record_format", "")))
-    except (TypeError, ValueError):
+        header = SessionHeader(name=str(head.get("name", path.stem)),
+                               description=str(head.get("description", "")),
+                               command=tuple(str(c) for c in head.get("command", ())),
+                               interval_s=float(head.get("interval_s", 1.0)), site=str(head.get("site", "lumi")),
+                               started=None if head.get("started") is None else float(head["started"]),
+                               kind=str(head.get("kind", "unknown")), source=str(head.get("source", "")),
+                               job_gpus=tuple(int(g) for g in head.get("job_gpus") or ()),
+                               job_gpus_from=str(head.get("job_gpus_from", "")),
+                               record_format=str(head.get("record_format", "")))
+    except (TypeError, ValueError, OverflowError):
         raise ParseError("a session header with a command that is not a list or a number field that is not a "
                          "number (interval_s, started)", source=str(path), line_no=1, line=line) from None
+    if not (0 < header.interval_s < 1e7) or not (header.started is None or 0 <= header.started < 1e11):
+        raise ParseError(f"a session header with interval_s {header.interval_s!r} and started {header.started!r} "
+                         "(a positive interval and a time since 1970 expected); the header is damaged",
+                         source=str(path), line_no=1, line=line)
+    return header
 
 
 def _frame(line: str) -> Frame | None:

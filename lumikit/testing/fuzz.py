@@ -1,15 +1,18 @@
 """A seeded, bounded mutation fuzzer for the readers: what a killed job or a broken disk does to their inputs.
 
-Each reader family (``smi``, ``trace``, ``logs``, ``rocprof``) has seed inputs (real outputs from the shared
-fixtures where they exist, plus the project's own generated data) and one target that feeds an input through the
-command line in-process (``lumikit ... --json``) and the public API behind it. A mutated input may be refused
-with a :class:`~lumikit.errors.LumikitError` (exit status 2 with one line); it may not raise anything else, take
-more than :data:`SLOW_S` seconds, or make the command print invalid JSON (``NaN``/``Infinity`` included).
+Each reader family (``smi``, ``trace``, ``logs``, ``rocprof``; issue 31's ``counters``, ``flightrec``,
+``rccltests``, ``manifest``, ``markers``, ``record``, ``omnistat`` and ``progress``) has seed inputs (real
+outputs from the shared fixtures where they exist, plus the project's own generated data) and one target that
+feeds an input through the command line in-process (``lumikit ... --json``) and the public API behind it. A
+mutated input may be refused with a :class:`~lumikit.errors.LumikitError` (exit status 2 with one line); it may
+not raise anything else, take more than :data:`SLOW_S` seconds, or make the command print invalid JSON
+(``NaN``/``Infinity`` included).
 Used by ``tests/test_fuzz.py`` (a few hundred inputs per family) and ``benchmarks/bench_fuzz.py`` (thousands).
 """
 from __future__ import annotations
 
 import contextlib
+import csv
 import gzip
 import io
 import json
@@ -593,6 +596,198 @@ FAMILIES = (*FAMILIES, "flightrec", "rccltests", "manifest", "markers")
 SEEDS.update(flightrec=flightrec_seeds, rccltests=rccltests_seeds, manifest=manifest_seeds, markers=markers_seeds)
 _TARGETS.update(flightrec=_flightrec_target, rccltests=_rccltests_target, manifest=_manifest_target,
                 markers=_markers_target)
+
+
+# -- the GPU record, Omnistat exports and progress records (issue 31): their own families ----------------------
+RECORD_NODE = "nid005001"  # the node of the generated run's record (lumikit.testing.records' first node name)
+
+
+def _compact_record(legacy: bytes) -> bytes:
+    """The generated record (tool output per line, as records were written before ``record_format``) rewritten
+    as the recorder writes it today: numbers per GCD (``r``), the first raw output and the energy counters' start
+    (``e0``) once, pm_counters readings at the start and on every other sample (``pm_start``, ``pm``; GENERATED)."""
+    from ..smi.interpret import main_group
+    from ..smi.parse import parse_smi
+    from ..smi.readings import FORMAT as READINGS_FORMAT
+    from ..smi.readings import encode, energy_counters
+
+    lines = [json.loads(ln) for ln in legacy.splitlines() if ln.strip()]
+    head = {**lines[0], "record_format": READINGS_FORMAT, "pm_start": {"energy": 1_000_000.0, "cpu_energy": 2e5,
+                                                                       "accel0_energy": 3e5, "time": 1_764_072_000}}
+    out = [head]
+    for k, rec in enumerate(lines[1:]):
+        snap = parse_smi(rec["stdout"], site="lumi")
+        idx, rows = encode(main_group(snap), energy_counters(rec["stdout"]))
+        line: dict[str, Any] = {"t": rec["t"], "r": rows}
+        if idx is not None:
+            line["i"] = idx
+        if k == 0:
+            line["raw"] = rec["stdout"]
+            line["e0"] = {"0": 1.5e9}
+        if k % 2 == 0:
+            line["pm"] = {"energy": 1_000_000.0 + 900 * k, "accel0_energy": 3e5 + 400 * k, "time": 1_764_072_000 + k}
+        out.append(line)
+    return b"".join(json.dumps(x, sort_keys=True).encode() + b"\n" for x in out)
+
+
+def record_seeds(fixtures: Path | None) -> list[Seed]:
+    """GENERATED GPU records of one node (``RUN/gpu/<node>.jsonl``): the compact numbers the recorder writes today
+    (with pm_counters readings), the tool's output per line (older records), and the recorder's end file."""
+    with tempfile.TemporaryDirectory(prefix="lumikit-fuzz-seeds-") as tmp:
+        run = _generated_run(Path(tmp) / "run")
+        legacy = (run / "gpu" / f"{RECORD_NODE}.jsonl").read_bytes()
+    end = json.dumps({"state": "disk full", "samples": 6, "end": 1_764_072_012.5,  # as Recorder._write ends it
+                      "why": f"No space left on device writing {RECORD_NODE}.jsonl"}, sort_keys=True).encode()
+    return [Seed(f"{RECORD_NODE}.jsonl", _compact_record(legacy)), Seed("legacy.jsonl", legacy),
+            Seed(f"{RECORD_NODE}.jsonl.end", end.ljust(2048))]
+
+
+def _record_target(path: Path, rng: random.Random) -> None:
+    import shutil
+
+    from ..record import read_record
+
+    run, manifest = _run_folder(path)
+    shutil.copy(manifest, run / "manifest.json")
+    record = run / "gpu" / f"{RECORD_NODE}.jsonl"
+    pristine = run.parent / "generated-record.jsonl"
+    if not pristine.exists():
+        shutil.copy(record, pristine)
+    end = Path(f"{record}.end")
+    end.unlink(missing_ok=True)
+    if path.name.endswith(".end"):  # a damaged end file beside a sound record
+        shutil.copy(pristine, record)
+        shutil.copy(path, end)
+    else:
+        shutil.copy(path, record)
+    _check_cli(["report", str(run), "--json"])
+    if rng.random() < 0.3:
+        _check_cli(["report", str(run)], json_out=False)  # the text card: every number formatted
+    if rng.random() < 0.3:  # the Python API's reading of the same file (lumikit.smi.sessions)
+        try:
+            for session in read_record(record).values():
+                for snap in session.snapshots():
+                    finite_json(snap.to_dict())
+        except LumikitError:
+            pass
+    if rng.random() < 0.3:  # the live view's reading (the dashboard's RecordTail: it notes damage, never raises)
+        from ..smi.record_tail import RecordTail
+
+        tail = RecordTail(run)
+        tail.poll()
+        for node in tail.nodes:
+            for snap in tail.snapshots(node):
+                finite_json(snap.to_dict())
+
+
+def _omnistat_export(vendor: bool) -> dict[str, bytes]:
+    """A GENERATED Omnistat export in the layout of ``omnistat-query --export`` (ROCm/omnistat ``query.py``:
+    ``metric`` / ``instance`` / ``card`` column levels over a ``timestamp`` index; the vendor files' ``vendor`` and
+    ``accel`` levels): two nodes of two GCDs, six samples; with ``vendor``, the node's pm_counters files too."""
+    nodes, cards = ("nid005001:8001", "nid005002:8001"), ("0", "1")
+    metrics = ("rocm_utilization_percentage", "rocm_vram_used_percentage", "rocm_temperature_celsius",
+               "rocm_sclk_clock_mhz", "rocm_average_socket_power_watts")
+    cols = [(m, n, c) for m in metrics for n in nodes for c in cards]
+    times = [f"2025-11-25 12:00:{s:02d}" for s in range(6)]
+    gpu = [",".join(["metric", *(c[0] for c in cols)]), ",".join(["instance", *(c[1] for c in cols)]),
+           ",".join(["card", *(c[2] for c in cols)]), "timestamp" + "," * len(cols)]
+    values = {"rocm_utilization_percentage": lambda k, c: 100.0 if k > 1 else 0.0,
+              "rocm_vram_used_percentage": lambda k, c: 15.0 * k, "rocm_temperature_celsius": lambda k, c: 40.0 + k,
+              "rocm_sclk_clock_mhz": lambda k, c: 1700.0 if k > 1 else 800.0,
+              "rocm_average_socket_power_watts": lambda k, c: "" if c == "1" else 90.0 + 60 * k}
+    gpu += [",".join([t, *(str(values[m](k, c)) for m, _, c in cols)]) for k, t in enumerate(times)]
+    files = {"omnistat-rocm.gpu.csv": ("\n".join(gpu) + "\n").encode()}
+    if vendor:
+        node = ["metric,omnistat_vendor_energy_joules,omnistat_vendor_cpu_energy_joules,omnistat_vendor_power_watts",
+                f"instance,{nodes[0]},{nodes[0]},{nodes[0]}", "vendor,cray,cray,cray", "timestamp,,,"]
+        node += [f"{t},{100000 + 750 * k},{20000 + 100 * k},700" for k, t in enumerate(times)]
+        accel = ["metric" + ",omnistat_vendor_accel_energy_joules" * 2, f"instance,{nodes[0]},{nodes[0]}",
+                 "accel,0,1", "vendor,cray,cray", "timestamp,,"]
+        accel += [f"{t},{5000 + 125 * k},{10000 + 125 * k}" for k, t in enumerate(times)]
+        files["omnistat-vendor.csv"] = ("\n".join(node) + "\n").encode()
+        files["omnistat-vendor.gpu.csv"] = ("\n".join(accel) + "\n").encode()
+    return files
+
+
+def omnistat_seeds(fixtures: Path | None) -> list[Seed]:
+    """A GENERATED Omnistat export: its per-GPU CSV and its two vendor (pm_counters) CSVs."""
+    return [Seed(name, data) for name, data in _omnistat_export(vendor=True).items()]
+
+
+def _omnistat_target(path: Path, rng: random.Random) -> None:
+    from ..record import report_card
+    from ..smi.omnistat import read_omnistat
+
+    for name, data in _omnistat_export(vendor=rng.random() < 0.7).items():  # the damaged file among sound ones
+        if name != path.name:
+            (path.parent / name).write_bytes(data)
+    try:
+        sessions = read_omnistat(path.parent if rng.random() < 0.5 else path.parent / "omnistat-rocm.gpu.csv")
+    except LumikitError:
+        raise _Refused("read_omnistat") from None
+    for session in sessions.values():
+        for snap in session.snapshots():
+            finite_json(snap.to_dict())
+    card = report_card(sessions, {}, run="omnistat-export")
+    finite_json(card.to_dict())
+    card.text()
+
+
+def progress_seeds(fixtures: Path | None) -> list[Seed]:
+    """GENERATED progress records (``progress/<exercise>.json``) written by the checks' own writer
+    (:func:`lumikit.checks.progress.record`): a pass after a failure, and a failure naming its mistake."""
+    from ..checks.progress import record
+
+    with tempfile.TemporaryDirectory(prefix="lumikit-fuzz-seeds-") as tmp:
+        folder = Path(tmp)
+        record("01.2", {"cores_k": [1, 2, 3, 4, 5, 6, 7], "numa_k": 2}, passed=False, unanswered=False,
+               message="Exercise 01.2: the cores next to GCD 0 is not right.", folder=folder,
+               mistake="cores 8k to 8k+7")
+        record("01.2", {"cores_k": [49, 50, 51, 52, 53, 54, 55], "numa_k": 3}, passed=True, unanswered=False,
+               message="GCD 0 sits on NUMA 3, cores 49-55", folder=folder, evidence={"site": "lumi"})
+        record("02.q1", {"why_pin": "b"}, passed=False, unanswered=False, message="Exercise 02.q1: not that one.",
+               folder=folder, mistake="a wrong option")
+        seeds = []
+        for path in sorted(folder.glob("*.json")):  # what depends on the clock and the user made fixed (a replay)
+            data = json.loads(path.read_bytes())
+            data.update(learner="ada", updated="2025-11-25T12:00:00+00:00", seed_digest="3f2a9c5e1b7d",
+                        from_solutions=False)
+            if data.get("first_passed"):
+                data["first_passed"] = "2025-11-25T11:58:00+00:00"
+            for n, entry in enumerate(data.get("recent", [])):
+                entry["at"] = f"2025-11-25T11:5{n}:00+00:00"
+            seeds.append(Seed(path.name, json.dumps(data, indent=1, ensure_ascii=False).encode() + b"\n"))
+        return seeds
+
+
+def _progress_target(path: Path, rng: random.Random) -> None:
+    import shutil
+
+    from ..checks.progress import format_summary, read_results, summary_table
+
+    learner = path.parent.parent / "class" / "ada" / "progress"  # one learner's folder in a class folder
+    shutil.rmtree(learner.parent.parent, ignore_errors=True)
+    learner.mkdir(parents=True)
+    shutil.copy(path, learner / path.name.removesuffix(".gz"))  # a gzipped record: damaged under its own name
+    results = read_results(learner, learner="ada")
+    if len(results) != 1:  # a damaged record still gets its row ("unreadable", never a pass)
+        raise AssertionError(f"{len(results)} results read from one record")
+    if results[0].status == "unreadable" and results[0].ever_passed:
+        raise AssertionError("an unreadable record counted as passed")
+    format_summary(summary_table(results), "ada", learner, results)
+    if rng.random() < 0.5:
+        _check_cli(["progress", "--dir", str(learner)], json_out=False)
+        return
+    status, out, err = run_cli(["progress", "--class", str(learner.parent.parent)])
+    rows = [row for row in csv.reader(io.StringIO(out)) if row]
+    if status != 0 or len(rows) != 2 or rows[1][0] != "ada":  # the header and the learner's row
+        raise AssertionError(f"progress --class: exit status {status}, {len(rows)} CSV rows: {out[:200]!r} "
+                             f"{err[:200]!r}")
+
+
+FAMILIES = (*FAMILIES, "record", "omnistat", "progress")
+SEEDS.update(record=record_seeds, omnistat=omnistat_seeds, progress=progress_seeds)
+_TARGETS.update(record=_record_target, omnistat=_omnistat_target, progress=_progress_target)
 
 
 class _HardStop(Exception):

@@ -60,3 +60,21 @@ def test_an_export_gives_package_power_computing_hours_and_node_energy(tmp_path:
     assert pm["energy_j"]["energy"] == 3000 and pm["energy_j"]["cpu_energy"] == 400
     assert sum(v for k, v in pm["energy_j"].items() if k.startswith("accel")) == 2000 and pm["span_s"] == 8.0
     assert "pm_counters over 8.0 s: node 3000 J" in card.text()
+
+
+def test_a_cr_or_a_short_header_line_is_a_parse_error_naming_the_file(tmp_path: Path):
+    """Two of the tracebacks issue 31's fuzz found: `_csv.Error` on a CR inside a cell, and an IndexError where
+    the vendor file's header lines have different lengths."""
+    from lumikit.errors import ParseError
+
+    folder = write_export(tmp_path / "export")
+    gpu = folder / "omnistat-rocm.gpu.csv"
+    gpu.write_bytes(gpu.read_bytes().replace(b"10:00:00,0.0,100.0,", b"10:00:00,0.0,100.0\r,"))  # a stray CR
+    with pytest.raises(ParseError, match="omnistat-rocm.gpu.csv, line 5: 3 cells where the header has 5"):
+        read_omnistat(folder)
+    write_export(tmp_path / "again")
+    vendor = tmp_path / "again" / "omnistat-vendor.csv"
+    vendor.write_text(vendor.read_text().replace("vendor,cray,cray,cray", "vendor,cray"))
+    with pytest.raises(ParseError, match="omnistat-vendor.csv: header lines with different numbers of columns "
+                                         r"\(metric: 3, instance: 3, vendor: 1\)"):
+        read_omnistat(tmp_path / "again")
