@@ -441,6 +441,16 @@ class _Streams:
             i -= 1
         return int(ks[i]) if i >= 0 else -1
 
+    def next_on_stream(self, stream: int, t: float) -> int:
+        """The first activity launched on a stream id (any device) at or after ``t`` (-1: none)."""
+        best = -1
+        for key in self.streams_of(stream):
+            ks = self.by_stream[key]
+            i = int(np.searchsorted(self.launch_ts[ks], t, side="left"))
+            if i < len(ks) and (best < 0 or self.launch_ts[ks[i]] < self.launch_ts[best]):
+                best = int(ks[i])
+        return best
+
     def next_launched_by(self, thread: tuple[int, int], t: float) -> int:
         """The first activity launched from a thread after ``t`` (-1: none)."""
         ks = self.by_thread.get(thread)
@@ -469,15 +479,24 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
                 stream = int(stream_col[s]) if kind == rn.STREAM_SYNC else -1
                 requests.append((int(ridx[w]), kind, stream))
     else:
-        graph.mode = "runtime calls by name"
+        graph.mode = "runtime calls by name" + (" and their stream/event arguments" if "event" in ev else "")
         wanted = (rn.DEVICE_SYNC, rn.STREAM_SYNC, rn.EVENT_SYNC, rn.EVENT_QUERY, rn.STREAM_WAIT_EVENT)
         for r in cpu_rows[np.isin(kinds[cpu_rows], wanted) & is_rt[cpu_rows]].tolist():
             kind = int(kinds[r])
             requests.append((r, rn.EVENT_SYNC if kind == rn.EVENT_QUERY else kind,
                              int(stream_col[r]) if kind == rn.STREAM_SYNC else -1))
     records = np.flatnonzero((kinds == rn.EVENT_RECORD) & is_rt)
+    event_col = ev["event"] if "event" in ev else None  # an event handle per call (rocpd_arg), -1: none
 
-    def gpu_to_host(k: int, r: int, label: str | None) -> None:
+    def recorded_event(r: int) -> int:
+        """The last record of the same event handle before ``r`` in this process, -1: no handle or record."""
+        if event_col is None or event_col[r] < 0:
+            return -1
+        same = records[(event_col[records] == event_col[r]) & (ts[records] <= ts[r])
+                       & (ev["pid"][records] == ev["pid"][r])]
+        return int(same[np.argmax(ts[same])]) if len(same) else -1
+
+    def gpu_to_host(k: int, r: int, label: str | None) -> None:  # label None: an edge read from the trace
         if k < 0 or streams.end[k] > ts[r] + dur[r]:
             return
         b.add(2 * (n_cpu + k) + 1, 2 * int(local[r]) + 1, SYNC)
@@ -487,9 +506,14 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
             graph.inferred_edges += 1
             graph.inferred[label] += 1
 
-    def event_source(r: int) -> tuple[int, str]:
+    def event_source(r: int) -> tuple[int, str | None]:
         """The activity an event waited on: the last one launched on the recording stream before the matching
-        event record (the last record before ``r`` in this process, its thread's preferred)."""
+        event record: the record of the same event handle where the trace has handles (how: None, read), else
+        the last record before ``r`` in this process, its thread's preferred."""
+        exact = recorded_event(r)
+        if exact >= 0 and stream_col[exact] >= 0:
+            keys = streams.streams_of(int(stream_col[exact]))
+            return (streams.last_on_stream(keys[0], ts[exact]) if keys else -1), None
         p, t = int(ev["pid"][r]), int(ev["tid"][r])
         before = records[(ts[records] <= ts[r]) & (ev["pid"][records] == p)]
         if len(before):
@@ -523,9 +547,11 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
             k, how = event_source(r)
             if k < 0:
                 k, how = streams.last_launched_by(thread, ts[r]), "no event record: the thread's last stream"
-            gpu_to_host(k, r, f"{call}: event = {how}")
+            gpu_to_host(k, r, None if how is None else f"{call}: event = {how}")
         elif kind == rn.STREAM_WAIT_EVENT:
-            d = streams.next_launched_by(thread, ts[r] + dur[r])
+            waiting = int(stream_col[r])  # the waiting stream, where the call carries it
+            d = streams.next_on_stream(waiting, ts[r] + dur[r]) if waiting >= 0 else \
+                streams.next_launched_by(thread, ts[r] + dur[r])
             if d < 0:
                 continue
             k, how = event_source(r)
@@ -537,8 +563,12 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
             if kernel_sync[d] < 0 or streams.end[k] > streams.end[kernel_sync[d]]:
                 kernel_sync[d] = k
             b.add(2 * (n_cpu + k) + 1, 2 * (n_cpu + d), SYNC)
-            graph.inferred_edges += 1
-            graph.inferred[f"{call}: event = {how}"] += 1
+            if how is None and waiting >= 0:
+                graph.sync_edges += 1
+            else:
+                graph.inferred_edges += 1
+                graph.inferred[f"{call}: event = {how or 'its event argument'}"
+                               + (", waiting stream = its stream argument" if waiting >= 0 else "")] += 1
 
     # copies: the host call that launched a copy and returned after it ended waited for it
     copy = np.isin(kinds[launch_rows], (rn.BLOCKING_COPY, rn.ASYNC_COPY))
