@@ -488,7 +488,7 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
     records = np.flatnonzero((kinds == rn.EVENT_RECORD) & is_rt)
     event_col = ev["event"] if "event" in ev else None  # an event handle per call (rocpd_arg), -1: none
 
-    def recorded_event(r: int) -> int:
+    def record_of_event(r: int) -> int:
         """The last record of the same event handle before ``r`` in this process, -1: no handle or record."""
         if event_col is None or event_col[r] < 0:
             return -1
@@ -510,7 +510,7 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
         """The activity an event waited on: the last one launched on the recording stream before the matching
         event record: the record of the same event handle where the trace has handles (how: None, read), else
         the last record before ``r`` in this process, its thread's preferred."""
-        exact = recorded_event(r)
+        exact = record_of_event(r)
         if exact >= 0 and stream_col[exact] >= 0:
             keys = streams.streams_of(int(stream_col[exact]))
             return (streams.last_on_stream(keys[0], ts[exact]) if keys else -1), None
