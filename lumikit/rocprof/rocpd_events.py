@@ -185,9 +185,10 @@ def _process_columns(regions: pd.DataFrame, kernels: pd.DataFrame, copies: pd.Da
 
 
 def rocpd_trace(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-                ranks: Iterable[int] | None = None) -> Trace:
+                ranks: Iterable[int] | None = None, *, host_calls: bool = False) -> Trace:
     """One or more rocpd databases as a :class:`~lumikit.trace.loader.Trace`: one rank per process, ranked by
-    (host, pid), times in µs from the earliest activity of all of them (so ranks share one clock).
+    (host, pid), times in µs from the earliest activity of all of them (so ranks share one clock). With
+    ``host_calls``, a rank without HIP calls (a run profiled without ``--hip-trace``) is refused, naming the fix.
 
     Each rank's ``metadata["rocpd"]`` says which process it is and what was read: ``host_calls``, ``kernels``,
     ``copies``, ``skipped_regions`` (HSA calls, markers), ``calls_with_stream`` / ``calls_with_event`` (calls whose
@@ -233,6 +234,10 @@ def rocpd_trace(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
         columns, read = _process_columns(mine(p["regions"]), mine(p["kernels"]), mine(p["copies"]), p["args"], base)
         meta = {ROCPD_KEY: {"host": host, "pid": pid, "base_ns": base, "link": str(p["link"]["link"].iloc[0]),
                             **read}}
+        if host_calls and not read["host_calls"]:
+            raise TraceError(f"{path}: process {pid} (rank {rank}) has no HIP API calls in this rocpd database, so "
+                             "there is no host side to put on a path; profile with `rocprofv3 --hip-trace "
+                             "--kernel-trace --memory-copy-trace`")
         out[rank] = RankTrace(rank, path, columns, metadata=meta, n_events=len(columns))
     return Trace(out)
 

@@ -316,7 +316,7 @@ def run_critical_path(args: argparse.Namespace) -> int:
     if args.instance is not None and not args.annotation:
         raise TraceError("--instance picks an instance of --annotation NAME; give the annotation too")
     if is_rocpd_path(args.path):
-        trace = rocpd_trace(args.path, ranks=None if args.rank is None else [args.rank])
+        trace = rocpd_trace(args.path, ranks=None if args.rank is None else [args.rank], host_calls=True)
     else:
         trace = load_trace(args.path, ranks=None if args.rank is None else [args.rank],
                            rank_map=_rank_map(args.rank_map), salvage=args.salvage)

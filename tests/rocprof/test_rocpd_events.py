@@ -39,12 +39,15 @@ CALLS = [
 ]
 
 
+SUFFIX = "_00000000_0000_0000_0000_000000000001"
+
+
 def write_known_db(path: Path, arguments: bool = True, events: bool = True) -> Path:
     """The calls above as rocprofv3 writes them (schema 3): one region per call, one dispatch per kernel, GPU work
     linked to its call by rocpd_event.stack_id; ``rocpd_arg`` rows for the handles (and a function address), all
     of them when ``arguments``, without the event handles when not ``events``."""
     con = sqlite3.connect(path)
-    sfx = "_00000000_0000_0000_0000_000000000001"
+    sfx = SUFFIX
     _create(con, sfx, views=True)
     con.execute(f'CREATE TABLE "rocpd_arg{sfx}" (id INTEGER PRIMARY KEY AUTOINCREMENT, guid TEXT NOT NULL, '
                 'event_id INTEGER NOT NULL, position INTEGER NOT NULL, type TEXT NOT NULL, name TEXT NOT NULL, '
@@ -189,3 +192,29 @@ def test_real_rocpd_databases_in_the_fixtures_give_causes_that_sum_to_the_idle_t
         for devices in idle_report(analyzer)["ranks"].values():
             for d in devices.values():
                 assert sum(d["causes"].values()) == pytest.approx(d["idle_us"], rel=0.01, abs=1e-6)
+
+
+def test_a_kernel_only_database_gives_idle_but_refuses_a_path_naming_the_fix(known_db, capsys):
+    """rocprofv3 without --hip-trace: no host side. Idle still splits the gaps (nothing traced on the host);
+    the critical path says which option records the calls."""
+    con = sqlite3.connect(known_db)
+    con.execute(f'DELETE FROM "rocpd_region{SUFFIX}"')
+    con.commit()
+    con.close()
+    assert main(["trace", "idle", str(known_db), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)["ranks"]["0"]["0"]
+    assert set(report["causes"]) == {"starved: nothing traced"}
+    assert report["causes"]["starved: nothing traced"] == pytest.approx(report["idle_us"])
+    assert main(["trace", "critical-path", str(known_db)]) != 0
+    assert "--hip-trace" in capsys.readouterr().err
+
+
+def test_a_sqlite_file_that_is_not_rocpd_is_named(tmp_path, capsys):
+    other = tmp_path / "notes.db"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE notes (id INTEGER)")
+    con.commit()
+    con.close()
+    assert main(["trace", "idle", str(other)]) != 0
+    err = capsys.readouterr().err
+    assert "not a rocprofv3 (rocpd) database" in err and "Traceback" not in err
