@@ -38,6 +38,7 @@ import pandas as pd
 from ..errors import LumikitError, ParseError, TraceError
 from ..trace.columns import Columns
 from ..trace.loader import RankTrace, Trace
+from .activities import _times
 from .rocpd import _columns, _connect, _exists, _join, _require, _stand_in_missing, suffixes
 
 #: The ``rocpd_arg`` names read: HIP's stream and event handles (``api_args.h`` names them so in every call).
@@ -48,12 +49,18 @@ RUNTIME, CPU_OP, KERNEL, COPY = "cuda_runtime", "cpu_op", "kernel", "gpu_memcpy"
 ROCPD_KEY = "rocpd"
 
 
-def is_rocpd_path(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a rocpd database (a SQLite file) rather than a trace or a folder of traces."""
+def rocpd_databases(path: str | os.PathLike[str]) -> list[Path]:
+    """The rocpd databases ``path`` stands for: itself when it is one (a SQLite file), the databases of a run folder
+    that holds no trace JSON (one ``.db`` per process), else ``[]`` (a trace or a folder of traces)."""
+    from .outputs import find_outputs
     from .rocpd import is_rocpd
 
     p = Path(path)
-    return p.is_file() and is_rocpd(p)
+    if p.is_file():
+        return [p] if is_rocpd(p) else []
+    if p.is_dir() and not any(p.rglob("*.json")) and not any(p.rglob("*.json.gz")):
+        return [d for d in find_outputs(p).databases if is_rocpd(d)]
+    return []
 
 
 def _link_column(con: sqlite3.Connection, sfx: str) -> str:
@@ -111,28 +118,27 @@ def _read_suffix(con: sqlite3.Connection, sfx: str, source: str) -> dict[str, pd
             "link": pd.DataFrame({"link": [link or "none"]})}
 
 
-def _host_category(category: object, name: object) -> str | None:
-    """The Kineto category of a rocpd region: HIP calls are runtime calls, RCCL calls CPU ops, the rest None."""
-    cat = str(category or "")
-    if cat.startswith("HIP_") or (not cat and str(name or "").startswith(("hip", "__hip"))):
-        return RUNTIME
-    if cat.startswith("RCCL"):
-        return CPU_OP
-    return None
+def _host_categories(regions: pd.DataFrame) -> np.ndarray:
+    """The Kineto category of each rocpd region: HIP calls are runtime calls, RCCL calls CPU ops, the rest ``""``
+    (left out). A region without a category is a HIP call when its name says so."""
+    cat = regions["category"].fillna("").astype(str)
+    name = regions["name"].fillna("").astype(str)
+    runtime = cat.str.startswith("HIP_") | ((cat == "") & name.str.startswith(("hip", "__hip")))
+    return np.where(runtime, RUNTIME, np.where(cat.str.startswith("RCCL"), CPU_OP, "")).astype(object)
 
 
 def _ints(values: pd.Series) -> np.ndarray:
     """An id column as int64, a missing id as -1."""
-    return pd.to_numeric(values, errors="coerce").fillna(-1).astype("int64").to_numpy()
+    return pd.to_numeric(values, errors="coerce").fillna(-1).to_numpy(np.int64)
 
 
 def _process_columns(regions: pd.DataFrame, kernels: pd.DataFrame, copies: pd.DataFrame, args: pd.DataFrame,
-                     base_ns: int) -> tuple[Columns, dict]:
+                     base_ns: int, source: str) -> tuple[Columns, dict]:
     """One process's Kineto-shaped columns (times in µs after ``base_ns``) and what was read or left out."""
-    cats = [_host_category(c, n) for c, n in zip(regions["category"], regions["name"])]
-    kept = np.array([c is not None for c in cats], dtype=bool)
+    cats = _host_categories(regions)
+    kept = cats != ""
     host = regions[kept]
-    host_cat = [c for c in cats if c is not None]
+    host_cat = cats[kept].tolist()
 
     # the handle arguments of the kept calls, by rocpd event id
     handles = args[args["event_id"].isin(host["event_id"])]
@@ -149,34 +155,36 @@ def _process_columns(regions: pd.DataFrame, kernels: pd.DataFrame, copies: pd.Da
     stream_of = {h: int(next(iter(s))) for h, s in per_handle.items() if len(s) == 1}
     event_code = {v: i for i, v in enumerate(dict.fromkeys(event_arg.values()))}
 
-    host_stream = np.array([stream_of.get(stream_arg.get(e), -1) for e in host["event_id"]], dtype=np.int64)
-    host_event = np.array([event_code.get(event_arg.get(e), -1) for e in host["event_id"]], dtype=np.int64)
+    host_stream = host["event_id"].map(stream_arg).map(stream_of).fillna(-1).to_numpy(np.int64)
+    host_event = host["event_id"].map(event_arg).map(event_code).fillna(-1).to_numpy(np.int64)
     n_host, n_gpu = len(host), len(gpu)
-    names = list(host["name"].fillna("(unnamed call)").astype(str)) + list(gpu["name"].fillna("(unnamed)").astype(str))
-    start = np.concatenate([host["start_ns"].to_numpy(np.int64), gpu["start_ns"].to_numpy(np.int64)])
-    end = np.concatenate([host["end_ns"].to_numpy(np.int64), gpu["end_ns"].to_numpy(np.int64)])
+    names = pd.concat([host["name"].fillna("(unnamed call)"), gpu["name"].fillna("(unnamed)")],
+                      ignore_index=True).astype(str)
+    name_code, name_labels = pd.factorize(names)
+    start = np.concatenate([_times(t["start_ns"], what, source).to_numpy(np.int64)
+                            for t, what in ((host, "API calls"), (gpu, "GPU activities"))])
+    end = np.concatenate([_times(t["end_ns"], what, source).to_numpy(np.int64)
+                          for t, what in ((host, "API calls"), (gpu, "GPU activities"))])
     order = np.argsort(start, kind="stable")
-    name_labels = list(dict.fromkeys(names))
-    name_index = {s: i for i, s in enumerate(name_labels)}
     cat_labels = [RUNTIME, CPU_OP, KERNEL, COPY]
-    cat_index = {s: i for i, s in enumerate(cat_labels)}
-    gpu_device = _ints(gpu["device"]) if n_gpu else np.empty(0, np.int64)
-    gpu_stream = _ints(gpu["stream"]) if n_gpu else np.empty(0, np.int64)
+    cat_code = pd.Series(host_cat + gpu["cat"].tolist(), dtype=object).map(
+        {c: i for i, c in enumerate(cat_labels)}).to_numpy(np.int32)
+    gpu_device = _ints(gpu["device"])
+    gpu_stream = _ints(gpu["stream"])
     data = {
-        "name": np.array([name_index[s] for s in names], dtype=np.int32),
-        "cat": np.array([cat_index[c] for c in host_cat] + [cat_index[c] for c in gpu["cat"]], dtype=np.int32),
+        "name": name_code.astype(np.int32),
+        "cat": cat_code,
         "pid": np.concatenate([_ints(host["pid"]), gpu_device]),
         "tid": np.concatenate([_ints(host["tid"]), gpu_stream]),
         "ts": (start - base_ns) / 1000.0,
         "dur": (end - start) / 1000.0,
         "stream": np.concatenate([host_stream, gpu_stream]),
-        "correlation": np.concatenate([_ints(host["link"]), _ints(gpu["link"]) if n_gpu else np.empty(0, np.int64)]),
+        "correlation": np.concatenate([_ints(host["link"]), _ints(gpu["link"])]),
         "external_id": np.full(n_host + n_gpu, -1, dtype=np.int64),
-        "bytes": np.concatenate([np.full(n_host, -1, dtype=np.int64),
-                                 _ints(gpu["bytes"]) if n_gpu else np.empty(0, np.int64)]),
+        "bytes": np.concatenate([np.full(n_host, -1, dtype=np.int64), _ints(gpu["bytes"])]),
         "event": np.concatenate([host_event, np.full(n_gpu, -1, dtype=np.int64)]),
     }
-    columns = Columns({k: v[order] for k, v in data.items()}, {"name": name_labels, "cat": cat_labels})
+    columns = Columns({k: v[order] for k, v in data.items()}, {"name": list(name_labels), "cat": cat_labels})
     read = {"host_calls": int(n_host), "kernels": int(len(kernels)), "copies": int(len(copies)),
             "skipped_regions": int((~kept).sum()), "calls_with_stream": int((host_stream >= 0).sum()),
             "calls_with_event": int((host_event >= 0).sum()), "stream_handles": len(stream_of),
@@ -208,8 +216,9 @@ def rocpd_trace(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
                              "rocprofv3 was still writing?", source=str(path)) from None
         finally:
             con.close()
-    starts = [int(t[c].min()) for _, p in parts for t in (p["regions"], p["kernels"], p["copies"])
-              for c in ("start_ns",) if len(t)]
+    firsts = [pd.to_numeric(t["start_ns"], errors="coerce").min() for _, p in parts
+              for t in (p["regions"], p["kernels"], p["copies"])]
+    starts = [int(t) for t in firsts if pd.notna(t)]
     if not starts:
         raise TraceError(f"{', '.join(map(str, files))}: no HIP calls, kernels or copies in this rocpd database; "
                          "profile with `rocprofv3 --hip-trace --kernel-trace --memory-copy-trace`")
@@ -231,7 +240,8 @@ def rocpd_trace(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
 
         def mine(table: pd.DataFrame) -> pd.DataFrame:
             return table[(table["pid"] == pid) & (table["hostname"].fillna("") == host)]
-        columns, read = _process_columns(mine(p["regions"]), mine(p["kernels"]), mine(p["copies"]), p["args"], base)
+        columns, read = _process_columns(mine(p["regions"]), mine(p["kernels"]), mine(p["copies"]), p["args"], base,
+                                         str(path))
         meta = {ROCPD_KEY: {"host": host, "pid": pid, "base_ns": base, "link": str(p["link"]["link"].iloc[0]),
                             **read}}
         if host_calls and not read["host_calls"]:

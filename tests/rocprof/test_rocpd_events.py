@@ -218,3 +218,21 @@ def test_a_sqlite_file_that_is_not_rocpd_is_named(tmp_path, capsys):
     assert main(["trace", "idle", str(other)]) != 0
     err = capsys.readouterr().err
     assert "not a rocprofv3 (rocpd) database" in err and "Traceback" not in err
+
+
+def test_a_folder_of_per_process_databases_is_read_as_ranks(tmp_path, capsys):
+    files = write_rocpd_per_process(tmp_path / "run", generated_run(nodes=1, processes_per_node=2, steps=2))
+    assert len(files) == 2
+    assert main(["trace", "idle", str(tmp_path / "run"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert sorted(report["ranks"]) == ["0", "1"]
+
+
+def test_a_dispatch_without_an_end_is_named_as_damage(known_db, capsys):
+    con = sqlite3.connect(known_db)
+    con.execute(f'UPDATE "rocpd_kernel_dispatch{SUFFIX}" SET "end" = \'x\' WHERE id = 1')
+    con.commit()
+    con.close()
+    assert main(["trace", "critical-path", str(known_db)]) != 0
+    err = capsys.readouterr().err
+    assert "GPU activities without a time in nanoseconds" in err and "Traceback" not in err
