@@ -549,7 +549,9 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
                 k, how = streams.last_launched_by(thread, ts[r]), "no event record: the thread's last stream"
             gpu_to_host(k, r, None if how is None else f"{call}: event = {how}")
         elif kind == rn.STREAM_WAIT_EVENT:
-            waiting = int(stream_col[r])  # the waiting stream, where the call carries it
+            waiting = int(stream_col[r])  # the waiting stream, where the call carries one the GPU work uses
+            if waiting >= 0 and not streams.streams_of(waiting):
+                waiting = -1
             d = streams.next_on_stream(waiting, ts[r] + dur[r]) if waiting >= 0 else \
                 streams.next_launched_by(thread, ts[r] + dur[r])
             if d < 0:
