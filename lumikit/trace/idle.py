@@ -17,8 +17,9 @@ cause, decided in this order:
   traced* (no host event: Python between operators, or a thread the profiler did not record).
 
 CUDA and HIP runtime names are read from the one table the trace analyses share
-(:mod:`lumikit.trace.runtime_names`). Works on Kineto traces of either vendor; a trace without host events gives
-only *queued* and *starved: nothing traced*.
+(:mod:`lumikit.trace.runtime_names`). Works on Kineto traces of either vendor, and on rocprofv3 databases read by
+:func:`lumikit.rocprof.rocpd_events.rocpd_trace`; a trace without host events gives only *queued* and *starved:
+nothing traced*.
 """
 from __future__ import annotations
 
