@@ -26,7 +26,7 @@ SUFFIX = "_00000000_0000_0000_0000_000000000001"
 
 class Call(NamedTuple):
     """One HIP call (times in µs) with its handle arguments and the GPU work it enqueued (kernel, stream handle,
-    start µs, end µs), if any."""
+    start µs, end µs), if any: a memory copy when the name is rocprofv3's (``MEMORY_COPY_DEVICE_TO_HOST`` ...)."""
 
     tid: int
     name: str
@@ -60,11 +60,11 @@ STEP = (
 STEP_PATH_US, STEP_IDLE_US, STEP_US = 1309.0, 260.0, 1500.0
 
 
-def write_calls_db(path: str | os.PathLike[str], steps: int = 1, arguments: bool = True,
-                   events: bool = True) -> Path:
-    """:data:`STEP` ``steps`` times (every :data:`STEP_US` µs) as one process's rocpd database; ``rocpd_arg`` rows
-    for the handles (and a function address) when ``arguments``, without the event handles when not
-    ``events``."""
+def write_calls_db(path: str | os.PathLike[str], steps: int = 1, arguments: bool = True, events: bool = True,
+                   calls: tuple[Call, ...] = STEP, step_us: float = STEP_US) -> Path:
+    """``calls`` (:data:`STEP`) ``steps`` times (every ``step_us`` µs) as one process's rocpd database;
+    ``rocpd_arg`` rows for the handles (and a function address) when ``arguments``, without the event handles when
+    not ``events``."""
     con = sqlite3.connect(path)
     try:
         _create(con, SUFFIX, views=True)
@@ -74,11 +74,11 @@ def write_calls_db(path: str | os.PathLike[str], steps: int = 1, arguments: bool
         db = _Db(con, SUFFIX, "guid-1")
         db.insert("rocpd_metadata", tag="schema_version", value="3")
         nid = db.insert("rocpd_info_node", hash=1, machine_id="m", system_name="Linux", hostname="nid005001")
-        proc = db.insert("rocpd_info_process", nid=nid, ppid=1, pid=PID, start=0, end=int(steps * STEP_US * 1000),
+        proc = db.insert("rocpd_info_process", nid=nid, ppid=1, pid=PID, start=0, end=_ns(steps * step_us),
                          command="python train.py")
         threads = {t: db.insert("rocpd_info_thread", nid=nid, ppid=1, pid=proc, tid=t) for t in (MAIN, HELPER)}
-        db.insert("rocpd_info_agent", nid=nid, pid=proc, type="CPU", absolute_index=0, logical_index=0,
-                  type_index=0)
+        cpu = db.insert("rocpd_info_agent", nid=nid, pid=proc, type="CPU", absolute_index=0, logical_index=0,
+                        type_index=0)
         gpu = db.insert("rocpd_info_agent", nid=nid, pid=proc, type="GPU", absolute_index=1, logical_index=1,
                         type_index=0, name="gfx90a")
         code = db.insert("rocpd_info_code_object", nid=nid, pid=proc, agent_id=gpu)
@@ -86,11 +86,11 @@ def write_calls_db(path: str | os.PathLike[str], steps: int = 1, arguments: bool
         streams = {h: db.insert("rocpd_info_stream", nid=nid, pid=proc, name=f"stream {h}")
                    for h in (STREAM_A, STREAM_B, STREAM_C)}
         symbols: dict[str, int] = {}
-        api, dispatch = db.string("HIP_RUNTIME_API_EXT"), db.string("KERNEL_DISPATCH")
+        api, dispatch, copy = (db.string(c) for c in ("HIP_RUNTIME_API_EXT", "KERNEL_DISPATCH", "MEMORY_COPY"))
         corr = 0
         for step in range(steps):
-            t0 = step * STEP_US
-            for call in STEP:
+            t0 = step * step_us
+            for call in calls:
                 corr += 1
                 ev = db.insert("rocpd_event", category_id=api, stack_id=corr, parent_stack_id=0, correlation_id=0)
                 db.insert("rocpd_region", nid=nid, pid=proc, tid=threads[call.tid], start=_ns(t0 + call.start),
@@ -102,7 +102,16 @@ def write_calls_db(path: str | os.PathLike[str], steps: int = 1, arguments: bool
                         if events or name != "event":
                             db.insert("rocpd_arg", event_id=ev, position=pos, type=f"hip{name.title()}_t",
                                       name=name, value=value)
-                if call.work:
+                if call.work and call.work[0].startswith("MEMORY_COPY"):
+                    name, handle, k0, k1 = call.work
+                    to_host = name.endswith("TO_HOST")
+                    cev = db.insert("rocpd_event", category_id=copy, stack_id=corr, parent_stack_id=corr,
+                                    correlation_id=0)
+                    db.insert("rocpd_memory_copy", nid=nid, pid=proc, tid=threads[call.tid], start=_ns(t0 + k0),
+                              end=_ns(t0 + k1), name_id=db.string(name), src_agent_id=gpu if to_host else cpu,
+                              dst_agent_id=cpu if to_host else gpu, size=4 << 20, queue_id=queue,
+                              stream_id=streams[handle], event_id=cev)
+                elif call.work:
                     kernel, handle, k0, k1 = call.work
                     if kernel not in symbols:
                         symbols[kernel] = db.insert("rocpd_info_kernel_symbol", nid=nid, pid=proc,

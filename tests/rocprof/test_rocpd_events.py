@@ -10,7 +10,8 @@ import pytest
 
 from lumikit.cli import main
 from lumikit.rocprof.rocpd_events import rocpd_trace
-from lumikit.testing.rocpd_calls import COMM, PID, STEP_IDLE_US, STEP_PATH_US, SUFFIX, write_calls_db
+from lumikit.testing.rocpd_calls import (COMM, MAIN, PID, STEP_IDLE_US, STEP_PATH_US, STREAM_A, SUFFIX, Call,
+                                        write_calls_db)
 from lumikit.testing.rocprof_outputs import generated_run, write_rocpd_per_process
 from lumikit.trace.analyses import TraceAnalyzer
 from lumikit.trace.critical_path import critical_path
@@ -173,3 +174,20 @@ def test_three_steps_chain_through_the_host_thread(tmp_path):
     assert report["idle_us"] == pytest.approx(3 * STEP_IDLE_US + 2 * 120.0)
     assert report["causes"]["starved: nothing traced"] == pytest.approx(2 * 120.0)
     assert report["causes"]["starved: hipMalloc"] == pytest.approx(3 * 215.0)
+
+
+def test_a_host_that_waits_in_a_device_to_host_copy_is_a_sync_drain(tmp_path):
+    """hipMemcpyAsync to pageable memory blocks the host until its copy (rocprofv3's MEMORY_COPY_DEVICE_TO_HOST)
+    is done: the 95 µs the GPU then idles, before the next launch, are the copy's sync drain, not launch overhead."""
+    calls = (Call(MAIN, "hipLaunchKernel", 0, 5, {"stream": STREAM_A}, ("gemm", STREAM_A, 10, 110)),
+             Call(MAIN, "hipMemcpyAsync", 6, 200, {"stream": STREAM_A},
+                  ("MEMORY_COPY_DEVICE_TO_HOST", STREAM_A, 110, 120)),
+             Call(MAIN, "hipLaunchKernel", 205, 210, {"stream": STREAM_A}, ("next_kernel", STREAM_A, 215, 300)))
+    trace = rocpd_trace(write_calls_db(tmp_path / "copy.db", calls=calls, step_us=400))
+    assert trace[0].metadata["rocpd"]["copies"] == 1
+    (report,) = idle_report(TraceAnalyzer(trace))["ranks"]["0"].values()
+    assert report["causes"] == pytest.approx({"sync drain: hipMemcpyAsync": 95.0})
+    path = critical_path(trace[0].columns)
+    assert path["sync_edges"] == 1  # the copy's end leads to the end of the call that waited for it
+    # launch delay 10, gemm 100, the copy 10 right behind it, the wait back to the host, launch delay 10, 85
+    assert path["path_us"] == pytest.approx(10 + 100 + 10 + 10 + 85)
