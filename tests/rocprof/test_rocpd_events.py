@@ -10,8 +10,8 @@ import pytest
 
 from lumikit.cli import main
 from lumikit.rocprof.rocpd_events import rocpd_trace
-from lumikit.testing.rocpd_calls import (COMM, MAIN, PID, STEP_IDLE_US, STEP_PATH_US, STREAM_A, SUFFIX, Call,
-                                        write_calls_db)
+from lumikit.testing.rocpd_calls import (COMM, EVENT_1, MAIN, PID, STEP_IDLE_US, STEP_PATH_US, STREAM_A, STREAM_C,
+                                        SUFFIX, Call, write_calls_db)
 from lumikit.testing.rocprof_outputs import generated_run, write_rocpd_per_process
 from lumikit.trace.analyses import TraceAnalyzer
 from lumikit.trace.critical_path import critical_path
@@ -191,3 +191,23 @@ def test_a_host_that_waits_in_a_device_to_host_copy_is_a_sync_drain(tmp_path):
     assert path["sync_edges"] == 1  # the copy's end leads to the end of the call that waited for it
     # launch delay 10, gemm 100, the copy 10 right behind it, the wait back to the host, launch delay 10, 85
     assert path["path_us"] == pytest.approx(10 + 100 + 10 + 10 + 85)
+
+
+def test_an_event_synchronize_waits_for_the_record_of_its_own_event(tmp_path):
+    """hipEventSynchronize(E) after E was recorded on stream A behind a 500 µs kernel and F on stream C behind a
+    shorter one: with the event handles the host waits for the long kernel (launch 10 + 500, then launch 10 +
+    tail 70 = 590 µs); without them the last record (F) is taken, labelled inferred, and the path is shorter."""
+    event_f = "0x5500f0"
+    calls = (Call(MAIN, "hipLaunchKernel", 0, 5, {"stream": STREAM_A}, ("long_kernel", STREAM_A, 10, 510)),
+             Call(MAIN, "hipEventRecord", 6, 8, {"event": EVENT_1, "stream": STREAM_A}),
+             Call(MAIN, "hipLaunchKernel", 9, 10, {"stream": STREAM_C}, ("short_kernel", STREAM_C, 15, 300)),
+             Call(MAIN, "hipEventRecord", 10.5, 11, {"event": event_f, "stream": STREAM_C}),
+             Call(MAIN, "hipEventSynchronize", 12, 515, {"event": EVENT_1}),
+             Call(MAIN, "hipLaunchKernel", 520, 525, {"stream": STREAM_A}, ("tail_kernel", STREAM_A, 530, 600)))
+    exact = critical_path(rocpd_trace(write_calls_db(tmp_path / "e.db", calls=calls, step_us=700))[0].columns)
+    assert exact["path_us"] == pytest.approx(10 + 500 + 10 + 70)
+    assert (exact["sync_edges"], exact["inferred_edges"]) == (1, 0)
+    guessed = critical_path(rocpd_trace(write_calls_db(tmp_path / "g.db", calls=calls, step_us=700,
+                                                       events=False))[0].columns)
+    assert guessed["inferred"] == {"hipEventSynchronize: event = record's stream": 1}
+    assert guessed["path_us"] < exact["path_us"]
