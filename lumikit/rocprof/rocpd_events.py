@@ -18,7 +18,7 @@ same code on a ``.db`` as on a torch profiler trace:
   event). Where the arguments are missing (rocprofv3 without ``--hip-trace`` arguments, or an older writer), the
   analyses fall back on the inference they use for Kineto traces, and label it.
 
-Sources: rocprofiler-sdk's rocpd writer (``source/lib/rocprofiler-sdk-tool/generateRocpd.cpp``: ``stack_id`` =
+Sources: rocprofiler-sdk's rocpd writer (``source/lib/output/generateRocpd.cpp``: ``stack_id`` =
 internal correlation id, one ``rocpd_arg`` row per argument with ``position``, ``type``, ``name``, ``value``) and
 its HIP argument structs (``source/include/rocprofiler-sdk/hip/api_args.h``: the arguments are named ``stream``
 and ``event`` in every call used here). No real rocprofv3 database is among the fixtures yet, so how a handle's
