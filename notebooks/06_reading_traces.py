@@ -370,9 +370,11 @@ bound_by_table(path).round(3)
 # %% [markdown]
 # **How to read it:** rank 2's path over its 4 analysed steps is 6376 µs, of which 69.1 % is GPU compute and
 # 26.1 % is data loading (416 µs per step). The GPU runs nothing during the data loading, and nothing else runs
-# beside it, so the steps really wait for it. The all-reduce is not on the path at all (`gpu_communication_bound`
-# 0): on rank 2 it runs on its own stream beside the backward GEMMs and is done before anything needs it. The
-# 4 inferred edges are the 4 `hipStreamSynchronize` calls, whose stream the trace does not record.
+# beside it, so the steps really wait for it. Of the all-reduces, only the last of each step is on the path
+# (`gpu_communication_bound` 3.8 %, 60 µs per step): the optimizer's stream waits for it (a `hipStreamWaitEvent`).
+# The others run on their own stream beside the backward GEMMs and are done before anything needs them. The 24
+# inferred edges are the 4 `hipStreamSynchronize` calls, whose stream the trace does not record, and the 20
+# `hipStreamWaitEvent` calls, whose event it does not record.
 #
 # Your own trace has a critical path too:
 
@@ -411,8 +413,9 @@ measured.round(2)
 
 # %% [markdown]
 # **How to read it:** the GEMMs win: 30.0 % shorter. Their kernels hold 3828 of the path's 6376 µs, and half of
-# that is 30 % of the path. The data loader gains 13.0 %, half of its 26.1 %. The all-reduce gains 0 %: it is not
-# on rank 2's path. Kernel time says where the GPU was busy; only the path says what the step waited for.
+# that is 30 % of the path. The data loader gains 13.0 %, half of its 26.1 %. The all-reduce gains 1.9 %: only the
+# last one of each step is on rank 2's path. Kernel time says where the GPU was busy; only the path says what the
+# step waited for.
 #
 # A what-if is a prediction. To measure it, make the change and profile again. Here, the **generated** trace again
 # with rank 2's data loader at 208 µs instead of 416 µs, compared with `lumikit trace diff` (the Python API below):

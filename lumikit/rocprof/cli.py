@@ -17,7 +17,9 @@ from .stats import GPU_KINDS, class_totals
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``rocprof stats`` to the ``lumikit`` command."""
     rocprof = subparsers.add_parser("rocprof", help="read rocprof / rocprofv3 outputs",
-                                    description="Read rocprof (v1) and rocprofv3 outputs.")
+                                    description="Read rocprof (v1) and rocprofv3 outputs. Why the GPU waited and the critical "
+                                                "path of a rocprofv3 database: `lumikit trace idle RUN.db`, "
+                                                "`lumikit trace critical-path RUN.db`.")
     sub = rocprof.add_subparsers(dest="rocprof_command", required=True, metavar="SUBCOMMAND")
     stats = sub.add_parser(
         "stats", help="kernels ranked by GPU time, with their class",

@@ -76,7 +76,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     memory.set_defaults(func=run_memory)
 
     path = sub.add_parser("critical-path", help="the step's critical path: what it waited on, and what-ifs")
-    path.add_argument("path", help="a trace file (.json/.json.gz) or a folder of per-rank traces")
+    path.add_argument("path", help="a trace file (.json/.json.gz), a folder of per-rank traces, or a rocprofv3 "
+                                   "database (.db) or a folder of them (one rank per process)")
     path.add_argument("--rank", type=int, help="rank to analyse (default: the lowest)")
     path.add_argument("--annotation", help="analyse the host annotation whose name contains NAME (as HTA's "
                                            "annotation), instead of the profiler steps of the default window")
@@ -91,7 +92,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     path.add_argument("--salvage", action="store_true", help="keep the complete events of a truncated file")
     path.set_defaults(func=run_critical_path)
     idle = sub.add_parser("idle", help="why the GPU waited: each idle gap with its cause (sync drain, starved)")
-    idle.add_argument("path", help="a trace file (.json/.json.gz) or a folder of per-rank traces")
+    idle.add_argument("path", help="a trace file (.json/.json.gz), a folder of per-rank traces, or a rocprofv3 "
+                                   "database (.db) or a folder of them (one rank per process)")
     idle.add_argument("--rank", type=int, help="only this rank (default: every rank)")
     idle.add_argument("--top", type=int, default=10, help="how many causes and gaps to list (default 10)")
     idle.add_argument("--json", action="store_true", help="print JSON (idle_us, causes, kinds, every gap)")
@@ -232,13 +234,20 @@ def run_memory(args: argparse.Namespace) -> int:
 
 
 def run_idle(args: argparse.Namespace) -> int:
+    from ..rocprof.rocpd_events import rocpd_databases, rocpd_note, rocpd_trace
     from .analyses import TraceAnalyzer
     from .idle import KINDS, idle_report
 
     ranks = None if args.rank is None else [args.rank]
-    analyzer = TraceAnalyzer.from_path(args.path, ranks=ranks, rank_map=_rank_map(args.rank_map),
-                                       include_last_step=args.include_last_step)
+    databases = rocpd_databases(args.path)
+    if databases:
+        analyzer = TraceAnalyzer(rocpd_trace(databases, ranks=ranks), include_last_step=args.include_last_step)
+    else:
+        analyzer = TraceAnalyzer.from_path(args.path, ranks=ranks, rank_map=_rank_map(args.rank_map),
+                                           include_last_step=args.include_last_step)
     report = idle_report(analyzer)
+    if databases:
+        report["window"] = rocpd_note(analyzer.trace)
     if args.json:
         print_json(report)
         return 0
@@ -300,14 +309,19 @@ def run_slice(args: argparse.Namespace) -> int:
 
 
 def run_critical_path(args: argparse.Namespace) -> int:
+    from ..rocprof.rocpd_events import rocpd_databases, rocpd_trace
     from .critical_path import WhatIf, critical_path, describe
     from .loader import load_trace
 
     what_if = [WhatIf.parse(w) for w in args.what_if]  # a bad pattern fails before the trace is read
     if args.instance is not None and not args.annotation:
         raise TraceError("--instance picks an instance of --annotation NAME; give the annotation too")
-    trace = load_trace(args.path, ranks=None if args.rank is None else [args.rank],
-                       rank_map=_rank_map(args.rank_map), salvage=args.salvage)
+    databases = rocpd_databases(args.path)
+    if databases:
+        trace = rocpd_trace(databases, ranks=None if args.rank is None else [args.rank], host_calls=True)
+    else:
+        trace = load_trace(args.path, ranks=None if args.rank is None else [args.rank],
+                           rank_map=_rank_map(args.rank_map), salvage=args.salvage)
     rank = trace.rank_ids[0] if args.rank is None else args.rank
     result = {"rank": rank, **critical_path(trace[rank].columns, annotation=args.annotation,
                                             instance=args.instance, what_if=what_if,

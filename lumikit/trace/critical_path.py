@@ -418,13 +418,16 @@ class _Streams:
         order = np.lexsort((launch_ts, launch_tid, launch_pid))
         for key in dict.fromkeys(zip(launch_pid[order].tolist(), launch_tid[order].tolist())):
             self.by_thread[key] = order[(launch_pid[order] == key[0]) & (launch_tid[order] == key[1])]
+        # the launch times of each group, taken once (not per question: a trace asks once per sync call)
+        self.stream_ts = {k: launch_ts[v] for k, v in self.by_stream.items()}
+        self.thread_ts = {k: launch_ts[v] for k, v in self.by_thread.items()}
 
     def last_on_stream(self, key: tuple[int, int], t: float) -> int:
         """The last activity on a stream launched before ``t`` (-1: none)."""
         ks = self.by_stream.get(key)
         if ks is None:
             return -1
-        i = int(np.searchsorted(self.launch_ts[ks], t, side="left")) - 1
+        i = int(np.searchsorted(self.stream_ts[key], t, side="left")) - 1
         return int(ks[i]) if i >= 0 else -1
 
     def streams_of(self, stream: int) -> list[tuple[int, int]]:
@@ -436,17 +439,27 @@ class _Streams:
         ks = self.by_thread.get(thread)
         if ks is None:
             return -1
-        i = int(np.searchsorted(self.launch_ts[ks], t, side="left")) - 1
+        i = int(np.searchsorted(self.thread_ts[thread], t, side="left")) - 1
         while i >= 0 and not_stream is not None and self.stream[ks[i]] == not_stream:
             i -= 1
         return int(ks[i]) if i >= 0 else -1
+
+    def next_on_stream(self, stream: int, t: float) -> int:
+        """The first activity launched on a stream id (any device) at or after ``t`` (-1: none)."""
+        best = -1
+        for key in self.streams_of(stream):
+            ks = self.by_stream[key]
+            i = int(np.searchsorted(self.stream_ts[key], t, side="left"))
+            if i < len(ks) and (best < 0 or self.launch_ts[ks[i]] < self.launch_ts[best]):
+                best = int(ks[i])
+        return best
 
     def next_launched_by(self, thread: tuple[int, int], t: float) -> int:
         """The first activity launched from a thread after ``t`` (-1: none)."""
         ks = self.by_thread.get(thread)
         if ks is None:
             return -1
-        i = int(np.searchsorted(self.launch_ts[ks], t, side="right"))
+        i = int(np.searchsorted(self.thread_ts[thread], t, side="right"))
         return int(ks[i]) if i < len(ks) else -1
 
 
@@ -469,15 +482,31 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
                 stream = int(stream_col[s]) if kind == rn.STREAM_SYNC else -1
                 requests.append((int(ridx[w]), kind, stream))
     else:
-        graph.mode = "runtime calls by name"
+        graph.mode = "runtime calls by name" + (" and their stream/event arguments" if "event" in ev else "")
         wanted = (rn.DEVICE_SYNC, rn.STREAM_SYNC, rn.EVENT_SYNC, rn.EVENT_QUERY, rn.STREAM_WAIT_EVENT)
         for r in cpu_rows[np.isin(kinds[cpu_rows], wanted) & is_rt[cpu_rows]].tolist():
             kind = int(kinds[r])
             requests.append((r, rn.EVENT_SYNC if kind == rn.EVENT_QUERY else kind,
                              int(stream_col[r]) if kind == rn.STREAM_SYNC else -1))
     records = np.flatnonzero((kinds == rn.EVENT_RECORD) & is_rt)
+    records = records[np.argsort(ts[records], kind="stable")]
+    pid_col, tid_col = ev["pid"], ev["tid"]
+    event_col = ev["event"] if "event" in ev else None  # an event handle per call (rocpd_arg), -1: none
+    by_event = _groups(records[event_col[records] >= 0], ts, event_col, pid_col) if event_col is not None else {}
+    by_thread, by_process = _groups(records, ts, pid_col, tid_col), _groups(records, ts, pid_col)
 
-    def gpu_to_host(k: int, r: int, label: str | None) -> None:
+    def last_record(groups: dict[tuple, tuple[np.ndarray, np.ndarray]], key: tuple, t: float) -> int:
+        rows, times = groups.get(key, (None, None))
+        i = -1 if rows is None else int(np.searchsorted(times, t, side="right")) - 1
+        return int(rows[i]) if i >= 0 else -1
+
+    def record_of_event(r: int) -> int:
+        """The last record of the same event handle before ``r`` in this process, -1: no handle or record."""
+        if event_col is None or event_col[r] < 0:
+            return -1
+        return last_record(by_event, (int(event_col[r]), int(pid_col[r])), ts[r])
+
+    def gpu_to_host(k: int, r: int, label: str | None) -> None:  # label None: an edge read from the trace
         if k < 0 or streams.end[k] > ts[r] + dur[r]:
             return
         b.add(2 * (n_cpu + k) + 1, 2 * int(local[r]) + 1, SYNC)
@@ -487,14 +516,19 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
             graph.inferred_edges += 1
             graph.inferred[label] += 1
 
-    def event_source(r: int) -> tuple[int, str]:
+    def event_source(r: int) -> tuple[int, str | None]:
         """The activity an event waited on: the last one launched on the recording stream before the matching
-        event record (the last record before ``r`` in this process, its thread's preferred)."""
-        p, t = int(ev["pid"][r]), int(ev["tid"][r])
-        before = records[(ts[records] <= ts[r]) & (ev["pid"][records] == p)]
-        if len(before):
-            mine = before[ev["tid"][before] == t]
-            rec = int((mine if len(mine) else before)[-1])
+        event record: the record of the same event handle where the trace has handles (how: None, read), else
+        the last record before ``r`` in this process, its thread's preferred."""
+        exact = record_of_event(r)
+        if exact >= 0 and stream_col[exact] >= 0:
+            keys = streams.streams_of(int(stream_col[exact]))
+            return (streams.last_on_stream(keys[0], ts[exact]) if keys else -1), None
+        p, t = int(pid_col[r]), int(tid_col[r])
+        rec = last_record(by_thread, (p, t), ts[r])
+        if rec < 0:
+            rec = last_record(by_process, (p,), ts[r])
+        if rec >= 0:
             rs = int(stream_col[rec])
             if rs >= 0:
                 keys = streams.streams_of(rs)
@@ -523,9 +557,13 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
             k, how = event_source(r)
             if k < 0:
                 k, how = streams.last_launched_by(thread, ts[r]), "no event record: the thread's last stream"
-            gpu_to_host(k, r, f"{call}: event = {how}")
+            gpu_to_host(k, r, None if how is None else f"{call}: event = {how}")
         elif kind == rn.STREAM_WAIT_EVENT:
-            d = streams.next_launched_by(thread, ts[r] + dur[r])
+            waiting = int(stream_col[r])  # the waiting stream, where the call carries one the GPU work uses
+            if waiting >= 0 and not streams.streams_of(waiting):
+                waiting = -1
+            d = streams.next_on_stream(waiting, ts[r] + dur[r]) if waiting >= 0 else \
+                streams.next_launched_by(thread, ts[r] + dur[r])
             if d < 0:
                 continue
             k, how = event_source(r)
@@ -537,8 +575,12 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
             if kernel_sync[d] < 0 or streams.end[k] > streams.end[kernel_sync[d]]:
                 kernel_sync[d] = k
             b.add(2 * (n_cpu + k) + 1, 2 * (n_cpu + d), SYNC)
-            graph.inferred_edges += 1
-            graph.inferred[f"{call}: event = {how}"] += 1
+            if how is None and waiting >= 0:
+                graph.sync_edges += 1
+            else:
+                graph.inferred_edges += 1
+                graph.inferred[f"{call}: event = {how or 'its event argument'}"
+                               + (", waiting stream = its stream argument" if waiting >= 0 else "")] += 1
 
     # copies: the host call that launched a copy and returned after it ended waited for it
     copy = np.isin(kinds[launch_rows], (rn.BLOCKING_COPY, rn.ASYNC_COPY))
@@ -547,6 +589,15 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
         if streams.end[k] <= ts[r] + dur[r] and local[r] >= 0:
             b.add(2 * (n_cpu + k) + 1, 2 * int(local[r]) + 1, SYNC)
             graph.sync_edges += 1
+
+
+def _groups(rows: np.ndarray, ts: np.ndarray, *columns: np.ndarray) -> dict[tuple, tuple[np.ndarray, np.ndarray]]:
+    """``rows`` (in time order) grouped by their values in ``columns``, each group with its times, for "the last
+    one before t" lookups."""
+    out: dict[tuple, list[int]] = {}
+    for row, key in zip(rows.tolist(), zip(*(c[rows].tolist() for c in columns))):
+        out.setdefault(key, []).append(row)
+    return {k: (np.array(v, dtype=np.int64), ts[v]) for k, v in out.items()}
 
 
 @dataclass(frozen=True)

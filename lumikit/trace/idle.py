@@ -17,8 +17,9 @@ cause, decided in this order:
   traced* (no host event: Python between operators, or a thread the profiler did not record).
 
 CUDA and HIP runtime names are read from the one table the trace analyses share
-(:mod:`lumikit.trace.runtime_names`). Works on Kineto traces of either vendor; a trace without host events gives
-only *queued* and *starved: nothing traced*.
+(:mod:`lumikit.trace.runtime_names`). Works on Kineto traces of either vendor, and on rocprofv3 databases read by
+:func:`lumikit.rocprof.rocpd_events.rocpd_trace`; a trace without host events gives only *queued* and *starved:
+nothing traced*.
 """
 from __future__ import annotations
 
@@ -38,8 +39,10 @@ if TYPE_CHECKING:
 
     from .analyses import TraceAnalyzer
 
-#: The GPU side of a copy between host and device, as Kineto names it on CUDA and ROCm.
-HOST_DEVICE_COPY = re.compile(r"HtoD|DtoH|Host\s*->\s*Device|Device\s*->\s*Host|Pinned|Pageable")
+#: The GPU side of a copy between host and device, as Kineto names it on CUDA and ROCm (and rocprofv3's
+#: ``MEMORY_COPY_HOST_TO_DEVICE`` / ``MEMORY_COPY_DEVICE_TO_HOST`` in a rocpd database).
+HOST_DEVICE_COPY = re.compile(r"HtoD|DtoH|Host\s*->\s*Device|Device\s*->\s*Host|Pinned|Pageable|"
+                              r"HOST_TO_DEVICE|DEVICE_TO_HOST")
 #: A DataLoader iteration, as torch.profiler records it, or a user annotation that says data loading.
 DATA_LOADER = re.compile(r"^enumerate\(DataLoader\)|DataLoader.*__next__|(?i:\bdata[_ ]?load)")
 #: Runtime calls in which the host waits for the GPU (an event query returns at once, so it is not one).

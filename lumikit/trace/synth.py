@@ -3,8 +3,11 @@
 Each rank gets the structure torch.profiler writes on a training step: ``ProfilerStep#N`` annotations (host, and
 on the GPU when asked), CPU ops, runtime launches with correlation ids and ``ac2g`` flows, GEMM and elementwise
 kernels (on stream 0 with HIP launch names for ROCm, on stream 7 with CUDA names), RCCL/NCCL all-reduce kernels on
-their own stream overlapping the backward pass, memcpy/memset, and ``distributedInfo``. One rank can be made a
-straggler (a slow data loader): the other ranks then wait longer in their all-reduce kernels.
+their own stream overlapping the backward pass, memcpy/memset, and ``distributedInfo``. As DDP orders them, the
+communication stream waits for the compute stream before each all-reduce and the compute stream for the last
+all-reduce before the optimizer (event record / stream-wait-event calls with no stream or event argument, as
+Kineto writes them on ROCm). One rank can be made a straggler (a slow data loader): the other ranks then wait
+longer in their all-reduce kernels.
 """
 from __future__ import annotations
 
@@ -58,12 +61,14 @@ _NAMES = {
         "gemm_launch": "hipExtModuleLaunchKernel", "launch": "hipLaunchKernel",
         "module_launch": "hipModuleLaunchKernel", "memcpy": "hipMemcpyAsync", "memset": "hipMemsetAsync",
         "sync": "hipStreamSynchronize", "comm": "ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)",
+        "record": "hipEventRecord", "wait": "hipStreamWaitEvent",
         "compute_stream": 0, "comm_stream": 2, "backend": "nccl", "warp": 64, "device_name": "AMD Instinct MI250X",
     },
     "cuda": {
         "gemm": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off",
         "gemm_launch": "cudaLaunchKernelExC", "launch": "cudaLaunchKernel", "module_launch": "cuLaunchKernel",
         "memcpy": "cudaMemcpyAsync", "memset": "cudaMemsetAsync", "sync": "cudaStreamSynchronize",
+        "record": "cudaEventRecord", "wait": "cudaStreamWaitEvent",
         "comm": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
         "compute_stream": 7, "comm_stream": 20, "backend": "nccl", "warp": 32, "device_name": "NVIDIA H100",
     },
@@ -145,6 +150,12 @@ class _Rank:
         self.stream_free[stream] = start + gpu_dur
         return ts + host_dur, start + gpu_dur
 
+    def runtime_call(self, name: str, ts: float, dur: float, tid: int) -> None:
+        """A runtime call that enqueues no GPU work of its own (an event record, a stream wait), with its
+        correlation id and, as Kineto writes them on ROCm, no stream or event argument."""
+        self.x("cuda_runtime", name, self.pid, tid, ts, dur, {"External id": self.ext, "correlation": self.corr})
+        self.corr += 1
+
     def step(self, number: int, t0: float, delays: list[float]) -> float:
         """Write one training step starting at ``t0`` on every rank; returns the next step's start."""
         spec, n = self.spec, self.n
@@ -191,11 +202,17 @@ class _Rank:
                 ready = last_compute
                 wait = max(delays) - my_delay
                 self.cpu("record_param_comms", t, 12.0, self.bwd_tid, **{"Collective name": "allreduce"})
+                # as DDP does: the communication stream waits for an event record on the compute stream before the
+                # collective, and an event record after it marks the end the optimizer waits for
+                self.runtime_call(n["record"], t + 0.2, 0.7, self.bwd_tid)
+                self.runtime_call(n["wait"], t + 1.0, 0.8, self.bwd_tid)
                 self.launch(n["launch"], n["comm"], "kernel", t + 2.0, self.bwd_tid, 60.0,
                             stream=n["comm_stream"], not_before=ready, min_end=ready + wait + 60.0)
+                self.runtime_call(n["record"], t + 8.0, 0.7, self.bwd_tid)
                 t += 14.0
         opt = t + 4.0
         comm_done = self.stream_free.get(n["comm_stream"], 0.0)
+        self.runtime_call(n["wait"], opt + 0.5, 0.8, self.tid)  # the compute stream waits for the last collective
         h_end, _ = self.launch(n["launch"], _OPTIMIZER, "kernel", opt + 3.0, self.tid, 25.0, not_before=comm_done)
         self.cpu("Optimizer.step#AdamW.step", opt, h_end - opt + 2.0, self.tid, cat="user_annotation")
         t = h_end + 3.0
