@@ -300,7 +300,7 @@ def _holds(claim: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[s
              mentions="does not hold together"),
        wrong("a single number instead of the measured spread",
              claim=lambda a: {**a.claim, "after": a.claim["after"].median}, mentions="single number"),
-       wrong("a fix that the run did not apply", claim=lambda a: {**a.claim, "fix": "--precision bf16"},
+       wrong("a fix that the run did not apply", claim=lambda a: {**a.claim, "fix": "--model-size small"},
              mentions="what your fixed run changed"),
        wrong("before and after swapped", claim=lambda a: {**a.claim, "before": a.claim["after"],
                                                           "after": a.claim["before"]}, mentions="not that run's"))
@@ -356,9 +356,9 @@ TOOL_WORDS = ("profile", "profiler", "trace", "step_phases", "phase", "critical 
 CAUSE_WORDS = {
     "a": ("load", "loader", "loading", "input", "read", "reading", "dataloader"),
     "b": ("readback", "read back", "copy", "copies", "copied", "host", "sync", "synchron", "tolist", "item"),
-    "c": ("bf16", "bfloat16", "precision", "fp32", "matrix", "matmul", "aten::mm", "addmm"),
+    "c": ("fp32", "float32", "matrix", "matmul", "aten::mm", "addmm"),  # not the fix's words (--precision bf16)
     "d": ("batch", "fixed cost", "overhead", "per step", "per-step", "fill"),
-    "e": ("core", "cpus", "binding", "bind", "affinity", "pinned"),
+    "e": ("core", "binding", "bind", "affinity", "pinned"),  # not the fix's words (--cpus)
 }
 #: The rubric, criterion by criterion, in the order the instructor reads it.
 RUBRIC = ("names the cause with evidence from a tool", "states the fix", "gives before and after with spread",
