@@ -134,6 +134,7 @@ warm = None
 settings = None
 operators = None
 readings = None
+pinned = None
 cause = None
 fix = None
 after = None

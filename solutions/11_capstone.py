@@ -141,11 +141,11 @@ readings = {"step ms": phases["dur_us"].sum() / len(phases) / 1000,
             "summary ms": marked.set_index("name")["total_us"].get("weights summary", 0.0) / len(phases) / 1000,
             "waiting": warm["data_time_s"].median() / warm["step_time_s"].median(),
             "matrix share": sum(operators.get(name, 0.0) for name in ("aten::mm", "aten::addmm", "aten::bmm"))}
-if largest_phase == "data" or readings["waiting"] > 0.3:
-    if settings["workers"] == 0:
-        cause, fix = "a", "--workers 2"      # the batches arrive late: load them in other processes
-    else:
-        cause, fix = "e", "--cpus all"       # workers load already, but on the one core the run is pinned to
+pinned = settings.get("cpu_cores", 1) < settings.get("cores_given", 1)  # the log's "cpus:" line
+if (largest_phase == "data" or readings["waiting"] > 0.3) and settings["workers"] == 0:
+    cause, fix = "a", "--workers 2"          # the batches arrive late: load them in other processes
+elif pinned and settings["workers"] > 0:
+    cause, fix = "e", "--cpus all"           # the workers load on the one core the training runs on
 elif readings["summary ms"] > 0.25 * readings["step ms"]:
     cause, fix = "b", "--log-every 0"        # the weights' summary copies every weight out in every step
 elif settings["batch_size"] < 8:
@@ -182,16 +182,17 @@ evidence = {
          f"{settings['knobs']['precision']}: the products run at the fp32 rate",
     "d": f"no phase stands out in the profiler's trace ({largest_phase} leads with {largest_share:.0%}) and the log "
          f"says the batch is {settings['batch_size']} samples: each step pays its fixed costs for very few samples",
-    "e": f"the profiler's step phases put {shares['data']:.0%} of each recorded step in data although "
-         f"{settings['workers']} worker processes load it, and the log says the run is pinned to "
-         f"{settings.get('cpu_cores')} of the {settings.get('cores_given')} cores the job gave it: the workers and the "
-         f"training take turns on one core",
+    "e": f"the log says the run is pinned to {settings.get('cpu_cores')} of the {settings.get('cores_given')} cores "
+         f"the job gave it while {settings['workers']} worker processes load its batches, and the profiler's recorded "
+         f"steps take {readings['step ms']:.0f} ms, most of it in forward and backward: the workers and the "
+         f"training take turns on that one core",
 }[cause]
 why = {"a": "worker processes read the next batches while the current step computes, so the reads overlap the work",
        "b": "the summary is no longer computed in every step, so nothing copies the weights out and waits for it",
        "c": "autocast runs the matrix products in bf16, which the matrix units compute faster than fp32",
        "d": "each step now carries more samples for the same fixed costs, which fills the device better",
-       "e": "the run and its workers now use every core the job gave them, so loading overlaps the computing"}[cause]
+       "e": "the run and its workers now use every core the job gave them, so loading no longer takes the "
+            "training's core"}[cause]
 conclusion = (
     f"The run was slow because of cause ({cause}): {evidence}. "
     f"The fix was one option, {fix}, and nothing else changed; {why}. "

@@ -44,9 +44,11 @@ SMALL_BATCH = 2
 WIDE_WIDTH = {"cpu": 384, "cuda": 1024}
 WIDE_GPU_BATCH = 64
 #: Variant "e": the worker processes when the command line does not give them, and the work of checking one sample
-#: (sha256 rounds over the sample repeated; about 4 ms on a 2026 server core).
+#: (sha256 rounds over the sample repeated: about 5 ms on this project's server core, 1.65 ms measured for 40
+#: rounds), so that loading a batch of 16 takes longer than computing its step, unless the workers get cores of
+#: their own.
 CHECK_WORKERS = 2
-CHECK_ROUNDS, CHECK_REPEAT = 40, 128
+CHECK_ROUNDS, CHECK_REPEAT = 120, 128
 #: Every variant, on a CPU only: a fixed cost per step (seconds), whatever the batch. SIMULATED: it stands for what a
 #: step costs on a GCD besides its arithmetic (kernel launches, the host's Python, waits for the device), which a
 #: CPU running one thread hardly has; the profiler shows it as ``step setup``. Kept because without it the small
