@@ -101,8 +101,8 @@ def _wide_config(size: str, device: torch.device) -> GPTConfig:
 
 def bf16_gain(steps: int = 3, batch: int = DEFAULT_BATCH) -> float:
     """How many times faster variant "d"'s training steps are in bf16 autocast than in fp32 on this CPU, one
-    thread, each step with :data:`STEP_SETUP_S` added (medians of ``steps`` steps, the two precisions interleaved
-    after one untimed step each): the probe :func:`deal` uses."""
+    thread, each step as the run takes it (with the weights' summary, and :data:`STEP_SETUP_S` added; medians of
+    ``steps`` steps, the two precisions interleaved after one untimed step each): the probe :func:`deal` uses."""
     import torch.nn.functional as F
 
     threads = torch.get_num_threads()
@@ -116,6 +116,7 @@ def bf16_gain(steps: int = 3, batch: int = DEFAULT_BATCH) -> float:
         for i in range(steps + 1):
             for bf16 in (False, True):
                 start = time.perf_counter()
+                _summary(model, copy_out=False)
                 optimizer.zero_grad(set_to_none=True)
                 with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
                     logits = model(ids[:, :-1])
