@@ -2,7 +2,8 @@
 (median and the middle half's range), with module 11's verdict (:func:`lumikit.checks.m11.judged`).
 
 One process per run, as the capstone launches them (``OMP_NUM_THREADS=1``), without the profiler. Every number is
-measured on this CPU (variant "d" runs here whether or not :func:`lumikit.workloads.capstone.deal` would deal it);
+measured on this CPU (variants "d" and "e" run here whether or not :func:`lumikit.workloads.capstone.deal` would
+deal them: where it would not, expect "within noise");
 on a GCD the same variants behave differently (expected, not measured here).
 
     .venv/bin/python benchmarks/bench_capstone_variants.py [--steps 16] [--variants a,b,c,d,e]
