@@ -2,9 +2,11 @@
 (median and the middle half's range), with module 11's verdict (:func:`lumikit.checks.m11.judged`).
 
 One process per run, as the capstone launches them (``OMP_NUM_THREADS=1``), without the profiler. Every number is
-measured on this CPU; on a GCD the same variants behave differently (expected, not measured here).
+measured on this CPU (variants "d" and "e" run here whether or not :func:`lumikit.workloads.capstone.deal` would
+deal them: where it would not, expect "within noise");
+on a GCD the same variants behave differently (expected, not measured here).
 
-    .venv/bin/python benchmarks/bench_capstone_variants.py [--steps 16]
+    .venv/bin/python benchmarks/bench_capstone_variants.py [--steps 16] [--variants a,b,c,d,e]
 """
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ from lumikit.measure import middle  # noqa: E402
 from lumikit.workloads.capstone import VARIANTS, variant  # noqa: E402
 
 #: Per variant: the option that removes its cause.
-FIXES = {"a": ("--workers", "2"), "b": ("--log-every", "0"), "c": ("--batch-size", "16")}
+FIXES = {"a": ("--workers", "2"), "b": ("--log-every", "0"), "c": ("--batch-size", "16"),
+         "d": ("--precision", "bf16"), "e": ("--cpus", "all")}
 
 
 def _run(case: str, steps: int, *options: str) -> list[float]:
@@ -47,10 +50,11 @@ def _describe(values: list[float]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=16)
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated (default: all)")
     args = parser.parse_args()
     print(f"{'variant':8} {'fix':16} {'before samples/s':>24} {'after samples/s':>24}  verdict")
     rows = []
-    for kind in VARIANTS:
+    for kind in args.variants.split(","):
         case = next(f"{i:06d}" for i in range(1000) if variant(f"{i:06d}") == kind)
         before, after = _run(case, args.steps), _run(case, args.steps, *FIXES[kind])
         comparison = judged(before, after)

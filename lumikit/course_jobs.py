@@ -119,6 +119,22 @@ def two_node_gpu_job(scale: str = "small") -> JobSpec:
     return one_gcd.with_(name="resnet-2nodes", nodes=2)
 
 
+#: Module 12's ladder as its notebook launches it (on every site): three rungs of the tiny language model, one warm-up
+#: step, three timed repeats of three steps and a two-step trace per rung.
+LADDER_RUNGS = ("fp32", "bf16", "fused")
+LADDER_OPTIONS = ("--rungs", ",".join(LADDER_RUNGS), "--steps", "3", "--repeats", "3", "--warmup", "1",
+                  "--profile-steps", "2")
+
+
+def making_it_faster_ladder_job(site: Site | str | None = None) -> JobSpec:
+    """Module 12: the optimisation ladder (``lumikit ladder``) as one job on one GCD of the site (default: the
+    detected one), with the lesson's options (:data:`LADDER_OPTIONS`)."""
+    from .ladder.cli import ladder_job
+
+    s = load_site(site)
+    return ladder_job(*LADDER_OPTIONS, "--site", s.source or s.name)
+
+
 def two_node_ddp_job() -> JobSpec:
     """Module 08: a few DDP steps over two nodes, one task each; every rank prints its host and the final loss."""
     return workload_spec("ddp_check", "--steps", "3", name="ddp-2nodes", nodes=2, ntasks_per_node=1, time="0:05:00")
@@ -142,7 +158,8 @@ class Promise:
     ``disjoint_cores`` (no two ranks of a node share a core), ``ranks`` and ``nodes`` (how many ranks ran, on how
     many hosts), ``rccl_used`` (RCCL's ``NCCL_DEBUG=INFO`` lines are in the logs; the transport they name goes into
     the note), ``rccl_transport`` (the transport and provider those lines name: ``ofi/cxi`` on LUMI's Slingshot,
-    ``socket/-`` for the TCP fallback), ``busy_power_w`` (the report card's mean power while the GCDs compute;
+    ``socket/-`` for the TCP fallback), ``ladder_rungs`` (the rungs of the job's ``ladder.json`` that have
+    samples/s and its spread, comma-separated in order), ``busy_power_w`` (the report card's mean power while the GCDs compute;
     promised only for a job that owns its whole node, see :func:`power_promises`)."""
 
     key: str
@@ -199,6 +216,7 @@ def course_jobs(modules: list[str] | tuple[str, ...] | None = None, *, site: Sit
     s = load_site(site)
     first, watched, profiled = first_lm_job(scratch_dir / "03-lm.pt"), watched_lm_job(scale), profiled_lm_job()
     single, ddp = resnet_job("single", scale=scale), resnet_job("ddp", tasks=2, gpus=2, scale=scale)
+    ladder = making_it_faster_ladder_job(s)
     jobs = [
         CourseJob("01", "ranks", "01_node_and_slurm", ranks_job(), variable="job", promises=(
             Promise("ranks", 2, "both ranks ran; each knew its RANK and the WORLD_SIZE"),
@@ -236,6 +254,10 @@ def course_jobs(modules: list[str] | tuple[str, ...] | None = None, *, site: Sit
             Promise("rccl_transport", RCCL_OVER_SLINGSHOT,
                     "RCCL talks between the nodes over Slingshot: aws-ofi-rccl with the CXI provider, not the "
                     "socket fallback"))),
+        CourseJob("12", "ladder", "12_making_it_faster", ladder, promises=(
+            Promise("ladder_rungs", ",".join(LADDER_RUNGS),
+                    "ladder.json has every rung asked for, each with its samples/s and their spread"),
+            *_one_gcd_promises(ladder, s))),
     ]
     if modules is None:
         return jobs
@@ -259,12 +281,14 @@ def course_job(module: str, key: str, *, site: Site | str | None = None,
 
 BUILDERS: dict[str, Callable[..., JobSpec]] = {
     "ranks_job": ranks_job, "container_probe_job": container_probe_job, "lm_job": lm_job,
-    "first_lm_job": first_lm_job, "profiled_lm_job": profiled_lm_job, "resnet_job": resnet_job,
+    "first_lm_job": first_lm_job, "making_it_faster_ladder_job": making_it_faster_ladder_job,
+    "profiled_lm_job": profiled_lm_job, "resnet_job": resnet_job,
     "torchrun_job": torchrun_job, "two_node_ddp_job": two_node_ddp_job, "two_node_gpu_job": two_node_gpu_job,
     "watched_lm_job": watched_lm_job}
 
-__all__ = ["BUILDERS", "CONTAINER_PROBE", "CourseJob", "DEVICE_LOCAL_RANK", "FULL_SCALE_SITES", "Promise",
-           "RANKS_PROGRAM", "RCCL_OVER_SLINGSHOT", "RESNET_SIZES", "TORCHRUN",
-           "container_probe_job", "course_job", "course_jobs", "first_lm_job", "lm_job", "owns_whole_node",
+__all__ = ["BUILDERS", "CONTAINER_PROBE", "CourseJob", "DEVICE_LOCAL_RANK", "FULL_SCALE_SITES", "LADDER_OPTIONS",
+           "LADDER_RUNGS", "Promise", "RANKS_PROGRAM", "RCCL_OVER_SLINGSHOT", "RESNET_SIZES", "TORCHRUN",
+           "container_probe_job", "course_job", "course_jobs", "first_lm_job", "lm_job",
+           "making_it_faster_ladder_job", "owns_whole_node",
            "power_promises", "profiled_lm_job", "ranks_job", "resnet_job", "scale_for", "torchrun_job",
            "two_node_ddp_job", "two_node_gpu_job", "watched_lm_job"]

@@ -25,13 +25,15 @@
 #
 # **Causes you will meet.** Five kinds recur: the input (samples read one after another inside the training
 # process), a host readback in the loop (values copied to the host in every step), fp32 where bf16 belongs, a batch
-# too small to fill the device, and a CPU binding that puts the process far from its GCD. The first, second and
-# fourth show on a laptop's CPU too; bf16's rate and the binding show on a GCD only (a CPU has no matrix units
-# whose bf16 rate is four times their fp32 rate, and no GCD to be near).
+# too small to fill the device, and a CPU binding that gives the process and the processes it starts fewer cores
+# than the job has. On a GCD all five are expected to show. On a laptop's CPU the first, second and fourth always
+# do; bf16 gains only on a CPU with bf16 instructions, and a binding only where two cores are free, so the exercise
+# measures this machine first and deals you one of those two only where your own runs can show its fix.
 #
-# One part of the exercise's runs is simulated, and labelled so: every step pays a fixed 15 ms (`step setup` in the
-# profile), whatever its batch. It stands for what a step costs on a GCD besides its arithmetic (kernel launches,
-# the host's Python, waits for the device), which a CPU running one thread hardly has.
+# One part of the exercise's runs is simulated, and labelled so: on a CPU every step pays a fixed 15 ms (`step
+# setup` in the profile), whatever its batch. It stands for what a step costs on a GCD besides its arithmetic
+# (kernel launches, the host's Python, waits for the device), which a CPU running one thread hardly has; on a GPU
+# the real costs are there, and nothing is added.
 #
 # ## A small rehearsal in this kernel
 #
@@ -94,7 +96,7 @@ for workers in (0, 2):
 # ## Your turn
 #
 # The exercise (`exercises/11_capstone.ipynb`) gives you a run that is slow for a reason drawn from your seed (one of
-# the three kinds a CPU can show; your neighbour may have another). You have a budget of four runs: find the cause
+# the kinds whose fix this machine can measure; your neighbour may have another). You have a budget of four runs: find the cause
 # in the order of the table above, fix it with one option, and state one claim (cause, fix, throughput before and
 # after with spread) that the check judges whole. The solution is in `solutions/11_capstone.ipynb`.
 

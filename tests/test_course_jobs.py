@@ -3,6 +3,7 @@ knows where it runs, and the rehearsal's measurements read what the ranks saw.""
 from __future__ import annotations
 
 import ast
+import json
 import sys
 from pathlib import Path
 
@@ -22,7 +23,7 @@ LUMI = load_site("lumi")
 
 def test_every_module_that_launches_a_job_is_in_the_list():
     modules = sorted({j.module for j in cj.course_jobs()})
-    assert modules == ["01", "02", "03", "04", "05", "07", "08"]
+    assert modules == ["01", "02", "03", "04", "05", "07", "08", "12"]
     assert all(j.promises for j in cj.course_jobs())
 
 
@@ -47,7 +48,7 @@ def test_module_07_is_the_seed_size_on_lumi_and_tiny_elsewhere():
 
 
 def test_an_unknown_module_or_key_names_the_known_ones():
-    with pytest.raises(SpecError, match="use some of: 01, 02, 03, 04, 05, 07, 08"):
+    with pytest.raises(SpecError, match="use some of: 01, 02, 03, 04, 05, 07, 08, 12"):
         cj.course_jobs(["06"])
     with pytest.raises(SpecError, match="use one of: single, ddp, dp, torchrun"):
         cj.course_job("07", "fsdp")
@@ -100,6 +101,25 @@ def _notebook_spec(notebook: str, variable: str):
 @pytest.mark.parametrize("job", [j for j in cj.course_jobs() if j.variable], ids=lambda j: j.title)
 def test_the_other_notebooks_launch_the_same_spec_as_the_list(job):
     assert _notebook_spec(job.notebook, job.variable) == job.spec
+
+
+@pytest.mark.parametrize("folder", ["notebooks", "exercises", "solutions"])
+def test_module_12_launches_the_ladder_of_the_course_list(folder):
+    from lumikit.ladder.cli import ladder_job
+
+    source = (NOTEBOOKS.parent / folder / "12_making_it_faster.py").read_text()
+    (launched,) = [arg for arg in _launched(source) if isinstance(arg, ast.Call) and _names_called(arg) == {"ladder_job"}]
+    assert eval(compile(ast.Expression(launched), folder, "eval"), {"ladder_job": ladder_job}) == cj.course_job(
+        "12", "ladder")
+
+
+def test_module_12s_ladder_is_one_gcd_with_its_seven_cores_and_the_lessons_three_rungs():
+    ladder = cj.course_job("12", "ladder", site="lumi")
+    assert (ladder.partition, ladder.gpus_per_node, ladder.cpus_per_task, ladder.container) == (
+        "small-g", 1, 7, "pytorch")
+    command = list(ladder.command)
+    assert command[1:3] == ["-m", "lumikit.ladder.run"]
+    assert command[command.index("--rungs") + 1] == "fp32,bf16,fused" and command[command.index("--site") + 1] == "lumi"
 
 
 # ------------------------------------------------------------------------------------------------ lumi-sim
@@ -189,6 +209,44 @@ def test_rccl_lines_in_a_ranks_log_say_rccl_was_used_and_name_the_transport(tmp_
     found = rccl_summary(tmp_path)
     assert (found["nccl_info_lines"], found["transport"]) == (3, "ofi")
     assert measure("rccl_used", SEEN, found, {}) == (True, "transport ofi, network AWS Libfabric")
+
+
+# ------------------------------------------------------------------------------------------------ 12's ladder
+
+def _ladder_json(folder, rungs):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ladder.json").write_text(json.dumps({"measured_on": "this CPU (generated for the test)", "rungs": rungs}))
+    return folder
+
+
+def _rung(name, values=(10.0, 11.0, 12.0)):
+    return {"rung": name, "samples_per_s": {"median": sorted(values)[len(values) // 2], "min": min(values),
+                                            "max": max(values), "values": list(values)},
+            "spread_pct": 100 * (max(values) - min(values)) / sorted(values)[len(values) // 2]}
+
+
+def test_a_ladder_with_every_rung_and_its_spread_keeps_module_12s_promise(tmp_path):
+    (promise,) = [p for p in cj.course_jobs(["12"])[0].promises if p.key == "ladder_rungs"]
+    run = _ladder_json(tmp_path, [_rung("fp32"), _rung("bf16"), _rung("fused")])
+    measured, note = measure("ladder_rungs", [], NO_RCCL, {}, run)
+    assert (measured, verdict(promise, measured)) == ("fp32,bf16,fused", "holds")
+    assert note == "3 rung(s) with samples/s and spread, this CPU (generated for the test)"
+
+
+def test_a_ladder_missing_a_rung_or_a_spread_differs_and_says_which(tmp_path):
+    (promise,) = [p for p in cj.course_jobs(["12"])[0].promises if p.key == "ladder_rungs"]
+    one_repeat = dict(_rung("fused", values=(10.0,)))
+    run = _ladder_json(tmp_path / "a", [_rung("fp32"), _rung("bf16"), one_repeat])
+    measured, note = measure("ladder_rungs", [], NO_RCCL, {}, run)
+    assert (measured, verdict(promise, measured)) == ("fp32,bf16", "differs") and note.endswith("without them: fused")
+    run = _ladder_json(tmp_path / "b", [_rung("fp32"), _rung("bf16")])
+    assert verdict(promise, measure("ladder_rungs", [], NO_RCCL, {}, run)[0]) == "differs"
+
+
+def test_a_ladder_job_that_wrote_no_ladder_json_is_not_measured(tmp_path):
+    measured, note = measure("ladder_rungs", [], NO_RCCL, {}, tmp_path)
+    assert measured is None and "ladder.json" in note
+    assert measure("ladder_rungs", [], NO_RCCL, {})[0] is None
 
 
 # ------------------------------------------------------------------------------------------------ 07's device rule

@@ -45,24 +45,50 @@ RUN_BUDGET = 4
 #: The least speed-up (after over before, medians of the middle half of the warm steps) a fix must bring.
 MIN_SPEEDUP = 1.3
 
-#: The causes a claim may name (exercise 11.3). "c" and "e" are not drawn on a CPU: they show on a GCD only.
+#: The causes a claim may name (exercise 11.3). Where a cause's fix could not be judged on the learner's own
+#: measurement, it is not dealt (:func:`choices` says why), but it stays listed, so the list gives nothing away.
 CAUSES: dict[str, str] = {
     "a": "the input: samples are read one after another inside the training process",
     "b": "a host readback in the loop: values copied to the host in every step stall it",
-    "c": "fp32 where bf16 belongs: the matrix units run at a quarter of their bf16 rate (on a GCD only)",
+    "c": "fp32 where bf16 belongs: matrix products run at a fraction of their bf16 rate",
     "d": "a batch too small to fill the device: fixed costs per step dominate",
-    "e": "a wrong CPU binding: the process runs on cores far from its GCD (on a GCD only)",
+    "e": "a wrong CPU binding: the process and the processes it starts share fewer cores than the job has",
 }
+
+
+def _more_cores(value: object) -> bool:
+    """Whether a ``--cpus`` value gives the run two cores or more (``all``: the job's, two or more where dealt)."""
+    from ..errors import SpecError
+    from ..workloads.capstone import parse_cpus
+
+    try:
+        return str(value) == "all" or len(parse_cpus(str(value), set(range(1 << 16)))) >= 2
+    except SpecError:
+        return False
+
+
 #: Per variant of the workload: the cause (a key of :data:`CAUSES`), and what a run must do to remove it (the
 #: result field, and a test of its value).
 _TRUTH: dict[str, tuple[str, str, Any]] = {
     "a": ("a", "workers", lambda v: int(v) >= 1),
     "b": ("b", "log_every", lambda v: int(v) == 0 or int(v) >= 10),
     "c": ("d", "batch_size", lambda v: int(v) >= 8),
+    "d": ("c", "precision", lambda v: str(v) in ("bf16", "fp16")),
+    "e": ("e", "cpus", _more_cores),
 }
 #: The options a fix may change, and the result field each one sets.
 FIX_OPTIONS = {"--workers": "workers", "--batch-size": "batch_size", "--log-every": "log_every",
-               "--precision": "precision", "--model-size": "model_size"}
+               "--precision": "precision", "--model-size": "model_size", "--cpus": "cpus"}
+
+
+def choices(site: object = None) -> list[str]:
+    """The choice list as the learner reads it: every cause of :data:`CAUSES`, and for each one not dealt where
+    the runs go (:func:`lumikit.workloads.capstone.deal`), why not."""
+    from ..workloads.capstone import deal
+
+    not_here = {_TRUTH[v][0]: why for v, why in deal(site).not_here.items()}
+    return [f"({key}) {cause}" + (f" [not dealt here: {not_here[key]}]" if key in not_here else "")
+            for key, cause in CAUSES.items()]
 #: The one message of a claim that does not hold (no part of it is named: naming it would let a guess converge).
 CLAIM_FAILS = ("the claim does not hold together with your runs and their measurements: go back to your first "
                "run's profile and step metrics")
@@ -93,7 +119,7 @@ def _knobs(result: Mapping[str, Any]) -> dict[str, Any]:
     knobs = result.get("knobs") if isinstance(result.get("knobs"), Mapping) else {}
     return {"workers": result.get("workers"), "batch_size": result.get("batch_size"),
             "log_every": result.get("log_every"), "model_size": result.get("model_size"),
-            "precision": knobs.get("precision", "fp32")}
+            "precision": knobs.get("precision", "fp32"), "cpus": result.get("cpus", "all")}
 
 
 def rates(run_dir: object) -> list[float]:
@@ -274,7 +300,7 @@ def _holds(claim: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[s
              mentions="does not hold together"),
        wrong("a single number instead of the measured spread",
              claim=lambda a: {**a.claim, "after": a.claim["after"].median}, mentions="single number"),
-       wrong("a fix that the run did not apply", claim=lambda a: {**a.claim, "fix": "--precision bf16"},
+       wrong("a fix that the run did not apply", claim=lambda a: {**a.claim, "fix": "--model-size small"},
              mentions="what your fixed run changed"),
        wrong("before and after swapped", claim=lambda a: {**a.claim, "before": a.claim["after"],
                                                           "after": a.claim["before"]}, mentions="not that run's"))
@@ -330,7 +356,9 @@ TOOL_WORDS = ("profile", "profiler", "trace", "step_phases", "phase", "critical 
 CAUSE_WORDS = {
     "a": ("load", "loader", "loading", "input", "read", "reading", "dataloader"),
     "b": ("readback", "read back", "copy", "copies", "copied", "host", "sync", "synchron", "tolist", "item"),
+    "c": ("fp32", "float32", "matrix", "matmul", "aten::mm", "addmm"),  # not the fix's words (--precision bf16)
     "d": ("batch", "fixed cost", "overhead", "per step", "per-step", "fill"),
+    "e": ("core", "binding", "bind", "affinity", "pinned"),  # not the fix's words (--cpus)
 }
 #: The rubric, criterion by criterion, in the order the instructor reads it.
 RUBRIC = ("names the cause with evidence from a tool", "states the fix", "gives before and after with spread",
@@ -354,13 +382,20 @@ def rubric(conclusion: str, before: Mapping[str, Any], after: Mapping[str, Any],
 
     return {
         RUBRIC[0]: any(w in text for w in TOOL_WORDS) and any(w in text for w in CAUSE_WORDS[cause]),
-        RUBRIC[1]: any(w in text for w in fix_words) and quoted(float(changed.get(option, math.nan))),
+        RUBRIC[1]: any(w in text for w in fix_words) and _states(str(changed.get(option, "")), text, quoted),
         RUBRIC[2]: all(quoted(v) for v in (before_rate.median, after_rate.median))
         and (any(quoted(v) for v in (before_rate.lo, before_rate.hi)) or "±" in text)
         and bool(re.search(r"range|spread|±|between|from \S+ to|-\s*\d", text)),
         RUBRIC[3]: len(words) >= MIN_CONCLUSION_WORDS and len(set(words)) >= 0.4 * len(words)
         and len(set(sentences)) == len(sentences),
     }
+
+
+def _states(value: str, text: str, quoted: Any) -> bool:
+    """Whether ``text`` (lower case) gives the fix's new value: a number quoted, or the word (``bf16``, ``all``)."""
+    if re.fullmatch(r"\d+(?:\.\d+)?", value):
+        return quoted(float(value))
+    return bool(value) and re.search(rf"(?<![\w-]){re.escape(value.lower())}(?![\w-])", text) is not None
 
 
 def conclusion_path() -> Path | None:

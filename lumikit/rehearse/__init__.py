@@ -126,8 +126,10 @@ def _busy_power(card: dict[str, Any]) -> float | None:
     return round(sum(powers) / len(powers), 1) if powers else None
 
 
-def measure(key: str, seen: list[dict[str, Any]], rccl: dict[str, Any], card: dict[str, Any]) -> tuple[Any, str]:
-    """The measured value of a promise key (see :class:`lumikit.course_jobs.Promise`) and a note on it."""
+def measure(key: str, seen: list[dict[str, Any]], rccl: dict[str, Any], card: dict[str, Any],
+            run_dir: Path | None = None) -> tuple[Any, str]:
+    """The measured value of a promise key (see :class:`lumikit.course_jobs.Promise`) and a note on it
+    (``run_dir``: the job's run folder, for what the job wrote there)."""
     if key == "ranks":
         return len(seen), "ranks that wrote what they saw"
     if key == "nodes":
@@ -157,6 +159,8 @@ def measure(key: str, seen: list[dict[str, Any]], rccl: dict[str, Any], card: di
             return None, "no NCCL INFO lines in the logs: no RCCL here (gloo on CPUs), or NCCL_DEBUG unset"
         shown = "ofi/cxi" if rccl.get("over_slingshot") else f"{rccl['transport']}/{rccl.get('provider') or '-'}"
         return shown, str(rccl.get("says") or "")
+    if key == "ladder_rungs":
+        return ladder_rungs(run_dir)
     if key == "busy_power_w":
         power = _busy_power(card)
         if power is None:
@@ -166,6 +170,31 @@ def measure(key: str, seen: list[dict[str, Any]], rccl: dict[str, Any], card: di
             return None, f"generated readings only ({power:g} W from the stand-in tool): not a measurement"
         return power, "mean power of the GCDs that computed (the report card)"
     return None, f"no measurement for {key!r}"
+
+
+def ladder_rungs(run_dir: Path | None) -> tuple[Any, str]:
+    """The rungs of the run's ``ladder.json`` that have samples/s (a positive median, its min and max) from at
+    least two timed repeats and their spread, comma-separated in order; the note names the rungs without them."""
+    from ..ladder.table import read_ladder
+
+    if run_dir is None:
+        return None, "no run folder to read ladder.json from"
+    try:
+        data = read_ladder(run_dir)
+    except LumikitError as exc:
+        return None, str(exc)
+    complete, lacking = [], []
+    for row in data["rungs"]:
+        rate = row.get("samples_per_s")
+        numbers = [rate.get(k) for k in ("median", "min", "max")] if isinstance(rate, dict) else []
+        values = rate.get("values") if isinstance(rate, dict) else None
+        ok = (len(numbers) == 3 and all(isinstance(x, (int, float)) for x in numbers) and numbers[0] > 0
+              and isinstance(values, list) and len(values) >= 2 and isinstance(row.get("spread_pct"), (int, float)))
+        (complete if ok else lacking).append(str(row.get("rung")))
+    note = f"{len(complete)} rung(s) with samples/s and spread, {data.get('measured_on', '?')}"
+    if lacking:
+        note += f"; without them: {', '.join(lacking)}"
+    return ",".join(complete), note
 
 
 def _device_local_rank(seen: list[dict[str, Any]]) -> tuple[Any, str]:
@@ -254,7 +283,7 @@ def outcome(job: CourseJob, run: Run, state: str, error: str = "") -> Outcome:
     card = card_highlights(run)
     checks = []
     for p in job.promises:
-        measured, note = measure(p.key, seen, rccl, card)
+        measured, note = measure(p.key, seen, rccl, card, run.path)
         checks.append(Check(p.key, p.says, p.expected, measured, verdict(p, measured), note))
     return Outcome(job.module, job.key, str(run.path), m.get("job_id"), state, _elapsed(m), _gpu_hours(m), card,
                    checks, error)
@@ -469,5 +498,5 @@ def bundle(result: Rehearsal, licence: str = "CC-BY-4.0") -> list[dict[str, Any]
 
 
 __all__ = ["Check", "DEFAULT_TIMEOUT_S", "DRIVER_FILE", "Outcome", "Rehearsal", "bundle", "card_highlights", "collect",
-           "detach", "driver_spec", "measure", "new_folder", "observations", "outcome", "probed", "rccl_summary",
-           "rehearse", "verdict"]
+           "detach", "driver_spec", "ladder_rungs", "measure", "new_folder", "observations", "outcome", "probed",
+           "rccl_summary", "rehearse", "verdict"]

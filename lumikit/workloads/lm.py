@@ -13,7 +13,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, ContextManager, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -133,7 +133,10 @@ class KVCache:
     def __init__(self, model: TinyGPT, batch: int, capacity: int) -> None:
         cfg = model.cfg
         weight = model.tokens.weight
-        self.layers = [LayerCache(batch, cfg.heads, capacity, cfg.width // cfg.heads, dtype=weight.dtype,
+        dtype = weight.dtype
+        if torch.is_autocast_enabled(weight.device.type):  # keys and values come out of autocast's matmuls
+            dtype = torch.get_autocast_dtype(weight.device.type)
+        self.layers = [LayerCache(batch, cfg.heads, capacity, cfg.width // cfg.heads, dtype=dtype,
                                   device=weight.device) for _ in range(cfg.layers)]
 
     @property
@@ -226,7 +229,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--generate", action="store_true",
                    help="measure greedy generation: prefill and decode tokens/s and memory, with and without a KV "
                         "cache, per batch size. Alone: random weights (seeded), or the weights of --checkpoint; "
-                        "with --steps/--epochs: after training")
+                        "with --steps/--epochs: after training. Prefill and decode run in --precision (autocast; the KV cache "
+                        "in that precision too)")
     g.add_argument("--batch-sizes", default="1,4,16", metavar="B,B,...", help="batch sizes to generate with")
     g.add_argument("--prompt-tokens", type=int, default=32, metavar="N", help="prompt length in bytes (default 32)")
     g.add_argument("--new-tokens", type=int, default=32, metavar="N", help="tokens to generate (default 32)")
@@ -243,6 +247,19 @@ def _batch_sizes(text: str) -> list[int]:
     return [int(part) for part in parts]
 
 
+def generate_precision(precision: str, device: torch.device, say: Callable[[str], None] = print
+                       ) -> tuple[str, ContextManager]:
+    """The precision generation runs in and its autocast context (prefill and decode alike): ``precision`` where it
+    can work on ``device``, else fp32 after the same one line the training knobs print."""
+    from .knobs import Applied, precision_support
+
+    why = precision_support(precision, device)
+    if why:
+        say(f"--precision {precision}: {why}; running in fp32")
+        precision = "fp32"
+    return precision, Applied(precision=precision, device_type=device.type).autocast()
+
+
 def run_generate(model: TinyGPT, args: argparse.Namespace, setup: Setup) -> list:
     """The inference table of ``model`` on rank 0, printed and written to ``generate.json`` in the output folder."""
     from .common import default_out_dir, device_name, write_json_atomic
@@ -250,14 +267,17 @@ def run_generate(model: TinyGPT, args: argparse.Namespace, setup: Setup) -> list
 
     if not setup.env.is_main:
         return []
-    rows = measure(model, encode(load_corpus(args.corpus)), batch_sizes=_batch_sizes(args.batch_sizes),
-                   prompt_tokens=args.prompt_tokens, new_tokens=args.new_tokens, repeats=args.generate_repeats)
+    precision, autocast = generate_precision(args.precision, setup.device, say=lambda line: print0(setup.env, line))
+    with autocast:
+        rows = measure(model, encode(load_corpus(args.corpus)), batch_sizes=_batch_sizes(args.batch_sizes),
+                       prompt_tokens=args.prompt_tokens, new_tokens=args.new_tokens, repeats=args.generate_repeats)
     kind = "GPU" if setup.device.type == "cuda" else "CPU"
-    measured_on = f"this {kind} ({device_name(setup.device)})"
+    measured_on = f"this {kind} ({device_name(setup.device)}), {precision}"
     print0(setup.env, table(rows, measured_on))
     out = Path(args.out) if args.out is not None else default_out_dir()
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out / "generate.json", {"model_size": args.model_size, "measured_on": measured_on,
+                                              "precision": precision,
                                               "weights": args.weights_were, "rows": [r.to_dict() for r in rows]})
     return rows
 

@@ -126,7 +126,8 @@ def test_the_hints_do_not_state_the_cause_or_the_fix() -> None:
 
     for exercise in ("11.1", "11.2", "11.3", "11.A"):
         text = " ".join(all_hints()[exercise].values()).lower()
-        for word in ("--workers", "--batch-size", "--log-every", "(a)", "(b)", "(d)"):
+        for word in ("--workers", "--batch-size", "--log-every", "--precision", "--cpus", "(a)", "(b)", "(c)", "(d)",
+                     "(e)"):
             assert word not in text, (exercise, word)
 
 

@@ -78,6 +78,16 @@ def test_module_03s_launch_cell_spec_completes_on_lumi_sim(on_lumi_sim, tmp_path
     assert (tmp_path / "03-lm.pt").is_file()
 
 
+def test_module_12s_ladder_completes_on_lumi_sim_and_keeps_its_promise(on_lumi_sim, tmp_path):
+    from lumikit.rehearse import ladder_rungs
+
+    ladder = course_job("12", "ladder", site="lumi-sim")
+    assert (ladder.gpus_per_node, ladder.cpus_per_task) == (1, 7)
+    run = launch(ladder, site="lumi-sim", runs_dir=tmp_path)
+    assert run.wait(timeout=600, progress=False) == "COMPLETED", run.tail()
+    assert ladder_rungs(run.path)[0] == "fp32,bf16,fused"
+
+
 def test_rehearse_runs_every_module_job_to_completion_and_writes_the_report(on_lumi_sim, tmp_path, capsys):
     rc = main(["rehearse", "--site", "lumi-sim", "--runs-dir", str(tmp_path), "--timeout", "600", "--json"])
     out, err = capsys.readouterr()
@@ -112,6 +122,8 @@ def test_rehearse_runs_every_module_job_to_completion_and_writes_the_report(on_l
     assert (gpu2["nodes"]["verdict"], gpu2["ranks"]["verdict"]) == ("holds", "holds")
     assert gpu2["rccl_transport"]["verdict"] in ("not measured", "differs")
     assert "no RCCL here" in gpu2["rccl_transport"]["note"]
+    # Module 12's ladder wrote every rung it was asked for, each with samples/s and their spread.
+    assert by_job[("12", "ladder")]["ladder_rungs"]["verdict"] == "holds"
     # Power is promised only for jobs that own their whole node: none of the course's jobs on shared small-g.
     assert not any("busy_power_w" in checks for checks in by_job.values())
     # Every job's run folder has its own name, after its module and key.

@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from lumikit.workloads import lm
+from lumikit.workloads import knobs, lm
 from lumikit.workloads.generate import greedy, measure, prompts
 
 
@@ -92,3 +92,45 @@ def test_generate_reads_trained_weights_from_a_checkpoint_of_the_same_size_only(
     assert lm.main([*common, "--model-size", "small", "--out", str(tmp_path / "c")]) == 2
     err = capsys.readouterr().err
     assert "holds no lm small model (saved: lm tiny)" in err and "Traceback" not in err
+
+
+def generate_json(tmp_path, capsys, *argv):
+    status = lm.main(["--generate", "--batch-sizes", "2", "--prompt-tokens", "8", "--new-tokens", "4",
+                      "--generate-repeats", "1", "--out", str(tmp_path), *argv])
+    captured = capsys.readouterr()
+    assert status == 0 and "Traceback" not in captured.err + captured.out
+    return captured.out, json.loads((tmp_path / "generate.json").read_text())
+
+
+@pytest.mark.skipif(knobs.precision_support("bf16", torch.device("cpu")) is not None, reason="no native bf16 here")
+def test_generate_honours_precision_bf16_its_kv_cache_takes_two_bytes_a_value(tmp_path, capsys):
+    out, saved = generate_json(tmp_path, capsys, "--precision", "bf16")
+    assert saved["precision"] == "bf16" and saved["measured_on"].endswith(", bf16")
+    cfg = lm.SIZES["tiny"]
+    cached = [row for row in saved["rows"] if row["kv_cache"]]
+    assert [row["kv_cache_bytes"] for row in cached] == [2 * cfg.layers * 2 * 12 * cfg.width * 2]  # bf16: 2 bytes
+    assert not [line for line in out.splitlines() if line.startswith("--precision")]
+
+
+def test_generate_in_a_precision_that_cannot_work_here_says_so_in_one_line_and_runs_in_fp32(tmp_path, capsys,
+                                                                                             monkeypatch):
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: False)
+    out, saved = generate_json(tmp_path / "bf16", capsys, "--precision", "bf16")
+    assert [line for line in out.splitlines() if line.startswith("--precision")] == [
+        "--precision bf16: this CPU has no native bf16 (no AVX512-BF16 or AMX): autocast would only emulate it; "
+        "running in fp32"]
+    assert saved["precision"] == "fp32"
+    out, saved = generate_json(tmp_path / "fp16", capsys, "--precision", "fp16")
+    assert [line for line in out.splitlines() if line.startswith("--precision fp16: fp16 autocast is for GPUs")]
+    assert saved["precision"] == "fp32" and saved["rows"][0]["kv_cache_bytes"] == 2 * 2 * 2 * 12 * 64 * 4
+
+
+def test_the_kv_cache_follows_autocast_and_gives_the_same_tokens_with_and_without_it():
+    net = model()
+    prompt = prompts(lm.encode(lm.load_corpus()), 2, 8, torch.device("cpu"))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert lm.KVCache(net, batch=2, capacity=12).layers[0].keys.dtype == torch.bfloat16
+        with_cache, *_ = greedy(net, prompt, 6, kv_cache=True)
+        without, *_ = greedy(net, prompt, 6, kv_cache=False)
+    assert lm.KVCache(net, batch=2, capacity=12).layers[0].keys.dtype == torch.float32
+    assert with_cache.shape == without.shape == (2, 6)
