@@ -14,7 +14,7 @@ PY=${PYTHON:-python3}
 EV="$OUT/ev"
 mkdir -p "$EV"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" LUMIKIT_RUNS_DIR="$EV/runs" PYTHONUNBUFFERED=1
-SITE="$ROOT/benchmarks/gpu_evidence/nvidia-h100.toml"
+SITE=nvidia-h100  # lumikit/sites/nvidia-h100.toml
 START=$(date +%s)
 DEADLINE=$((START + LIMIT))
 if [ "${QUICK:-0}" = 1 ]; then S=1; else S=0; fi

@@ -37,7 +37,7 @@ from ..errors import LumikitError
 REFERENCE_DIR = Path(__file__).resolve().parents[1] / "data" / "reference"
 SOURCES_FILE = REFERENCE_DIR / "SOURCES.toml"
 KINDS = ("rocm-smi", "rocm-smi-text", "amd-smi", "trace", "hip-log", "rccl-log", "squeue", "training-log", "rocprof",
-         "run-record")
+         "run-record", "ladder", "inference", "benchmark")
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,9 @@ class Reference:
             return (f"{self.record_kind or 'recorded'} run ({self.machine}, {self.date}): `{self.command}` in "
                     f"{('container ' + self.container) if self.container else 'no container'}, lumikit commit "
                     f"{self.commit[:10]}; source: {self.source} ({self.licence})")
+        if self.kind in ("ladder", "inference", "benchmark"):
+            return (f"recorded ({self.machine}, {self.date}) by `{self.source}`, lumikit commit {self.commit[:10]} "
+                    f"({self.licence})")
         word = "lines" if any(c in self.lines for c in "-,") else "line"
         where = f"{self.path}, {word} {self.lines}" if self.lines else self.path
         return (f"real output ({self.machine}) from {self.repo}, {where} @ {self.commit[:10]} "
@@ -118,6 +121,9 @@ class Reference:
         if self.kind == "trace":
             from ..trace.loader import load_trace
             return load_trace(self.file_path)
+        if self.kind in ("ladder", "inference", "benchmark"):  # the JSON a lumikit benchmark wrote on that machine
+            from ..files import load_json_bounded, read_bytes
+            return load_json_bounded(read_bytes(self.file_path), str(self.file_path))
         return self.text
 
     def show(self, *, max_lines: int | None = 30) -> str:
