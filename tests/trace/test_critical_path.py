@@ -369,3 +369,42 @@ def test_the_lesson_tables_of_categories_and_what_ifs(tmp_path):
     assert list(table["pattern"]) == ["K2_gemm", "cpu_work"]
     assert list(table["path_us_after"]) == [290, 390]
     assert list(table["speedup_pct"]) == pytest.approx([100 * 100 / 390, 0.0], abs=1e-3)
+
+
+# -- conformance on the course's own recordings: real CUDA traces with cuda_sync events (NVIDIA H100, reference data)
+
+
+def h100_trace(name: str):
+    from lumikit import reference
+
+    (path,) = sorted((reference.load(name).file_path / "profile").glob("*.pt.trace.json.gz"))
+    return path
+
+
+@pytest.mark.parametrize("name", ["h100-resnet18-profile", "h100-lm-medium-profile"])
+@pytest.mark.parametrize("instance", [0, 1])
+@pytest.mark.conformance
+@pytest.mark.filterwarnings("ignore")
+def test_a_recorded_h100_trace_agrees_with_hta_on_its_full_steps(name, instance):
+    path = h100_trace(name)
+    ours = critical_path(columns_of(path), annotation="ProfilerStep", instance=instance)
+    theirs, total, syncs = hta_shares(path, "ProfilerStep", instance)
+    assert ours["mode"] == "cuda_sync events" and ours["sync_edges"] == syncs > 0
+    for k in BOUND_BY:
+        assert abs(ours["bound_by"][k] - theirs[k]) <= 0.05, (k, ours["bound_by"], theirs)
+    assert ours["path_us"] == pytest.approx(total, rel=0.05)
+
+
+@pytest.mark.parametrize("name", ["h100-resnet18-profile", "h100-lm-medium-profile"])
+@pytest.mark.conformance
+@pytest.mark.filterwarnings("ignore")
+def test_on_the_last_profiled_step_htas_path_stops_short_and_ours_does_not(name):
+    """Both recordings' last ProfilerStep: HTA finds no sync edge and a path of a few per cent of the step (151 µs of
+    ~16.6 ms, 1.6 ms of ~46.5 ms when this was written); lumikit's path is as long as on the steps before. Should
+    HTA change, this fails: then docs/critical-path.md's note on it must change too."""
+    path = h100_trace(name)
+    earlier = critical_path(columns_of(path), annotation="ProfilerStep", instance=0)["path_us"]
+    last = critical_path(columns_of(path), annotation="ProfilerStep", instance=2)
+    assert last["path_us"] == pytest.approx(earlier, rel=0.1) and last["sync_edges"] > 0
+    _, total, syncs = hta_shares(path, "ProfilerStep", 2)
+    assert syncs == 0 and total < 0.2 * last["path_us"]
