@@ -133,7 +133,7 @@ record_timeline(h100.file_path, "ResNet-18, recorded on an NVIDIA H100 (not LUMI
 # **How to read it:** for the first 3.5 s the GPU idles: 0 % busy, 345 MHz, 73 W. At 4 s its memory in use
 # doubles (480 to 1,007 MiB: most likely the workload's process taking the GPU) and the clock goes to 1980 MHz, the
 # power to 123 W, still at 0 % busy: a GPU held but not computing. The steps run from about 13 s to 23 s at 80-89 %
-# busy and 410-455 W; the one dip, near 16 s, is where the first epoch ended (4.1 s of steps, `rank0.out`) and the
+# busy and 410-455 W; the one dip, near 16 s, falls about where the first epoch ended (4.1 s, `rank0.out`) and the
 # next epoch's loader workers started. So the card's means (33 % busy, 242 W) mix ten seconds of steps with fifteen
 # of start-up and shut-down: read the timeline before the means, as with the generated session.
 #
