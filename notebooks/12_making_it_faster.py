@@ -108,7 +108,7 @@ print("loader workers, recorded on an NVIDIA H100:", workers.sentence(unit="samp
 ladder_bars(resnet_h100)
 
 # %% [markdown]
-# **How to read it (recorded on an NVIDIA H100):** every rung runs at 12-17 thousand samples/s and every one is
+# **How to read it (recorded on an NVIDIA H100):** every rung's median is 12-17 thousand samples/s, every one
 # within the noise of fp32, with 4 loader workers or with 12; the fp32 convolutions already run on TF32 tensor
 # cores (cuDNN's default), at 11 % of that peak. No rung helped, so the next question is what the step waits for:
 # the profiled run's trace (3 steps, with `cuda_sync` events) answers it.
@@ -128,8 +128,8 @@ bound_by_table(analyzer_critical_path(resnet_trace, resnet_trace.ranks[0]))
 # **How to read it:** the GPU is idle 28 % of the analysed steps, mostly *starved*: waiting for the host's next
 # launch. The critical path is about half `gpu_compute_bound`, about half `cpu_bound` (the host running the
 # operators and launching the kernels), `data_loading` under 1 %. A rung that speeds up the GPU's kernels shortens
-# only the GPU half, and each small kernel still costs its launch on the host: on a fast GPU a small model is
-# host-bound. **Measure first**, then pick the rung.
+# only the GPU half, and each small kernel still costs its launch on the host: on a fast GPU, a small model's step
+# waits on the host about as much as on the GPU. **Measure first**, then pick the rung.
 #
 # ## What a rung changed: the trace diff
 #
