@@ -110,6 +110,38 @@ for finding in card.findings:
 print(card.billing_line())
 
 # %% [markdown]
+# ## A recorded run on a real GPU
+#
+# The records over time above are generated. The workbook ships one recording of a real GPU: the course's ResNet-18
+# (batch 256, 600 steps) launched like your run, its GPU record taken every 0.5 s through NVIDIA's library,
+# **recorded on an NVIDIA H100, not LUMI's MI250X** (in `lumikit.reference`). The same card and plot read it.
+
+# %%
+from lumikit.record import card_of_run
+from lumikit.record.lesson import record_timeline
+
+h100 = reference.load("h100-resnet18-record")
+h100_card = card_of_run(h100.file_path)
+print("report card of a run recorded on an NVIDIA H100 (not LUMI's MI250X)")
+print("--", h100.source_line)
+h100_card.table()[["node", "gcd", "samples", "busy_mean_pct", "power_mean_w", "vram_peak_gib", "energy_j"]].round(1)
+
+# %%
+record_timeline(h100.file_path, "ResNet-18, recorded on an NVIDIA H100 (not LUMI's MI250X): power, busy, VRAM")
+
+# %% [markdown]
+# **How to read it:** for the first 3.5 s the GPU idles: 0 % busy, 345 MHz, 73 W. At 4 s its memory in use
+# doubles (480 to 1,007 MiB: most likely the workload's process taking the GPU) and the clock goes to 1980 MHz, the
+# power to 123 W, still at 0 % busy: a GPU held but not computing. The steps run from about 13 s to 23 s at 80-89 %
+# busy and 410-455 W; the one dip, near 16 s, falls about where the first epoch ended (4.1 s, `rank0.out`) and the
+# next epoch's loader workers started. So the card's means (33 % busy, 242 W) mix ten seconds of steps with fifteen
+# of start-up and shut-down: read the timeline before the means, as with the generated session.
+#
+# What differs from an MI250X: an H100 is one device in one package, so the library gives each GPU its own power
+# and every row carries it (no even GCD holding a package's power, no odd one without, no package shared with
+# another job's GCD). The card and plots still say "GCD": read "GPU".
+
+# %% [markdown]
 # ## Predict, then measure: energy
 #
 # Before you look at the energy column: one package of an MI250X draws about **300 W** while a GCD computes and

@@ -18,8 +18,10 @@ SCANNED = sorted([*REPO.glob("notebooks/*.py"), *REPO.glob("solutions/*.py"), *R
 # what a real recording is: the profiler's recorded steps (the learner's own run), what rocprof recorded, lumikit's
 # `smi record`, what a run folder's manifest recorded about its supervisor, the learner's own check answers and
 # results recorded in their progress folder (and regraded from there), what a flight recorder or a rocpd database
-# recorded of a real run, or a sentence that names both kinds
-REAL_RECORDING = re.compile(r"step|profiler|profiled|profiling|rocprof|smi record|supervisor|manifest|generated|kind|recorded from|"
+# recorded of a real run, the job-side GPU recorder, the course's real recordings on an NVIDIA H100 (lumikit.reference,
+# issue 32), or a sentence that names both kinds
+REAL_RECORDING = re.compile(r"H100|real GPU|recorder|"
+                            r"step|profiler|profiled|profiling|rocprof|smi record|supervisor|manifest|generated|kind|recorded from|"
                             r"recorded with|\(recorded\)|progress|recorded answers?|recorded (check )?results?|"
                             r"prediction recorded|results? recorded|answers? recorded|recorded as \"not checked|grading|"
                             r"flight.recorder|TORCH_FR|rocpd|class_records", re.IGNORECASE)

@@ -67,3 +67,50 @@ def test_a_laptop_run_without_a_gpu_tool_shows_the_generated_session_and_says_so
     assert where.startswith("your run has no GPU record (none of amd-smi, rocm-smi, nvidia-smi was found")
     assert "the GENERATED session ddp-8gcd-starved" in where
     assert {info["kind"] for info in card.nodes.values()} == {"generated"} and len(card.rows) == 8
+
+
+def _run_folder(tmp_path, site_in_header: str, kind: str = "recorded"):
+    """A packed run folder: manifest naming a shipped site, one node's compact record whose header names a site
+    file of the machine it ran on (gone here), as `lumikit reference add` leaves one."""
+    import json
+
+    from lumikit.smi.readings import frame_text
+    from lumikit.smi.sessions import write_session
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "manifest.json").write_text(json.dumps({"site": "nvidia-h100", "state": "COMPLETED"}))
+    frames = [Frame(t=0.5 * i, stdout=frame_text({"r": [[busy, watts, 1980, 2619, 40, 4]]}))
+              for i, (busy, watts) in enumerate([(0, 72.6), (86, 450.0), (10, 216.3)])]
+    header = SessionHeader(name="vm", kind=kind, interval_s=0.5, started=STARTED, source="library:pynvml",
+                           site=site_in_header)
+    write_session(Session(header, frames), tmp_path / "gpu" / "vm.jsonl")
+    return tmp_path
+
+
+def test_a_packed_record_from_another_machine_is_drawn_with_the_manifests_site(tmp_path):
+    from lumikit.plotting import is_marked_generated
+    from lumikit.record.lesson import record_snapshots, record_timeline
+
+    run = _run_folder(tmp_path, site_in_header="/elsewhere/benchmarks/nvidia-h100.toml")
+    snaps, kind = record_snapshots(run)
+    assert kind == "recorded" and [s.timestamp for s in snaps] == [0.0, 0.5, 1.0]
+    assert [(s.devices[0].gpu_busy_pct, s.devices[0].power_w) for s in snaps] == [(0, 72.6), (86, 450.0),
+                                                                                  (10, 216.3)]
+    fig = record_timeline(run, "recorded on an NVIDIA H100 (not LUMI's MI250X)")
+    power, busy = fig.axes[0].lines[0], fig.axes[1].lines[0]
+    assert list(power.get_ydata()) == [72.6, 450.0, 216.3] and list(busy.get_ydata()) == [0, 86, 10]
+    assert fig._suptitle.get_text() == "recorded on an NVIDIA H100 (not LUMI's MI250X)"
+    assert not is_marked_generated(fig)
+
+
+def test_a_generated_record_is_marked_and_a_folder_without_one_is_named(tmp_path):
+    from lumikit.errors import LumikitError
+    from lumikit.plotting import is_marked_generated
+    from lumikit.record.lesson import record_timeline
+
+    assert is_marked_generated(record_timeline(_run_folder(tmp_path / "g", "lumi", kind="generated"), "t"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(LumikitError, match="no GPU record"):
+        record_timeline(tmp_path / "empty", "t")
+    with pytest.raises(LumikitError, match="no record of node 'nid1'; its record has vm"):
+        record_timeline(tmp_path / "g", "t", node="nid1")

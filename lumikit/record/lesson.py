@@ -1,5 +1,6 @@
 """What modules 04 and 07 show from GPU records: the learner's own run's card (else a generated session's, labelled),
-a predicted energy set against the measured one, and energy per step and per sample of several runs side by side.
+a predicted energy set against the measured one, energy per step and per sample of several runs side by side, and a
+run folder's record over time (a shipped recording from another machine too).
 
 Pure helpers over :mod:`lumikit.record.card`; the notebooks call them and draw their tables.
 """
@@ -7,11 +8,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ..errors import LumikitError
+from ..smi.record_layout import run_folder
 from ..smi.sessions import read_session
-from .card import ReportCard, card_of_run, report_card
+from .card import ReportCard, card_of_run, report_card, session_samples
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
+
+    from ..smi.model import Snapshot
 
 #: The generated session a run without a GPU record (a laptop) is shown instead of: 8 GCDs, GCD 4 starved.
 FALLBACK_SESSION = "ddp-8gcd-starved"
@@ -75,4 +81,37 @@ def energy_per_step(cards: Mapping[str, ReportCard], results: Mapping[str, Mappi
     return pd.DataFrame(rows).set_index("run")
 
 
-__all__ = ["FALLBACK_SESSION", "card_or_generated", "energy_check", "energy_per_step"]
+def record_snapshots(run_or_path: Any, node: str | None = None) -> tuple[list[Snapshot], str]:
+    """One node's GPU record of a run folder as snapshots (seconds since the record started) and the record's kind
+    (recorded / generated). The samples are read with the site the run's manifest names, not the one in the record's
+    header: a record packed from another machine (``lumikit reference add``) names a site file of that machine."""
+    from ..launch.runfolder import RunFolder
+    from ..smi.model import Snapshot
+    from ..smi.readings import FORMAT, to_devices
+    from . import read_record
+
+    folder = run_folder(run_or_path)
+    sessions = read_record(folder)
+    if not sessions:
+        raise LumikitError(f"{folder}: no GPU record (gpu/<node>.jsonl) in it; give a run folder whose job had GPUs")
+    name = node if node is not None else next(iter(sessions))
+    if name not in sessions:
+        raise LumikitError(f"{folder}: no record of node {name!r}; its record has {', '.join(sessions)}")
+    session = sessions[name]
+    site = RunFolder(folder).read().get("site") or "lumi"
+    snaps = [Snapshot(devices=to_devices(s.devices), format=FORMAT, timestamp=s.t, source=session.header.label)
+             for s in session_samples(session, site)]
+    return snaps, session.header.kind
+
+
+def record_timeline(run_or_path: Any, title: str, node: str | None = None) -> Figure:
+    """Power, busy % and VRAM % over time of one node's GPU record (:func:`lumikit.smi.plots.timeline`), marked
+    when its readings are generated; ``title`` says what and where (a recording from a machine that is not LUMI)."""
+    from ..smi.plots import timeline
+
+    snaps, kind = record_snapshots(run_or_path, node)
+    return timeline(snaps, title=title, generated=kind == "generated")
+
+
+__all__ = ["FALLBACK_SESSION", "card_or_generated", "energy_check", "energy_per_step", "record_snapshots",
+           "record_timeline"]
