@@ -68,8 +68,8 @@ def ladder_table(data: dict[str, Any]) -> str:
                      f"{mfu:<32} {_memory(row, on_gpu)}")
         previous = m
     lines.append("")
-    lines.append(f"MFU: the model's FLOPs per step (lumikit.model_estimate) per second, against one GCD's peak for "
-                 f"the rung's precision from site {data.get('site')}'s profile"
+    lines.append(f"MFU: the model's FLOPs per step (lumikit.model_estimate) per second, against one device's peak "
+                 f"(a GCD on LUMI) for the rung's precision from site {data.get('site')}'s profile"
                  + ("" if on_gpu else "; measured on this CPU, so against a GCD's peak it is tiny") + ".")
     if not on_gpu:
         lines.append("* on a CPU: the process's largest resident memory so far (torch counts peak memory on GPUs "
