@@ -6,6 +6,8 @@ aliases, matched case-insensitively with any trailing colon removed. Every value
 """
 from __future__ import annotations
 
+import math
+
 import re
 from typing import Mapping
 
@@ -54,7 +56,10 @@ def clock(cell: str | None) -> float | None:
     if cell is None:
         return None
     m = _CLOCK.search(cell)
-    return float(m.group(1)) if m else v.number(cell)
+    if m is None:
+        return v.number(cell)
+    val = float(m.group(1))
+    return val if math.isfinite(val) else None  # "(1e400Mhz)" is damage, not a clock
 
 
 def reading_from_record(index: int, record: Mapping[str, str]) -> DeviceReading:
