@@ -1,6 +1,6 @@
 """PyTorch's CUDA build on a machine without a GPU: the lessons that profile (06, 11) show no error box (issue 31).
 
-The default PyPI torch is the CUDA build (about 2.7 GB of wheels, 4.7 GB installed), so these tests run only where
+The default PyPI torch is the CUDA build (about 2.7 GB of wheels, 5.4 GB installed with the workbook), so these tests run only where
 LUMIKIT_CUDA_TORCH_PYTHON names the Python of a venv that holds it and the workbook (scripts/cuda-build-check.sh
 makes one outside the clone and runs this file); elsewhere they are skipped, and CI never downloads it.
 """
@@ -37,7 +37,7 @@ def cuda_torch() -> dict[str, Any]:
     """What that interpreter's torch is; skips on a machine where it sees a GPU (the check is for machines without)."""
     if not CUDA_PYTHON:
         pytest.skip("LUMIKIT_CUDA_TORCH_PYTHON is unset: no venv with PyTorch's CUDA build to run "
-                    "(scripts/cuda-build-check.sh makes one, about 4.7 GB)")
+                    "(scripts/cuda-build-check.sh makes one, about 5.4 GB)")
     if not Path(CUDA_PYTHON).is_file():
         pytest.fail(f"LUMIKIT_CUDA_TORCH_PYTHON={CUDA_PYTHON}: no such file; give the venv's bin/python")
     done = _run_with_cuda_torch("import json, warnings, torch\n"
