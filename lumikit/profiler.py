@@ -132,16 +132,23 @@ class _StepProfiler:
         self.trace_dir = trace_dir
 
     def step(self) -> None:
-        with _without_usdt_lines():  # a step that starts or stops recording makes Kineto print
+        with _without_kineto_noise():  # a step that starts or stops recording makes Kineto print
             self._prof.step()
 
 
+def _kineto_noise(line: bytes) -> bool:
+    """A line Kineto, the profiler's C++ side, writes straight to the process's stderr that is no news to a learner:
+    its ``USDT:<time> <pid>:<tid> ...] profiler_start`` (and ``profiler_stop``) notices at each start and stop, and on
+    PyTorch's CUDA build without an NVIDIA driver, ``ERROR:<time> ... DeviceProperties.cpp:50] gpuGetDeviceCount
+    failed with code 35`` at the first stop in a process (the workbook then simply profiles the CPU)."""
+    return line.startswith(b"USDT:") or (line.startswith(b"ERROR:") and b"] gpuGetDeviceCount failed" in line)
+
+
 @contextlib.contextmanager
-def _without_usdt_lines() -> Iterator[None]:
-    """Drop the ``USDT:<time> <pid>:<tid> ...] profiler_start`` (and ``profiler_stop``) notices that Kineto, the
-    profiler's C++ side, writes straight to the process's stderr at each start and stop (a notebook shows them as
-    pink error boxes; ``KINETO_LOG_LEVEL`` hides its errors with them). While the profiler starts or stops, file
-    descriptor 2 goes to a temporary file; every other line is passed on unchanged afterwards."""
+def _without_kineto_noise() -> Iterator[None]:
+    """Drop :func:`_kineto_noise` lines, which a notebook shows as pink error boxes (``KINETO_LOG_LEVEL`` hides
+    Kineto's errors with them). While the profiler starts, steps or stops, file descriptor 2 goes to a temporary
+    file; every other line is passed on unchanged afterwards."""
     try:
         saved = os.dup(2)
     except OSError:  # no stderr at all
@@ -157,7 +164,7 @@ def _without_usdt_lines() -> Iterator[None]:
             os.dup2(saved, 2)
             os.close(saved)
             tmp.seek(0)
-            kept = b"".join(line for line in tmp.read().splitlines(keepends=True) if not line.startswith(b"USDT:"))
+            kept = b"".join(line for line in tmp.read().splitlines(keepends=True) if not _kineto_noise(line))
             while kept:
                 kept = kept[os.write(2, kept):]
 
@@ -197,12 +204,12 @@ def profile_steps(*, enabled: bool | None = None, rank: int | None = None, out_d
                        on_trace_ready=tensorboard_trace_handler(str(config.out_dir), worker_name=f"rank{rank}"),
                        record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack,
                        **_sync_events(torch, env))
-        with _without_usdt_lines():
+        with _without_kineto_noise():
             prof.__enter__()
         try:
             yield _StepProfiler(prof, config.out_dir)
         finally:
-            with _without_usdt_lines():
+            with _without_kineto_noise():
                 prof.__exit__(None, None, None)
 
 
