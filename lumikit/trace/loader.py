@@ -316,16 +316,12 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
             if batch:
                 submit(rank, batch, batch_size)
             read_all.add(rank)
-        if pool is not None:
-            pool.shutdown(wait=False)  # the workers leave as they run out of tasks, not after the last one
         while pending:
             collect()
-    except BaseException:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-        raise
     finally:
         handoff.CURRENT = None
+        if pool is not None:  # joined before returning: a thread left running would make the next load fork-unsafe
+            pool.shutdown(wait=True, cancel_futures=True)
         if bar is not None:
             bar.close()
     out = {}

@@ -174,6 +174,20 @@ print(len(stored), all(stored))
     assert int(chunks) > 10 and all_shared == "True"
 
 
+def test_a_parallel_load_leaves_no_thread_behind_so_the_next_one_forks_too(rocm_run):
+    """The pool's helper threads are joined before the load returns: one left running would make the next load
+    in the same process start its parsers through a forkserver (slower, and it re-imports a script's main)."""
+    code = """
+import sys, threading
+from lumikit.trace import loader
+loader.load_trace(sys.argv[1], workers=2)
+print(threading.active_count(), loader.start_method())
+"""
+    run = subprocess.run([sys.executable, "-c", code, str(rocm_run)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["1", "fork"]
+
+
 def test_a_task_that_overflows_its_slice_sends_its_arrays_instead():
     from lumikit.trace.columns import parse_chunk
     from lumikit.trace.handoff import ROW_BYTES, SharedColumns, StoredChunk
