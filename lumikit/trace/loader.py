@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import re
+import threading
 import warnings
 import zlib
 from collections import deque
@@ -198,8 +199,6 @@ def _default_workers() -> int:
 
 def _threads_in_process() -> int:
     """Python threads of this process (a Jupyter kernel runs several: heartbeat, IOPub, control)."""
-    import threading
-
     return threading.active_count()
 
 
@@ -286,12 +285,18 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
         if rank in read_all and not open_tasks[rank]:
             tables[rank] = builders[rank].build_columns()  # while the workers parse the next ranks
 
+    helpers: list[threading.Thread] = []  # the threads the pool starts in this process
+
     def submit(rank: int, work: list[bytes | FileRange], size: int) -> None:
         nonlocal pool
-        if pool is None:
+        first = pool is None
+        if first:
             pool = _pool(workers)
+            before = set(threading.enumerate())
         region = shared.reserve(size) if shared is not None else None
         pending.append((rank, size, pool.submit(_parse_pieces, streams[rank].path, work, region)))
+        if first:  # the pool starts its manager thread with the first task
+            helpers.extend(t for t in threading.enumerate() if t not in before)
         open_tasks[rank] += 1
         while len(pending) > 2 * workers:
             collect()
@@ -316,12 +321,16 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
             if batch:
                 submit(rank, batch, batch_size)
             read_all.add(rank)
+        if pool is not None:  # the workers leave once the last results are in, while the last table is built here
+            pool.shutdown(wait=False)
         while pending:
             collect()
     finally:
         handoff.CURRENT = None
-        if pool is not None:  # joined before returning: a thread left running would make the next load fork-unsafe
-            pool.shutdown(wait=True, cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)  # after an error: drop the tasks not yet started
+            for thread in helpers:  # joined before returning (shutdown forgets them once told not to wait): a
+                thread.join()  # thread left running would make the next load in this process fork-unsafe
         if bar is not None:
             bar.close()
     out = {}
