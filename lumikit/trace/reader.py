@@ -23,6 +23,8 @@ from ..sniff import looks_like_sentence
 
 CHUNK_BYTES = 1 << 20
 BLOCK_BYTES = 1 << 20
+#: The first read of a file cut into byte ranges: a Kineto header takes a few kilobytes (a longer one is read on).
+_HEAD_BYTES = 64 << 10
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 # A boundary between two events: "}" "," "{" followed by a key that starts an event. A quote cannot appear
 # unescaped inside a JSON string, so this never matches inside a kernel name such as "{lambda()#1}, {...}".
@@ -106,9 +108,9 @@ class TraceStream:
             yield from self._chunks(fh)
 
     # -- internals -------------------------------------------------------------------------------------
-    def _read(self, fh: BinaryIO) -> tuple[bytes, bool]:
+    def _read(self, fh: BinaryIO, size: int = BLOCK_BYTES) -> tuple[bytes, bool]:
         try:
-            block = fh.read(BLOCK_BYTES)
+            block = fh.read(size)
         except EOFError:  # gzip stream cut short
             return b"", True
         except (OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
@@ -125,12 +127,13 @@ class TraceStream:
         self._read_bytes += len(block)
         return block, not block
 
-    def _open_events(self, fh: BinaryIO) -> tuple[bytes, bool, bool, int]:
+    def _open_events(self, fh: BinaryIO, first: int = BLOCK_BYTES) -> tuple[bytes, bool, bool, int]:
         """Read up to the start of the events array: (the bytes read past it, bare array?, end of file?, the
-        offset in the file where the events start)."""
+        offset in the file where the events start). ``first`` is the size of the first read (the header of a
+        Kineto trace takes a few kilobytes), later reads take ``BLOCK_BYTES``."""
         buf = b""
         while True:
-            block, eof = self._read(fh)
+            block, eof = self._read(fh, BLOCK_BYTES if buf else first)
             buf += block
             m = _EVENTS_KEY.search(buf, max(0, len(buf) - len(block) - 4096))  # the new bytes (and a margin)
             if m:
@@ -173,7 +176,7 @@ class TraceStream:
             if isinstance(fh, gzip.GzipFile):
                 yield from self._chunks(fh)
                 return
-            _, bare, _, start = self._open_events(fh)
+            _, bare, _, start = self._open_events(fh, first=_HEAD_BYTES)
             size = fh.seek(0, os.SEEK_END)
             while size - start > 2 * self.chunk_bytes:
                 cut = _next_boundary(fh, start + self.chunk_bytes, size)

@@ -188,6 +188,14 @@ print(threading.active_count(), loader.start_method())
     assert run.stdout.split() == ["1", "fork"]
 
 
+def test_tasks_shrink_towards_the_end_of_a_load_so_the_workers_finish_together():
+    mb = 1 << 20
+    sizes = [loader._batch_bytes(left * mb, workers=2) for left in (300, 64, 32, 16, 8, 4, 2, 1, 0)]
+    assert sizes[0] == loader.BATCH_BYTES  # much left: full tasks
+    assert sizes == sorted(sizes, reverse=True)  # then smaller and smaller
+    assert sizes[-1] == loader.CHUNK_BYTES  # down to one reader chunk, never less
+
+
 def test_a_task_that_overflows_its_slice_sends_its_arrays_instead():
     from lumikit.trace.columns import parse_chunk
     from lumikit.trace.handoff import ROW_BYTES, SharedColumns, StoredChunk
