@@ -187,7 +187,7 @@ _ARGS_FIELDS = _Args.__struct_fields__
 
 def _fields(records: Sequence, names: tuple[str, ...]) -> dict[str, tuple]:
     """Each field of the records as one tuple of values, in a single C-level pass (``astuple`` per record, then a
-    transpose): a third cheaper than pulling every field through its own ``attrgetter`` map."""
+    transpose), cheaper than pulling every field through its own ``attrgetter`` map."""
     values = zip(*map(astuple, records))
     return dict(zip(names, values))
 
