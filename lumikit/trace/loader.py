@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import re
+import threading
 import warnings
 import zlib
 from collections import deque
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 TRACE_SUFFIXES = (".json", ".json.gz")
-#: Bytes of trace per worker task (several reader chunks parsed in a row; see ``_parse_pieces``).
+#: The most bytes of trace per worker task (several reader chunks parsed in a row; see ``_parse_pieces``
+#: and ``_batch_bytes``).
 BATCH_BYTES = 8 * CHUNK_BYTES
 _RANK_IN_NAME = (
     re.compile(r"rank[-_]?(\d+)", re.IGNORECASE),
@@ -197,8 +199,6 @@ def _default_workers() -> int:
 
 def _threads_in_process() -> int:
     """Python threads of this process (a Jupyter kernel runs several: heartbeat, IOPub, control)."""
-    import threading
-
     return threading.active_count()
 
 
@@ -274,15 +274,32 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
     shared = SharedColumns.for_text(_expected_bytes(files.values())) \
         if workers > 1 and start_method() == "fork" else None
     handoff.CURRENT = shared  # before the pool forks: its workers inherit the mapping
+    left = _expected_bytes(files.values())  # bytes of trace not yet handed to a worker (roughly, for gzip)
+    open_tasks = dict.fromkeys(files, 0)  # per rank: tasks handed out and not yet collected
+    read_all: set[int] = set()  # ranks whose every piece was handed out
+    tables: dict[int, Columns] = {}
+
+    def collect() -> None:
+        rank = _collect(pending.popleft(), builders, bar, shared)
+        open_tasks[rank] -= 1
+        if rank in read_all and not open_tasks[rank]:
+            tables[rank] = builders[rank].build_columns()  # while the workers parse the next ranks
+
+    helpers: list[threading.Thread] = []  # the threads the pool starts in this process
 
     def submit(rank: int, work: list[bytes | FileRange], size: int) -> None:
         nonlocal pool
-        if pool is None:
+        first = pool is None
+        if first:
             pool = _pool(workers)
+            before = set(threading.enumerate())
         region = shared.reserve(size) if shared is not None else None
         pending.append((rank, size, pool.submit(_parse_pieces, streams[rank].path, work, region)))
+        if first:  # the pool starts its manager thread with the first task
+            helpers.extend(t for t in threading.enumerate() if t not in before)
+        open_tasks[rank] += 1
         while len(pending) > 2 * workers:
-            _collect(pending.popleft(), builders, bar, shared)
+            collect()
 
     try:
         for rank, stream in streams.items():
@@ -290,6 +307,7 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
             batch_size = 0
             for piece in stream.pieces():
                 size = piece.stop - piece.start if isinstance(piece, FileRange) else len(piece)
+                left -= size
                 if workers == 1:
                     builders[rank].add(_parse_or_explain(stream.path, piece))
                     _tick(bar, size)
@@ -297,17 +315,22 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
                 batch.append(piece)
                 batch_size += size
                 del piece
-                if batch_size >= BATCH_BYTES or not isinstance(batch[-1], FileRange):
+                if batch_size >= _batch_bytes(left, workers) or not isinstance(batch[-1], FileRange):
                     submit(rank, batch, batch_size)
                     batch, batch_size = [], 0
             if batch:
                 submit(rank, batch, batch_size)
+            read_all.add(rank)
+        if pool is not None:  # the workers leave once the last results are in, while the last table is built here
+            pool.shutdown(wait=False)
         while pending:
-            _collect(pending.popleft(), builders, bar, shared)
+            collect()
     finally:
         handoff.CURRENT = None
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=True, cancel_futures=True)  # after an error: drop the tasks not yet started
+            for thread in helpers:  # joined before returning (shutdown forgets them once told not to wait): a
+                thread.join()  # thread left running would make the next load in this process fork-unsafe
         if bar is not None:
             bar.close()
     out = {}
@@ -316,20 +339,28 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
             warnings.warn(f"{stream.path}: {stream.damage or 'truncated trace'}, kept the {builders[rank].n_events} "
                           f"complete events; {stream.lost_bytes:,} bytes after the last one were dropped",
                           stacklevel=2)
-        out[rank] = RankTrace(rank=rank, path=stream.path, columns=builders[rank].build_columns(),
-                              metadata=stream.metadata, n_events=builders[rank].n_events,
-                              truncated=stream.truncated)
+        columns = tables[rank] if rank in tables else builders[rank].build_columns()
+        out[rank] = RankTrace(rank=rank, path=stream.path, columns=columns, metadata=stream.metadata,
+                              n_events=builders[rank].n_events, truncated=stream.truncated)
     if shared is not None:
         shared.close()  # every view of it was copied into the tables
     return Trace(out)
 
 
+def _batch_bytes(left: int, workers: int) -> int:
+    """Bytes of trace per worker task: ``BATCH_BYTES`` while much is left, then smaller and smaller (down to one
+    reader chunk), so the workers run out of work together instead of one finishing a large last task alone."""
+    return min(BATCH_BYTES, max(CHUNK_BYTES, left // (2 * workers)))
+
+
 def _collect(item: tuple[int, int, Future], builders: dict[int, TableBuilder], bar,
-             shared: SharedColumns | None) -> None:
+             shared: SharedColumns | None) -> int:
+    """Add a finished task's chunks to its rank's table; returns the rank."""
     rank, size, future = item
     for chunk in future.result():
         builders[rank].add(shared.load(chunk) if shared is not None else chunk)
     _tick(bar, size)
+    return rank
 
 
 def _progress(files: Mapping[int, Path], enabled: bool):

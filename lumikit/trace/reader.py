@@ -23,6 +23,8 @@ from ..sniff import looks_like_sentence
 
 CHUNK_BYTES = 1 << 20
 BLOCK_BYTES = 1 << 20
+#: The first read of a file cut into byte ranges: a Kineto header takes a few kilobytes (a longer one is read on).
+_HEAD_BYTES = 64 << 10
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 # A boundary between two events: "}" "," "{" followed by a key that starts an event. A quote cannot appear
 # unescaped inside a JSON string, so this never matches inside a kernel name such as "{lambda()#1}, {...}".
@@ -106,9 +108,9 @@ class TraceStream:
             yield from self._chunks(fh)
 
     # -- internals -------------------------------------------------------------------------------------
-    def _read(self, fh: BinaryIO) -> tuple[bytes, bool]:
+    def _read(self, fh: BinaryIO, size: int = BLOCK_BYTES) -> tuple[bytes, bool]:
         try:
-            block = fh.read(BLOCK_BYTES)
+            block = fh.read(size)
         except EOFError:  # gzip stream cut short
             return b"", True
         except (OSError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
@@ -125,12 +127,13 @@ class TraceStream:
         self._read_bytes += len(block)
         return block, not block
 
-    def _open_events(self, fh: BinaryIO) -> tuple[bytes, bool, bool, int]:
+    def _open_events(self, fh: BinaryIO, first: int = BLOCK_BYTES) -> tuple[bytes, bool, bool, int]:
         """Read up to the start of the events array: (the bytes read past it, bare array?, end of file?, the
-        offset in the file where the events start)."""
+        offset in the file where the events start). ``first`` is the size of the first read (the header of a
+        Kineto trace takes a few kilobytes), later reads take ``BLOCK_BYTES``."""
         buf = b""
         while True:
-            block, eof = self._read(fh)
+            block, eof = self._read(fh, BLOCK_BYTES if buf else first)
             buf += block
             m = _EVENTS_KEY.search(buf, max(0, len(buf) - len(block) - 4096))  # the new bytes (and a margin)
             if m:
@@ -166,14 +169,14 @@ class TraceStream:
         yield from self._finish(buf, bare)
 
     def pieces(self) -> Iterator[bytes | FileRange]:
-        """Like :meth:`chunks`, but for an uncompressed file every chunk except the last is a
-        :class:`FileRange` that a worker process reads itself, so the events never pass through this process.
-        The cut points come from reading a small window at each one."""
+        """Like :meth:`chunks`, but for an uncompressed file every chunk is a :class:`FileRange` that a worker
+        process reads itself, so the events never pass through this process. The cut points come from reading a
+        small window at each one (and the end of the file, to find where the events stop)."""
         with open_bytes(self.path) as fh:
             if isinstance(fh, gzip.GzipFile):
                 yield from self._chunks(fh)
                 return
-            _, bare, _, start = self._open_events(fh)
+            _, bare, _, start = self._open_events(fh, first=_HEAD_BYTES)
             size = fh.seek(0, os.SEEK_END)
             while size - start > 2 * self.chunk_bytes:
                 cut = _next_boundary(fh, start + self.chunk_bytes, size)
@@ -185,7 +188,9 @@ class TraceStream:
                 start = cut[1]
             fh.seek(start)
             rest = fh.read()
-        yield from self._finish(rest, bare)
+        first, stop = self._last_events(rest, bare)
+        if stop > first:  # a byte range too: the last events need not pass through this process either
+            yield FileRange(self.path, start + first, start + stop)
 
     def _too_long(self) -> None:
         raise TraceError(f"{self.path}: more than {MAX_PIECE_BYTES >> 20} MB without the end of an event (real "
@@ -203,6 +208,13 @@ class TraceStream:
 
     def _finish(self, buf: bytes, bare: bool) -> Iterator[bytes]:
         """The last events and the trailer; detects truncation."""
+        start, stop = self._last_events(buf, bare)
+        if stop > start:
+            yield buf[start:stop]
+
+    def _last_events(self, buf: bytes, bare: bool) -> tuple[int, int]:
+        """Where the last events lie in ``buf`` (the rest of the file after the last cut): the span of their array
+        body without surrounding blanks; reads the trailer into ``metadata`` and detects truncation."""
         pos = len(buf)
         for _ in range(_MAX_END_TRIES):
             pos = buf.rfind(b"]", 0, pos)
@@ -211,7 +223,8 @@ class TraceStream:
             trailer = _parse_trailer(buf[pos + 1:], bare)
             if trailer is None:
                 continue
-            body = buf[:pos].strip()
+            start, stop = _stripped(buf, pos)
+            body = buf[start:stop]
             if body and not _last_event_complete(body):
                 continue
             # An array among the keys after the events ("deviceProperties": [{..}, {..}]) ends in "]" too, and its
@@ -219,9 +232,7 @@ class TraceStream:
             if (b"[" in buf[pos + 1:] or b"]" in body) and not _parses(body):
                 continue
             self.metadata.update(trailer)
-            if body:
-                yield body
-            return
+            return start, stop
         if not self.salvage:
             bad = _invalid_utf8(buf)
             if bad is not None:
@@ -231,10 +242,23 @@ class TraceStream:
             raise TraceError(f"{self.path}: the trace is truncated (the traceEvents array never closes; the job "
                              f"was probably stopped while writing it); {salvage_hint(self.path)}")
         self.truncated = True
-        body = _complete_prefix(buf)
-        self.lost_bytes = len(buf) - len(body)
-        if body:
-            yield body
+        start, stop = _complete_prefix(buf)
+        self.lost_bytes = len(buf) - (stop - start)
+        return start, stop
+
+
+_BLANKS = b" \t\n\r\x0b\x0c"  # what bytes.strip() removes
+_NOT_BLANK = re.compile(rb"[^ \t\n\r\x0b\x0c]")
+
+
+def _stripped(buf: bytes, stop: int) -> tuple[int, int]:
+    """The span of ``buf[:stop].strip()`` in ``buf``, found without copying it."""
+    first = _NOT_BLANK.search(buf, 0, stop)
+    if first is None:
+        return 0, 0
+    while buf[stop - 1] in _BLANKS:
+        stop -= 1
+    return first.start(), stop
 
 
 def _gzip_prefix(path: Path, piece: int = 256) -> bytes:
@@ -325,14 +349,15 @@ def _next_boundary(fh: BinaryIO, pos: int, size: int) -> tuple[int, int] | None:
     return None
 
 
-def _complete_prefix(buf: bytes) -> bytes:
-    """The longest run of complete events at the start of a truncated array body."""
+def _complete_prefix(buf: bytes) -> tuple[int, int]:
+    """The span of the longest run of complete events at the start of a truncated array body, without blanks
+    around it ((0, 0) when there is none)."""
     ends = [m.start() for m in _BOUNDARY.finditer(buf)]
     for end in reversed(ends[-_MAX_END_TRIES:]):
-        body = buf[:end + 1].strip()
+        start, stop = _stripped(buf, end + 1)
         try:
-            orjson.loads(b"[" + body + b"]")
-            return body
+            orjson.loads(b"[" + buf[start:stop] + b"]")
+            return start, stop
         except orjson.JSONDecodeError:
             continue
-    return b""
+    return 0, 0

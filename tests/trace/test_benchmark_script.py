@@ -29,3 +29,9 @@ def test_quick_benchmark_prints_and_saves_the_ratios_against_hta(tmp_path):
         assert f"| {q['case']} | {q['speedup_vs_hta']:.1f}x" in run.stdout
     lumikit = [r for r in report["rows"] if r["contender"] == "lumikit"]
     assert all(r["gpu_activities"] > 0 for r in lumikit)  # the summary really ran over the kernels
+    assert all(0 < r["load_seconds"] <= r["seconds"] for r in lumikit)  # loading alone is part of the time
+    # the goal's verdict per size: met exactly when the slower shape reaches 25x, and printed as such
+    (verdict,) = report["acceptance"]
+    speedups = {q["ranks"]: q["speedup_vs_hta"] for q in report["ratios"]}
+    assert verdict["size_mb"] == 2 and verdict["met"] == (min(speedups.values()) >= 25)
+    assert f"every shape of the 2 MB trace: {'met' if verdict['met'] else 'NOT met'}" in run.stdout

@@ -174,6 +174,28 @@ print(len(stored), all(stored))
     assert int(chunks) > 10 and all_shared == "True"
 
 
+def test_a_parallel_load_leaves_no_thread_behind_so_the_next_one_forks_too(rocm_run):
+    """The pool's helper threads are joined before the load returns: one left running would make the next load
+    in the same process start its parsers through a forkserver (slower, and it re-imports a script's main)."""
+    code = """
+import sys, threading
+from lumikit.trace import loader
+loader.load_trace(sys.argv[1], workers=2)
+print(threading.active_count(), loader.start_method())
+"""
+    run = subprocess.run([sys.executable, "-c", code, str(rocm_run)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["1", "fork"]
+
+
+def test_tasks_shrink_towards_the_end_of_a_load_so_the_workers_finish_together():
+    mb = 1 << 20
+    sizes = [loader._batch_bytes(left * mb, workers=2) for left in (300, 64, 32, 16, 8, 4, 2, 1, 0)]
+    assert sizes[0] == loader.BATCH_BYTES  # much left: full tasks
+    assert sizes == sorted(sizes, reverse=True)  # then smaller and smaller
+    assert sizes[-1] == loader.CHUNK_BYTES  # down to one reader chunk, never less
+
+
 def test_a_task_that_overflows_its_slice_sends_its_arrays_instead():
     from lumikit.trace.columns import parse_chunk
     from lumikit.trace.handoff import ROW_BYTES, SharedColumns, StoredChunk
