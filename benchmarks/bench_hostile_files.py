@@ -21,6 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from lumikit.testing.bad_inputs import HOSTILE_KINDS, NESTED, write_hostile  # noqa: E402
 from lumikit.testing.records import node_names, write_generated_record  # noqa: E402
 
 LIMIT_S = 5.0
@@ -28,18 +29,6 @@ BOMB_LIMIT_MB = 200
 #: A 30-byte pickle naming "entries" and "pg_config" (so the doctor takes it for a dump) whose LONG_BINPUT asks
 #: the C unpickler for a memo of 2^31 entries (16 GB) unless the reader refuses it first.
 BOMB = b"\x80\x04}(\x8c\x07entries\x8c\x09pg_configr\xff\xff\xff\x7f."
-
-
-def _hostile(kind: str, path: Path, nested: bytes) -> None:
-    if kind == "FIFO":
-        os.mkfifo(path)
-    elif kind == "/dev/zero":
-        path.symlink_to("/dev/zero")
-    elif kind == "3 GB sparse":
-        with open(path, "wb") as fh:
-            fh.truncate(3 << 30)
-    else:
-        path.write_bytes(nested)
 
 
 def _run(argv: list[str]) -> tuple[float, int, str]:
@@ -53,18 +42,18 @@ def _run(argv: list[str]) -> tuple[float, int, str]:
 def main() -> int:
     rows, ok = [], True
     with tempfile.TemporaryDirectory(prefix="lumikit-hostile-") as tmp:
-        for kind in ("FIFO", "/dev/zero", "3 GB sparse", "100,000 nested brackets"):
+        for kind in HOSTILE_KINDS:
             slug = kind.replace(" ", "-").replace("/", "").replace(",", "")
             dump = Path(tmp) / f"dump-{slug}" / "nccl_trace_rank_0.json"
             dump.parent.mkdir()
-            _hostile(kind, dump, b'{"pg_config": {}, "entries": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+            write_hostile(kind, dump, b'{"pg_config": {}, "entries": ' + NESTED + b"}")
             run = Path(tmp) / f"run-{slug}"
             run.mkdir()
-            _hostile(kind, run / "manifest.json", b"[" * 100_000 + b"]" * 100_000)
+            write_hostile(kind, run / "manifest.json")
             recorded = write_generated_record(Path(tmp) / f"record-{slug}", nodes=1, gcds=2, samples=4)
             record = recorded / "gpu" / f"{node_names(1)[0]}.jsonl"  # a finished run whose record is replaced
             record.unlink()
-            _hostile(kind, record, b"[" * 100_000 + b"]" * 100_000)
+            write_hostile(kind, record)
             for what, argv in (("flight recorder dump", ["logs", "flight-recorder", str(dump)]),
                                ("flight recorder dump", ["doctor", str(dump)]),
                                ("manifest", ["status", str(run)]), ("manifest", ["report", str(run)]),

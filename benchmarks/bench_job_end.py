@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import stat
 import sys
 import tempfile
 import time
@@ -24,30 +23,13 @@ sys.path.insert(0, str(REPO))
 from lumikit.jobs import spec  # noqa: E402
 from lumikit.launch import launch  # noqa: E402
 from lumikit.launch.states import FINAL  # noqa: E402
-
-
-def left_with(marker: str) -> int:
-    """Live processes whose command line holds ``marker``."""
-    count = 0
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes() and \
-                    (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                count += 1
-        except (OSError, IndexError):
-            continue
-    return count
+from lumikit.testing.hung_tool import hung_smi_tool, processes_with  # noqa: E402
 
 
 def once(tmp: Path, interval: float) -> tuple[float, int, str]:
     marker = f"lumikit-hung-smi-{uuid.uuid4().hex[:12]}"
     bin_dir = tmp / marker
-    bin_dir.mkdir()
-    tool = bin_dir / "amd-smi"
-    tool.write_text(f"#!{sys.executable}\nimport subprocess, sys, time\n"
-                    f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1000)', {marker!r}])\n"
-                    "time.sleep(1000)\n")
-    tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
+    hung_smi_tool(bin_dir, marker)
     os.environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
     job = "import time; time.sleep(4); print(repr(time.time()), flush=True)"
     run = launch(spec([sys.executable, "-c", job], gpus_per_node=1), site="laptop", backend="local",
@@ -56,7 +38,7 @@ def once(tmp: Path, interval: float) -> tuple[float, int, str]:
         time.sleep(0.02)
     held = time.time() - float(run.stdout().strip() or "nan")
     time.sleep(0.5)
-    return held, left_with(marker), run.manifest.get("note", "")
+    return held, len(processes_with(marker)), run.manifest.get("note", "")
 
 
 def main() -> int:

@@ -25,13 +25,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from lumikit.metrics import metrics_path, read_metrics  # noqa: E402
 SCHEDULE = "2,1,3,1"  # steps 1-6 are under the profiler; the trace is written at the end of step 6
 
 
-def step_times(metrics: Path, skip: int) -> list[float]:
+def step_times(out_dir: Path, skip: int) -> list[float]:
     """Step times (s) of rank 0's metrics file, the first ``skip`` steps left out."""
-    rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
-    return [r["step_time_s"] for r in rows if r.get("step", 0) > skip and "step_time_s" in r]
+    steps, _ = read_metrics(metrics_path(out_dir, 0))
+    return [r["step_time_s"] for r in steps if r.get("step", 0) > skip and "step_time_s" in r]
 
 
 #: What each variant sets: plain (no profiler), profiled (as the course profiles: Kineto's sync events asked for on
@@ -58,7 +61,7 @@ def one_run(args: argparse.Namespace, folder: Path, variant: str) -> dict:
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=args.timeout)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    times = step_times(folder / "metrics.rank0.jsonl", args.skip)
+    times = step_times(folder, args.skip)
     if len(times) < 5:
         raise SystemExit(f"only {len(times)} steps after the first {args.skip}: give more --steps")
     traces = sorted((folder / "profile").glob("*.pt.trace.json")) if profiled else []

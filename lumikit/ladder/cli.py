@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from pathlib import Path
 
 from ..errors import SpecError
 from ..jobs.cli import warn
@@ -42,15 +43,20 @@ def ladder_job(*options: str) -> JobSpec:
     return ladder_spec(parser.parse_args(["ladder", *options]))
 
 
+def _print_ladder(run: str | Path, as_json: bool) -> int:
+    """Print a ladder that ran (its run folder or ladder.json): the table, or its JSON."""
+    data = read_ladder(run)
+    if as_json:
+        from ..json_output import print_json
+        print_json(data)
+    else:
+        print(ladder_table(data))
+    return 0
+
+
 def _ladder(args: argparse.Namespace) -> int:
     if args.show:
-        data = read_ladder(args.show)
-        if args.json:
-            from ..json_output import print_json
-            print_json(data)
-        else:
-            print(ladder_table(data))
-        return 0
+        return _print_ladder(args.show, args.json)
     from ..launch import launch
     from ..launch.cli import failure_report
 
@@ -69,13 +75,7 @@ def _ladder(args: argparse.Namespace) -> int:
         print(failure_report(run), file=sys.stderr, flush=True)
         print(state)
         return 1
-    data = read_ladder(run.path)
-    if args.json:
-        from ..json_output import print_json
-        print_json(data)
-    else:
-        print(ladder_table(data))
-    return 0
+    return _print_ladder(run.path, args.json)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -12,6 +12,27 @@ from pathlib import Path
 
 from .fuzz import run_cli
 
+#: The hostile files every reader must refuse at once with one line (issue 31): what :func:`write_hostile` makes.
+HOSTILE_KINDS = ("FIFO", "/dev/zero", "3 GB sparse", "100,000 nested brackets")
+NESTED = b"[" * 100_000 + b"]" * 100_000
+
+
+def write_hostile(kind: str, path: Path, nested: bytes = NESTED) -> None:
+    """Put one of :data:`HOSTILE_KINDS` at ``path``: a FIFO nobody writes to, a link to /dev/zero, a 3 GB sparse file
+    (holes: nothing on disk) or ``nested`` (by default 100,000 brackets deep)."""
+    if kind == "FIFO":
+        os.mkfifo(path)
+    elif kind == "/dev/zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "3 GB sparse":
+        with open(path, "wb") as fh:
+            fh.truncate(3 << 30)
+    elif kind == "100,000 nested brackets":
+        path.write_bytes(nested)
+    else:
+        raise ValueError(f"unknown hostile kind {kind!r}; one of {', '.join(HOSTILE_KINDS)}")
+
+
 #: The reader commands: (name in the table, argv before the file, argv after it).
 READERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("smi parse", ("smi", "parse"), ()),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 import time
 import uuid
@@ -18,6 +17,7 @@ from lumikit.jobs import spec
 from lumikit.launch import launch
 from lumikit.launch.states import FINAL
 from lumikit.record import card_of_run
+from lumikit.testing.hung_tool import hung_smi_tool, processes_with
 
 PY = sys.executable
 #: Not whole seconds: the recorder then calls amd-smi per sample (at whole seconds it reads `amd-smi monitor
@@ -26,34 +26,8 @@ INTERVAL_S = 2.5
 
 
 def hung_tool(bin_dir: Path, marker: str) -> Path:
-    """An ``amd-smi`` that starts a child which sleeps, then sleeps itself (neither ever prints); each start
-    leaves a file in ``bin_dir/started`` so the test knows the recorder really ran it."""
-    bin_dir.mkdir(parents=True)
-    (bin_dir / "started").mkdir()
-    tool = bin_dir / "amd-smi"
-    tool.write_text(f"#!{PY}\n"
-                    "import os, subprocess, sys, time\n"
-                    f"open(os.path.join({str(bin_dir / 'started')!r}, str(os.getpid())), 'w').close()\n"
-                    f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1000)', {marker!r}])\n"
-                    "time.sleep(1000)\n")
-    tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
-    return tool
-
-
-def processes_with(marker: str) -> list[int]:
-    """Live processes whose command line holds ``marker`` (zombies excluded)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if marker.encode() not in (entry / "cmdline").read_bytes():
-                continue
-            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                found.append(int(entry.name))
-        except (OSError, IndexError):
-            continue
-    return found
+    """The hanging ``amd-smi``; each start leaves a file in ``bin_dir/started`` so the test knows the recorder ran it."""
+    return hung_smi_tool(bin_dir, marker, log_starts=True)
 
 
 def test_a_hung_smi_tool_ends_with_the_job_within_one_interval_and_leaves_nothing(tmp_path, monkeypatch, capsys):

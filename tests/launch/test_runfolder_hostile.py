@@ -15,28 +15,17 @@ from lumikit.cli import main
 from lumikit.errors import LaunchError
 from lumikit.launch.runfolder import RunFolder
 from lumikit.record import read_markers
+from lumikit.testing.bad_inputs import HOSTILE_KINDS, write_hostile
 
 GOOD = {"backend": "dry-run", "site": "laptop", "state": "COMPLETED", "exit_code": 0}
 
 
-def _hostile(kind: str, manifest: Path) -> None:
-    if kind == "fifo":
-        os.mkfifo(manifest)
-    elif kind == "dev-zero":
-        manifest.symlink_to("/dev/zero")
-    elif kind == "sparse-3gb":
-        with open(manifest, "wb") as fh:
-            fh.truncate(3 << 30)
-    elif kind == "nested":
-        manifest.write_text("[" * 100_000 + "]" * 100_000)
-
-
-@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "sparse-3gb", "nested"])
+@pytest.mark.parametrize("kind", HOSTILE_KINDS)
 @pytest.mark.parametrize("command", ["status", "report"])
 def test_hostile_manifests_end_at_once_with_one_line(kind, command, tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    _hostile(kind, run / "manifest.json")
+    write_hostile(kind, run / "manifest.json")
     started = time.monotonic()
     out = subprocess.run([sys.executable, "-m", "lumikit", command, str(run)], capture_output=True, text=True,
                          timeout=60)

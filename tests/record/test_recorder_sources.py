@@ -13,6 +13,7 @@ from lumikit.record import read_record
 from lumikit.record.recorder import Recorder, main
 from lumikit.smi.sources import MIN_INTERVAL_S
 from lumikit.testing import fake_amdsmi
+from lumikit.testing.hung_tool import hung_smi_tool, processes_with
 
 
 def head_of(path: Path) -> dict:
@@ -79,19 +80,13 @@ def test_stopping_a_stream_ends_a_hung_tool_and_its_children(tmp_path: Path):
     """An amd-smi that hangs (a wedged driver; it forks a helper that hangs too), read as a stream at a whole-second
     interval: the record has its header, no sample, and stop() leaves no process of the tool behind."""
     import os
-    import stat
     import threading
     import time
     import uuid
 
     marker = f"lumikit-hung-stream-{uuid.uuid4().hex[:12]}"
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    tool = bin_dir / "amd-smi"
-    tool.write_text(f"#!{sys.executable}\nimport subprocess, sys, time\n"
-                    f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1000)', {marker!r}])\n"
-                    "time.sleep(1000)\n")
-    tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
+    tool = hung_smi_tool(bin_dir, marker)
     rec = Recorder(tmp_path, node="n1", interval=1.0, tool_path=str(bin_dir))
     assert rec.stream and rec.source.argv[:2] == [str(tool), "monitor"]
     worker = threading.Thread(target=rec.run)
@@ -101,19 +96,8 @@ def test_stopping_a_stream_ends_a_hung_tool_and_its_children(tmp_path: Path):
     worker.join(timeout=30)
     assert not worker.is_alive()
 
-    def alive() -> list[str]:
-        found = []
-        for entry in Path("/proc").iterdir():
-            try:
-                if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes() and \
-                        (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                    found.append(entry.name)
-            except OSError:
-                continue
-        return found
-
     deadline = time.monotonic() + 10
-    while alive() and time.monotonic() < deadline:
+    while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert alive() == [] and os.path.getsize(rec.path) > 0
+    assert processes_with(marker) == [] and os.path.getsize(rec.path) > 0
     assert read_record(tmp_path)["n1"].frames == []  # no reading came: none is invented
