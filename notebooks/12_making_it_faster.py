@@ -72,16 +72,9 @@ for rung, against_above in steps_up(ladder).items():
 
 # %%
 from lumikit import reference
+from lumikit.ladder import shipped_ladder
 
-
-def h100_ladder(name: str) -> tuple[dict, str]:
-    """A ladder shipped from the H100, its table's "measured on" naming the machine (it said "this GPU" there),
-    and its source line."""
-    ref = reference.load(name)
-    return {**ref.parsed(), "measured_on": f"{ref.machine}, {ref.date}"}, ref.source_line
-
-
-lm_h100, lm_h100_source = h100_ladder("h100-ladder-lm-medium")
+lm_h100, lm_h100_source = shipped_ladder("h100-ladder-lm-medium")
 print(ladder_table(lm_h100))
 print("--", lm_h100_source)
 ladder_bars(lm_h100)
@@ -98,8 +91,8 @@ ladder_bars(lm_h100)
 # %%
 from lumikit.measure import compare, measured
 
-resnet_h100, resnet_h100_source = h100_ladder("h100-ladder-resnet18-workers4")
-resnet_h100_12, _ = h100_ladder("h100-ladder-resnet18-workers12")
+resnet_h100, resnet_h100_source = shipped_ladder("h100-ladder-resnet18-workers4")
+resnet_h100_12, _ = shipped_ladder("h100-ladder-resnet18-workers12")
 print(ladder_table(resnet_h100))
 print("--", resnet_h100_source)
 workers = compare(measured("fp32, 12 workers", resnet_h100_12["rungs"][0]["samples_per_s"]["values"]),

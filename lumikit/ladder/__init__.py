@@ -7,6 +7,7 @@ the rung's precision, peak memory, and a short profiler trace per rung.
 ``ladder.json`` back and prints the table.
 """
 from .rungs import DEFAULT_RUNGS, RUNGS, cumulative_options, parse_rungs
-from .table import LADDER_FILE, ladder_table, read_ladder
+from .table import LADDER_FILE, ladder_table, read_ladder, shipped_ladder
 
-__all__ = ["DEFAULT_RUNGS", "LADDER_FILE", "RUNGS", "cumulative_options", "ladder_table", "parse_rungs", "read_ladder"]
+__all__ = ["DEFAULT_RUNGS", "LADDER_FILE", "RUNGS", "cumulative_options", "ladder_table", "parse_rungs", "read_ladder",
+           "shipped_ladder"]

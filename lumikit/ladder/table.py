@@ -32,6 +32,15 @@ def read_ladder(path: str | Path) -> dict[str, Any]:
     return data
 
 
+def shipped_ladder(name: str) -> tuple[dict[str, Any], str]:
+    """A ladder shipped as reference data (``lumikit.reference``, kind ``ladder``) and its source line; its table's
+    "measured on" names the machine and date it was recorded on, not "this GPU" as it said where it ran."""
+    from .. import reference
+
+    ref = reference.load(name)
+    return {**ref.parsed(), "measured_on": f"{ref.machine}, {ref.date}"}, ref.source_line
+
+
 def _memory(row: dict[str, Any], on_gpu: bool) -> str:
     if on_gpu and row.get("peak_memory_bytes") is not None:
         return f"{row['peak_memory_bytes'] / GiB:.2f} GiB"
