@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import warnings
 from pathlib import Path
 from typing import Mapping
@@ -41,6 +42,7 @@ def trace_analysis(path_or_runfolder: Path | str, *, rank_map: Mapping[int, str 
     and the straggler analysis needs ``ncclKernel`` names; lumikit's :class:`TraceAnalyzer` covers those.
     """
     try:
+        from hta.common.trace import Trace
         from hta.trace_analysis import TraceAnalysis
     except ImportError as exc:  # pragma: no cover - HTA is a workbook dependency
         raise TraceError("Holistic Trace Analysis is not installed; pip install traceinsight") from exc
@@ -52,8 +54,12 @@ def trace_analysis(path_or_runfolder: Path | str, *, rank_map: Mapping[int, str 
     files = find_trace_files(path_or_runfolder, rank_map)
     paths = {rank: Path(p).resolve() for rank, p in files.items()}
     common = Path(os.path.commonpath([str(p.parent) for p in paths.values()]))
-    analysis = TraceAnalysis(trace_files={rank: str(p) for rank, p in paths.items()}, trace_dir=str(common),
-                             include_last_profiler_step=include_last_profiler_step)
+    # HTA parses several rank files in a "fork" pool. Forked from a process with other threads (a Jupyter kernel, a
+    # test run that drove a browser) a worker can inherit a held lock and hang for ever (seen in CI: one worker
+    # a zombie, its sibling waiting on the pool's queue lock). Then parse the ranks here, one after another.
+    analysis = TraceAnalysis.__new__(TraceAnalysis)
+    analysis.t = Trace({rank: str(p) for rank, p in paths.items()}, str(common))
+    analysis.t.load_traces(include_last_profiler_step, use_multiprocessing=threading.active_count() == 1)
     _warn_on_critical_path_without_sync_events(analysis, path_or_runfolder)
     return analysis
 
