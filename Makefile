@@ -14,8 +14,10 @@ TORCH_FALLBACK ?=
 
 venv: $(STAMP)
 
-# Re-runs only when the project's dependency list changes (idempotent).
-$(STAMP): pyproject.toml
+# Re-runs only when the project's dependency list or its one compiled part changes (idempotent). pip builds the
+# optional compiled trace reader (setup.py) in place; without a C compiler it goes on, and lumikit reads traces
+# with msgspec alone (same numbers, slower).
+$(STAMP): pyproject.toml setup.py lumikit/trace/_fastevents.c
 	@echo "== [1/3] creating $(VENV) with $(PYTHON)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "== [2/3] upgrading pip"

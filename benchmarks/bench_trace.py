@@ -1,5 +1,8 @@
 """Trace loading benchmark: lumikit's loader + summary vs HTA's TraceAnalysis load vs plain json.load.
 
+lumikit runs twice: as installed (its compiled chunk reader where ``pip install -e .`` built it) and as
+``lumikit-msgspec`` (``LUMIKIT_COMPILED_READER=0``: the pure-Python path a machine without a C compiler gets).
+
 Repeated runs on one machine over the same generated Kineto traces (about 100 MB and 300 MB, as one rank and as four
 ranks). Each contender runs in a fresh subprocess; the parent samples the proportional memory (PSS) of the whole
 process tree, workers included, every 20 ms. Prints MB/s, peak memory, the ratios against HTA (lumikit's loading
@@ -29,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from trace_bench_common import pss_kb, tree  # noqa: E402 - the benchmarks' shared helpers
 
-CONTENDERS = ("lumikit", "hta", "json")
+CONTENDERS = ("lumikit", "lumikit-msgspec", "hta", "json")
 
 
 # -- the measured work (runs in a child process) -------------------------------------------------------
@@ -37,8 +40,11 @@ def run_contender(name: str, path: str) -> dict:
     import resource
 
     files = sorted(Path(path).glob("*.json")) if Path(path).is_dir() else [Path(path)]
-    if name == "lumikit":
+    if name in ("lumikit", "lumikit-msgspec"):
+        if name == "lumikit-msgspec":
+            os.environ["LUMIKIT_COMPILED_READER"] = "0"
         from lumikit.trace.analyses import TraceAnalyzer
+        from lumikit.trace.columns import compiled_reader_enabled
 
         start = time.perf_counter()
         analyzer = TraceAnalyzer.from_path(path)
@@ -47,7 +53,8 @@ def run_contender(name: str, path: str) -> dict:
         seconds = time.perf_counter() - start
         detail = {"gpu_activities": sum(r["gpu_activities"] for r in summary["ranks"].values()),
                   "rows": sum(len(analyzer.trace[r].columns) for r in analyzer.ranks),
-                  "load_seconds": loaded - start, "summary_seconds": seconds - (loaded - start)}
+                  "load_seconds": loaded - start, "summary_seconds": seconds - (loaded - start),
+                  "reader": "compiled" if compiled_reader_enabled() else "msgspec"}
     elif name == "hta":
         import warnings
 
@@ -109,19 +116,21 @@ def measure_case(folder: Path, ranks: int, mb: float, repeat: int) -> list[dict]
     hits them all alike, then take each one's peak memory from one sampled run. The best time counts (as timeit
     does: the slower runs measure the machine's other work); the median is kept beside it."""
     times: dict[str, list[float]] = {name: [] for name in CONTENDERS}
-    loads: list[float] = []  # lumikit's loading alone, in each run
+    loads: dict[str, list[float]] = {}  # lumikit's loading alone, in each run
     last: dict[str, dict] = {}
     for _ in range(max(1, repeat)):
         for name in CONTENDERS:
             last[name] = measure(name, folder, sample_memory=False)
             times[name].append(last[name]["seconds"])
-        loads.append(last["lumikit"]["load_seconds"])
+        for name in CONTENDERS:
+            if "load_seconds" in last[name]:
+                loads.setdefault(name, []).append(last[name]["load_seconds"])
     rows = []
     for name in CONTENDERS:
         r = dict(last[name])
         r["runs"] = times[name]
-        if name == "lumikit":
-            r["load_seconds"] = min(loads)
+        if name in loads:
+            r["load_seconds"] = min(loads[name])
         r["seconds"] = min(times[name])
         r["median_seconds"] = statistics.median(times[name])
         r["peak_pss_mb"] = measure(name, folder)["peak_pss_mb"]
@@ -129,8 +138,8 @@ def measure_case(folder: Path, ranks: int, mb: float, repeat: int) -> list[dict]
                   "mb_per_s": mb / r["seconds"]})
         rows.append(r)
         runs = " ".join(f"{t:.2f}" for t in times[name])
-        load = f" (loading alone {r['load_seconds']:.2f} s)" if name == "lumikit" else ""
-        print(f"  {name:8s} best {r['seconds']:7.2f} s{load} (runs: {runs}) {r['mb_per_s']:7.1f} MB/s  peak PSS "
+        load = f" (loading alone {r['load_seconds']:.2f} s, {r['reader']} reader)" if name in loads else ""
+        print(f"  {name:15s} best {r['seconds']:7.2f} s{load} (runs: {runs}) {r['mb_per_s']:7.1f} MB/s  peak PSS "
               f"{r['peak_pss_mb']:7.0f} MB", flush=True)
     return rows
 
@@ -201,6 +210,8 @@ def _report(rows: list[dict], quick: bool, repeat: int) -> dict:
         by = {r["contender"]: r for r in rows if r["case"] == case}
         lumikit, hta = by["lumikit"], by["hta"]
         ratios.append({"case": case, "size_mb": int(case.split("mb_")[0]), "ranks": lumikit["ranks"],
+                       "reader": lumikit["reader"],
+                       "msgspec_speedup_vs_hta": hta["seconds"] / by["lumikit-msgspec"]["seconds"],
                        "speedup_vs_hta": hta["seconds"] / lumikit["seconds"],
                        "median_speedup_vs_hta": hta["median_seconds"] / lumikit["median_seconds"],
                        "load_only_speedup_vs_hta": hta["seconds"] / lumikit["load_seconds"],
@@ -217,7 +228,9 @@ def _acceptance(ratios: list[dict]) -> list[dict]:
     out = []
     for size in sorted({q["size_mb"] for q in ratios}):
         shapes = {q["ranks"]: q["speedup_vs_hta"] for q in ratios if q["size_mb"] == size}
-        out.append({"size_mb": size, "speedups": shapes, "met": min(shapes.values()) >= GOAL_SPEEDUP})
+        readers = {q["reader"] for q in ratios if q["size_mb"] == size}
+        out.append({"size_mb": size, "speedups": shapes, "met": min(shapes.values()) >= GOAL_SPEEDUP,
+                    "reader": "/".join(sorted(readers))})
     return out
 
 
@@ -225,7 +238,8 @@ def _acceptance_line(entry: dict) -> str:
     shapes = ", ".join(f"{'one file' if r == 1 else f'{r} rank files'} {x:.1f}x" for r, x in entry["speedups"].items())
     label = "Acceptance (issue 27)" if entry["size_mb"] == GOAL_MB else "Same check"
     return (f"{label}: trace loading at least {GOAL_SPEEDUP:g}x HTA on every shape of the {entry['size_mb']} MB "
-            f"trace: {'met' if entry['met'] else 'NOT met'} ({shapes}; best runs, load + summary)")
+            f"trace: {'met' if entry['met'] else 'NOT met'} ({shapes}; best runs, load + summary, "
+            f"{entry['reader']} reader)")
 
 
 def _markdown(report: dict) -> str:
@@ -235,7 +249,9 @@ def _markdown(report: dict) -> str:
              "interleaved (the median beside it). Peak: proportional set size (PSS) of the process tree, sampled "
              "every 20 ms in one more run (the sampler takes CPU, so it would slow the timed runs).", "",
              "What each contender does, on the same generated files: lumikit loads the trace (every complete event, "
-             "ten columns) and computes its summary (steps, kernel time by class, top kernels, idle, overlap); HTA "
+             "ten columns) and computes its summary (steps, kernel time by class, top kernels, idle, overlap), with "
+             "its compiled chunk reader where it is built; lumikit-msgspec does the same with that reader turned off "
+             "(LUMIKIT_COMPILED_READER=0: what a machine without a C compiler gets); HTA "
              "builds its `TraceAnalysis` (its default JSON parser, rank files parsed in parallel by a pool of "
              "min(cores, files) processes; its table holds some thirty columns, the arguments of collectives and "
              "of shapes among them, for the events of the profiled steps: lumikit reads those arguments on demand); "
@@ -245,10 +261,11 @@ def _markdown(report: dict) -> str:
         lines.append(f"| {r['case']} ({r['file_mb']} MB) | {r['contender']} | {r['seconds']:.2f} | "
                      f"{r['median_seconds']:.2f} | {r['mb_per_s']:.1f} | {r['peak_pss_mb']:.0f} |")
     lines += ["", "| case | lumikit speed-up vs HTA (best) | (median) | loading alone (best) | "
-              "lumikit peak memory / HTA |", "|---|---|---|---|---|"]
+              "lumikit-msgspec speed-up (best) | lumikit peak memory / HTA |", "|---|---|---|---|---|---|"]
     for q in report["ratios"]:
         lines.append(f"| {q['case']} | {q['speedup_vs_hta']:.1f}x | {q['median_speedup_vs_hta']:.1f}x | "
-                     f"{q['load_only_speedup_vs_hta']:.1f}x | {q['memory_vs_hta']:.2f} |")
+                     f"{q['load_only_speedup_vs_hta']:.1f}x | {q['msgspec_speedup_vs_hta']:.1f}x | "
+                     f"{q['memory_vs_hta']:.2f} |")
     lines += [""] + [_acceptance_line(a) for a in report["acceptance"]]
     return "\n".join(lines) + "\n"
 

@@ -30,6 +30,13 @@ def test_quick_benchmark_prints_and_saves_the_ratios_against_hta(tmp_path):
     lumikit = [r for r in report["rows"] if r["contender"] == "lumikit"]
     assert all(r["gpu_activities"] > 0 for r in lumikit)  # the summary really ran over the kernels
     assert all(0 < r["load_seconds"] <= r["seconds"] for r in lumikit)  # loading alone is part of the time
+    # lumikit as installed (its compiled reader where built) and with that reader off, each saying which ran
+    from lumikit.trace.columns import _fastevents
+
+    assert {r["reader"] for r in lumikit} == {"compiled" if _fastevents is not None else "msgspec"}
+    plain = [r for r in report["rows"] if r["contender"] == "lumikit-msgspec"]
+    assert len(plain) == 2 and {r["reader"] for r in plain} == {"msgspec"}
+    assert all(r["gpu_activities"] == l["gpu_activities"] for r, l in zip(plain, lumikit))  # same summary
     # the goal's verdict per size: met exactly when the slower shape reaches 25x, and printed as such
     (verdict,) = report["acceptance"]
     speedups = {q["ranks"]: q["speedup_vs_hta"] for q in report["ratios"]}
