@@ -318,7 +318,10 @@ if [[ $CHECK == 1 ]]; then
     if [[ $BASE == container ]]; then py=("$VENV/host-bin/python"); else py=("$VENV/bin/python"); fi
     check='import sys, torch, lumikit, jupyterlab, ipywidgets; '
     check+='print("python", sys.version.split()[0], "torch", torch.__version__, "from", torch.__file__); '
-    check+='assert sys.prefix not in torch.__file__, "torch got into the venv: the container has the ROCm build"'
+    check+='assert sys.prefix not in torch.__file__, "torch got into the venv: the container has the ROCm build"; '
+    check+='from lumikit.trace.columns import _fastevents; '
+    check+='print("trace reader:", "compiled (built by pip)" if _fastevents else '
+    check+='"msgspec only (no C compiler in the container when lumikit was installed: same numbers, slower)")'
     run "${py[@]}" -c "$check"
 fi
 
