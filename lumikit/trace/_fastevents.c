@@ -371,6 +371,20 @@ static int parse_int64_text(const unsigned char *p, const unsigned char *end, in
     return OK;
 }
 
+/* Whether Python's int(text) or int(text, 0) might accept the text: it is all ASCII and every character is one an
+ * integer literal can hold (digits, hex letters, the 0x/0o/0b prefixes, a sign, underscores, spaces). Text with any
+ * other ASCII character is no integer (columns.py's to_int then gives -1); non-ASCII text may hold Unicode digits. */
+static int could_be_integer(const unsigned char *p, const unsigned char *end) {
+    for (; p < end; p++) {
+        unsigned char ch = *p;
+        if (ch >= 0x80) return 1;
+        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F') || ch == 'x' ||
+              ch == 'X' || ch == 'o' || ch == 'O' || ch == '_' || ch == '+' || ch == '-' || ch == ' '))
+            return 0;
+    }
+    return 1;
+}
+
 /* An id column's value as columns.py's _ints makes it: an integer, a decimal or "0x" string, null as -1. */
 static int as_int64(const Span *s, int64_t missing, int64_t *out) {
     const unsigned char *p = s->start, *end = s->stop;
@@ -385,6 +399,10 @@ static int as_int64(const Span *s, int64_t missing, int64_t *out) {
         return parse_int64_text(p, end, 10, out);
     case 's':
         if (end - p >= 3 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) return parse_int64_text(p + 2, end, 16, out);
+        if (!could_be_integer(p, end)) { /* "Spans", "PyTorch Profiler": Python's int() refuses it either way */
+            *out = -1;
+            return OK;
+        }
         if (end - p >= 1 && p[0] == '-') p++;
         if (p >= end || (*p == '0' && end - p > 1)) return GIVE_UP; /* "", "-", "007": Python's rules differ */
         return parse_int64_text(s->start, end, 10, out);

@@ -11,6 +11,15 @@ from lumikit.trace import columns
 from lumikit.trace.columns import TableBuilder, decode_complete_events, parse_chunk
 
 
+@pytest.fixture(autouse=True, params=["compiled", "msgspec"])
+def reader(request, monkeypatch):
+    """Every test here runs with each reader: the compiled one (where built) and msgspec alone."""
+    if request.param == "compiled" and columns._fastevents is None:
+        pytest.skip("the compiled reader is not built here")
+    monkeypatch.setenv("LUMIKIT_COMPILED_READER", "1" if request.param == "compiled" else "0")
+    return request.param
+
+
 def body(*events: dict) -> bytes:
     """An array body as the reader hands it over: events joined by commas, without the brackets."""
     return ",".join(json.dumps(e) for e in events).encode()
