@@ -491,46 +491,48 @@ typedef struct {
     Py_ssize_t n_all;
 } Chunk;
 
+/* An object member's key at c->p (a string without escapes) and the ':' after it: the key is [*a, *b). */
+static int scan_key(Cursor *c, const unsigned char **a, const unsigned char **b) {
+    int escaped;
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != '"') return GIVE_UP;
+    if (scan_string(c, a, b, &escaped) || escaped) return GIVE_UP;
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != ':') return GIVE_UP;
+    c->p++;
+    return OK;
+}
+
+/* After an object member: *more is 1 at a ',' (another member follows), 0 at the closing '}'. */
+static int after_member(Cursor *c, int *more) {
+    skip_ws(c);
+    if (c->p >= c->end || (*c->p != ',' && *c->p != '}')) return GIVE_UP;
+    *more = *c->p++ == ',';
+    return OK;
+}
+
 static int scan_args(Cursor *c, Span *args) {
     /* at '{' */
     const unsigned char *a, *b;
-    int escaped;
+    int more = 1;
     c->p++;
     skip_ws(c);
     if (c->p < c->end && *c->p == '}') {
         c->p++;
         return OK;
     }
-    for (;;) {
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != '"') return GIVE_UP;
-        if (scan_string(c, &a, &b, &escaped) || escaped) return GIVE_UP;
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != ':') return GIVE_UP;
-        c->p++;
+    while (more) {
+        if (scan_key(c, &a, &b)) return GIVE_UP;
         int field = key_is(a, b, "stream")        ? A_STREAM
                     : key_is(a, b, "correlation") ? A_CORRELATION
                     : key_is(a, b, "External id") ? A_EXTERNAL_ID
                     : key_is(a, b, "bytes")       ? A_BYTES
                     : key_is(a, b, "size")        ? A_SIZE
                                                   : -1;
-        if (field >= 0) {
-            if (scan_kept(c, &args[field])) return GIVE_UP;
-        } else if (skip_value(c)) {
-            return GIVE_UP;
-        }
-        skip_ws(c);
-        if (c->p >= c->end) return GIVE_UP;
-        if (*c->p == ',') {
-            c->p++;
-            continue;
-        }
-        if (*c->p == '}') {
-            c->p++;
-            return OK;
-        }
-        return GIVE_UP;
+        if (field >= 0 ? scan_kept(c, &args[field]) : skip_value(c)) return GIVE_UP;
+        if (after_member(c, &more)) return GIVE_UP;
     }
+    return OK;
 }
 
 static int scan_event(Cursor *c, Chunk *out) {
@@ -538,19 +540,14 @@ static int scan_event(Cursor *c, Chunk *out) {
     Span f[N_FIELDS];
     Span args[N_ARGS];
     const unsigned char *a, *b;
-    int escaped, args_object = 0;
+    int args_object = 0;
     memset(f, 0, sizeof(f));
     memset(args, 0, sizeof(args));
     c->p++;
     skip_ws(c);
     if (c->p < c->end && *c->p == '}') return GIVE_UP; /* no phase: the general decoder's case */
-    for (;;) {
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != '"') return GIVE_UP;
-        if (scan_string(c, &a, &b, &escaped) || escaped) return GIVE_UP;
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != ':') return GIVE_UP;
-        c->p++;
+    for (int more = 1; more;) {
+        if (scan_key(c, &a, &b)) return GIVE_UP;
         int field = -1;
         switch (b - a) {
         case 2:
@@ -574,22 +571,10 @@ static int scan_event(Cursor *c, Chunk *out) {
             } else if (scan_kept(c, &f[F_ARGS])) { /* not an object: no args, as in columns.py */
                 return GIVE_UP;
             }
-        } else if (field >= 0) {
-            if (scan_kept(c, &f[field])) return GIVE_UP;
-        } else if (skip_value(c)) {
+        } else if (field >= 0 ? scan_kept(c, &f[field]) : skip_value(c)) {
             return GIVE_UP;
         }
-        skip_ws(c);
-        if (c->p >= c->end) return GIVE_UP;
-        if (*c->p == ',') {
-            c->p++;
-            continue;
-        }
-        if (*c->p == '}') {
-            c->p++;
-            break;
-        }
-        return GIVE_UP;
+        if (after_member(c, &more)) return GIVE_UP;
     }
     out->n_all++;
     /* the phase decides: a complete event is kept, another known phase is counted, anything else gives up */
