@@ -26,7 +26,7 @@ import msgspec
 from ..errors import TraceError
 from ..files import regular_file
 from . import handoff
-from .columns import ColumnChunk, Columns, TableBuilder, parse_array, parse_chunk
+from .columns import ColumnChunk, Columns, TableBuilder, compiled_reader_enabled, parse_array, parse_chunk
 from .handoff import SharedColumns, StoredChunk, store_if_shared
 from .reader import CHUNK_BYTES, FileRange, TraceStream, open_bytes, salvage_hint
 
@@ -197,6 +197,28 @@ def _default_workers() -> int:
     return max(1, min(8, usable_cores()))
 
 
+#: One core's parse speed (bytes of trace per second) by reader, and what starting a pool of parser processes costs
+#: (seconds) by start method: measured on CI's 2-core machine (2026-11-26, traces of 2 to 236 MB, one process against
+#: two workers). A forked worker starts in about 20 ms; forkserver and spawn start fresh interpreters that import
+#: lumikit and numpy, about 250 ms, which is why a Jupyter kernel parses a 78 MB trace faster alone (0.16 s against
+#: 0.31 s with two workers, compiled reader).
+PARSE_BYTES_PER_S = {"compiled": 500e6, "msgspec": 250e6}
+POOL_START_S = {"fork": 0.02, "forkserver": 0.25, "spawn": 0.25}
+#: The share of the ideal speed-up parser processes reach (the loading process merges their columns meanwhile).
+PARALLEL_EFFICIENCY = 0.75
+
+
+def parallel_pays(nbytes: int, workers: int, method: str, reader: str) -> bool:
+    """Whether ``workers`` parser processes load ``nbytes`` of trace sooner than this process alone: the time they
+    save (one process's parse time, spread over the workers at ``PARALLEL_EFFICIENCY``) must be at least twice what
+    starting them costs."""
+    if workers <= 1:
+        return False
+    alone = nbytes / PARSE_BYTES_PER_S[reader]
+    saved = alone * (1 - 1 / max(1.0, PARALLEL_EFFICIENCY * workers))
+    return saved >= 2 * POOL_START_S[method]
+
+
 def _threads_in_process() -> int:
     """Python threads of this process (a Jupyter kernel runs several: heartbeat, IOPub, control)."""
     return threading.active_count()
@@ -254,7 +276,8 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
 
     ``ranks`` keeps only those ranks; ``rank_map`` ({rank: file}) names the files explicitly; ``salvage=True``
     keeps the complete events of a truncated file instead of raising; ``workers`` is the number of parser
-    processes (default: one per usable core, up to 8; 1 parses in this process).
+    processes (default: one per usable core, up to 8, where :func:`parallel_pays` for this trace, else 1: this
+    process parses alone).
     """
     files = find_trace_files(path, rank_map)
     if ranks is not None:
@@ -264,7 +287,10 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
             raise TraceError(f"{path}: no trace for rank(s) {sorted(missing)} (ranks found: {sorted(files)})")
         files = {r: p for r, p in files.items() if r in wanted}
     if workers is None:
-        workers = _default_workers() if _expected_bytes(files.values()) > 2 * CHUNK_BYTES else 1
+        workers = _default_workers()
+        reader = "compiled" if compiled_reader_enabled() else "msgspec"
+        if not parallel_pays(_expected_bytes(files.values()), workers, start_method(), reader):
+            workers = 1
     workers = max(1, workers)
     bar = _progress(files, progress)
     builders = {r: TableBuilder() for r in files}

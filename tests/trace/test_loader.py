@@ -125,6 +125,23 @@ def test_workers_follow_the_cpu_affinity_not_the_node(monkeypatch):
     assert loader.usable_cores() == 7 and loader._default_workers() == 7
 
 
+@pytest.mark.parametrize("mb, workers, method, reader, expected", [
+    (5, 2, "fork", "compiled", False),  # a small trace: forking costs more than it saves
+    (80, 2, "fork", "compiled", True),  # the benchmark's 100 MB case: two workers pay (0.13 s against 0.17 s)
+    (80, 2, "forkserver", "compiled", False),  # in a Jupyter kernel fresh interpreters cost 0.25 s: alone is faster
+    (80, 2, "fork", "msgspec", True),
+    (2000, 7, "forkserver", "compiled", True),  # a big trace in a 7-core Open OnDemand session
+    (2000, 1, "fork", "compiled", False),  # one core: never a pool
+])
+def test_parser_processes_start_only_where_they_pay(mb, workers, method, reader, expected):
+    assert loader.parallel_pays(int(mb * 1e6), workers, method, reader) is expected
+
+
+def test_a_small_trace_is_parsed_in_this_process(monkeypatch, rocm_run):
+    monkeypatch.setattr(loader, "_pool", lambda workers: pytest.fail("started a pool for a small trace"))
+    assert load_trace(rocm_run).rank_ids == [0, 1]
+
+
 def test_a_threaded_process_does_not_fork_its_parsers(monkeypatch, tmp_path):
     import threading
 
