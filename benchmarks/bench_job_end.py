@@ -23,7 +23,8 @@ sys.path.insert(0, str(REPO))
 from lumikit.jobs import spec  # noqa: E402
 from lumikit.launch import launch  # noqa: E402
 from lumikit.launch.states import FINAL  # noqa: E402
-from lumikit.testing.hung_tool import hung_smi_tool, processes_with  # noqa: E402
+from lumikit.testing.hung_tool import hung_smi_tool  # noqa: E402
+from lumikit.testing.processes import processes_with  # noqa: E402
 
 
 def once(tmp: Path, interval: float) -> tuple[float, int, str]:

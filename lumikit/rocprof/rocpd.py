@@ -99,6 +99,17 @@ def _join(alias: str, table: str, on: str, sfx: str, guid: bool) -> str:
     return f'LEFT JOIN "{table}{sfx}" {alias} ON {cond}'
 
 
+def _region_joins(sfx: str, guid: bool) -> str:
+    """The joins of a query on ``rocpd_region`` (alias X): its name (T), thread (TH), event (E), the event's
+    category (C, matched on the region's guid), process (P) and node (N)."""
+    return "\n".join([_join("T", "rocpd_string", "X.name_id", sfx, guid),
+                      _join("TH", "rocpd_info_thread", "X.tid", sfx, guid),
+                      _join("E", "rocpd_event", "X.event_id", sfx, guid),
+                      _join("C", "rocpd_string", "E.category_id", sfx, guid).replace("E.guid", "X.guid"),
+                      _join("P", "rocpd_info_process", "X.pid", sfx, guid),
+                      _join("N", "rocpd_info_node", "X.nid", sfx, guid)])
+
+
 def _schema_version(con: sqlite3.Connection, sfx: str, schema: str = "main") -> str | None:
     """The ``schema_version`` of ``rocpd_metadata`` (suffixed or not), or None when the database has none."""
     for t in ("rocpd_metadata" + sfx, "rocpd_metadata"):
@@ -195,11 +206,7 @@ def _read_suffix(con: sqlite3.Connection, sfx: str, source: str) -> dict[str, pd
         f"""SELECT T.string AS name, C.string AS category, X.start AS start_ns, X."end" AS end_ns,
                    E.correlation_id, P.pid, TH.tid, N.hostname
             FROM "rocpd_region{sfx}" X
-            {_join("T", "rocpd_string", "X.name_id", sfx, guid)}
-            {_join("TH", "rocpd_info_thread", "X.tid", sfx, guid)}
-            {event}
-            {_join("C", "rocpd_string", "E.category_id", sfx, guid).replace("E.guid", "X.guid")}
-            {proc} {node}""", con)
+            {_region_joins(sfx, guid)}""", con)
     processes = pd.read_sql_query(
         f"""SELECT N.hostname, X.pid, X.command, X.start AS start_ns, X."end" AS end_ns
             FROM "rocpd_info_process{sfx}" X {node}""", con)

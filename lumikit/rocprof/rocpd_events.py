@@ -39,7 +39,7 @@ from ..errors import LumikitError, ParseError, TraceError
 from ..trace.columns import Columns
 from ..trace.loader import RankTrace, Trace
 from .activities import _times
-from .rocpd import _columns, _connect, _exists, _join, _require, _stand_in_missing, suffixes
+from .rocpd import _columns, _connect, _exists, _join, _region_joins, _require, _stand_in_missing, suffixes
 
 #: The ``rocpd_arg`` names read: HIP's stream and event handles (``api_args.h`` names them so in every call).
 HANDLE_ARGS = ("stream", "event")
@@ -83,11 +83,7 @@ def _read_suffix(con: sqlite3.Connection, sfx: str, source: str) -> dict[str, pd
         f"""SELECT T.string AS name, C.string AS category, X.start AS start_ns, X."end" AS end_ns,
                    P.pid, N.hostname, TH.tid, {link_sql} AS link, X.event_id
             FROM "rocpd_region{sfx}" X
-            {_join("T", "rocpd_string", "X.name_id", sfx, guid)}
-            {_join("TH", "rocpd_info_thread", "X.tid", sfx, guid)}
-            {event}
-            {_join("C", "rocpd_string", "E.category_id", sfx, guid).replace("E.guid", "X.guid")}
-            {proc} {node}""", con)
+            {_region_joins(sfx, guid)}""", con)
     kernels = pd.read_sql_query(
         f"""SELECT COALESCE(S.display_name, S.kernel_name) AS name, X.start AS start_ns, X."end" AS end_ns,
                    P.pid, N.hostname, COALESCE(A.type_index, A.absolute_index) AS device, X.stream_id AS stream,

@@ -26,6 +26,7 @@ from typing import Any
 from ..checks.conventions import KERNELSPEC
 from ..errors import LumikitError
 from ..files import write_atomic
+from .processes import processes_with
 
 CHROMIUM = Path("/usr/bin/chromium")
 # Headless, and nothing that phones home or needs a GPU or a user namespace (containers, CI runners as root).
@@ -107,21 +108,6 @@ def write_lab_settings(settings_dir: Path, settings: dict[str, dict[str, Any]] =
     """Write JupyterLab user settings (``plugin/file -> values``) into a settings folder."""
     for rel, values in settings.items():
         write_atomic(settings_dir / rel, json.dumps(values, indent=1) + "\n")
-
-
-def _pids_mentioning(marker: str) -> list[int]:
-    """Processes whose command line contains ``marker`` (the server's private runtime folder: its kernels)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in cmdline:
-            found.append(int(proc.name))
-    return found
 
 
 @dataclass
@@ -234,7 +220,7 @@ class JupyterLab:
                     except ProcessLookupError:
                         break
             proc.wait(timeout=grace)
-        for pid in _pids_mentioning(self.env["JUPYTER_RUNTIME_DIR"]):
+        for pid in processes_with(self.env["JUPYTER_RUNTIME_DIR"]):  # its kernels
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

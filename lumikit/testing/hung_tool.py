@@ -1,9 +1,9 @@
-"""A stand-in ``amd-smi`` that hangs (a wedged driver), and the processes it leaves: for the tests and the benchmark
-of how a run ends when its SMI tool never answers. Generated: nothing here is a reading of a real tool.
+"""A stand-in ``amd-smi`` that hangs (a wedged driver): for the tests and the benchmark of how a run ends when its
+SMI tool never answers (``lumikit.testing.processes.processes_with`` finds what it leaves). Generated: nothing here is
+a reading of a real tool.
 """
 from __future__ import annotations
 
-import os
 import stat
 import sys
 from pathlib import Path
@@ -25,19 +25,3 @@ def hung_smi_tool(bin_dir: Path, marker: str, *, log_starts: bool = False) -> Pa
                     "time.sleep(1000)\n")
     tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
     return tool
-
-
-def processes_with(marker: str) -> list[int]:
-    """Live processes (this one and zombies excluded) whose command line holds ``marker``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if marker.encode() not in (entry / "cmdline").read_bytes():
-                continue
-            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                found.append(int(entry.name))
-        except (OSError, IndexError):
-            continue
-    return found

@@ -17,7 +17,8 @@ from lumikit.jobs import spec
 from lumikit.launch import launch
 from lumikit.launch.states import FINAL
 from lumikit.record import card_of_run
-from lumikit.testing.hung_tool import hung_smi_tool, processes_with
+from lumikit.testing.hung_tool import hung_smi_tool
+from lumikit.testing.processes import processes_with
 
 PY = sys.executable
 #: Not whole seconds: the recorder then calls amd-smi per sample (at whole seconds it reads `amd-smi monitor

@@ -13,7 +13,8 @@ from lumikit.record import read_record
 from lumikit.record.recorder import Recorder, main
 from lumikit.smi.sources import MIN_INTERVAL_S
 from lumikit.testing import fake_amdsmi
-from lumikit.testing.hung_tool import hung_smi_tool, processes_with
+from lumikit.testing.hung_tool import hung_smi_tool
+from lumikit.testing.processes import processes_with
 
 
 def head_of(path: Path) -> dict:

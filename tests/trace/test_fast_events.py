@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from lumikit.trace import columns
 from lumikit.trace.columns import FLOAT_COLUMNS, INT_COLUMNS, ColumnChunk, parse_array_msgspec
+from lumikit.trace.reader import TraceStream
 
 fast = columns._fastevents
 needs_fast = pytest.mark.skipif(fast is None, reason="the compiled reader is not built here (no C compiler when "
@@ -213,7 +214,7 @@ def test_every_real_trace_loads_to_the_same_table_either_way(shared_fixtures, mo
     taken = total = 0
     for path in traces:
         try:
-            chunks = list(__import__("lumikit.trace.reader", fromlist=["TraceStream"]).TraceStream(path).chunks())
+            chunks = list(TraceStream(path).chunks())
         except Exception:  # noqa: BLE001 - not a trace (a rocprof file, a damaged one): the loader's tests cover it
             continue
         taken += sum(fast.parse(b"[" + c + b"]") is not None for c in chunks)
