@@ -6,11 +6,13 @@ import csv
 import io
 import json
 import random
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from lumikit.checks import CheckFailed, example
+from lumikit.checks import progress as progress_module
 from lumikit.checks.learner import workbook_root
 from lumikit.checks.instructor.class_records import class_csv, read_class
 from lumikit.checks.progress import progress_dir, read_results, summary_table, workbook_exercises
@@ -113,6 +115,11 @@ def test_progress_command_summarises_one_learner_and_rejects_a_missing_class(mon
     assert "no such folder" in capsys.readouterr().err
 
 
+def _clock_at(moment: datetime) -> type:
+    """A stand-in for ``datetime`` in lumikit.checks.progress whose ``now()`` is always ``moment``."""
+    return type("Clock", (datetime,), {"now": staticmethod(lambda tz=None: moment)})
+
+
 def test_the_instructor_regrades_recorded_answers_with_references_from_each_learners_seed(monkeypatch, tmp_path,
                                                                                           capsys) -> None:
     from lumikit.checks import m01, m04, m08
@@ -128,6 +135,10 @@ def test_the_instructor_regrades_recorded_answers_with_references_from_each_lear
         monkeypatch.setenv("LUMIKIT_PROGRESS_DIR", str(folder))
         monkeypatch.setenv("LUMIKIT_LEARNER", learner)
         monkeypatch.delenv("LUMIKIT_SEED", raising=False)  # the seed is the learner's name
+        # each learner works in their own minute: run back to back, two could pass in the same second and be
+        # flagged as a possible copy, which is not what this test is about
+        minute = datetime(2026, 11, 26, 10, n, tzinfo=timezone.utc)
+        monkeypatch.setattr(progress_module, "datetime", _clock_at(minute))
         m04.check_starved_gcd(starved_gcd("04"))  # right, for this learner's own session
         task = m08.task_to_study()
         answer = node.gcd(task % 8).mask_hex if n % 2 == 0 else node.gcd(0).mask_hex  # odd learners answer wrong
