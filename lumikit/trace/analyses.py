@@ -366,7 +366,7 @@ class TraceAnalyzer:
 
     def window_note(self) -> str:
         """One sentence on which steps the analyses counted, and how that compares with HTA."""
-        return window_note(self.include_last_step)
+        return window_note(self.include_last_step, max((len(self.step_columns(r)) for r in self.ranks), default=0))
 
 
 def distinct(values: np.ndarray) -> list[int]:
@@ -379,8 +379,13 @@ def distinct(values: np.ndarray) -> list[int]:
     return sorted(set(values.tolist()))
 
 
-def window_note(include_last_step: bool) -> str:
-    """One sentence on which steps the analyses counted, and how that compares with HTA."""
+def window_note(include_last_step: bool, steps: int | None = None) -> str:
+    """One sentence on which steps the analyses counted, and how that compares with HTA; ``steps`` (the most
+    ProfilerSteps of any rank) under two: nothing is left out, and the sentence says so."""
+    if steps is not None and steps < 2:
+        return (f"{'one ProfilerStep' if steps else 'no ProfilerStep'}: the whole trace is analysed, nothing left "
+                "out (no last step, and GPU work whose launch call is not in the trace counts too, as HTA filters "
+                "nothing with fewer than two steps)")
     before = ("; GPU work whose launch call is not in the trace (still running from before the profiler started, "
               "or its launch lost) is left out wherever it runs, as HTA does")
     if include_last_step:

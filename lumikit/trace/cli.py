@@ -1,5 +1,5 @@
-"""``lumikit trace summary|collectives|memory|idle|critical-path|diff|slice``: the trace wing on the command line (a
-thin edge over the analyses)."""
+"""``lumikit trace summary|collectives|memory|idle|critical-path|diff|check|slice``: the trace wing on the command
+line (a thin edge over the analyses)."""
 from __future__ import annotations
 
 import argparse
@@ -110,6 +110,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     diff.add_argument("--include-last-step", action="store_true", help="count the last ProfilerStep too")
     diff.set_defaults(func=run_diff)
 
+    check = sub.add_parser("check", help="is the trace whole? lost kernels, missing steps, clocks, shapes")
+    check.add_argument("path", help="a trace file (.json/.json.gz) or a folder of per-rank traces")
+    check.add_argument("--json", action="store_true", help="print JSON (every finding: kind, severity, count, "
+                                                            "evidence, what to do)")
+    check.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
+    check.add_argument("--salvage", action="store_true", help="keep the complete events of a truncated file")
+    check.set_defaults(func=run_check)
+
     cut = sub.add_parser("slice", help="write a smaller trace (steps, ranks, window) for Perfetto")
     cut.add_argument("path", help="a trace file or a folder of per-rank traces")
     cut.add_argument("--steps", type=_steps, help="ProfilerStep range, e.g. 3-4")
@@ -141,6 +149,9 @@ def run_summary(args: argparse.Namespace) -> int:
                 _print_rank(str(rank), info)
                 sys.stdout.flush()
         summary = reduce_summaries(per_rank, args.include_last_step)
+    checks = [info["check"] for info in summary["ranks"].values() if info.get("check")]
+    if checks:
+        print(checks[0] + (f" ({len(checks) - 1} more ranks warn too)" if len(checks) > 1 else ""), file=sys.stderr)
     if args.json:
         print_json(summary)
         return 0
@@ -188,6 +199,10 @@ def _print_rank(rank: str, info: dict) -> None:
                   f"disagree in this trace")
     for text in info["warnings"]:
         print(f"  warning: {printable(text)}")
+    if (info.get("left_out_unlaunched") or {}).get("count"):
+        lo = info["left_out_unlaunched"]
+        print(f"  left out: {lo['count']} GPU activities ({_ms(lo['us'], 3)} ms) whose launch call is not in the "
+              f"trace (as HTA does)")
     if info.get("vs_hta"):
         print(f"  vs HTA: {printable(info['vs_hta'])}")
     for k in info["top_kernels"][:5]:
@@ -196,11 +211,14 @@ def _print_rank(rank: str, info: dict) -> None:
 
 def run_collectives(args: argparse.Namespace) -> int:
     from ..site import load_site
+    from .analyses import TraceAnalyzer
     from .comms import collective_summary, collective_table, describe_collectives
     from .loader import load_trace
 
     links = load_site(args.site).links
-    table = collective_table(load_trace(args.path, rank_map=_rank_map(args.rank_map)))
+    trace = load_trace(args.path, rank_map=_rank_map(args.rank_map))
+    _health(TraceAnalyzer(trace), args.path)
+    table = collective_table(trace)
     summary = collective_summary(table, links)
     if args.json:
         print_json(summary.to_dict(orient="records"))
@@ -245,6 +263,7 @@ def run_idle(args: argparse.Namespace) -> int:
     else:
         analyzer = TraceAnalyzer.from_path(args.path, ranks=ranks, rank_map=_rank_map(args.rank_map),
                                            include_last_step=args.include_last_step)
+        _health(analyzer, args.path)
     report = idle_report(analyzer)
     if databases:
         report["window"] = rocpd_note(analyzer.trace)
@@ -271,14 +290,22 @@ def run_idle(args: argparse.Namespace) -> int:
             for cause, us in list(d["causes"].items())[:args.top]:
                 print(f"  {_ms(us, 3):>9}  {us / idle:6.1%}  {counts[cause]:5d}  {printable(cause[:90])}")
             largest = sorted(d["gaps"], key=lambda g: -g["dur_us"])[:min(args.top, 5)]
+            t0 = _window_start(analyzer, int(rank))
             print("  largest gaps:")
             for gap in largest:
                 where = f"step {gap['step']} +{_ms(gap['since_step_us'], 3)} ms" if gap["step"] >= 0 else \
-                    f"at {gap['start_us']:.3f} µs"
+                    f"at +{_ms(gap['start_us'] - t0, 3)} ms in the window"
                 print(f"    {where}: {_ms(gap['dur_us'], 3)} ms {printable(gap['cause'][:60])}, "
                       f"then {printable(gap['next'][:50])}")
     print(f"window: {report['window']}")
     return 0
+
+
+def _window_start(analyzer, rank: int) -> float:
+    """Where a rank's analysed window starts (its first step, or its first GPU work): gap positions print from it."""
+    steps, gpu = analyzer.step_columns(rank), analyzer.window_columns(rank)
+    starts = [float(steps["start"].min())] if len(steps) else []
+    return min(starts + ([float(gpu["ts"].min())] if len(gpu) else []), default=0.0)
 
 
 def run_diff(args: argparse.Namespace) -> int:
@@ -288,6 +315,8 @@ def run_diff(args: argparse.Namespace) -> int:
     ranks = None if args.rank is None else [args.rank]
     a, b = (TraceAnalyzer.from_path(p, ranks=ranks, include_last_step=args.include_last_step)
             for p in (args.before, args.after))
+    _health(a, args.before)
+    _health(b, args.after)
     diff = trace_diff(a, b, args.rank, args.rank, top=args.top)
     if args.json:
         print_json(diff)
@@ -296,6 +325,29 @@ def run_diff(args: argparse.Namespace) -> int:
         print(printable(line))
     print(f"window: {diff['window']}")
     return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from .health import check_trace, describe_check
+    from .loader import load_trace
+
+    report = check_trace(load_trace(args.path, rank_map=_rank_map(args.rank_map), salvage=args.salvage))
+    report["path"] = str(args.path)
+    if args.json:
+        print_json(report)
+        return 0
+    for line in describe_check(report):
+        print(printable(line))
+    return 0
+
+
+def _health(analyzer, path: object) -> None:
+    """One line on stderr when the trace check warns (see :mod:`lumikit.trace.health`)."""
+    from .health import warning_line
+
+    line = warning_line(analyzer, path)
+    if line:
+        print(line, file=sys.stderr)
 
 
 def run_slice(args: argparse.Namespace) -> int:
@@ -310,6 +362,7 @@ def run_slice(args: argparse.Namespace) -> int:
 
 def run_critical_path(args: argparse.Namespace) -> int:
     from ..rocprof.rocpd_events import rocpd_databases, rocpd_trace
+    from .analyses import TraceAnalyzer
     from .critical_path import WhatIf, critical_path, describe
     from .loader import load_trace
 
@@ -322,6 +375,7 @@ def run_critical_path(args: argparse.Namespace) -> int:
     else:
         trace = load_trace(args.path, ranks=None if args.rank is None else [args.rank],
                            rank_map=_rank_map(args.rank_map), salvage=args.salvage)
+        _health(TraceAnalyzer(trace), args.path)
     rank = trace.rank_ids[0] if args.rank is None else args.rank
     result = {"rank": rank, **critical_path(trace[rank].columns, annotation=args.annotation,
                                             instance=args.instance, what_if=what_if,

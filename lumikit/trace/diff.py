@@ -27,12 +27,14 @@ Measure = Callable[["TraceAnalyzer", int], dict[str, float]]
 
 @dataclass(frozen=True)
 class Section:
-    """One block of the side-by-side table; ``top`` keeps only the rows that changed most (by absolute change)."""
+    """One block of the side-by-side table; ``top`` keeps only the rows that changed most (by absolute change);
+    ``calls`` (another measure, calls per name) puts each row's call counts beside its time."""
 
     title: str
     unit: str
     measure: Measure
     top: int | None = None
+    calls: Measure | None = None
 
 
 def analysed_steps(analyzer: "TraceAnalyzer", rank: int) -> int:
@@ -64,15 +66,42 @@ def kernel_time_by_name(analyzer: "TraceAnalyzer", rank: int) -> dict[str, float
     return {gpu.labels["name"][i]: float(sums[i]) / n for i in np.flatnonzero(sums)}
 
 
-def cpu_op_self_time(analyzer: "TraceAnalyzer", rank: int) -> dict[str, float]:
-    """Host self time per CPU op name (:func:`lumikit.trace.host_ops.op_summary`) per analysed step."""
+def kernel_calls_by_name(analyzer: "TraceAnalyzer", rank: int) -> dict[str, float]:
+    """GPU activities (kernel launches, copies, memsets) per name per analysed step: a copy that went from 15 to
+    3,840 calls shows here even when each call is short."""
+    gpu = analyzer.window_columns(rank)
+    n = analysed_steps(analyzer, rank)
+    counts = np.bincount(gpu["name"], minlength=len(gpu.labels["name"]))
+    return {gpu.labels["name"][i]: float(counts[i]) / n for i in np.flatnonzero(counts)}
+
+
+_OPS: "weakref.WeakKeyDictionary[TraceAnalyzer, dict[int, pd.DataFrame]]" = weakref.WeakKeyDictionary()
+
+
+def _op_table(analyzer: "TraceAnalyzer", rank: int) -> "pd.DataFrame":
+    """:func:`lumikit.trace.host_ops.op_summary` of a rank's analysed steps, computed once for time and calls."""
     from .host_ops import host_ops, op_summary
 
-    steps = analyzer.step_times(rank)
-    analysed = steps["step"][steps["analysed"]].tolist()
-    table = op_summary(host_ops(analyzer.trace[rank].events), steps=analysed or None)
+    per_rank = _OPS.setdefault(analyzer, {})
+    if rank not in per_rank:
+        steps = analyzer.step_times(rank)
+        analysed = steps["step"][steps["analysed"]].tolist()
+        per_rank[rank] = op_summary(host_ops(analyzer.trace[rank].events), steps=analysed or None)
+    return per_rank[rank]
+
+
+def cpu_op_self_time(analyzer: "TraceAnalyzer", rank: int) -> dict[str, float]:
+    """Host self time per CPU op name (:func:`lumikit.trace.host_ops.op_summary`) per analysed step."""
+    table = _op_table(analyzer, rank)
     n = analysed_steps(analyzer, rank)
     return {str(name): float(us) / n for name, us in zip(table["name"], table["self_us"])}
+
+
+def cpu_op_calls(analyzer: "TraceAnalyzer", rank: int) -> dict[str, float]:
+    """Calls per CPU op name per analysed step."""
+    table = _op_table(analyzer, rank)
+    n = analysed_steps(analyzer, rank)
+    return {str(name): float(c) / n for name, c in zip(table["name"], table["calls"])}
 
 
 def idle_by_kind(analyzer: "TraceAnalyzer", rank: int) -> dict[str, float]:
@@ -131,8 +160,10 @@ def critical_path_shares(analyzer: "TraceAnalyzer", rank: int) -> dict[str, floa
 SECTIONS: list[Section] = [
     Section("step time", "µs", step_time),
     Section("GPU time by class, per step", "µs", kernel_time_by_class),
-    Section("kernels that changed most, per step", "µs", kernel_time_by_name, top=10),
-    Section("CPU ops (self time) that changed most, per step", "µs", cpu_op_self_time, top=10),
+    Section("kernels that changed most, per step", "µs", kernel_time_by_name, top=10, calls=kernel_calls_by_name),
+    Section("kernels whose calls changed most, per step", "calls", kernel_calls_by_name, top=10),
+    Section("CPU ops (self time) that changed most, per step", "µs", cpu_op_self_time, top=10, calls=cpu_op_calls),
+    Section("CPU ops whose calls changed most, per step", "calls", cpu_op_calls, top=10),
     Section("GPU idle by kind of cause, per step", "µs", idle_by_kind),
     Section("GPU idle by cause, per step", "µs", idle_by_cause, top=10),
     Section("critical path and its categories, per step", "µs", critical_path_per_step),
@@ -171,8 +202,12 @@ def trace_diff(a: "TraceAnalyzer", b: "TraceAnalyzer", rank_a: int | None = None
     out = []
     for section in SECTIONS if sections is None else sections:
         limit = section.top if top is None or section.top is None else top
-        out.append({"title": section.title, "unit": section.unit,
-                    "rows": _rows(section.measure(a, ra), section.measure(b, rb), limit)})
+        rows = _rows(section.measure(a, ra), section.measure(b, rb), limit)
+        if section.calls is not None:
+            ca, cb = section.calls(a, ra), section.calls(b, rb)
+            for row in rows:
+                row["calls_a"], row["calls_b"] = _r(ca.get(row["name"], 0.0)), _r(cb.get(row["name"], 0.0))
+        out.append({"title": section.title, "unit": section.unit, "rows": rows})
     return {"a": {"file": str(a.trace[ra].path), "rank": ra, "steps": analysed_steps(a, ra)},
             "b": {"file": str(b.trace[rb].path), "rank": rb, "steps": analysed_steps(b, rb)},
             "sections": out, "window": a.window_note()}
@@ -201,7 +236,8 @@ def describe_diff(diff: dict, width: int = 56) -> list[str]:
         for row in section["rows"]:
             pct = "" if row["change_pct"] is None else f" ({row['change_pct']:+.1f} %)"
             name = row["name"] if len(row["name"]) <= width else row["name"][:width - 1] + "…"
-            lines.append(f"  {name:<{width}} {row['a']:>12.1f} {row['b']:>12.1f} {row['change']:>+12.1f}{pct}")
+            calls = f"  [{row['calls_a']:,g} -> {row['calls_b']:,g} calls]" if "calls_a" in row else ""
+            lines.append(f"  {name:<{width}} {row['a']:>12.1f} {row['b']:>12.1f} {row['change']:>+12.1f}{pct}{calls}")
     return lines
 
 

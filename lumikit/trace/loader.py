@@ -37,11 +37,9 @@ TRACE_SUFFIXES = (".json", ".json.gz")
 #: The most bytes of trace per worker task (several reader chunks parsed in a row; see ``_parse_pieces``
 #: and ``_batch_bytes``).
 BATCH_BYTES = 8 * CHUNK_BYTES
-_RANK_IN_NAME = (
-    re.compile(r"rank[-_]?(\d+)", re.IGNORECASE),
-    re.compile(r"[-_](\d+)\.(?:pt\.)?trace\.json(?:\.gz)?$"),
-    re.compile(r"[-_](\d+)\.json(?:\.gz)?$"),
-)
+#: A rank written in a file name: only an explicit marker (``rank3``, ``rank-3``, ``rank_3``), never a name that
+#: merely ends in digits (``trace_1694039959.json`` is a time stamp, ``result_493459.json`` a job id).
+_RANK_IN_NAME = (re.compile(r"(?<![a-z])rank[-_]?(\d+)(?!\d)", re.IGNORECASE),)
 
 
 @dataclass
@@ -93,7 +91,8 @@ def is_trace_name(path: Path) -> bool:
 
 
 def rank_from_name(path: Path) -> int | None:
-    """The rank written in a file name (``rank-3``, ``rank3``, ``worker_3.json``), or None."""
+    """The rank written in a file name with an explicit marker (``rank-3``, ``rank3``, ``worker_rank3``), or None:
+    digits alone at the end of a name (a time stamp, a job id) name no rank."""
     for pattern in _RANK_IN_NAME:
         m = pattern.search(path.name)
         if m:

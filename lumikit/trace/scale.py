@@ -32,6 +32,10 @@ def rank_summary(rank: int, path: Path | str, *, top: int = 10, include_last_ste
     analyzer = TraceAnalyzer(load_trace(path, rank_map={rank: path}, salvage=salvage, progress=progress),
                              include_last_step=include_last_step)
     info = analyzer.rank_summary(rank, top=top)
+    from .health import left_out_unlaunched, warning_line
+
+    info["left_out_unlaunched"] = left_out_unlaunched(analyzer, rank)
+    info["check"] = warning_line(analyzer, path)
     info["straggler_rows"] = analyzer.straggler_rows(rank)
     return info
 
@@ -52,7 +56,7 @@ def reduce_summaries(per_rank: Mapping[int, dict], include_last_step: bool = Fal
     ranks = sorted(per_rank)
     rows = [row for r in ranks for row in per_rank[r].get("straggler_rows", [])]
     straggler = straggler_rank(rows, ranks) if len(ranks) > 1 else None
-    note = window_note(include_last_step)
+    note = window_note(include_last_step, max((len(per_rank[r].get("steps", [])) for r in ranks), default=0))
     return {"ranks": {str(r): {k: v for k, v in per_rank[r].items() if k != "straggler_rows"} for r in ranks},
             "straggler": straggler, "window": note}
 

@@ -25,9 +25,18 @@ def test_rank_comes_from_distributed_info_even_in_compact_json(tmp_path):
 
 
 @pytest.mark.parametrize("name, rank", [("rank-3.json", 3), ("worker_rank7.pt.trace.json.gz", 7),
-                                        ("trace_5.json", 5), ("host.1234.pt.trace.json", None)])
+                                        ("rank_12.json", 12), ("host.1234.pt.trace.json", None)])
 def test_rank_from_file_name(tmp_path, name, rank):
     assert rank_from_name(tmp_path / name) == rank
+
+
+@pytest.mark.parametrize("name", ["trace_5.json", "benchmark_result_493459_1694039959_trace.json.gz",
+                                  "run-2026.pt.trace.json", "frank3.json"])
+def test_digits_at_the_end_of_a_name_are_no_rank(tmp_path, name):
+    # a time stamp or a job id is not a rank: only an explicit marker (rank3, rank-3) or distributedInfo names one
+    assert rank_from_name(tmp_path / name) is None
+    path = write_events(tmp_path / name, [x("aten::mm", "cpu_op", 0, 1)])
+    assert list(find_trace_files(path)) == [0]
 
 
 def test_two_files_on_one_rank_is_an_error_unless_mapped(tmp_path):
