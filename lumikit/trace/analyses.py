@@ -24,6 +24,7 @@ from ..kernels import CLASSES
 from .columns import Columns
 from .loader import Trace, load_trace
 from .metrics import comm_comp_overlap, idle_breakdown, temporal_breakdown, union_length
+from .health import health_summary
 from .tables import gpu_columns, gpu_frame, launch_delays, launch_table, started_before_call, step_columns
 
 if TYPE_CHECKING:
@@ -355,6 +356,7 @@ class TraceAnalyzer:
             "launch_delays": launch_delay_summary(launch_delays(window), int(started_before_call(window).sum())),
             "warnings": [_many_devices(rank, self.devices(rank))] if len(devices) > 1 else [],
             "vs_hta": hta_difference(int(rt.columns.label_mask("cat", ("cuda_sync",)).sum())),
+            **health_summary(self, rank),  # left_out_unlaunched, and the trace check's one line (or None)
         }
 
     def summary(self, top: int = 10) -> dict:

@@ -109,6 +109,12 @@ def left_out_unlaunched(analyzer: "TraceAnalyzer", rank: int) -> dict:
     return {"count": int(out.sum()), "us": round(float(np.nansum(gpu["dur"][out])), 3)}
 
 
+def health_summary(analyzer: "TraceAnalyzer", rank: int) -> dict:
+    """What a rank's summary adds from the check: ``left_out_unlaunched`` and ``check`` (the warning line or None)."""
+    return {"left_out_unlaunched": left_out_unlaunched(analyzer, rank),
+            "check": warning_line(analyzer, analyzer.trace[rank].path, [rank])}
+
+
 def _fmt_ms(us: float) -> str:
     return f"{us / 1000:.3g} ms" if us >= 1000 else f"{us:.3g} µs"
 
@@ -265,11 +271,13 @@ def describe_check(report: Mapping) -> list[str]:
     return lines
 
 
-def warning_line(analyzer: "TraceAnalyzer", path: object) -> str | None:
-    """One line for the top of any trace command's output when the cheap checks warn, else None."""
+def warning_line(analyzer: "TraceAnalyzer", path: object, ranks: list[int] | None = None) -> str | None:
+    """One line for the top of any trace command's output when the cheap checks of ``ranks`` (default: every
+    rank) warn, else None."""
     from ..text import printable
 
-    warn = [(r, f) for r in analyzer.ranks for f in rank_findings(analyzer, r) if f.severity == "warning"]
+    warn = [(r, f) for r in (analyzer.ranks if ranks is None else ranks) for f in rank_findings(analyzer, r)
+            if f.severity == "warning"]
     if not warn:
         return None
     what = "; ".join(f"rank {r}: {f.kind}" + (f" ({f.count:,})" if f.count else "") for r, f in warn[:4]) + (", ..." if len(warn) > 4 else "")

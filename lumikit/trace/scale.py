@@ -32,10 +32,6 @@ def rank_summary(rank: int, path: Path | str, *, top: int = 10, include_last_ste
     analyzer = TraceAnalyzer(load_trace(path, rank_map={rank: path}, salvage=salvage, progress=progress),
                              include_last_step=include_last_step)
     info = analyzer.rank_summary(rank, top=top)
-    from .health import left_out_unlaunched, warning_line
-
-    info["left_out_unlaunched"] = left_out_unlaunched(analyzer, rank)
-    info["check"] = warning_line(analyzer, path)
     info["straggler_rows"] = analyzer.straggler_rows(rank)
     return info
 
