@@ -306,7 +306,7 @@ def _roofline(args: argparse.Namespace) -> int:
     if args.dispatches:
         print("\nper dispatch:")
         rows(rl.dispatches.assign(dispatches=1))
-    print("\nroofs (per GCD):")
+    print("\nroofs (per device as PyTorch sees it; an MI250X GCD is one):" if rl.roofs else "\nroofs: none")
     sources: dict[str, int] = {}
     for r in rl.roofs:
         unit = "TB/s" if r.kind == "bandwidth" else "TFLOP/s"

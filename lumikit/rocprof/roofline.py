@@ -258,6 +258,10 @@ def _rates(t: pd.DataFrame, roofs: tuple[Roof, ...]) -> pd.DataFrame:
     with np.errstate(divide="ignore", invalid="ignore"):
         t["pct_of_roof"] = np.where(t["attainable_flops_per_s"] > 0,
                                     100 * t["flops_per_s"] / t["attainable_flops_per_s"], np.nan)
+    if hbm:  # a kernel that only moves data (no FLOPs) is held to the bandwidth roof
+        moves = ~(t["flops"] > 0) & (t["hbm_bytes"] > 0) & t["hbm_bytes_per_s"].notna()
+        t.loc[moves, "pct_of_roof"] = 100 * t.loc[moves, "hbm_bytes_per_s"] / hbm
+        t.loc[moves, "roof"] = "HBM bandwidth"
     return t
 
 
@@ -272,6 +276,7 @@ class Roofline:
     notes: list[str]
     source: str
     passes: int = 1
+    device: str = "MI250X GCD"  # whose roofs these are (the counters' formulas are for that GPU)
 
     def table(self) -> pd.DataFrame:
         """The per-kernel points a learner plots or exports (``.to_csv``): x = ``arithmetic_intensity``,
@@ -363,7 +368,7 @@ def roofline_report(rl: Roofline, top: int = 0, per_dispatch: bool = False) -> d
     """The JSON-ready roofline (what ``lumikit rocprof roofline --json`` prints)."""
     kernels = rl.kernels if top <= 0 else rl.kernels.head(top)
     out: dict[str, object] = {
-        "source": rl.source, "passes": rl.passes, "notes": rl.notes,
+        "source": rl.source, "passes": rl.passes, "device": rl.device, "notes": rl.notes,
         "formulas": "rocprof-compute src/utils/roofline_calc.py (MI200): FLOPs = 64*(ADD+MUL+2*FMA+TRANS) per "
                     "precision + 512*MFMA_MOPS; HBM bytes = 32*RDREQ_32B + 64*(RDREQ-RDREQ_32B) + 64*WRREQ_64B + "
                     "32*(WRREQ-WRREQ_64B)",

@@ -30,7 +30,7 @@ import pandas as pd
 
 from ..errors import ParseError
 from ..files import gunzip_bounded, load_json_bounded, read_bytes
-from .roofline import COLUMNS, KINDS, MEASURED, Roofline, _rates, peaks, total
+from .roofline import COLUMNS, KINDS, MEASURED, Roof, Roofline, _rates, peaks, total
 
 #: Bytes per element of the dtypes torch names in ``Input type``, and the FLOP kind of each (None: not floating).
 DTYPES = {"float": (4, "f32"), "double": (8, "f64"), "c10::Half": (2, "f16"), "c10::BFloat16": (2, "bf16"),
@@ -141,7 +141,7 @@ def op_cost(name: str, dims: list[list[int]], types: list[Any], concrete: list[A
     return None
 
 
-def _events(path: Path) -> list[dict]:
+def _events(path: Path) -> tuple[list[dict], dict]:
     data = read_bytes(path, "a torch profiler trace (.json or .json.gz) recorded with record_shapes=True")
     if path.name.endswith(".gz"):
         try:
@@ -153,7 +153,7 @@ def _events(path: Path) -> list[dict]:
     if not isinstance(events, list):
         raise ParseError("no traceEvents: give a torch profiler trace (torch.profiler with record_shapes=True)",
                          source=str(path))
-    return [e for e in events if isinstance(e, dict)]
+    return [e for e in events if isinstance(e, dict)], doc
 
 
 def _ext(value: Any) -> int | str | None:
@@ -190,11 +190,41 @@ def _launched_by(counted: list[tuple[str, dict]], launches: list[tuple[str, floa
     return out
 
 
+def device_roofs(doc: dict, device: int | None, site: object = None) -> tuple[tuple[Roof, ...], str, str]:
+    """The roofs to hold a trace's kernels to, the note that says whose, and the GPU in a few words: the site profile's when ``site`` is
+    given; else the shipped profile of the device the trace names (``deviceProperties``); none, said plainly, for a
+    device without one; the MI250X GCD of the site profile ``lumi`` for a trace that names no device."""
+    from ..gpu_roofs import device_profile, profiles
+
+    if site is not None:
+        roofs = peaks(site)
+        return (roofs + MEASURED, f"roofs: the site profile's peaks ({roofs[0].source}) and MI200 measured ceilings",
+                f"site profile {getattr(site, 'name', site)}")
+    profile, described = device_profile(doc.get("deviceProperties"), device)
+    if described is None:
+        return peaks(None) + MEASURED, ("roofs: the trace names no GPU (no deviceProperties), so they are an MI250X "
+                                        "GCD's (site profile lumi) and MI200 measured ceilings"), "MI250X GCD"
+    if profile is None:
+        return (), (f"no roofs for this trace's GPU, {described}: lumikit ships the peaks of "
+                    f"{', '.join(p.label for p in profiles().values())}; FLOPs, bytes and rates are given, no % of "
+                    "roof (pass site=... to hold it to a site profile's peaks)"), described.split(" (")[0] + ", no roofs"
+    names = {"bf16": "BF16 matrix", "fp16": "FP16 matrix", "fp32_matrix": "FP32 matrix",
+             "fp64_matrix": "FP64 matrix", "fp32": "FP32 vector", "fp64": "FP64 vector"}
+    roofs = (Roof("HBM, peak", "bandwidth", profile.hbm_tb_per_s * 1e12, False, profile.source),
+             *(Roof(f"{label}, peak", "compute", profile.peak_tflops[key] * 1e12, False, profile.source)
+               for key, label in names.items() if key in profile.peak_tflops))
+    measured = MEASURED if profile.key == "mi250x-gcd" else ()  # MI200 measurements hold for that GPU only
+    return (roofs + measured, f"roofs: the published peaks of the {profile.label} (the trace's GPU: {described})",
+            profile.label)
+
+
 def shape_roofline(path: str | os.PathLike[str], site: object = None) -> Roofline:
-    """The roofline of the counted operators of a torch profiler trace, one row per (operator, shapes, dtype)."""
+    """The roofline of the counted operators of a torch profiler trace, one row per (operator, shapes, dtype), held
+    to the roofs of the GPU the trace names (see :func:`device_roofs`; ``site`` overrides)."""
     p = Path(path)
-    events = _events(p)
+    events, doc = _events(p)
     ops, kernels, by_correlation, launches = [], {}, {}, []
+    device: int | None = None
     for e in events:
         cat = e.get("cat")
         if cat == "cpu_op" and e.get("ph") == "X":
@@ -205,6 +235,8 @@ def shape_roofline(path: str | os.PathLike[str], site: object = None) -> Rooflin
         elif cat in ("kernel", "gpu_memcpy", "gpu_memset") and e.get("ph") == "X":
             args = e.get("args") if isinstance(e.get("args"), dict) else {}
             ext, corr, dur = _ext(args.get("External id")), _ext(args.get("correlation")), _num(e.get("dur"))
+            if device is None and isinstance(args.get("device"), int):
+                device = args["device"]
             if dur is not None and dur >= 0:
                 if ext is not None:
                     kernels[ext] = kernels.get(ext, 0.0) + dur
@@ -280,9 +312,14 @@ def shape_roofline(path: str | os.PathLike[str], site: object = None) -> Rooflin
     sums = ["duration_ns", "flops", "hbm_bytes", *KINDS, "l2_bytes", "l1_bytes", "lds_bytes"]
     agg = per.groupby("kernel", sort=False).agg(dispatches=("dispatches", "sum"),
                                                  **{c: (c, total) for c in sums})
-    roofs = peaks(site) + MEASURED
+    roofs, whose, gpu_name = device_roofs(doc, device, site)
+    notes.append(whose)
     calls = _rates(per, roofs).assign(process=0, dispatch_id=range(1, len(per) + 1))
     kernels_table = _rates(agg, roofs).reset_index()
+    over = int((kernels_table["pct_of_roof"] > 100).sum())
+    if over:
+        notes.append(f"{over} operators above 100 % of their roof: these roofs are not this GPU's, or a time "
+                     "belongs to other work (kernels matched to the wrong operator)")
     kernels_table = kernels_table.sort_values("duration_ns", ascending=False, kind="stable")[COLUMNS]
     return Roofline(calls[["process", "dispatch_id", *[c for c in COLUMNS if c != "dispatches"]]],
-                    kernels_table.reset_index(drop=True), roofs, notes, str(p), passes=0)
+                    kernels_table.reset_index(drop=True), roofs, notes, str(p), passes=0, device=gpu_name)
