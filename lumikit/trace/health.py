@@ -154,13 +154,17 @@ def rank_findings(analyzer: "TraceAnalyzer", rank: int) -> list[Finding]:
             "one step shows no step-to-step spread",
             "profile a few steps (schedule(wait=1, warmup=1, active=3)) to see whether this one is typical", rank))
     else:
-        times = analyzer.step_times(rank)
-        analysed = times["analysed"]
-        counts = times["gpu_activities"][analysed]
-        typical = float(np.median(counts)) if len(counts) else 0.0
-        starved = analysed & (times["gpu_activities"] < STARVED_SHARE * typical)
+        numbers = steps["step"]
+        dropped = analyzer.dropped_step(rank)
+        analysed = numbers != (dropped if dropped is not None else -1)
+        known, per_step = np.unique(gpu["step"], return_counts=True)  # one pass, not one mask per step
+        at = np.minimum(np.searchsorted(known, numbers), max(len(known) - 1, 0))
+        activities = np.where((len(known) > 0) & (known[at] == numbers), per_step[at], 0) if len(known) else \
+            np.zeros(len(numbers), dtype=np.int64)
+        typical = float(np.median(activities[analysed])) if analysed.any() else 0.0
+        starved = analysed & (activities < STARVED_SHARE * typical)
         if typical > 0 and starved.any():
-            which = [int(s) for s in times["step"][starved]]
+            which = [int(s) for s in numbers[starved]]
             out.append(Finding(
                 "starved_steps", "warning", len(which),
                 f"{len(which)} of {int(analysed.sum())} analysed steps ({', '.join(f'#{s}' for s in which[:8])}"
