@@ -172,3 +172,26 @@ def test_every_real_trace_is_checked_without_a_crash(shared_fixtures, capsys):
         assert main(["trace", "check", str(path), "--json"]) == 0, path
         report = json.loads(capsys.readouterr().out)
         assert report["warnings"] == sum(f["severity"] == "warning" for f in report["findings"])
+
+
+def test_damaged_traces_are_checked_or_refused_in_one_line(tmp_path):
+    # the fuzzer's trace seeds (generated), mutated with a fixed seed: `trace check --json` either prints strict JSON
+    # or refuses in one line (exit status 2); never a traceback
+    import random
+
+    from lumikit.testing.fuzz import _check_cli, _Refused, mutate, trace_seeds
+
+    rng = random.Random(2026_38)
+    seeds = trace_seeds(None)
+    checked = refused = 0
+    for i in range(20):
+        seed = seeds[i % len(seeds)]
+        data, _ = mutate(rng, seed.data)
+        path = tmp_path / f"{i}.pt.trace.json"
+        path.write_bytes(data)
+        try:
+            _check_cli(["trace", "check", str(path), "--json"])
+            checked += 1
+        except _Refused:
+            refused += 1
+    assert checked and refused and checked + refused == 20
