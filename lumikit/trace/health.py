@@ -123,6 +123,13 @@ def rank_findings(analyzer: "TraceAnalyzer", rank: int) -> list[Finding]:
     """The findings that need only a rank's loaded columns (cheap: what every trace command runs)."""
     columns = analyzer.trace[rank].columns
     out: list[Finding] = []
+    if analyzer.trace[rank].truncated:
+        out.append(Finding(
+            "truncated", "warning", 0,
+            "the file ends mid-event (a job killed while writing it): only its complete events were kept, so the "
+            "last steps may lack their GPU work or their end",
+            "record again and let the profiler finish (prof.stop() or leaving the `with` block before the job's "
+            "time limit)", rank))
     names = columns.labels["name"]
     lost = lost_kernels(columns)
     if lost and lost["count"]:

@@ -195,3 +195,12 @@ def test_damaged_traces_are_checked_or_refused_in_one_line(tmp_path):
         except _Refused:
             refused += 1
     assert checked and refused and checked + refused == 20
+
+
+def test_a_salvaged_truncated_file_is_a_warning(tmp_path):
+    path = clean_trace(tmp_path)
+    cut = path.with_name("cut.json")
+    cut.write_bytes(path.read_bytes()[: path.stat().st_size * 2 // 3])
+    with pytest.warns(UserWarning, match="truncated|complete events"):
+        trace = load_trace(cut, salvage=True)
+    assert kinds(check_trace(trace))["truncated"]["severity"] == "warning"
