@@ -191,9 +191,10 @@ def _launched_by(counted: list[tuple[str, dict]], launches: list[tuple[str, floa
 
 
 def device_roofs(doc: dict, device: int | None, site: object = None) -> tuple[tuple[Roof, ...], str, str]:
-    """The roofs to hold a trace's kernels to, the note that says whose, and the GPU in a few words: the site profile's when ``site`` is
-    given; else the shipped profile of the device the trace names (``deviceProperties``); none, said plainly, for a
-    device without one; the MI250X GCD of the site profile ``lumi`` for a trace that names no device."""
+    """The roofs to hold a trace's kernels to, the note that says whose, and the GPU in a few words: the site
+    profile's when ``site`` is given; else the shipped profile of the device the trace names (``deviceProperties``);
+    none, said plainly, for a device without one; the MI250X GCD of the site profile ``lumi`` for a trace that names
+    no device."""
     from ..gpu_roofs import device_profile, profiles
 
     if site is not None:
@@ -205,9 +206,9 @@ def device_roofs(doc: dict, device: int | None, site: object = None) -> tuple[tu
         return peaks(None) + MEASURED, ("roofs: the trace names no GPU (no deviceProperties), so they are an MI250X "
                                         "GCD's (site profile lumi) and MI200 measured ceilings"), "MI250X GCD"
     if profile is None:
-        return (), (f"no roofs for this trace's GPU, {described}: lumikit ships the peaks of "
-                    f"{', '.join(p.label for p in profiles().values())}; FLOPs, bytes and rates are given, no % of "
-                    "roof (pass site=... to hold it to a site profile's peaks)"), described.split(" (")[0] + ", no roofs"
+        return ((), f"no roofs for this trace's GPU, {described}: lumikit ships the peaks of "
+                f"{', '.join(p.label for p in profiles().values())}; FLOPs, bytes and rates are given, no % of roof "
+                "(pass site=... to hold it to a site profile's peaks)", described.split(" (")[0] + ", no roofs")
     names = {"bf16": "BF16 matrix", "fp16": "FP16 matrix", "fp32_matrix": "FP32 matrix",
              "fp64_matrix": "FP64 matrix", "fp32": "FP32 vector", "fp64": "FP64 vector"}
     roofs = (Roof("HBM, peak", "bandwidth", profile.hbm_tb_per_s * 1e12, False, profile.source),

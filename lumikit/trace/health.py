@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
+from .columns import Columns
 from .runtime_names import LAUNCH, kind_codes
 from .tables import GPU_CATEGORIES, RUNTIME_CATEGORIES, launched
 
@@ -60,7 +61,7 @@ class Finding:
         return asdict(self)
 
 
-def _launch_rows(columns, kinds: np.ndarray) -> np.ndarray:
+def _launch_rows(columns: Columns, kinds: np.ndarray) -> np.ndarray:
     """Indices of the host calls that launch a kernel (or a graph of kernels): runtime/driver events of the launch
     kind, memsets left out (they enqueue no kernel)."""
     names = columns.labels["name"]
@@ -70,7 +71,7 @@ def _launch_rows(columns, kinds: np.ndarray) -> np.ndarray:
     return np.flatnonzero(ok & columns.label_mask("cat", RUNTIME_CATEGORIES))
 
 
-def lost_kernels(columns) -> dict | None:
+def lost_kernels(columns: Columns) -> dict | None:
     """The kernel launches of a rank whose GPU work never appears in the trace: ``count`` of ``launches``, the host
     time of those calls (``launch_call_us``) and when they ran (``first_us``, ``last_us`` from the trace's first
     event); None where launches and GPU work share no id to match them by."""
@@ -291,6 +292,7 @@ def warning_line(analyzer: "TraceAnalyzer", path: object, ranks: list[int] | Non
             if f.severity == "warning"]
     if not warn:
         return None
-    what = "; ".join(f"rank {r}: {f.kind}" + (f" ({f.count:,})" if f.count else "") for r, f in warn[:4]) + (", ..." if len(warn) > 4 else "")
+    what = "; ".join(f"rank {r}: {f.kind}" + (f" ({f.count:,})" if f.count else "") for r, f in warn[:4])
+    what += ", ..." if len(warn) > 4 else ""
     return (f"warning: this trace may mislead the analysis ({what}); run `lumikit trace check "
             f"{printable(str(path))}` for the evidence and what to do")

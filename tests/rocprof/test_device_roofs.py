@@ -111,7 +111,8 @@ def test_a_kernel_without_flops_is_held_to_the_bandwidth_roof():
 def test_the_real_mi250_trace_says_it_has_no_roofs_for_its_gpu(shared_fixtures):
     # HTA's MI250 trace (ROCm 6.2): "AMD Radeon Graphics", gfx90a with 104 CUs (an MI250 GCD or an MI210, not an
     # MI250X GCD's 110): no shipped profile, said plainly, rather than an MI250X's roofs
-    rl = shape_roofline(shared_fixtures / "traces" / "hta-real" / "amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz")
+    hta = shared_fixtures / "traces" / "hta-real"
+    rl = shape_roofline(hta / "amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz")
     assert rl.roofs == () and any("numSms 104" in n for n in rl.notes)
 
 

@@ -90,7 +90,8 @@ def test_lost_launches_are_matched_by_external_id_when_kernels_have_no_correlati
 
 def test_steps_missing_one_or_starved(tmp_path):
     k = {"pid": 0, "tid": 0, "stream": 0}
-    no_steps = [event("hipLaunchKernel", "cuda_runtime", 0, 2, correlation=1), event("k", "kernel", 5, 5, correlation=1, **k)]
+    no_steps = [event("hipLaunchKernel", "cuda_runtime", 0, 2, correlation=1),
+                event("k", "kernel", 5, 5, correlation=1, **k)]
     assert "no_profiler_step" in kinds(check_trace(load_trace(write_events(tmp_path / "a.json", no_steps))))
     one = [event("ProfilerStep#7", "user_annotation", 0, 50), *no_steps]
     found = kinds(check_trace(load_trace(write_events(tmp_path / "b.json", one))))
