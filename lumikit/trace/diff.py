@@ -5,8 +5,8 @@ one trace as named numbers. Times are per analysed step (the steps of the defaul
 as HTA does), so two runs profiled for a different number of steps compare. :data:`SECTIONS` is the list the
 command shows; another analysis adds its block with :func:`add_section`. Kernels and CPU ops carry their calls per
 step beside their time, and have blocks of their own ranked by the change in calls: a copy that went from 15 to 3,840
-calls is the story even when each call is short. The last two blocks are the critical
-path's length and categories (:mod:`lumikit.trace.critical_path`): per step in µs, and as shares of the path.
+calls is the story even when each call is short. The last two blocks are the critical path's length and categories
+(:mod:`lumikit.trace.critical_path`): per step in µs, and as shares of the path.
 """
 from __future__ import annotations
 
