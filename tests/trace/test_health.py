@@ -2,7 +2,9 @@
 traces (every finding checked against what the file holds)."""
 from __future__ import annotations
 
+import gzip
 import json
+from pathlib import Path
 
 import orjson
 import pytest
@@ -205,3 +207,21 @@ def test_a_salvaged_truncated_file_is_a_warning(tmp_path):
     with pytest.warns(UserWarning, match="truncated|complete events"):
         trace = load_trace(cut, salvage=True)
     assert kinds(check_trace(trace))["truncated"]["severity"] == "warning"
+
+
+RECORDED = sorted((Path(__file__).resolve().parents[2] / "lumikit" / "data" / "reference").glob(
+    "h100-*-profile/profile/*.pt.trace.json.gz"))
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.parts[-3])
+def test_recorded_h100_traces_are_whole_and_a_third_dropped_from_one_is_found(tmp_path, path):
+    # traces recorded on an NVIDIA H100 (torch profiler, CUDA 13; shipped in lumikit/data/reference): cuda_sync
+    # events, three ProfilerSteps, every launch with its kernel, no shapes (recorded without record_shapes)
+    assert set(kinds(check_trace(load_trace(path)))) == {"no_shapes"}
+    doc = orjson.loads(gzip.decompress(path.read_bytes()))
+    raw = tmp_path / "recorded.json"
+    raw.write_bytes(orjson.dumps(doc))
+    cut, dropped, seen = dropped_kernels(raw)
+    lost = kinds(check_trace(load_trace(cut)))["lost_kernels"]
+    assert lost["count"] == dropped == seen // 3 and lost["severity"] == "warning"
+    assert "ROCm" not in lost["evidence"]  # a CUDA trace: the ROCm release that drops records is not its cause
