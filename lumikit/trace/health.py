@@ -133,7 +133,13 @@ def rank_findings(analyzer: "TraceAnalyzer", rank: int) -> list[Finding]:
             "time limit)", rank))
     names = columns.labels["name"]
     lost = lost_kernels(columns)
-    if lost and lost["count"]:
+    if lost is None:
+        out.append(Finding(
+            "unmatched_launches", "note", 0,
+            "kernel launches and GPU work share no correlation or External id here, so whether the tracer lost "
+            "kernel records cannot be told",
+            "record with a torch profiler that writes correlation ids (every recent PyTorch does)", rank))
+    elif lost["count"]:
         share = lost["count"] / lost["launches"]
         rocm = any(n.startswith("hip") for n in names)
         known = "; ".join(f"{t['stack']}'s {t['tracer']} (fixed in {t['fixed_in']}; {t['source']})"

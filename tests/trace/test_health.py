@@ -11,7 +11,7 @@ import pytest
 
 from lumikit.cli import main
 from lumikit.trace.analyses import TraceAnalyzer
-from lumikit.trace.health import check_trace, left_out_unlaunched, lost_kernels
+from lumikit.trace.health import check_trace, describe_check, left_out_unlaunched, lost_kernels
 from lumikit.trace.loader import load_trace
 from lumikit.trace.synth import (SynthSpec, event, lost_launch_events, unlaunched_work_events, write_events,
                                  write_synthetic)
@@ -225,3 +225,11 @@ def test_recorded_h100_traces_are_whole_and_a_third_dropped_from_one_is_found(tm
     lost = kinds(check_trace(load_trace(cut)))["lost_kernels"]
     assert lost["count"] == dropped == seen // 3 and lost["severity"] == "warning"
     assert "ROCm" not in lost["evidence"]  # a CUDA trace: the ROCm release that drops records is not its cause
+
+
+def test_launches_that_share_no_id_with_gpu_work_cannot_be_checked_and_say_so(tmp_path):
+    events = [event("ProfilerStep#1", "user_annotation", 0, 100), event("ProfilerStep#2", "user_annotation", 100, 9),
+              event("hipLaunchKernel", "cuda_runtime", 10, 2), event("k", "kernel", 15, 5, pid=0, tid=0, stream=0)]
+    report = check_trace(load_trace(write_events(tmp_path / "t.json", events)))
+    assert "unmatched_launches" in kinds(report) and "lost_kernels" not in kinds(report)
+    assert not describe_check(report)[0].startswith("no findings")
