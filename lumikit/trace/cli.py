@@ -163,6 +163,10 @@ def _print_rank(rank: str, info: dict) -> None:
     print(f"rank {printable(rank)}: {printable(info['file'])}")
     print("  steps: " + (", ".join(f"#{s['step']} {_ms(s['dur_us'])} ms" for s in info["steps"])
                           or "none (no ProfilerStep annotations)"))
+    if info.get("coverage"):
+        from .coverage import describe_coverage
+
+        print(f"  {describe_coverage(info['coverage'])}")
     kt = info["kernel_time_us"]
     no_gpu = info.get("gpu_activities") == 0
     if no_gpu:
@@ -259,7 +263,9 @@ def run_idle(args: argparse.Namespace) -> int:
                       f"ProfilerActivity.CUDA, the activity that records ROCm GPUs too)")
                 continue
             share = f" ({idle / span:.1%})" if span else ""
-            print(f"rank {rank} device {device}: GPU idle {_ms(idle)} ms of a {_ms(span)} ms span{share}, "
+            lead = d.get("before_gpu_us") or 0.0
+            before = f", {_ms(lead, 3)} ms of it before the first GPU work" if lead else ""
+            print(f"rank {rank} device {device}: GPU idle {_ms(idle)} ms of a {_ms(span)} ms span{share}{before}, "
                   f"{len(d['gaps'])} gaps")
             if not idle:
                 continue
