@@ -335,6 +335,16 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     into_end = (c_dst & 1) == 1
     c_zero = ((c_attr < 0) & (gap_cat == DEPENDENCY)) | \
         (into_end & np.append(blocking, np.zeros(n_gpu, dtype=bool))[c_dst // 2])
+    # a launching thread's time from the window's first event to its own first op is untraced host time too
+    openers = order[new_thread]
+    if count_untraced_host and len(openers) > 1:
+        origin = int(openers[np.argmin(start_ts[openers])])
+        late_threads = openers[launching[openers] & (openers != origin)]
+        c_src = np.append(c_src, np.full(len(late_threads), 2 * origin))
+        c_dst = np.append(c_dst, 2 * late_threads)
+        c_attr = np.append(c_attr, np.full(len(late_threads), -1))
+        c_cat = np.append(c_cat, np.full(len(late_threads), HOST_UNTRACED)).astype(np.int8)
+        c_zero = np.append(c_zero, np.zeros(len(late_threads), dtype=bool))
 
     # -- GPU streams: each activity, its launch or the gap after the previous one ---------------------------
     g = np.arange(n_cpu, n_cpu + n_gpu)
