@@ -86,6 +86,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="divide the time of the kernels and CPU ops matching REGEX by FACTOR and re-run the "
                            "path (repeatable)")
     path.add_argument("--include-last-step", action="store_true", help="count the last ProfilerStep too")
+    path.add_argument("--no-untraced-host", action="store_true",
+                      help="give host time that no op covers no weight, as HTA does (to compare with HTA)")
     path.add_argument("--top", type=int, default=20, help="how many path events to list (default 20)")
     path.add_argument("--json", action="store_true", help="print JSON instead of text")
     path.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
@@ -331,7 +333,8 @@ def run_critical_path(args: argparse.Namespace) -> int:
     rank = trace.rank_ids[0] if args.rank is None else args.rank
     result = {"rank": rank, **critical_path(trace[rank].columns, annotation=args.annotation,
                                             instance=args.instance, what_if=what_if,
-                                            include_last_step=args.include_last_step, top=args.top)}
+                                            include_last_step=args.include_last_step, top=args.top,
+                                            count_untraced_host=not args.no_untraced_host)}
     if args.json:
         print_json(result)
         return 0
