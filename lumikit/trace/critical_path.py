@@ -333,8 +333,10 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     c_cat = np.where(c_attr < 0, gap_cat, np.where(note[attr], HOST_UNTRACED,
                                                    np.where(data[attr], DATA, CPU))).astype(np.int8)
     into_end = (c_dst & 1) == 1
-    c_zero = ((c_attr < 0) & (gap_cat == DEPENDENCY)) | \
-        (into_end & np.append(blocking, np.zeros(n_gpu, dtype=bool))[c_dst // 2])
+    c_zero = (c_attr < 0) & (gap_cat == DEPENDENCY)
+    # the time inside a blocking call weighs nothing where the call waited for GPU work (a sync edge leads into its
+    # end, below): the path runs through that work instead, as in HTA
+    c_blocking_end = into_end & np.append(blocking, np.zeros(n_gpu, dtype=bool))[c_dst // 2]
     # a launching thread's time from the window's first event to its own first op is untraced host time too
     openers = order[new_thread]
     if count_untraced_host and len(openers) > 1:
@@ -345,6 +347,7 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
         c_attr = np.append(c_attr, np.full(len(late_threads), -1))
         c_cat = np.append(c_cat, np.full(len(late_threads), HOST_UNTRACED)).astype(np.int8)
         c_zero = np.append(c_zero, np.zeros(len(late_threads), dtype=bool))
+        c_blocking_end = np.append(c_blocking_end, np.zeros(len(late_threads), dtype=bool))
 
     # -- GPU streams: each activity, its launch or the gap after the previous one ---------------------------
     g = np.arange(n_cpu, n_cpu + n_gpu)
@@ -372,6 +375,8 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     _sync_edges(ev, b, graph, streams, kinds, local, n_cpu, cpu_rows, gpu_rows, launch_rows, kernel_sync, is_rt)
     if n_gpu == 0:
         graph.mode = "no GPU work in the window: CPU ops only"
+    waited_ends = np.array(b.dst, dtype=np.int64)[np.array(b.cat, dtype=np.int8) == SYNC]
+    c_zero = c_zero | (c_blocking_end & np.isin(c_dst, waited_ends))
 
     codes = ev["name"][gpu_rows]
     comm_name = np.zeros(len(names) + 1, dtype=bool)
