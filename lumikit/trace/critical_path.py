@@ -324,10 +324,11 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     data = _inherit(np.append(is_data[cpu_rows], np.zeros(n_gpu, dtype=bool)), parent)
     note = np.zeros(len(rows), dtype=bool)
     note[local[notes]] = True
-    # a gap between top-level ops on a thread that launches GPU work is untraced host time; elsewhere it is idle
+    # a gap between top-level ops on the main thread is untraced host time; on other threads (an autograd thread
+    # waiting for the next backward, a data-loader thread) it is idle time and weighs nothing
     thread_key = pid.astype(np.int64) * (1 << 32) + (tid.astype(np.int64) & 0xFFFFFFFF)
-    launching = np.isin(thread_key, thread_key[local[launch_rows]]) if count_untraced_host else \
-        np.zeros(n_cpu, dtype=bool)
+    launching = np.isin(thread_key, _main_threads(thread_key, local[notes], local[launch_rows])) \
+        if count_untraced_host else np.zeros(n_cpu, dtype=bool)
     gap_cat = np.where(launching[np.minimum(c_dst // 2, max(n_cpu - 1, 0))], HOST_UNTRACED, DEPENDENCY)
     attr = np.maximum(c_attr, 0)
     c_cat = np.where(c_attr < 0, gap_cat, np.where(note[attr], HOST_UNTRACED,
@@ -457,6 +458,17 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     graph.event = event
     graph.scalable = np.isin(cat, (CPU, DATA, COMPUTE, COMM)) & ~zero
     return graph
+
+
+def _main_threads(thread_key: np.ndarray, notes: np.ndarray, launches: np.ndarray) -> np.ndarray:
+    """The keys of the step's main thread: the thread(s) of the window's annotations, else the thread that
+    launched the most GPU work (none without launches)."""
+    if len(notes):
+        return np.unique(thread_key[notes])
+    if not len(launches):
+        return np.zeros(0, dtype=np.int64)
+    keys, counts = np.unique(thread_key[launches], return_counts=True)
+    return keys[np.argmax(counts):np.argmax(counts) + 1]
 
 
 def _previous_on_stream(ev: Columns, gidx: np.ndarray) -> np.ndarray:
