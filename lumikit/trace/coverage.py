@@ -1,13 +1,15 @@
 """How much of a window the trace covers: its wall time, the part of it that no traced op covers, and the time
 before the first GPU work.
 
-A *traced op* is a CPU op (``cpu_op``), a runtime call, or GPU work (kernel, copy, memset), on any thread or
-stream. Python functions (``python_function``, recorded with ``with_stack=True``) and user annotations such as
+A *traced op* is a CPU op (``cpu_op``), a runtime call, a DataLoader iteration, or GPU work (kernel, copy, memset),
+on any thread or stream. Python functions (``python_function``, recorded with ``with_stack=True``) and user annotations such as
 ``ProfilerStep#N`` are not ops: time covered only by them is host time the profiler did not break down (Python
 between operators, preprocessing, a tokenizer), the part of a step a critical path built from ops alone misses.
 Used by ``critical-path``, ``idle`` and ``summary`` alike, so all three state the same numbers.
 """
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -17,6 +19,8 @@ from .tables import GPU_CATEGORIES, RUNTIME_CATEGORIES
 
 #: Host event categories that count as traced ops.
 TRACED_HOST_CATEGORIES = ("cpu_op",) + RUNTIME_CATEGORIES
+#: Host annotations that count as data loading (traced: the critical path books their time as ``data_loading``).
+DATA_LOADING = re.compile(r"enumerate\(DataLoader\)|DataLoader.*__next__")
 
 
 def window_coverage(ev: Columns, start: float, end: float) -> dict:
@@ -30,7 +34,8 @@ def window_coverage(ev: Columns, start: float, end: float) -> dict:
     s0, e0 = np.maximum(ts, start), np.minimum(ts + dur, end)
     inside = ok & (e0 > s0)
     gpu = inside & ev.label_mask("cat", GPU_CATEGORIES)
-    host = inside & ev.label_mask("cat", TRACED_HOST_CATEGORIES)
+    host = inside & (ev.label_mask("cat", TRACED_HOST_CATEGORIES)
+                     | (ev.label_mask("cat", ("user_annotation",)) & ev.label_mask("name", DATA_LOADING.search)))
     traced = gpu | host
     ms, me = merge_intervals(s0[traced], e0[traced])
     covered = float((me - ms).sum())

@@ -4,11 +4,12 @@ faster kernel or CPU op would save.
 The step's dependency graph is built once from the loader's columns: two nodes per event (start, end), and edges
 
 * along each CPU thread, through nested ops (an op's self time is ``cpu_bound``; the time inside a blocking call
-  carries no weight, as in HTA). On a thread that launches GPU work, the gaps between top-level ops and the own
-  time of the window's annotations (``ProfilerStep#N``: Python between operators, work recorded only as
-  ``python_function``, or nothing at all) are ``host_untraced``: time the step spent on the host that no op
-  accounts for (HTA gives it no weight; ``count_untraced_host=False`` does the same). On other threads the gaps
-  weigh nothing;
+  carries no weight where the call waited for GPU work, as in HTA). On the step's main thread (the window's
+  annotations' thread, else the one that launched the most), the gaps between top-level ops, the time from the
+  window's first event to its first op, and the own time of the window's annotations (``ProfilerStep#N``: Python
+  between operators, work recorded only as ``python_function``, or nothing at all) are ``host_untraced``: time the
+  step spent on the host that no op accounts for (HTA gives it no weight; ``count_untraced_host=False`` does the
+  same). On other threads the gaps weigh nothing (an autograd thread between backward passes is waiting);
 * from a launch call to its GPU work (matched by correlation id, else External id). Whether the stream was idle at
   the launch is decided against every GPU activity of that (device, stream) in the whole trace, not only the
   window's. Idle: ``gpu_kernel_launch_overhead``, the time from the call to the work, up to HTA's 1.5 ms. Busy with
@@ -45,7 +46,7 @@ from ..errors import TraceError
 from ..kernels import classify_kernel
 from . import runtime_names as rn
 from .columns import Columns
-from .coverage import describe_coverage, window_coverage
+from .coverage import DATA_LOADING as COVERAGE_DATA_LOADING, describe_coverage, window_coverage
 from .tables import (GPU_CATEGORIES, HOST_STEP_CATEGORIES, RUNTIME_CATEGORIES, _first_match, _link_by_external_id,
                      step_columns, step_number)
 
@@ -56,7 +57,8 @@ if TYPE_CHECKING:
 
 #: Edge categories, with HTA's names where they mean the same (the first six); ``gpu_queue_wait`` (GPU work waited
 #: for GPU work the graph does not hold), ``unexplained_wait`` (GPU work waited on nothing the trace shows) and
-#: ``host_untraced`` (host time on a launching thread that no op covers) are lumikit's; the last two carry no weight.
+#: ``host_untraced`` (host time on the step's main thread that no op covers) are lumikit's; the last two carry no
+#: weight.
 CATEGORIES = ("cpu_bound", "data_loading", "gpu_compute_bound", "gpu_communication_bound",
               "gpu_kernel_launch_overhead", "gpu_kernel_kernel_overhead", "gpu_queue_wait", "unexplained_wait",
               "host_untraced", "dependency", "sync")
@@ -65,7 +67,7 @@ CATEGORIES = ("cpu_bound", "data_loading", "gpu_compute_bound", "gpu_communicati
 BOUND_BY = CATEGORIES[:9]
 CPU_CATEGORIES = ("cpu_op",) + RUNTIME_CATEGORIES
 #: Host annotations that count as data loading (their self time is ``data_loading``, not ``cpu_bound``).
-DATA_LOADING = re.compile(r"enumerate\(DataLoader\)|DataLoader.*__next__")
+DATA_LOADING = COVERAGE_DATA_LOADING
 #: A longer gap after the previous activity on a busy stream, or from an idle stream's launch to its work, is a
 #: dependency the trace does not show (HTA's threshold, µs): no kernel-kernel or launch-overhead edge is drawn
 #: across it.
