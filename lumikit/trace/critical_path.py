@@ -80,7 +80,8 @@ QUEUED_BEFORE_WINDOW = "queued behind GPU work launched before the window"
 QUEUED_UNLAUNCHED = "queued behind GPU work whose launch is not in the trace"
 OTHER_STREAM_OFF_GRAPH = "waited on GPU work on another stream, outside the window"
 OTHER_STREAM = "waited on GPU work on another stream (no event wait read)"
-UNEXPLAINED_LABEL = "waited over 1.5 ms on nothing the trace shows (stream and device idle)"
+UNEXPLAINED_LABEL = ("waited over 1.5 ms on nothing the trace shows (its stream was free and no work on another "
+                     "stream ended just before it)")
 GRAPH_WAIT_LABEL = "work of a graph launch waited over 1.5 ms on a dependency inside the graph"
 
 
@@ -102,8 +103,8 @@ class StepGraph:
     inferred: Counter = field(default_factory=Counter)
     mode: str = ""
     order: np.ndarray | None = None  # edges in topological order of their destination
-    wait_labels: list[str] = field(default_factory=list)  # the labels of wait edges
-    wait_label: np.ndarray | None = None  # per edge: index into wait_labels (-1: none)
+    wait_labels: list[str] = field(default_factory=list)  # the labels of gpu_queue_wait / unexplained_wait edges
+    wait_label: np.ndarray | None = None  # per edge: index into wait_labels (-1: not a labelled wait)
 
     def longest_path(self, weight: np.ndarray | None = None) -> tuple[float, list[int]]:
         """The length (µs) and the edges (in order) of the longest path, with ``weight`` in place of the
