@@ -267,6 +267,8 @@ def run_idle(args: argparse.Namespace) -> int:
             share = f" ({idle / span:.1%})" if span else ""
             lead = d.get("before_gpu_us") or 0.0
             before = f", {_ms(lead, 3)} ms of it before the first GPU work" if lead else ""
+            if d.get("window_us"):
+                before += f", in a {_ms(d['window_us'], 3)} ms window"
             print(f"rank {rank} device {device}: GPU idle {_ms(idle)} ms of a {_ms(span)} ms span{share}{before}, "
                   f"{len(d['gaps'])} gaps")
             if not idle:

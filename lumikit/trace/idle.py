@@ -75,6 +75,7 @@ class IdleReport:
     causes: dict[str, float] = field(default_factory=dict)
     gaps: list[dict] = field(default_factory=list)
     before_gpu_us: float = 0.0  # from the window's start to the first GPU work (counted in span_us and idle_us)
+    window_us: float | None = None  # the analysed steps' wall time (None without ProfilerSteps)
 
     @property
     def kinds(self) -> dict[str, float]:
@@ -88,6 +89,7 @@ class IdleReport:
         """JSON-ready: idle_us, span_us, causes (cause -> µs, largest first), kinds and the gaps."""
         return {"rank": self.rank, "device": self.device, "span_us": _r(self.span_us), "idle_us": _r(self.idle_us),
                 "before_gpu_us": _r(self.before_gpu_us),
+                "window_us": None if self.window_us is None else _r(self.window_us),
                 "causes": {c: _r(v) for c, v in self.causes.items()},
                 "kinds": {k: _r(v) for k, v in self.kinds.items()}, "gaps": self.gaps}
 
@@ -241,7 +243,9 @@ def idle_causes(analyzer: "TraceAnalyzer", rank: int) -> list[IdleReport]:
     reports = []
     for device in devices:
         gpu = window if len(devices) <= 1 else window.take(window["device"] == device)
-        reports.append(_device_report(rank, device, gpu, events, steps, None if span is None else span[0]))
+        report = _device_report(rank, device, gpu, events, steps, None if span is None else span[0])
+        report.window_us = None if span is None else span[1] - span[0]
+        reports.append(report)
     return reports
 
 

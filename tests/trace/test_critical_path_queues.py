@@ -173,6 +173,7 @@ def test_untraced_host_work_before_the_first_gpu_work_is_said_everywhere(tmp_pat
     analyzer = TraceAnalyzer.from_path(path)
     (report,) = idle_causes(analyzer, 0)
     assert report.before_gpu_us == 267_030.0 and report.gaps[0]["cause"] == "starved: nothing traced"
+    assert report.window_us == 390_700.0
     summary = analyzer.summary()["ranks"]["0"]
     assert summary["window_us"] == 390_700.0 and summary["coverage"]["before_gpu_untraced_us"] == 267_000.0
 
@@ -182,6 +183,8 @@ def test_untraced_host_work_before_the_first_gpu_work_is_said_everywhere(tmp_pat
         assert "267.030 ms" in text, command
         if command != ["idle"]:
             assert "window wall time 390.700 ms" in text and "267.000 ms of it untraced host time" in text
+        else:
+            assert "267.030 ms of it before the first GPU work, in a 390.700 ms window" in text
     assert main(["trace", "critical-path", str(path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["window_us"] == 390_700.0 and out["coverage"]["untraced_share"] > 0.68

@@ -68,7 +68,8 @@ def test_the_command_prints_a_table_and_json(tmp_path, capsys):
     path = write_events(tmp_path / "t.json", idle_causes_events("rocm"))
     assert main(["trace", "idle", str(path), "--rank", "0"]) == 0
     out = capsys.readouterr().out
-    assert "GPU idle 1.07 ms of a 1.44 ms span (74.3%), 0.020 ms of it before the first GPU work, 9 gaps" in out
+    assert ("GPU idle 1.07 ms of a 1.44 ms span (74.3%), 0.020 ms of it before the first GPU work, in a 1.500 ms "
+            "window, 9 gaps") in out
     assert "sync drain 0.43 ms (40.7%), starved 0.62 ms (58.4%), queued 0.01 ms (0.9%)" in out
     assert "starved: data loading" in out and "step 1 +0.450 ms: 0.270 ms" in out
     assert main(["trace", "idle", str(path), "--json"]) == 0
