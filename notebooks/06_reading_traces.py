@@ -345,12 +345,13 @@ causes_figure
 # %% [markdown]
 # **How to read it:** every gap between this generated trace's steps has one cause, `sync drain:
 # hipStreamSynchronize`. At the end of each step the host waits for the GPU (the loss copied to the host), so when
-# the GPU has finished there is nothing queued behind it. (Each rank's `starved: data loading` row is the
-# time before its first GPU work: the first step starts by loading data, 37 µs, or 437 µs on rank 2.) How long the gap then lasts depends on what the host does next. Ranks 0, 1 and 3 have
-# three gaps of 85 µs (255 µs). Rank 2 has three gaps of 485 µs (1455 µs), because its data loader runs for
-# 416 µs before the next copy is launched. In the picture, the red gap opens when step 11's GPU work ends, while
-# the host waits in the sync, and lasts into step 12 while the host loads data. The sync is why the queue ran
-# dry; the data loader is why it stayed dry. Which of the two does the step's time depend on? The critical path says.
+# the GPU has finished there is nothing queued behind it. (Each rank's `starved: data loading` row is the time
+# before its first GPU work: the first step starts by loading data, 37 µs, or 437 µs on rank 2.) How long the gap
+# then lasts depends on what the host does next. Ranks 0, 1 and 3 have three gaps of 85 µs (255 µs). Rank 2 has
+# three gaps of 485 µs (1455 µs), because its data loader runs for 416 µs before the next copy is launched. In the
+# picture, the red gap opens when step 11's GPU work ends, while the host waits in the sync, and lasts into step 12
+# while the host loads data. The sync is why the queue ran dry; the data loader is why it stayed dry. Which of the
+# two does the step's time depend on? The critical path says.
 #
 # ### The critical path
 #

@@ -423,10 +423,10 @@ def what_if_exercise_plan(seed: str | None = None) -> dict:
     the longest kernel) beside them; the host waits in ``hipDeviceSynchronize`` and then runs ``optimizer_step``
     (h µs of CPU). The path is 38 + g1 + g2 + h µs (5 µs of ``aten::mm`` before its launch, 10 µs launch
     overhead, and 23 µs of the step that no op covers: 10 before ``aten::mm``, 3 between the sync and
-    ``optimizer_step``, 10 after it); the branch through the all-reduce is ``slack`` µs shorter. Made 2x faster, the all-reduce gains 0,
-    a stream-0 kernel half its time but at most the slack (``gemm_kernel`` always hits it: then the other branch is
-    the path), and ``optimizer_step`` half its time. ``gains_us`` holds each; ``answer`` the best, 20 µs clear of
-    the next."""
+    ``optimizer_step``, 10 after it); the branch through the all-reduce is ``slack`` µs shorter. Made 2x faster,
+    the all-reduce gains 0, a stream-0 kernel half its time but at most the slack (``gemm_kernel`` always hits it:
+    then the other branch is the path), and ``optimizer_step`` half its time. ``gains_us`` holds each; ``answer``
+    the best, 20 µs clear of the next."""
     from .learner import learner_seed
 
     return dict(_what_if_plan(learner_seed() if seed is None else seed))

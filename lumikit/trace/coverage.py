@@ -2,9 +2,10 @@
 before the first GPU work.
 
 A *traced op* is a CPU op (``cpu_op``), a runtime call, a DataLoader iteration, or GPU work (kernel, copy, memset),
-on any thread or stream. Python functions (``python_function``, recorded with ``with_stack=True``) and user annotations such as
-``ProfilerStep#N`` are not ops: time covered only by them is host time the profiler did not break down (Python
-between operators, preprocessing, a tokenizer), the part of a step a critical path built from ops alone misses.
+on any thread or stream. Python functions (``python_function``, recorded with ``with_stack=True``) and other user
+annotations such as ``ProfilerStep#N`` are not ops: time covered only by them is host time the profiler did not
+break down (Python between operators, preprocessing, a tokenizer), the part of a step a critical path built from ops
+alone misses.
 Used by ``critical-path``, ``idle`` and ``summary`` alike, so all three state the same numbers.
 """
 from __future__ import annotations
