@@ -317,8 +317,9 @@ host_ops.sort_values("sum", ascending=False).head(6).round(1)
 #   *data loading*, *launch overhead*, or *nothing traced* (Python between operators);
 # - **queued**: the next work was launched in time but waited on the GPU side.
 #
-# The causes add up to the idle time of the temporal breakdown. First your own trace, profiled above
-# (`lumikit trace idle <run>/cpu-profile` on the command line):
+# The causes add up to the idle time of the temporal breakdown, plus the time from the first analysed step's start
+# to the first GPU work (the host had launched nothing yet: that is idle time too). First your own trace, profiled
+# above (`lumikit trace idle <run>/cpu-profile` on the command line):
 
 # %% tags=["nbval-ignore-output"]
 from lumikit.trace.idle import idle_causes_table
@@ -342,36 +343,46 @@ causes_figure.axes[0].set_title("Generated trace · " + causes_figure.axes[0].ge
 causes_figure
 
 # %% [markdown]
-# **How to read it:** every gap of this generated trace has one cause, `sync drain: hipStreamSynchronize`. At the
-# end of each step the host waits for the GPU (the loss copied to the host), so when the GPU has finished there is
-# nothing queued behind it. How long the gap then lasts depends on what the host does next. Ranks 0, 1 and 3 have
-# three gaps of 85 µs (255 µs). Rank 2 has three gaps of 485 µs (1455 µs), because its data loader runs for
-# 416 µs before the next copy is launched. In the picture, the red gap opens when step 11's GPU work ends, while
-# the host waits in the sync, and lasts into step 12 while the host loads data. The sync is why the queue ran
-# dry; the data loader is why it stayed dry. Which of the two does the step's time depend on? The critical path says.
+# **How to read it:** every gap between this generated trace's steps has one cause, `sync drain:
+# hipStreamSynchronize`. At the end of each step the host waits for the GPU (the loss copied to the host), so when
+# the GPU has finished there is nothing queued behind it. (Each rank's `starved: data loading` row is the time
+# before its first GPU work: the first step starts by loading data, 37 µs, or 437 µs on rank 2.) How long the gap
+# then lasts depends on what the host does next. Ranks 0, 1 and 3 have three gaps of 85 µs (255 µs). Rank 2 has
+# three gaps of 485 µs (1455 µs), because its data loader runs for 416 µs before the next copy is launched. In the
+# picture, the red gap opens when step 11's GPU work ends, while the host waits in the sync, and lasts into step 12
+# while the host loads data. The sync is why the queue ran dry; the data loader is why it stayed dry. Which of the
+# two does the step's time depend on? The critical path says.
 #
 # ### The critical path
 #
 # The critical path is the longest chain of work the steps waited on, from the first op to the last: CPU ops in
 # order on each thread, a launch to its kernel, kernels in order on a stream, and a sync to the GPU work it waited
 # for. Each µs on it falls into one of HTA's categories (`cpu_bound`, `data_loading`, `gpu_compute_bound`,
-# `gpu_communication_bound`, `gpu_kernel_launch_overhead`, `gpu_kernel_kernel_overhead`). On a ROCm trace the sync
-# calls carry no stream, so lumikit infers which stream a sync waited for and counts those edges
-# (`docs/critical-path.md`).
+# `gpu_communication_bound`, `gpu_kernel_launch_overhead`, `gpu_kernel_kernel_overhead`) or one of three that
+# HTA does not have: `host_untraced` (host time on the step's thread that no op covers: Python between operators,
+# preprocessing the profiler saw only as Python functions), `gpu_queue_wait` (work that waited behind GPU work
+# launched before the window, or on another stream) and `unexplained_wait` (a wait nothing in the trace explains).
+# A wait on the GPU is never counted as launch overhead: the fix for it is on the GPU, not in the launches. The
+# result also says the window's wall time (`window_us`) and how much of it no traced op covers (`coverage`). On a
+# ROCm trace the sync calls carry no stream, so lumikit infers which stream a sync waited for and counts those
+# edges (`docs/critical-path.md`).
 
 # %%
 from lumikit.trace.critical_path import analyzer_critical_path, bound_by_table
 
 path = analyzer_critical_path(analyzer, 2)
-print(f"generated trace, rank 2, {path['window']['label']}: critical path {path['path_us']:.0f} µs; sync edges "
-      f"{path['sync_edges']} read from the trace, {path['inferred_edges']} inferred")
+print(f"generated trace, rank 2, {path['window']['label']}: critical path {path['path_us']:.0f} µs of a "
+      f"{path['window_us']:.0f} µs window ({path['coverage']['untraced_share']:.1%} of it covered by no traced op); "
+      f"sync edges {path['sync_edges']} read from the trace, {path['inferred_edges']} inferred")
 bound_by_table(path).round(3)
 
 # %% [markdown]
-# **How to read it:** rank 2's path over its 4 analysed steps is 6376 µs, of which 69.1 % is GPU compute and
-# 26.1 % is data loading (416 µs per step). The GPU runs nothing during the data loading, and nothing else runs
-# beside it, so the steps really wait for it. Of the all-reduces, only the last of each step is on the path
-# (`gpu_communication_bound` 3.8 %, 60 µs per step): the optimizer's stream waits for it (a `hipStreamWaitEvent`).
+# **How to read it:** rank 2's path over its 4 analysed steps is 6536 µs of a 6544 µs window, of which 67.4 % is
+# GPU compute and 25.5 % is data loading (416 µs per step). The GPU runs nothing during the data loading, and
+# nothing else runs beside it, so the steps really wait for it. Of the all-reduces, only the last of each step is on
+# the path (`gpu_communication_bound` 3.7 %, 60 µs per step): the optimizer's stream waits for it (a
+# `hipStreamWaitEvent`). The host's own time between operators (`host_untraced`, 2.4 %) and the launches (1.0 %)
+# are the rest.
 # The others run on their own stream beside the backward GEMMs and are done before anything needs them. The 24
 # inferred edges are the 4 `hipStreamSynchronize` calls, whose stream the trace does not record, and the 20
 # `hipStreamWaitEvent` calls, whose event it does not record.
@@ -384,9 +395,9 @@ print(f"your trace ({device}), {own_path['window']['label']}: critical path {own
 bound_by_table(own_path).round(3)
 
 # %% [markdown]
-# **How to read it:** without a GPU the whole path is `cpu_bound`: the host's operators. It is shorter than the
-# steps, because the time between two operators (Python) carries no weight, as in HTA. On a LUMI GCD the same
-# cell shows how much of the path the GPU's kernels hold.
+# **How to read it:** without a GPU the whole path is the host's: its operators (`cpu_bound`) and the Python
+# between them (`host_untraced`; HTA gives that time no weight, so its path is shorter than the steps). On a LUMI
+# GCD the same cell shows how much of the path the GPU's kernels hold.
 #
 # ### Predict, then measure: which would you make 2x faster?
 #
@@ -412,9 +423,10 @@ print(f"your guess: {my_guess} · measured best: {measured.loc[measured['speedup
 measured.round(2)
 
 # %% [markdown]
-# **How to read it:** the GEMMs win: 30.0 % shorter. Their kernels hold 3828 of the path's 6376 µs, and half of
-# that is 30 % of the path. The data loader gains 13.0 %, half of its 26.1 %. The all-reduce gains 1.9 %: only the
-# last one of each step is on rank 2's path. Kernel time says where the GPU was busy; only the path says what the
+# **How to read it:** the GEMMs win: 22.8 % shorter. Their kernels hold 3828 of the path's 6536 µs, but half of
+# that (29 % of the path) is not all gained: once they run twice as fast, the host's launches hold some of them
+# back. The data loader gains 12.7 %, half of its 25.5 %. The all-reduce gains 1.8 %: only the last one of each
+# step is on rank 2's path. Kernel time says where the GPU was busy; only the path says what the
 # step waited for.
 #
 # A what-if is a prediction. To measure it, make the change and profile again. Here, the **generated** trace again
@@ -430,7 +442,7 @@ print("generated traces, rank 2, per step: before (a) and with the data loader 2
 section_table(before_after, "critical path and its categories, per step").query("a != 0 or b != 0")
 
 # %% [markdown]
-# **How to read it:** the path per step drops from 1594 to 1386 µs, -13.0 %, as the what-if predicted, and all of
+# **How to read it:** the path per step drops from 1634 to 1426 µs, -12.7 %, as the what-if predicted, and all of
 # the change is `data_loading` (416 to 208 µs). The step time in the same comparison drops by the same 208 µs.
 # Here the prediction and the measurement agree because nothing else changed. On a real run, profile the change
 # and compare the two traces with `lumikit trace diff before/ after/`.

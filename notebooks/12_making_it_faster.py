@@ -118,9 +118,10 @@ for report in idle_causes(resnet_trace, resnet_trace.ranks[0]):
 bound_by_table(analyzer_critical_path(resnet_trace, resnet_trace.ranks[0]))
 
 # %% [markdown]
-# **How to read it:** the GPU is idle 28 % of the analysed steps, mostly *starved*: waiting for the host's next
-# launch. The critical path is about half `gpu_compute_bound`, about half `cpu_bound` (the host running the
-# operators and launching the kernels), `data_loading` under 1 %. A rung that speeds up the GPU's kernels shortens
+# **How to read it:** the GPU is idle 30 % of the analysed steps, mostly *starved*: waiting for the host's next
+# launch. The critical path is 44 % `gpu_compute_bound`, 39 % `cpu_bound` (the host running the operators and
+# launching the kernels) and 15 % `host_untraced` (the host's Python between the operators), `data_loading` under
+# 1 %. A rung that speeds up the GPU's kernels shortens
 # only the GPU half, and each small kernel still costs its launch on the host: on a fast GPU, a small model's step
 # waits on the host about as much as on the GPU. **Measure first**, then pick the rung.
 #

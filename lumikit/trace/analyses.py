@@ -108,6 +108,29 @@ class TraceAnalyzer:
         mask = launch <= end if self.include_last_step else launch < end  # NaN (no launch) compares False
         return None if mask.all() else mask
 
+    def analysed_window(self, rank: int) -> tuple[float, float] | None:
+        """The host time the analyses count (trace µs): from the first analysed ProfilerStep's start to the last
+        one's end; None without ProfilerSteps."""
+        steps = self.step_columns(rank)
+        dropped = self.dropped_step(rank)
+        keep = steps["step"] != (dropped if dropped is not None else -1)
+        if not keep.any():
+            return None
+        return float(steps["start"][keep].min()), float(steps["end"][keep].max())
+
+    def coverage(self, rank: int) -> dict:
+        """How much of the analysed window no traced op covers, and the time before its first GPU work
+        (:func:`lumikit.trace.coverage.window_coverage`; the whole trace without ProfilerSteps)."""
+        from .coverage import window_coverage
+
+        ev = self.trace[rank].columns
+        span = self.analysed_window(rank)
+        if span is None:
+            ts = ev["ts"]
+            ok = np.isfinite(ts)
+            span = (float(ts[ok].min()), float((ts + ev["dur"])[ok].max())) if ok.any() else (0.0, 0.0)
+        return window_coverage(ev, *span)
+
     def window_columns(self, rank: int) -> Columns:
         """The GPU activities the analyses count, as numpy columns (see :meth:`window`)."""
         if rank not in self._window_cols:
@@ -331,7 +354,10 @@ class TraceAnalyzer:
                 "comm_comp_overlap": None if math.isnan(ov) else _r(ov, 4),
             }
         one = next(iter(devices.values())) if len(devices) == 1 else None
+        coverage = self.coverage(rank)
         return {
+            "window_us": coverage["window_us"],
+            "coverage": coverage,
             "file": str(rt.path),
             "truncated": rt.truncated,
             "events": int(rt.n_events),

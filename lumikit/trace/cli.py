@@ -86,6 +86,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="divide the time of the kernels and CPU ops matching REGEX by FACTOR and re-run the "
                            "path (repeatable)")
     path.add_argument("--include-last-step", action="store_true", help="count the last ProfilerStep too")
+    path.add_argument("--no-untraced-host", action="store_true",
+                      help="give host time that no op covers no weight, as HTA does (to compare with HTA)")
     path.add_argument("--top", type=int, default=20, help="how many path events to list (default 20)")
     path.add_argument("--json", action="store_true", help="print JSON instead of text")
     path.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
@@ -174,6 +176,10 @@ def _print_rank(rank: str, info: dict) -> None:
     print(f"rank {printable(rank)}: {printable(info['file'])}")
     print("  steps: " + (", ".join(f"#{s['step']} {_ms(s['dur_us'])} ms" for s in info["steps"])
                           or "none (no ProfilerStep annotations)"))
+    if info.get("coverage"):
+        from .coverage import describe_coverage
+
+        print(f"  {describe_coverage(info['coverage'])}")
     kt = info["kernel_time_us"]
     no_gpu = info.get("gpu_activities") == 0
     if no_gpu:
@@ -278,7 +284,11 @@ def run_idle(args: argparse.Namespace) -> int:
                       f"ProfilerActivity.CUDA, the activity that records ROCm GPUs too)")
                 continue
             share = f" ({idle / span:.1%})" if span else ""
-            print(f"rank {rank} device {device}: GPU idle {_ms(idle)} ms of a {_ms(span)} ms span{share}, "
+            lead = d.get("before_gpu_us") or 0.0
+            before = f", {_ms(lead, 3)} ms of it before the first GPU work" if lead else ""
+            if d.get("window_us"):
+                before += f", in a {_ms(d['window_us'], 3)} ms window"
+            print(f"rank {rank} device {device}: GPU idle {_ms(idle)} ms of a {_ms(span)} ms span{share}{before}, "
                   f"{len(d['gaps'])} gaps")
             if not idle:
                 continue
@@ -379,7 +389,8 @@ def run_critical_path(args: argparse.Namespace) -> int:
     rank = trace.rank_ids[0] if args.rank is None else args.rank
     result = {"rank": rank, **critical_path(trace[rank].columns, annotation=args.annotation,
                                             instance=args.instance, what_if=what_if,
-                                            include_last_step=args.include_last_step, top=args.top)}
+                                            include_last_step=args.include_last_step, top=args.top,
+                                            count_untraced_host=not args.no_untraced_host)}
     if args.json:
         print_json(result)
         return 0

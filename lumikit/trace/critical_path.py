@@ -3,12 +3,24 @@ faster kernel or CPU op would save.
 
 The step's dependency graph is built once from the loader's columns: two nodes per event (start, end), and edges
 
-* along each CPU thread, through nested ops (an op's self time is ``cpu_bound``; the gap between two top-level ops
-  and the time inside a blocking call carry no weight, as in HTA);
-* from a launch call to its GPU work (matched by correlation id, else External id): ``gpu_kernel_launch_overhead``
-  when the stream was idle at the launch, else the gap after the previous activity on the same stream
-  (``gpu_kernel_kernel_overhead``, up to HTA's 1.5 ms); the GPU work itself is ``gpu_compute_bound`` or
-  ``gpu_communication_bound``;
+* along each CPU thread, through nested ops (an op's self time is ``cpu_bound``; the time inside a blocking call
+  carries no weight where the call waited for GPU work, as in HTA). On the step's main thread (the window's
+  annotations' thread, else the one that launched the most), the gaps between top-level ops, the time from the
+  window's first event to its first op, and the own time of the window's annotations (``ProfilerStep#N``: Python
+  between operators, work recorded only as ``python_function``, or nothing at all) are ``host_untraced``: time the
+  step spent on the host that no op accounts for (HTA gives it no weight; ``count_untraced_host=False`` does the
+  same). On other threads the gaps weigh nothing (an autograd thread between backward passes is waiting);
+* from a launch call to its GPU work (matched by correlation id, else External id). Whether the stream was idle at
+  the launch is decided against every GPU activity of that (device, stream) in the whole trace, not only the
+  window's. Idle: ``gpu_kernel_launch_overhead``, the time from the call to the work, up to HTA's 1.5 ms. Busy with
+  work on the graph: the gap after it (``gpu_kernel_kernel_overhead``, up to 1.5 ms). Busy with work that is not
+  on the graph (launched before the window, or whose launch is not in the trace): ``gpu_queue_wait`` from the call
+  to the work, labelled. A longer wait is looked up on the device's other streams: work that ended just before
+  (within 1.5 ms) gives a zero-weight edge (inferred, labelled "waited on GPU work on another stream"), or
+  ``gpu_queue_wait`` where that work is not on the graph; with nothing to explain it, the wait is
+  ``unexplained_wait`` (labelled, never launch overhead). Every launched activity also has a zero-weight edge from
+  its launch call (HTA's), so no what-if lets work start before its launch. The GPU work itself is
+  ``gpu_compute_bound`` or ``gpu_communication_bound``;
 * from GPU work to the host call that waited for it (device, stream and event syncs, blocking copies) and from GPU
   work to GPU work on another stream (stream-wait-event), all of zero weight: the path runs through the GPU work
   a sync waited for. Kineto's ``cuda_sync`` events give these edges on CUDA traces (as HTA reads them); ROCm
@@ -34,24 +46,43 @@ from ..errors import TraceError
 from ..kernels import classify_kernel
 from . import runtime_names as rn
 from .columns import Columns
-from .tables import GPU_CATEGORIES, RUNTIME_CATEGORIES, _first_match, _link_by_external_id, step_columns
+from .coverage import DATA_LOADING as COVERAGE_DATA_LOADING, describe_coverage, window_coverage
+from .tables import (GPU_CATEGORIES, HOST_STEP_CATEGORIES, RUNTIME_CATEGORIES, _first_match, _link_by_external_id,
+                     step_columns, step_number)
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from .analyses import TraceAnalyzer
 
-#: Edge categories, with HTA's names where they mean the same; the last two carry no weight.
+#: Edge categories, with HTA's names where they mean the same (the first six); ``gpu_queue_wait`` (GPU work waited
+#: for GPU work the graph does not hold), ``unexplained_wait`` (GPU work waited on nothing the trace shows) and
+#: ``host_untraced`` (host time on the step's main thread that no op covers) are lumikit's; the last two carry no
+#: weight.
 CATEGORIES = ("cpu_bound", "data_loading", "gpu_compute_bound", "gpu_communication_bound",
-              "gpu_kernel_launch_overhead", "gpu_kernel_kernel_overhead", "dependency", "sync")
-CPU, DATA, COMPUTE, COMM, LAUNCH_OH, KK_OH, DEPENDENCY, SYNC = range(len(CATEGORIES))
-BOUND_BY = CATEGORIES[:6]
+              "gpu_kernel_launch_overhead", "gpu_kernel_kernel_overhead", "gpu_queue_wait", "unexplained_wait",
+              "host_untraced", "dependency", "sync")
+(CPU, DATA, COMPUTE, COMM, LAUNCH_OH, KK_OH, QUEUE_WAIT, UNEXPLAINED, HOST_UNTRACED, DEPENDENCY,
+ SYNC) = range(len(CATEGORIES))
+BOUND_BY = CATEGORIES[:9]
 CPU_CATEGORIES = ("cpu_op",) + RUNTIME_CATEGORIES
 #: Host annotations that count as data loading (their self time is ``data_loading``, not ``cpu_bound``).
-DATA_LOADING = re.compile(r"enumerate\(DataLoader\)|DataLoader.*__next__")
-#: A longer gap after the previous activity on a busy stream is a dependency the trace does not show (HTA's
-#: threshold, µs): no kernel-kernel edge is drawn across it.
+DATA_LOADING = COVERAGE_DATA_LOADING
+#: A longer gap after the previous activity on a busy stream, or from an idle stream's launch to its work, is a
+#: dependency the trace does not show (HTA's threshold, µs): no kernel-kernel or launch-overhead edge is drawn
+#: across it.
 KERNEL_KERNEL_MAX_GAP_US = 1500.0
+#: Work that starts this long (µs) after both its launch returned and its stream was free waited for something else:
+#: the device's other streams are searched for work that ended at most this long before it started.
+LATE_START_US = 50.0
+#: Labels of the waits on GPU work that the graph does not hold (``gpu_queue_wait``, ``unexplained_wait``).
+QUEUED_BEFORE_WINDOW = "queued behind GPU work launched before the window"
+QUEUED_UNLAUNCHED = "queued behind GPU work whose launch is not in the trace"
+OTHER_STREAM_OFF_GRAPH = "waited on GPU work on another stream, outside the window"
+OTHER_STREAM = "waited on GPU work on another stream (no event wait read)"
+UNEXPLAINED_LABEL = ("waited over 1.5 ms on nothing the trace shows (its stream was free and no work on another "
+                     "stream ended just before it)")
+GRAPH_WAIT_LABEL = "work of a graph launch waited over 1.5 ms on a dependency inside the graph"
 
 
 @dataclass
@@ -72,6 +103,8 @@ class StepGraph:
     inferred: Counter = field(default_factory=Counter)
     mode: str = ""
     order: np.ndarray | None = None  # edges in topological order of their destination
+    wait_labels: list[str] = field(default_factory=list)  # the labels of gpu_queue_wait / unexplained_wait edges
+    wait_label: np.ndarray | None = None  # per edge: index into wait_labels (-1: not a labelled wait)
 
     def longest_path(self, weight: np.ndarray | None = None) -> tuple[float, list[int]]:
         """The length (µs) and the edges (in order) of the longest path, with ``weight`` in place of the
@@ -156,11 +189,13 @@ def _kahn(src: np.ndarray, dst: np.ndarray, n: int, hint: np.ndarray) -> np.ndar
 
 @dataclass(frozen=True)
 class Window:
-    """The time window analysed (trace µs, inclusive) and what chose it."""
+    """The time window analysed (trace µs, inclusive), what chose it, and the rows of the annotations that define
+    it (``ProfilerStep#N`` or the chosen annotation; none for the whole trace)."""
 
     start: float
     end: float
     label: str
+    rows: tuple[int, ...] = ()
 
 
 def choose_window(ev: Columns, annotation: str | None = None, instance: int | tuple[int, int] | None = None,
@@ -185,7 +220,8 @@ def choose_window(ev: Columns, annotation: str | None = None, instance: int | tu
                              f"is not in the trace (instances 0 to {len(rows) - 1})")
         chosen = rows[first:last + 1]
         return Window(float(ts[chosen].min()), float(end[chosen].max()),
-                      f"{annotation!r} instance {first}" + (f"-{last}" if last != first else ""))
+                      f"{annotation!r} instance {first}" + (f"-{last}" if last != first else ""),
+                      tuple(chosen.tolist()))
     steps = step_columns(ev)
     if len(steps) == 0:
         return Window(float(np.nanmin(ts)), float(np.nanmax(end)), "the whole trace (no ProfilerStep)")
@@ -194,7 +230,12 @@ def choose_window(ev: Columns, annotation: str | None = None, instance: int | tu
         order = order[:-1]
     numbers = steps["step"][order]
     label = f"ProfilerStep#{numbers[0]}" + (f"-#{numbers[-1]}" if len(numbers) > 1 else "")
-    return Window(float(steps["start"][order].min()), float(steps["end"][order].max()), label)
+    start, stop = float(steps["start"][order].min()), float(steps["end"][order].max())
+    wanted = set(numbers.tolist())
+    rows = np.flatnonzero(ev.label_mask("cat", HOST_STEP_CATEGORIES)
+                          & ev.label_mask("name", lambda s: step_number(s) in wanted)
+                          & (ts >= start) & (end <= stop))
+    return Window(start, stop, label, tuple(rows.tolist()))
 
 
 def _backward_thread_map(ev: Columns, cpu: np.ndarray) -> dict[tuple[int, int], tuple[int, int]]:
@@ -227,8 +268,10 @@ class _Builder:
         self.zero.append(zero)
 
 
-def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOADING) -> StepGraph:
-    """The dependency graph of ``window`` from a rank's event table (see the module docstring)."""
+def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOADING, *,
+                count_untraced_host: bool = True) -> StepGraph:
+    """The dependency graph of ``window`` from a rank's event table (see the module docstring);
+    ``count_untraced_host=False`` gives untraced host time no weight, as HTA does."""
     names = ev.labels["name"]
     ts, dur = ev["ts"], ev["dur"]
     kinds = np.append(rn.kind_codes(names), np.int8(rn.OTHER))[ev["name"]]
@@ -239,6 +282,9 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     if len(cpu_rows) == 0:
         raise TraceError(f"no CPU ops or runtime calls in the window ({window.label}); pick another window "
                          f"(--annotation NAME --instance K)")
+    notes = np.array(window.rows, dtype=np.int64)  # the window's annotations: their own time is untraced host time
+    notes = notes[(dur[notes] > 0) & np.isfinite(ts[notes])] if count_untraced_host else notes[:0]
+    cpu_rows = np.union1d(cpu_rows, notes)
 
     # GPU work whose launch call is in the window (HTA's window), joined by correlation, else External id
     gidx = np.flatnonzero(ev.label_mask("cat", GPU_CATEGORIES))
@@ -251,8 +297,8 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     found, launch = _link_by_external_id(ev, gidx, found, launch)
     selected = np.zeros(len(ts), dtype=bool)
     selected[cpu_rows] = True
-    keep = found & selected[launch]
-    gpu_rows, launch_rows = gidx[keep], launch[keep]
+    gpu_keep = found & selected[launch]
+    gpu_rows, launch_rows = gidx[gpu_keep], launch[gpu_keep]
 
     rows = np.concatenate([cpu_rows, gpu_rows])
     n_cpu, n_gpu = len(cpu_rows), len(gpu_rows)
@@ -279,9 +325,33 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     keep = ~first[1:]
     c_src, c_dst, c_attr = c_src[keep], c_dst[keep], c_attr[keep]
     data = _inherit(np.append(is_data[cpu_rows], np.zeros(n_gpu, dtype=bool)), parent)
-    c_cat = np.where(c_attr < 0, DEPENDENCY, np.where(data[np.maximum(c_attr, 0)], DATA, CPU)).astype(np.int8)
+    note = np.zeros(len(rows), dtype=bool)
+    note[local[notes]] = True
+    # a gap between top-level ops on the main thread is untraced host time; on other threads (an autograd thread
+    # waiting for the next backward, a data-loader thread) it is idle time and weighs nothing
+    thread_key = pid.astype(np.int64) * (1 << 32) + (tid.astype(np.int64) & 0xFFFFFFFF)
+    launching = np.isin(thread_key, _main_threads(thread_key, local[notes], local[launch_rows])) \
+        if count_untraced_host else np.zeros(n_cpu, dtype=bool)
+    gap_cat = np.where(launching[np.minimum(c_dst // 2, max(n_cpu - 1, 0))], HOST_UNTRACED, DEPENDENCY)
+    attr = np.maximum(c_attr, 0)
+    c_cat = np.where(c_attr < 0, gap_cat, np.where(note[attr], HOST_UNTRACED,
+                                                   np.where(data[attr], DATA, CPU))).astype(np.int8)
     into_end = (c_dst & 1) == 1
-    c_zero = (c_attr < 0) | (into_end & np.append(blocking, np.zeros(n_gpu, dtype=bool))[c_dst // 2])
+    c_zero = (c_attr < 0) & (gap_cat == DEPENDENCY)
+    # the time inside a blocking call weighs nothing where the call waited for GPU work (a sync edge leads into its
+    # end, below): the path runs through that work instead, as in HTA
+    c_blocking_end = into_end & np.append(blocking, np.zeros(n_gpu, dtype=bool))[c_dst // 2]
+    # a launching thread's time from the window's first event to its own first op is untraced host time too
+    openers = order[new_thread]
+    if count_untraced_host and len(openers) > 1:
+        origin = int(openers[np.argmin(start_ts[openers])])
+        late_threads = openers[launching[openers] & (openers != origin)]
+        c_src = np.append(c_src, np.full(len(late_threads), 2 * origin))
+        c_dst = np.append(c_dst, 2 * late_threads)
+        c_attr = np.append(c_attr, np.full(len(late_threads), -1))
+        c_cat = np.append(c_cat, np.full(len(late_threads), HOST_UNTRACED)).astype(np.int8)
+        c_zero = np.append(c_zero, np.zeros(len(late_threads), dtype=bool))
+        c_blocking_end = np.append(c_blocking_end, np.zeros(len(late_threads), dtype=bool))
 
     # -- GPU streams: each activity, its launch or the gap after the previous one ---------------------------
     g = np.arange(n_cpu, n_cpu + n_gpu)
@@ -289,12 +359,16 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     g_start, g_end = start_ts[n_cpu:], end_ts[n_cpu:]
     g_launch = local[launch_rows]
     g_launch_ts = start_ts[g_launch]
-    sorted_g = np.lexsort((g_start, g_stream, g_dev))
-    same = np.zeros(n_gpu, dtype=bool)
-    if n_gpu > 1:
-        same[1:] = (g_dev[sorted_g][1:] == g_dev[sorted_g][:-1]) & (g_stream[sorted_g][1:] == g_stream[sorted_g][:-1])
-    prev = np.full(n_gpu, -1, dtype=np.int64)
-    prev[sorted_g[1:][same[1:]]] = sorted_g[:-1][same[1:]]
+    # the activity before each one on its (device, stream) in the whole trace, wherever (or whether) it was launched
+    before = _previous_on_stream(ev, gidx)[gpu_keep]
+    has_before = before >= 0
+    safe = np.maximum(before, 0)
+    prev_end = np.where(has_before, ts[safe] + dur[safe], -np.inf)
+    prev = np.where(has_before, local[safe] - n_cpu, -1)  # on the graph: its index among the GPU work, else -1
+    prev[prev < 0] = -1
+    launched = np.zeros(len(ts), dtype=bool)
+    launched[gidx[found]] = True
+    prev_launched = has_before & launched[safe]
 
     graph = StepGraph(rows=rows, node_ts=np.empty(0), src=np.empty(0, np.int64), dst=np.empty(0, np.int64),
                       weight=np.empty(0), category=np.empty(0, np.int8), event=np.empty(0, np.int64),
@@ -305,31 +379,79 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     _sync_edges(ev, b, graph, streams, kinds, local, n_cpu, cpu_rows, gpu_rows, launch_rows, kernel_sync, is_rt)
     if n_gpu == 0:
         graph.mode = "no GPU work in the window: CPU ops only"
+    waited_ends = np.array(b.dst, dtype=np.int64)[np.array(b.cat, dtype=np.int8) == SYNC]
+    c_zero = c_zero | (c_blocking_end & np.isin(c_dst, waited_ends))
 
     codes = ev["name"][gpu_rows]
     comm_name = np.zeros(len(names) + 1, dtype=bool)
     for c in np.unique(codes[codes >= 0]).tolist():
         comm_name[c] = classify_kernel(names[c]) == "communication"
     comm = comm_name[codes]
-    prev_end = np.where(prev >= 0, g_end[np.maximum(prev, 0)], -np.inf)
+    cap = KERNEL_KERNEL_MAX_GAP_US
     sync_end = np.where(kernel_sync >= 0, g_end[np.maximum(kernel_sync, 0)], -np.inf)
-    launch_ok = (prev_end < g_launch_ts) & (sync_end < g_launch_ts)
-    kk_ok = ~launch_ok & (prev >= 0) & (sync_end < prev_end) & (g_start - prev_end < KERNEL_KERNEL_MAX_GAP_US)
+    synced = (kernel_sync >= 0) & (sync_end >= g_launch_ts) & (sync_end >= prev_end)  # a stream wait explains it
+    busy = ~synced & (prev_end >= g_launch_ts)  # its stream was still running earlier work at the launch
+    # work that began well after both its launch returned and its stream was free waited for something: look on
+    # the device's other streams first
+    late = ~synced & (g_start - np.maximum(end_ts[g_launch], prev_end) > LATE_START_US)
+    launch_ok = ~synced & ~busy & ~late & (g_start - g_launch_ts <= cap)
+    kk_ok = busy & ~late & (prev >= 0) & (g_start - prev_end <= cap)
+    queued_off = busy & ~late & (prev < 0) & (g_start - prev_end <= cap)  # behind work the graph does not hold
     kk_from = n_cpu + prev[kk_ok]
-    parts = [  # (src, dst, category, event, zero weight)
-        (c_src, c_dst, c_cat, c_attr, c_zero),
-        (2 * g, 2 * g + 1, np.where(comm, COMM, COMPUTE), g, np.zeros(n_gpu, dtype=bool)),
+    waits = _Waits(graph)
+    waits.add_many(2 * g_launch[queued_off], 2 * g[queued_off], QUEUE_WAIT, g[queued_off],
+                   np.where(prev_launched[queued_off], QUEUED_BEFORE_WINDOW, QUEUED_UNLAUNCHED))
+    need = np.flatnonzero(late)  # (a launch call that itself took long: its zero-weight edge below is enough)
+    if len(need):
+        other = _LastEnded(ev, gidx)
+        for i in need.tolist():
+            k = n_cpu + i
+            ready = max(float(end_ts[g_launch[i]]), float(prev_end[i]))
+            on_graph_prev = bool(busy[i] and prev[i] >= 0)
+            src_node = 2 * (n_cpu + int(prev[i])) + 1 if on_graph_prev else 2 * int(g_launch[i])
+            gap = float(g_start[i]) - (float(prev_end[i]) if busy[i] else float(g_launch_ts[i]))
+            j = other.before(int(g_dev[i]), int(g_stream[i]), ready, float(g_start[i]), LATE_START_US)
+            if j >= 0 and local[j] >= 0:  # the work on another stream that ended just before: follow it
+                b.add(2 * int(local[j]) + 1, 2 * k, SYNC)
+                graph.inferred_edges += 1
+                graph.inferred[OTHER_STREAM] += 1
+            elif j >= 0:
+                waits.add(src_node, 2 * k, QUEUE_WAIT, k, OTHER_STREAM_OFF_GRAPH)
+            elif gap <= cap and on_graph_prev:
+                b.add(src_node, 2 * k, KK_OH, n_cpu + int(prev[i]))
+            elif gap <= cap and busy[i]:
+                waits.add(src_node, 2 * k, QUEUE_WAIT, k,
+                          QUEUED_BEFORE_WINDOW if prev_launched[i] else QUEUED_UNLAUNCHED)
+            elif gap <= cap:
+                b.add(src_node, 2 * k, LAUNCH_OH, k)
+            else:
+                in_graph = "GraphLaunch" in names[ev["name"][launch_rows[i]]]
+                waits.add(src_node, 2 * k, UNEXPLAINED, k, GRAPH_WAIT_LABEL if in_graph else UNEXPLAINED_LABEL)
+    # every launched activity waits for its launch call (zero weight; from the call's end where the work began
+    # after it): no what-if moves work before its launch
+    after_call = end_ts[g_launch] <= g_start
+    launch_src = np.where(after_call, 2 * g_launch + 1, 2 * g_launch)
+    parts = [  # (src, dst, category, event, zero weight, wait label)
+        (c_src, c_dst, c_cat, c_attr, c_zero, None),
+        (2 * g, 2 * g + 1, np.where(comm, COMM, COMPUTE), g, np.zeros(n_gpu, dtype=bool), None),
         (2 * g_launch[launch_ok], 2 * g[launch_ok], np.full(int(launch_ok.sum()), LAUNCH_OH), g[launch_ok],
-         np.zeros(int(launch_ok.sum()), dtype=bool)),
-        (2 * kk_from + 1, 2 * g[kk_ok], np.full(len(kk_from), KK_OH), kk_from, np.zeros(len(kk_from), dtype=bool)),
+         np.zeros(int(launch_ok.sum()), dtype=bool), None),
+        (2 * kk_from + 1, 2 * g[kk_ok], np.full(len(kk_from), KK_OH), kk_from, np.zeros(len(kk_from), dtype=bool),
+         None),
+        (launch_src, 2 * g, np.full(n_gpu, DEPENDENCY), np.full(n_gpu, -1), np.ones(n_gpu, dtype=bool), None),
         (np.array(b.src, dtype=np.int64), np.array(b.dst, dtype=np.int64), np.array(b.cat, dtype=np.int8),
-         np.array(b.event, dtype=np.int64), np.array(b.zero, dtype=bool)),
+         np.array(b.event, dtype=np.int64), np.array(b.zero, dtype=bool), None),
+        (np.array(waits.src, dtype=np.int64), np.array(waits.dst, dtype=np.int64),
+         np.array(waits.cat, dtype=np.int8), np.array(waits.event, dtype=np.int64),
+         np.zeros(len(waits.src), dtype=bool), np.array(waits.label, dtype=np.int64)),
     ]
     src = np.concatenate([p[0] for p in parts]).astype(np.int64)
     dst = np.concatenate([p[1] for p in parts]).astype(np.int64)
     cat = np.concatenate([p[2] for p in parts]).astype(np.int8)
     event = np.concatenate([p[3] for p in parts]).astype(np.int64)
     zero = np.concatenate([p[4] for p in parts]).astype(bool)
+    graph.wait_label = np.concatenate([np.full(len(p[0]), -1, dtype=np.int64) if p[5] is None else p[5]
+                                       for p in parts])
     node_ts = np.empty(2 * len(rows))
     node_ts[0::2], node_ts[1::2] = start_ts, end_ts
     weight = node_ts[dst] - node_ts[src]
@@ -339,6 +461,81 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     graph.event = event
     graph.scalable = np.isin(cat, (CPU, DATA, COMPUTE, COMM)) & ~zero
     return graph
+
+
+def _main_threads(thread_key: np.ndarray, notes: np.ndarray, launches: np.ndarray) -> np.ndarray:
+    """The keys of the step's main thread: the thread(s) of the window's annotations, else the thread that
+    launched the most GPU work (none without launches)."""
+    if len(notes):
+        return np.unique(thread_key[notes])
+    if not len(launches):
+        return np.zeros(0, dtype=np.int64)
+    keys, counts = np.unique(thread_key[launches], return_counts=True)
+    return keys[np.argmax(counts):np.argmax(counts) + 1]
+
+
+def _previous_on_stream(ev: Columns, gidx: np.ndarray) -> np.ndarray:
+    """For each GPU activity ``gidx[i]``, the row of the activity before it on its (device, stream) in the whole
+    trace (by start time), -1: none."""
+    order = np.lexsort((gidx, ev["ts"][gidx], ev["stream"][gidx], ev["pid"][gidx]))
+    dev, stream = ev["pid"][gidx][order], ev["stream"][gidx][order]
+    same = (dev[1:] == dev[:-1]) & (stream[1:] == stream[:-1])
+    out = np.full(len(gidx), -1, dtype=np.int64)
+    out[order[1:][same]] = gidx[order[:-1][same]]
+    return out
+
+
+class _LastEnded:
+    """The GPU activities of the whole trace by device, sorted by end, for "which work on another stream ended
+    last before t" questions."""
+
+    def __init__(self, ev: Columns, gidx: np.ndarray) -> None:
+        end = ev["ts"][gidx] + ev["dur"][gidx]
+        ok = np.isfinite(end)
+        rows, end = gidx[ok], end[ok]
+        dev = ev["pid"][rows]
+        self.stream = ev["stream"]
+        self.by_device: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for d in np.unique(dev).tolist():
+            mine = np.flatnonzero(dev == d)
+            order = mine[np.argsort(end[mine], kind="stable")]
+            self.by_device[d] = (end[order], rows[order])
+
+    def before(self, device: int, stream: int, t0: float, t: float, within: float) -> int:
+        """The row of the work on another stream of ``device`` that ended last in (t0, t] and at most ``within``
+        µs before ``t``; -1: none."""
+        ends, rows = self.by_device.get(device, (None, None))
+        if ends is None:
+            return -1
+        i = int(np.searchsorted(ends, t, side="right")) - 1
+        while i >= 0 and ends[i] > t0 and t - ends[i] <= within:
+            if self.stream[rows[i]] != stream:
+                return int(rows[i])
+            i -= 1
+        return -1
+
+
+class _Waits(_Builder):
+    """Wait edges on GPU work the graph does not hold, each with a label (counted on the graph)."""
+
+    def __init__(self, graph: StepGraph) -> None:
+        super().__init__()
+        self.graph = graph
+        self.label: list[int] = []
+
+    def _code(self, label: str) -> int:
+        labels = self.graph.wait_labels
+        if label not in labels:
+            labels.append(label)
+        return labels.index(label)
+
+    def add(self, s: int, d: int, cat: int, event: int = -1, label: str = "", zero: bool = False) -> None:
+        super().add(s, d, cat, event, zero)
+        self.label.append(self._code(label))
+
+    def add_many(self, src: np.ndarray, dst: np.ndarray, cat: int, event: np.ndarray, labels: np.ndarray) -> None:
+        for s, d, e, lab in zip(src.tolist(), dst.tolist(), event.tolist(), labels.tolist()):
+            self.add(s, d, cat, e, lab)
 
 
 def _thread_chains(order: np.ndarray, new_thread: np.ndarray, start: np.ndarray, end: np.ndarray, n_events: int
@@ -626,12 +823,16 @@ class WhatIf:
 
 
 def critical_path(ev: Columns, *, annotation: str | None = None, instance: int | tuple[int, int] | None = None,
-                  what_if: Sequence[WhatIf | str] = (), include_last_step: bool = False, top: int = 20) -> dict:
-    """The critical path of a rank's window as JSON-ready numbers: ``path_us``, ``bound_by`` (share per
-    category), ``sync_edges``, ``inferred_edges`` (and their labels), the ranked path events and, per what-if
-    pattern, ``path_us_after`` and ``speedup_pct``."""
+                  what_if: Sequence[WhatIf | str] = (), include_last_step: bool = False, top: int = 20,
+                  count_untraced_host: bool = True) -> dict:
+    """The critical path of a rank's window as JSON-ready numbers: ``window_us`` (the window's wall time) and
+    ``coverage`` (:func:`lumikit.trace.coverage.window_coverage`: how much of it no traced op covers), ``path_us``,
+    ``bound_by`` (share per category), ``waits`` (µs on the path per labelled wait on GPU work the graph does not
+    hold), ``sync_edges``, ``inferred_edges`` (and their labels), the ranked path events and, per what-if pattern,
+    ``path_us_after`` and ``speedup_pct``. ``count_untraced_host=False`` weighs untraced host time as HTA does
+    (nothing)."""
     window = choose_window(ev, annotation, instance, include_last_step)
-    graph = build_graph(ev, window)
+    graph = build_graph(ev, window, count_untraced_host=count_untraced_host)
     length, path = graph.longest_path()
     path_arr = np.array(path, dtype=np.int64)
     by_cat = np.bincount(graph.category[path_arr], weights=graph.weight[path_arr], minlength=len(CATEGORIES))
@@ -641,10 +842,15 @@ def critical_path(ev: Columns, *, annotation: str | None = None, instance: int |
     for w in what_if:
         w = WhatIf.parse(w) if isinstance(w, str) else w
         results.append(_what_if(graph, ev, w, length))
+    coverage = window_coverage(ev, window.start, window.end)
     return {
         "window": {"label": window.label, "start_us": window.start, "end_us": window.end},
+        "window_us": coverage["window_us"],
+        "span_us": round(float(graph.node_ts.max()) - window.start, 3) if len(graph.node_ts) else 0.0,
+        "coverage": coverage,
         "mode": graph.mode,
         "path_us": round(length, 3),
+        "waits": _path_waits(graph, path_arr),
         "bound_by": {k: round(v, 6) for k, v in bound_by.items()},
         "bound_by_us": {c: round(float(by_cat[i]), 3) for i, c in enumerate(BOUND_BY)},
         "sync_edges": graph.sync_edges,
@@ -683,6 +889,17 @@ def what_if_table(result: dict) -> "pd.DataFrame":
             for w in result["what_if"]]
     return pd.DataFrame(rows, columns=["pattern", "factor", "matched_events", "path_us", "path_us_after",
                                        "speedup_pct"])
+
+
+def _path_waits(graph: StepGraph, path: np.ndarray) -> dict[str, float]:
+    """µs on the path per labelled wait on GPU work the graph does not hold, largest first."""
+    if graph.wait_label is None or not len(path):
+        return {}
+    lab = graph.wait_label[path]
+    keep = lab >= 0
+    sums = np.bincount(lab[keep], weights=graph.weight[path][keep], minlength=len(graph.wait_labels))
+    out = {graph.wait_labels[i]: round(float(v), 3) for i, v in enumerate(sums.tolist()) if v > 0}
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def _ranked(graph: StepGraph, ev: Columns, path: np.ndarray, length: float, names: list[str],
@@ -730,11 +947,17 @@ def describe(result: dict, top: int = 15) -> list[str]:
     from ..text import printable
 
     lines = [f"window: {printable(result['window']['label'])}  ({result['mode']})",
-             f"critical path: {result['path_us'] / 1000:.3f} ms over {result['events']} events"]
+             f"critical path: {result['path_us'] / 1000:.3f} ms over {result['events']} events",
+             describe_coverage(result["coverage"], result["path_us"])]
+    if result["span_us"] > result["window_us"] + 1e-6:
+        lines.append(f"the window's work ends {result['span_us'] / 1000:.3f} ms after the window's start (GPU work it "
+                     f"launched runs past its end)")
     inferred = result["inferred_edges"]
     lines.append(f"sync edges: {result['sync_edges']} read from the trace, {inferred} inferred")
     for label, n in result["inferred"].items():
         lines.append(f"  inferred {n}x: {printable(label)}")
+    for label, us in result.get("waits", {}).items():
+        lines.append(f"  wait on the path {us / 1000:.3f} ms: {label}")
     lines.append("bound by:")
     for cat, share in sorted(result["bound_by"].items(), key=lambda kv: -kv[1]):
         lines.append(f"  {cat:<28} {100 * share:6.1f} %  {result['bound_by_us'][cat] / 1000:10.3f} ms")

@@ -1,8 +1,10 @@
 """Why the GPU waited: every idle gap of the analysed window, with its cause.
 
 The gaps are those of the temporal breakdown (:func:`lumikit.trace.metrics.temporal_breakdown`: the parts of
-the GPU span with nothing running on the device), so the causes add up to its idle time. Each gap gets one
-cause, decided in this order:
+the GPU span with nothing running on the device), plus the time from the analysed window's start (its first
+ProfilerStep) to the first GPU work (``before_gpu_us``: host work before any launch, such as preprocessing that
+only ``python_function`` events record, is GPU idle time too). The causes add up to the temporal breakdown's idle
+time plus that lead. Each gap gets one cause, decided in this order:
 
 * **queued**: the work that ends the gap was launched before the gap began (its launch call had returned), so
   the host was not what the GPU waited for: a delay on the GPU side between kernels, or a wait on an event or
@@ -72,6 +74,8 @@ class IdleReport:
     idle_us: float
     causes: dict[str, float] = field(default_factory=dict)
     gaps: list[dict] = field(default_factory=list)
+    before_gpu_us: float = 0.0  # from the window's start to the first GPU work (counted in span_us and idle_us)
+    window_us: float | None = None  # the analysed steps' wall time (None without ProfilerSteps)
 
     @property
     def kinds(self) -> dict[str, float]:
@@ -84,6 +88,8 @@ class IdleReport:
     def as_dict(self) -> dict:
         """JSON-ready: idle_us, span_us, causes (cause -> µs, largest first), kinds and the gaps."""
         return {"rank": self.rank, "device": self.device, "span_us": _r(self.span_us), "idle_us": _r(self.idle_us),
+                "before_gpu_us": _r(self.before_gpu_us),
+                "window_us": None if self.window_us is None else _r(self.window_us),
                 "causes": {c: _r(v) for c, v in self.causes.items()},
                 "kinds": {k: _r(v) for k, v in self.kinds.items()}, "gaps": self.gaps}
 
@@ -233,14 +239,19 @@ def idle_causes(analyzer: "TraceAnalyzer", rank: int) -> list[IdleReport]:
     events = analyzer.trace[rank].columns
     steps = analyzer.step_columns(rank)
     devices = analyzer.devices(rank) or [-1]
+    span = analyzer.analysed_window(rank)
     reports = []
     for device in devices:
         gpu = window if len(devices) <= 1 else window.take(window["device"] == device)
-        reports.append(_device_report(rank, device, gpu, events, steps))
+        report = _device_report(rank, device, gpu, events, steps, None if span is None else span[0])
+        report.window_us = None if span is None else span[1] - span[0]
+        reports.append(report)
     return reports
 
 
-def _device_report(rank: int, device: int, gpu: Columns, events: Columns, steps: Columns) -> IdleReport:
+def _device_report(rank: int, device: int, gpu: Columns, events: Columns, steps: Columns,
+                   window_start: float | None = None) -> IdleReport:
+    """The gaps of one device; with ``window_start``, the time from it to the first GPU work is a gap too."""
     t = temporal_breakdown(gpu)
     report = IdleReport(rank, device, t["span_us"], t["idle_us"])
     if gpu.empty:
@@ -250,6 +261,12 @@ def _device_report(rank: int, device: int, gpu: Columns, events: Columns, steps:
     end = start + gpu["dur"]
     s, e = merge_intervals(start, end)
     g0, g1 = e[:-1], s[1:]
+    lead = 0.0 if window_start is None else max(0.0, base - window_start)
+    if lead > 0:  # the window's start to the first GPU work: idle too (the host had launched nothing yet)
+        g0, g1 = np.append(-lead, g0), np.append(0.0, g1)
+        report.before_gpu_us = lead
+        report.span_us += lead
+        report.idle_us += lead
     keep = g1 > g0
     g0, g1 = g0[keep], g1[keep]
     if len(g0) == 0:
@@ -268,12 +285,16 @@ def _device_report(rank: int, device: int, gpu: Columns, events: Columns, steps:
             cause = QUEUED
         else:
             call = _waiting_call(host, a)
-            cause = f"sync drain: {call}" if call else _starved_label(host, a, b)
+            until = b
+            if lead > 0 and i == 0:  # before the first GPU work: what the host did until it launched it
+                launched = float(gpu["launch_ts"][nxt[0]]) - base
+                until = launched if a < launched < b else b
+            cause = f"sync drain: {call}" if call else _starved_label(host, a, until)
         causes[cause] = causes.get(cause, 0.0) + (b - a)
         in_step = step_start.get(int(step[i]))
         report.gaps.append({"start_us": _r(a + base), "dur_us": _r(b - a), "step": int(step[i]),
                             "since_step_us": None if in_step is None else _r(a + base - in_step), "cause": cause,
-                            "next": names[gpu["name"][nxt[i]]]})
+                            "next": names[gpu["name"][nxt[i]]], "before_first_gpu": bool(lead > 0 and i == 0)})
     report.causes = dict(sorted(causes.items(), key=lambda kv: -kv[1]))
     return report
 

@@ -22,10 +22,13 @@ from lumikit.trace.synth import as_rocm_events, event, sync_chain_events, write_
 SYNC = "critical_path__simple_add__benchmark_result_493459_1694039959_trace.json.gz"
 MEASURE = "[param|pytorch.model.alex_net|0|0|0|measure|forward]"
 # the generated chain (see sync_chain_events): 5 µs of aten::mm, 10 µs launch, K1 100, K2 200, 5 µs gap, K3 50,
-# aten::item 20
-CHAIN_PATH_US = 390.0
-CHAIN_SHARES = {"cpu_bound": 25 / 390, "gpu_kernel_launch_overhead": 10 / 390, "gpu_compute_bound": 350 / 390,
-                "gpu_kernel_kernel_overhead": 5 / 390, "data_loading": 0.0, "gpu_communication_bound": 0.0}
+# aten::item 20: 390 µs of traced work (HTA's path); plus 25 µs of the step on the host that no op covers (10 before
+# aten::mm, 5 between the sync and aten::item, 10 after aten::item until the step ends)
+HTA_CHAIN_PATH_US = 390.0
+CHAIN_PATH_US = 415.0
+CHAIN_SHARES = {"cpu_bound": 25 / 415, "gpu_kernel_launch_overhead": 10 / 415, "gpu_compute_bound": 350 / 415,
+                "gpu_kernel_kernel_overhead": 5 / 415, "host_untraced": 25 / 415, "data_loading": 0.0,
+                "gpu_communication_bound": 0.0, "gpu_queue_wait": 0.0, "unexplained_wait": 0.0}
 
 
 def columns_of(path) -> Columns:
@@ -67,19 +70,24 @@ def test_what_if_gives_the_exact_gain_on_the_path_and_nothing_off_it(chain):
     result = critical_path(columns_of(path), what_if=["K2_gemm=2", "^K1=4", "cpu_work=2", "aten::item=2"])
     k2, k1, cpu_work, item = result["what_if"]
     assert k2["path_us_after"] == CHAIN_PATH_US - 100  # K2 200 -> 100 µs, still on the path
-    assert k2["speedup_pct"] == pytest.approx(100 * 100 / 390, abs=1e-3)
-    assert k1["path_us_after"] == CHAIN_PATH_US - 75
+    assert k2["speedup_pct"] == pytest.approx(100 * 100 / CHAIN_PATH_US, abs=1e-3)
+    # K1 100 -> 25 µs would let K2 start at 50, but K2's launch call returns at 52: it starts there (2 µs less gain)
+    assert k1["path_us_after"] == CHAIN_PATH_US - 73
     assert (cpu_work["path_us_after"], cpu_work["speedup_pct"]) == (CHAIN_PATH_US, 0.0)  # off the path: 0 %
     assert cpu_work["matched_events"] == 1
     assert item["path_us_after"] == CHAIN_PATH_US - 10  # the CPU op after the sync is on the path
 
 
 def test_a_kernel_made_fast_enough_moves_the_path_to_the_host():
-    """With every kernel 1000x faster the host's own ops (170 µs of CPU chain) become the longest path."""
+    """With every kernel 1000x faster the host's own time (170 µs of CPU ops, 65 µs between them) becomes the
+    longest path."""
     ev = columns_of_events(sync_chain_events("rocm"))
     after = critical_path(ev, what_if=["^K[0-9]_=1000"])["what_if"][0]["path_us_after"]
-    # aten::mm 30, aten::add 10, aten::relu 10, cpu_work 100, aten::item 20; the sync call weighs nothing
-    assert after == pytest.approx(170.0)
+    # aten::mm 30, aten::add 10, aten::relu 10, cpu_work 100, aten::item 20, and the step's 65 µs between ops;
+    # the sync call weighs nothing
+    assert after == pytest.approx(170.0 + 65.0)
+    hta_like = critical_path(ev, what_if=["^K[0-9]_=1000"], count_untraced_host=False)
+    assert hta_like["what_if"][0]["path_us_after"] == pytest.approx(170.0)
 
 
 def columns_of_events(events: list[dict]) -> Columns:
@@ -100,14 +108,15 @@ def test_nested_ops_count_their_self_time_and_a_blocking_copy_waits_for_its_copy
         event("Memcpy DtoH (Device -> Host)", "gpu_memcpy", 120, 300, pid=0, tid=0, stream=0, correlation=1),
         event("after", "cpu_op", 440, 10),
     ]
-    result = critical_path(columns_of_events(events))
+    result = critical_path(columns_of_events(events), count_untraced_host=False)  # the step's idle rest: see below
     # outer (60 µs of its own, 40 of inner's), 10 µs from the copy's launch to its start, the copy, after
     assert result["path_us"] == pytest.approx(100 + 10 + 300 + 10)
     assert (result["sync_edges"], result["inferred_edges"]) == (1, 0)
     by_name = {(e["name"], e["category"]): e["path_us"] for e in result["path_events"]}
     assert by_name[("outer", "cpu_bound")] == 60 and by_name[("inner", "cpu_bound")] == 40
     assert by_name[("Memcpy DtoH (Device -> Host)", "gpu_compute_bound")] == 300
-    faster = critical_path(columns_of_events(events), what_if=["Memcpy D=1000", "outer=2"])["what_if"]
+    faster = critical_path(columns_of_events(events), what_if=["Memcpy D=1000", "outer=2"],
+                           count_untraced_host=False)["what_if"]
     assert faster[0]["path_us_after"] == pytest.approx(100 + 10 + 0.3 + 10)
     assert faster[1]["path_us_after"] == pytest.approx(50 + 10 + 300 + 10)  # its nested op is part of its time
 
@@ -125,12 +134,12 @@ def test_stream_wait_event_links_two_streams_through_the_matching_event_record()
         event("Memcpy DtoD (Device -> Device)", "gpu_memcpy", 525, 50, pid=0, tid=1, stream=1, correlation=4),
         event("hipStreamSynchronize", "cuda_runtime", 40, 540, correlation=5),
     ]
-    result = critical_path(columns_of_events(events))
+    result = critical_path(columns_of_events(events), count_untraced_host=False)
     assert result["path_us"] == pytest.approx(10 + 500 + 50)  # launch delay, kernel, copy; the gap is the wait
     assert result["inferred"] == {
         "hipStreamWaitEvent: event = the matching event record, its thread's last stream": 1,
         "hipStreamSynchronize: stream = the launching thread's last stream": 1}
-    gain = critical_path(columns_of_events(events), what_if=["long_kernel=2"])["what_if"][0]
+    gain = critical_path(columns_of_events(events), what_if=["long_kernel=2"], count_untraced_host=False)["what_if"][0]
     assert gain["path_us_after"] == pytest.approx(10 + 250 + 50)
 
 
@@ -147,7 +156,7 @@ def test_clock_skew_and_zero_length_work_still_give_a_path():
         event("after", "cpu_op", 170, 10),
     ]
     ev = columns_of_events(events)
-    graph = build_graph(ev, choose_window(ev))
+    graph = build_graph(ev, choose_window(ev), count_untraced_host=False)
     length, edges = graph.longest_path()
     assert length == pytest.approx(50 + 10)  # the kernel and the op after the sync; the skewed launch adds 0
     assert len(edges) > 0
@@ -178,10 +187,12 @@ def test_command_line_json_and_text(tmp_path, capsys):
     assert out["rank"] == 0 and out["path_us"] == CHAIN_PATH_US
     assert set(out["bound_by"]) == set(BOUND_BY)
     assert out["sync_edges"] + out["inferred_edges"] == 1
-    assert out["what_if"][0]["path_us_after"] == 290.0
+    assert out["what_if"][0]["path_us_after"] == CHAIN_PATH_US - 100
+    assert out["window_us"] == 420.0 and out["coverage"]["untraced_us"] == 25.0  # 0-10, 385-390 and 410-420
     assert main(["trace", "critical-path", str(path), "--what-if", "K2=2"]) == 0
     text = capsys.readouterr().out
-    assert "gpu_compute_bound" in text and "25.64 % faster" in text and "inferred 1x" in text
+    assert "gpu_compute_bound" in text and "24.10 % faster" in text and "inferred 1x" in text
+    assert "window wall time 0.420 ms" in text
     assert main(["trace", "critical-path", str(path), "--what-if", "K2=0"]) == 2
     assert "--what-if 'K2=0'" in capsys.readouterr().err
 
@@ -251,7 +262,7 @@ def renamed_trace(sync_trace, tmp_path_factory):
 @pytest.mark.conformance
 @pytest.mark.filterwarnings("ignore")
 def test_cuda_trace_with_sync_events_agrees_with_hta(sync_trace, instance):
-    ours = critical_path(columns_of(sync_trace), annotation=MEASURE, instance=instance)
+    ours = critical_path(columns_of(sync_trace), annotation=MEASURE, instance=instance, count_untraced_host=False)
     theirs, total, _ = hta_shares(sync_trace, MEASURE, instance)
     assert ours["mode"] == "cuda_sync events"
     for k in BOUND_BY:
@@ -263,9 +274,9 @@ def test_cuda_trace_with_sync_events_agrees_with_hta(sync_trace, instance):
 @pytest.mark.filterwarnings("ignore")
 def test_generated_gpu_bound_chain_agrees_with_hta(tmp_path):
     path = write_events(tmp_path / "chain.json", sync_chain_events("cuda"))
-    ours = critical_path(columns_of(path))
+    ours = critical_path(columns_of(path), count_untraced_host=False)  # HTA weighs untraced host time 0
     theirs, total, syncs = hta_shares(path, "ProfilerStep", 0)
-    assert syncs == 1 and total == ours["path_us"] == CHAIN_PATH_US
+    assert syncs == 1 and total == ours["path_us"] == HTA_CHAIN_PATH_US
     assert ours["bound_by"] == pytest.approx(theirs, abs=1e-6)
 
 
@@ -292,8 +303,8 @@ def test_where_hta_is_wrong_on_rocm_names(tmp_path):
     path = write_events(tmp_path / "renamed.json", as_rocm_events(sync_chain_events("cuda")))
     theirs, total, syncs = hta_shares(path, "ProfilerStep", 0)
     assert (syncs, total) == (0, 370.0)
-    ours = critical_path(columns_of(path))
-    assert ours["path_us"] == CHAIN_PATH_US and ours["inferred_edges"] == 1
+    ours = critical_path(columns_of(path), count_untraced_host=False)
+    assert ours["path_us"] == HTA_CHAIN_PATH_US and ours["inferred_edges"] == 1
 
 
 @pytest.mark.conformance
@@ -323,7 +334,9 @@ def test_a_cpu_only_trace_is_all_host_time(tmp_path):
               event("aten::conv2d", "cpu_op", 5, 50), event("aten::relu", "cpu_op", 60, 20)]
     result = critical_path(columns_of(write_events(tmp_path / "cpu.json", events)))
     assert result["mode"].startswith("no GPU work")
-    assert result["path_us"] == 70.0 and result["bound_by"]["cpu_bound"] == 1.0
+    # the ops' 70 µs and the step's 30 µs between and around them (untraced host time)
+    assert result["path_us"] == 100.0 and result["bound_by"]["cpu_bound"] == 0.7
+    assert result["bound_by"]["host_untraced"] == 0.3
 
 
 def test_a_trace_without_events_is_refused_with_a_message(tmp_path, capsys):
@@ -351,14 +364,14 @@ def test_time_inside_a_dataloader_annotation_is_data_loading(tmp_path):
     events = [event("ProfilerStep#1", "user_annotation", 0, 200), event("ProfilerStep#2", "user_annotation", 200, 10),
               event("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "user_annotation", 0, 50),
               event("aten::stack", "cpu_op", 10, 30), event("aten::mm", "cpu_op", 60, 40)]
-    result = critical_path(columns_of(write_events(tmp_path / "load.json", events)))
+    result = critical_path(columns_of(write_events(tmp_path / "load.json", events)), count_untraced_host=False)
     assert result["path_us"] == 90.0
     assert result["bound_by_us"]["data_loading"] == 50.0  # the annotation's own 20 µs and aten::stack's 30
     assert result["bound_by_us"]["cpu_bound"] == 40.0
 
 
 def test_the_lesson_tables_of_categories_and_what_ifs(tmp_path):
-    # Generated chain (see sync_chain_events): K2 (200 µs) is on the path, so half of it is 100 of the 390 µs;
+    # Generated chain (see sync_chain_events): K2 (200 µs) is on the path, so half of it is 100 of the 415 µs;
     # cpu_work runs beside the kernels, off the path: 0 %.
     result = critical_path(columns_of(write_events(tmp_path / "t.json", sync_chain_events("rocm"))),
                            what_if=["K2_gemm=2", "cpu_work=2"])
@@ -367,8 +380,8 @@ def test_the_lesson_tables_of_categories_and_what_ifs(tmp_path):
     assert dict(zip(shares["category"], shares["share"])) == pytest.approx(CHAIN_SHARES, abs=1e-6)
     table = what_if_table(result)
     assert list(table["pattern"]) == ["K2_gemm", "cpu_work"]
-    assert list(table["path_us_after"]) == [290, 390]
-    assert list(table["speedup_pct"]) == pytest.approx([100 * 100 / 390, 0.0], abs=1e-3)
+    assert list(table["path_us_after"]) == [CHAIN_PATH_US - 100, CHAIN_PATH_US]
+    assert list(table["speedup_pct"]) == pytest.approx([100 * 100 / CHAIN_PATH_US, 0.0], abs=1e-3)
 
 
 # -- conformance on the course's own recordings: real CUDA traces with cuda_sync events (NVIDIA H100, reference data)
@@ -387,7 +400,7 @@ def h100_trace(name: str):
 @pytest.mark.filterwarnings("ignore")
 def test_a_recorded_h100_trace_agrees_with_hta_on_its_full_steps(name, instance):
     path = h100_trace(name)
-    ours = critical_path(columns_of(path), annotation="ProfilerStep", instance=instance)
+    ours = critical_path(columns_of(path), annotation="ProfilerStep", instance=instance, count_untraced_host=False)
     theirs, total, syncs = hta_shares(path, "ProfilerStep", instance)
     assert ours["mode"] == "cuda_sync events" and ours["sync_edges"] == syncs > 0
     for k in BOUND_BY:

@@ -100,20 +100,23 @@ def test_two_real_ranks_side_by_side_agree_with_their_summaries(shared_fixtures,
     analysed = [[s["dur_us"] for s in summary["steps"] if s["analysed"]] for summary in (sa, sb)]
     assert (steps["median"]["a"], steps["median"]["b"]) == pytest.approx((analysed[0][0], analysed[1][0]))
     idle = section(diff, "GPU idle by kind of cause, per step")["idle"]
-    spans = [s["temporal"]["span_us"] * s["temporal"]["idle"] for s in (sa, sb)]
+    # the GPU span's idle time and the time from the window's start to the first GPU work
+    spans = [s["temporal"]["span_us"] * s["temporal"]["idle"] + s["coverage"]["before_gpu_us"] for s in (sa, sb)]
     assert (idle["a"], idle["b"]) == pytest.approx(spans, rel=1e-3)
     assert len(section(diff, "GPU idle by cause, per step")) == 10
 
 
 def halved_k2(events: list[dict]) -> list[dict]:
     """Generated: :func:`sync_chain_events` with the on-path kernel K2 twice as fast (200 -> 100 µs); K3, the end of
-    the stream sync and ``aten::item`` move 100 µs earlier with it, as they would in the real run."""
+    the stream sync, ``aten::item`` and the step's end move 100 µs earlier with it, as they would in the real run."""
     out = []
     for e in events:
         e = {**e}
         if e["name"] == "K2_gemm":
             e["dur"] = 100
-        elif e["name"] in ("K3_relu", "Stream Sync", "aten::item"):
+        elif e["name"] == "ProfilerStep#1":
+            e["dur"] -= 100
+        elif e["name"] in ("K3_relu", "Stream Sync", "aten::item", "ProfilerStep#2") or e["ts"] >= 420:
             e["ts"] -= 100
         elif e["name"].endswith("StreamSynchronize"):
             e["dur"] -= 100
@@ -123,32 +126,34 @@ def halved_k2(events: list[dict]) -> list[dict]:
 
 @pytest.mark.parametrize("vendor", ["cuda", "rocm"])
 def test_the_critical_path_side_by_side_when_the_on_path_kernel_is_twice_as_fast(tmp_path, capsys, vendor):
-    # Known by construction (see sync_chain_events): the path is 390 µs, 350 of it GPU compute (K1 100, K2 200,
-    # K3 50), 25 cpu_bound (5 µs of aten::mm before its launch, aten::item 20), 10 launch overhead, 5 kernel-kernel.
-    # With K2 at 100 µs, the path loses exactly those 100 µs, all of them GPU compute.
+    # Known by construction (see sync_chain_events): the path is 415 µs, 350 of it GPU compute (K1 100, K2 200,
+    # K3 50), 25 cpu_bound (5 µs of aten::mm before its launch, aten::item 20), 10 launch overhead, 5 kernel-kernel,
+    # 25 of the step on the host that no op covers. With K2 at 100 µs, the path loses exactly those 100 µs, all of
+    # them GPU compute.
     a = write_events(tmp_path / "a.json", sync_chain_events(vendor))
     b = write_events(tmp_path / "b.json", halved_k2(sync_chain_events(vendor)))
     diff = trace_diff(TraceAnalyzer.from_path(a), TraceAnalyzer.from_path(b))
     per_step = section(diff, "critical path and its categories, per step")
     assert {k: (r["a"], r["b"]) for k, r in per_step.items()} == {
-        "path": (390, 290), "cpu_bound": (25, 25), "data_loading": (0, 0), "gpu_compute_bound": (350, 250),
+        "path": (415, 315), "cpu_bound": (25, 25), "data_loading": (0, 0), "gpu_compute_bound": (350, 250),
         "gpu_communication_bound": (0, 0), "gpu_kernel_launch_overhead": (10, 10),
-        "gpu_kernel_kernel_overhead": (5, 5)}
-    assert per_step["path"]["change_pct"] == pytest.approx(-25.6, abs=0.05)
+        "gpu_kernel_kernel_overhead": (5, 5), "gpu_queue_wait": (0, 0), "unexplained_wait": (0, 0),
+        "host_untraced": (25, 25)}
+    assert per_step["path"]["change_pct"] == pytest.approx(-24.1, abs=0.05)
     shares = section(diff, "critical path bound by (share of the path)")
-    assert shares["gpu_compute_bound"]["a"] == pytest.approx(100 * 350 / 390, abs=1e-3)
-    assert shares["gpu_compute_bound"]["b"] == pytest.approx(100 * 250 / 290, abs=1e-3)
-    assert shares["cpu_bound"]["b"] == pytest.approx(100 * 25 / 290, abs=1e-3)
+    assert shares["gpu_compute_bound"]["a"] == pytest.approx(100 * 350 / 415, abs=1e-3)
+    assert shares["gpu_compute_bound"]["b"] == pytest.approx(100 * 250 / 315, abs=1e-3)
+    assert shares["cpu_bound"]["b"] == pytest.approx(100 * 25 / 315, abs=1e-3)
     # the same through the command line, in text and JSON
     assert main(["trace", "diff", str(a), str(b), "--json"]) == 0
     assert section(json.loads(capsys.readouterr().out), "critical path and its categories, per step") == per_step
     assert main(["trace", "diff", str(a), str(b)]) == 0
     text = capsys.readouterr().out
     assert "critical path bound by (share of the path) (%)" in text
-    assert "path" in text and "-100.0 (-25.6 %)" in text
+    assert "path" in text and "-100.0 (-24.1 %)" in text
     # the what-if on A predicted what B measures
     before = TraceAnalyzer.from_path(a)
     (predicted,) = analyzer_critical_path(before, before.ranks[0], what_if=["K2_gemm=2"])["what_if"]
     assert predicted["path_us_after"] == per_step["path"]["b"]
     table = section_table(diff, "critical path and its categories, per step").set_index("name")
-    assert table.loc["gpu_compute_bound", "change"] == -100 and table.loc["path", "change_pct"] == -25.6
+    assert table.loc["gpu_compute_bound", "change"] == -100 and table.loc["path", "change_pct"] == -24.1

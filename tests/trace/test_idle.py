@@ -14,20 +14,26 @@ from lumikit.trace.synth import IDLE_CAUSES_ANSWER, event, idle_causes_events, w
 
 
 def answer(vendor: str) -> dict[str, float]:
+    """The generated trace's causes, with the 20 µs from the step's start to its first kernel (the host launches it
+    at 10 µs after 10 µs of nothing traced) added to "nothing traced"."""
     runtime = "hip" if vendor == "rocm" else "cuda"
-    return {k.replace(": X", f": {runtime}"): v for k, v in IDLE_CAUSES_ANSWER.items()}
+    out = {k.replace(": X", f": {runtime}"): v for k, v in IDLE_CAUSES_ANSWER.items()}
+    out["starved: nothing traced"] += 20.0
+    return out
 
 
 @pytest.mark.parametrize("vendor", ["rocm", "cuda"])
 def test_each_gap_gets_its_known_cause_with_hip_and_cuda_names(tmp_path, vendor):
     a = TraceAnalyzer.from_path(write_events(tmp_path / "t.json", idle_causes_events(vendor)))
     (report,) = idle_causes(a, 0)
-    assert (report.span_us, report.idle_us) == (1420.0, 1050.0)
+    # the GPU span (1420 µs, 1050 idle) and the 20 µs from the step's start to the first GPU work
+    assert (report.span_us, report.idle_us, report.before_gpu_us) == (1440.0, 1070.0, 20.0)
     assert report.causes == answer(vendor)
     assert [(g["since_step_us"], g["dur_us"]) for g in report.gaps] == [
-        (120, 230), (400, 10), (450, 270), (800, 45), (850, 110), (990, 5), (1000, 200), (1250, 180)]
-    assert report.kinds == {"sync drain": 435.0, "starved": 605.0, "queued": 10.0}
-    assert report.gaps[0]["next"] == "kernel_2" and report.gaps[0]["step"] == 1
+        (0, 20), (120, 230), (400, 10), (450, 270), (800, 45), (850, 110), (990, 5), (1000, 200), (1250, 180)]
+    assert report.kinds == {"sync drain": 435.0, "starved": 625.0, "queued": 10.0}
+    assert report.gaps[0]["before_first_gpu"] and not report.gaps[1]["before_first_gpu"]
+    assert report.gaps[1]["next"] == "kernel_2" and report.gaps[1]["step"] == 1
 
 
 def test_a_sync_that_ended_before_the_gap_does_not_explain_it(tmp_path):
@@ -46,7 +52,9 @@ def test_a_sync_that_ended_before_the_gap_does_not_explain_it(tmp_path):
     for corr, (ts, dur) in enumerate([(10, 30), (300, 10), (400, 10)], start=1):
         ev.append(event(f"k{corr}", "kernel", ts, dur, pid=0, tid=7, stream=7, correlation=corr))
     (report,) = idle_causes(TraceAnalyzer.from_path(write_events(tmp_path / "t.json", ev)), 0)
-    assert report.causes == {"sync drain: cudaStreamSynchronize": 260.0, "starved: aten::mul": 90.0}
+    # (and 0-10 before the first kernel: the host launched it at 2 after 2 µs of nothing traced)
+    assert report.causes == {"sync drain: cudaStreamSynchronize": 260.0, "starved: aten::mul": 90.0,
+                             "starved: nothing traced": 10.0}
 
 
 def test_a_trace_without_host_events_says_nothing_traced(tmp_path):
@@ -60,12 +68,14 @@ def test_the_command_prints_a_table_and_json(tmp_path, capsys):
     path = write_events(tmp_path / "t.json", idle_causes_events("rocm"))
     assert main(["trace", "idle", str(path), "--rank", "0"]) == 0
     out = capsys.readouterr().out
-    assert "GPU idle 1.05 ms of a 1.42 ms span (73.9%), 8 gaps" in out
-    assert "sync drain 0.43 ms (41.4%), starved 0.60 ms (57.6%), queued 0.01 ms (1.0%)" in out
+    assert ("GPU idle 1.07 ms of a 1.44 ms span (74.3%), 0.020 ms of it before the first GPU work, in a 1.500 ms "
+            "window, 9 gaps") in out
+    assert "sync drain 0.43 ms (40.7%), starved 0.62 ms (58.4%), queued 0.01 ms (0.9%)" in out
     assert "starved: data loading" in out and "step 1 +0.450 ms: 0.270 ms" in out
     assert main(["trace", "idle", str(path), "--json"]) == 0
     device = json.loads(capsys.readouterr().out)["ranks"]["0"]["0"]
-    assert device["idle_us"] == 1050.0 and device["causes"] == answer("rocm") and len(device["gaps"]) == 8
+    assert device["idle_us"] == 1070.0 and device["causes"] == answer("rocm") and len(device["gaps"]) == 9
+    assert device["before_gpu_us"] == 20.0
 
 
 def _fixture_traces(shared_fixtures):
@@ -84,7 +94,8 @@ def test_causes_add_up_to_the_idle_time_on_every_fixture_trace(shared_fixtures, 
         for rank, devices in report["ranks"].items():
             temporal = {str(row["device"]): row["idle_us"] for row in analyzer.temporal(int(rank))}
             for device, d in devices.items():
-                assert d["idle_us"] == pytest.approx(temporal[device], rel=0.01), path
+                # the GPU span's idle time, and the time from the window's start to the first GPU work
+                assert d["idle_us"] - d["before_gpu_us"] == pytest.approx(temporal[device], rel=0.01), path
                 assert sum(d["causes"].values()) == pytest.approx(d["idle_us"], rel=0.01, abs=0.01), path
                 assert sum(g["dur_us"] for g in d["gaps"]) == pytest.approx(d["idle_us"], rel=0.01, abs=0.01)
                 assert {kind_of(c) for c in d["causes"]} <= {"sync drain", "starved", "queued"}
@@ -115,7 +126,7 @@ def test_the_picture_colours_each_gap_by_the_kind_of_its_cause(tmp_path):
     a = TraceAnalyzer.from_path(write_events(tmp_path / "t.json", idle_causes_events("rocm")))
     fig = idle_causes_timeline(a, 0, step=1)
     ax = fig.axes[0]
-    assert "1.05 ms idle" in ax.get_title()
+    assert "1.07 ms idle" in ax.get_title()  # with the 20 µs before the first GPU work
     assert [t.get_text() for t in ax.get_yticklabels()] == ["GPU idle", "GPU busy", "host steps"]
     widths = {}
     for collection in ax.collections:
@@ -124,7 +135,7 @@ def test_the_picture_colours_each_gap_by_the_kind_of_its_cause(tmp_path):
         widths[colour] = widths.get(colour, 0.0) + width
     from matplotlib.colors import to_rgb
 
-    for kind, ms in (("sync drain", 0.435), ("starved", 0.605), ("queued", 0.010)):
+    for kind, ms in (("sync drain", 0.435), ("starved", 0.625), ("queued", 0.010)):
         assert widths[tuple(round(c, 3) for c in to_rgb(IDLE_KIND_COLOURS[kind]))] == pytest.approx(ms)
     assert "starved: data loading" in [t.get_text() for t in ax.texts]
     assert figure_png(fig).startswith(b"\x89PNG")
@@ -140,8 +151,8 @@ def test_one_report_per_device_when_a_process_drives_several(tmp_path):
         temporal = {row["device"]: row["idle_us"] for row in a.temporal(0)}
     assert [r.device for r in reports] == [0, 1]
     for report in reports:
-        assert sum(report.causes.values()) == pytest.approx(report.idle_us) and report.idle_us == \
-            pytest.approx(temporal[report.device])
+        assert sum(report.causes.values()) == pytest.approx(report.idle_us) and \
+            report.idle_us - report.before_gpu_us == pytest.approx(temporal[report.device])
     assert reports[1].idle_us > 5 * reports[0].idle_us  # device 1 is busy a tenth of the time
 
 
@@ -155,7 +166,8 @@ def test_the_busiest_host_thread_names_the_gap(tmp_path):
           event("cudaLaunchKernel", "cuda_runtime", 205, 2, correlation=2, pid=1, tid=2)]
     ev += [event(f"k{c}", "kernel", ts, 10, pid=0, tid=7, stream=7, correlation=c) for c, ts in ((1, 10), (2, 220))]
     (report,) = idle_causes(TraceAnalyzer.from_path(write_events(tmp_path / "t.json", ev)), 0)
-    assert report.causes == {"starved: MmBackward0": 200.0}
+    # (and 0-10 before the first kernel, launched after 1 µs of nothing traced)
+    assert report.causes == {"starved: MmBackward0": 200.0, "starved: nothing traced": 10.0}
 
 
 def test_a_cpu_only_trace_says_there_is_no_gpu_work(tmp_path, capsys):
@@ -168,7 +180,7 @@ def test_a_cpu_only_trace_says_there_is_no_gpu_work(tmp_path, capsys):
 def test_the_analyzer_gives_the_causes_as_a_table(tmp_path):
     a = TraceAnalyzer.from_path(write_events(tmp_path / "t.json", idle_causes_events("cuda")))
     table = a.get_idle_causes()
-    assert table["idle_us"].sum() == 1050.0 and table["fraction"].sum() == pytest.approx(1.0)
+    assert table["idle_us"].sum() == 1070.0 and table["fraction"].sum() == pytest.approx(1.0)
     assert table.set_index("cause").loc["starved: data loading", "kind"] == "starved"
 
 
@@ -177,9 +189,10 @@ def test_the_lesson_table_has_one_row_per_cause_with_its_share_and_gap_count(tmp
     table = idle_causes_table(a)
     assert dict(zip(table["cause"], table["idle_us"])) == answer("rocm")
     rows = table.set_index("cause")
-    # sync drain in an async copy: two gaps (990-995 and 1000-1200), 205 of the 1050 µs idle
+    # sync drain in an async copy: two gaps (990-995 and 1000-1200), 205 of the 1070 µs idle (1050 in the GPU
+    # span, 20 before the first GPU work)
     assert (rows.loc["sync drain: hipMemcpyAsync", "gaps"], rows.loc["sync drain: hipMemcpyAsync", "kind"]) == \
         (2, "sync drain")
-    assert rows.loc["starved: data loading", "share"] == pytest.approx(270 / 1050, abs=1e-4)
+    assert rows.loc["starved: data loading", "share"] == pytest.approx(270 / 1070, abs=1e-4)
     assert table["share"].sum() == pytest.approx(1.0, abs=1e-3)
     assert list(table["idle_us"]) == sorted(table["idle_us"], reverse=True)
