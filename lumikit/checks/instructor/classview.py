@@ -22,6 +22,7 @@ from typing import Any
 
 from ...errors import LumikitError
 from ...files import read_bytes
+from ...importpath import no_cwd_imports
 from ...text import printable
 from ..progress import _EXERCISE_ID, READ_LIMIT, STATUSES, _exercise_key
 from .class_records import learner_folders
@@ -228,7 +229,12 @@ class ClassReader:
         self._found_problems: list[str] = []
 
     def refresh(self, now: float | None = None) -> ClassState:
-        """Read what changed and work out the view as of ``now`` (epoch seconds; default: the clock)."""
+        """Read what changed and work out the view as of ``now`` (epoch seconds; default: the clock). Nothing is
+        imported from the current folder meanwhile (a notebook kernel started in the class folder)."""
+        with no_cwd_imports():
+            return self._refresh(now)
+
+    def _refresh(self, now: float | None) -> ClassState:
         started = time.perf_counter()
         now = time.time() if now is None else now
         problems: list[str] = []
