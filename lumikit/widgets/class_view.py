@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import os
 import threading
-from typing import Any
+from typing import Any, Collection
 
 import ipywidgets as widgets
 
@@ -93,8 +93,9 @@ class ClassView:
     """The class view widget; ``now`` (epoch seconds) judges as of a fixed time (a generated class, a replay)."""
 
     def __init__(self, class_dir: str | os.PathLike[str], *, rule: StuckRule | None = None,
-                 interval: float = MIN_REFRESH_S, now: float | None = None) -> None:
-        self.reader = ClassReader(class_dir, rule)
+                 interval: float = MIN_REFRESH_S, now: float | None = None,
+                 exercises: Collection[str] | None = None) -> None:
+        self.reader = ClassReader(class_dir, rule, exercises)
         self.interval = max(float(interval), MIN_REFRESH_S)
         self.now = now
         self.state: ClassState | None = None
