@@ -57,6 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     progress.add_argument("--open-answers", type=Path, default=None, metavar="FILE",
                           help="with --class: write every learner's answers to the open questions to FILE "
                                "(Markdown)")
+    progress.add_argument("--share-group", action="store_true",
+                          help="with --class: let your group read the CSV and the open answers (0640); by default "
+                               "only you can (0600), whatever your umask: they hold grades and answers")
     progress.add_argument("--seeds", type=Path, default=None, metavar="CSV",
                           help="with --grade: your roster, a CSV of learner,seed for seeds you handed out "
                                "($LUMIKIT_SEED); a progress/seed that differs is ignored and flagged")
@@ -123,6 +126,15 @@ def _verify(args: argparse.Namespace) -> int:
                       cell_timeout_s=args.cell_timeout, budget_s=args.budget)
 
 
+#: The mode of the files grading writes (the class CSV, the open answers): only the instructor reads them, whatever
+#: the umask (``umask 002`` would make them 0664 for the whole project); ``--share-group`` adds group read, never write.
+GRADE_MODE, SHARED_GRADE_MODE = 0o600, 0o640
+
+
+def _grade_mode(args: argparse.Namespace) -> int:
+    return SHARED_GRADE_MODE if args.share_group else GRADE_MODE
+
+
 def _progress(args: argparse.Namespace) -> int:
     import sys
     from dataclasses import replace
@@ -165,7 +177,7 @@ def _progress(args: argparse.Namespace) -> int:
         refused: dict[str, str] = {}
         folders = learner_folders(args.class_dir, problems, refused)
         # records of exercises neither this workbook nor lumikit's checks know are counted, never read or columns
-        known = set(exercises) | set(check_functions())
+        known = set(exercises) | set(check_functions()) | progress.declared_exercises()
         results, unknown = {}, {}
         for name, folder in folders.items():
             skipped: list[str] = []
@@ -212,7 +224,7 @@ def _progress(args: argparse.Namespace) -> int:
         if args.csv is None:
             print(text, end="")
         else:
-            write_atomic(args.csv, text)
+            write_atomic(args.csv, text, mode=_grade_mode(args))
             print(f"wrote {args.csv}: {len(results)} learner(s), {len(exercises)} exercise(s)")
         if args.open_answers is not None:
             from .open_answers import export_markdown, of_learner
@@ -224,7 +236,7 @@ def _progress(args: argparse.Namespace) -> int:
                 except Exception as err:  # noqa: BLE001 - one learner's notebook never stops the export
                     print(f"refused: {printable(folder)}: open answers unreadable ({type(err).__name__})",
                           file=report)
-            write_atomic(args.open_answers, export_markdown(gathered))
+            write_atomic(args.open_answers, export_markdown(gathered), mode=_grade_mode(args))
             print(f"wrote {args.open_answers}: open answers of {sum(1 for g in gathered.values() if g)} learner(s)",
                   file=report)
         print(f"{can} of {total} exercises can be regraded from a record"

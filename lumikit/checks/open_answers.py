@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from ..files import atomic_path
 from .conventions import ANSWER_PLACEHOLDER
-from .progress import current_umask, read_text_safely
+from .progress import RECORD_MODE, current_umask, read_text_safely
 
 NOTEBOOK_LIMIT = 5_000_000
 FILE_NAME = "open-answers.json"
@@ -75,13 +75,13 @@ def collect(workbook: Path, *, within: Path | None = None) -> dict[str, dict[str
 
 
 def save(workbook: Path, progress_folder: Path) -> tuple[Path, int]:
-    """Save the learner's open answers beside their progress (group-readable under ``umask 002``)."""
+    """Save the learner's open answers beside their progress (group-readable under ``umask 002``, never
+    group-writable)."""
     answers = collect(workbook)
     path = Path(progress_folder) / FILE_NAME
     data = {"saved": datetime.now(timezone.utc).isoformat(timespec="seconds"), "notebooks": answers}
-    with atomic_path(path) as tmp:
+    with atomic_path(path, RECORD_MODE & ~current_umask()) as tmp:
         tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        tmp.chmod(0o666 & ~current_umask())
     return path, sum(len(a) for a in answers.values())
 
 

@@ -23,6 +23,9 @@ from ..files import atomic_path, load_json_bounded
 from ..files import umask as current_umask
 from .learner import learner_name, seed_digest, workbook_root
 
+#: A record's mode before the umask: readable by the group (the instructor), writable only by the learner; a new
+#: progress folder's likewise (a group-writable folder would let a classmate replace a record).
+RECORD_MODE, RECORD_FOLDER_MODE = 0o644, 0o755
 #: Outcomes, best first: a check that passed once counts as passed even if a later attempt failed. "not checked":
 #: the check could not judge here (a terminal task without Slurm); it is never a pass, and is run again where it can.
 STATUSES = ("passed", "not checked", "failed", "unanswered")
@@ -113,7 +116,8 @@ def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswere
     ``recent`` keeps the latest :data:`RECENT_KEPT` calls (time, outcome, ``mistake``: the kind of mistake the check
     named), so the instructor's class view sees who fails repeatedly now (:mod:`lumikit.checks.instructor.classview`).
 
-    The file honours the umask (0664 under ``umask 002``), so an instructor of the same group can read it.
+    The file honours the umask for reading (0644 under ``umask 002``), so an instructor of the same group can read
+    it, and is never writable by the group, whatever the umask: no classmate rewrites another's record.
     """
     from .evidence import RUN_FOLDERS, encode_all, run_folders
 
@@ -165,10 +169,9 @@ def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswere
         data["passed_exact"] = bool(previous.get("passed_exact"))
         if isinstance(previous.get("passed_run_folders"), dict):
             data["passed_run_folders"] = previous["passed_run_folders"]
-    mode = 0o666 & ~current_umask()
-    with atomic_path(path) as tmp:
+    Path(folder).mkdir(mode=RECORD_FOLDER_MODE, parents=True, exist_ok=True)
+    with atomic_path(path, RECORD_MODE & ~current_umask()) as tmp:
         tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.chmod(tmp, mode)
     return path
 
 

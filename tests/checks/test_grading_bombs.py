@@ -138,3 +138,22 @@ def test_a_notebook_kernel_in_the_class_folder_grades_without_importing_from_it(
     assert sys.path[0] == ""
     assert importlib.import_module("hE1_planted_lib").VALUE == "from the current folder"
     sys.modules.pop("hE1_planted_lib", None)
+
+
+def test_grades_and_open_answers_are_private_whatever_the_umask_unless_shared(monkeypatch, tmp_path, capsys) -> None:
+    import stat
+
+    from lumikit.cli import main
+
+    _learner_folder(monkeypatch, tmp_path / "class", "ada")
+    old = os.umask(0o002)
+    try:
+        for extra, mode in (([], 0o600), (["--share-group"], 0o640)):
+            out = tmp_path / ("shared" if extra else "private")
+            assert main(["progress", "--class", str(tmp_path / "class"), "--csv", str(out.with_suffix(".csv")),
+                         "--open-answers", str(out.with_suffix(".md")), *extra]) == 0
+            for path in (out.with_suffix(".csv"), out.with_suffix(".md")):
+                assert stat.S_IMODE(path.stat().st_mode) == mode, path
+    finally:
+        os.umask(old)
+    capsys.readouterr()

@@ -15,7 +15,7 @@ PRIVACY = ("Privacy: each learner's checks write one small JSON file per exercis
            "(outcome, attempts, times of the last 10 calls, the kind of mistake the check named, the answers "
            "given; never the expected answer); nothing leaves the project folder and no server is involved. "
            "Whoever can read the learners' folders can read them: on LUMI the project's group (the files follow "
-           "the learner's umask, 0664 under `umask 002`). A learner opts out with LUMIKIT_PROGRESS=off (nothing is "
+           "the learner's umask for reading, 0644 under `umask 002`, and are never group-writable). A learner opts out with LUMIKIT_PROGRESS=off (nothing is "
            "recorded; their row says 'no check run yet') or hides the records with `chmod -R go-rwx progress`. "
            "See docs/instructor-guide.md, 'The room, live'.")
 
