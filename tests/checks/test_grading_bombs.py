@@ -36,12 +36,16 @@ def _bomb(folder: Path, exercise: str, elements: int) -> Path:
 
 def _grade_in_a_child(class_dir: Path, out: Path, cwd: Path | None = None) -> tuple[int, float, str]:
     """Run ``python -m lumikit progress --class DIR --grade`` in a fresh interpreter: (status, its peak memory in
-    MB read from its own ru_maxrss, stderr)."""
+    MB, stderr). The peak is the interpreter's own high-water mark (``VmHWM``, where Linux has it): ``ru_maxrss``
+    would also count the test process the child was spawned from, whose peak Linux carries across ``exec``."""
     code = ("import resource, runpy, sys\n"
             "sys.argv = ['lumikit', 'progress', '--class', sys.argv[1], '--grade', '--csv', sys.argv[2]]\n"
             "try:\n    runpy.run_module('lumikit', run_name='__main__', alter_sys=True)\n"
             "except SystemExit as done:\n    status = done.code\n"
-            "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, status, file=sys.stderr)\n")
+            "try:\n    peak = next(int(line.split()[1]) for line in open('/proc/self/status') "
+            "if line.startswith('VmHWM:'))\n"
+            "except (OSError, StopIteration):\n    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "print('PEAK', peak, status, file=sys.stderr)\n")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("LUMIKIT_SEED", None)
     done = subprocess.run([sys.executable, "-c", code, str(class_dir), str(out)], capture_output=True, text=True,
