@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..files import atomic_path
+from ..text import printable
 from .conventions import ANSWER_PLACEHOLDER
 from .progress import RECORD_MODE, current_umask, read_text_safely
 
@@ -125,9 +126,10 @@ def export_markdown(answers: Mapping[str, Mapping[str, Mapping[str, Mapping[str,
                     (learner, str(item.get("question", "")), str(item.get("answer", ""))))
     out = ["# Open answers", "", f"{len(answers)} learner(s), {len(by_question)} question(s) answered.", ""]
     for (stem, title), rows in sorted(by_question.items(), key=lambda x: (_stem_key(x[0][0]), x[0][1])):
-        out += [f"## {stem}: {title}", "", f"> {rows[0][1]}", ""]
+        # what learners wrote is escaped as the terminal shows it (escape codes, direction overrides)
+        out += [f"## {printable(stem)}: {printable(title)}", "", f"> {printable(rows[0][1])}", ""]
         for learner, _, answer in rows:
-            out += [f"**{learner}:** {' '.join(answer.split())}", ""]
+            out += [f"**{printable(learner)}:** {printable(' '.join(answer.split()))}", ""]
     return "\n".join(out).rstrip() + "\n"
 
 

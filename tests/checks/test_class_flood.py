@@ -100,3 +100,11 @@ def test_a_run_folder_copied_from_a_classmate_is_flagged_for_both(monkeypatch, t
     assert "11.1: copy? a run folder with the same content (hash) as bo's" in rows["ada"]["not verified"]
     assert "11.1: copy? a run folder with the same content (hash) as ada's" in rows["bo"]["not verified"]
     assert "copy?" not in rows["cy"]["not verified"]
+
+
+def test_open_answers_are_exported_escaped_as_the_terminal_shows_them() -> None:
+    from lumikit.checks.open_answers import export_markdown
+
+    text = export_markdown({EVIL: {"07_x": {"Why?": {"question": "Why?", "answer": "because\x1b[2J it \u202eis"}}}})
+    assert "\x1b" not in text and "\u202e" not in text
+    assert "**evil\\x1b]0;owned\\x07\\u202eeman:** because\\x1b[2J it \\u202eis" in text
