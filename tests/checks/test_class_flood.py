@@ -108,3 +108,19 @@ def test_open_answers_are_exported_escaped_as_the_terminal_shows_them() -> None:
     text = export_markdown({EVIL: {"07_x": {"Why?": {"question": "Why?", "answer": "because\x1b[2J it \u202eis"}}}})
     assert "\x1b" not in text and "\u202e" not in text
     assert "**evil\\x1b]0;owned\\x07\\u202eeman:** because\\x1b[2J it \\u202eis" in text
+
+
+def test_one_learners_records_are_read_up_to_a_count_and_a_size(monkeypatch, tmp_path) -> None:
+    from lumikit.checks import progress
+
+    folder = _learner_folder(monkeypatch, tmp_path / "class", "flood")
+    _flood(folder, 450)
+    unknown: list[str] = []
+    problems: list[str] = []
+    read = progress.read_results(folder, problems=problems, unknown=unknown)
+    assert len(read) == progress.RECORDS_PER_LEARNER and len(unknown) == 452 - progress.RECORDS_PER_LEARNER
+    assert "52 record(s) not read" in problems[0]
+    monkeypatch.setattr(progress, "BYTES_PER_LEARNER", 10 * (folder / "04.1.json").stat().st_size)
+    unknown.clear()
+    read = progress.read_results(folder, unknown=unknown)  # read until past the bytes, then only counted
+    assert len(read) in (10, 11) and len(read) + len(unknown) == 452
