@@ -63,7 +63,9 @@ def grid_html(state: ClassState) -> str:
                          f'data-learner="{who}" data-exercise="{html.escape(e)}" '
                          f'data-status="{html.escape(status)}" title="{html.escape(tip)}">{"!" if why else ""}</td>')
         ago = "never" if row.last_activity is None else f"{max(0.0, state.now - row.last_activity) / 60:.0f} min"
-        note = f'<td class="lumikit-class-note">{html.escape(row.note)}</td>' if row.note else ""
+        said = "; ".join([*([row.note] if row.note else []),
+                          *([f"{row.unknown:,} unknown record(s), not shown"] if row.unknown else [])])
+        note = f'<td class="lumikit-class-note">{html.escape(said)}</td>' if said else ""
         rows.append(f'<tr data-learner="{who}"><th>{who}</th><th>{html.escape(ago)}</th>{"".join(cells)}{note}</tr>')
     return (f'{_STYLE}{_legend()}<table class="{CSS_GRID}"><thead><tr><th>learner</th><th>last activity</th>'
             f'{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')

@@ -124,3 +124,14 @@ def test_one_learners_records_are_read_up_to_a_count_and_a_size(monkeypatch, tmp
     unknown.clear()
     read = progress.read_results(folder, unknown=unknown)  # read until past the bytes, then only counted
     assert len(read) in (10, 11) and len(read) + len(unknown) == 452
+
+
+def test_the_widget_table_names_the_unknown_records_in_the_learners_row(monkeypatch, tmp_path) -> None:
+    import pytest
+
+    pytest.importorskip("ipywidgets")
+    from lumikit.widgets.class_view import grid_html
+
+    _flood(_learner_folder(monkeypatch, tmp_path / "class", "flood"), 30)
+    page = grid_html(ClassReader(tmp_path / "class", exercises=declared_exercises()).refresh(NOW))
+    assert "30 unknown record(s), not shown" in page and "77.1" not in page
