@@ -29,16 +29,16 @@ def umask() -> int:
 
 
 @contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike[str], mode: int | None = None) -> Iterator[Path]:
     """Yield a temporary path beside ``path`` to write (streaming writers, ``torch.save``); on success it is
     renamed into place, on any error removed, so readers never see half a file and nothing old is lost. The file
     gets the mode a plain ``open`` would give it (0666 less the umask, so a project group keeps read access), not
-    the temporary file's private 0600; secrets are written elsewhere, 0600 on purpose."""
+    the temporary file's private 0600; ``mode`` sets it whatever the umask (grades: 0600)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
     try:
-        os.fchmod(fd, 0o666 & ~umask())
+        os.fchmod(fd, 0o666 & ~umask() if mode is None else mode)
     finally:
         os.close(fd)
     try:
@@ -49,10 +49,11 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         raise
 
 
-def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> Path:
-    """Write ``text`` to ``path`` through :func:`atomic_path` (flushed to disk before the rename)."""
+def write_atomic(path: str | os.PathLike[str], text: str | bytes, mode: int | None = None) -> Path:
+    """Write ``text`` to ``path`` through :func:`atomic_path` (flushed to disk before the rename; ``mode``: the
+    file's mode whatever the umask)."""
     data = text.encode() if isinstance(text, str) else text
-    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+    with atomic_path(path, mode) as tmp, open(tmp, "wb") as fh:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())

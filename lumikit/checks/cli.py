@@ -57,6 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     progress.add_argument("--open-answers", type=Path, default=None, metavar="FILE",
                           help="with --class: write every learner's answers to the open questions to FILE "
                                "(Markdown)")
+    progress.add_argument("--share-group", action="store_true",
+                          help="with --class: let your group read the CSV and the open answers (0640); by default "
+                               "only you can (0600), whatever your umask: they hold grades and answers")
     progress.add_argument("--seeds", type=Path, default=None, metavar="CSV",
                           help="with --grade: your roster, a CSV of learner,seed for seeds you handed out "
                                "($LUMIKIT_SEED); a progress/seed that differs is ignored and flagged")
@@ -123,6 +126,15 @@ def _verify(args: argparse.Namespace) -> int:
                       cell_timeout_s=args.cell_timeout, budget_s=args.budget)
 
 
+#: The mode of the files grading writes (the class CSV, the open answers): only the instructor reads them, whatever
+#: the umask (``umask 002`` would make them 0664 for the whole project); ``--share-group`` adds group read, never write.
+GRADE_MODE, SHARED_GRADE_MODE = 0o600, 0o640
+
+
+def _grade_mode(args: argparse.Namespace) -> int:
+    return SHARED_GRADE_MODE if args.share_group else GRADE_MODE
+
+
 def _progress(args: argparse.Namespace) -> int:
     import sys
     from dataclasses import replace
@@ -159,18 +171,26 @@ def _progress(args: argparse.Namespace) -> int:
         from .instructor.class_records import class_csv, learner_folders, learners_without_progress
         from .instructor.grading import best_cell, check_functions, class_flags, grade_class, regradable_count
 
+        from ..text import printable
+
         problems: list[str] = []
-        folders = learner_folders(args.class_dir, problems)
-        results = {}
+        refused: dict[str, str] = {}
+        folders = learner_folders(args.class_dir, problems, refused)
+        # records of exercises neither this workbook nor lumikit's checks know are counted, never read or columns
+        known = set(exercises) | set(check_functions()) | progress.declared_exercises()
+        results, unknown = {}, {}
         for name, folder in folders.items():
+            skipped: list[str] = []
             try:
-                results[name] = progress.read_results(folder, within=args.class_dir / name, problems=problems)
+                results[name] = progress.read_results(folder, within=args.class_dir / name, problems=problems,
+                                                      known=known, unknown=skipped)
             except Exception as err:  # noqa: BLE001 - one learner's folder never stops the class
                 problems.append(f"{folder}: unreadable ({type(err).__name__}: {str(err)[:120]})")
                 results[name] = []
+            unknown[name] = len(skipped)
         if not results:
             for line in problems:
-                print(f"refused: {line}", file=sys.stderr)
+                print(f"refused: {printable(line)}", file=sys.stderr)
             raise LumikitError(f"{args.class_dir}: no learner folder holds a progress/ folder. Fix: give the folder "
                                f"whose sub-folders are the learners' workbooks")
         not_started = learners_without_progress(args.class_dir, folders)
@@ -191,19 +211,20 @@ def _progress(args: argparse.Namespace) -> int:
         except Exception as err:  # noqa: BLE001 - the flags never stop the class's CSV
             problems.append(f"{args.class_dir}: copies not compared ({type(err).__name__}: {str(err)[:120]})")
             flags = {}
-        for name in not_started:  # a row for every learner folder, "no check run yet" where it is empty
+        for name in sorted({*not_started, *refused}):  # a row for every learner folder, saying why it is empty
             results[name] = []
-            flags = {**flags, name: ["no check run yet (no progress/ folder)", *flags.get(name, [])]}
+            why = refused.get(name, "no check run yet (no progress/ folder)")
+            flags = {**flags, name: [why, *flags.get(name, [])]}
         named = {name: [replace(r, learner=name) for r in rows] for name, rows in sorted(results.items())}
-        text = class_csv(named, exercises, grades, flags)
+        text = class_csv(named, exercises, grades, flags, unknown)
         can, total = regradable_count(exercises)
         report = sys.stderr if args.csv is None else sys.stdout
         for line in problems:
-            print(f"refused: {line}", file=report)
+            print(f"refused: {printable(line)}", file=report)
         if args.csv is None:
             print(text, end="")
         else:
-            write_atomic(args.csv, text)
+            write_atomic(args.csv, text, mode=_grade_mode(args))
             print(f"wrote {args.csv}: {len(results)} learner(s), {len(exercises)} exercise(s)")
         if args.open_answers is not None:
             from .open_answers import export_markdown, of_learner
@@ -213,8 +234,9 @@ def _progress(args: argparse.Namespace) -> int:
                 try:
                     gathered[name] = of_learner(folder, args.class_dir / name)
                 except Exception as err:  # noqa: BLE001 - one learner's notebook never stops the export
-                    print(f"refused: {folder}: open answers unreadable ({type(err).__name__})", file=report)
-            write_atomic(args.open_answers, export_markdown(gathered))
+                    print(f"refused: {printable(folder)}: open answers unreadable ({type(err).__name__})",
+                          file=report)
+            write_atomic(args.open_answers, export_markdown(gathered), mode=_grade_mode(args))
             print(f"wrote {args.open_answers}: open answers of {sum(1 for g in gathered.values() if g)} learner(s)",
                   file=report)
         print(f"{can} of {total} exercises can be regraded from a record"

@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import re
 import stat
 import sys
 import zlib
@@ -34,6 +35,20 @@ EXPAND_LIMIT = 16 * 1024 * 1024
 FOLDER_HASH_LIMIT = 512 * 1024 * 1024
 #: The deepest nesting compressed evidence may have once expanded (what :func:`encode` writes stays far below).
 EXPAND_MAX_DEPTH = 64
+#: The most elements an array or a table is rebuilt with (what :func:`encode` keeps); checked before allocation.
+ARRAY_ELEMENTS = CELL_LIMIT
+#: The most bytes one rebuilt array may take (elements times the element size), checked before allocation.
+ARRAY_BYTES = 16 * 1024 * 1024
+#: Element types an array is rebuilt with: booleans, integers, floats, complex numbers, dates and durations, and text
+#: of at most :data:`ARRAY_TEXT_CHARS` characters (no objects, records, sub-arrays or raw bytes).
+ARRAY_KINDS = "biufcMmU"
+ARRAY_TEXT_CHARS = 4096
+_DTYPE = re.compile(r"[<>|=]?(?:bool|u?int(?:8|16|32|64)|float(?:16|32|64)|complex(?:64|128)|[?biufc]\d{0,2}"
+                    r"|U\d{0,5}|(?:datetime64|timedelta64|[Mm]8)(?:\[\d{0,3}[a-zA-Z]{1,2}\])?)")
+#: The most values (commas) and containers (brackets) compressed evidence may hold once expanded, counted in its
+#: text before it is parsed: an honest record's largest table is a tenth of this.
+EXPAND_VALUES = 1_000_000
+EXPAND_CONTAINERS = 250_000
 #: Exercise -> its arguments naming a run folder: hashed when the check passes (:func:`run_folders`), and the grade
 #: compares the folder with that hash (the folder is never handed to a check on the instructor's side).
 RUN_FOLDERS: dict[str, tuple[str, ...]] = {
@@ -134,13 +149,14 @@ def decode(data: Any, files: Path | None = None) -> Any:
     if "__pairs__" in data:
         return {_hashable(decode(k, files)): decode(v, files) for k, v in data["__pairs__"]}
     if "__array__" in data:
-        import numpy as np
-
-        return np.asarray(decode(data["__array__"], files), dtype=str(data.get("dtype", "float64")))
+        return _array(data)
     if "__frame__" in data or "__series__" in data:
         import pandas as pd
 
         part = data.get("__frame__") or data.get("__series__")
+        if not isinstance(part, dict):
+            raise Unencodable("a table that is not a mapping")
+        _table_size(part)
         index = part.get("index")
         if "__frame__" in data:
             return pd.DataFrame(part.get("data", []), index=index, columns=part.get("columns"))
@@ -167,6 +183,74 @@ def decode(data: Any, files: Path | None = None) -> Any:
         fields = {k: decode(v, files) for k, v in dict(data.get("fields") or {}).items()}
         return cls(**fields)
     return {k: decode(v, files) for k, v in data.items()}
+
+
+def _array_dtype(text: Any) -> Any:
+    """The numpy element type a record names, only when it is one of :data:`ARRAY_KINDS` (text kept short)."""
+    import numpy as np
+
+    if not isinstance(text, str) or len(text) > 24 or not _DTYPE.fullmatch(text):
+        raise Unencodable(f"an array of {str(text)[:40]!r} elements, not a kind an array is rebuilt with")
+    try:
+        dtype = np.dtype(text)
+    except (TypeError, ValueError):
+        raise Unencodable(f"an array of {text!r} elements, not a numpy type") from None
+    if dtype.kind not in ARRAY_KINDS or dtype.shape or dtype.names or dtype.hasobject or \
+            (dtype.kind == "U" and dtype.itemsize > 4 * ARRAY_TEXT_CHARS):
+        raise Unencodable(f"an array of {text!r} elements, not a kind an array is rebuilt with")
+    return dtype
+
+
+def _leaves(value: Any, limit: int) -> tuple[int, int]:
+    """(how many scalars a nested list holds, the longest text among them), counted without recursion and
+    stopped past ``limit``."""
+    count = longest = 0
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, list):
+            pending.extend(item)
+            if len(pending) > limit + 1:
+                return limit + 1, longest
+            continue
+        count += 1
+        if isinstance(item, str):
+            longest = max(longest, len(item))
+        if count > limit:
+            break
+    return count, longest
+
+
+def _array(data: dict[str, Any]) -> Any:
+    """An array rebuilt from its record, only within :data:`ARRAY_KINDS`, :data:`ARRAY_ELEMENTS` and
+    :data:`ARRAY_BYTES`: both sizes are worked out from the record before numpy allocates anything."""
+    import numpy as np
+
+    dtype = _array_dtype(data.get("dtype", "float64"))
+    items = data["__array__"]
+    if isinstance(items, dict):
+        raise Unencodable("an array whose elements are not a list")
+    count, longest = _leaves(items, ARRAY_ELEMENTS)
+    if count > ARRAY_ELEMENTS:
+        raise Unencodable(f"an array of more than {ARRAY_ELEMENTS:,} elements")
+    size = dtype.itemsize or 4 * max(1, longest)  # "U" alone takes the longest text's size
+    if dtype.kind == "U" and longest > ARRAY_TEXT_CHARS:
+        raise Unencodable(f"an array with a text longer than {ARRAY_TEXT_CHARS:,} characters")
+    if count * size > ARRAY_BYTES:
+        raise Unencodable(f"an array of {count * size:,} bytes (more than {ARRAY_BYTES:,})")
+    return np.asarray(items, dtype=dtype)
+
+
+def _table_size(part: dict[str, Any]) -> None:
+    """Refuse a recorded table of more than :data:`CELL_LIMIT` cells (rows times columns) before it is built."""
+    rows = part.get("data", [])
+    columns = part.get("columns")
+    index = part.get("index")
+    width = max([len(columns) if isinstance(columns, list) else 1,
+                 *(len(r) for r in rows[:1] if isinstance(r, list))]) if isinstance(rows, list) else 1
+    height = max(len(rows) if isinstance(rows, list) else 1, len(index) if isinstance(index, list) else 0)
+    if height * max(width, 1) > CELL_LIMIT:
+        raise Unencodable(f"a table of {height * width:,} cells (more than {CELL_LIMIT:,})")
 
 
 def _hashable(value: Any) -> Any:
@@ -203,6 +287,10 @@ def expand(values: Any) -> dict[str, Any]:
         raw = inflater.decompress(base64.b64decode(str(values["__zlib__"])), EXPAND_LIMIT)
         if inflater.unconsumed_tail:
             raise Unencodable("expands beyond the limit")
+        if raw.count(b",") + raw.count(b":") > EXPAND_VALUES:
+            raise Unencodable(f"holds more than {EXPAND_VALUES:,} values")
+        if raw.count(b"[") + raw.count(b"{") > EXPAND_CONTAINERS:
+            raise Unencodable(f"holds more than {EXPAND_CONTAINERS:,} lists and mappings")
         data = load_json_bounded(raw.decode("utf-8"), "compressed evidence", max_depth=EXPAND_MAX_DEPTH)
     except (ValueError, zlib.error, UnicodeDecodeError) as err:
         raise Unencodable(f"compressed evidence unreadable ({err})") from None

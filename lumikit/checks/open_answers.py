@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..files import atomic_path
+from ..text import printable
 from .conventions import ANSWER_PLACEHOLDER
-from .progress import current_umask, read_text_safely
+from .progress import RECORD_MODE, current_umask, read_text_safely
 
 NOTEBOOK_LIMIT = 5_000_000
 FILE_NAME = "open-answers.json"
@@ -75,13 +76,13 @@ def collect(workbook: Path, *, within: Path | None = None) -> dict[str, dict[str
 
 
 def save(workbook: Path, progress_folder: Path) -> tuple[Path, int]:
-    """Save the learner's open answers beside their progress (group-readable under ``umask 002``)."""
+    """Save the learner's open answers beside their progress (group-readable under ``umask 002``, never
+    group-writable)."""
     answers = collect(workbook)
     path = Path(progress_folder) / FILE_NAME
     data = {"saved": datetime.now(timezone.utc).isoformat(timespec="seconds"), "notebooks": answers}
-    with atomic_path(path) as tmp:
+    with atomic_path(path, RECORD_MODE & ~current_umask()) as tmp:
         tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        tmp.chmod(0o666 & ~current_umask())
     return path, sum(len(a) for a in answers.values())
 
 
@@ -125,9 +126,10 @@ def export_markdown(answers: Mapping[str, Mapping[str, Mapping[str, Mapping[str,
                     (learner, str(item.get("question", "")), str(item.get("answer", ""))))
     out = ["# Open answers", "", f"{len(answers)} learner(s), {len(by_question)} question(s) answered.", ""]
     for (stem, title), rows in sorted(by_question.items(), key=lambda x: (_stem_key(x[0][0]), x[0][1])):
-        out += [f"## {stem}: {title}", "", f"> {rows[0][1]}", ""]
+        # what learners wrote is escaped as the terminal shows it (escape codes, direction overrides)
+        out += [f"## {printable(stem)}: {printable(title)}", "", f"> {printable(rows[0][1])}", ""]
         for learner, _, answer in rows:
-            out += [f"**{learner}:** {' '.join(answer.split())}", ""]
+            out += [f"**{printable(learner)}:** {printable(' '.join(answer.split()))}", ""]
     return "\n".join(out).rstrip() + "\n"
 
 

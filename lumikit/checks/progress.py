@@ -8,6 +8,7 @@ the learners' folders (a LUMI project directory) reads them all with :func:`read
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -15,18 +16,27 @@ import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 from ..errors import ParseError
 from ..files import atomic_path, load_json_bounded
 from ..files import umask as current_umask
 from .learner import learner_name, seed_digest, workbook_root
 
+#: A record's mode before the umask: readable by the group (the instructor), writable only by the learner; a new
+#: progress folder's likewise (a group-writable folder would let a classmate replace a record).
+RECORD_MODE, RECORD_FOLDER_MODE = 0o644, 0o755
 #: Outcomes, best first: a check that passed once counts as passed even if a later attempt failed. "not checked":
 #: the check could not judge here (a terminal task without Slurm); it is never a pass, and is run again where it can.
 STATUSES = ("passed", "not checked", "failed", "unanswered")
 #: The largest progress file read; a larger one is refused by name.
 READ_LIMIT = 1_000_000
+#: The most records read from one learner's folder (the workbook has about a hundred exercises), and the most bytes
+#: in all: a folder flooded with records is read up to there, the rest counted as "unknown records".
+RECORDS_PER_LEARNER = 400
+BYTES_PER_LEARNER = 32 * 1024 * 1024
+#: The most lines one learner's folder adds to the list of refused entries (the rest are counted in one line).
+PROBLEMS_PER_LEARNER = 20
 #: The deepest nesting a record may have (lumikit writes fewer than 40 levels); deeper is unreadable.
 RECORD_MAX_DEPTH = 64
 #: The status of a record that could not be read (refused, not JSON, nested too deep): its cell says why.
@@ -106,7 +116,8 @@ def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswere
     ``recent`` keeps the latest :data:`RECENT_KEPT` calls (time, outcome, ``mistake``: the kind of mistake the check
     named), so the instructor's class view sees who fails repeatedly now (:mod:`lumikit.checks.instructor.classview`).
 
-    The file honours the umask (0664 under ``umask 002``), so an instructor of the same group can read it.
+    The file honours the umask for reading (0644 under ``umask 002``), so an instructor of the same group can read
+    it, and is never writable by the group, whatever the umask: no classmate rewrites another's record.
     """
     from .evidence import RUN_FOLDERS, encode_all, run_folders
 
@@ -158,10 +169,9 @@ def record(exercise: str, answers: Mapping[str, Any], *, passed: bool, unanswere
         data["passed_exact"] = bool(previous.get("passed_exact"))
         if isinstance(previous.get("passed_run_folders"), dict):
             data["passed_run_folders"] = previous["passed_run_folders"]
-    mode = 0o666 & ~current_umask()
-    with atomic_path(path) as tmp:
+    Path(folder).mkdir(mode=RECORD_FOLDER_MODE, parents=True, exist_ok=True)
+    with atomic_path(path, RECORD_MODE & ~current_umask()) as tmp:
         tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.chmod(tmp, mode)
     return path
 
 
@@ -209,24 +219,34 @@ def read_text_safely(path: Path, *, within: Path, limit: int = READ_LIMIT) -> st
 
 
 def read_results(folder: Path, *, learner: str | None = None, within: Path | None = None,
-                 problems: list[str] | None = None) -> list[Result]:
+                 problems: list[str] | None = None, known: Collection[str] | None = None,
+                 unknown: list[str] | None = None) -> list[Result]:
     """Every result recorded in one progress folder, by exercise id.
 
     Only regular files (or links to one inside ``within``, default the folder) of at most 1 MB are read; every
-    other entry, and every file that cannot be read or parsed, is named in ``problems`` (one line each).
+    other entry, and every file that cannot be read or parsed, is named in ``problems`` (one line each, at most
+    :data:`PROBLEMS_PER_LEARNER`). Records of exercises not in ``known`` (when given), and those past
+    :data:`RECORDS_PER_LEARNER` records or :data:`BYTES_PER_LEARNER` bytes, are not read: their names go to
+    ``unknown``, so a flooded folder costs the class neither memory nor columns.
     """
     folder = Path(folder)
     within = folder if within is None else Path(within)
-    results = []
+    results: list[Result] = []
+    found: list[str] = []
+    skipped: list[str] = []
+    read_bytes = 0
     try:
         entries = sorted(folder.iterdir()) if folder.is_dir() else []
     except OSError as err:
         entries = []
-        if problems is not None:
-            problems.append(f"{folder}: cannot be listed ({err.strerror or err}); ask the learner to run "
-                            f"`chmod -R g+rX {folder}`")
+        found.append(f"{folder}: cannot be listed ({err.strerror or err}); ask the learner to run "
+                     f"`chmod -R g+rX {folder}`")
     for path in entries:
         is_result = path.suffix == ".json" and _EXERCISE_ID.match(path.stem) is not None
+        if is_result and (known is not None and path.stem not in known or len(results) >= RECORDS_PER_LEARNER
+                          or read_bytes > BYTES_PER_LEARNER):
+            skipped.append(path.stem)
+            continue
         try:
             info = os.lstat(path)
         except OSError:
@@ -234,22 +254,31 @@ def read_results(folder: Path, *, learner: str | None = None, within: Path | Non
         odd = not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode))
         if not is_result and not odd:
             continue
+        read_bytes += info.st_size if stat.S_ISREG(info.st_mode) else 0
         try:
             result = _read_record(path, within, learner)
         except _Unreadable as why:
-            if problems is not None:
-                problems.append(f"{path}: {why.line}")
+            found.append(f"{path}: {why.line}")
             if is_result:
                 results.append(_unreadable(path, learner, str(why)))
             continue
         except Exception as err:  # noqa: BLE001 - whatever one hostile record does, the others are still read
-            if problems is not None:
-                problems.append(f"{path}: unreadable ({type(err).__name__}: {str(err)[:120]})")
+            found.append(f"{path}: unreadable ({type(err).__name__}: {str(err)[:120]})")
             if is_result:
                 results.append(_unreadable(path, learner, f"{type(err).__name__}: {str(err)[:120]}"))
             continue
         if result is not None:
             results.append(result)
+    if skipped:
+        found.insert(0, f"{folder}: {len(skipped):,} record(s) not read: exercises this workbook does not have, or past "
+                     f"the {RECORDS_PER_LEARNER} records or {BYTES_PER_LEARNER >> 20} MB read per learner (counted "
+                     f"as unknown records)")
+    if unknown is not None:
+        unknown.extend(skipped)
+    if problems is not None:
+        problems.extend(found[:PROBLEMS_PER_LEARNER])
+        if len(found) > PROBLEMS_PER_LEARNER:
+            problems.append(f"{folder}: {len(found) - PROBLEMS_PER_LEARNER:,} more refused entries not listed")
     return sorted(results, key=lambda r: _exercise_key(r.exercise))
 
 
@@ -325,6 +354,27 @@ def workbook_exercises(root: Path | None) -> list[str]:
         if found:
             break
     return sorted(found, key=_exercise_key)
+
+
+_DECLARED = re.compile(r"""\b[A-Za-z_]+\(\s*["'](?P<id>\d\d\.\w+)["']""")
+
+
+def declared_exercises() -> frozenset[str]:
+    """The exercise ids lumikit's own checks declare (``@check("01.1", ...``, ``Choice("01.q1", ...``), read from
+    their source text without importing them: the class view knows which records are a workbook's without loading
+    numpy or the checks (a superset: an id named in a check's call, such as 00.1, counts too)."""
+    return _declared(str(Path(__file__).parent))
+
+
+@functools.lru_cache(maxsize=4)
+def _declared(folder: str) -> frozenset[str]:
+    found: set[str] = set()
+    for path in sorted(Path(folder).glob("*.py")):
+        try:
+            found.update(m.group("id") for m in _DECLARED.finditer(path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return frozenset(found)
 
 
 def summary_table(results: Sequence[Result], exercises: Sequence[str] = ()) -> list[dict[str, Any]]:

@@ -147,5 +147,5 @@ def add_hostile(root: str | os.PathLike[str], now: float = 1_790_000_000.0) -> d
     (root / "linked").mkdir(exist_ok=True)
     if not (root / "linked" / "progress").is_symlink():
         (root / "linked" / "progress").symlink_to(outside)
-    made["linked"] = "no check run yet"
+    made["linked"] = "linked/progress: refused (a link"
     return made

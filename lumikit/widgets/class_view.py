@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import os
 import threading
-from typing import Any
+from typing import Any, Collection
 
 import ipywidgets as widgets
 
@@ -63,7 +63,9 @@ def grid_html(state: ClassState) -> str:
                          f'data-learner="{who}" data-exercise="{html.escape(e)}" '
                          f'data-status="{html.escape(status)}" title="{html.escape(tip)}">{"!" if why else ""}</td>')
         ago = "never" if row.last_activity is None else f"{max(0.0, state.now - row.last_activity) / 60:.0f} min"
-        note = f'<td class="lumikit-class-note">{html.escape(row.note)}</td>' if row.note else ""
+        said = "; ".join([*([row.note] if row.note else []),
+                          *([f"{row.unknown:,} unknown record(s), not shown"] if row.unknown else [])])
+        note = f'<td class="lumikit-class-note">{html.escape(said)}</td>' if said else ""
         rows.append(f'<tr data-learner="{who}"><th>{who}</th><th>{html.escape(ago)}</th>{"".join(cells)}{note}</tr>')
     return (f'{_STYLE}{_legend()}<table class="{CSS_GRID}"><thead><tr><th>learner</th><th>last activity</th>'
             f'{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
@@ -93,8 +95,9 @@ class ClassView:
     """The class view widget; ``now`` (epoch seconds) judges as of a fixed time (a generated class, a replay)."""
 
     def __init__(self, class_dir: str | os.PathLike[str], *, rule: StuckRule | None = None,
-                 interval: float = MIN_REFRESH_S, now: float | None = None) -> None:
-        self.reader = ClassReader(class_dir, rule)
+                 interval: float = MIN_REFRESH_S, now: float | None = None,
+                 exercises: Collection[str] | None = None) -> None:
+        self.reader = ClassReader(class_dir, rule, exercises)
         self.interval = max(float(interval), MIN_REFRESH_S)
         self.now = now
         self.state: ClassState | None = None

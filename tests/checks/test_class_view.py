@@ -73,7 +73,7 @@ def test_the_stuck_thresholds_are_parameters(generated) -> None:
 
 
 def test_class_once_json_lists_the_stuck_learners_and_the_common_mistakes(generated, capsys) -> None:
-    assert main(["class", str(generated.root), "--once", "--json", "--now", iso(NOW)]) == 0
+    assert main(["class", str(generated.root), "--once", "--json", "--now", iso(NOW), "--any-exercise"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert {(s["learner"], s["exercise"]) for s in out["stuck"]} == set(generated.stuck)
     assert all(s["why"] for s in out["stuck"])
@@ -86,7 +86,7 @@ def test_class_once_json_lists_the_stuck_learners_and_the_common_mistakes(genera
 
 
 def test_class_once_text_says_who_is_stuck_and_what_to_explain(generated, capsys) -> None:
-    assert main(["class", str(generated.root), "--now", iso(NOW)]) == 0
+    assert main(["class", str(generated.root), "--now", iso(NOW), "--any-exercise"]) == 0
     out = capsys.readouterr().out
     assert out.count("STUCK") == 20
     assert "learner002" in out and NO_CHECK_YET in out
@@ -122,7 +122,7 @@ def test_a_hostile_class_costs_one_cell_per_bad_record(tmp_path: Path, capsys) -
     assert any("linked/progress: refused (a link" in p for p in state.problems)
     text = format_text(state)
     assert "\x1b" not in text and "evil\\x1b]0;owned\\x07\\nname" in text
-    assert main(["class", str(made.root), "--json", "--now", iso(NOW)]) == 0
+    assert main(["class", str(made.root), "--json", "--now", iso(NOW), "--any-exercise"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert "evil\\x1b]0;owned\\x07\\nname" in {r["learner"] for r in out["learners"]}
 
@@ -172,7 +172,7 @@ def test_watch_refreshes_at_most_every_10_s_and_prints_one_json_line_each(genera
             raise KeyboardInterrupt
 
     monkeypatch.setattr("lumikit.checks.instructor.class_cli.time.sleep", sleep)
-    assert main(["class", str(generated.root), "--watch", "--interval", "2", "--json", "--now", iso(NOW),
+    assert main(["class", str(generated.root), "--watch", "--interval", "2", "--json", "--now", iso(NOW), "--any-exercise",
                  "--idle", "25"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert waits == [10.0, 10.0] and len(lines) == 2

@@ -150,14 +150,15 @@ def test_a_class_folder_with_a_fifo_and_a_link_to_dev_zero_is_read_and_both_are_
     assert "self-reported" in (tmp_path / "g.csv").read_text()  # ada's real records are still read
 
 
-def test_a_record_honours_the_umask(monkeypatch, tmp_path) -> None:
+def test_a_record_is_group_readable_under_umask_002_and_never_group_writable(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("LUMIKIT_PROGRESS_DIR", str(tmp_path / "p"))
     old = os.umask(0o002)
     try:
         m01.check_why_seven_cores("b")
     finally:
         os.umask(old)
-    assert stat.S_IMODE((tmp_path / "p" / "01.q1.json").stat().st_mode) == 0o664
+    assert stat.S_IMODE((tmp_path / "p" / "01.q1.json").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "p").stat().st_mode) == 0o755  # no classmate replaces a record either
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("useradd") is None or shutil.which("setpriv") is None,
@@ -187,7 +188,7 @@ def test_another_user_of_the_group_reads_a_recorded_result_and_an_unreadable_one
         code = "import os; os.umask(0o002); from lumikit.checks import m01; m01.check_why_seven_cores('b')"
         subprocess.run([*as_user, sys.executable, "-c", code], check=True, env=env, cwd=folder)
         path = folder / "progress" / "01.q1.json"
-        assert stat.S_IMODE(path.stat().st_mode) == 0o664
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644  # the group reads it, no classmate rewrites it
         as_instructor = ["setpriv", "--reuid", instructor, "--regid", group, "--init-groups", "--"]
         read = subprocess.run([*as_instructor, "cat", str(path)], capture_output=True, text=True, env=env)
         assert read.returncode == 0 and json.loads(read.stdout)["status"] == "passed"

@@ -21,6 +21,7 @@ FAST = ("01_node_and_slurm", "02_containers_and_envs", "08_several_nodes", "10_j
 def test_every_regradable_record_of_a_solution_run_is_regraded_from_its_json(tmp_path) -> None:
     progress = tmp_path / "progress"
     env = {"LUMIKIT_PROGRESS_DIR": str(progress), "LUMIKIT_SEED": "roundtrip-ada", "LUMIKIT_PROGRESS": "on",
+           "LUMIKIT_RUNS_DIR": str(tmp_path / "runs"),  # the notebooks' run folders: never the clone's runs/
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))}
     for stem in FAST:
         run_notebook(REPO / "solutions" / f"{stem}.py", env=env)

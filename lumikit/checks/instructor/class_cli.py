@@ -15,7 +15,7 @@ PRIVACY = ("Privacy: each learner's checks write one small JSON file per exercis
            "(outcome, attempts, times of the last 10 calls, the kind of mistake the check named, the answers "
            "given; never the expected answer); nothing leaves the project folder and no server is involved. "
            "Whoever can read the learners' folders can read them: on LUMI the project's group (the files follow "
-           "the learner's umask, 0664 under `umask 002`). A learner opts out with LUMIKIT_PROGRESS=off (nothing is "
+           "the learner's umask for reading, 0644 under `umask 002`, and are never group-writable). A learner opts out with LUMIKIT_PROGRESS=off (nothing is "
            "recorded; their row says 'no check run yet') or hides the records with `chmod -R go-rwx progress`. "
            "See docs/instructor-guide.md, 'The room, live'.")
 
@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     view.add_argument("--json", action="store_true",
                       help="print JSON: learners with per-exercise status, the stuck learners with why, the common "
                            "mistakes per exercise (one line per refresh with --watch)")
+    view.add_argument("--any-exercise", action="store_true",
+                      help="show records of every exercise id found (a generated class, another edition), not only "
+                           "this workbook's; records of other ids are otherwise counted per learner, never shown")
     view.add_argument("--interval", type=float, default=MIN_REFRESH_S, metavar="S",
                       help=f"seconds between refreshes with --watch (at least {MIN_REFRESH_S:g}, the default)")
     rule = StuckRule()
@@ -68,9 +71,17 @@ def _now(text: str | None) -> float | None:
     return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
 
 
+def _known_exercises() -> frozenset[str]:
+    """This workbook's exercises (where the command runs in one), and those lumikit's checks declare."""
+    from ..learner import workbook_root
+    from ..progress import declared_exercises, workbook_exercises
+
+    return frozenset(workbook_exercises(workbook_root())) | declared_exercises()
+
+
 def _class(args: argparse.Namespace) -> int:
     rule = StuckRule(args.failures, args.window * 60, args.idle * 60, args.session * 60)
-    reader = ClassReader(args.class_dir, rule)
+    reader = ClassReader(args.class_dir, rule, exercises=None if args.any_exercise else _known_exercises())
     now = _now(args.now)
     if not args.watch:
         state = reader.refresh(now)

@@ -8,18 +8,26 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...errors import LumikitError
+from ...text import printable
 from ..progress import UNREADABLE, Result, _exercise_key, read_results
 
 
-def learner_folders(class_dir: Path, problems: list[str] | None = None) -> dict[str, Path]:
+#: What a learner's row says when their folder or their ``progress/`` is a link (the same words as the list of
+#: refused entries on the terminal).
+LINK_REFUSED = "refused (a link; {what} is read only where it lies)"
+
+
+def learner_folders(class_dir: Path, problems: list[str] | None = None,
+                    refused: dict[str, str] | None = None) -> dict[str, Path]:
     """Learner -> progress folder, for every sub-folder of ``class_dir`` holding one (up to 3 levels down).
 
-    Links are not followed (a learner's folder or a ``progress`` that is a link is named in ``problems``).
+    Links are not followed (a learner's folder or a ``progress`` that is a link is named in ``problems``, and in
+    ``refused``: learner -> why, for their row).
     """
     class_dir = Path(class_dir)
     if not class_dir.is_dir():
@@ -30,14 +38,24 @@ def learner_folders(class_dir: Path, problems: list[str] | None = None) -> dict[
         if learner.name.startswith("."):
             continue
         if learner.is_symlink():
-            if problems is not None and learner.is_dir():
-                problems.append(f"{learner}: refused (a link; a learner's folder is read only where it lies)")
+            if learner.is_dir():
+                why = LINK_REFUSED.format(what="a learner's folder")
+                if problems is not None:
+                    problems.append(f"{learner}: {why}")
+                if refused is not None:
+                    refused[learner.name] = f"{learner.name}/: {why}"
             continue
         if not learner.is_dir():
             continue
-        hit = _find_progress(learner, depth=3, problems=problems)
+        mine: list[str] = []
+        hit = _find_progress(learner, depth=3, problems=mine)
+        if problems is not None:
+            problems.extend(mine)
         if hit is not None:
             found[learner.name] = hit
+        elif mine and refused is not None:  # a linked or unlistable progress/: the row says so, as the terminal does
+            refused[learner.name] = mine[0][len(str(class_dir)) + 1:] if mine[0].startswith(f"{class_dir}/") \
+                else mine[0]
     return found
 
 
@@ -63,7 +81,7 @@ def _find_progress(folder: Path, depth: int, problems: list[str] | None) -> Path
             for child in children:
                 if child.is_symlink() or not child.is_dir() or child.name.startswith("."):
                     if child.name == "progress" and child.is_symlink() and problems is not None:
-                        problems.append(f"{child}: refused (a link; progress/ is read only where it lies)")
+                        problems.append(f"{child}: {LINK_REFUSED.format(what='progress/')}")
                     continue
                 if child.name == "progress":
                     return child
@@ -72,9 +90,11 @@ def _find_progress(folder: Path, depth: int, problems: list[str] | None) -> Path
     return None
 
 
-def read_class(class_dir: Path, problems: list[str] | None = None) -> dict[str, list[Result]]:
-    """Learner (folder name) -> their recorded results, for a class folder; refused files go to ``problems``."""
-    return {name: read_results(folder, learner=name, within=Path(class_dir) / name, problems=problems)
+def read_class(class_dir: Path, problems: list[str] | None = None,
+               known: Collection[str] | None = None) -> dict[str, list[Result]]:
+    """Learner (folder name) -> their recorded results, for a class folder; refused files go to ``problems``;
+    records of exercises not in ``known`` (when given) are not read."""
+    return {name: read_results(folder, learner=name, within=Path(class_dir) / name, problems=problems, known=known)
             for name, folder in learner_folders(class_dir, problems).items()}
 
 
@@ -97,17 +117,21 @@ def recorded_cell(result: Result) -> str:
 
 
 def neutralise(cell: Any) -> Any:
-    """A CSV cell a spreadsheet cannot take for a formula: one starting with ``=``, ``+``, ``-``, ``@``, tab or CR
-    gets a ``'`` before it."""
-    if isinstance(cell, str) and cell[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + cell
+    """A CSV cell a spreadsheet cannot take for a formula and a terminal cannot take for a command: control
+    characters, escape codes and direction overrides written as escapes (as the terminal shows them,
+    :func:`lumikit.text.printable`), and one starting with ``=``, ``+``, ``-``, ``@`` gets a ``'`` before it."""
+    if isinstance(cell, str):
+        cell = printable(cell)
+        if cell[:1] in ("=", "+", "-", "@", "\t", "\r"):
+            return "'" + cell
     return cell
 
 
 def class_csv(results: Mapping[str, Sequence[Result]], exercises: Iterable[str] = (),
               grades: Mapping[str, Sequence[Any]] | None = None,
-              flags: Mapping[str, Sequence[str]] | None = None) -> str:
-    """One row per learner: counts per kind of cell, the claimed passes not verified (and why), then one column per
+              flags: Mapping[str, Sequence[str]] | None = None, unknown: Mapping[str, int] | None = None) -> str:
+    """One row per learner: counts per kind of cell, the records of exercises the workbook does not have (one
+    count, ``unknown``, never a column each), the claimed passes not verified (and why), then one column per
     exercise saying what it is (:data:`CELLS`).
 
     Without ``grades`` (from :func:`.grading.grade_class`) every claimed pass is self-reported.
@@ -117,7 +141,7 @@ def class_csv(results: Mapping[str, Sequence[Result]], exercises: Iterable[str] 
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["learner", "verified", "own data", "self-reported", "not checked", "failed", "disagrees",
-                     "unreadable", "tried", "not verified", *ids])
+                     "unreadable", "unknown records", "tried", "not verified", *ids])
     for learner, rows in sorted(results.items()):
         cells = {r.exercise: recorded_cell(r) for r in rows}
         flagged = {r.exercise: "not regraded (add --grade)" for r in rows
@@ -135,6 +159,7 @@ def class_csv(results: Mapping[str, Sequence[Result]], exercises: Iterable[str] 
             f"{e}: {why}" for e, why in sorted(flagged.items(), key=lambda x: _exercise_key(x[0])))])
         writer.writerow([neutralise(c) for c in (
             learner, counts["verified"], counts["own data"], counts["self-reported"] + counts["from solutions"],
-            counts["not checked"], counts["failed"], counts["disagrees"], counts["unreadable"], tried, listed,
+            counts["not checked"], counts["failed"], counts["disagrees"], counts["unreadable"],
+            (unknown or {}).get(learner, 0), tried, listed,
             *(cells.get(e, "") for e in ids))])
     return out.getvalue()

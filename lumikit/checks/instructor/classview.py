@@ -9,6 +9,7 @@ readers of :mod:`lumikit.files` with a size and nesting limit; a record that can
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -18,12 +19,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection, Union
+
+import msgspec
 
 from ...errors import LumikitError
-from ...files import read_bytes
+from ...importpath import no_cwd_imports
 from ...text import printable
-from ..progress import _EXERCISE_ID, READ_LIMIT, STATUSES, _exercise_key
+from ..progress import _EXERCISE_ID, PROBLEMS_PER_LEARNER, READ_LIMIT, RECORDS_PER_LEARNER, STATUSES, _exercise_key
 from .class_records import learner_folders
 
 #: The shortest time between two refreshes of a followed view (``--watch``, the widget's follow mode).
@@ -103,6 +106,8 @@ class LearnerRow:
     cells: dict[str, Cell] = field(default_factory=dict)
     last_activity: float | None = None
     note: str = ""
+    #: Records of exercises the workbook does not have (or past the per-learner limit): counted, never read.
+    unknown: int = 0
 
 
 @dataclass
@@ -137,7 +142,7 @@ class ClassState:
                     cell["stuck"] = stuck[row.learner, e].why
                 cells[e] = cell
             learners.append({"learner": row.learner, "last_activity": iso(row.last_activity), "note": row.note,
-                             "exercises": cells})
+                             "unknown_records": row.unknown, "exercises": cells})
         return {
             "class_dir": self.class_dir, "now": iso(self.now),
             "rule": {"failures": self.rule.failures, "window_s": self.rule.window_s, "idle_s": self.rule.idle_s,
@@ -161,6 +166,12 @@ def _epoch(text: Any) -> float | None:
     """A record's ISO time as epoch seconds (a time without zone is UTC); None when it is not a time."""
     if not isinstance(text, str) or not text:
         return None
+    return _epoch_of(text[:40])
+
+
+@functools.lru_cache(maxsize=8192)
+def _epoch_of(text: str) -> float | None:
+    """:func:`_epoch` of a string (a class's records share many times: each is parsed once)."""
     try:
         when = datetime.fromisoformat(text[:40])
     except ValueError:
@@ -182,13 +193,57 @@ def _nesting(text: str) -> int:
     return deepest
 
 
+class _Call(msgspec.Struct):
+    """One entry of a record's ``recent`` list, as the checks write it."""
+
+    at: str = ""
+    status: str = ""
+    mistake: str = ""
+
+
+class _Fields(msgspec.Struct):
+    """The fields of a record the class view reads, typed as the checks write them; the rest (answers, evidence)
+    is skipped by msgspec, never built."""
+
+    status: str = ""
+    attempts: int = 0
+    updated: Union[str, None] = None
+    first_passed: Any = None
+    recent: list[_Call] = []
+
+
+_FIELDS = msgspec.json.Decoder(_Fields)
+
+
+def _cell_fast(exercise: str, data: bytes) -> Cell | None:
+    """The cell of a record as the checks write it, decoded by msgspec without building its answers and evidence;
+    None for anything else (the general reader then says what is wrong with it)."""
+    try:
+        found = _FIELDS.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, ValueError):
+        return None
+    if found.status not in STATUSES:
+        return None
+    recent = []
+    for call in found.recent:
+        at = _epoch(call.at)
+        if at is not None and call.status in STATUSES:
+            mistake = call.mistake if call.mistake.isprintable() else printable(call.mistake)
+            recent.append(Attempt(at, call.status, mistake[:_MISTAKE_CHARS]))
+    return Cell(exercise, found.status, max(0, found.attempts), _epoch(found.updated), bool(found.first_passed),
+                tuple(recent))
+
+
 def parse_record(exercise: str, data: bytes) -> Cell:
     """The cell of one record's bytes; a record that is not a JSON object of a known status is "unreadable"."""
-    text = data.decode("utf-8", errors="replace")
-    if _nesting(text) > MAX_DEPTH:
+    if data.count(b"[") + data.count(b"{") > MAX_DEPTH and \
+            _nesting(data.decode("utf-8", errors="replace")) > MAX_DEPTH:
         return Cell(exercise, "unreadable", why=f"nested more than {MAX_DEPTH} deep, not a check's record")
+    fast = _cell_fast(exercise, data)
+    if fast is not None:
+        return fast
     try:
-        record = json.loads(text)
+        record = json.loads(data.decode("utf-8", errors="replace"))
     except (ValueError, RecursionError) as err:
         return Cell(exercise, "unreadable", why=f"not JSON ({printable(str(err))[:80]})")
     if not isinstance(record, dict):
@@ -220,15 +275,26 @@ def _kind(mode: int) -> str:
 class ClassReader:
     """Reads a class folder again and again, parsing each record at most once per change (size, mtime_ns)."""
 
-    def __init__(self, class_dir: str | os.PathLike[str], rule: StuckRule | None = None) -> None:
+    def __init__(self, class_dir: str | os.PathLike[str], rule: StuckRule | None = None,
+                 exercises: Collection[str] | None = None) -> None:
+        """``exercises``: the workbook's exercise ids; records of any other id are counted per learner ("unknown
+        records"), never shown or counted in the denominators. Without it every record is shown, at most
+        :data:`~lumikit.checks.progress.RECORDS_PER_LEARNER` per learner."""
         self.class_dir = Path(class_dir)
         self.rule = rule or StuckRule()
+        self.exercises = frozenset(exercises) if exercises else None
         self._cells: dict[str, tuple[int, int, Cell]] = {}
         self._folders: dict[str, Path] = {}
         self._found_problems: list[str] = []
+        self._refused: dict[str, str] = {}
 
     def refresh(self, now: float | None = None) -> ClassState:
-        """Read what changed and work out the view as of ``now`` (epoch seconds; default: the clock)."""
+        """Read what changed and work out the view as of ``now`` (epoch seconds; default: the clock). Nothing is
+        imported from the current folder meanwhile (a notebook kernel started in the class folder)."""
+        with no_cwd_imports():
+            return self._refresh(now)
+
+    def _refresh(self, now: float | None) -> ClassState:
         started = time.perf_counter()
         now = time.time() if now is None else now
         problems: list[str] = []
@@ -241,7 +307,8 @@ class ClassReader:
             if folder is None:
                 where = f"{self.class_dir / name}: "
                 why = next((p[len(where):] for p in self._found_problems if p.startswith(where)), "")
-                row.note = f"unreadable: {printable(why)}" if "cannot be listed" in why else NO_CHECK_YET
+                row.note = (f"unreadable: {printable(why)}" if "cannot be listed" in why else
+                            printable(self._refused[name]) if name in self._refused else NO_CHECK_YET)
             else:
                 parsed += self._read_folder(folder, row, cells, problems)
             rows.append(row)
@@ -272,8 +339,8 @@ class ClassReader:
         names.sort()
         lost = [n for n in names if n not in self._folders or not self._folders[n].is_dir()]
         if lost or set(self._folders) - set(names):
-            self._found_problems = []
-            self._folders = learner_folders(self.class_dir, self._found_problems)
+            self._found_problems, self._refused = [], {}
+            self._folders = learner_folders(self.class_dir, self._found_problems, self._refused)
         return names
 
     def _read_folder(self, folder: Path, row: LearnerRow, cells: dict[str, tuple[int, int, Cell]],
@@ -287,44 +354,90 @@ class ClassReader:
             row.note = (f"unreadable: {printable(folder)} cannot be listed ({err.strerror or err}); ask the learner "
                         f"to run `chmod -R g+rX {printable(folder)}`")
             return 0
+        known, refused = self.exercises, 0
         for entry in entries:
-            stem = entry.name[:-5] if entry.name.endswith(".json") else ""
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
+            name = entry.name
+            stem = name[:-5] if name.endswith(".json") else ""
             if not stem or _EXERCISE_ID.match(stem) is None:
-                if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
-                    problems.append(f"{printable(entry.path)}: refused ({_kind(info.st_mode)}, not a regular file)")
+                try:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                except OSError:
+                    continue
+                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                    refused += 1
+                    if refused <= PROBLEMS_PER_LEARNER:
+                        problems.append(f"{printable(entry.path)}: refused ({_kind(mode)}, not a regular file)")
                 continue
-            exercise = printable(stem)
+            if known is not None and stem not in known or len(row.cells) >= RECORDS_PER_LEARNER:
+                row.unknown += 1  # counted, never read: a flooded folder costs neither time nor columns
+                continue
+            exercise = stem if stem.isprintable() else printable(stem)
             hit = self._cells.get(entry.path)
-            if hit is not None and hit[:2] == (info.st_size, info.st_mtime_ns) and stat.S_ISREG(info.st_mode):
-                cell = hit[2]
-            else:
-                cell = self._read_cell(entry.path, exercise, info)
+            if hit is None:  # never read: open it at once (its size and time come from the open file)
+                cell, key = _open_cell(entry.path, exercise)
                 parsed += 1
-            if cell.status != "unreadable":  # an unreadable one is tried again (a chmod keeps its mtime)
-                cells[entry.path] = (info.st_size, info.st_mtime_ns, cell)
+            else:  # read before: stat it, and read it again only if it changed
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                key = (info.st_size, info.st_mtime_ns)
+                if hit[0] == info.st_size and hit[1] == info.st_mtime_ns and stat.S_ISREG(info.st_mode):
+                    cell = hit[2]
+                else:
+                    cell, key = _open_cell(entry.path, exercise)
+                    parsed += 1
+            if cell.status != "unreadable" and key is not None:  # an unreadable one is tried again (a chmod
+                cells[entry.path] = (key[0], key[1], cell)  # keeps its mtime)
             row.cells[exercise] = cell
             if cell.updated is not None and (row.last_activity is None or cell.updated > row.last_activity):
                 row.last_activity = cell.updated
+        if refused > PROBLEMS_PER_LEARNER:
+            problems.append(f"{printable(folder)}: {refused - PROBLEMS_PER_LEARNER:,} more refused entries not listed")
         return parsed
 
-    @staticmethod
-    def _read_cell(path: str, exercise: str, info: os.stat_result) -> Cell:
-        """The cell of one record file: only a regular file of at most READ_LIMIT bytes is opened."""
+
+def _open_cell(path: str, exercise: str) -> tuple[Cell, tuple[int, int] | None]:
+    """The cell of one record file and its (size, mtime_ns): only a regular file of at most READ_LIMIT bytes is
+    read, opened without following a link and without waiting on a FIFO (``O_NOFOLLOW``, ``O_NONBLOCK``), then
+    ``fstat``-ed; plain system calls, as the class view opens thousands per refresh."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except PermissionError:
+        return Cell(exercise, "unreadable", why="permission denied; ask the learner to work under `umask 002`"), None
+    except OSError as err:
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            mode = stat.S_IFREG
+        why = f"{_kind(mode)}, not a regular file" if not stat.S_ISREG(mode) else \
+            printable(str(err).replace(path, "the file"))[:120]
+        return Cell(exercise, "unreadable", why=why), None
+    try:
+        info = os.fstat(fd)
+        key = (info.st_size, info.st_mtime_ns)
         if not stat.S_ISREG(info.st_mode):
-            return Cell(exercise, "unreadable", why=f"{_kind(info.st_mode)}, not a regular file")
+            return Cell(exercise, "unreadable", why=f"{_kind(info.st_mode)}, not a regular file"), None
         if info.st_size > READ_LIMIT:
-            return Cell(exercise, "unreadable", why=f"{info.st_size:,} bytes, more than the {READ_LIMIT:,} read")
-        try:  # the limit leaves room for a record rewritten since the stat; a smaller buffer reads 2x faster
-            data = read_bytes(path, "a check's record", limit=min(READ_LIMIT, info.st_size + 65_536))
-        except PermissionError:
-            return Cell(exercise, "unreadable", why="permission denied; ask the learner to work under `umask 002`")
-        except (OSError, LumikitError) as err:
-            return Cell(exercise, "unreadable", why=printable(str(err).replace(path, "the file"))[:120])
-        return parse_record(exercise, data)
+            return Cell(exercise, "unreadable", why=f"{info.st_size:,} bytes, more than the {READ_LIMIT:,} read"), key
+        data = os.read(fd, info.st_size + 1)
+        if len(data) > info.st_size:  # it grew since the stat: read on, up to the limit
+            chunks = [data]
+            while (chunk := os.read(fd, 65_536)) and sum(map(len, chunks)) <= READ_LIMIT:
+                chunks.append(chunk)
+            data = b"".join(chunks)
+            if len(data) > READ_LIMIT:
+                return Cell(exercise, "unreadable", why=f"more than the {READ_LIMIT:,} bytes read"), None
+    except PermissionError:
+        return Cell(exercise, "unreadable", why="permission denied; ask the learner to work under `umask 002`"), None
+    except OSError as err:
+        return Cell(exercise, "unreadable", why=printable(str(err).replace(path, "the file"))[:120]), None
+    finally:
+        os.close(fd)
+    return parse_record(exercise, data), key
+
+
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def _stuck(row: LearnerRow, now: float, rule: StuckRule) -> list[Stuck]:
@@ -403,6 +516,8 @@ def format_text(state: ClassState) -> str:
                                                          if on.exercise in stuck else ""))
         parts += [f"STUCK on {e}: {s.why}" for e, s in stuck.items() if on is None or e != on.exercise]
         parts += [f"{e} {c.shown}" for e, c in row.cells.items() if c.status == "unreadable"]
+        if row.unknown:
+            parts.append(f"{row.unknown:,} unknown record(s), not shown")
         out.append(f"{row.learner.ljust(width)}  {_ago(state.now, row.last_activity):<13}  "
                    f"{f'{passed}/{total}':>7}  {'; '.join(parts)}".rstrip())
     if state.mistakes:

@@ -58,6 +58,28 @@ def _free_texts(result: Result) -> list[str]:
     return sorted(t for t in texts if _prose(t))
 
 
+def _same_run_folders(results: Mapping[str, Sequence[Result]]) -> dict[str, list[str]]:
+    """Learner -> one line per run folder whose content hash (taken when the check passed) another learner's record
+    holds too: a run's files (its manifest's times, its traces) are never the same in two runs, so one is a copy.
+    Empty folders are not compared."""
+    holders: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for learner, rows in results.items():
+        for r in rows:
+            kept = r.run_folders if isinstance(r.run_folders, Mapping) else {}
+            for digest in kept.values():
+                if isinstance(digest, Mapping) and isinstance(digest.get("sha256"), str) and digest.get("files"):
+                    holders[digest["sha256"]][learner].add(r.exercise)
+    flags: dict[str, list[str]] = defaultdict(list)
+    for by_learner in holders.values():
+        if len(by_learner) < 2:
+            continue
+        for learner, exercises in sorted(by_learner.items()):
+            others = ", ".join(sorted(set(by_learner) - {learner}))
+            flags[learner].append(f"{', '.join(sorted(exercises))}: copy? a run folder with the same content (hash) "
+                                  f"as {others}'s")
+    return flags
+
+
 def copy_flags(results: Mapping[str, Sequence[Result]], seed_files: Mapping[str, str] | None = None
                ) -> dict[str, list[str]]:
     """Learner -> what they share with other learners (one line each, naming the exercise and the others).
@@ -100,6 +122,8 @@ def copy_flags(results: Mapping[str, Sequence[Result]], seed_files: Mapping[str,
                 continue
             for learner in sorted(learners):
                 flags[learner].append(f"{exercise}: copy? {what} {', '.join(sorted(learners - {learner}))}")
+    for learner, lines in _same_run_folders(results).items():
+        flags[learner].extend(lines)
     passes = {learner: sum(1 for r in rows if r.first_passed) for learner, rows in results.items()}
     for (a, b), exercises in sorted(same_second.items()):
         if len(exercises) >= SAME_SECOND_MIN and len(exercises) >= 0.75 * min(passes[a], passes[b]):

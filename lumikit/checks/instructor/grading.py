@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...importpath import no_cwd_imports
 from ..evidence import RUN_FOLDERS, Unencodable, decode, expand, folder_digest, fresh_folder
 from ..framework import _PROBING, CheckFailed, NotChecked, check_info
 from ..learner import seed_digest
@@ -198,13 +199,16 @@ def judge(func: Callable[..., Any], answers: Mapping[str, Any], evidence: Mappin
             if kwargs.get(name) is not None and not _kept_file(recorded.get(name)):
                 return Rerun("not regraded", f"{name} names a path in the learner's folder, which the grader never "
                                              f"opens")
-        own = tuple(own_inputs(func, exercise, info.answer_names, recorded, kwargs))  # type: ignore[union-attr]
         shown = tuple(pasted(exercise, kwargs))
         job = _job_id_of(exercise, kwargs)
+        own: tuple[str, ...] = ()
         saved_tmp = tempfile.tempdir
         with _as_learner(seed), fenced(files, forbidden) as fence:
             tempfile.tempdir = str(files)  # whatever the check (or a rebuild) writes goes to its private folder
             try:
+                # as the learner: an input the exercise fixes may come from their seed (06.5's straggler)
+                own = tuple(own_inputs(func, exercise, info.answer_names, recorded,  # type: ignore[union-attr]
+                                       kwargs))
                 kwargs.update(rebuild(exercise))
                 result = func(**kwargs)
             except CheckFailed as failure:
@@ -439,8 +443,16 @@ def grade_class(folders: Mapping[str, Path], results: Mapping[str, Sequence[Resu
     Without ``rerun_checks`` the records are only vetted (seed, name, status), never verified. No check reads a
     file under ``class_dir`` (default: the folders holding the progress folders). ``solutions``
     (:func:`.solution_runs.solution_code` of the instructor's workbook) marks a claimed pass whose exercise cell in
-    the learner's notebook is the solution's code "from solutions", whatever the record says.
+    the learner's notebook is the solution's code "from solutions", whatever the record says. Nothing is imported
+    from the current folder meanwhile (:func:`lumikit.importpath.no_cwd_imports`: a notebook in the class folder).
     """
+    with no_cwd_imports():
+        return _grade_class(folders, results, seeds, rerun_checks, class_dir, solutions)
+
+
+def _grade_class(folders: Mapping[str, Path], results: Mapping[str, Sequence[Result]],
+                 seeds: Mapping[str, str] | None, rerun_checks: bool, class_dir: Path | None,
+                 solutions: Mapping[str, tuple[str, ...]] | None) -> dict[str, list[Grade]]:
     functions = check_functions() if rerun_checks else {}
     forbidden = [Path(class_dir)] if class_dir is not None else sorted({Path(f).parent for f in folders.values()})
     out = {}

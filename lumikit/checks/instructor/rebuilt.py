@@ -68,10 +68,43 @@ REBUILT: dict[str, dict[str, Callable[[], Any]]] = {
     "06.R1": {"points": _roofline_points},
     "08.2": {"log_text": _rccl_log},
 }
-#: Inputs the exercise fixes without a default in the check's signature (the notebook passes them).
+class Built:
+    """A value the exercise fixes that is built when a regrade needs it (as the learner, inside the grading's seed
+    context): a job spec, a snapshot, the straggler of the learner's own generated trace."""
+
+    def __init__(self, build: Callable[[], Any]) -> None:
+        self.build = build
+
+
+def _rejected_job() -> Any:
+    from ...jobs import spec
+
+    return spec(["python", "train.py"], partition="small-g", ntasks_per_node=8, gpus_per_node=8, cpus_per_task=8,
+                mem_per_gpu="60G", time="1:00:00")
+
+
+def _waiting_snapshot() -> Any:
+    from ...smi import DeviceReading, Snapshot
+
+    return Snapshot(devices=(
+        DeviceReading(index=0, package=0, power_w=115.0, sclk_mhz=1650, gpu_busy_pct=100.0, vram_pct=38.0),
+        DeviceReading(index=1, package=0, power_w=None, sclk_mhz=1650, gpu_busy_pct=100.0, vram_pct=38.0),
+    ), format="rocm-smi")
+
+
+#: The MIOpen log module 08's setup cell writes (exercise 08.3 passes its text).
+MIOPEN_LOG = ("epoch 0 step 12\nMIOpen Error: /src/MIOpen/src/sqlite_db.cpp:220: Internal error while accessing "
+              "SQLite database: locking protocol\n")
+
+#: Inputs the exercise fixes without a default in the check's signature (the notebook passes them; a
+#: :class:`Built` one is built as the learner). ``tests/checks/test_fixed_inputs.py`` holds them against solutions/.
 FIXED: dict[str, dict[str, Any]] = {
+    "01.3": {"rejected": Built(_rejected_job)},
+    "04.4": {"snapshot": Built(_waiting_snapshot)},
     "05.W1": {"project": "project_465000000"},
     "06.1": {"rank": 0},
+    "06.5": {"rank": Built(lambda: int(_exercise_analyzer().get_straggler())), "step": 11},
+    "08.3": {"log_text": MIOPEN_LOG},
 }
 #: Inputs the check itself compares with the instructor's own data (they are answers in all but name).
 JUDGED: dict[str, tuple[str, ...]] = {
@@ -104,6 +137,8 @@ def own_inputs(func: Callable[..., Any], exercise: str, answer_names: tuple[str,
         fixed = FIXED.get(exercise, {})
         default = parameters[name].default
         expected = fixed[name] if name in fixed else default
+        if isinstance(expected, Built):
+            expected = expected.build()
         if expected is inspect.Parameter.empty or not _same(decoded.get(name), expected):
             own.append(name)
     return own
