@@ -65,6 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     comms.add_argument("--site", default="lumi", help="site profile whose link speeds to compare with (default lumi)")
     comms.add_argument("--json", action="store_true", help="print JSON instead of text")
     comms.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
+    comms.add_argument("--via", choices=("here", "slurm"), default="here",
+                       help="read the ranks here, one at a time (default), or as a Slurm job array")
+    comms.add_argument("--tasks", type=int, help="array tasks for --via slurm (default: one per rank)")
     comms.set_defaults(func=run_collectives)
 
     memory = sub.add_parser("memory", help="memory peak, timeline by category and the largest live allocations")
@@ -197,13 +200,25 @@ def _print_rank(rank: str, info: dict) -> None:
 def run_collectives(args: argparse.Namespace) -> int:
     from ..site import load_site
     from .comms import collective_summary, collective_table, describe_collectives
-    from .loader import load_trace
+    from .loader import find_trace_files, load_trace
+    from .matched import collect_calls, describe_matched, hosts_from_run, match_collectives
+    from .scale import calls_via_slurm
 
     links = load_site(args.site).links
-    table = collective_table(load_trace(args.path, rank_map=_rank_map(args.rank_map)))
+    rank_map = _rank_map(args.rank_map)
+    files = find_trace_files(args.path, rank_map)
+    table = _concat([collective_table(load_trace(f, rank_map={r: f})) for r, f in files.items()])  # a rank at a time
     summary = collective_summary(table, links)
+    matched = None
+    if len(files) > 1:
+        per_rank = calls_via_slurm(args.path, rank_map=rank_map, tasks=args.tasks) if args.via == "slurm" \
+            else collect_calls(args.path, rank_map=rank_map)
+        matched = match_collectives(per_rank, hosts=hosts_from_run(args.path), links=links)
     if args.json:
-        print_json(summary.to_dict(orient="records"))
+        out = {"per_rank": summary.to_dict(orient="records")}
+        if matched is not None:
+            out.update(matched)
+        print_json(out)
         return 0
     if table.empty:
         print(f"{printable(args.path)}: no RCCL/NCCL kernels in this trace (one process, or no torch.distributed "
@@ -217,7 +232,21 @@ def run_collectives(args: argparse.Namespace) -> int:
               f"args); they are left out of the bandwidths")
     print("bus bandwidth by nccl-tests' definitions; kernel time includes waiting for the other ranks, so the "
           "best call of a kind is the fairest figure against a link's peak (GB/s per direction)")
+    if matched is not None:
+        print("across ranks:")
+        for line in describe_matched(matched):
+            print("  " + printable(line))
     return 0
+
+
+def _concat(tables: list) -> "object":
+    """Per-rank collective tables as one (the empty table's columns when there is none)."""
+    import pandas as pd
+
+    from .comms import COLUMNS
+
+    kept = [t for t in tables if not t.empty]
+    return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(columns=COLUMNS)
 
 
 def run_memory(args: argparse.Namespace) -> int:
