@@ -201,18 +201,24 @@ def run_collectives(args: argparse.Namespace) -> int:
     from ..site import load_site
     from .comms import collective_summary, collective_table, describe_collectives
     from .loader import find_trace_files, load_trace
-    from .matched import collect_calls, describe_matched, hosts_from_run, match_collectives
+    from .matched import calls_table, describe_matched, hosts_from_run, match_collectives, rank_calls
     from .scale import calls_via_slurm
 
     links = load_site(args.site).links
     rank_map = _rank_map(args.rank_map)
     files = find_trace_files(args.path, rank_map)
-    table = _concat([collective_table(load_trace(f, rank_map={r: f})) for r, f in files.items()])  # a rank at a time
+    if args.via == "slurm":
+        per_rank = calls_via_slurm(args.path, rank_map=rank_map, tasks=args.tasks)
+    else:  # one rank in memory at a time, its communication events only
+        per_rank = {r: rank_calls(r, f) for r, f in files.items()}
+    tables = []
+    for r, f in files.items():
+        t = calls_table(per_rank[r])  # a call without a size needs the whole rank (its launches) to find one
+        tables.append(t if t is not None else collective_table(load_trace(f, rank_map={r: f})))
+    table = _concat(tables)
     summary = collective_summary(table, links)
     matched = None
     if len(files) > 1:
-        per_rank = calls_via_slurm(args.path, rank_map=rank_map, tasks=args.tasks) if args.via == "slurm" \
-            else collect_calls(args.path, rank_map=rank_map)
         matched = match_collectives(per_rank, hosts=hosts_from_run(args.path), links=links)
     if args.json:
         out = {"per_rank": summary.to_dict(orient="records")}

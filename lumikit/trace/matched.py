@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from pathlib import Path
 from statistics import median
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 import orjson
 
@@ -29,6 +30,9 @@ from ..errors import TraceError
 from .comms import bus_bandwidth, collective_of_kernel, dtype_bytes, is_comm_kernel, normalise_collective
 from .loader import find_trace_files
 from .reader import TraceStream
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: How timing across ranks is read (said in every result).
 METHOD = ("durations only: each rank's kernel time runs from its arrival to the common end (ranks leave a "
@@ -69,7 +73,7 @@ def _call(kernel: dict, op: dict | None) -> dict:
             "elements": elements, "in_elements": n_in, "dtype": dtype,
             "bytes": elements * size if elements is not None and size else None,
             "group_size": _int(fields.get("Group size")), "group_ranks": _ranks_list(fields.get("Process Group Ranks")),
-            "splits": splits, "device": _int(args.get("device")), "ts": float(kernel["ts"]),
+            "splits": splits, "device": _int(args.get("device")), "kernel": kernel["name"], "ts": float(kernel["ts"]),
             "dur": float(kernel.get("dur") or 0.0)}
 
 
@@ -79,13 +83,7 @@ def rank_calls(rank: int, path: Path | str, *, salvage: bool = False) -> dict:
     stream = TraceStream(Path(path), salvage=salvage)
     kernels, ops = [], {}
     for chunk in stream.chunks():
-        if b"ccl" not in chunk and b"record_param_comms" not in chunk:
-            continue
-        try:
-            events = orjson.loads(b"[" + chunk + b"]")
-        except orjson.JSONDecodeError as exc:
-            raise TraceError(f"{path}: malformed trace events ({exc})") from None
-        for ev in events:
+        for ev in _events_with(chunk, _NEEDLES, path):
             if not isinstance(ev, dict) or ev.get("ph") != "X":
                 continue
             name = ev.get("name")
@@ -100,7 +98,62 @@ def rank_calls(rank: int, path: Path | str, *, salvage: bool = False) -> dict:
         calls.append(_call(k, ops.get(args.get("External id"))))
     meta = stream.metadata
     host = meta.get("hostname") if isinstance(meta.get("hostname"), str) else None
-    return {"rank": rank, "file": str(path), "host": host, "calls": calls}
+    info = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
+    sized_ops = any(isinstance(op.get("args"), dict) and ("In msg nelems" in op["args"] or "Input Dims" in op["args"])
+                    for op in ops.values())
+    return {"rank": rank, "file": str(path), "host": host, "world": _int(info.get("world_size")),
+            "sized_ops": sized_ops, "calls": calls}
+
+
+def calls_table(info: dict) -> "pd.DataFrame | None":
+    """One rank's calls as :func:`lumikit.trace.comms.collective_table` rows, or None when a call carries no size
+    but the rank's ``record_param_comms`` ops do (then the launch-correlation join of ``collective_table``, which
+    loads the whole rank, may find it)."""
+    import pandas as pd
+
+    from .comms import COLUMNS
+
+    rows = []
+    for c in info["calls"]:
+        if c["bytes"] is None and info.get("sized_ops", True):
+            return None
+        group = c["group_size"] or (2 if c["collective"] == "send_recv" else info.get("world"))
+        algbw, busbw = bus_bandwidth(c["collective"] or "", c["bytes"] or 0, c["dur"] * 1e-6, group or 0)
+        rows.append({"rank": info["rank"], "device": c["device"] or 0, "ts": c["ts"], "dur_us": c["dur"],
+                     "collective": c["collective"], "kernel": c["kernel"], "dtype": c["dtype"],
+                     "elements": c["elements"], "bytes": c["bytes"], "group_size": group, "algbw_gb_s": algbw,
+                     "busbw_gb_s": busbw})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+_NEEDLES = (b"ccl", b"record_param_comms")
+#: Where an event starts (Kineto and lumikit write ``"ph"`` first): only the events around a needle are decoded.
+_EVENT_START = re.compile(rb'\{\s*"ph"\s*:')
+
+
+def _events_with(chunk: bytes, needles: tuple[bytes, ...], path: Path | str) -> list:
+    """The events of a chunk that contain a needle, decoding only those where events start with ``"ph"`` (else
+    the whole chunk): a pass costs little more than reading the file."""
+    hits = []
+    for needle in needles:
+        at = chunk.find(needle)
+        while at >= 0:
+            hits.append(at)
+            at = chunk.find(needle, at + 1)
+    if not hits:
+        return []
+    starts = [m.start() for m in _EVENT_START.finditer(chunk)]
+    if starts:
+        wanted = sorted({bisect_right(starts, h) - 1 for h in hits} - {-1})
+        try:
+            return [orjson.loads(chunk[starts[i]:starts[i + 1] if i + 1 < len(starts) else len(chunk)]
+                                 .rstrip().rstrip(b",")) for i in wanted]
+        except orjson.JSONDecodeError:
+            pass  # a writer of another shape: decode the chunk
+    try:
+        return orjson.loads(b"[" + chunk + b"]")
+    except orjson.JSONDecodeError as exc:
+        raise TraceError(f"{path}: malformed trace events ({exc})") from None
 
 
 def collect_calls(path: Path | str, *, rank_map: Mapping[int, str | Path] | None = None,
