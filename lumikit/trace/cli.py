@@ -93,6 +93,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     path.add_argument("--json", action="store_true", help="print JSON instead of text")
     path.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
     path.add_argument("--salvage", action="store_true", help="keep the complete events of a truncated file")
+    path.add_argument("--across-ranks", action="store_true",
+                      help="a folder of rank traces: follow each collective's wait to the rank that arrived last "
+                           "and on along its path; --what-if RANK:REGEX=FACTOR acts on one rank")
     path.set_defaults(func=run_critical_path)
     idle = sub.add_parser("idle", help="why the GPU waited: each idle gap with its cause (sync drain, starved)")
     idle.add_argument("path", help="a trace file (.json/.json.gz), a folder of per-rank traces, or a rocprofv3 "
@@ -349,6 +352,18 @@ def run_critical_path(args: argparse.Namespace) -> int:
     from .loader import load_trace
 
     what_if = [WhatIf.parse(w) for w in args.what_if]  # a bad pattern fails before the trace is read
+    if args.across_ranks:
+        from .cross_path import RankWhatIf, cross_rank_path, describe_cross
+
+        cross = cross_rank_path(args.path, args.rank, what_if=[RankWhatIf.parse(w) for w in args.what_if],
+                                rank_map=_rank_map(args.rank_map), include_last_step=args.include_last_step,
+                                top=args.top)
+        if args.json:
+            print_json(cross)
+            return 0
+        for line in describe_cross(cross, top=args.top):
+            print(printable(line))
+        return 0
     if args.instance is not None and not args.annotation:
         raise TraceError("--instance picks an instance of --annotation NAME; give the annotation too")
     databases = rocpd_databases(args.path)

@@ -207,10 +207,11 @@ def link_of(ranks: Iterable[int], nodes: Mapping[int, str | None], devices: Mapp
 
 
 def match_collectives(per_rank: Mapping[int, dict], *, hosts: Mapping[int, str] | None = None,
-                      links: Mapping[str, Mapping] | None = None) -> dict:
+                      links: Mapping[str, Mapping] | None = None, keep_calls: bool = False) -> dict:
     """Match every collective across ranks (see the module docstring): ``matched`` (one entry per collective),
     ``stragglers`` (sorted by times last), ``mismatches``, ``bandwidth`` (per collective, dtype and size, from the
-    true time, against ``links``), ``imbalance`` (all-to-all sizes over ranks), ``clock_offset_us`` and ``method``."""
+    true time, against ``links``), ``imbalance`` (all-to-all sizes over ranks), ``clock_offset_us`` and ``method``;
+    ``keep_calls`` adds each collective's (start, duration) per rank on that rank's clock under ``calls``."""
     keyed, how = _keyed(per_rank)
     nodes = node_of_ranks(per_rank, hosts)
     matched, mismatches, incomplete = [], [], 0
@@ -238,6 +239,8 @@ def match_collectives(per_rank: Mapping[int, dict], *, hosts: Mapping[int, str] 
                  "clear": skew >= max(SKEW_MIN_US, SKEW_MIN_SHARE * comm),
                  "wait_us": {r: round(d - comm, 3) for r, d in sorted(durs.items())},
                  "end_us": {r: c["ts"] + c["dur"] for r, c in calls.items()}}
+        if keep_calls:
+            entry["calls"] = {r: (c["ts"], c["dur"]) for r, c in calls.items()}
         devices = {r: c["device"] for r, c in calls.items()}
         entry["link"] = link_of(calls, nodes, devices)
         _, busbw = bus_bandwidth(entry["collective"] or "", entry["bytes"] or 0, comm * 1e-6,

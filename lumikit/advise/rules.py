@@ -1,0 +1,565 @@
+"""``advise``: a ranked prescription from everything a run measured, rule-based and offline.
+
+Each rule reads measurements the workbook already makes (the critical path and its what-ifs, the GPU idle causes,
+the kernels of the analysed steps, the collectives matched across ranks, the GPU record's card, the log doctor,
+the trace health check) and, when its cause shows, writes one :class:`Finding`: a priority, a title, the evidence
+(numbers and where they come from), an upper bound on the gain, the remedy (LUMI's flag, knob, variable or
+module, and the lumikit option where there is one) and what to measure again. The gain is the critical path's
+what-if of removing (waits) or halving (work) the cause, never more than the share of the path the cause holds:
+an upper bound, since a fix rarely removes all of it. Priority: high from :data:`HIGH_PCT` % of the step, medium
+from :data:`MEDIUM_PCT` %, else low. No model and no network: the same input gives the same advice.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import LumikitError, TraceError
+
+HIGH_PCT, MEDIUM_PCT = 10.0, 3.0
+PRIORITIES = ("high", "medium", "low")
+#: fp32 matrix kernels: Tensile's single-precision GEMMs (``Cijk_..._SB_``), cuBLAS's sgemm and f32 xmma kernels.
+FP32_GEMM = r"Cijk_A[a-z]+_B[a-z]+_S(?:B|S)?_|sgemm|gemm_f32f32_f32f32_f32|Kernel2<float"
+GEMM = r"Cijk_|gemm|Gemm|GEMM"
+#: Kernels that stream memory with little arithmetic (elementwise, reductions, norms, softmax).
+MEMORY_BOUND = r"elementwise|reduce_kernel|Reduce|norm|softmax|Softmax|vectorized|unrolled|copy_kernel|cat_"
+LOADER = r"enumerate\(DataLoader\)|DataLoader.*__next__"
+COMM = r"^(?:nccl|rccl)"
+#: Remove (a wait) or halve (work): the what-if factors.
+REMOVE, HALVE = 1e6, 2.0
+#: Host ops that hold a blocking sync and what they are in the learner's code.
+SYNC_OPS = {"aten::item": ".item()", "aten::_local_scalar_dense": ".item() / float(tensor)",
+            "aten::nonzero": "torch.nonzero / boolean indexing", "aten::to": ".to('cpu') / .cpu()",
+            "aten::copy_": "a device-to-host copy (.cpu(), .numpy())", "aten::masked_select": "boolean masking"}
+
+
+@dataclass
+class Finding:
+    """One cause, what it costs at most, and what to do about it."""
+
+    rule: str
+    priority: str
+    title: str
+    evidence: list[str]
+    gain_pct: float | None
+    remedy: str
+    verify: str
+    sources: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Advice:
+    """The findings, most valuable first, with what was read and what could not be."""
+
+    path: str
+    findings: list[Finding]
+    inputs: list[str]
+    notes: list[str] = field(default_factory=list)
+    generated: bool = False
+
+    @property
+    def healthy(self) -> bool:
+        """No high-priority finding."""
+        return not any(f.priority == "high" for f in self.findings)
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "healthy": self.healthy, "generated": self.generated, "inputs": self.inputs,
+                "notes": self.notes, "findings": [f.to_dict() for f in self.findings]}
+
+    def text(self) -> str:
+        """The prescription for people: the first remedy first."""
+        out = [f"advice for {self.path}" + (" (GENERATED input: not a real run)" if self.generated else "")]
+        out.append("read: " + "; ".join(self.inputs))
+        if self.healthy:
+            out.append("no high-priority finding: nothing measured here holds a large share of the step"
+                       + (" (see the lower ones below)" if self.findings else "."))
+        for i, f in enumerate(self.findings, 1):
+            gain = "" if f.gain_pct is None else f", worth at most {f.gain_pct:.1f} % of the step"
+            out.append(f"{i}. [{f.priority}] {f.title}{gain}")
+            out += [f"   evidence: {e}" for e in f.evidence]
+            out.append(f"   remedy: {f.remedy}")
+            out.append(f"   verify: {f.verify}")
+        out += [f"note: {n}" for n in self.notes]
+        return "\n".join(out)
+
+
+def priority_of(gain_pct: float | None, cap: str = "high") -> str:
+    """high / medium / low from the gain's upper bound, no higher than ``cap`` (a finding read from names only)."""
+    p = "high" if (gain_pct or 0) >= HIGH_PCT else "medium" if (gain_pct or 0) >= MEDIUM_PCT else "low"
+    return max(p, cap, key=PRIORITIES.index)
+
+
+def _pct(x: float) -> float:
+    return round(100.0 * max(0.0, x), 2)
+
+
+# -- the evidence of one rank's trace ------------------------------------------------------------------
+@dataclass
+class RankEvidence:
+    """What the rules read from one rank's trace: the critical path with its what-ifs, idle causes, kernels."""
+
+    rank: int
+    path_us: float
+    bound_by: dict[str, float]
+    what_if: dict[str, float]  # rule -> speed-up % of the path
+    idle_us: float
+    span_us: float
+    causes: dict[str, float]
+    gaps: list[dict]
+    steps: int
+    all_steps: int  # profiled steps, the dropped last one too (what whole-trace counts are spread over)
+    kernels: int
+    kernel_us: np.ndarray
+    kernel_names: list[str]
+    syncs: list[tuple[str, str, float, float, int]]  # (call, enclosing op, ts, end, step)
+    comm_overlap: float | None
+
+
+def rank_evidence(analyzer: Any, rank: int) -> RankEvidence:
+    """Measure one rank once for every rule (one critical-path graph, its what-ifs, the idle causes)."""
+    from ..trace.critical_path import WhatIf, choose_window, critical_path
+    from ..trace.idle import idle_report
+    from ..trace.runtime_names import BLOCKING_KINDS, kind_codes
+
+    ev = analyzer.trace[rank].columns
+    names = ev.labels["name"]
+    window = choose_window(ev, include_last_step=analyzer.include_last_step)
+    wanted = {"loader": (LOADER, REMOVE), "fp32": (FP32_GEMM, HALVE), "comm": (COMM, REMOVE),
+              "memory": (MEMORY_BOUND, HALVE), "gemm": (GEMM, HALVE)}
+    present = {k: v for k, v in wanted.items() if any(re.search(v[0], n) for n in names)}
+    cp = critical_path(ev, what_if=[WhatIf(p, f) for p, f in present.values()],
+                       include_last_step=analyzer.include_last_step)
+    what_if = {k: w["speedup_pct"] for k, w in zip(present, cp["what_if"])}
+    rep = idle_report(analyzer, [rank])["ranks"]
+    devices = rep.get(str(rank)) or rep.get(rank) or {}
+    idle_us = sum(d["idle_us"] for d in devices.values())
+    span_us = sum(d["span_us"] for d in devices.values())
+    causes: dict[str, float] = {}
+    gaps: list[dict] = []
+    for d in devices.values():
+        for c, us in d["causes"].items():
+            causes[c] = causes.get(c, 0.0) + us
+        gaps += d["gaps"]
+    ts, end = ev["ts"], ev["ts"] + ev["dur"]
+    inside = (ts >= window.start) & (ts <= window.end)
+    is_kernel = ev.label_mask("cat", ("kernel",)) & inside
+    kernel_rows = np.flatnonzero(is_kernel)
+    kinds = np.append(kind_codes(names), np.int8(0))[ev["name"]]
+    blocking = np.flatnonzero(np.isin(kinds, list(BLOCKING_KINDS)) & ev.label_mask("cat", ("cuda_runtime",))
+                              & inside)
+    ops = np.flatnonzero(ev.label_mask("cat", ("cpu_op",)) & inside)
+    sc = analyzer.step_columns(rank)
+
+    def step_of(t: float) -> int:
+        hit = np.flatnonzero((sc["start"] <= t) & (sc["end"] >= t)) if len(sc) else []
+        return int(sc["step"][hit[0]]) if len(hit) else -1
+
+    syncs = []
+    for r in blocking.tolist():
+        holder = [o for o in ops.tolist() if ts[o] <= ts[r] and end[o] >= end[r] and names[ev["name"][o]] in SYNC_OPS]
+        op = names[ev["name"][holder[0]]] if holder else ""  # the outermost: what the learner's code called
+        syncs.append((names[ev["name"][r]], op, float(ts[r]), float(end[r]), step_of(float(ts[r]))))
+    all_steps = max(1, len(analyzer.step_columns(rank)))
+    steps = max(1, all_steps - (0 if analyzer.include_last_step or all_steps == 1 else 1))
+    overlap = None
+    try:
+        ov = analyzer.overlap(rank)
+        overlap = min(ov.values()) if ov else None
+    except (LumikitError, ValueError, KeyError):
+        pass
+    return RankEvidence(rank=rank, path_us=float(cp["path_us"]), bound_by=dict(cp["bound_by"]), what_if=what_if,
+                        idle_us=idle_us, span_us=span_us, causes=causes, gaps=gaps, steps=steps,
+                        all_steps=all_steps,
+                        kernels=len(kernel_rows), kernel_us=ev["dur"][kernel_rows].astype(float),
+                        kernel_names=[names[c] for c in ev["name"][kernel_rows].tolist()], syncs=syncs,
+                        comm_overlap=overlap)
+
+
+# -- rules over one rank ----------------------------------------------------------------------------------
+def _capped(what_if: float | None, share: float) -> float:
+    """A what-if's speed-up (%), never more than the path share (0-1) the cause holds."""
+    return round(min(what_if if what_if is not None else 100.0 * share, 100.0 * share), 2)
+
+
+def rule_data_loading(e: RankEvidence) -> Finding | None:
+    share = e.bound_by.get("data_loading", 0.0)
+    starved = sum(us for c, us in e.causes.items() if "data loading" in c)
+    if share < 0.03 and starved < 0.03 * max(e.span_us, 1):
+        return None
+    gain = _capped(e.what_if.get("loader"), share)
+    return Finding(
+        "data_loading", priority_of(gain), "The GPU waits for the data loader",
+        [f"critical path: data loading holds {100 * share:.1f} % of rank {e.rank}'s path "
+         f"({e.path_us / 1000:.2f} ms over {e.steps} steps); what-if without it: {gain:.1f} % faster",
+         f"idle causes: the GPU was idle {starved / 1000:.2f} ms starved by data loading "
+         f"({100 * starved / max(e.span_us, 1):.1f} % of its span)"],
+        gain, "load batches in worker processes: DataLoader(num_workers=N, pin_memory=True, persistent_workers=True, "
+              "prefetch_factor=2) with N <= the cores of the task minus one; on LUMI-G give each GCD its 7 cores "
+              "(#SBATCH --cpus-per-task=7, one task per GCD) and bind them to the GCD's NUMA node "
+              "(srun --cpu-bind=mask_cpu:...; lumikit run -c 7 --cpu-bind auto; the course scripts' --workers N); "
+              "read the data set from one file (HDF5, squashfs) on /flash or /scratch, not many small files",
+        "trace the same steps again (lumikit run ... --profile torch) and compare: `lumikit trace idle` should "
+        "show no 'starved: data loading' and `lumikit trace diff BEFORE AFTER` a shorter step",
+        ["critical path", "idle causes"])
+
+
+def rule_small_kernels(e: RankEvidence) -> Finding | None:
+    if e.kernels == 0:
+        return None
+    per_step = e.kernels / e.steps
+    median = float(np.median(e.kernel_us))
+    host = e.bound_by.get("cpu_bound", 0.0) + e.bound_by.get("gpu_kernel_launch_overhead", 0.0) \
+        + e.bound_by.get("host_untraced", 0.0)
+    idle = e.idle_us / max(e.span_us, 1)
+    if not (per_step >= 200 and median < 20 and host >= 0.3):
+        return None
+    gain = _capped(100.0 * idle, host)
+    return Finding(
+        "small_kernels", priority_of(gain), "Host-bound: thousands of tiny kernels per step",
+        [f"kernels: {per_step:.0f} per step, median {median:.1f} µs on the GPU (rank {e.rank})",
+         f"critical path: host work and launches hold {100 * host:.1f} % of the path",
+         f"idle causes: the GPU is idle {100 * idle:.1f} % of its span between these kernels"],
+        gain, "launch fewer, larger kernels: torch.compile(model) (the course scripts' --compile), capture the step "
+              "in HIP graphs (torch.cuda.graphs / mode='reduce-overhead'), fuse the optimizer (--fused-optimizer, "
+              "AdamW(fused=True)), and raise the batch size (--batch-size) so each kernel does more work",
+        "trace again: kernels per step should drop and `lumikit trace critical-path` should move from cpu_bound "
+        "to gpu_compute_bound",
+        ["critical path", "idle causes", "kernels"])
+
+
+def rule_fp32_matrix(e: RankEvidence) -> Finding | None:
+    if e.kernels == 0:
+        return None
+    fp32 = np.array([bool(re.search(FP32_GEMM, n)) for n in e.kernel_names])
+    gemm = np.array([bool(re.search(GEMM, n)) for n in e.kernel_names])
+    fp32_us, gemm_us, all_us = float(e.kernel_us[fp32].sum()), float(e.kernel_us[gemm].sum()), float(e.kernel_us.sum())
+    if fp32_us < 0.2 * max(gemm_us, 1) or fp32_us < 0.1 * max(all_us, 1):
+        return None
+    share = e.bound_by.get("gpu_compute_bound", 0.0) * fp32_us / max(all_us, 1)
+    gain = _capped(e.what_if.get("fp32"), share)
+    return Finding(
+        "fp32_matrix", priority_of(gain), "Matrix work runs in fp32",
+        [f"kernels: fp32 GEMMs are {100 * fp32_us / max(gemm_us, 1):.0f} % of the GEMM time and "
+         f"{100 * fp32_us / max(all_us, 1):.0f} % of all kernel time (rank {e.rank}; names such as "
+         f"{next(n for n, f in zip(e.kernel_names, fp32) if f)[:48]})",
+         f"critical path: what-if these kernels twice as fast: {gain:.1f} % faster (MI250X matrix cores do bf16 "
+         f"at several times their fp32 rate)"],
+        gain, "run the forward and backward under torch.autocast('cuda', dtype=torch.bfloat16) (the course scripts' "
+              "--precision bf16), keep the optimizer in fp32; let PyTorch tune the GEMMs with "
+              "PYTORCH_TUNABLEOP_ENABLED=1 (--tunableop; the tuned table is written per node)",
+        "trace again: the GEMM names should carry BBS/HHS (bf16/fp16) instead of SB, and the step be shorter "
+        "(`lumikit trace diff`)", ["kernels", "critical path"])
+
+
+def rule_blocking_sync(e: RankEvidence) -> Finding | None:
+    if not e.syncs:
+        return None
+    # a blocking call empties the GPU's queue: from then to the end of its step, the GPU waits for every launch
+    first: dict[int, float] = {}
+    for _, _, t, _, step in e.syncs:
+        if step >= 0:
+            first[step] = min(first.get(step, t), t)
+    drained = sum(g["dur_us"] for g in e.gaps if g["step"] in first and g["start_us"] >= first[g["step"]] - 1.0)
+    host = e.bound_by.get("cpu_bound", 0.0) + e.bound_by.get("gpu_kernel_launch_overhead", 0.0) \
+        + e.bound_by.get("host_untraced", 0.0)
+    share = min(drained / max(e.span_us, 1), host)  # the GPU's idle, within the host's share of the path
+    if share < 0.02:
+        return None
+    ops: dict[str, int] = {}
+    for call, op, _, _, _ in e.syncs:
+        key = f"{op} ({SYNC_OPS[op]}) -> {call}" if op else call
+        ops[key] = ops.get(key, 0) + 1
+    named = ", ".join(f"{k}: {n / e.steps:.1f} per step" for k, n in sorted(ops.items(), key=lambda kv: -kv[1]))
+    gain = _pct(share)
+    return Finding(
+        "blocking_sync", priority_of(gain), "A blocking sync in every step empties the GPU's queue",
+        [f"trace: the host blocks in {named} (rank {e.rank})",
+         f"idle causes: from these waits to the end of their steps the GPU sat idle {drained / 1000:.2f} ms "
+         f"({100 * drained / max(e.span_us, 1):.1f} % of its span), waiting for each launch of a host that had "
+         f"fallen behind; critical path: host work holds {100 * host:.1f} % of the path"],
+        gain, "keep values on the GPU inside the step: accumulate the loss as a tensor and call .item() (or print) "
+              "every N steps or at the end; avoid .cpu()/.numpy()/torch.nonzero/boolean indexing in the step; "
+              "copy with .to('cpu', non_blocking=True) into pinned memory when a value must come back",
+        "trace again: `lumikit trace idle` should lose the idle after the sync and `lumikit trace diff` show "
+        "the step shorter", ["trace", "idle causes"])
+
+
+def rule_comm_overlap(e: RankEvidence, waits_us: float = 0.0) -> Finding | None:
+    share = e.bound_by.get("gpu_communication_bound", 0.0)
+    if share < 0.05:
+        return None
+    wait_share = min(share, waits_us / max(e.path_us, 1))
+    true_share = share - wait_share
+    if true_share < 0.03:
+        return None
+    gain = _capped(e.what_if.get("comm"), true_share)
+    overlap = "" if e.comm_overlap is None else f"; compute overlapped {100 * e.comm_overlap:.0f} % of it"
+    return Finding(
+        "comm_overlap", priority_of(gain), "The all-reduce is not hidden behind the backward pass",
+        [f"critical path: communication kernels hold {100 * share:.1f} % of rank {e.rank}'s path"
+         + (f", of which {100 * wait_share:.1f} % is waiting for a late rank" if wait_share else "") + overlap,
+         f"what-if without the communication's own time: at most {gain:.1f} % faster"],
+        gain, "let DDP overlap it: DistributedDataParallel(model, bucket_cap_mb=25..100, gradient_as_bucket_view=True) "
+              "(smaller first buckets start sooner), no_sync() for gradient accumulation, and RCCL on the Slingshot "
+              "network (aws-ofi-rccl plugin; NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3); bf16 gradients halve the bytes",
+        "trace again and read `lumikit trace collectives`: the true time per all-reduce and the share of the path "
+        "under communication should fall", ["critical path", "collectives"])
+
+
+def rule_memory_bound(e: RankEvidence) -> Finding | None:
+    if e.kernels == 0:
+        return None
+    mem = np.array([bool(re.search(MEMORY_BOUND, n)) and not re.search(GEMM, n) for n in e.kernel_names])
+    mem_us, all_us = float(e.kernel_us[mem].sum()), float(e.kernel_us.sum())
+    kshare = mem_us / max(all_us, 1)
+    if kshare < 0.05 or e.kernels / e.steps >= 200 and float(np.median(e.kernel_us)) < 20:
+        return None  # many tiny kernels: the small-kernels rule speaks for them
+    share = e.bound_by.get("gpu_compute_bound", 0.0) * kshare
+    gain = _capped(e.what_if.get("memory"), share)
+    return Finding(
+        "memory_bound", priority_of(gain, cap="medium"), "Memory-bound kernels (elementwise, norms, softmax)",
+        [f"kernels: elementwise/reduction kernels are {100 * kshare:.0f} % of the kernel time (rank {e.rank}); "
+         f"by name only: a roofline (lumikit run --profile roofline, `lumikit rocprof roofline`) measures it",
+         f"critical path: what-if they ran twice as fast: {gain:.1f} % faster"],
+        gain, "fuse them: torch.compile (--compile) fuses elementwise chains; use fused kernels "
+              "(F.scaled_dot_product_attention, fused AdamW --fused-optimizer, apex/torch fused norms); "
+              "channels_last for convolutions (--channels-last)",
+        "roofline the top kernels again (lumikit rocprof roofline): fewer, larger kernels nearer the memory roof",
+        ["kernels", "critical path"])
+
+
+RANK_RULES: tuple[Callable[[RankEvidence], Finding | None], ...] = (
+    rule_data_loading, rule_small_kernels, rule_fp32_matrix, rule_blocking_sync, rule_memory_bound)
+
+
+# -- rules over several ranks ------------------------------------------------------------------------------
+def rule_straggler(matched: dict, e: RankEvidence | None) -> Finding | None:
+    rows = [r for r in matched.get("stragglers", []) if r["times_last"]]
+    if not rows:
+        return None
+    top = rows[0]
+    if top["share"] < 0.3:
+        return None
+    waited = rank_wait_us(matched, e) if e is not None else 0.0
+    share = waited / max(e.path_us, 1) if e is not None else 0.0
+    gain = _pct(min(share, 1.0))
+    node = (matched.get("nodes") or {}).get(top["rank"])
+    return Finding(
+        "straggler", priority_of(gain), f"Rank {top['rank']} arrives last: the others wait for it",
+        [f"collectives: rank {top['rank']} was last at {top['times_last']} of {top['of']} collectives "
+         f"({100 * top['share']:.0f} %), {top['mean_delay_us'] / 1000:.2f} ms late on average "
+         f"({matched['method'].split(':')[0]})",
+         f"critical path: rank {e.rank if e else '?'} waits for it {waited / 1000:.2f} ms over the analysed steps, "
+         f"{gain:.1f} % of its path" + (f"; rank {top['rank']} ran on {node}" if node else "")],
+        gain, f"find what rank {top['rank']} does longer (`lumikit trace critical-path --rank {top['rank']}` and "
+              f"`lumikit trace diff` against rank {e.rank if e else 0}): its CPU binding (one task per GCD with "
+              f"--cpus-per-task=7 and --cpu-bind=mask_cpu:..., lumikit run --cpu-bind auto), its data shard "
+              f"(uneven samples per rank: DistributedSampler with drop_last=True), or its node (a slow or "
+              f"throttled GCD: `lumikit report RUN` of that node; exclude it with --exclude)",
+        "trace every rank again: `lumikit trace collectives DIR` should show no rank last at most collectives "
+        "and smaller waits", ["collectives", "critical path"])
+
+
+def rank_wait_us(matched: dict, e: RankEvidence) -> float:
+    """The time rank ``e.rank`` waited in collectives over its analysed steps: its waits over the whole trace,
+    spread evenly over the profiled steps."""
+    total = sum(m["wait_us"].get(e.rank, m["wait_us"].get(str(e.rank), 0.0)) for m in matched["matched"])
+    return total * e.steps / e.all_steps
+
+
+def rule_mismatch(matched: dict) -> Finding | None:
+    if not matched.get("mismatches"):
+        return None
+    x = matched["mismatches"][0]
+    return Finding(
+        "collective_mismatch", "high", "Ranks call different collectives at the same point",
+        [f"collectives: {len(matched['mismatches'])} mismatches; first {x['group']}#{x['index']}: {x['field']} "
+         f"differs by rank {x['values']}"],
+        None, "make every rank run the same collectives in the same order with the same sizes (no rank-dependent "
+              "branches around all_reduce/barrier; equal batch counts per rank: DistributedSampler, drop_last=True)",
+        "`lumikit trace collectives DIR` reports no mismatch; TORCH_NCCL_DESYNC_DEBUG=1 names the rank in a hang",
+        ["collectives"])
+
+
+# -- the GPU record, logs and the health check -------------------------------------------------------------
+def record_findings(folder: Path) -> tuple[list[Finding], str | None]:
+    """Idle GCDs and VRAM near full from the run's GPU record card (and where it came from)."""
+    from ..record.card import card_of_run
+
+    card = card_of_run(folder)
+    if card.absent:
+        return [], f"no GPU record: {card.absent.splitlines()[0]}"
+    out = []
+    idle = [f for f in card.findings if f.get("kind") == "idle"]
+    if idle:
+        f = idle[0]
+        out.append(Finding(
+            "idle_gcds", "high", "Allocated GCDs stay idle",
+            [f"record card: {f['node']}: {f['message']}"], None,
+            "use every GCD you pay for (one task per GCD: --ntasks-per-node=8 --gpus-per-node=8 on standard-g and "
+            "DDP), or ask for fewer (small-g, --gpus-per-node=N); billing counts allocated GCDs, busy or not",
+            "`lumikit report RUN`: every GCD busy in the record", ["record card"]))
+    full = [r for r in card.rows if r.vram_peak_pct is not None and r.vram_peak_pct >= 95.0]
+    if full:
+        r = full[0]
+        out.append(Finding(
+            "vram_full", "medium", "VRAM is nearly full",
+            [f"record card: {r.node} GCD {r.gcd} peaked at {r.vram_peak_pct:.0f} % of its memory "
+             f"({r.vram_peak_gib} GiB)"], None,
+            "leave headroom before raising the batch: activation checkpointing, bf16 autocast (--precision bf16), "
+            "a smaller --batch-size with gradient accumulation, or FSDP/ZeRO across GCDs; "
+            "PYTORCH_HIP_ALLOC_CONF=expandable_segments:True against fragmentation",
+            "`lumikit report RUN`: the VRAM peak below 90 %; `lumikit trace memory` for the largest allocations",
+            ["record card"]))
+    busy = [r.busy_mean_pct for r in card.rows if r.busy_mean_pct is not None]
+    if busy and not idle and max(busy) < 50:
+        out.append(Finding(
+            "waiting_gcds", "medium", "The GCDs are busy less than half the time",
+            [f"record card: mean busy {min(busy):.0f}-{max(busy):.0f} % over the GCDs"], None,
+            "trace a few steps (lumikit run ... --profile torch) and read `lumikit trace idle` for why they wait",
+            "`lumikit report RUN`: busy % up", ["record card"]))
+    return out, "GPU record card"
+
+
+def log_findings(folder: Path) -> list[Finding]:
+    """The RCCL socket fallback (and other network problems) from the log doctor."""
+    from ..logs.doctor import diagnose
+
+    out = []
+    for d in diagnose(folder):
+        if d.signature == "rccl-socket-fallback":
+            out.append(Finding(
+                "rccl_socket", "high", "RCCL talks over TCP sockets, not Slingshot",
+                [f"log doctor: {d.file}:{d.line_no}: {d.line[:120]}"], None,
+                d.fix + " (for a self-built container: module load the aws-ofi-rccl plugin or bind it in)",
+                "the job's log (NCCL_DEBUG=INFO; lumikit run --profile rccl-debug) shows 'NET/OFI Using "
+                "aws-ofi-rccl' and 'Selected Provider is cxi'; `lumikit doctor RUN` finds nothing", ["doctor"]))
+    return out
+
+
+def health_findings(trace: Any) -> tuple[list[Finding], str | None]:
+    """Dropped kernels from the trace health check (``lumikit trace check``, :mod:`lumikit.trace.health`); a note
+    where this checkout does not have it yet."""
+    try:
+        from ..trace.health import check_trace  # type: ignore[attr-defined]
+    except ImportError:
+        return [], ("the trace health check (lumikit.trace.health, `lumikit trace check`) is not in this checkout: "
+                    "dropped kernels are not checked")
+    report = check_trace(trace, files=False)
+    out = []
+    for f in report.get("findings", []):
+        if f.get("kind") == "lost_kernels" and f.get("severity") == "warning":
+            out.append(Finding(
+                "lost_kernels", "high", "The trace lost kernels: its numbers undercount the GPU",
+                [f"trace check: rank {f.get('rank')}: {f.get('evidence')}"], None,
+                f.get("fix") or "record fewer steps or a smaller window (torch.profiler schedule active=2) so the "
+                                "profiler's buffers hold every kernel",
+                "`lumikit trace check` reports no lost kernels before trusting the other findings", ["trace check"]))
+    return out, None
+
+
+# -- inputs ------------------------------------------------------------------------------------------------
+def _trace_paths(path: Path) -> tuple[Any, str] | None:
+    """A loaded trace (Kineto files or rocpd databases) under ``path``, or None when it holds none."""
+    from ..rocprof.rocpd_events import rocpd_databases, rocpd_trace
+    from ..trace.loader import find_trace_files, load_trace
+
+    databases = rocpd_databases(path)
+    if databases:
+        return rocpd_trace(databases, host_calls=True), "rocpd database"
+    try:
+        files = find_trace_files(path)
+    except TraceError:
+        if path.is_dir():  # a run folder keeps its traces in a sub-folder
+            for sub in sorted(p for p in path.rglob("*") if p.is_dir()):
+                try:
+                    find_trace_files(sub)
+                except TraceError:
+                    continue
+                return _trace_paths(sub)
+        return None
+    return load_trace(path), f"{len(files)} Kineto trace file{'s' if len(files) > 1 else ''}"
+
+
+def advise(path: str | os.PathLike[str], *, rank: int | None = None, site: str = "lumi") -> Advice:
+    """The ranked prescription for a run folder, a trace file or folder of traces, or a rocpd database."""
+    from ..site import load_site
+    from ..trace.analyses import TraceAnalyzer
+    from ..trace.synth import is_generated
+
+    p = Path(path)
+    if not p.exists():
+        raise TraceError(f"{path}: no such file or folder; give a run folder, a trace or a folder of traces")
+    findings: list[Finding] = []
+    inputs: list[str] = []
+    notes: list[str] = []
+    run_folder = p.is_dir() and ((p / "manifest.json").is_file() or (p / "gpu").is_dir())
+    if run_folder:
+        got, where = record_findings(p)
+        findings += got
+        inputs.append(where or "GPU record card")
+        findings += log_findings(p)
+        inputs.append("logs (doctor)")
+    loaded = _trace_paths(p)
+    generated = False
+    if loaded is not None:
+        trace, what = loaded
+        inputs.append(what)
+        generated = is_generated(trace)
+        analyzer = TraceAnalyzer(trace)
+        r = analyzer.ranks[0] if rank is None else rank
+        e = rank_evidence(analyzer, r)
+        inputs.append(f"rank {r}: critical path ({e.path_us / 1000:.2f} ms), idle causes, kernels")
+        matched = None
+        if len(analyzer.ranks) > 1 and all(trace[x].path.suffix != ".db" for x in analyzer.ranks):
+            from ..trace.matched import collect_calls, hosts_from_run, match_collectives
+
+            matched = match_collectives(collect_calls(p if not run_folder else trace[r].path.parent),
+                                        hosts=hosts_from_run(p), links=load_site(site).links)
+            inputs.append(f"collectives matched across {len(analyzer.ranks)} ranks")
+        waits = 0.0
+        if matched is not None:
+            waits = rank_wait_us(matched, e)
+            for f in (rule_straggler(matched, e), rule_mismatch(matched)):
+                if f:
+                    findings.append(f)
+        for rule in RANK_RULES:
+            f = rule(e)
+            if f:
+                findings.append(f)
+        f = rule_comm_overlap(e, waits)
+        if f:
+            findings.append(f)
+        got, note = health_findings(trace)
+        findings += got
+        if note:
+            notes.append(note)
+    elif not run_folder:
+        raise TraceError(f"{path}: neither a run folder nor a trace (.json/.json.gz), a folder of traces or a "
+                         f"rocpd database (.db); give one of those")
+    else:
+        notes.append("no profiler trace in this run folder: rerun with --profile torch for the step's findings")
+    findings.sort(key=lambda f: (PRIORITIES.index(f.priority), -(f.gain_pct or 0.0)))
+    return Advice(str(path), findings, inputs, notes, generated)
+
+
+def main_advise(args: Any) -> int:
+    """``lumikit advise PATH [--rank R] [--json]``."""
+    from ..json_output import print_json
+    from ..text import printable
+
+    advice = advise(args.path, rank=args.rank, site=args.site)
+    if args.json:
+        print_json(advice.to_dict())
+        return 0
+    for line in advice.text().splitlines():
+        print(printable(line))
+    return 0

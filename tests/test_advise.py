@@ -1,0 +1,100 @@
+"""advise: the right first remedy on generated steps whose cause is known by construction, with its evidence,
+its gain bound and its remedy; a healthy bf16 step gets no high-priority finding."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lumikit.advise import advise
+from lumikit.cli import main
+from lumikit.trace.synth_cases import case_events, write_case
+from lumikit.trace.synth_ranks import RanksSpec, write_straggler_ranks
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cases")
+    return {c: write_case(folder / f"{c}.json", c) for c in ("healthy", "dataloader", "tiny_kernels", "fp32_gemm",
+                                                               "item_sync")}
+
+
+def first(path):
+    advice = advise(path)
+    assert advice.findings, advice.text()
+    return advice, advice.findings[0]
+
+
+@pytest.mark.parametrize("case, rule, remedy_words", [
+    ("dataloader", "data_loading", ("num_workers", "pin_memory", "--cpus-per-task=7", "--cpu-bind")),
+    ("tiny_kernels", "small_kernels", ("torch.compile", "graphs", "batch")),
+    ("fp32_gemm", "fp32_matrix", ("torch.autocast", "bfloat16", "PYTORCH_TUNABLEOP_ENABLED=1")),
+    ("item_sync", "blocking_sync", (".item()",)),
+])
+def test_the_first_remedy_acts_on_the_planted_cause(cases, case, rule, remedy_words):
+    advice, f = first(cases[case])
+    assert f.rule == rule and f.priority == "high", advice.text()
+    assert all(w in f.remedy for w in remedy_words)
+    assert f.evidence and f.verify and 10 <= f.gain_pct <= 100
+    assert advice.generated  # a generated trace is said to be one
+
+
+def test_the_gain_never_exceeds_the_path_share_it_acts_on(cases):
+    from lumikit.trace.analyses import TraceAnalyzer
+    from lumikit.trace.critical_path import critical_path
+
+    _, f = first(cases["dataloader"])
+    analyzer = TraceAnalyzer.from_path(cases["dataloader"])
+    share = critical_path(analyzer.trace[0].columns)["bound_by"]["data_loading"]
+    # 6 ms of loading before ~3.5 ms of GPU work per step: removing it saves the loading, not the GPU's share
+    assert f.gain_pct <= 100 * share + 1e-6
+    assert 80 <= f.gain_pct <= 90
+
+
+def test_the_blocking_sync_names_the_op(cases):
+    _, f = first(cases["item_sync"])
+    assert "aten::item (.item())" in f.evidence[0] and "1.0 per step" in f.evidence[0]
+
+
+def test_a_healthy_bf16_step_gets_no_high_priority_finding_and_says_so(cases):
+    advice = advise(cases["healthy"])
+    assert advice.healthy and not [f for f in advice.findings if f.priority == "high"]
+    assert "no high-priority finding" in advice.text()
+
+
+def test_the_straggler_comes_first_on_four_ranks_and_the_overlap_after(tmp_path):
+    write_straggler_ranks(tmp_path, RanksSpec())
+    advice = advise(tmp_path)
+    rules = [f.rule for f in advice.findings]
+    assert rules[:2] == ["straggler", "comm_overlap"], advice.text()
+    s = advice.findings[0]
+    assert s.title.startswith("Rank 2 arrives last") and "6 of 6 collectives" in s.evidence[0]
+    # rank 0 waits 3 ms in each of 5 analysed steps of ~9.5 ms: about 3/9.5 of its path
+    assert s.gain_pct == pytest.approx(100 * 3 / 9.5, rel=0.05)
+    assert "--cpu-bind" in s.remedy and "DistributedSampler" in s.remedy
+    assert "bucket_cap_mb" in advice.findings[1].remedy
+
+
+def test_the_command_line_prints_json_and_text(cases, capsys):
+    assert main(["advise", str(cases["fp32_gemm"]), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    f = out["findings"][0]
+    assert {"priority", "title", "evidence", "gain_pct", "remedy", "verify"} <= set(f) and f["rule"] == "fp32_matrix"
+    assert main(["advise", str(cases["dataloader"])]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[2].startswith("1. [high] The GPU waits for the data loader")
+
+
+def test_a_path_that_is_no_trace_is_one_line(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("hello")
+    assert main(["advise", str(tmp_path / "missing")]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
+    assert main(["advise", str(tmp_path)]) == 2
+    assert "run folder" in capsys.readouterr().err
+
+
+def test_case_events_refuse_an_unknown_case():
+    from lumikit.errors import TraceError
+
+    with pytest.raises(TraceError, match="unknown case"):
+        case_events("slow")

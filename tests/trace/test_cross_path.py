@@ -1,0 +1,52 @@
+"""The critical path across ranks: rank 0's wait in each all-reduce leads to the straggler's compute."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lumikit.cli import main
+from lumikit.trace.critical_path import critical_path
+from lumikit.trace.cross_path import cross_rank_path
+from lumikit.trace.loader import load_trace
+from lumikit.trace.synth_ranks import RanksSpec, write_straggler_ranks
+
+
+@pytest.fixture(scope="module")
+def straggler_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("straggler")
+    write_straggler_ranks(folder, RanksSpec())
+    return folder
+
+
+def test_rank_0s_path_runs_through_rank_2s_compute(straggler_run):
+    result = cross_rank_path(straggler_run, 0, what_if=["2:backward_gemm=1.3", "2:backward_gemm=1000"])
+    assert result["by_rank"][2] > 0.5
+    assert {f["to_rank"] for f in result["followed"]} == {2}
+    top = result["path_events"][0]
+    assert (top["rank"], top["category"]) == (2, "gpu_compute_bound") and "backward_gemm" in top["name"]
+    # steps 1-5 (the last one left out): 5 x (0.2 load + 1 forward + 6 backward + 2 all-reduce + 0.3 optimizer ...)
+    assert result["path_us"] == pytest.approx(47500, rel=0.02)
+    # rank 2's backward 1.3x faster: 6 ms -> 4.62 ms, still the slowest: 1.38 ms less per step
+    slower, gone = result["what_if"]
+    assert slower["speedup_pct"] == pytest.approx(100 * 5 * (6000 - 6000 / 1.3) / 47500, rel=0.02)
+    # with rank 2 no slower than the others, rank 0's own path is left: 3 ms less per step
+    assert gone["speedup_pct"] == pytest.approx(100 * 5 * 3000 / 47500, rel=0.02)
+    assert "rank 2's backward_gemm 1.3x faster -> step" in slower["text"]
+
+
+def test_one_file_gives_the_one_rank_path_unchanged(straggler_run):
+    one = straggler_run / "rank1.trace.json"
+    cross = cross_rank_path(one)
+    plain = critical_path(load_trace(one)[1].columns)
+    assert cross["path_us"] == pytest.approx(plain["path_us"]) and cross["followed"] == []
+
+
+def test_the_command_line_follows_the_ranks(straggler_run, capsys):
+    assert main(["trace", "critical-path", str(straggler_run), "--across-ranks", "--what-if",
+                 "2:backward_gemm=1.3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["by_rank"]["2"] > 0.5 and out["what_if"][0]["rank"] == 2
+    assert main(["trace", "critical-path", str(straggler_run), "--across-ranks"]) == 0
+    text = capsys.readouterr().out
+    assert "it waited in 5 collectives for rank 2" in text
