@@ -98,3 +98,31 @@ def test_case_events_refuse_an_unknown_case():
 
     with pytest.raises(TraceError, match="unknown case"):
         case_events("slow")
+
+
+def test_a_run_folder_adds_the_record_card_and_the_log_doctor(tmp_path):
+    from lumikit.logs.samples import rccl_debug_log
+    from lumikit.testing.records import write_generated_record
+
+    run = write_generated_record(tmp_path / "run", nodes=2, gcds=2, samples=8)  # GCD 1 of node 2 stays idle
+    (run / "rank0.out").write_text(rccl_debug_log(plugin=False))
+    write_straggler_ranks(run / "traces", RanksSpec())
+    advice = advise(run)
+    rules = [f.rule for f in advice.findings]
+    # a setup error comes before the numbers it distorts, then the largest gains
+    assert rules[:3] == ["rccl_socket", "straggler", "comm_overlap"], advice.text()
+    assert "idle_gcds" in rules and "vram_full" not in rules
+    socket = advice.findings[0]
+    assert "NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3" in socket.remedy and socket.evidence[0].startswith("log doctor:")
+    idle = next(f for f in advice.findings if f.rule == "idle_gcds")
+    assert idle.evidence[0].startswith("record card: nid005002: GCD 1")
+    assert "GPU record card" in advice.inputs and "logs (doctor)" in advice.inputs
+
+
+def test_a_rocpd_database_is_advised_too(tmp_path):
+    from lumikit.testing.rocprof_outputs import generated_run, write_rocpd_per_process
+
+    write_rocpd_per_process(tmp_path, generated_run())
+    advice = advise(tmp_path)
+    assert advice.inputs[0] == "rocpd database" and "critical path" in advice.inputs[1]
+    assert all(f.gain_pct is None or f.gain_pct >= 0.5 for f in advice.findings)

@@ -13,6 +13,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--rank", type=int, help="rank whose step to analyse (default: the lowest)")
     p.add_argument("--site", default="lumi", help="site profile for link speeds (default lumi)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--salvage", action="store_true", help="keep the complete events of a truncated trace")
     p.set_defaults(func=run_advise)
 
 

@@ -22,6 +22,8 @@ import numpy as np
 from ..errors import LumikitError, TraceError
 
 HIGH_PCT, MEDIUM_PCT = 10.0, 3.0
+#: A finding whose what-if saves less than this (% of the step) is left out.
+MIN_GAIN_PCT = 0.5
 PRIORITIES = ("high", "medium", "low")
 #: fp32 matrix kernels: Tensile's single-precision GEMMs (``Cijk_..._SB_``), cuBLAS's sgemm and f32 xmma kernels.
 FP32_GEMM = r"Cijk_A[a-z]+_B[a-z]+_S(?:B|S)?_|sgemm|gemm_f32f32_f32f32_f32|Kernel2<float"
@@ -50,6 +52,7 @@ class Finding:
     remedy: str
     verify: str
     sources: list[str] = field(default_factory=list)
+    first: bool = False  # a setup error or an unreliable measurement: fix it before weighing the others
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -305,7 +308,7 @@ def rule_comm_overlap(e: RankEvidence, waits_us: float = 0.0) -> Finding | None:
     return Finding(
         "comm_overlap", priority_of(gain), "The all-reduce is not hidden behind the backward pass",
         [f"critical path: communication kernels hold {100 * share:.1f} % of rank {e.rank}'s path"
-         + (f", of which {100 * wait_share:.1f} % is waiting for a late rank" if wait_share else "") + overlap,
+         + (f", {100 * wait_share:.1f} % of the path of it waiting for a late rank" if wait_share else "") + overlap,
          f"what-if without the communication's own time: at most {gain:.1f} % faster"],
         gain, "let DDP overlap it: DistributedDataParallel(model, bucket_cap_mb=25..100, gradient_as_bucket_view=True) "
               "(smaller first buckets start sooner), no_sync() for gradient accumulation, and RCCL on the Slingshot "
@@ -386,7 +389,7 @@ def rule_mismatch(matched: dict) -> Finding | None:
         None, "make every rank run the same collectives in the same order with the same sizes (no rank-dependent "
               "branches around all_reduce/barrier; equal batch counts per rank: DistributedSampler, drop_last=True)",
         "`lumikit trace collectives DIR` reports no mismatch; TORCH_NCCL_DESYNC_DEBUG=1 names the rank in a hang",
-        ["collectives"])
+        ["collectives"], first=True)
 
 
 # -- the GPU record, logs and the health check -------------------------------------------------------------
@@ -441,7 +444,8 @@ def log_findings(folder: Path) -> list[Finding]:
                 [f"log doctor: {d.file}:{d.line_no}: {d.line[:120]}"], None,
                 d.fix + " (for a self-built container: module load the aws-ofi-rccl plugin or bind it in)",
                 "the job's log (NCCL_DEBUG=INFO; lumikit run --profile rccl-debug) shows 'NET/OFI Using "
-                "aws-ofi-rccl' and 'Selected Provider is cxi'; `lumikit doctor RUN` finds nothing", ["doctor"]))
+                "aws-ofi-rccl' and 'Selected Provider is cxi'; `lumikit doctor RUN` finds nothing", ["doctor"],
+                first=True))
     return out
 
 
@@ -462,37 +466,50 @@ def health_findings(trace: Any) -> tuple[list[Finding], str | None]:
                 [f"trace check: rank {f.get('rank')}: {f.get('evidence')}"], None,
                 f.get("fix") or "record fewer steps or a smaller window (torch.profiler schedule active=2) so the "
                                 "profiler's buffers hold every kernel",
-                "`lumikit trace check` reports no lost kernels before trusting the other findings", ["trace check"]))
+                "`lumikit trace check` reports no lost kernels before trusting the other findings", ["trace check"],
+                first=True))
     return out, None
 
 
 # -- inputs ------------------------------------------------------------------------------------------------
-def _trace_paths(path: Path) -> tuple[Any, str] | None:
-    """A loaded trace (Kineto files or rocpd databases) under ``path``, or None when it holds none."""
+def _looks_traced(f: Path) -> bool:
+    return f.is_file() and (f.name.endswith((".pt.trace.json", ".pt.trace.json.gz", ".db"))
+                            or "trace" in f.name and f.name.endswith((".json", ".json.gz")))
+
+
+def _trace_source(path: Path, run_folder: bool) -> tuple[Path, str, dict | None] | None:
+    """Where the traces are: (folder or file, what it holds, {rank: file} for Kineto files or None for rocpd
+    databases); a run folder's traces may sit one or two folders down. None: no trace there."""
+    from ..rocprof.rocpd_events import rocpd_databases
+    from ..trace.loader import find_trace_files
+
+    candidates = [path]
+    if run_folder:
+        subs = sorted(d for d in path.iterdir() if d.is_dir())[:100]
+        candidates += subs + sorted(d for s in subs for d in s.iterdir() if d.is_dir())[:200]
+    for where in candidates:
+        if run_folder and where is path and not any(_looks_traced(f) for f in path.iterdir()):
+            continue  # the run folder's own files (manifest, logs) are no traces
+        if rocpd_databases(where):
+            return where, "rocpd database", None
+        try:
+            files = find_trace_files(where)
+        except TraceError:
+            if where is path and not run_folder:
+                raise
+            continue
+        return where, f"{len(files)} Kineto trace file{'s' if len(files) > 1 else ''}", files
+    return None
+
+
+def advise(path: str | os.PathLike[str], *, rank: int | None = None, site: str = "lumi",
+           salvage: bool = False) -> Advice:
+    """The ranked prescription for a run folder, a trace file or folder of traces, or a rocpd database (only the
+    analysed rank is loaded whole; the other ranks' collectives are read one file at a time)."""
     from ..rocprof.rocpd_events import rocpd_databases, rocpd_trace
-    from ..trace.loader import find_trace_files, load_trace
-
-    databases = rocpd_databases(path)
-    if databases:
-        return rocpd_trace(databases, host_calls=True), "rocpd database"
-    try:
-        files = find_trace_files(path)
-    except TraceError:
-        if path.is_dir():  # a run folder keeps its traces in a sub-folder
-            for sub in sorted(p for p in path.rglob("*") if p.is_dir()):
-                try:
-                    find_trace_files(sub)
-                except TraceError:
-                    continue
-                return _trace_paths(sub)
-        return None
-    return load_trace(path), f"{len(files)} Kineto trace file{'s' if len(files) > 1 else ''}"
-
-
-def advise(path: str | os.PathLike[str], *, rank: int | None = None, site: str = "lumi") -> Advice:
-    """The ranked prescription for a run folder, a trace file or folder of traces, or a rocpd database."""
     from ..site import load_site
     from ..trace.analyses import TraceAnalyzer
+    from ..trace.loader import load_trace
     from ..trace.synth import is_generated
 
     p = Path(path)
@@ -508,23 +525,39 @@ def advise(path: str | os.PathLike[str], *, rank: int | None = None, site: str =
         inputs.append(where or "GPU record card")
         findings += log_findings(p)
         inputs.append("logs (doctor)")
-    loaded = _trace_paths(p)
+    try:
+        source = _trace_source(p, run_folder)
+    except TraceError:
+        if p.is_dir():
+            raise TraceError(f"{path}: neither a run folder nor a trace (.json/.json.gz), a folder of traces or a "
+                             f"rocpd database (.db); give one of those") from None
+        raise
     generated = False
-    if loaded is not None:
-        trace, what = loaded
+    if source is not None:
+        where, what, files = source
         inputs.append(what)
+        if files is None:
+            databases = rocpd_databases(where)
+            trace = rocpd_trace(databases, ranks=None if rank is None else [rank], host_calls=True)
+            ranks = trace.rank_ids
+        else:
+            ranks = sorted(files)
+            chosen = ranks[0] if rank is None else rank
+            if chosen not in files:
+                raise TraceError(f"rank {chosen} is not in {where} (ranks: {ranks})")
+            trace = load_trace(files[chosen], rank_map={chosen: files[chosen]}, salvage=salvage)
         generated = is_generated(trace)
         analyzer = TraceAnalyzer(trace)
         r = analyzer.ranks[0] if rank is None else rank
         e = rank_evidence(analyzer, r)
         inputs.append(f"rank {r}: critical path ({e.path_us / 1000:.2f} ms), idle causes, kernels")
         matched = None
-        if len(analyzer.ranks) > 1 and all(trace[x].path.suffix != ".db" for x in analyzer.ranks):
+        if files is not None and len(files) > 1:
             from ..trace.matched import collect_calls, hosts_from_run, match_collectives
 
-            matched = match_collectives(collect_calls(p if not run_folder else trace[r].path.parent),
-                                        hosts=hosts_from_run(p), links=load_site(site).links)
-            inputs.append(f"collectives matched across {len(analyzer.ranks)} ranks")
+            matched = match_collectives(collect_calls(where, salvage=salvage), hosts=hosts_from_run(where),
+                                        links=load_site(site).links)
+            inputs.append(f"collectives matched across {len(files)} ranks")
         waits = 0.0
         if matched is not None:
             waits = rank_wait_us(matched, e)
@@ -547,7 +580,8 @@ def advise(path: str | os.PathLike[str], *, rank: int | None = None, site: str =
                          f"rocpd database (.db); give one of those")
     else:
         notes.append("no profiler trace in this run folder: rerun with --profile torch for the step's findings")
-    findings.sort(key=lambda f: (PRIORITIES.index(f.priority), -(f.gain_pct or 0.0)))
+    findings = [f for f in findings if f.gain_pct is None or f.gain_pct >= MIN_GAIN_PCT]  # worth nothing: noise
+    findings.sort(key=lambda f: (PRIORITIES.index(f.priority), not f.first, -(f.gain_pct or 0.0)))
     return Advice(str(path), findings, inputs, notes, generated)
 
 
@@ -556,7 +590,7 @@ def main_advise(args: Any) -> int:
     from ..json_output import print_json
     from ..text import printable
 
-    advice = advise(args.path, rank=args.rank, site=args.site)
+    advice = advise(args.path, rank=args.rank, site=args.site, salvage=args.salvage)
     if args.json:
         print_json(advice.to_dict())
         return 0
