@@ -126,3 +126,24 @@ def test_a_rocpd_database_is_advised_too(tmp_path):
     advice = advise(tmp_path)
     assert advice.inputs[0] == "rocpd database" and "critical path" in advice.inputs[1]
     assert all(f.gain_pct is None or f.gain_pct >= 0.5 for f in advice.findings)
+
+
+def test_real_traces_get_a_cause_with_evidence(reference_dir):
+    # the shipped H100 ladder trace in bf16 (a real recording): host-bound, hundreds of small kernels per step
+    advice = advise(reference_dir / "h100-benchmarks" / "ladder-lm-medium" / "bf16" / "trace")
+    assert advice.findings[0].rule == "small_kernels" and not advice.generated
+    # its fp32 rung: fp32 GEMMs first
+    assert advise(reference_dir / "h100-benchmarks" / "ladder-lm-medium" / "fp32" / "trace"
+                  ).findings[0].rule == "fp32_matrix"
+    # the real MI250X trace profiles only its first step: a 6.5 ms first launch says to profile later steps
+    first_step = advise(reference_dir / "trace_mi250_rocm6.2_kineto.json.gz").findings[0]
+    assert first_step.rule == "one_off" and "hipLaunchKernel" in first_step.evidence[0]
+
+
+@pytest.fixture
+def reference_dir():
+    from pathlib import Path
+
+    import lumikit
+
+    return Path(lumikit.__file__).parent / "data" / "reference"

@@ -124,13 +124,14 @@ class RankEvidence:
     kernel_names: list[str]
     syncs: list[tuple[str, str, float, float, int]]  # (call, enclosing op, ts, end, step)
     comm_overlap: float | None
+    path_events: list[dict] = field(default_factory=list)
 
 
 def rank_evidence(analyzer: Any, rank: int) -> RankEvidence:
     """Measure one rank once for every rule (one critical-path graph, its what-ifs, the idle causes)."""
     from ..trace.critical_path import WhatIf, choose_window, critical_path
     from ..trace.idle import idle_report
-    from ..trace.runtime_names import BLOCKING_KINDS, kind_codes
+    from ..trace import runtime_names as rn
 
     ev = analyzer.trace[rank].columns
     names = ev.labels["name"]
@@ -155,9 +156,15 @@ def rank_evidence(analyzer: Any, rank: int) -> RankEvidence:
     inside = (ts >= window.start) & (ts <= window.end)
     is_kernel = ev.label_mask("cat", ("kernel",)) & inside
     kernel_rows = np.flatnonzero(is_kernel)
-    kinds = np.append(kind_codes(names), np.int8(0))[ev["name"]]
-    blocking = np.flatnonzero(np.isin(kinds, list(BLOCKING_KINDS)) & ev.label_mask("cat", ("cuda_runtime",))
-                              & inside)
+    kinds = np.append(rn.kind_codes(names), np.int8(0))[ev["name"]]
+    runtime = ev.label_mask("cat", ("cuda_runtime",)) & inside
+    waits = np.isin(kinds, [rn.DEVICE_SYNC, rn.STREAM_SYNC, rn.EVENT_SYNC]) & runtime  # a query only polls
+    copies = np.flatnonzero(np.isin(kinds, [rn.BLOCKING_COPY, rn.ASYNC_COPY]) & runtime)
+    d2h = ev.label_mask("cat", ("gpu_memcpy",)) & ev.label_mask("name", lambda n: "DtoH" in n or "Device -> Host"
+                                                                 in n or "D2H" in n)
+    d2h_ids = set(ev["correlation"][d2h & (ev["correlation"] >= 0)].tolist())
+    back = [r for r in copies.tolist() if int(ev["correlation"][r]) in d2h_ids]  # a copy back to the host
+    blocking = np.sort(np.concatenate([np.flatnonzero(waits), np.array(back, dtype=np.int64)]))
     ops = np.flatnonzero(ev.label_mask("cat", ("cpu_op",)) & inside)
     sc = analyzer.step_columns(rank)
 
@@ -183,7 +190,7 @@ def rank_evidence(analyzer: Any, rank: int) -> RankEvidence:
                         all_steps=all_steps,
                         kernels=len(kernel_rows), kernel_us=ev["dur"][kernel_rows].astype(float),
                         kernel_names=[names[c] for c in ev["name"][kernel_rows].tolist()], syncs=syncs,
-                        comm_overlap=overlap)
+                        comm_overlap=overlap, path_events=list(cp["path_events"]))
 
 
 # -- rules over one rank ----------------------------------------------------------------------------------
@@ -226,7 +233,7 @@ def rule_small_kernels(e: RankEvidence) -> Finding | None:
         return None
     gain = _capped(100.0 * idle, host)
     return Finding(
-        "small_kernels", priority_of(gain), "Host-bound: thousands of tiny kernels per step",
+        "small_kernels", priority_of(gain), f"Host-bound: {per_step:.0f} small kernels per step",
         [f"kernels: {per_step:.0f} per step, median {median:.1f} µs on the GPU (rank {e.rank})",
          f"critical path: host work and launches hold {100 * host:.1f} % of the path",
          f"idle causes: the GPU is idle {100 * idle:.1f} % of its span between these kernels"],
@@ -236,6 +243,53 @@ def rule_small_kernels(e: RankEvidence) -> Finding | None:
         "trace again: kernels per step should drop and `lumikit trace critical-path` should move from cpu_bound "
         "to gpu_compute_bound",
         ["critical path", "idle causes", "kernels"])
+
+
+def _host_share(e: RankEvidence) -> float:
+    return e.bound_by.get("cpu_bound", 0.0) + e.bound_by.get("gpu_kernel_launch_overhead", 0.0) \
+        + e.bound_by.get("host_untraced", 0.0)
+
+
+def rule_one_off(e: RankEvidence) -> Finding | None:
+    """A single runtime call that holds much of the path: a one-off cost (the first launch loads the GPU code,
+    the first allocation grows the cache) in a window that should show the steady state."""
+    from ..trace.runtime_names import LAUNCH, runtime_kind
+
+    big = [x for x in e.path_events if x["category"] == "cpu_bound" and x["path_us"] >= 1000 and x["share"] >= 0.2
+           and (runtime_kind(x["name"]) == LAUNCH or x["name"].endswith(("Malloc", "ModuleLoad", "ModuleLoadData")))]
+    if not big:
+        return None
+    x = big[0]
+    gain = _pct(x["share"])
+    return Finding(
+        "one_off", priority_of(gain), "The analysed step holds a one-off cost: profile later steps",
+        [f"critical path: one {x['name']} call holds {x['path_us'] / 1000:.2f} ms ({100 * x['share']:.1f} %) of "
+         f"rank {e.rank}'s path ({e.steps} analysed step{'s' if e.steps > 1 else ''}): the first launch of a kernel "
+         f"loads its code object, the first allocations grow the caching allocator"],
+        gain, "warm up before recording: torch.profiler.schedule(wait=1, warmup=2, active=3) (lumikit's profiler: "
+              "LUMIKIT_PROFILE_SCHEDULE=1,2,3,1 with lumikit run ... --profile torch), and run advise again on the "
+              "steady state",
+        "`lumikit trace critical-path` of a later step: no single launch call of milliseconds", ["critical path"],
+        first=True)
+
+
+def rule_host_bound(e: RankEvidence) -> Finding | None:
+    """The host holds the step (not through many small kernels, which :func:`rule_small_kernels` names)."""
+    host, idle = _host_share(e), e.idle_us / max(e.span_us, 1)
+    if host < 0.5 or idle < 0.3 or (e.kernels / e.steps >= 200 and float(np.median(e.kernel_us)) < 20):
+        return None
+    gain = _capped(100.0 * idle, host)
+    top = [x for x in e.path_events if x["category"] == "cpu_bound"][:3]
+    return Finding(
+        "host_bound", priority_of(gain), "The host holds the step; the GPU waits",
+        [f"critical path: host work holds {100 * host:.1f} % of rank {e.rank}'s path"
+         + (" (most: " + ", ".join(f"{x['name'][:40]} {x['path_us'] / 1000:.2f} ms" for x in top) + ")" if top else ""),
+         f"idle causes: the GPU is idle {100 * idle:.1f} % of its span"],
+        gain, "give the GPU more work per launch (a larger --batch-size), compile the model (torch.compile, --compile) "
+              "or capture it in HIP graphs; check the process has its cores (--cpus-per-task=7 per GCD, "
+              "--cpu-bind=mask_cpu:..., lumikit run -c 7 --cpu-bind auto) and move Python work out of the step",
+        "trace again: `lumikit trace critical-path` should move towards gpu_compute_bound and `lumikit trace idle` "
+        "show less idle", ["critical path", "idle causes"])
 
 
 def rule_fp32_matrix(e: RankEvidence) -> Finding | None:
@@ -253,8 +307,8 @@ def rule_fp32_matrix(e: RankEvidence) -> Finding | None:
         [f"kernels: fp32 GEMMs are {100 * fp32_us / max(gemm_us, 1):.0f} % of the GEMM time and "
          f"{100 * fp32_us / max(all_us, 1):.0f} % of all kernel time (rank {e.rank}; names such as "
          f"{next(n for n, f in zip(e.kernel_names, fp32) if f)[:48]})",
-         f"critical path: what-if these kernels twice as fast: {gain:.1f} % faster (MI250X matrix cores do bf16 "
-         f"at several times their fp32 rate)"],
+         f"critical path: what-if these kernels twice as fast: {gain:.1f} % faster (matrix cores do bf16 "
+         f"at several times their fp32 rate: MI250X's bf16 matrix peak is 4x its fp32 matrix peak)"],
         gain, "run the forward and backward under torch.autocast('cuda', dtype=torch.bfloat16) (the course scripts' "
               "--precision bf16), keep the optimizer in fp32; let PyTorch tune the GEMMs with "
               "PYTORCH_TUNABLEOP_ENABLED=1 (--tunableop; the tuned table is written per node)",
@@ -265,15 +319,23 @@ def rule_fp32_matrix(e: RankEvidence) -> Finding | None:
 def rule_blocking_sync(e: RankEvidence) -> Finding | None:
     if not e.syncs:
         return None
-    # a blocking call empties the GPU's queue: from then to the end of its step, the GPU waits for every launch
+    # a blocking call empties the GPU's queue: from then to the end of its step, the GPU waits for every launch.
+    # Without the wait the host would have launched that much sooner, no more: per step, the smaller of the two
     first: dict[int, float] = {}
-    for _, _, t, _, step in e.syncs:
+    blocked: dict[int, float] = {}
+    for _, _, t, t_end, step in e.syncs:
         if step >= 0:
             first[step] = min(first.get(step, t), t)
-    drained = sum(g["dur_us"] for g in e.gaps if g["step"] in first and g["start_us"] >= first[g["step"]] - 1.0)
+            blocked[step] = blocked.get(step, 0.0) + (t_end - t)
+    after: dict[int, float] = {}
+    for g in e.gaps:
+        if g["step"] in first and g["start_us"] >= first[g["step"]] - 1.0:
+            after[g["step"]] = after.get(g["step"], 0.0) + g["dur_us"]
+    drained = sum(after.values())
+    saved = sum(min(after[s], blocked[s]) for s in after)
     host = e.bound_by.get("cpu_bound", 0.0) + e.bound_by.get("gpu_kernel_launch_overhead", 0.0) \
         + e.bound_by.get("host_untraced", 0.0)
-    share = min(drained / max(e.span_us, 1), host)  # the GPU's idle, within the host's share of the path
+    share = min(saved / max(e.span_us, 1), host)  # within the host's share of the path
     if share < 0.02:
         return None
     ops: dict[str, int] = {}
@@ -287,7 +349,8 @@ def rule_blocking_sync(e: RankEvidence) -> Finding | None:
         [f"trace: the host blocks in {named} (rank {e.rank})",
          f"idle causes: from these waits to the end of their steps the GPU sat idle {drained / 1000:.2f} ms "
          f"({100 * drained / max(e.span_us, 1):.1f} % of its span), waiting for each launch of a host that had "
-         f"fallen behind; critical path: host work holds {100 * host:.1f} % of the path"],
+         f"fallen behind; the host was blocked {sum(blocked.values()) / 1000:.2f} ms in them, so at most "
+         f"{saved / 1000:.2f} ms comes back; critical path: host work holds {100 * host:.1f} % of the path"],
         gain, "keep values on the GPU inside the step: accumulate the loss as a tensor and call .item() (or print) "
               "every N steps or at the end; avoid .cpu()/.numpy()/torch.nonzero/boolean indexing in the step; "
               "copy with .to('cpu', non_blocking=True) into pinned memory when a value must come back",
@@ -340,7 +403,8 @@ def rule_memory_bound(e: RankEvidence) -> Finding | None:
 
 
 RANK_RULES: tuple[Callable[[RankEvidence], Finding | None], ...] = (
-    rule_data_loading, rule_small_kernels, rule_fp32_matrix, rule_blocking_sync, rule_memory_bound)
+    rule_one_off, rule_data_loading, rule_small_kernels, rule_host_bound, rule_fp32_matrix, rule_blocking_sync,
+    rule_memory_bound)
 
 
 # -- rules over several ranks ------------------------------------------------------------------------------

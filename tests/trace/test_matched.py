@@ -90,3 +90,15 @@ def test_nodes_come_from_the_run_folder_manifest(tmp_path):
     (tmp_path / "traces").mkdir()
     assert hosts_from_run(tmp_path / "traces") == {0: "nid000007", 1: "nid000007", 2: "nid000008",
                                                    3: "nid000008"}
+
+
+def test_the_real_two_rank_traces_match_their_send_recv_pairs(shared_fixtures):
+    real = shared_fixtures / "traces" / "hta-real"
+    files = {0: real / "trace_filter__sampled_rank-0.json.gz", 1: real / "trace_filter__sampled_rank-1.json.gz"}
+    result = match_collectives(collect_calls(real, rank_map=files))
+    # no sequence numbers in these traces: the calls of each rank are paired by their order
+    assert result["matched_by"] == "order in the group" and len(result["matched"]) == 10
+    for m in result["matched"]:
+        assert m["comm_us"] == min(m["comm_us"] + m["wait_us"][r] for r in (0, 1))
+        assert min(m["wait_us"].values()) == 0 and max(m["wait_us"].values()) == pytest.approx(m["skew_us"])
+    assert sum(row["times_last"] for row in result["stragglers"]) <= 10
