@@ -67,6 +67,7 @@ class Advice:
     inputs: list[str]
     notes: list[str] = field(default_factory=list)
     generated: bool = False
+    gpu_seen: bool = True  # the trace held GPU work (else only host-side rules could speak)
 
     @property
     def healthy(self) -> bool:
@@ -74,14 +75,18 @@ class Advice:
         return not any(f.priority == "high" for f in self.findings)
 
     def to_dict(self) -> dict:
-        return {"path": self.path, "healthy": self.healthy, "generated": self.generated, "inputs": self.inputs,
+        return {"path": self.path, "healthy": self.healthy, "generated": self.generated, "gpu_seen": self.gpu_seen,
+                "inputs": self.inputs,
                 "notes": self.notes, "findings": [f.to_dict() for f in self.findings]}
 
     def text(self) -> str:
         """The prescription for people: the first remedy first."""
         out = [f"advice for {self.path}" + (" (GENERATED input: not a real run)" if self.generated else "")]
         out.append("read: " + "; ".join(self.inputs))
-        if self.healthy:
+        if self.healthy and not self.gpu_seen:
+            out.append("no high-priority finding among the host-side rules (the trace holds no GPU work to judge)"
+                       + (": see the lower ones below" if self.findings else "."))
+        elif self.healthy:
             out.append("no high-priority finding: nothing measured here holds a large share of the step"
                        + (" (see the lower ones below)" if self.findings else "."))
         for i, f in enumerate(self.findings, 1):
@@ -596,7 +601,7 @@ def advise(path: str | os.PathLike[str], *, rank: int | None = None, site: str =
             raise TraceError(f"{path}: neither a run folder nor a trace (.json/.json.gz), a folder of traces or a "
                              f"rocpd database (.db); give one of those") from None
         raise
-    generated = False
+    generated, gpu_seen = False, True
     if source is not None:
         where, what, files = source
         inputs.append(what)
@@ -615,6 +620,10 @@ def advise(path: str | os.PathLike[str], *, rank: int | None = None, site: str =
         r = analyzer.ranks[0] if rank is None else rank
         e = rank_evidence(analyzer, r)
         inputs.append(f"rank {r}: critical path ({e.path_us / 1000:.2f} ms), idle causes, kernels")
+        if e.kernels == 0:
+            gpu_seen = False
+            notes.append(f"rank {r}: no GPU kernels in the analysed steps (a CPU-only run, or one profiled without "
+                         f"the CUDA activity): only the host-side rules had anything to read")
         matched = None
         if files is not None and len(files) > 1:
             from ..trace.matched import collect_calls, hosts_from_run, match_collectives
@@ -646,7 +655,7 @@ def advise(path: str | os.PathLike[str], *, rank: int | None = None, site: str =
         notes.append("no profiler trace in this run folder: rerun with --profile torch for the step's findings")
     findings = [f for f in findings if f.gain_pct is None or f.gain_pct >= MIN_GAIN_PCT]  # worth nothing: noise
     findings.sort(key=lambda f: (PRIORITIES.index(f.priority), not f.first, -(f.gain_pct or 0.0)))
-    return Advice(str(path), findings, inputs, notes, generated)
+    return Advice(str(path), findings, inputs, notes, generated, gpu_seen)
 
 
 def main_advise(args: Any) -> int:

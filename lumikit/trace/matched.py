@@ -101,8 +101,10 @@ def rank_calls(rank: int, path: Path | str, *, salvage: bool = False) -> dict:
     info = meta.get("distributedInfo") if isinstance(meta.get("distributedInfo"), dict) else {}
     sized_ops = any(isinstance(op.get("args"), dict) and ("In msg nelems" in op["args"] or "Input Dims" in op["args"])
                     for op in ops.values())
+    from .synth import GENERATED_KEY
+
     return {"rank": rank, "file": str(path), "host": host, "world": _int(info.get("world_size")),
-            "sized_ops": sized_ops, "calls": calls}
+            "sized_ops": sized_ops, "generated": GENERATED_KEY in meta, "calls": calls}
 
 
 def calls_table(info: dict) -> "pd.DataFrame | None":
@@ -255,6 +257,7 @@ def match_collectives(per_rank: Mapping[int, dict], *, hosts: Mapping[int, str] 
     for e in matched:
         del e["end_us"]
     return {"method": METHOD, "matched_by": how, "ranks": sorted(per_rank), "nodes": nodes,
+            "generated": any(info.get("generated") for info in per_rank.values()),
             "matched": matched, "incomplete": incomplete, "mismatches": mismatches,
             "stragglers": straggler_table(matched), "bandwidth": bandwidth_summary(matched, links),
             "imbalance": [{"group": e["group"], "index": e["index"], "imbalance": e["imbalance"]}

@@ -102,3 +102,16 @@ def test_the_real_two_rank_traces_match_their_send_recv_pairs(shared_fixtures):
         assert m["comm_us"] == min(m["comm_us"] + m["wait_us"][r] for r in (0, 1))
         assert min(m["wait_us"].values()) == 0 and max(m["wait_us"].values()) == pytest.approx(m["skew_us"])
     assert sum(row["times_last"] for row in result["stragglers"]) <= 10
+
+
+def test_the_waits_chart_draws_every_rank_and_says_generated(straggler_run):
+    from lumikit.plotting import is_marked_generated
+    from lumikit.trace.plots import collective_waits_chart
+
+    result = match_collectives(collect_calls(straggler_run))
+    fig = collective_waits_chart(result)
+    ax = fig.axes[0]
+    heights = [p.get_height() for p in ax.patches]
+    assert len(heights) == 6 * 5  # 6 collectives x (4 ranks + the true time)
+    assert sorted(set(round(h, 3) for h in heights)) == [0.0, 2.0, 3.0]
+    assert is_marked_generated(fig)
