@@ -115,3 +115,34 @@ def test_the_waits_chart_draws_every_rank_and_says_generated(straggler_run):
     assert len(heights) == 6 * 5  # 6 collectives x (4 ranks + the true time)
     assert sorted(set(round(h, 3) for h in heights)) == [0.0, 2.0, 3.0]
     assert is_marked_generated(fig)
+
+
+def test_the_link_a_group_crosses():
+    from lumikit.trace.matched import link_of
+
+    nodes = {0: "a", 1: "a", 2: "a", 3: "b"}
+    devices = {0: 0, 1: 1, 2: 2, 3: 0}
+    assert link_of([0, 1], nodes, devices) == "gcd_in_package"  # GCDs 0 and 1: one MI250X
+    assert link_of([1, 2], nodes, devices) == "gcd_between_packages"
+    assert link_of([0, 1, 2], nodes, devices) == "gcd_between_packages"
+    assert link_of([0, 3], nodes, devices) == "slingshot_nic"
+    assert link_of([0, 3], {0: "a", 3: None}, devices) is None
+
+
+def _call(ts, dur, elements, collective="all_to_all"):
+    return {"group": "0", "seq": 1, "collective": collective, "elements": elements, "in_elements": elements,
+            "dtype": "Float", "bytes": 4 * elements, "group_size": 2, "group_ranks": [0, 1], "splits": None,
+            "device": 0, "kernel": "ncclDevKernel_Generic", "ts": ts, "dur": dur}
+
+
+def test_an_uneven_all_to_all_is_an_imbalance_not_a_mismatch():
+    per_rank = {0: {"rank": 0, "host": None, "calls": [_call(100.0, 500.0, 3000)]},
+                1: {"rank": 1, "host": None, "calls": [_call(900.0, 200.0, 1000)]}}
+    result = match_collectives(per_rank)
+    assert not result["mismatches"]
+    assert result["imbalance"] == [{"group": "0", "index": 1, "imbalance": 1.5}]  # 3000 against a mean of 2000
+    m = result["matched"][0]
+    assert (m["last_rank"], m["comm_us"], m["skew_us"]) == (1, 200.0, 300.0)
+    # an all-reduce of different sizes is a mismatch
+    per_rank[1]["calls"][0]["collective"] = per_rank[0]["calls"][0]["collective"] = "all_reduce"
+    assert [x["field"] for x in match_collectives(per_rank)["mismatches"]] == ["elements"]
