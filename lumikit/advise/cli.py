@@ -18,6 +18,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_advise(args: argparse.Namespace) -> int:
-    from .rules import main_advise
+    from .prescribe import main_advise
 
     return main_advise(args)

@@ -11,194 +11,16 @@ from :data:`MEDIUM_PCT` %, else low. No model and no network: the same input giv
 """
 from __future__ import annotations
 
-import os
 import re
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import LumikitError, TraceError
-
-HIGH_PCT, MEDIUM_PCT = 10.0, 3.0
-#: A finding whose what-if saves less than this (% of the step) is left out.
-MIN_GAIN_PCT = 0.5
-PRIORITIES = ("high", "medium", "low")
-#: fp32 matrix kernels: Tensile's single-precision GEMMs (``Cijk_..._SB_``), cuBLAS's sgemm and f32 xmma kernels.
-FP32_GEMM = r"Cijk_A[a-z]+_B[a-z]+_S(?:B|S)?_|sgemm|gemm_f32f32_f32f32_f32|Kernel2<float"
-GEMM = r"Cijk_|gemm|Gemm|GEMM"
-#: Kernels that stream memory with little arithmetic (elementwise, reductions, norms, softmax).
-MEMORY_BOUND = r"elementwise|reduce_kernel|Reduce|norm|softmax|Softmax|vectorized|unrolled|copy_kernel|cat_"
-LOADER = r"enumerate\(DataLoader\)|DataLoader.*__next__"
-COMM = r"^(?:nccl|rccl)"
-#: Remove (a wait) or halve (work): the what-if factors.
-REMOVE, HALVE = 1e6, 2.0
-#: Host ops that hold a blocking sync and what they are in the learner's code.
-SYNC_OPS = {"aten::item": ".item()", "aten::_local_scalar_dense": ".item() / float(tensor)",
-            "aten::nonzero": "torch.nonzero / boolean indexing", "aten::to": ".to('cpu') / .cpu()",
-            "aten::copy_": "a device-to-host copy (.cpu(), .numpy())", "aten::masked_select": "boolean masking"}
+from .evidence import FP32_GEMM, GEMM, MEMORY_BOUND, SYNC_OPS, RankEvidence
+from .findings import Finding, percent, priority_of
 
 
-@dataclass
-class Finding:
-    """One cause, what it costs at most, and what to do about it."""
-
-    rule: str
-    priority: str
-    title: str
-    evidence: list[str]
-    gain_pct: float | None
-    remedy: str
-    verify: str
-    sources: list[str] = field(default_factory=list)
-    first: bool = False  # a setup error or an unreliable measurement: fix it before weighing the others
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-@dataclass
-class Advice:
-    """The findings, most valuable first, with what was read and what could not be."""
-
-    path: str
-    findings: list[Finding]
-    inputs: list[str]
-    notes: list[str] = field(default_factory=list)
-    generated: bool = False
-    gpu_seen: bool = True  # the trace held GPU work (else only host-side rules could speak)
-
-    @property
-    def healthy(self) -> bool:
-        """No high-priority finding."""
-        return not any(f.priority == "high" for f in self.findings)
-
-    def to_dict(self) -> dict:
-        return {"path": self.path, "healthy": self.healthy, "generated": self.generated, "gpu_seen": self.gpu_seen,
-                "inputs": self.inputs,
-                "notes": self.notes, "findings": [f.to_dict() for f in self.findings]}
-
-    def text(self) -> str:
-        """The prescription for people: the first remedy first."""
-        out = [f"advice for {self.path}" + (" (GENERATED input: not a real run)" if self.generated else "")]
-        out.append("read: " + "; ".join(self.inputs))
-        if self.healthy and not self.gpu_seen:
-            out.append("no high-priority finding among the host-side rules (the trace holds no GPU work to judge)"
-                       + (": see the lower ones below" if self.findings else "."))
-        elif self.healthy:
-            out.append("no high-priority finding: nothing measured here holds a large share of the step"
-                       + (" (see the lower ones below)" if self.findings else "."))
-        for i, f in enumerate(self.findings, 1):
-            gain = "" if f.gain_pct is None else f", worth at most {f.gain_pct:.1f} % of the step"
-            out.append(f"{i}. [{f.priority}] {f.title}{gain}")
-            out += [f"   evidence: {e}" for e in f.evidence]
-            out.append(f"   remedy: {f.remedy}")
-            out.append(f"   verify: {f.verify}")
-        out += [f"note: {n}" for n in self.notes]
-        return "\n".join(out)
-
-
-def priority_of(gain_pct: float | None, cap: str = "high") -> str:
-    """high / medium / low from the gain's upper bound, no higher than ``cap`` (a finding read from names only)."""
-    p = "high" if (gain_pct or 0) >= HIGH_PCT else "medium" if (gain_pct or 0) >= MEDIUM_PCT else "low"
-    return max(p, cap, key=PRIORITIES.index)
-
-
-def _pct(x: float) -> float:
-    return round(100.0 * max(0.0, x), 2)
-
-
-# -- the evidence of one rank's trace ------------------------------------------------------------------
-@dataclass
-class RankEvidence:
-    """What the rules read from one rank's trace: the critical path with its what-ifs, idle causes, kernels."""
-
-    rank: int
-    path_us: float
-    bound_by: dict[str, float]
-    what_if: dict[str, float]  # rule -> speed-up % of the path
-    idle_us: float
-    span_us: float
-    causes: dict[str, float]
-    gaps: list[dict]
-    steps: int
-    all_steps: int  # profiled steps, the dropped last one too (what whole-trace counts are spread over)
-    kernels: int
-    kernel_us: np.ndarray
-    kernel_names: list[str]
-    syncs: list[tuple[str, str, float, float, int]]  # (call, enclosing op, ts, end, step)
-    comm_overlap: float | None
-    path_events: list[dict] = field(default_factory=list)
-
-
-def rank_evidence(analyzer: Any, rank: int) -> RankEvidence:
-    """Measure one rank once for every rule (one critical-path graph, its what-ifs, the idle causes)."""
-    from ..trace.critical_path import WhatIf, choose_window, critical_path
-    from ..trace.idle import idle_report
-    from ..trace import runtime_names as rn
-
-    ev = analyzer.trace[rank].columns
-    names = ev.labels["name"]
-    window = choose_window(ev, include_last_step=analyzer.include_last_step)
-    wanted = {"loader": (LOADER, REMOVE), "fp32": (FP32_GEMM, HALVE), "comm": (COMM, REMOVE),
-              "memory": (MEMORY_BOUND, HALVE), "gemm": (GEMM, HALVE)}
-    present = {k: v for k, v in wanted.items() if any(re.search(v[0], n) for n in names)}
-    cp = critical_path(ev, what_if=[WhatIf(p, f) for p, f in present.values()],
-                       include_last_step=analyzer.include_last_step)
-    what_if = {k: w["speedup_pct"] for k, w in zip(present, cp["what_if"])}
-    rep = idle_report(analyzer, [rank])["ranks"]
-    devices = rep.get(str(rank)) or rep.get(rank) or {}
-    idle_us = sum(d["idle_us"] for d in devices.values())
-    span_us = sum(d["span_us"] for d in devices.values())
-    causes: dict[str, float] = {}
-    gaps: list[dict] = []
-    for d in devices.values():
-        for c, us in d["causes"].items():
-            causes[c] = causes.get(c, 0.0) + us
-        gaps += d["gaps"]
-    ts, end = ev["ts"], ev["ts"] + ev["dur"]
-    inside = (ts >= window.start) & (ts <= window.end)
-    is_kernel = ev.label_mask("cat", ("kernel",)) & inside
-    kernel_rows = np.flatnonzero(is_kernel)
-    kinds = np.append(rn.kind_codes(names), np.int8(0))[ev["name"]]
-    runtime = ev.label_mask("cat", ("cuda_runtime",)) & inside
-    waits = np.isin(kinds, [rn.DEVICE_SYNC, rn.STREAM_SYNC, rn.EVENT_SYNC]) & runtime  # a query only polls
-    copies = np.flatnonzero(np.isin(kinds, [rn.BLOCKING_COPY, rn.ASYNC_COPY]) & runtime)
-    d2h = ev.label_mask("cat", ("gpu_memcpy",)) & ev.label_mask("name", lambda n: "DtoH" in n or "Device -> Host"
-                                                                 in n or "D2H" in n)
-    d2h_ids = set(ev["correlation"][d2h & (ev["correlation"] >= 0)].tolist())
-    back = [r for r in copies.tolist() if int(ev["correlation"][r]) in d2h_ids]  # a copy back to the host
-    blocking = np.sort(np.concatenate([np.flatnonzero(waits), np.array(back, dtype=np.int64)]))
-    ops = np.flatnonzero(ev.label_mask("cat", ("cpu_op",)) & inside)
-    sc = analyzer.step_columns(rank)
-
-    def step_of(t: float) -> int:
-        hit = np.flatnonzero((sc["start"] <= t) & (sc["end"] >= t)) if len(sc) else []
-        return int(sc["step"][hit[0]]) if len(hit) else -1
-
-    syncs = []
-    for r in blocking.tolist():
-        holder = [o for o in ops.tolist() if ts[o] <= ts[r] and end[o] >= end[r] and names[ev["name"][o]] in SYNC_OPS]
-        op = names[ev["name"][holder[0]]] if holder else ""  # the outermost: what the learner's code called
-        syncs.append((names[ev["name"][r]], op, float(ts[r]), float(end[r]), step_of(float(ts[r]))))
-    all_steps = max(1, len(analyzer.step_columns(rank)))
-    steps = max(1, all_steps - (0 if analyzer.include_last_step or all_steps == 1 else 1))
-    overlap = None
-    try:
-        ov = analyzer.overlap(rank)
-        overlap = min(ov.values()) if ov else None
-    except (LumikitError, ValueError, KeyError):
-        pass
-    return RankEvidence(rank=rank, path_us=float(cp["path_us"]), bound_by=dict(cp["bound_by"]), what_if=what_if,
-                        idle_us=idle_us, span_us=span_us, causes=causes, gaps=gaps, steps=steps,
-                        all_steps=all_steps,
-                        kernels=len(kernel_rows), kernel_us=ev["dur"][kernel_rows].astype(float),
-                        kernel_names=[names[c] for c in ev["name"][kernel_rows].tolist()], syncs=syncs,
-                        comm_overlap=overlap, path_events=list(cp["path_events"]))
-
-
-# -- rules over one rank ----------------------------------------------------------------------------------
 def _capped(what_if: float | None, share: float) -> float:
     """A what-if's speed-up (%), never more than the path share (0-1) the cause holds."""
     return round(min(what_if if what_if is not None else 100.0 * share, 100.0 * share), 2)
@@ -265,7 +87,7 @@ def rule_one_off(e: RankEvidence) -> Finding | None:
     if not big:
         return None
     x = big[0]
-    gain = _pct(x["share"])
+    gain = percent(x["share"])
     return Finding(
         "one_off", priority_of(gain), "The analysed step holds a one-off cost: profile later steps",
         [f"critical path: one {x['name']} call holds {x['path_us'] / 1000:.2f} ms ({100 * x['share']:.1f} %) of "
@@ -348,7 +170,7 @@ def rule_blocking_sync(e: RankEvidence) -> Finding | None:
         key = f"{op} ({SYNC_OPS[op]}) -> {call}" if op else call
         ops[key] = ops.get(key, 0) + 1
     named = ", ".join(f"{k}: {n / e.steps:.1f} per step" for k, n in sorted(ops.items(), key=lambda kv: -kv[1]))
-    gain = _pct(share)
+    gain = percent(share)
     return Finding(
         "blocking_sync", priority_of(gain), "A blocking sync in every step empties the GPU's queue",
         [f"trace: the host blocks in {named} (rank {e.rank})",
@@ -422,7 +244,7 @@ def rule_straggler(matched: dict, e: RankEvidence | None) -> Finding | None:
         return None
     waited = rank_wait_us(matched, e) if e is not None else 0.0
     share = waited / max(e.path_us, 1) if e is not None else 0.0
-    gain = _pct(min(share, 1.0))
+    gain = percent(min(share, 1.0))
     node = (matched.get("nodes") or {}).get(top["rank"])
     return Finding(
         "straggler", priority_of(gain), f"Rank {top['rank']} arrives last: the others wait for it",
@@ -538,135 +360,3 @@ def health_findings(trace: Any) -> tuple[list[Finding], str | None]:
                 "`lumikit trace check` reports no lost kernels before trusting the other findings", ["trace check"],
                 first=True))
     return out, None
-
-
-# -- inputs ------------------------------------------------------------------------------------------------
-def _looks_traced(f: Path) -> bool:
-    return f.is_file() and (f.name.endswith((".pt.trace.json", ".pt.trace.json.gz", ".db"))
-                            or "trace" in f.name and f.name.endswith((".json", ".json.gz")))
-
-
-def _trace_source(path: Path, run_folder: bool) -> tuple[Path, str, dict | None] | None:
-    """Where the traces are: (folder or file, what it holds, {rank: file} for Kineto files or None for rocpd
-    databases); a run folder's traces may sit one or two folders down. None: no trace there."""
-    from ..rocprof.rocpd_events import rocpd_databases
-    from ..trace.loader import find_trace_files
-
-    candidates = [path]
-    if run_folder:
-        subs = sorted(d for d in path.iterdir() if d.is_dir())[:100]
-        candidates += subs + sorted(d for s in subs for d in s.iterdir() if d.is_dir())[:200]
-    for where in candidates:
-        if run_folder and where is path and not any(_looks_traced(f) for f in path.iterdir()):
-            continue  # the run folder's own files (manifest, logs) are no traces
-        if rocpd_databases(where):
-            return where, "rocpd database", None
-        try:
-            files = find_trace_files(where)
-        except TraceError:
-            if where is path and not run_folder:
-                raise
-            continue
-        return where, f"{len(files)} Kineto trace file{'s' if len(files) > 1 else ''}", files
-    return None
-
-
-def advise(path: str | os.PathLike[str], *, rank: int | None = None, site: str = "lumi",
-           salvage: bool = False) -> Advice:
-    """The ranked prescription for a run folder, a trace file or folder of traces, or a rocpd database (only the
-    analysed rank is loaded whole; the other ranks' collectives are read one file at a time)."""
-    from ..rocprof.rocpd_events import rocpd_databases, rocpd_trace
-    from ..site import load_site
-    from ..trace.analyses import TraceAnalyzer
-    from ..trace.loader import load_trace
-    from ..trace.synth import is_generated
-
-    p = Path(path)
-    if not p.exists():
-        raise TraceError(f"{path}: no such file or folder; give a run folder, a trace or a folder of traces")
-    findings: list[Finding] = []
-    inputs: list[str] = []
-    notes: list[str] = []
-    run_folder = p.is_dir() and ((p / "manifest.json").is_file() or (p / "gpu").is_dir())
-    if run_folder:
-        got, where = record_findings(p)
-        findings += got
-        inputs.append(where or "GPU record card")
-        findings += log_findings(p)
-        inputs.append("logs (doctor)")
-    try:
-        source = _trace_source(p, run_folder)
-    except TraceError:
-        if p.is_dir():
-            raise TraceError(f"{path}: neither a run folder nor a trace (.json/.json.gz), a folder of traces or a "
-                             f"rocpd database (.db); give one of those") from None
-        raise
-    generated, gpu_seen = False, True
-    if source is not None:
-        where, what, files = source
-        inputs.append(what)
-        if files is None:
-            databases = rocpd_databases(where)
-            trace = rocpd_trace(databases, ranks=None if rank is None else [rank], host_calls=True)
-            ranks = trace.rank_ids
-        else:
-            ranks = sorted(files)
-            chosen = ranks[0] if rank is None else rank
-            if chosen not in files:
-                raise TraceError(f"rank {chosen} is not in {where} (ranks: {ranks})")
-            trace = load_trace(files[chosen], rank_map={chosen: files[chosen]}, salvage=salvage)
-        generated = is_generated(trace)
-        analyzer = TraceAnalyzer(trace)
-        r = analyzer.ranks[0] if rank is None else rank
-        e = rank_evidence(analyzer, r)
-        inputs.append(f"rank {r}: critical path ({e.path_us / 1000:.2f} ms), idle causes, kernels")
-        if e.kernels == 0:
-            gpu_seen = False
-            notes.append(f"rank {r}: no GPU kernels in the analysed steps (a CPU-only run, or one profiled without "
-                         f"the CUDA activity): only the host-side rules had anything to read")
-        matched = None
-        if files is not None and len(files) > 1:
-            from ..trace.matched import collect_calls, hosts_from_run, match_collectives
-
-            matched = match_collectives(collect_calls(where, salvage=salvage), hosts=hosts_from_run(where),
-                                        links=load_site(site).links)
-            inputs.append(f"collectives matched across {len(files)} ranks")
-        waits = 0.0
-        if matched is not None:
-            waits = rank_wait_us(matched, e)
-            for f in (rule_straggler(matched, e), rule_mismatch(matched)):
-                if f:
-                    findings.append(f)
-        for rule in RANK_RULES:
-            f = rule(e)
-            if f:
-                findings.append(f)
-        f = rule_comm_overlap(e, waits)
-        if f:
-            findings.append(f)
-        got, note = health_findings(trace)
-        findings += got
-        if note:
-            notes.append(note)
-    elif not run_folder:
-        raise TraceError(f"{path}: neither a run folder nor a trace (.json/.json.gz), a folder of traces or a "
-                         f"rocpd database (.db); give one of those")
-    else:
-        notes.append("no profiler trace in this run folder: rerun with --profile torch for the step's findings")
-    findings = [f for f in findings if f.gain_pct is None or f.gain_pct >= MIN_GAIN_PCT]  # worth nothing: noise
-    findings.sort(key=lambda f: (PRIORITIES.index(f.priority), not f.first, -(f.gain_pct or 0.0)))
-    return Advice(str(path), findings, inputs, notes, generated, gpu_seen)
-
-
-def main_advise(args: Any) -> int:
-    """``lumikit advise PATH [--rank R] [--json]``."""
-    from ..json_output import print_json
-    from ..text import printable
-
-    advice = advise(args.path, rank=args.rank, site=args.site, salvage=args.salvage)
-    if args.json:
-        print_json(advice.to_dict())
-        return 0
-    for line in advice.text().splitlines():
-        print(printable(line))
-    return 0
