@@ -147,3 +147,50 @@ def reference_dir():
     import lumikit
 
     return Path(lumikit.__file__).parent / "data" / "reference"
+
+
+def _advise_capped(path):
+    """``lumikit advise PATH`` in a fresh process with 1 GB of address space and a timeout."""
+    import os
+    import resource
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "OPENBLAS_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "lumikit", "advise", str(path)], capture_output=True, text=True,
+                          timeout=120, env=env, preexec_fn=cap)
+
+
+def test_hostile_inputs_get_one_line_and_no_traceback(tmp_path):
+    import os
+
+    fifo = tmp_path / "rank0.pt.trace.json"
+    os.mkfifo(fifo)
+    sparse = tmp_path / "big" / "rank0.pt.trace.json"
+    sparse.parent.mkdir()
+    with open(sparse, "wb") as fh:
+        fh.truncate(2 << 30)
+    deep = tmp_path / "deep.pt.trace.json"
+    deep.write_text('{"traceEvents": [' + "[" * 100000 + "]" * 100000 + "]}")
+    for path in (fifo, "/dev/zero", sparse, deep):
+        done = _advise_capped(path)
+        assert done.returncode == 2, (path, done.stderr[-500:])
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("lumikit: error: ") and "Traceback" not in done.stderr
+
+
+def test_names_with_control_characters_print_escaped(tmp_path, capsys):
+    from lumikit.trace.synth_cases import FP32_GEMM
+
+    evil = FP32_GEMM + "\x1b]0;pwned\x07\n"
+    events = [dict(e, name=evil) if e["name"] == FP32_GEMM else e for e in case_events("fp32_gemm")]
+    from lumikit.trace.synth import write_events
+
+    path = write_events(tmp_path / "evil.pt.trace.json", events)
+    assert main(["advise", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "fp32" in out.lower()

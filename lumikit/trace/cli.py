@@ -68,6 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     comms.add_argument("--via", choices=("here", "slurm"), default="here",
                        help="read the ranks here, one at a time (default), or as a Slurm job array")
     comms.add_argument("--tasks", type=int, help="array tasks for --via slurm (default: one per rank)")
+    comms.add_argument("--salvage", action="store_true", help="keep the complete events of a truncated file")
     comms.set_defaults(func=run_collectives)
 
     memory = sub.add_parser("memory", help="memory peak, timeline by category and the largest live allocations")
@@ -213,11 +214,11 @@ def run_collectives(args: argparse.Namespace) -> int:
     if args.via == "slurm":
         per_rank = calls_via_slurm(args.path, rank_map=rank_map, tasks=args.tasks)
     else:  # one rank in memory at a time, its communication events only
-        per_rank = {r: rank_calls(r, f) for r, f in files.items()}
+        per_rank = {r: rank_calls(r, f, salvage=args.salvage) for r, f in files.items()}
     tables = []
     for r, f in files.items():
         t = calls_table(per_rank[r])  # a call without a size needs the whole rank (its launches) to find one
-        tables.append(t if t is not None else collective_table(load_trace(f, rank_map={r: f})))
+        tables.append(t if t is not None else collective_table(load_trace(f, rank_map={r: f}, salvage=args.salvage)))
     table = _concat(tables)
     summary = collective_summary(table, links)
     matched = None

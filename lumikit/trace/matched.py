@@ -333,8 +333,8 @@ def describe_matched(result: dict) -> list[str]:
     top = result["stragglers"][0] if result["stragglers"] else None
     if top and top["times_last"]:
         lines.append(f"rank {top['rank']} arrived last at {top['times_last']} of its {top['of']} collectives "
-                     f"({top['share']:.0%}); each time the others waited {top['mean_delay_us'] / 1000:.2f} ms for it on "
-                     f"average (mean delay it caused).")
+                     f"({top['share']:.0%}); each time the others waited {top['mean_delay_us'] / 1000:.2f} ms for it "
+                     f"on average (mean delay it caused).")
         for row in result["stragglers"][1:4]:
             if row["times_last"]:
                 lines.append(f"rank {row['rank']} was last {row['times_last']} times "
@@ -344,8 +344,8 @@ def describe_matched(result: dict) -> list[str]:
     for b in result["bandwidth"][:5]:
         where = f" over {b['link'].replace('_', ' ')}" if b["link"] else " (link unknown: no node names)"
         peak = f", {b['of_link']:.0%} of its {b['link_gb_s']} GB/s peak" if b["of_link"] is not None else ""
-        lines.append(f"{b['calls']} x {b['collective']} of {b['bytes'] / 1e6:.1f} MB ({b['dtype']}, {b['ranks']} ranks): "
-                     f"true time {b['comm_us'] / 1000:.2f} ms (shortest over ranks), bus bandwidth "
+        lines.append(f"{b['calls']} x {b['collective']} of {b['bytes'] / 1e6:.1f} MB ({b['dtype']}, "
+                     f"{b['ranks']} ranks): true time {b['comm_us'] / 1000:.2f} ms (shortest over ranks), bus bandwidth "
                      f"{b['busbw_gb_s']:.1f} GB/s{where}{peak}.")
     for x in result["mismatches"][:5]:
         lines.append(f"mismatch: {x['group']}#{x['index']} has different {x['field']} on different ranks: "
