@@ -72,6 +72,9 @@ def test_the_straggler_comes_first_on_four_ranks_and_the_overlap_after(tmp_path)
     # rank 0 waits 3 ms in each of 5 analysed steps of ~9.5 ms: about 3/9.5 of its path
     assert s.gain_pct == pytest.approx(100 * 3 / 9.5, rel=0.05)
     assert "--cpu-bind" in s.remedy and "DistributedSampler" in s.remedy
+    # the straggler's own work is on rank 0's path across ranks: its backward GEMM
+    across = s.evidence[-1]
+    assert across.startswith("critical path across ranks: rank 2's own work is") and "backward_gemm" in across
     assert "bucket_cap_mb" in advice.findings[1].remedy
 
 

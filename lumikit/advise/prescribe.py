@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import TraceError
+from ..errors import LumikitError, TraceError
 from .evidence import rank_evidence
 from .findings import MIN_GAIN_PCT, PRIORITIES, Advice, Finding
 from .rules import (RANK_RULES, health_findings, log_findings, rank_wait_us, record_findings, rule_comm_overlap,
@@ -109,6 +109,8 @@ def advise(path: str | os.PathLike[str], *, rank: int | None = None, site: str =
             for f in (rule_straggler(matched, e), rule_mismatch(matched)):
                 if f:
                     findings.append(f)
+                    if f.rule == "straggler":
+                        f.evidence.append(_across(where, files, r, matched))
         for rule in RANK_RULES:
             f = rule(e)
             if f:
@@ -128,6 +130,23 @@ def advise(path: str | os.PathLike[str], *, rank: int | None = None, site: str =
     findings = [f for f in findings if f.gain_pct is None or f.gain_pct >= MIN_GAIN_PCT]  # worth nothing: noise
     findings.sort(key=lambda f: (PRIORITIES.index(f.priority), not f.first, -(f.gain_pct or 0.0)))
     return Advice(str(path), findings, inputs, notes, generated, gpu_seen)
+
+
+def _across(where: Path, files: dict, rank: int, matched: dict) -> str:
+    """One line of evidence from the critical path across ranks: how much of ``rank``'s path is the straggler's
+    own work, and its heaviest event there."""
+    from ..trace.cross_path import cross_rank_path
+
+    last = matched["stragglers"][0]["rank"]
+    try:
+        cross = cross_rank_path(where, rank, rank_map=files, top=5)
+    except LumikitError as exc:
+        return f"critical path across ranks: not computed ({exc})"
+    share = cross["by_rank"].get(last, 0.0)
+    heavy = next((x for x in cross["path_events"] if x["rank"] == last), None)
+    return (f"critical path across ranks: rank {last}'s own work is {100 * share:.1f} % of rank {rank}'s path"
+            + (f", most of it {heavy['name'][:60]} ({heavy['category']})" if heavy else "")
+            + f"; `lumikit trace critical-path DIR --across-ranks --what-if '{last}:REGEX=FACTOR'` weighs a fix")
 
 
 def main_advise(args: Any) -> int:
