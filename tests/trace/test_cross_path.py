@@ -50,3 +50,14 @@ def test_the_command_line_follows_the_ranks(straggler_run, capsys):
     assert main(["trace", "critical-path", str(straggler_run), "--across-ranks"]) == 0
     text = capsys.readouterr().out
     assert "it waited in 5 collectives for rank 2" in text
+
+
+def test_a_straggling_data_loader_shows_on_the_other_ranks_path(tmp_path):
+    # the other generator: rank 2's data loader is 400 µs slower each step and the others wait in their all-reduce
+    from lumikit.trace.synth import SynthSpec, write_synthetic
+
+    write_synthetic(tmp_path, SynthSpec(ranks=4, steps=4, layers=4, straggler=2))
+    result = cross_rank_path(tmp_path, 0)
+    assert result["by_rank"][2] > 0.5
+    loader = [e for e in result["path_events"] if e["rank"] == 2 and e["category"] == "data_loading"]
+    assert loader and loader[0]["name"].startswith("enumerate(DataLoader)")
