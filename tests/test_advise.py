@@ -197,3 +197,43 @@ def test_names_with_control_characters_print_escaped(tmp_path, capsys):
     assert main(["advise", str(path)]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "fp32" in out.lower()
+
+
+def _row(gcd, busy, vram_pct):
+    from lumikit.record.card import GcdRow
+
+    return GcdRow(node="nid005001", gcd=gcd, kind="real", samples=10, busy_mean_pct=busy, busy_max_pct=busy,
+                  power_mean_w=None, power_max_w=None, power_note="", vram_peak_gib=0.64 * vram_pct,
+                  vram_peak_pct=vram_pct, energy_j=None, energy_kwh=None, energy_source="", sclk_mean_mhz=None,
+                  sclk_max_mhz=None, computing_s=0.0)
+
+
+def test_the_record_card_gives_vram_near_full_and_waiting_gcds(tmp_path, monkeypatch):
+    from lumikit.advise import rules
+    from lumikit.record import card
+
+    def fake_card(folder):
+        return card.ReportCard(run="r", rows=[_row(0, 40.0, 97.0), _row(1, 35.0, 50.0)])
+
+    monkeypatch.setattr(card, "card_of_run", fake_card)
+    found, where = rules.record_findings(tmp_path)
+    by_rule = {f.rule: f for f in found}
+    assert set(by_rule) == {"vram_full", "waiting_gcds"} and where == "GPU record card"
+    assert "GCD 0 peaked at 97 %" in by_rule["vram_full"].evidence[0]
+    assert "expandable_segments" in by_rule["vram_full"].remedy
+    assert "mean busy 35-40 %" in by_rule["waiting_gcds"].evidence[0]
+
+
+def test_the_health_check_seam_puts_lost_kernels_first(cases, monkeypatch):
+    import sys
+    import types
+
+    health = types.ModuleType("lumikit.trace.health")
+    health.check_trace = lambda trace, files=True: {"findings": [
+        {"kind": "lost_kernels", "severity": "warning", "rank": 0, "count": 900,
+         "evidence": "900 of 2700 kernel launches have no GPU work in the trace", "fix": "record fewer steps"}]}
+    monkeypatch.setitem(sys.modules, "lumikit.trace.health", health)
+    advice = advise(cases["fp32_gemm"])
+    assert [f.rule for f in advice.findings][:2] == ["lost_kernels", "fp32_matrix"]
+    assert "900 of 2700" in advice.findings[0].evidence[0]
+    assert not any("not in this checkout" in n for n in advice.notes)
