@@ -237,3 +237,22 @@ def test_the_health_check_seam_puts_lost_kernels_first(cases, monkeypatch):
     assert [f.rule for f in advice.findings][:2] == ["lost_kernels", "fp32_matrix"]
     assert "900 of 2700" in advice.findings[0].evidence[0]
     assert not any("not in this checkout" in n for n in advice.notes)
+
+
+def test_memory_bound_kernels_measured_on_a_roofline(tmp_path, cases):
+    import shutil
+
+    from lumikit.testing.counter_outputs import counter_csv, roofline_dispatches
+
+    (tmp_path / "pass_1").mkdir()
+    # generated counters: add_fp32 (80 µs, memory-bound at 75 % of the HBM roof) and gemm_bf16 (22 µs, compute-bound)
+    (tmp_path / "pass_1" / "run_counter_collection.csv").write_text(counter_csv(roofline_dispatches()))
+    alone = advise(tmp_path)
+    f = alone.findings[0]
+    assert (f.rule, f.priority, f.gain_pct) == ("memory_bound", "medium", None)
+    assert "78 % of the kernel time" in f.evidence[0] and "add_fp32" in f.evidence[0]
+    assert "roofline (rocprofv3 counters)" in alone.inputs
+    # with a trace beside them, the gain is half their share of the path's GPU compute (100 % of this path)
+    shutil.copy(cases["healthy"], tmp_path / "rank0.pt.trace.json")
+    both = advise(tmp_path).findings[0]
+    assert both.rule == "memory_bound" and both.gain_pct == pytest.approx(100 * 80 / 102 / 2, abs=0.1)

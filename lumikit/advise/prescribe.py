@@ -9,8 +9,8 @@ from typing import Any
 from ..errors import LumikitError, TraceError
 from .evidence import rank_evidence
 from .findings import MIN_GAIN_PCT, PRIORITIES, Advice, Finding
-from .rules import (RANK_RULES, health_findings, log_findings, rank_wait_us, record_findings, rule_comm_overlap,
-                    rule_mismatch, rule_straggler)
+from .rules import (RANK_RULES, health_findings, log_findings, rank_wait_us, record_findings, roofline_evidence,
+                    rule_comm_overlap, rule_memory_bound, rule_mismatch, rule_roofline_memory, rule_straggler)
 
 
 def _looks_traced(f: Path) -> bool:
@@ -66,8 +66,11 @@ def advise(path: str | os.PathLike[str], *, rank: int | None = None, site: str =
         inputs.append(where or "GPU record card")
         findings += log_findings(p)
         inputs.append("logs (doctor)")
+    roof = roofline_evidence(p) if p.is_dir() else None
+    if roof is not None:
+        inputs.append("roofline (rocprofv3 counters)")
     try:
-        source = _trace_source(p, run_folder)
+        source = _trace_source(p, run_folder or roof is not None)
     except TraceError:
         if p.is_dir():
             raise TraceError(f"{path}: neither a run folder nor a trace (.json/.json.gz), a folder of traces or a "
@@ -112,6 +115,8 @@ def advise(path: str | os.PathLike[str], *, rank: int | None = None, site: str =
                     if f.rule == "straggler":
                         f.evidence.append(_across(where, files, r, matched))
         for rule in RANK_RULES:
+            if roof is not None and rule is rule_memory_bound:
+                continue  # measured below, not guessed from names
             f = rule(e)
             if f:
                 findings.append(f)
@@ -122,11 +127,15 @@ def advise(path: str | os.PathLike[str], *, rank: int | None = None, site: str =
         findings += got
         if note:
             notes.append(note)
-    elif not run_folder:
+    if roof is not None:
+        f = rule_roofline_memory(roof, e if source is not None else None)
+        if f:
+            findings.append(f)
+    if source is None and not run_folder and roof is None:
         raise TraceError(f"{path}: neither a run folder nor a trace (.json/.json.gz), a folder of traces or a "
                          f"rocpd database (.db); give one of those")
-    else:
-        notes.append("no profiler trace in this run folder: rerun with --profile torch for the step's findings")
+    if source is None and (run_folder or roof is not None):
+        notes.append("no profiler trace here: rerun with --profile torch for the step's findings")
     findings = [f for f in findings if f.gain_pct is None or f.gain_pct >= MIN_GAIN_PCT]  # worth nothing: noise
     findings.sort(key=lambda f: (PRIORITIES.index(f.priority), not f.first, -(f.gain_pct or 0.0)))
     return Advice(str(path), findings, inputs, notes, generated, gpu_seen)

@@ -229,6 +229,46 @@ def rule_memory_bound(e: RankEvidence) -> Finding | None:
         ["kernels", "critical path"])
 
 
+def roofline_evidence(folder: Path) -> dict | None:
+    """The roofline of the rocprofv3 counters under ``folder`` (a run profiled with --profile roofline): the share
+    of kernel time in memory-bound kernels and the largest of them; None when the folder holds no counters."""
+    from ..rocprof.roofline import read_roofline
+
+    if not any(True for _ in zip(range(1), folder.rglob("*counter_collection.csv"))):
+        return None
+    k = read_roofline(folder).kernels
+    total = float(k["duration_ns"].sum())
+    if not total > 0:
+        return None
+    mem = k[k["bound"] == "memory"].sort_values("duration_ns", ascending=False)
+    return {"memory_share": float(mem["duration_ns"].sum()) / total,
+            "top": [(str(r.kernel), float(r.duration_ns) / total, float(r.pct_of_roof))
+                    for r in mem.head(3).itertuples()]}
+
+
+def rule_roofline_memory(roof: dict, e: RankEvidence | None) -> Finding | None:
+    """Memory-bound kernels measured by the roofline (counters), the path share from the trace where there is one."""
+    share = roof["memory_share"]
+    if share < 0.1:
+        return None
+    gain = percent(e.bound_by.get("gpu_compute_bound", 0.0) * share / 2) if e is not None else None
+    top = ", ".join(f"{name[:50]} {100 * s:.0f} % of kernel time at {pct:.0f} % of its roof"
+                    for name, s, pct in roof["top"])
+    return Finding(
+        "memory_bound", priority_of(gain) if gain is not None else ("medium" if share >= 0.3 else "low"),
+        "Memory-bound kernels hold much of the GPU time (measured on the roofline)",
+        [f"roofline: {100 * share:.0f} % of the kernel time is in kernels below the ridge point ({top})"]
+        + ([f"critical path: halving them is worth at most {gain:.1f} % (half their share of the path's GPU "
+            f"compute)"] if gain is not None else
+           ["no profiler trace beside the counters: the gain on the step is not known (trace a run too: "
+            "--profile torch)"]),
+        gain, "fuse them: torch.compile (--compile) fuses elementwise chains; use fused kernels "
+              "(F.scaled_dot_product_attention, fused AdamW --fused-optimizer, fused norms); bf16 halves the bytes "
+              "each one moves (--precision bf16); a kernel far below its roof is a fusion or layout target first",
+        "roofline again (lumikit run ... --profile roofline; `lumikit rocprof roofline RUN`): less time below the "
+        "ridge point", ["roofline"] + (["critical path"] if e is not None else []))
+
+
 RANK_RULES: tuple[Callable[[RankEvidence], Finding | None], ...] = (
     rule_one_off, rule_data_loading, rule_small_kernels, rule_host_bound, rule_fp32_matrix, rule_blocking_sync,
     rule_memory_bound)
