@@ -69,8 +69,13 @@ def test_the_straggler_comes_first_on_four_ranks_and_the_overlap_after(tmp_path)
     assert rules[:2] == ["straggler", "comm_overlap"], advice.text()
     s = advice.findings[0]
     assert s.title.startswith("Rank 2 arrives last") and "6 of 6 collectives" in s.evidence[0]
-    # rank 0 waits 3 ms in each of 5 analysed steps of ~9.5 ms: about 3/9.5 of its path
-    assert s.gain_pct == pytest.approx(100 * 3 / 9.5, rel=0.05)
+    # rank 0 waits 3 ms in each of its 5 analysed steps (of about 9.5-10 ms): 15 ms of its path
+    from lumikit.trace.critical_path import critical_path
+    from lumikit.trace.loader import load_trace
+
+    rank0 = tmp_path / "rank0.trace.json"
+    path = critical_path(load_trace(rank0, rank_map={0: rank0})[0].columns)["path_us"]
+    assert s.gain_pct == pytest.approx(100 * 15000 / path, rel=0.01) and 29 < s.gain_pct < 33
     assert "--cpu-bind" in s.remedy and "DistributedSampler" in s.remedy
     # the straggler's own work is on rank 0's path across ranks: its backward GEMM
     across = s.evidence[-1]

@@ -45,6 +45,8 @@ class RankEvidence:
     syncs: list[tuple[str, str, float, float, int]]  # (call, enclosing op, ts, end, step)
     comm_overlap: float | None
     path_events: list[dict] = field(default_factory=list)
+    window_us: float = 0.0  # the analysed steps' wall time
+    longest_call: tuple[str, float] = ("", 0.0)  # the window's longest launch, allocation or module load (µs)
 
 
 def rank_evidence(analyzer: Any, rank: int) -> RankEvidence:
@@ -110,4 +112,23 @@ def rank_evidence(analyzer: Any, rank: int) -> RankEvidence:
                         all_steps=all_steps,
                         kernels=len(kernel_rows), kernel_us=ev["dur"][kernel_rows].astype(float),
                         kernel_names=[names[c] for c in ev["name"][kernel_rows].tolist()], syncs=syncs,
-                        comm_overlap=overlap, path_events=list(cp["path_events"]))
+                        comm_overlap=overlap, path_events=list(cp["path_events"]),
+                        window_us=float(window.end - window.start), longest_call=_longest_call(ev, inside, kinds))
+
+
+#: Runtime calls whose first use costs milliseconds once: a kernel's first launch loads its code object, the first
+#: allocations grow the caching allocator.
+ONE_OFF_CALLS = ("Malloc", "MallocAsync", "ModuleLoad", "ModuleLoadData", "ModuleGetFunction")
+
+
+def _longest_call(ev: Any, inside: np.ndarray, kinds: np.ndarray) -> tuple[str, float]:
+    """The window's longest launch, allocation or module-load call: (name, µs)."""
+    from ..trace import runtime_names as rn
+
+    names = ev.labels["name"]
+    runtime = np.flatnonzero(ev.label_mask("cat", ("cuda_runtime", "cuda_driver")) & inside)
+    keep = [r for r in runtime.tolist() if kinds[r] == rn.LAUNCH or names[ev["name"][r]].endswith(ONE_OFF_CALLS)]
+    if not keep:
+        return "", 0.0
+    best = max(keep, key=lambda r: float(ev["dur"][r]))
+    return names[ev["name"][best]], float(ev["dur"][best])

@@ -78,25 +78,24 @@ def _host_share(e: RankEvidence) -> float:
 
 
 def rule_one_off(e: RankEvidence) -> Finding | None:
-    """A single runtime call that holds much of the path: a one-off cost (the first launch loads the GPU code,
-    the first allocation grows the cache) in a window that should show the steady state."""
-    from ..trace.runtime_names import LAUNCH, runtime_kind
-
-    big = [x for x in e.path_events if x["category"] == "cpu_bound" and x["path_us"] >= 1000 and x["share"] >= 0.2
-           and (runtime_kind(x["name"]) == LAUNCH or x["name"].endswith(("Malloc", "ModuleLoad", "ModuleLoadData")))]
-    if not big:
+    """A single launch, allocation or module load of milliseconds in the analysed steps: a one-off cost (the first
+    launch loads the GPU code, the first allocation grows the cache) in a window that should show the steady state.
+    Worth at most its share of the window, within the host's share of the path."""
+    name, us = e.longest_call
+    if us < 1000 or us < 0.2 * max(e.window_us, 1):
         return None
-    x = big[0]
-    gain = percent(x["share"])
+    gain = min(percent(us / max(e.window_us, 1)), percent(_host_share(e)))
     return Finding(
         "one_off", priority_of(gain), "The analysed step holds a one-off cost: profile later steps",
-        [f"critical path: one {x['name']} call holds {x['path_us'] / 1000:.2f} ms ({100 * x['share']:.1f} %) of "
-         f"rank {e.rank}'s path ({e.steps} analysed step{'s' if e.steps > 1 else ''}): the first launch of a kernel "
-         f"loads its code object, the first allocations grow the caching allocator"],
+        [f"trace: one {name} call takes {us / 1000:.2f} ms, {100 * us / max(e.window_us, 1):.1f} % of the "
+         f"{e.window_us / 1000:.2f} ms of rank {e.rank}'s {e.steps} analysed step{'s' if e.steps > 1 else ''}: the "
+         f"first launch of a kernel loads its code object, the first allocations grow the caching allocator",
+         f"critical path: host work holds {100 * _host_share(e):.1f} % of the path"],
         gain, "warm up before recording: torch.profiler.schedule(wait=1, warmup=2, active=3) (lumikit's profiler: "
               "LUMIKIT_PROFILE_SCHEDULE=1,2,3,1 with lumikit run ... --profile torch), and run advise again on the "
               "steady state",
-        "`lumikit trace critical-path` of a later step: no single launch call of milliseconds", ["critical path"],
+        "`lumikit trace critical-path` of a later step: no single launch call of milliseconds", ["trace",
+                                                                                                 "critical path"],
         first=True)
 
 
