@@ -5,6 +5,9 @@ generated into /tmp and deleted afterwards. Saves ``benchmarks/results/trace_sca
 
     .venv/bin/python benchmarks/bench_trace_scale.py                       # 64 x 50 MB (3.2 GB on /tmp)
     .venv/bin/python benchmarks/bench_trace_scale.py --ranks 4 --mb 5      # a small run
+
+It also times ``lumikit trace collectives DIR --json`` on the same folder (every collective matched across the
+ranks, one rank read at a time) against the summary's peak memory: the budget the matching must stay within.
 """
 from __future__ import annotations
 
@@ -47,6 +50,13 @@ def main(argv: list[str] | None = None) -> int:
         summary = json.loads(ours["stdout"])
         assert len(summary["ranks"]) == args.ranks
         print(f"lumikit: {ours['seconds']:.1f} s, peak {ours['peak_pss_mb']:.0f} MB")
+        matched = run_measured([py, "-m", "lumikit", "trace", "collectives", "--json", str(folder)],
+                               timeout=args.timeout)
+        assert matched["returncode"] == 0, matched["stderr"]
+        collectives = json.loads(matched["stdout"])
+        assert len(collectives["ranks"]) == args.ranks and collectives["matched"], "nothing matched"
+        print(f"lumikit collectives (matched {len(collectives['matched'])} across {args.ranks} ranks): "
+              f"{matched['seconds']:.1f} s, peak {matched['peak_pss_mb']:.0f} MB")
         hta = None
         if args.hta_from:
             earlier = json.loads(Path(args.hta_from).read_text())
@@ -66,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         "ranks": args.ranks, "mb_per_rank": args.mb, "total_mb": round(total_mb), "layers_per_step": layers,
         "lumikit": {"seconds": round(ours["seconds"], 1), "peak_pss_mb": round(ours["peak_pss_mb"]),
                     "mb_per_s": round(total_mb / ours["seconds"], 1)},
+        "matched": {"seconds": round(matched["seconds"], 1), "peak_pss_mb": round(matched["peak_pss_mb"]),
+                    "collectives": len(collectives["matched"]), "mb_per_s": round(total_mb / matched["seconds"], 1),
+                    "within_summary_peak": matched["peak_pss_mb"] <= 1.1 * ours["peak_pss_mb"]},
         "hta": None if hta is None else hta["earlier"] if "earlier" in hta else {
             "seconds": round(hta["seconds"], 1), "peak_pss_mb": round(hta["peak_pss_mb"]),
             "capped_at_gb": args.hta_cap_gb if hta["capped"] else None,
@@ -93,6 +106,14 @@ def _markdown(r: dict) -> str:
              "| contender | seconds | peak PSS (MB) | note |", "|---|---|---|---|",
              f"| lumikit (one rank at a time) | {r['lumikit']['seconds']} | {r['lumikit']['peak_pss_mb']} | "
              f"{r['lumikit']['mb_per_s']} MB/s |"]
+    if r.get("matched"):
+        m = r["matched"]
+        later = ""
+        if m.get("summary_same_run"):
+            later = (f"; a later run ({m['measured_at']}, load {m['load_average_1min']:.1f}), whose summary took "
+                     f"{m['summary_same_run']['seconds']} s at {m['summary_same_run']['peak_pss_mb']} MB")
+        lines.append(f"| lumikit trace collectives (matched across ranks) | {m['seconds']} | {m['peak_pss_mb']} | "
+                     f"{m['collectives']} collectives matched, {m['mb_per_s']} MB/s{later} |")
     if h:
         note = (f"stopped when its processes passed {h['capped_at_gb']} GB: it would not fit beside other work"
                 if h["capped_at_gb"] else "finished" if h["finished"] else

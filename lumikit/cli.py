@@ -31,6 +31,7 @@ WINGS = (
     "lumikit.rehearse.cli",
     "lumikit.reference.cli",
     "lumikit.ladder.cli",
+    "lumikit.advise.cli",
 )
 
 

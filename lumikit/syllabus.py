@@ -92,7 +92,7 @@ MODULES: tuple[Module, ...] = (
                           "Slurm sets RANK, LOCAL_RANK and WORLD_SIZE; torchrun is optional on LUMI.",
                           "Two GCDs of one small-g job may share an MI250X (200 GB/s) or not (50 GB/s): the bus ids "
                           "tell, rccl-tests measures.")),
-    Module("08", "08_several_nodes", "Several nodes", 80,
+    Module("08", "08_several_nodes", "Several nodes", 85,
            ("write a multi-node batch script with binding and RCCL's environment",
             "prove from RCCL's log that the network was used",
             "know which GPU each rank sees (Slurm, ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES)"),
@@ -100,6 +100,9 @@ MODULES: tuple[Module, ...] = (
                      "ROCR_VISIBLE_DEVICES filters first, HIP_VISIBLE_DEVICES counts among what is left.",
                      "DeepSpeed's ZeRO partitions optimizer state (stage 1), gradients (2), parameters (3).",
                      "Measure the network alone first: all_reduce_perf's busbw plateau against the link it crossed.",
+                     "A collective's true time is its shortest duration over the ranks; the rank that waited least "
+                     "arrived last, and the critical path across ranks follows the others' wait into that rank's "
+                     "work.",
                      "A hang: the flight recorder names the rank that never joined collective N; py-spy via srun "
                      "--overlap shows why.")),
     Module("09", "09_data_and_io", "Data and I/O", 60,
@@ -120,7 +123,7 @@ MODULES: tuple[Module, ...] = (
            ("Symptom, location, explanation, then one change and a new measurement.",
             "A phase says where the time goes; the operators inside it and the run's settings say why.",
             "A fix is a difference beyond the spread, measured with everything else unchanged.")),
-    Module("12", "12_making_it_faster", "Making the step faster", 60,
+    Module("12", "12_making_it_faster", "Making the step faster", 65,
            ("climb the optimisation ladder (fp32, bf16, a fused optimizer, torch.compile) and measure each rung "
             "with its spread",
             "say which rung helped most and why, from the trace diff and the critical path",
@@ -131,6 +134,8 @@ MODULES: tuple[Module, ...] = (
             "GCD, fp32 against 47.9.",
             "The trace diff says which operators a rung changed; the critical path says whether that was what the "
             "step waited for.",
+            "`advise` ranks the causes a trace shows by what fixing each is worth at most; the measurement still "
+            "decides.",
             "Decode is bound by memory traffic: a KV cache saves recomputation, a larger batch reads the weights "
             "once for more tokens.")),
 )

@@ -1,5 +1,5 @@
 # %% [markdown]
-# > **Module 08 at a glance.** About **80 minutes** (lesson and exercises). Before it: module(s) 07.
+# > **Module 08 at a glance.** About **85 minutes** (lesson and exercises). Before it: module(s) 07.
 # >
 # > **Objectives.** After it you can:
 # > - write a multi-node batch script with binding and RCCL's environment
@@ -263,6 +263,54 @@ plot_busbw(runs, site);
 # bounded by the 200 GB/s in-package link; between nodes by the Slingshot NIC, 25 GB/s per MI250X. A real run far
 # below its link points at the setup: RCCL on TCP sockets (this module's RCCL log reader), or GCDs on two packages.
 #
+# ## Every rank at once: which rank the others waited for
+#
+# A rank's all-reduce kernel runs from the moment that rank arrives until every rank has arrived and the
+# reduction is done, so its duration includes its wait for the others. Matching the same collective on every
+# rank (by process group and Kineto's `Seq` number) separates the two: the **true time** is the shortest duration
+# over the ranks (the last rank to arrive waited for nobody), each rank's **wait** is its duration minus that, and
+# the rank with the shortest duration **arrived last**. Only durations are used, each read on one rank's own
+# clock: the nodes' clocks never need to agree. The run below is **generated** (a model of a 2-node job, not a
+# recording): 4 ranks on 2 nodes, the second node's clock 37 ms behind, rank 2 computing 3 ms longer before each of
+# 6 all-reduces, each all-reduce taking 2 ms once all ranks are in.
+
+# %%
+import tempfile
+from pathlib import Path
+
+from lumikit.trace.matched import collect_calls, describe_matched, match_collectives
+from lumikit.trace.plots import collective_waits_chart
+from lumikit.trace.synth_ranks import RanksSpec, write_straggler_ranks
+
+two_node_traces = Path(tempfile.mkdtemp(prefix="lumikit-08-")) / "traces"
+write_straggler_ranks(two_node_traces, RanksSpec(ranks=4, ranks_per_node=2))
+matched = match_collectives(collect_calls(two_node_traces), links=site.links)
+print("\n".join(describe_matched(matched)))
+collective_waits_chart(matched);
+
+# %% [markdown]
+# **How to read it (generated):** in every all-reduce, ranks 0, 1 and 3 wait 3 ms and rank 2 none: rank 2 is the
+# straggler, and the others' time in the collective is mostly waiting, not communication. The bus bandwidth is
+# computed from the 2 ms true time; computed from rank 0's 5 ms kernels it would blame the network for rank 2's
+# slowness. The clock line is a by-product: aligning the collectives' common ends finds the 37 ms the second
+# node's clock is behind. `lumikit trace collectives DIR` prints the same; `--via slurm` reads many ranks as a job
+# array.
+#
+# The next question is what rank 2 was doing while the others waited. The critical path across ranks answers it:
+# rank 0's path, on reaching a collective it waited in, continues along the path of the rank that arrived last.
+
+# %%
+from lumikit.trace.cross_path import cross_rank_path, describe_cross
+
+across = cross_rank_path(two_node_traces, 0, what_if=["2:backward_gemm=1.3"])
+print("\n".join(describe_cross(across, top=4)))
+
+# %% [markdown]
+# **How to read it (generated):** almost all of rank 0's path is rank 2's work, led by rank 2's backward GEMM:
+# speeding up rank 0 would change nothing. The what-if makes only rank 2's backward 1.3x faster and says how much
+# shorter rank 0's steps become. On a real job the next step is rank 2's own trace (`lumikit trace critical-path
+# --rank 2`): a different binding, more data in its shard, or a slower node.
+#
 # ## Hangs: which rank never joined collective N?
 #
 # A hung job prints nothing: every rank waits in a collective for one that never arrives, until the watchdog's
@@ -293,4 +341,5 @@ print(" ".join(attach_argv(1234567, ["py-spy", "dump", "--pid", "<PID of the ran
 # - ROCR_VISIBLE_DEVICES filters first, HIP_VISIBLE_DEVICES counts among what is left.
 # - DeepSpeed's ZeRO partitions optimizer state (stage 1), gradients (2), parameters (3).
 # - Measure the network alone first: all_reduce_perf's busbw plateau against the link it crossed.
+# - A collective's true time is its shortest duration over the ranks; the rank that waited least arrived last, and the critical path across ranks follows the others' wait into that rank's work.
 # - A hang: the flight recorder names the rank that never joined collective N; py-spy via srun --overlap shows why.

@@ -1,5 +1,5 @@
 # %% [markdown]
-# > **Module 12 at a glance.** About **60 minutes** (lesson and exercises). Before it: module(s) 05, 06.
+# > **Module 12 at a glance.** About **65 minutes** (lesson and exercises). Before it: module(s) 05, 06.
 # >
 # > **Objectives.** After it you can:
 # > - climb the optimisation ladder (fp32, bf16, a fused optimizer, torch.compile) and measure each rung with its spread
@@ -271,9 +271,40 @@ exit_status = lumikit_command(["vllm", "--explain", "--site", "lumi", "--account
 # --client JOBID` prints it.
 
 # %% [markdown]
+# ## What to change first: `advise`
+#
+# Everything above is a measurement; `advise` (also `lumikit advise PATH`) turns the measurements of one trace, run
+# folder or rocpd database into a ranked list: each finding with its evidence (which analysis, which numbers), an
+# upper bound on what fixing it is worth (the critical path's what-if of removing or halving that cause, never more
+# than the share of the path the cause holds), the remedy (the LUMI flag, variable or knob, and the course
+# scripts' option) and what to measure again. It is rules, not a model: the same trace always gets the same advice.
+# First on your own bf16 rung, measured on this machine:
+
+# %%
+from lumikit.advise import advise
+
+print(advise(ladder_run.path / "ladder" / "bf16" / "trace").text())
+
+# %% [markdown]
+# **How to read it (measured on this CPU):** a CPU run has no GPU kernels, so only the host-side rules have anything
+# to read, and the advice says so; a finding here is about the host, not about a GCD. The same call on the shipped
+# H100 trace of the language model's bf16 rung (recorded on an NVIDIA H100, not LUMI):
+
+# %%
+print(advise(h100_rungs / "bf16" / "trace").text())
+
+# %% [markdown]
+# **How to read it (recorded on an NVIDIA H100):** the first finding is the one the diff above pointed at: after
+# bf16 the host sets the pace, hundreds of small kernels per step with the GPU idle most of its span, and the remedy
+# is the `compile` rung (and graphs, a larger batch). Each gain is an upper bound: read it as "no more than", and
+# check with `lumikit trace diff` after the change. `advise` does not replace the investigation of the capstone: it
+# names where to look first; the measurement that proves the cause is still yours.
+
+# %% [markdown]
 # ## Key points
 #
 # - A rung helped only if its gain is beyond the noise of your own repeats.
 # - MFU is measured against the peak of the precision that ran: bf16 against 191.5 TFLOPS on an MI250X GCD, fp32 against 47.9.
 # - The trace diff says which operators a rung changed; the critical path says whether that was what the step waited for.
+# - `advise` ranks the causes a trace shows by what fixing each is worth at most; the measurement still decides.
 # - Decode is bound by memory traffic: a KV cache saves recomputation, a larger batch reads the weights once for more tokens.

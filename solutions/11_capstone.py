@@ -217,3 +217,6 @@ checks.check_conclusion(conclusion, claim, before.path, after)
 # `lumikit trace idle` names why the GCD waited (a sync drain, a host that launched late), the critical path says
 # which chain of work sets the step time, and the report card compares the achieved rate with the GCD's peak for
 # the precision the run uses (a run still in fp32 leaves three quarters of the bf16 matrix rate unused).
+# `lumikit advise RUN` reads the same measurements and ranks the causes it finds by what fixing each is worth at
+# most: a list of where to look first, not a conclusion. The capstone stays an investigation: the cause is named
+# by the measurement you show (the phase, the operators, the setting), and `advise` can only point at one.

@@ -65,6 +65,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     comms.add_argument("--site", default="lumi", help="site profile whose link speeds to compare with (default lumi)")
     comms.add_argument("--json", action="store_true", help="print JSON instead of text")
     comms.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
+    comms.add_argument("--via", choices=("here", "slurm"), default="here",
+                       help="read the ranks here, one at a time (default), or as a Slurm job array")
+    comms.add_argument("--tasks", type=int, help="array tasks for --via slurm (default: one per rank)")
+    comms.add_argument("--salvage", action="store_true", help="keep the complete events of a truncated file")
     comms.set_defaults(func=run_collectives)
 
     memory = sub.add_parser("memory", help="memory peak, timeline by category and the largest live allocations")
@@ -92,6 +96,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     path.add_argument("--json", action="store_true", help="print JSON instead of text")
     path.add_argument("--rank-map", help="explicit RANK=FILE,RANK=FILE mapping")
     path.add_argument("--salvage", action="store_true", help="keep the complete events of a truncated file")
+    path.add_argument("--across-ranks", action="store_true",
+                      help="a folder of rank traces: follow each collective's wait to the rank that arrived last "
+                           "and on along its path; --what-if RANK:REGEX=FACTOR acts on one rank")
     path.set_defaults(func=run_critical_path)
     idle = sub.add_parser("idle", help="why the GPU waited: each idle gap with its cause (sync drain, starved)")
     idle.add_argument("path", help="a trace file (.json/.json.gz), a folder of per-rank traces, or a rocprofv3 "
@@ -219,15 +226,34 @@ def run_collectives(args: argparse.Namespace) -> int:
     from ..site import load_site
     from .analyses import TraceAnalyzer
     from .comms import collective_summary, collective_table, describe_collectives
-    from .loader import load_trace
+    from .loader import find_trace_files, load_trace
+    from .matched import calls_table, describe_matched, hosts_from_run, match_collectives, rank_calls
+    from .scale import calls_via_slurm
 
     links = load_site(args.site).links
-    trace = load_trace(args.path, rank_map=_rank_map(args.rank_map))
-    _health(TraceAnalyzer(trace), args.path)
-    table = collective_table(trace)
+    rank_map = _rank_map(args.rank_map)
+    files = find_trace_files(args.path, rank_map)
+    if args.via == "slurm":
+        per_rank = calls_via_slurm(args.path, rank_map=rank_map, tasks=args.tasks)
+    else:  # one rank in memory at a time, its communication events only
+        per_rank = {r: rank_calls(r, f, salvage=args.salvage) for r, f in files.items()}
+    tables = []
+    for r, f in files.items():
+        t = calls_table(per_rank[r])  # a call without a size needs the whole rank (its launches) to find one
+        tables.append(t if t is not None else collective_table(load_trace(f, rank_map={r: f}, salvage=args.salvage)))
+    table = _concat(tables)
+    if len(files) == 1:  # one rank: the trace check's line, as the other commands print it
+        (r, f), = files.items()
+        _health(TraceAnalyzer(load_trace(f, rank_map={r: f}, salvage=args.salvage)), args.path)
     summary = collective_summary(table, links)
+    matched = None
+    if len(files) > 1:
+        matched = match_collectives(per_rank, hosts=hosts_from_run(args.path), links=links)
     if args.json:
-        print_json(summary.to_dict(orient="records"))
+        out = {"per_rank": summary.to_dict(orient="records")}
+        if matched is not None:
+            out.update(matched)
+        print_json(out)
         return 0
     if table.empty:
         print(f"{printable(args.path)}: no RCCL/NCCL kernels in this trace (one process, or no torch.distributed "
@@ -241,7 +267,21 @@ def run_collectives(args: argparse.Namespace) -> int:
               f"args); they are left out of the bandwidths")
     print("bus bandwidth by nccl-tests' definitions; kernel time includes waiting for the other ranks, so the "
           "best call of a kind is the fairest figure against a link's peak (GB/s per direction)")
+    if matched is not None:
+        print("across ranks:")
+        for line in describe_matched(matched):
+            print("  " + printable(line))
     return 0
+
+
+def _concat(tables: list) -> "object":
+    """Per-rank collective tables as one (the empty table's columns when there is none)."""
+    import pandas as pd
+
+    from .comms import COLUMNS
+
+    kept = [t for t in tables if not t.empty]
+    return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(columns=COLUMNS)
 
 
 def run_memory(args: argparse.Namespace) -> int:
@@ -377,6 +417,18 @@ def run_critical_path(args: argparse.Namespace) -> int:
     from .loader import load_trace
 
     what_if = [WhatIf.parse(w) for w in args.what_if]  # a bad pattern fails before the trace is read
+    if args.across_ranks:
+        from .cross_path import RankWhatIf, cross_rank_path, describe_cross
+
+        cross = cross_rank_path(args.path, args.rank, what_if=[RankWhatIf.parse(w) for w in args.what_if],
+                                rank_map=_rank_map(args.rank_map), include_last_step=args.include_last_step,
+                                top=args.top)
+        if args.json:
+            print_json(cross)
+            return 0
+        for line in describe_cross(cross, top=args.top):
+            print(printable(line))
+        return 0
     if args.instance is not None and not args.annotation:
         raise TraceError("--instance picks an instance of --annotation NAME; give the annotation too")
     databases = rocpd_databases(args.path)

@@ -214,3 +214,25 @@ def idle_causes_timeline(analyzer: TraceAnalyzer, rank: int, step: int | None = 
                  f": why the GPU waited ({idle / 1e3:.2f} ms idle)")
     legend_outside(ax, [Patch(color=c, label=k) for k, c in IDLE_KIND_COLOURS.items()])
     return _finish(fig, analyzer)
+
+
+def collective_waits_chart(matched: dict) -> Figure:
+    """Each rank's wait in each collective matched across ranks (a :func:`~lumikit.trace.matched.match_collectives`
+    result), beside the collective's true time: the rank that never waits is the one the others wait for."""
+    rows = matched["matched"]
+    ranks = matched["ranks"]
+    fig = figure(figsize=(max(5, 0.6 * len(rows) + 3), 3.2))
+    ax = fig.add_subplot()
+    x = np.arange(len(rows))
+    width = 0.8 / max(1, len(ranks) + 1)
+    for i, r in enumerate(ranks):
+        waits = [m["wait_us"].get(r, m["wait_us"].get(str(r), np.nan)) / 1000 for m in rows]
+        ax.bar(x + i * width, waits, width, label=f"rank {r} waits", color=f"C{i % 10}")
+    ax.bar(x + len(ranks) * width, [m["comm_us"] / 1000 for m in rows], width, color="#333333",
+           label="true time (shortest)")
+    ax.set_xticks(x + 0.4 - width / 2, [f"{m['group']}#{m['index']}" for m in rows], fontsize="x-small")
+    ax.set(xlabel="collective (process group # index)", ylabel="ms",
+           title="Time in each collective: waiting for the last rank, and the collective itself")
+    legend_outside(ax, fontsize="x-small")
+    fig.tight_layout()
+    return mark_generated(fig, "trace") if matched.get("generated") else fig

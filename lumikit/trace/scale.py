@@ -67,7 +67,29 @@ def summarise_via_slurm(path: Path | str, *, rank_map: Mapping[int, str | Path] 
                         partition: str | None = None, time_limit: str = "0:30:00", mem: str = "4G",
                         timeout: float = 3600, poll: float = 2.0, runs_dir: str | os.PathLike[str] | None = None
                         ) -> dict:
-    """Summarise every rank as a Slurm job array (one task per ``len(ranks)/tasks`` ranks) and reduce the result.
+    """Summarise every rank as a Slurm job array and reduce the result (see :func:`ranks_via_slurm`)."""
+    per_rank, via = ranks_via_slurm(path, rank_map=rank_map, top=top, include_last_step=include_last_step,
+                                    tasks=tasks, site=site, partition=partition, time_limit=time_limit, mem=mem,
+                                    timeout=timeout, poll=poll, runs_dir=runs_dir)
+    result = reduce_summaries(per_rank, include_last_step)
+    result["via"] = via
+    return result
+
+
+def calls_via_slurm(path: Path | str, *, rank_map: Mapping[int, str | Path] | None = None, tasks: int | None = None,
+                    **options) -> dict[int, dict]:
+    """Every rank's collective calls (:func:`lumikit.trace.matched.rank_calls`) read by a Slurm job array."""
+    per_rank, _ = ranks_via_slurm(path, rank_map=rank_map, tasks=tasks, work="collectives", **options)
+    return per_rank
+
+
+def ranks_via_slurm(path: Path | str, *, rank_map: Mapping[int, str | Path] | None = None, top: int = 10,
+                    include_last_step: bool = False, tasks: int | None = None, site=None,
+                    partition: str | None = None, time_limit: str = "0:30:00", mem: str = "4G",
+                    timeout: float = 3600, poll: float = 2.0, runs_dir: str | os.PathLike[str] | None = None,
+                    work: str = "summary") -> tuple[dict[int, dict], dict]:
+    """Per-rank results (``work``: ``summary`` or ``collectives``) from a Slurm job array, one task per
+    ``len(ranks)/tasks`` ranks, and where they ran.
 
     The array script is the site backend's own batch script for a one-task job, with ``--array`` added; each
     task reads the plan in the run folder and writes ``parts/rank-<R>.json``. Raises :class:`LaunchError` when
@@ -85,7 +107,7 @@ def summarise_via_slurm(path: Path | str, *, rank_map: Mapping[int, str | Path] 
     n_tasks = max(1, min(tasks or len(files), len(files)))
     plan = folder.path / "plan.json"
     plan.write_text(json.dumps({"files": {str(r): str(Path(p).resolve()) for r, p in files.items()}, "tasks": n_tasks,
-                                "top": top, "include_last_step": include_last_step,
+                                "top": top, "include_last_step": include_last_step, "work": work,
                                 "out": str(folder.path / "parts")}, indent=1))
     spec = JobSpec(command=tuple(_task_command(plan)), name="trace-summary", partition=partition or
                    _cpu_partition(backend.site), ntasks_per_node=1, cpus_per_task=1, mem=mem, time=time_limit)
@@ -125,9 +147,7 @@ def summarise_via_slurm(path: Path | str, *, rank_map: Mapping[int, str | Path] 
             raise LaunchError(f"rank {rank}: array task {task} of job {job_id} wrote no summary; see "
                               f"{folder.path / f'task{task}.err'}")
         per_rank[rank] = json.loads(part.read_text())
-    result = reduce_summaries(per_rank, include_last_step)
-    result["via"] = {"slurm_job": job_id, "tasks": n_tasks, "run_folder": str(folder.path)}
-    return result
+    return per_rank, {"slurm_job": job_id, "tasks": n_tasks, "run_folder": str(folder.path)}
 
 
 def _cpu_partition(site) -> str | None:
@@ -144,7 +164,13 @@ def run_task(plan_path: Path | str, task: int) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for rank in mine:
-        info = rank_summary(rank, files[rank], top=int(plan["top"]), include_last_step=bool(plan["include_last_step"]))
+        if plan.get("work") == "collectives":
+            from .matched import rank_calls
+
+            info = rank_calls(rank, files[rank])
+        else:
+            info = rank_summary(rank, files[rank], top=int(plan["top"]),
+                                include_last_step=bool(plan["include_last_step"]))
         target = out / f"rank-{rank}.json"
         with atomic_path(target) as tmp:
             Path(tmp).write_text(json.dumps(info))

@@ -76,7 +76,7 @@ def test_collectives_of_the_real_two_rank_traces_on_the_command_line(shared_fixt
     assert "rank 1: 2 x send_recv (unsigned char, group of 2), 733.8 MB" in out
     assert "% of slingshot nic 25 GB/s" in out and "carry no message size" in out
     assert main(["trace", "collectives", str(real), "--rank-map", mapping, "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    rows = json.loads(capsys.readouterr().out)["per_rank"]
     best = {r["rank"]: r["best_busbw_gb_s"] for r in rows if r["dtype"] == "unsigned char"}
     assert best[0] == pytest.approx(419430400 / 62783e-6 / 1e9) and best[1] == pytest.approx(339738624 / 57924e-6 / 1e9)
 

@@ -60,3 +60,37 @@ def test_via_slurm_fans_out_as_a_job_array_and_reduces(slurm_cluster, four_ranks
     assert "#SBATCH --array=0-1%2" in script
     local = scale.reduce_summaries(dict(scale.summarise_ranks(four_ranks)))
     assert {k: v for k, v in result.items() if k != "via"} == local
+
+
+@pytest.fixture(scope="module")
+def straggler_ranks(tmp_path_factory):
+    from lumikit.trace.synth_ranks import RanksSpec, write_straggler_ranks
+
+    folder = tmp_path_factory.mktemp("straggler")
+    write_straggler_ranks(folder, RanksSpec())
+    return folder
+
+
+def test_an_array_task_can_read_collective_calls_instead(straggler_ranks, tmp_path, monkeypatch):
+    from lumikit.trace.matched import collect_calls
+
+    plan = tmp_path / "plan.json"
+    files = {str(r): str(p) for r, p in scale.find_trace_files(straggler_ranks).items()}
+    plan.write_text(json.dumps({"files": files, "tasks": 2, "top": 3, "include_last_step": False,
+                                "out": str(tmp_path / "parts"), "work": "collectives"}))
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "0")
+    assert scale.main([str(plan)]) == 0
+    part = json.loads((tmp_path / "parts" / "rank-2.json").read_text())
+    assert part == json.loads(json.dumps(collect_calls(straggler_ranks)[2]))  # the same calls as read here
+
+
+@pytest.mark.slurm
+def test_collectives_via_slurm_match_the_same(slurm_cluster, straggler_ranks, tmp_path, monkeypatch):
+    from lumikit.trace.matched import collect_calls, match_collectives
+
+    monkeypatch.setenv("LUMIKIT_SITE", "lumi-sim")
+    per_rank = scale.calls_via_slurm(straggler_ranks, site="lumi-sim", tasks=2, runs_dir=tmp_path, timeout=300,
+                                     poll=1.0)
+    assert sorted(per_rank) == [0, 1, 2, 3]
+    remote, here = match_collectives(per_rank), match_collectives(collect_calls(straggler_ranks))
+    assert remote["stragglers"] == here["stragglers"] and remote["stragglers"][0]["rank"] == 2
