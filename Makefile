@@ -18,12 +18,13 @@ venv: $(STAMP)
 # optional compiled trace reader (setup.py) in place; without a C compiler it goes on, and lumikit reads traces
 # with msgspec alone (same numbers, slower).
 $(STAMP): pyproject.toml setup.py lumikit/trace/_fastevents.c
-	@echo "== [1/3] creating $(VENV) with $(PYTHON)"
+	@echo "== [1/4] creating $(VENV) with $(PYTHON)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@echo "== [2/3] upgrading pip"
+	@echo "== [2/4] upgrading pip"
 	$(PY) -m pip install --quiet --upgrade pip
+	@echo "== [3/4] torch: $(if $(TORCH_INDEX),from $(TORCH_INDEX),from the default package index, in step 4 with the rest)"
 	bash scripts/install-torch.sh $(PY) "$(TORCH_INDEX)" "$(TORCH_FALLBACK)"
-	@echo "== [3/3] installing lumikit and the workbook's packages (torch, JupyterLab, ...): see the README for size and time"
+	@echo "== [4/4] installing lumikit and the workbook's packages ($(if $(TORCH_INDEX),JupyterLab, ...; torch is in already,torch, JupyterLab, ...)): see the README for size and time"
 	@echo "   pip's output goes to $(VENV)/pip-install.log (a line here every 15 s; it is printed here if pip fails)"
 	@bash scripts/with-heartbeat.sh $(VENV)/pip-install.log "lumikit and the workbook's packages" \
 	    $(PY) -m pip install --progress-bar off -e '.[workbook]' || \
@@ -31,12 +32,13 @@ $(STAMP): pyproject.toml setup.py lumikit/trace/_fastevents.c
 	touch $(STAMP)
 	@echo "== $(VENV) is ready with $$($(PY) scripts/torch_build.py): the CLI is $(VENV)/bin/lumikit (or 'source $(VENV)/bin/activate', then 'lumikit')"
 
-# JupyterLab at the repository root (notebooks/, exercises/, solutions/ all reachable), opening module 00.
+# JupyterLab at the repository root (notebooks/, exercises/, solutions/ all reachable), opening module 00, with the
+# workbook's lab settings (jupyter-config/: no news pop-up on first open).
 # Jupyter refuses to run as root without --allow-root: containers and CI boxes run as root, so add it there.
 LAB_PORT ?= 8888
 lab: venv
 	@if [ "$$(id -u)" = 0 ]; then echo "make lab: running as root, so JupyterLab is started with --allow-root"; fi
-	$(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) --ServerApp.root_dir=. \
+	JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter-config$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH} $(VENV)/bin/jupyter lab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) --ServerApp.root_dir=. \
 	    --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 # Unit, conformance, integration and browser tests, then the whole workbook (lessons, solutions, exercises), timed.

@@ -142,7 +142,7 @@ import lumikit.checks.terminal as terminal_checks
 from lumikit.launch.terminal import find_cluster, sh, wait_for_job
 
 cluster, why = find_cluster()
-print(cluster or f"no Slurm cluster here: {why}")
+print(cluster or f"not checked here: {why}")
 gpus = cluster.tasks_per_node if cluster else 8           # one task per GPU fits on the node
 cores_per_task = cluster.cpus_per_node // gpus if cluster else 7
 partition = cluster.gpu_partition if cluster else "standard-g"

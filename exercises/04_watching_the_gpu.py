@@ -162,7 +162,7 @@ import lumikit.checks.terminal as terminal_checks
 from lumikit.launch.terminal import find_cluster, sh, wait_for_job
 
 cluster, why = find_cluster()
-print(cluster or f"no Slurm cluster here: {why}")
+print(cluster or f"not checked here: {why}")
 partition = cluster.gpu_partition if cluster else "small-g"
 watch_command = "cat /proc/loadavg" if cluster is not None and cluster.name == "lumi-sim" else "rocm-smi"
 workdir = Path("runs/terminal").resolve()
@@ -176,6 +176,7 @@ training = "bash -c 'for i in $(seq 8); do echo step $i; sleep 1; done'"
 # output to a file), then run `watch_command` as a second step with `srun --jobid=<id> --overlap` while it runs.
 # Show the steps with `squeue -s -j <id>`, then release the allocation with `scancel <id>`.
 allocation = None
+granted = None
 alloc_id = None
 # Your answer replaces each None; then delete the `raise` line below.
 # Stuck? from lumikit.checks import hint; hint("04.T1")

@@ -140,7 +140,7 @@ import lumikit.checks.terminal as terminal_checks
 from lumikit.launch.terminal import find_cluster, sh
 
 cluster, why = find_cluster()
-print(cluster or f"no Slurm cluster here: {why}")
+print(cluster or f"not checked here: {why}")
 tasks_per_node = cluster.tasks_per_node if cluster else 8
 partition = "standard-g" if cluster is None or cluster.name != "lumi-sim" else cluster.gpu_partition
 report = "echo $SLURM_PROCID $SLURMD_NODENAME ROCR_VISIBLE_DEVICES=$ROCR_VISIBLE_DEVICES"

@@ -95,6 +95,7 @@ class Container:
     # profiling mode -> {overlay, lacks, build, source}: a squashfs overlay the mode needs in this image (see jobs/)
     overlays: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     multinode_env: tuple[str, ...] = ()  # environment recipes a multi-node job in this image gets
+    job_env: tuple[str, ...] = ()  # environment recipes every job in this image gets (LAIF: FI_MR_CACHE_MONITOR)
     note: str = ""  # a known problem of this image, with its source: shown as advice to a job that uses it
 
 
@@ -231,6 +232,7 @@ def _build(raw: dict[str, Any], source: str) -> Site:
                                       overlays={m: {k: str(v) for k, v in o.items()}
                                                 for m, o in c.get("overlays", {}).items()},
                                       multinode_env=tuple(c.get("multinode_env", ())),
+                                      job_env=tuple(c.get("job_env", ())),
                                       note=str(c.get("note", "")))
                       for name, c in raw.get("containers", {}).items()}
         return Site(

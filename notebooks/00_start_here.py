@@ -135,7 +135,8 @@ pd.Series(checks, name="available here").to_frame()
 # %%
 from lumikit import reference
 
-pd.DataFrame([{"real output": r.name, "kind": r.kind, "machine": r.machine, "source": f"{r.repo} ({r.licence})"}
+pd.DataFrame([{"real output": r.name, "kind": r.kind, "machine": r.machine,
+               "source": f"{r.repo or 'recorded for this project'} ({r.licence})"}
               for r in reference.catalogue()]).set_index("real output")
 
 # %% [markdown]

@@ -472,11 +472,15 @@ section_table(before_after, "critical path and its categories, per step").query(
 # %%
 from lumikit.jobs import rank_script, workload_spec
 from lumikit.jobs.profiling import ROOFLINE_PASSES, input_file_text
+from lumikit.jobs.python import job_python
 from lumikit.site import load_site
 
 roofline_job = workload_spec("lm", "--model-size", "medium", gcds=1, time="0:15:00", profile="roofline",
                              profile_steps=10)
-print("rank script on LUMI (expected, not run here):\n ", rank_script(roofline_job, load_site("lumi")))
+# the job's Python is this kernel's own; on LUMI it is the workbook's Python there, so the script names it by a word
+lumi_script = rank_script(roofline_job, load_site("lumi")).replace(job_python(), "$WORKBOOK_PYTHON")
+print("rank script on LUMI (expected, not run here; $WORKBOOK_PYTHON: the Python your LUMI route installs, "
+      "lumi/README.md):\n ", lumi_script)
 print("\nthe input file it writes first, one pmc: line per pass:")
 print(input_file_text(ROOFLINE_PASSES))
 

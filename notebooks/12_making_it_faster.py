@@ -31,9 +31,10 @@ from lumikit.ladder.cli import ladder_job
 from lumikit.ladder.plots import ladder_bars
 from lumikit.launch import launch, mode_line
 
-# Three rungs of the tiny language model, 1 warm-up step, 3 timed repeats of 3 steps, a 2-step trace per rung.
+# Three rungs of the tiny language model, 1 warm-up step, 3 timed repeats of 3 steps, a 4-step trace per rung
+# (3 steps analysed: the trace diff below compares medians over them).
 ladder_run = launch(ladder_job("--rungs", "fp32,bf16,fused", "--steps", "3", "--repeats", "3", "--warmup", "1",
-                               "--profile-steps", "2"))
+                               "--profile-steps", "4"))
 print(mode_line(), "->", ladder_run.wait(timeout=600, poll=0.5))
 
 # %%
@@ -60,9 +61,11 @@ for rung, against_above in steps_up(ladder).items():
 # ratio, and the verdict. Where it says "within noise", this machine cannot tell the rungs apart; a longer run (more
 # `--repeats`) or a quieter machine might, and on LUMI's GCD the gaps are expected to be far larger than the
 # noise. Where it says "beyond noise", the rung changed the step here, with one caveat: the rungs run one after
-# the other, not interleaved (module 07's way), so a slow spell of a shared machine that covers one rung's whole
+# the other, not interleaved (module 07's way), so other work on a shared machine that covers one rung's whole
 # block can pass for a gain or a loss. Run the ladder again (`lumikit ladder --site laptop --wait`): a verdict that
-# flips between two runs was the machine, not the rung.
+# flips between two runs was the machine, not the rung. A rung whose rate moves several-fold between two runs (a
+# 20-fold swing of the fp32 rung was seen on a shared machine) was not measured at all: the machine was busy with
+# something else, and no verdict of that run means anything; run it again when the machine is quiet.
 #
 # ## The ladder on a real GPU, recorded on an NVIDIA H100
 #
@@ -144,8 +147,11 @@ section_table(fp32_vs_bf16, "CPU ops (self time) that changed most, per step")
 # bf16). Autocast changes which kernels run: matrix products (`aten::mm`, `aten::addmm`) in bf16, and new casts
 # (`aten::copy_`, `aten::_to_copy`) around them. Whether bf16 products are cheaper depends on the hardware: a CPU
 # without bf16 instructions converts and computes in fp32, and the casts are pure cost; a GCD's matrix cores run
-# bf16 at four times the fp32 rate. The trace here holds one analysed step per rung (the last profiled step is left
-# out), so read the large changes, not the small ones.
+# bf16 at four times the fp32 rate. Each rung's trace holds three analysed steps (the last profiled step is left
+# out): `a` and `b` are the medians over them, `a_range` and `b_range` the fastest and slowest step. A host's
+# scheduling moves an operator's time a lot from one step to the next, so where the two ranges overlap the verdict
+# is `noise`: the steps of one rung differ among themselves by as much as the change. Read only the rows marked
+# `changed` (listed first).
 
 # %%
 section_table(fp32_vs_bf16, "critical path and its categories, per step")

@@ -24,8 +24,16 @@ if bash scripts/with-heartbeat.sh "$log" "$pin" "$py" -m pip install --progress-
     echo "== $pin installed from $index"
     exit 0
 fi
-echo "== could not install $pin from $index: is it reachable from here? (last lines of $log:)"
-tail -n 3 "$log" | sed 's/^/     /'
+# pip's last lines after a network failure are its resolver's ("dependency conflict ..."): name the network error
+# above them instead (name resolution, refused connection, proxy, certificate, time-out), where there is one
+network=$(grep -E -i -m 3 "Failed to establish a new connection|Name or service not known|Temporary failure in name resolution|nodename nor servname|Connection refused|Network is unreachable|No route to host|ProxyError|SSLError|CERTIFICATE_VERIFY_FAILED|Read timed out|ConnectTimeoutError|Could not fetch URL|HTTP error [0-9]+" "$log" 2>/dev/null | cut -c1-300)
+if [ -n "$network" ]; then
+    echo "== could not install $pin from $index: the index could not be reached. pip's network error (from $log):"
+    printf '%s\n' "$network" | sed 's/^/     /'
+else
+    echo "== could not install $pin from $index: is it reachable from here? (last lines of $log:)"
+    tail -n 3 "$log" | sed 's/^/     /'
+fi
 if [ "$fallback" = default ]; then
     echo "== TORCH_FALLBACK=default: taking torch from the default package index instead (on Linux x86_64 the CUDA build, about 4-5 GB)"
     exit 0

@@ -10,6 +10,7 @@ shift 2
 every=${HEARTBEAT_S:-15}
 case "$every" in ''|*[!0-9]*|0) echo "with-heartbeat.sh: HEARTBEAT_S=$every: give a whole number of seconds" >&2; exit 2;; esac
 esc=$(printf '\033')
+width=${HEARTBEAT_WIDTH:-100}  # the most of pip's line a heartbeat shows
 started=$SECONDS
 "$@" >"$log" 2>&1 &
 pid=$!
@@ -19,9 +20,14 @@ while kill -0 "$pid" 2>/dev/null; do
     sleep 0.2
     elapsed=$((SECONDS - started))
     if [ "$elapsed" -ge "$next" ] && kill -0 "$pid" 2>/dev/null; then
-        # pip's latest line (Collecting ..., Downloading ...): escape sequences and control characters dropped, cut
-        latest=$(tail -n 1 "$log" 2>/dev/null | sed -E "s/$esc\[[0-9;?]*[ -\/]*[@-~]//g" | tr -cd '[:print:]' |
-                 cut -c1-70)
+        # pip's latest line (Collecting ..., Downloading ...): escape sequences and control characters dropped; a
+        # long one shortened at a word's end (never mid-word), with "..." where words were left out
+        latest=$(tail -n 1 "$log" 2>/dev/null | sed -E "s/$esc\[[0-9;?]*[ -\/]*[@-~]//g" | tr -cd '[:print:]')
+        if [ "${#latest}" -gt "$width" ]; then
+            cut_at=${latest:0:$width}
+            if [ "${latest:$width:1}" != " " ] && [ "${cut_at% *}" != "$cut_at" ]; then cut_at=${cut_at% *}; fi
+            latest="$cut_at ..."
+        fi
         echo "   installing $what ... (${elapsed} s${latest:+; pip: $latest}; log: $log)"
         next=$((elapsed + every))
     fi

@@ -180,7 +180,7 @@ terminal_checks.check_topology_masks(derived_masks)
 
 # %%
 cluster, why = find_cluster()
-print(cluster or f"no Slurm cluster here: {why}")
+print(cluster or f"not checked here: {why}")
 if cluster is not None and cluster.name == "lumi-sim" and cluster.applies_binding:
     task_masks = [f"0x{1 << i:x}" for i in range(cluster.cpus_per_node)]
 else:  # LUMI, or shown only: one mask per GCD, from the site profile

@@ -151,7 +151,7 @@ import lumikit.checks.terminal as terminal_checks
 from lumikit.launch.terminal import find_cluster, sh, wait_for_job
 
 cluster, why = find_cluster()
-print(cluster or f"no Slurm cluster here: {why}")
+print(cluster or f"not checked here: {why}")
 gpus = cluster.tasks_per_node if cluster else 8           # one task per GPU fits on the node
 cores_per_task = cluster.cpus_per_node // gpus if cluster else 7
 partition = cluster.gpu_partition if cluster else "standard-g"
@@ -211,7 +211,7 @@ to_cancel = sh(f'sbatch --parsable --partition={partition} --time=00:06:00 --job
                cluster, cwd=workdir)
 cancel_id = to_cancel.stdout.strip().split(";")[0]
 squeue_seen = sh(f"squeue -j {cancel_id}", cluster)
-if to_cancel.ran:
+if to_cancel.ran and cancel_id.isdigit():  # an empty id: Slurm refused the job (its message says why)
     sh(f"scancel {cancel_id}", cluster)
     print("final state:", wait_for_job(cancel_id, cluster, timeout=200))
 

@@ -172,7 +172,7 @@ import lumikit.checks.terminal as terminal_checks
 from lumikit.launch.terminal import find_cluster, sh, wait_for_job
 
 cluster, why = find_cluster()
-print(cluster or f"no Slurm cluster here: {why}")
+print(cluster or f"not checked here: {why}")
 partition = cluster.gpu_partition if cluster else "small-g"
 watch_command = "cat /proc/loadavg" if cluster is not None and cluster.name == "lumi-sim" else "rocm-smi"
 workdir = Path("runs/terminal").resolve()
@@ -189,7 +189,8 @@ training = "bash -c 'for i in $(seq 8); do echo step $i; sleep 1; done'"
 # Tool: `salloc --no-shell`, `srun --jobid=<id> --overlap`.
 allocation = sh(f"salloc --no-shell --partition={partition} --nodes=1 --ntasks=1 --gpus-per-node=1 "
                 f"--time=00:05:00 --job-name=watch-me", cluster)
-alloc_id = re.search(r"allocation (\d+)", allocation.stderr).group(1) if allocation.ran else "<id>"
+granted = re.search(r"allocation (\d+)", allocation.stderr)  # None when Slurm refused (its message says why)
+alloc_id = granted.group(1) if granted else "<id>"
 sh(f"srun --jobid={alloc_id} --ntasks=1 {training} > training-{alloc_id}.log 2>&1 < /dev/null &", cluster,
    cwd=workdir)
 sh("sleep 2", cluster)
@@ -198,7 +199,7 @@ sh(f"srun --jobid={alloc_id} --overlap --ntasks=1 {watch_command}", cluster, tim
 sh(f"squeue -s -j {alloc_id}", cluster)
 sh("sleep 5", cluster)
 sh(f"scancel {alloc_id}", cluster)
-if allocation.ran:
+if granted:
     print("allocation:", wait_for_job(alloc_id, cluster, timeout=200))
     sh(f"cat training-{alloc_id}.log; sacct -j {alloc_id} -o JobID,JobName,State,Start,End", cluster, cwd=workdir)
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,12 +11,42 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_FIXTURES = Path(os.environ.get("LUMIKIT_SHARED_FIXTURES", REPO.parent / "shared" / "fixtures"))
 
 
+LEARNER_PROGRESS = REPO / "progress"  # the learner's own records in this clone (lumikit.checks.progress)
+
+
+def _progress_state(folder: Path = LEARNER_PROGRESS) -> dict[str, tuple[int, int]]:
+    """Each file under the learner's ``progress/`` with its size and modification time: what a test must not touch."""
+    if not folder.is_dir():
+        return {}
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _progress_elsewhere(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """For the whole session every check records its progress in a temporary folder, never in the learner's
+    ``progress/`` (notebook kernels and `lumikit verify` inherit the setting); a test may still point it elsewhere."""
+    folder = tmp_path_factory.mktemp("progress")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LUMIKIT_PROGRESS_DIR", str(folder))
+        patch.delenv("LUMIKIT_PROGRESS", raising=False)
+        yield folder
+
+
 @pytest.fixture(autouse=True)
-def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Tests never read the developer's own ~/.config/lumikit or LUMIKIT_* settings."""
+def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory,
+                    _progress_elsewhere: Path) -> Iterator[None]:
+    """Tests never read the developer's own ~/.config/lumikit or LUMIKIT_* settings, and never change the learner's
+    ``progress/`` (a test that does fails, naming the files)."""
     monkeypatch.setenv("LUMIKIT_CONFIG", str(tmp_path_factory.getbasetemp() / "no-such-config.toml"))
     for name in ("LUMIKIT_ACCOUNT", "LUMIKIT_RESERVATION", "LUMIKIT_SITE"):
         monkeypatch.delenv(name, raising=False)
+    before = _progress_state()
+    yield
+    after = _progress_state()
+    changed = sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+    assert not changed, (f"this test changed the learner's records in {LEARNER_PROGRESS}: {changed[:5]}; point the "
+                         f"check at a temporary folder (LUMIKIT_PROGRESS_DIR) instead")
 
 
 @pytest.fixture(scope="session")
@@ -33,7 +64,6 @@ import json  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 
 @dataclass(frozen=True)
@@ -72,24 +102,14 @@ def _find_slurm_cluster(sim_dir: Path | None = None) -> tuple[SlurmCluster | Non
                                account=mode.get("default_account"), reservation=str(mode["reservation"]), mode=mode)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return None, f"{mode_file} is unreadable ({exc}); restart the cluster with `make slurm-down slurm-up`"
-    if shutil.which("sinfo") is None:
-        return None, "Slurm client commands are not installed; `make slurm-up` installs them"
-    try:
-        out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], env=cluster.env, capture_output=True, text=True,
-                             timeout=15)
-    except subprocess.TimeoutExpired:
-        return None, "lumi-sim's slurmctld does not answer `sinfo` within 15 s; restart it with `make slurm-up`"
-    if out.returncode != 0:
-        return None, f"lumi-sim's `sinfo` fails ({out.stderr.strip()}); restart it with `make slurm-up`"
+    from lumikit.launch.terminal import find_cluster  # the workbook's own "can I submit here?" test
+    reachable, why = find_cluster(sim=sim_dir)
+    if reachable is None:
+        return None, f"lumi-sim: not usable by this user here: {why}"
+    out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N"], env=cluster.env, capture_output=True, text=True,
+                         timeout=15)
     if not set(cluster.nodes) <= set(out.stdout.split()):
         return None, f"lumi-sim lists nodes {sorted(set(out.stdout.split()))}, expected {list(cluster.nodes)}"
-    if cluster.accounting:  # with accounting, Slurm refuses the jobs of a user who has no account there
-        user = getpass.getuser()
-        assoc = subprocess.run(["sacctmgr", "-n", "-P", "show", "assoc", "where", f"user={user}", "format=account"],
-                               env=cluster.env, capture_output=True, text=True, timeout=15)
-        if assoc.returncode == 0 and not assoc.stdout.strip():
-            return None, (f"lumi-sim is up, but user {user} has no account on it; as root, add one with "
-                          f"`LUMIKIT_SLURM_USERS=root,{user} make slurm-up` (no restart)")
     return cluster, ""
 
 

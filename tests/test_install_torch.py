@@ -74,3 +74,21 @@ def test_the_ready_line_names_the_torch_build_and_its_size() -> None:
                          check=True).stdout.strip()
     assert out.startswith(f"torch {PIN.split('==')[1]}")
     assert out.endswith(" GB)") and "build" in out
+
+
+def test_an_unreachable_index_names_the_network_error_not_pips_resolver_lines(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    py = tmp_path / "bin" / "python"
+    py.write_text("#!/bin/sh\n"
+                  "echo \"WARNING: Retrying (Retry(total=4)) after connection broken by 'NewConnectionError(': "
+                  "Failed to establish a new connection: [Errno -3] Temporary failure in name resolution')'\"\n"
+                  "echo 'ERROR: Could not find a version that satisfies the requirement torch (from versions: none)'\n"
+                  "echo \"ERROR: pip's dependency resolver does not currently take into account all the packages "
+                  "that are installed. This behaviour is the source of the following dependency conflicts.\"\n"
+                  "exit 1\n")
+    py.chmod(0o755)
+    proc = subprocess.run(["bash", str(SCRIPT), str(py), "https://download.pytorch.org/whl/cpu"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 3
+    assert "the index could not be reached" in proc.stdout
+    assert "Temporary failure in name resolution" in proc.stdout and "dependency" not in proc.stdout

@@ -193,3 +193,17 @@ def test_an_interrupted_test_run_leaves_no_lab_running(tmp_path: Path) -> None:
         for pid in left:
             os.kill(pid, signal.SIGKILL)
         assert not left, f"{signal.Signals(signum).name} to pytest left lab processes {left} running"
+
+
+def test_the_workbooks_lab_turns_off_the_news_pop_up() -> None:
+    """`make lab` adds jupyter-config/ to JUPYTER_CONFIG_PATH; its page config disables the announcements plugin
+    (the "get notified about official Jupyter news?" pop-up on first open)."""
+    if shutil.which("make") is not None:
+        dry = subprocess.run(["make", "-n", "lab", f"VENV={Path(sys.prefix)}"], cwd=REPO, capture_output=True,
+                             text=True).stdout
+        assert f"JUPYTER_CONFIG_PATH={REPO}/jupyter-config" in dry
+    env = {**os.environ, "JUPYTER_CONFIG_PATH": str(REPO / "jupyter-config")}
+    code = ("from jupyterlab_server.config import get_page_config; "
+            "print(get_page_config([], None).get('disabledExtensions'))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60).stdout
+    assert "@jupyterlab/apputils-extension:announcements" in out

@@ -75,3 +75,17 @@ def test_install_torch_and_make_venv_run_pip_through_the_heartbeat(tmp_path: Pat
     plan = subprocess.run(["make", "-n", "venv", "VENV=/nonexistent/venv"], cwd=REPO, capture_output=True, text=True,
                           check=True).stdout
     assert "bash scripts/with-heartbeat.sh /nonexistent/venv/pip-install.log" in plan
+
+
+def test_a_long_pip_line_is_shortened_at_a_words_end_never_mid_word(tmp_path: Path) -> None:
+    words = "Downloading https://download.pytorch.org/whl/cpu/torch-2.13.0%2Bcpu-cp311-cp311-linux_x86_64.whl " \
+            "(190.2 MB) from the index named by TORCH_INDEX for this laptop"
+    pip = tmp_path / "long-pip"
+    pip.write_text(f"#!/bin/sh\necho '{words}'\nsleep 2.5\n")
+    pip.chmod(0o755)
+    proc = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "pip.log"), "torch", str(pip)], capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "HEARTBEAT_S": "1", "HEARTBEAT_WIDTH": "60"})
+    shown = re.search(r"pip: (.+); log: ", proc.stdout.splitlines()[0]).group(1)
+    assert shown.endswith(" ...") and len(shown) <= 64
+    kept = shown.removesuffix(" ...")
+    assert words.startswith(kept) and words[len(kept)] == " "  # cut where a word ends

@@ -260,9 +260,12 @@ def left_out_lines(spec: JobSpec, site: Site) -> list[str]:
 
 
 def effective_recipes(spec: JobSpec, site: Site) -> list[str]:
-    """The spec's environment recipes, plus :data:`MULTINODE_RECIPES` (those the site has) and the container's own
+    """The spec's environment recipes, the container's own for every job (``job_env``: the LAIF images'
+    ``FI_MR_CACHE_MONITOR``), plus :data:`MULTINODE_RECIPES` (those the site has) and the container's own
     multi-node recipes (``multinode_env``: the LAIF image's libfabric/CXI settings) when nodes > 1."""
     names = list(spec.env_recipes)
+    if spec.container and site.uses_containers:
+        names += [n for n in site.container(spec.container).job_env if n in site.env]
     if spec.nodes > 1:
         names += [n for n in MULTINODE_RECIPES if n in site.env]
         if spec.container and site.uses_containers:

@@ -75,6 +75,9 @@ def server_explain(model: str, site: Site) -> list[str]:
         "HF_HOME and VLLM_CACHE_ROOT on /scratch/<project>: model weights and vLLM's caches are far larger than "
         "the 20 GB home quota",
         "MIOPEN_* on the node's /tmp (recipe miopen): MIOpen's cache out of the shared file system",
+        "FI_MR_CACHE_MONITOR=userfaultfd (recipe laif, every job in a LAIF image: LUMI AI Guide, Sep 2026)",
+        "early-2026 LAIF images on MI250X needed TORCH_COMPILE_DISABLE=1 for vLLM (LAIF's own gfx90a build; LUMI AI "
+        "Guide): add --env-recipe vllm-compile-off on such an image (expected, not checked here)",
         "expected on LUMI (not seen here): the model loads for minutes after the job starts; the log says "
         "\"Application startup complete\" when the server answers",
         f"source: {SOURCE}",

@@ -20,6 +20,7 @@ from ..site import Site, load_site
 from .backend import python_path_env
 from ..record.recorder import GPU_DIR, STOP_FILE
 from .gpu_record import local_argv
+from .mask import MaskedOwnOutput, mask_text, secret_values_of, start_pump
 from .runfolder import RunFolder, base_manifest, disk_full_note, now_iso, remove_secrets, write_secrets
 from .states import FINAL
 
@@ -208,10 +209,24 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def _start_rank(argv: list[str], env: dict[str, str], folder: RunFolder, rank: int) -> subprocess.Popen | int:
+def _start_rank(argv: list[str], env: dict[str, str], folder: RunFolder, rank: int,
+                secrets: list[str] | None = None, pumps: list | None = None) -> subprocess.Popen | int:
     """Start one rank with its logs; a program that cannot start gives the shell's code (127 not found, 126 not
-    runnable) and its reason in the rank's stderr, as srun would."""
-    with open(folder.rank_log(rank, "out"), "wb") as out, open(folder.rank_log(rank, "err"), "wb") as err:
+    runnable) and its reason in the rank's stderr, as srun would. With ``secrets``, the rank writes into pipes and
+    the supervisor writes its logs with each secret value masked (the threads go into ``pumps``)."""
+    out_path, err_path = folder.rank_log(rank, "out"), folder.rank_log(rank, "err")
+    if secrets:
+        try:
+            proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    stdin=subprocess.DEVNULL, cwd=os.getcwd())
+        except OSError as exc:
+            out_path.write_bytes(b"")
+            err_path.write_bytes(f"lumikit: cannot start {argv[0]!r}: {exc.strerror or exc}\n".encode())
+            return 127 if isinstance(exc, FileNotFoundError) else 126
+        if pumps is not None:
+            pumps += [start_pump(proc.stdout, out_path, secrets), start_pump(proc.stderr, err_path, secrets)]
+        return proc
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
         try:
             return subprocess.Popen(argv, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=os.getcwd())
         except OSError as exc:
@@ -219,15 +234,24 @@ def _start_rank(argv: list[str], env: dict[str, str], folder: RunFolder, rank: i
             return 127 if isinstance(exc, FileNotFoundError) else 126
 
 
-def _start_recorder(folder: RunFolder, m: dict, env: dict[str, str]) -> subprocess.Popen | None:
-    """The run's GPU recorder (one for the run: this machine is its one node), when the launch asked for it."""
+def _start_recorder(folder: RunFolder, m: dict, env: dict[str, str], secrets: list[str] | None = None,
+                    pumps: list | None = None) -> subprocess.Popen | None:
+    """The run's GPU recorder (one for the run: this machine is its one node), when the launch asked for it; its
+    log passes through the secrets' mask when the run has secrets."""
     argv = local_argv(m.get("gpu_record"), load_site(m.get("site")), str(folder.path))
     if argv is None:
         return None
     (folder.path / "gpu").mkdir(exist_ok=True)
-    with open(folder.path / "gpu" / "recorder.log", "ab") as log:
-        return subprocess.Popen(argv, env={**env, "LUMIKIT_RUN_DIR": str(folder.path)}, stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT)
+    log_path = folder.path / "gpu" / "recorder.log"
+    child_env = {**env, "LUMIKIT_RUN_DIR": str(folder.path)}
+    if secrets:
+        proc = subprocess.Popen(argv, env=child_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
+        if pumps is not None:
+            pumps.append(start_pump(proc.stdout, log_path, secrets, mode="ab"))
+        return proc
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(argv, env=child_env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
 
 
 #: The least time the job's end gives its GPU recorder (an interval of 0.1 s is shorter than its start-up).
@@ -282,19 +306,24 @@ def _end_of_job(folder: RunFolder, recorder: subprocess.Popen | None, interval: 
 def supervise(run_dir: Path) -> int:
     """Start every rank, wait for all, apply the time limit, and record the outcome in the manifest."""
     folder = RunFolder(run_dir)
+    secrets = secret_values_of(os.environ.get("LUMIKIT_SECRETS_FILE"))  # read before the file goes
+    own = MaskedOwnOutput(secrets) if secrets else None  # supervisor.log: tracebacks included
     try:
-        return _supervise(folder)
+        return _supervise(folder, secrets)
     except BaseException as exc:  # record why before dying, so status and tail can say it
         import traceback
         traceback.print_exc()
+        note = f"the local supervisor failed: {type(exc).__name__}: {exc}"
         folder.update(lambda cur: cur.get("state") not in FINAL, state="FAILED", end_time=now_iso(),
-                      note=f"the local supervisor failed: {type(exc).__name__}: {exc}")
+                      note=mask_text(note, secrets) if secrets else note)
         raise
     finally:
         remove_secrets(folder)
+        if own is not None:
+            own.close()
 
 
-def _supervise(folder: RunFolder) -> int:
+def _supervise(folder: RunFolder, secrets: list[str] | None = None) -> int:
     run_dir = folder.path
     m = folder.read()
     spec = JobSpec.from_dict(m["spec"])
@@ -312,10 +341,11 @@ def _supervise(folder: RunFolder) -> int:
 
     base = dict(os.environ)
     folder.update(state="RUNNING", start_time=now_iso())
-    recorder = _start_recorder(folder, m, base)
+    pumps: list = []  # the threads writing masked logs (only when the run has secrets)
+    recorder = _start_recorder(folder, m, base, secrets, pumps)
     for rank in range(spec.total_tasks):
         env = rank_env(spec, rank, m["job_id"], m["master_port"], run_dir, base)
-        procs.append(_start_rank(argv, env, folder, rank))
+        procs.append(_start_rank(argv, env, folder, rank, secrets, pumps))
     running = [p for p in procs if not isinstance(p, int)]
     first_failed: int | None = None  # the rank that failed first: the others were ended because of it
     start = time.monotonic()
@@ -344,6 +374,8 @@ def _supervise(folder: RunFolder) -> int:
         time.sleep(0.1)
     codes = [p if isinstance(p, int) else p.wait() for p in procs]
     notes = [_end_of_job(folder, recorder, float((m.get("gpu_record") or {}).get("interval_s") or 0))]
+    for thread in pumps:  # the last masked bytes reach the logs before the state says the job ended
+        thread.join(timeout=10)
     codes = [128 - c if c < 0 else c for c in codes]  # killed by signal N -> 128 + N, as the shell says it
     failed = first_failed if first_failed is not None else next((r for r, c in enumerate(codes) if c != 0), None)
     exit_code = codes[failed] if failed is not None else 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import getpass
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import time
@@ -60,6 +61,44 @@ def rejection_hint(message: str, site: str) -> str:
             "partition must be open to it")
 
 
+#: Bash for a batch script whose run has secrets: the step's tasks print through srun (``--label``: "N: line"), and
+#: each line is written to rank<N>.out or .err with every secret value as ***, before it reaches disk. srun joins a
+#: task's writes into whole lines, so a value printed in two writes is masked too. The values come from the launch's
+#: private file (or the submitter's environment), never from this text; lines srun prints itself go to the job's
+#: own output, masked too.
+MASK_FUNCTIONS = r'''lumikit_mask() {  # $1: out or err
+  ( [ -z "${LUMIKIT_SECRETS_FILE:-}" ] || . "$LUMIKIT_SECRETS_FILE"
+    exec awk -v kind="$1" -v dir="$LUMIKIT_RUN_DIR" -v names="$LUMIKIT_SECRET_NAMES" '
+      BEGIN { n = split(names, name, " "); for (i = 1; i <= n; i++) val[i] = ENVIRON[name[i]] }
+      { line = $0; file = "/dev/stdout"
+        if (match(line, /^ *[0-9]+: /)) {
+          rank = substr(line, 1, RLENGTH - 2); gsub(/ /, "", rank)
+          line = substr(line, RLENGTH + 1); file = dir "/rank" rank "." kind }
+        for (i = 1; i <= n; i++) if (length(val[i]) >= 3)
+          while ((p = index(line, val[i])) > 0) line = substr(line, 1, p - 1) "***" substr(line, p + length(val[i]))
+        print line > file; fflush(file) }' )
+}
+lumikit_masked_step() {  # runs "$@" (srun --label ...) with its tasks' output masked into the rank logs
+  local fifo status=0 err_pid
+  fifo=$(mktemp -u "${TMPDIR:-/tmp}/lumikit-err.XXXXXX") && mkfifo -m 600 "$fifo"
+  lumikit_mask err < "$fifo" & err_pid=$!
+  "$@" 2> "$fifo" | lumikit_mask out || status=$?
+  wait "$err_pid" || true
+  rm -f "$fifo"
+  return "$status"
+}'''
+
+
+def masked_step(script: str, secret_names: Iterable[str]) -> str:
+    """A rendered batch script (its last line the job's srun step, with ``--label``) whose step's output goes
+    through :data:`MASK_FUNCTIONS`."""
+    at = script.rindex("\nsrun --label ")  # the step may span lines (a command with newlines in it)
+    head, step = script[:at], script[at + 1:].rstrip("\n")
+    names = " ".join(n for n in secret_names if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n))
+    return "\n".join([head, f"export LUMIKIT_SECRET_NAMES={shlex.quote(names)}", MASK_FUNCTIONS,
+                      f"lumikit_masked_step {step}"]) + "\n"
+
+
 class SlurmBackend:
     name = "slurm"
     #: Each status is a query to the cluster's controller: :meth:`Run.wait` backs off (see ``next_poll``).
@@ -97,9 +136,12 @@ class SlurmBackend:
         exports = {"LUMIKIT_RUN_DIR": str(folder.path), "LUMIKIT_BACKEND": "slurm"}
         if secrets_file:
             exports["LUMIKIT_SECRETS_FILE"] = str(secrets_file)  # a path; the values stay in that 0600 file
-        script = render_sbatch(spec, self.site, output=str(folder.path / "slurm-%j.out"),
-                               step_options=(f"--output={folder.path}/rank%t.out", f"--error={folder.path}/rank%t.err"),
+        secret = spec.secret_names()
+        logs = ("--label",) if secret else (f"--output={folder.path}/rank%t.out", f"--error={folder.path}/rank%t.err")
+        script = render_sbatch(spec, self.site, output=str(folder.path / "slurm-%j.out"), step_options=logs,
                                exports=exports, check=False)  # launch() has validated the spec
+        if secret:
+            script = masked_step(script, secret)
         return with_record(script, folder.read().get("gpu_record"), self.site, str(folder.path), spec)
 
     def submit(self, spec: JobSpec, folder: RunFolder) -> str:

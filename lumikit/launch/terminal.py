@@ -73,38 +73,113 @@ def sim_dir() -> Path:
     return Path(os.environ.get("LUMIKIT_SLURM_SIM_DIR") or SIM_DIR_DEFAULT)
 
 
-def find_cluster(timeout: float = 15) -> tuple[Cluster | None, str]:
-    """The Slurm cluster this kernel reaches, or None and why not (one sentence a learner can act on)."""
+#: How long a "no" from :func:`find_cluster` is remembered: a cell's commands each ask again, and a controller that
+#: is down takes ~10 s to say so each time.
+REFUSAL_TTL_S = 60.0
+_refusals: dict[tuple, tuple[float, str]] = {}
+
+
+def find_cluster(timeout: float = 15, *, sim: Path | None = None) -> tuple[Cluster | None, str]:
+    """The Slurm cluster where this user can submit, or None and why not (one sentence naming the fix).
+
+    The one "can I submit here?" test of the workbook: the terminal tasks, ``lumikit verify`` and the test suite's
+    Slurm skip all use it. It asks three things: a Slurm configuration and a controller that answers, a GPU partition
+    with nodes, and (where Slurm keeps accounts) an account for this user. A "no" is remembered for a minute.
+    """
+    mode_file = (sim or sim_dir()) / "mode.json"
+    try:
+        started = mode_file.stat().st_mtime_ns  # a restart of lumi-sim asks again
+    except OSError:
+        started = None
+    key = (str(mode_file), started, os.environ.get("SLURM_CONF"), os.getuid(), load_config().account)
+    seen = _refusals.get(key)
+    if seen and time.monotonic() - seen[0] < REFUSAL_TTL_S:
+        return None, seen[1]
+    cluster, why = _probe_cluster(timeout, sim)
+    if cluster is None:
+        _refusals[key] = (time.monotonic(), why)
+    return cluster, why
+
+
+def _probe_cluster(timeout: float, sim: Path | None) -> tuple[Cluster | None, str]:
+    """:func:`find_cluster` without its memory."""
     if shutil.which("sinfo") is None:
         return None, ("no Slurm client on this machine (no `sinfo`): the commands are shown but not run. Run this "
                       "notebook on LUMI, or start the local cluster with `make slurm-up`")
     env = dict(os.environ)
-    mode_file = sim_dir() / "mode.json"
-    name, account, partition, binding = "", load_config().account, "standard-g", True
-    if mode_file.is_file():
+    mode_file = (sim or sim_dir()) / "mode.json"
+    name, account, partition, binding, accounting = "", load_config().account, "standard-g", True, None
+    if os.path.lexists(mode_file):
         try:
             mode = json.loads(mode_file.read_text())
             env["SLURM_CONF"] = str(mode["slurm_conf"])
             name, account = "lumi-sim", mode.get("default_account") or account
             partition = str(mode.get("default_partition") or "small-g")
             binding = mode.get("profile") != "lumi"
-        except (OSError, ValueError, KeyError) as exc:
-            return None, f"{mode_file} is unreadable ({exc}); restart lumi-sim with `make slurm-up`"
+            accounting = bool(mode.get("accounting", True))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            return None, f"{mode_file} is unreadable ({exc}); restart lumi-sim with `make slurm-up` (as root)"
     try:
         out = subprocess.run(["sinfo", "-h", "-p", partition, "-o", "%c|%G"], env=env, capture_output=True,
                              text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return None, f"Slurm does not answer `sinfo` within {timeout:.0f} s; is slurmctld up?"
-    if out.returncode != 0 or not out.stdout.strip():
-        return None, f"`sinfo -p {partition}` fails here ({(out.stderr or out.stdout).strip() or 'no nodes'})"
+        return None, (f"Slurm's controller does not answer `sinfo` within {timeout:.0f} s. Fix: on lumi-sim, "
+                      f"start it (as root) with `make slurm-up`; on LUMI, try again in a few minutes")
+    why = _sinfo_refusal(out, partition, name)
+    if why:
+        return None, why
     cpus, gres = out.stdout.strip().splitlines()[0].split("|", 1)
     if not name:
         cluster = subprocess.run(["scontrol", "show", "config"], env=env, capture_output=True, text=True,
                                  timeout=timeout).stdout
         name = next((line.split("=", 1)[1].strip() for line in cluster.splitlines()
                      if line.startswith("ClusterName")), "slurm")
+    if accounting is not False:
+        why = _account_refusal(env, account, name, timeout)
+        if why:
+            return None, why
     return Cluster(name=name, env=env, account=account, gpu_partition=partition,
                    cpus_per_node=int(cpus.rstrip("+")), gpus_per_node=_gpus(gres), applies_binding=binding), ""
+
+
+def _sinfo_refusal(out: subprocess.CompletedProcess, partition: str, name: str) -> str:
+    """Why ``sinfo -p <partition>`` says this is no place to submit, in words naming the fix ("" when it is)."""
+    said = (out.stderr or "").strip()
+    if "configuration source" in said or "slurm.conf" in said:
+        return ("no Slurm cluster is configured here (no slurm.conf, and lumi-sim is not up). Fix: run on LUMI, "
+                "or start the local cluster (as root) with `make slurm-up`")
+    if "Unable to contact" in said or "connect failure" in said or "Connection refused" in said:
+        where = "lumi-sim" if name == "lumi-sim" else "this cluster"
+        return (f"{where}'s controller (slurmctld) does not answer. Fix: on lumi-sim, start it (as root) with "
+                f"`make slurm-up`; on LUMI, try again in a few minutes")
+    if out.returncode != 0 or not out.stdout.strip():
+        first = said.splitlines()[0] if said else "no nodes"
+        return f"Slurm lists no nodes in partition {partition} here ({first}); ask `sinfo -s` which partitions exist"
+    return ""
+
+
+def _account_refusal(env: dict[str, str], account: str | None, name: str, timeout: float) -> str:
+    """Why Slurm would refuse this user's jobs for want of an account ("" when it would not, or cannot tell)."""
+    import pwd  # POSIX only, as Slurm is; Slurm knows the user by uid, not by $USER
+    user = pwd.getpwuid(os.getuid()).pw_name
+    try:
+        out = subprocess.run(["sacctmgr", "-n", "-P", "show", "assoc", "where", f"user={user}", "format=account"],
+                             env=env, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    if out.returncode != 0:  # no accounting database: Slurm checks no account either
+        return ""
+    mine = {line.strip() for line in out.stdout.splitlines() if line.strip()}
+    fix = (f"on lumi-sim, root adds you with `LUMIKIT_SLURM_USERS=root,{user} make slurm-up` (no restart); on LUMI, "
+           f"join a project (its PI invites you) and name it in `LUMIKIT_ACCOUNT=project_...` or in "
+           f"~/.config/lumikit/config.toml (`account = \"project_...\"`)")
+    if not mine:
+        return (f"user {user} has no Slurm account on {name}, so Slurm would refuse the jobs (\"Invalid account\"). "
+                f"Fix: {fix}")
+    if account and account not in mine:
+        return (f"user {user} may not charge account {account} on {name} (yours: {', '.join(sorted(mine))}). "
+                f"Fix: name one of yours in `LUMIKIT_ACCOUNT`, or {fix}")
+    return ""
 
 
 def _gpus(gres: str) -> int:
@@ -127,7 +202,7 @@ def sh(command: str, cluster: Cluster | None = None, *, timeout: float = 120, qu
         cluster, why = find_cluster()
         if cluster is None:
             if not quiet:
-                print(f"$ {command}\n(not run: {why})")
+                print(f"$ {command}\n(not run; not checked here: {why})")
             return ShellResult(command, None, skipped=why)
     try:
         proc = subprocess.run(["bash", "-c", command], env=cluster.env, capture_output=True, text=True,
@@ -167,6 +242,9 @@ def sacct_rows(job_id: str | int, cluster: Cluster, fields: tuple[str, ...] = (
 
 def wait_for_job(job_id: str | int, cluster: Cluster, *, timeout: float = 120, poll: float = 1.0) -> str:
     """Poll ``sacct`` until the job (its allocation record) reaches a final state; returns that state."""
+    if not str(job_id).strip().isascii() or not str(job_id).strip().isdigit():
+        raise LaunchError(f"no job to wait for: {str(job_id)!r} is not a job id (did Slurm refuse the submission? "
+                          f"its message says why)")
     deadline = time.monotonic() + timeout
     state = "UNKNOWN"
     while time.monotonic() < deadline:

@@ -122,7 +122,7 @@ class ReportCard:
     def text(self) -> str:
         """The card as plain text: nodes, one line per GCD and per package, totals, findings, GPU-hours, phases."""
         if self.absent:
-            return f"{self.run}: no GPU record: {self.absent}"
+            return printable(f"{self.run}: no GPU record: {self.absent}")
         out = [f"GPU record of {self.run}"] + ([f"  run note: {self.run_note}"] if self.run_note else [])
         out += [f"  record note: {self.record_note}"] if self.record_note else []
         if any(info["kind"] == "generated" for info in self.nodes.values()):
@@ -144,7 +144,7 @@ class ReportCard:
             out.extend(f"    note: {n}" for n in info.get("notes", ()))
         if not self.rows:
             out += ["", "no samples: nothing to sum up (findings and totals need at least one sample)"]
-            return "\n".join(out)
+            return "\n".join(printable(line) for line in out)
         head = (f"{'node':<12} {'GCD':>3} {'samples':>7} {'busy% mean/max':>15} {'power W mean/max':>17} "
                 f"{'VRAM peak':>17} {'energy':>20} {'sclk MHz mean/max':>18} {'computing s':>11}")
         out += ["", head]
@@ -191,7 +191,7 @@ class ReportCard:
             out.append(f"steps ({s['source']}): {s['steps']} steps over {s['span_s']:.1f} s, "
                        f"{_f(s['energy_per_step_j'], 1)} J per step at a mean {_f(s['mean_power_w'], 0)} W (power "
                        "interpolated between samples: an estimate where steps are shorter than the interval)")
-        return "\n".join(out)
+        return "\n".join(printable(line) for line in out)  # names from the record and manifest: escaped
 
     def billing_line(self) -> str:
         """The GPU-hours billed beside those the job's GCDs spent computing, each with where it comes from."""
@@ -229,13 +229,13 @@ class ReportCard:
         fig, ax = plt.subplots(figsize=(7, 2.6))
         for node, pts in self.series.items():
             ax.plot([t for t, _ in pts], [p if p is not None else float("nan") for _, p in pts],
-                    label=f"{node} ({self.nodes[node]['kind']})")
+                    label=printable(f"{node} ({self.nodes[node]['kind']})").replace("$", r"\$"))
         for p in self.phases:
             ax.axvspan(p["start_s"], p["start_s"] + p["duration_s"], alpha=0.1)
-            ax.text(p["start_s"], ax.get_ylim()[1], p["name"], fontsize=7, va="top")
+            ax.text(p["start_s"], ax.get_ylim()[1], printable(p["name"]), fontsize=7, va="top", parse_math=False)
         ax.set_xlabel("seconds since the record started")
         ax.set_ylabel("node power (W)")
-        ax.set_title(f"GPU record of {self.run}", fontsize=9)
+        ax.set_title(printable(f"GPU record of {self.run}"), fontsize=9, parse_math=False)
         ax.legend(fontsize=7)
         fig.tight_layout()
         return fig
@@ -333,6 +333,9 @@ def _node_input(node: str, src: Any, site: str) -> NodeInput:
             out.append(f"{rf.failed} sample(s) the tool printed nothing readable for (a failed call) were left out")
         if rf.damaged:
             out.append(f"{rf.damaged} damaged line(s) in the middle of {rf.path.name} were skipped")
+        if rf.dropped:
+            out.append(f"{rf.dropped} value(s) outside the readable bounds (a number past a double's range or of "
+                       f"over 40 digits, a unit that is not a string) in {rf.path.name} were left out")
         if rf.torn:
             out.append(f"{rf.path}: the last line is cut short (the recorder was killed mid-write); the complete "
                        "samples before it are kept")

@@ -114,6 +114,7 @@ class RecordFile:
     failed: int = 0          # samples whose tool printed nothing readable (a failed call)
     damaged: int = 0         # lines in the middle that are not a sample
     torn: bool = False       # the last line was cut short (a killed writer)
+    dropped: int = 0         # values outside the readers' bounds (an energy counter past 1e18 J, a unit not a string)
     first_raw: str | None = None
     head: dict[str, Any] = field(default_factory=dict)
 
@@ -207,7 +208,9 @@ class RecordFile:
             except LumikitError:
                 self.failed += 1
                 return
-            idx, rows = encode(main_group(snap), energy_counters(rec["stdout"]))
+            lost: list[int] = []
+            idx, rows = encode(main_group(snap), energy_counters(rec["stdout"], lost))
+            self.dropped += len(lost)
             devices = decode(idx, rows)
         if not devices:
             self.failed += 1

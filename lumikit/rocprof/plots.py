@@ -69,7 +69,8 @@ def plot_roofline(rl: "Roofline", top: int = 12, ax: Axes | None = None, generat
         return sources.setdefault(source, len(sources) + 1)
 
     for r in hbm:
-        ax.plot(xs, np.minimum(xs * r.value, top_peak), ls="--" if r.measured else "-", color="black",
+        line_x = roof_vertices(xs[0], xs[-1], r.value, top_peak)  # the corner drawn: a log axis bends no chord
+        ax.plot(line_x, np.minimum(line_x * r.value, top_peak), ls="--" if r.measured else "-", color="black",
                 lw=1.2 if r.measured else 1.8, alpha=0.8,
                 label=f"{r.name} {r.value / 1e12:.2f} TB/s [{cite(r.source)}]")
     colours = {"BF16 matrix": "#1f77b4", "FP32 matrix": "#ff7f0e", "FP32 vector": "#2ca02c"}
@@ -84,9 +85,6 @@ def plot_roofline(rl: "Roofline", top: int = 12, ax: Axes | None = None, generat
                 label=f"{r.name}{'' if r.measured else same} {r.value / 1e12:.1f} TFLOP/s [{cite(r.source)}]")
     ax.scatter(points["arithmetic_intensity"], points["flops_per_s"], s=40, color="#d62728", zorder=5,
                label="kernels (counters)" if rl.passes else "operators (from shapes)")
-    for _, p in points.iterrows():
-        ax.annotate(short_kernel_name(str(p["kernel"]), 28), (p["arithmetic_intensity"], p["flops_per_s"]),
-                    textcoords="offset points", xytext=(4, 4), fontsize=7)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(xs[0], xs[-1])
@@ -96,7 +94,52 @@ def plot_roofline(rl: "Roofline", top: int = 12, ax: Axes | None = None, generat
     ax.set_ylabel("FLOP/s (per GCD)")
     ax.set_title(("Generated counters: " if generated else "") + f"roofline of {len(points)} kernels, MI250X GCD")
     ax.grid(True, which="both", alpha=0.2)
-    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.12), fontsize=7, ncol=2, frameon=False)
+    legend = ax.legend(loc="upper left", bbox_to_anchor=(0, -0.12), fontsize=FOOTNOTE_PT, ncol=1, frameon=False)
     notes = "\n".join(f"[{n}] {s}" for s, n in sources.items())
-    ax.text(0, -0.42, notes, transform=ax.transAxes, fontsize=6, va="top", wrap=True)
-    return ax.figure
+    label_points(ax, [(short_kernel_name(str(p["kernel"]), 28), p["arithmetic_intensity"], p["flops_per_s"])
+                      for _, p in points.iterrows()])
+    fig = ax.figure
+    fig.draw_without_rendering()
+    below = legend.get_window_extent().transformed(ax.transAxes.inverted()).y0  # under the legend, not on it
+    ax.text(0, below - 0.03, notes, transform=ax.transAxes, fontsize=FOOTNOTE_PT, va="top", wrap=True)
+    return fig
+
+
+#: The size of the legend and the source footnotes under a figure (readable when the figure is shown at 9 inches).
+FOOTNOTE_PT = 9
+
+
+def roof_vertices(x_min: float, x_max: float, bandwidth: float, peak: float) -> "np.ndarray":
+    """The x values at which a bandwidth roof capped at ``peak`` bends: its two ends and the ridge point. A plotted
+    line is straight between its points on the axes' own scale, so on log axes a roof given only by its ends would
+    cut the corner (a chord of slope 0.72, drawn above the kernels the roof holds)."""
+    import numpy as np
+
+    ridge = peak / bandwidth
+    return np.array([x_min, *([ridge] if x_min < ridge < x_max else []), x_max], dtype=float)
+
+
+def label_points(ax: Axes, labelled: list[tuple[str, float, float]], fontsize: float = 8) -> list:
+    """Label each point (text, x, y) beside it, trying a few positions around it until the label overlaps no label
+    placed before (the largest first); returns the annotations."""
+    fig = ax.figure
+    offsets = [(4, 4), (4, -12), (-4, 4), (-4, -12), (4, 16), (4, -24), (-4, 16), (-4, -24), (4, 28), (4, -36)]
+    placed, out = [], []
+    for text, x, y in labelled:
+        best = None
+        for dx, dy in offsets:
+            ann = ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, dy), fontsize=fontsize,
+                              ha="left" if dx > 0 else "right")
+            fig.draw_without_rendering()
+            box = ann.get_window_extent()
+            if not any(box.overlaps(other) for other in placed):
+                best = (ann, box)
+                break
+            ann.remove()
+        if best is None:  # every place taken: the first one, and the overlap stays visible
+            ann = ax.annotate(text, (x, y), textcoords="offset points", xytext=offsets[0], fontsize=fontsize)
+            fig.draw_without_rendering()
+            best = (ann, ann.get_window_extent())
+        placed.append(best[1])
+        out.append(best[0])
+    return out

@@ -113,7 +113,7 @@ def _process_rows(lines: list[Line], source: str) -> list[GpuProcess]:
             header = s.split()
             continue
         toks = s.split()
-        if len(toks) < 3 or not toks[0].isdigit():
+        if len(toks) < 3 or v.ascii_index(toks[0]) is None:
             raise ParseError("a process row that does not start with a GPU number", source=source, line_no=no,
                              line=s)
         name, pid_tok, cells = toks[1], toks[2], join_units(toks[3:])
@@ -141,7 +141,7 @@ def parse_box(lines: list[Line], source: str) -> Snapshot:
                 in_procs = True
             elif in_procs and body[:1].isdigit():
                 toks = body.split()
-                if len(toks) < 3 or not toks[0].isdigit():
+                if len(toks) < 3 or v.ascii_index(toks[0]) is None:
                     raise ParseError("a process row that is not 'GPU PID NAME ...'", source=source, line_no=no,
                                      line=s)
                 cells = join_units(toks[3:])

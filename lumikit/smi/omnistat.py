@@ -42,6 +42,7 @@ from typing import Any
 from ..errors import LumikitError, ParseError
 from ..files import open_regular, read_text, regular_file
 from .model import DeviceReading, Snapshot
+from .values import ascii_index
 from .sessions import Frame, Session, SessionHeader
 
 GPU_FILE = "omnistat-rocm.gpu.csv"
@@ -107,7 +108,7 @@ def _epoch(cell: str, source: str, line_no: int) -> float:
 def node_name(instance: str) -> str:
     """A Prometheus ``instance`` label as the node's name: ``nid005001:8001`` -> ``nid005001``."""
     host, sep, port = instance.strip().rpartition(":")
-    return host if sep and port.isdigit() and host else instance.strip()
+    return host if sep and ascii_index(port) is not None and host else instance.strip()
 
 
 def _csv_rows(path: Path) -> list[list[str]]:
@@ -176,16 +177,19 @@ def parse_frame(data: dict[str, Any], source: str = "<omnistat frame>") -> Snaps
     if not isinstance(cards, dict):
         raise ParseError("an Omnistat frame without its 'cards' object", source=source)
     devices = []
-    for card, values in sorted(cards.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else -1):
-        if not str(card).isdigit() or not isinstance(values, dict):
-            raise ParseError(f"an Omnistat frame with GPU {card!r} (a number with its metrics expected)",
-                             source=source)
+    for card, values in sorted(cards.items(), key=lambda kv: ascii_index(kv[0]) if ascii_index(kv[0]) is not None
+                               else -1):
+        if ascii_index(card) is None or not isinstance(values, dict):
+            raise ParseError(f"an Omnistat frame with GPU {ascii(card)[:40]} (a number in ASCII digits with its "
+                             f"metrics expected)", source=source)
         fields: dict[str, Any] = {}
         for metric, v in values.items():
             if metric in METRICS and isinstance(v, (int, float)) and not isinstance(v, bool):
-                fields[METRICS[metric]] = int(v) if METRICS[metric] == "vram_total_bytes" else float(v)
+                number = _number(str(v)) if isinstance(v, float) else (float(v) if abs(v) < 2**63 else None)
+                if number is not None:
+                    fields[METRICS[metric]] = int(number) if METRICS[metric] == "vram_total_bytes" else number
         host = data.get("node")
-        devices.append(DeviceReading(index=int(card), host=host if isinstance(host, str) else None, **fields))
+        devices.append(DeviceReading(index=ascii_index(card), host=host if isinstance(host, str) else None, **fields))
     return Snapshot(devices=tuple(devices), format=FORMAT, source=source)
 
 
@@ -210,8 +214,9 @@ def read_omnistat(path: str | os.PathLike[str], *, note: str = "") -> dict[str, 
         raise ParseError("the three header lines have different numbers of columns", source=source, line_no=3)
     columns = []
     for metric, node, card in zip(metrics, nodes, cards):
-        if not card.strip().isdigit():
-            raise ParseError(f"GPU (card) label {card!r} is not a number", source=source, line_no=3)
+        if ascii_index(card) is None:
+            raise ParseError(f"GPU (card) label {ascii(card)[:40]} is not a number in ASCII digits", source=source,
+                             line_no=3)
         columns.append((metric, node_name(node), card.strip()))
     body_start = 4 if len(rows) > 3 and rows[3] and rows[3][0] == "timestamp" and not any(rows[3][1:]) else 3
     per_node: dict[str, list[tuple[float, dict[str, dict[str, float | None]]]]] = {}

@@ -33,6 +33,21 @@ def from_generated(snapshots: Sequence[Snapshot] | Snapshot) -> bool:
     return any("(generated)" in str(getattr(s, "source", "")) for s in snaps)
 
 
+def shares_packages(df: pd.DataFrame) -> bool:
+    """Whether two devices of one node share a package (an MI250X's two GCDs), as the session's readings say."""
+    if "package" not in df or df["package"].isna().all():
+        return False
+    keys = [c for c in ("host", "package") if c in df]
+    return bool((df.dropna(subset=["package"]).groupby(keys, dropna=False)["index"].nunique() > 1).any())
+
+
+def power_subtitle(df: pd.DataFrame) -> str:
+    """The power panel's subtitle: where the power of a shared package shows, only for a session that has one."""
+    if shares_packages(df):
+        return "power (MI250X: each package's power shows on its even GCD, the odd one prints none)"
+    return "power (W per GPU, as its tool reports it)"
+
+
 def timeline(snapshots: Sequence[Snapshot] | pd.DataFrame, devices: Sequence[int] | None = None, *,
              title: str | None = None, now: float | None = None, width: float = 9.0,
              generated: bool | None = None) -> Figure:
@@ -58,10 +73,11 @@ def timeline(snapshots: Sequence[Snapshot] | pd.DataFrame, devices: Sequence[int
     x = df["time"] - (t0 if t0 is not None and t0 > 1e8 else 0)  # epoch seconds -> seconds since the start
     df = df.assign(x=x)
     panels = (("power_w", "power (W)"), ("gpu_busy_pct", "busy (%)"), ("vram_pct", "VRAM (%)"))
+    unit = "GCD" if shares_packages(df) else "GPU"
     for ax, (col, label) in zip(axes, panels):
         for idx, g in df.groupby("index", sort=True):
             if g[col].notna().any():
-                ax.plot(g["x"], g[col], label=f"GCD {idx}", linewidth=1.3, color=f"C{int(idx) % 10}")
+                ax.plot(g["x"], g[col], label=f"{unit} {idx}", linewidth=1.3, color=f"C{int(idx) % 10}")
         ax.set_ylabel(label)
         ax.grid(True, alpha=0.3)
         if now is not None:
@@ -69,7 +85,7 @@ def timeline(snapshots: Sequence[Snapshot] | pd.DataFrame, devices: Sequence[int
     axes[1].set_ylim(-5, 105)
     axes[2].set_ylim(-5, 105)
     axes[-1].set_xlabel("time (s)")
-    axes[0].set_title("power (on MI250X the package power shows on the even GCD)", fontsize=8, loc="left")
+    axes[0].set_title(power_subtitle(df), fontsize=8, loc="left")
     handles, labels = axes[1].get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="outside right upper", fontsize="small")

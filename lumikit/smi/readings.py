@@ -83,25 +83,44 @@ def to_devices(decoded: Sequence[tuple[int, tuple[float | None, ...]]]) -> tuple
     return tuple(out)
 
 
-def energy_counters(stdout: str) -> dict[int, float]:
+#: The largest energy counter read, in joules (1e18 J: 30 GW for a year); beyond it a counter is damage.
+MAX_ENERGY_J = 1e18
+_ENERGY_SCALE = {"J": 1.0, "mJ": 1e-3, "uJ": 1e-6, "\u00b5J": 1e-6, "kJ": 1e3}
+
+
+def energy_counters(stdout: str, dropped: list[int] | None = None) -> dict[int, float]:
     """GPU index -> the energy counter in joules, where the output is ``amd-smi metric --json`` and prints one
-    (``energy.total_energy_consumption`` with its unit); ``{}`` otherwise."""
+    (``energy.total_energy_consumption`` with its unit); ``{}`` otherwise. Read with the compact format's bounds:
+    finite numbers up to :data:`MAX_ENERGY_J`, integers of at most 40 digits, units as strings, GPU ids as ints;
+    a counter outside them is left out, and counted in ``dropped`` (one element a value) when given."""
+    from ..files import load_json_bounded  # the one bounded JSON reader (finite floats, int digit limits)
+
     if not stdout.lstrip().startswith(("[", "{")):
         return {}
     try:
-        data = json.loads(stdout)
-    except (ValueError, RecursionError):
+        data = load_json_bounded(stdout, "<amd-smi metric --json output>")
+    except ParseError:
+        if dropped is not None and "total_energy_consumption" in stdout:
+            dropped.append(1)  # a number beyond the bounds anywhere in the output: its counters are not read
         return {}
     items = data.get("gpu_data") if isinstance(data, dict) else data
     out: dict[int, float] = {}
-    scale = {"J": 1.0, "mJ": 1e-3, "uJ": 1e-6, "\u00b5J": 1e-6, "kJ": 1e3}
     for g in items if isinstance(items, list) else ():
         if not isinstance(g, dict) or not isinstance(g.get("energy"), dict):
             continue
         e = g["energy"].get("total_energy_consumption")
         value, unit = (e.get("value"), e.get("unit", "J")) if isinstance(e, dict) else (e, "J")
-        if isinstance(g.get("gpu"), int) and isinstance(value, (int, float)) and unit in scale:
-            out[g["gpu"]] = float(value) * scale[unit]
+        gpu = g.get("gpu")
+        if (type(gpu) is not int or not isinstance(unit, str) or unit not in _ENERGY_SCALE
+                or isinstance(value, bool) or not isinstance(value, (int, float))):
+            if e is not None and dropped is not None:
+                dropped.append(1)
+            continue
+        joules = float(value) * _ENERGY_SCALE[unit]  # at most 40 digits: float() cannot overflow
+        if math.isfinite(joules) and abs(joules) <= MAX_ENERGY_J:
+            out[gpu] = joules
+        elif dropped is not None:
+            dropped.append(1)
     return out
 
 

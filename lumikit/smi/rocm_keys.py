@@ -99,6 +99,4 @@ def reading_from_record(index: int, record: Mapping[str, str]) -> DeviceReading:
 def card_index(key: str) -> int | None:
     """``card3`` -> 3 (the device keys of ``--json`` and ``--csv``); ``None`` for other keys."""
     k = key.strip().lower()
-    if k.startswith("card") and k[4:].isdigit() and len(k) < 12:
-        return int(k[4:])
-    return None
+    return v.ascii_index(k[4:]) if k.startswith("card") and len(k) < 12 else None

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from ..errors import ParseError
+from . import values as v
 from .lines import Line, first_content, is_banner, is_note
 from .model import GpuProcess, Snapshot
 from .rocm_keys import card_index, normal_key, reading_from_record
@@ -91,7 +92,7 @@ def parse_key_value(lines: list[Line], source: str) -> Snapshot:
         pid = _PID.match(s)
         if pid and i + 1 < len(lines):
             nxt = lines[i + 1][1].split()
-            devs = tuple(int(t) for t in nxt if t.isdigit())
+            devs = tuple(int(t) for t in nxt if v.ascii_index(t) is not None)
             processes.append(GpuProcess(pid=int(pid.group(1)), devices=devs))
             for d in devs:
                 records.setdefault(d, {})
@@ -101,7 +102,7 @@ def parse_key_value(lines: list[Line], source: str) -> Snapshot:
             continue
         if hw_header and s[:1].isdigit():
             cells = s.split()
-            if len(cells) >= 2 and cells[0].isdigit():
+            if len(cells) >= 2 and v.ascii_index(cells[0]) is not None:
                 rec = records.setdefault(int(cells[0]), {})
                 if cells[1].isdigit():
                     rec.setdefault("node id", cells[1])

@@ -165,7 +165,8 @@ class Sampler:
         with self._lock:
             self.buffer.append(sample.snapshot)
         self.samples += 1
-        self.state = "running"
+        if not self._stop.is_set():  # a sample that lands while stop() runs must not undo its "stopped"
+            self.state = "running"
         try:
             if self.csv_path is not None:
                 append_csv(self.csv_path, sample.snapshot)

@@ -15,6 +15,20 @@ _BYTE_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
                "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
 
 
+_ASCII_INDEX = re.compile(r"[0-9]{1,9}")
+
+
+def ascii_index(cell: object) -> int | None:
+    """A GPU, card or rank number written in ASCII digits (at most 9), else None. ``str.isdigit`` is no test for
+    this: it is True for ``'²'`` and other digits ``int()`` refuses."""
+    if isinstance(cell, int) and not isinstance(cell, bool):
+        return cell if 0 <= cell < 10**9 else None
+    if not isinstance(cell, str):
+        return None
+    text = cell.strip()
+    return int(text) if _ASCII_INDEX.fullmatch(text) else None
+
+
 def is_missing(cell: str | None) -> bool:
     """``True`` for the spellings of "no value" (``N/A``, empty, ``[N/A]``, ``Not supported``)."""
     return cell is None or cell.strip().lower() in MISSING

@@ -2,7 +2,9 @@
 
 Each block of the comparison is a :class:`Section`: a title, a unit and a function that measures one rank of
 one trace as named numbers. Times are per analysed step (the steps of the default window, the last one left out
-as HTA does), so two runs profiled for a different number of steps compare. :data:`SECTIONS` is the list the
+as HTA does), so two runs profiled for a different number of steps compare. A block measured step by step (the
+CPU operators: a host's scheduling moves them a lot from one step to the next) shows medians over the steps and
+calls a change within the steps' own spread noise. :data:`SECTIONS` is the list the
 command shows; another analysis adds its block with :func:`add_section`. Kernels and CPU ops carry their calls per
 step beside their time, and have blocks of their own ranked by the change in calls: a copy that went from 15 to 3,840
 calls is the story even when each call is short. The last two blocks are the critical path's length and categories
@@ -37,6 +39,9 @@ class Section:
     measure: Measure
     top: int | None = None
     calls: Measure | None = None
+    #: The same numbers for each analysed step: then a row gives the medians over the steps, each side's range, and
+    #: calls a change within the two ranges noise (the steps of one trace differ by that much among themselves).
+    per_step: Callable[["TraceAnalyzer", int], list[dict[str, float]]] | None = None
 
 
 def analysed_steps(analyzer: "TraceAnalyzer", rank: int) -> int:
@@ -106,6 +111,19 @@ def cpu_op_calls(analyzer: "TraceAnalyzer", rank: int) -> dict[str, float]:
     return {str(name): float(c) / n for name, c in zip(table["name"], table["calls"])}
 
 
+def cpu_op_self_time_per_step(analyzer: "TraceAnalyzer", rank: int) -> list[dict[str, float]]:
+    """Host self time per CPU op name in each analysed step (one dict a step; an op absent from a step is 0)."""
+    from .host_ops import host_ops, op_summary
+
+    steps = analyzer.step_times(rank)
+    analysed = steps["step"][steps["analysed"]].tolist()
+    ops = host_ops(analyzer.trace[rank].events)
+    if not analysed:
+        return [cpu_op_self_time(analyzer, rank)]
+    return [{str(n): float(us) for n, us in zip(t["name"], t["self_us"])}
+            for t in (op_summary(ops, steps=[step]) for step in analysed)]
+
+
 def idle_by_kind(analyzer: "TraceAnalyzer", rank: int) -> dict[str, float]:
     """GPU idle time per analysed step, in all and by kind of cause (sync drain, starved, queued), over the
     rank's devices."""
@@ -164,7 +182,8 @@ SECTIONS: list[Section] = [
     Section("GPU time by class, per step", "µs", kernel_time_by_class),
     Section("kernels that changed most, per step", "µs", kernel_time_by_name, top=10, calls=kernel_calls_by_name),
     Section("kernels whose calls changed most, per step", "calls", kernel_calls_by_name, top=10),
-    Section("CPU ops (self time) that changed most, per step", "µs", cpu_op_self_time, top=10, calls=cpu_op_calls),
+    Section("CPU ops (self time) that changed most, per step", "µs", cpu_op_self_time, top=10, calls=cpu_op_calls,
+            per_step=cpu_op_self_time_per_step),
     Section("CPU ops whose calls changed most, per step", "calls", cpu_op_calls, top=10),
     Section("GPU idle by kind of cause, per step", "µs", idle_by_kind),
     Section("GPU idle by cause, per step", "µs", idle_by_cause, top=10),
@@ -194,6 +213,30 @@ def _rows(a: dict[str, float], b: dict[str, float], top: int | None) -> list[dic
     return rows
 
 
+def _step_rows(a: list[dict[str, float]], b: list[dict[str, float]], top: int | None) -> list[dict]:
+    """Rows of medians over each side's steps, with each side's range (min to max over its steps) and a
+    ``verdict``: "noise" where the two ranges overlap (one trace's own steps differ by as much as the change),
+    "changed" where they are apart, "one step: spread unknown" where a side has a single step. Ranked by the change
+    beyond noise first, then by size."""
+    names = list(dict.fromkeys([n for step in (*a, *b) for n in step]))
+    rows = []
+    for name in names:
+        sa = sorted(step.get(name, 0.0) for step in a)
+        sb = sorted(step.get(name, 0.0) for step in b)
+        va, vb = median(np.array(sa)), median(np.array(sb))
+        change = vb - va
+        if min(len(sa), len(sb)) < 2:
+            verdict = "one step: spread unknown"
+        else:
+            verdict = "noise" if sa[0] <= sb[-1] and sb[0] <= sa[-1] else "changed"
+        rows.append({"name": name, "a": _r(va), "b": _r(vb), "change": _r(change),
+                     "change_pct": _r(100 * change / va, 1) if va else None,
+                     "a_range": [_r(sa[0]), _r(sa[-1])], "b_range": [_r(sb[0]), _r(sb[-1])], "verdict": verdict})
+    if top is not None:
+        rows = sorted(rows, key=lambda r: (r["verdict"] == "noise", -abs(r["change"])))[:top]
+    return rows
+
+
 def trace_diff(a: "TraceAnalyzer", b: "TraceAnalyzer", rank_a: int | None = None, rank_b: int | None = None,
                sections: list[Section] | None = None, top: int | None = None) -> dict:
     """JSON-ready comparison of one rank of ``a`` (before) with one rank of ``b`` (after), section by section:
@@ -204,12 +247,14 @@ def trace_diff(a: "TraceAnalyzer", b: "TraceAnalyzer", rank_a: int | None = None
     out = []
     for section in SECTIONS if sections is None else sections:
         limit = section.top if top is None or section.top is None else top
-        rows = _rows(section.measure(a, ra), section.measure(b, rb), limit)
+        rows = (_step_rows(section.per_step(a, ra), section.per_step(b, rb), limit) if section.per_step else
+                _rows(section.measure(a, ra), section.measure(b, rb), limit))
         if section.calls is not None:
             ca, cb = section.calls(a, ra), section.calls(b, rb)
             for row in rows:
                 row["calls_a"], row["calls_b"] = _r(ca.get(row["name"], 0.0)), _r(cb.get(row["name"], 0.0))
-        out.append({"title": section.title, "unit": section.unit, "rows": rows})
+        out.append({"title": section.title, "unit": section.unit, "rows": rows,
+                    **({"per_step": True} if section.per_step else {})})
     return {"a": {"file": str(a.trace[ra].path), "rank": ra, "steps": analysed_steps(a, ra)},
             "b": {"file": str(b.trace[rb].path), "rank": rb, "steps": analysed_steps(b, rb)},
             "sections": out, "window": a.window_note()}
@@ -221,7 +266,10 @@ def section_table(diff: dict, title: str) -> "pd.DataFrame":
 
     for section in diff["sections"]:
         if section["title"] == title:
-            return pd.DataFrame(section["rows"], columns=["name", "a", "b", "change", "change_pct"])
+            columns = ["name", "a", "b", "change", "change_pct"]
+            if section.get("per_step"):
+                columns += ["a_range", "b_range", "verdict"]
+            return pd.DataFrame(section["rows"], columns=columns)
     raise KeyError(f"no block titled {title!r}; the blocks are: {', '.join(s['title'] for s in diff['sections'])}")
 
 
@@ -237,6 +285,7 @@ def describe_diff(diff: dict, width: int = 56) -> list[str]:
             lines.append("  (nothing to compare)")
         for row in section["rows"]:
             pct = "" if row["change_pct"] is None else f" ({row['change_pct']:+.1f} %)"
+            pct += f"  {row['verdict']}" if row.get("verdict") else ""
             name = row["name"] if len(row["name"]) <= width else row["name"][:width - 1] + "…"
             calls = f"  [{row['calls_a']:,g} -> {row['calls_b']:,g} calls]" if "calls_a" in row else ""
             lines.append(f"  {name:<{width}} {row['a']:>12.1f} {row['b']:>12.1f} {row['change']:>+12.1f}{pct}{calls}")

@@ -184,6 +184,9 @@ class GpuDashboard:
             self.sampler.stop()
         if self._refresher is not None:
             self._refresher.join(timeout=self.interval + 1.0)
+        s = self.sampler
+        if s is not None:  # the last line the loop wrote said "running": say what is true now
+            self.status.value = f"{html.escape(s.source.name)}: {s.state}, {s.samples} samples (sampling stopped)"
         self.start_button.disabled, self.stop_button.disabled = False, True
 
     def _refresh_loop(self) -> None:

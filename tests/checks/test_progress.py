@@ -46,6 +46,27 @@ def test_recording_can_be_switched_off_and_defaults_to_the_workbook(monkeypatch,
     assert progress_dir(REPO / "exercises") == REPO / "progress"
 
 
+def test_a_check_called_by_a_test_records_in_the_sessions_folder_not_the_learners() -> None:
+    """The session-wide fixture of tests/conftest.py: the learner's own ``progress/`` never sees a test's checks."""
+    folder = progress_dir(REPO / "exercises")
+    assert folder is not None and REPO not in folder.parents, folder
+    learners = REPO / "progress" / "00.1.json"
+    before = learners.stat().st_mtime_ns if learners.exists() else None
+    example.check_gcd_count(8)
+    assert json.loads((folder / "00.1.json").read_text())["status"] == "passed"
+    assert (learners.stat().st_mtime_ns if learners.exists() else None) == before
+
+
+def test_a_check_in_a_subprocess_inherits_the_sessions_folder(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+    code = "from lumikit.checks.progress import progress_dir; print(progress_dir())"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO / "exercises", capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+    assert out.stdout.strip() == str(progress_dir()) and str(REPO / "progress") != out.stdout.strip()
+
+
 def test_the_summary_counts_passed_failed_and_not_yet_per_module(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("LUMIKIT_PROGRESS_DIR", str(tmp_path))
     example.check_gcd_count(8)

@@ -159,3 +159,26 @@ def test_exercises_commands_generate_then_check(tmp_path: Path, sample_data: Pat
     assert main(["exercises", "generate", *folders]) == 0
     assert main(["exercises", "check", *folders]) == 0
     assert "exercises up to date" in capsys.readouterr().out
+
+
+def test_a_clone_with_answered_exercises_is_verified_on_a_fresh_copy_and_its_answers_kept(good_workbook: Path,
+                                                                                          capsys) -> None:
+    """A learner ran `lumikit verify` after answering: their exercise is neither run ("cannot fail" for every check
+    it once gave) nor regenerated, and no advice says `make exercises` (which would overwrite the answers)."""
+    import jupytext
+
+    solutions, exercises = good_workbook / "solutions", good_workbook / "exercises"
+    mine = exercises / "00_sample.py"
+    sol = jupytext.reads((solutions / "00_sample.py").read_text(), fmt="py:percent")
+    ex = jupytext.reads(mine.read_text(), fmt="py:percent")
+    for s_cell, e_cell in zip(sol.cells, ex.cells):
+        if "exercise" in e_cell.metadata.get("tags", []):
+            e_cell.source = s_cell.source  # the learner's right answers in place of the stubs
+    mine.write_text(jupytext.writes(ex, fmt="py:percent"))
+    answered = mine.read_text()
+    assert main(["verify", "--solutions", str(solutions), "--exercises", str(exercises)]) == 0
+    out = capsys.readouterr().out
+    assert "holds your answers: it was left as it is" in out and "make exercises" not in out
+    assert "cannot fail" not in out
+    assert mine.read_text() == answered
+    assert not list(good_workbook.glob(".verify-exercises-*"))  # the fresh copy is gone

@@ -2,6 +2,9 @@
 get the 2026 workshop's libfabric/CXI settings."""
 from __future__ import annotations
 
+from pathlib import Path
+
+import lumikit
 from lumikit.cli import main
 from lumikit.jobs import render_srun, spec
 from lumikit.jobs.validate import advice
@@ -47,3 +50,24 @@ def test_multi_node_laif_jobs_get_the_cxi_settings_and_single_node_ones_do_not()
         assert setting in text
     assert "FI_CXI" not in render_srun(_job(), LUMI).text()
     assert "FI_CXI" not in render_srun(two.with_(container="pytorch"), LUMI).text()  # the 2025 image: not asked
+
+
+def test_every_job_in_a_laif_image_gets_the_mr_cache_monitor_others_do_not():
+    """LUMI AI Guide, Sep 2026: FI_MR_CACHE_MONITOR=userfaultfd for every LAIF job, single-node ones too."""
+    for image in ("laif-pytorch", "laif-latest"):
+        single = render_srun(_job(container=image), LUMI).argv[-1]
+        assert 'export FI_MR_CACHE_MONITOR="userfaultfd"' in single, image
+    assert "FI_MR_CACHE_MONITOR" not in render_srun(_job(container="pytorch"), LUMI).argv[-1]
+
+
+def test_the_laif_entries_carry_their_sources_and_say_expected_where_unchecked():
+    text = (Path(lumikit.__file__).parent / "sites" / "lumi.toml").read_text()
+    latest = LUMI.container("laif-latest")
+    assert latest.path.endswith("lumi-multitorch-latest.sif") and latest.launch == "run"
+    assert "LUMI user guide, May 2026" in latest.note and "expected, not checked" in latest.note
+    assert LUMI.env_recipe("laif") == {"FI_MR_CACHE_MONITOR": "userfaultfd"}
+    assert LUMI.env_recipe("vllm-compile-off") == {"TORCH_COMPILE_DISABLE": "1"}
+    for recipe, source in (("[env.laif]", "LUMI AI Guide (Lumi-supercomputer/LUMI-AI-Guide), September 2026"),
+                           ("[env.vllm-compile-off]", "LUMI AI Guide, chapter 10")):
+        block = text.split(recipe, 1)[1].split("\n[", 1)[0]
+        assert source in block and "expected" in block, recipe

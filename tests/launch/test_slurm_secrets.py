@@ -43,3 +43,20 @@ def test_three_secrets_reach_a_slurm_job_and_nothing_visible(slurm_cluster, tmp_
         assert value.encode() not in everything
         assert all(value not in text for text in seen)
     assert not list((tmp_path / "secrets").iterdir())  # removed when the job ended
+
+
+def test_a_secret_the_job_prints_in_two_writes_is_masked_in_every_rank_log(slurm_cluster, tmp_path, monkeypatch):
+    monkeypatch.setenv("LUMIKIT_SECRETS_DIR", str(tmp_path / "secrets"))
+    value = "plum7orchard"  # short and of no well-known token shape
+    code = ("import os, sys, time\nv = os.environ['COURSE_PASS_PHRASE']\nfor s in (sys.stdout, sys.stderr):\n"
+            "    for _ in range(2):\n        s.write('value=' + v[:5]); s.flush(); time.sleep(0.3)\n"
+            "        s.write(v[5:] + ' end\\n'); s.flush()\n")
+    run = launch(spec([PY, "-c", code], partition="small-g", ntasks_per_node=2, env={"COURSE_PASS_PHRASE": value},
+                      secrets=["COURSE_PASS_PHRASE"]), site="lumi-sim", runs_dir=tmp_path / "runs")
+    assert run.wait(timeout=180, progress=False) == "COMPLETED", run.tail()
+    files = [p for p in sorted(Path(run.path).rglob("*")) if p.is_file()]
+    assert [p.name for p in files if value.encode() in p.read_bytes()] == []
+    for rank in (0, 1):
+        assert (run.path / f"rank{rank}.out").read_text().count("value=*** end") == 2
+        assert (run.path / f"rank{rank}.err").read_text().count("value=*** end") == 2
+    assert value not in run.tail()

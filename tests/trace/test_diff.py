@@ -157,3 +157,35 @@ def test_the_critical_path_side_by_side_when_the_on_path_kernel_is_twice_as_fast
     assert predicted["path_us_after"] == per_step["path"]["b"]
     table = section_table(diff, "critical path and its categories, per step").set_index("name")
     assert table.loc["gpu_compute_bound", "change"] == -100 and table.loc["path", "change_pct"] == -24.1
+
+
+def cpu_steps_trace(path, per_step: dict[str, list[float]]):
+    """Generated: one CPU op per name in each step, with the given self time per step (plus a short last step)."""
+    host = {"pid": 1, "tid": 1}
+    steps = len(next(iter(per_step.values())))
+    events, t = [], 0.0
+    for number in range(steps + 1):
+        events.append(event(f"ProfilerStep#{number + 1}", "user_annotation", t, 1000.0, **host))
+        start = t + 5
+        for name, times in per_step.items():
+            us = times[number] if number < steps else 1.0
+            events.append(event(name, "cpu_op", start, us, **host))
+            start += us + 1
+        t += 1000.0
+    return TraceAnalyzer.from_path(write_events(path, events))
+
+
+def test_cpu_ops_compare_medians_over_steps_and_call_a_change_within_their_spread_noise(tmp_path):
+    # aten::sqrt has one slow step on each side (scheduling): its medians barely move and the ranges overlap;
+    # aten::mm is faster in every step of B than in any step of A: a change.
+    a = cpu_steps_trace(tmp_path / "a.json", {"aten::sqrt": [10, 300, 12], "aten::mm": [500, 510, 505]})
+    b = cpu_steps_trace(tmp_path / "b.json", {"aten::sqrt": [11, 13, 280], "aten::mm": [200, 210, 205]})
+    rows = section(trace_diff(a, b), "CPU ops (self time) that changed most, per step")
+    assert (rows["aten::sqrt"]["a"], rows["aten::sqrt"]["b"], rows["aten::sqrt"]["verdict"]) == (12, 13, "noise")
+    assert rows["aten::sqrt"]["a_range"] == [10, 300]
+    assert (rows["aten::mm"]["a"], rows["aten::mm"]["b"], rows["aten::mm"]["verdict"]) == (505, 205, "changed")
+    table = section_table(trace_diff(a, b), "CPU ops (self time) that changed most, per step")
+    assert list(table["name"]) == ["aten::mm", "aten::sqrt"]  # a change before noise
+    one = cpu_steps_trace(tmp_path / "one.json", {"aten::sqrt": [10], "aten::mm": [500]})
+    rows = section(trace_diff(one, b), "CPU ops (self time) that changed most, per step")
+    assert rows["aten::sqrt"]["verdict"] == "one step: spread unknown"

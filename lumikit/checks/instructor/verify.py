@@ -10,6 +10,8 @@ the result is a table per notebook and one per check, and the verification holds
 """
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -19,7 +21,7 @@ from typing import Iterable, Sequence
 from tqdm.auto import tqdm
 
 from ..conventions import CHECK_TAG, DEFAULT_BUDGET_S, DEFAULT_CELL_TIMEOUT_S, EXERCISE_TAG
-from .generate import drift, solution_files
+from .generate import drift, planned_files, solution_files
 from .leaks import KINDS, count_by_kind, search
 from .notebook import CellResult, NotebookRun, run_notebook
 
@@ -68,6 +70,8 @@ class PairReport:
     seconds: float
     problems: tuple[Problem, ...]
     check_reports: tuple[CheckReport, ...] = ()
+    #: What the verification did differently and why (the learner's answered exercise left alone).
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -220,7 +224,8 @@ def judge_exercise(run: NotebookRun, *, budget_s: float = DEFAULT_BUDGET_S) -> t
         if EXERCISE_TAG in cell.tags and cell.ename != "NotImplementedError" and cell.status != "not run":
             found = f"{cell.ename}: {cell.evalue}" if cell.ename else "it ran without error"
             problems.append(Problem("stub does not raise", f"{where}: the stub should raise NotImplementedError; "
-                                                           f"{found}. Fix: run `make exercises`"))
+                                                           f"{found}. Fix: run `make exercises` (it rewrites exercises/: "
+                                                           f"keep a copy of any answers in it first)"))
         if CHECK_TAG not in cell.tags or cell.status == "not run":
             continue
         if cell.status == "ok":
@@ -247,30 +252,78 @@ def _common_problems(run: NotebookRun, budget_s: float) -> list[Problem]:
     return problems
 
 
+def answered_exercises(solutions_dir: Path, exercises_dir: Path) -> set[str]:
+    """The exercise notebooks (by stem) that differ from what ``solutions_dir`` generates in their ``exercise``
+    cells only: a learner's answers, which regenerating (``make exercises``) would overwrite."""
+    import jupytext
+
+    found = set()
+    for item in planned_files(solutions_dir, exercises_dir):
+        if item.path.suffix != ".py" or item.path.parent != Path(exercises_dir) or not item.path.is_file():
+            continue
+        text = item.path.read_text(encoding="utf-8", errors="replace")
+        if text == item.text:
+            continue
+        try:
+            mine, fresh = (jupytext.reads(t, fmt="py:percent").cells for t in (text, item.text))
+        except Exception:  # noqa: BLE001 - an unreadable file is judged as out of date, not as answers
+            continue
+        if len(mine) != len(fresh):
+            continue
+        differing = [f for m, f in zip(mine, fresh) if m.source != f.source]
+        if differing and all(EXERCISE_TAG in f.metadata.get("tags", []) for f in differing):
+            found.add(item.path.stem)
+    return found
+
+
 def verify(solutions_dir: Path, exercises_dir: Path, *, only: Iterable[str] = (), workers: int = 2,
            cell_timeout_s: float = DEFAULT_CELL_TIMEOUT_S, budget_s: float = DEFAULT_BUDGET_S,
            progress: bool = True) -> list[PairReport]:
-    """Run every selected solution and exercise notebook (``workers`` at a time) and judge each pair."""
+    """Run every selected solution and exercise notebook (``workers`` at a time) and judge each pair.
+
+    An exercise holding a learner's answers (:func:`answered_exercises`) is never run nor rewritten: a fresh copy
+    generated from the solution, in a temporary folder beside ``exercises_dir``, is verified in its place."""
     wanted, exercises_dir = tuple(only), Path(exercises_dir)
     sources = [p for p in solution_files(solutions_dir) if not wanted or p.name.startswith(wanted)]
     if not sources:
         return []
     stale = drift(solutions_dir, exercises_dir)
-    jobs = [p for source in sources for p in (source, exercises_dir / source.name) if p.exists()]
-    runs: dict[Path, NotebookRun] = {}
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool, \
-            tqdm(total=len(jobs), desc="verify", unit="notebook", disable=not progress) as bar:
-        futures = {pool.submit(run_notebook, path, cell_timeout_s=cell_timeout_s, env=KERNEL_ENV,
-                               probe=path in sources): path for path in jobs}
-        for future in as_completed(futures):
-            runs[futures[future]] = future.result()
-            bar.set_postfix_str(f"{futures[future].parent.name}/{futures[future].name}")
-            bar.update()
-    return [_judge_pair(source, exercises_dir / source.name, runs, stale, budget_s) for source in sources]
+    answered = answered_exercises(solutions_dir, exercises_dir) & {p.stem for p in sources}
+    fresh_dir = None
+    if answered:
+        fresh_dir = Path(tempfile.mkdtemp(prefix=".verify-exercises-", dir=exercises_dir.parent))
+        for item in planned_files(solutions_dir, fresh_dir):
+            if item.path.parent == fresh_dir:
+                item.path.write_text(item.text, encoding="utf-8")
+    targets = {p: (fresh_dir if p.stem in answered else exercises_dir) / p.name for p in sources}
+    try:
+        jobs = [p for source in sources for p in (source, targets[source]) if p.exists()]
+        runs: dict[Path, NotebookRun] = {}
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool, \
+                tqdm(total=len(jobs), desc="verify", unit="notebook", disable=not progress) as bar:
+            futures = {pool.submit(run_notebook, path, cell_timeout_s=cell_timeout_s, env=KERNEL_ENV,
+                                   probe=path in sources): path for path in jobs}
+            for future in as_completed(futures):
+                runs[futures[future]] = future.result()
+                bar.set_postfix_str(f"{futures[future].parent.name}/{futures[future].name}")
+                bar.update()
+    finally:
+        if fresh_dir is not None:
+            shutil.rmtree(fresh_dir, ignore_errors=True)
+    reports = []
+    for source in sources:
+        mine = exercises_dir / source.name
+        if source.stem in answered:
+            note = (f"{mine} holds your answers: it was left as it is (not run, not regenerated), and a fresh copy "
+                    f"generated from {source} was verified in its place")
+            reports.append(_judge_pair(source, targets[source], runs, [], budget_s, notes=(note,)))
+        else:
+            reports.append(_judge_pair(source, mine, runs, stale, budget_s))
+    return reports
 
 
 def _judge_pair(source: Path, exercise_path: Path, runs: dict[Path, NotebookRun], stale: Sequence[str],
-                budget_s: float) -> PairReport:
+                budget_s: float, notes: tuple[str, ...] = ()) -> PairReport:
     solution = runs[source]
     passed, problems = judge_solution(solution, budget_s=budget_s)
     failing, seconds = 0, solution.seconds
@@ -283,9 +336,10 @@ def _judge_pair(source: Path, exercise_path: Path, runs: dict[Path, NotebookRun]
         problems.append(Problem("exercise missing", f"{exercise_path}: missing. Fix: run `make exercises`"))
     for line in stale:  # "path: what is wrong", from generate.drift
         if Path(line.split(": ", 1)[0]).stem == source.stem and exercise_path in runs:
-            problems.append(Problem("out of date", f"{line}. Fix: run `make exercises`"))
+            problems.append(Problem("out of date", f"{line}. Fix: run `make exercises` (it rewrites exercises/: keep "
+                                                   f"a copy of any answers in it first)"))
     return PairReport(source.stem, len(solution.tagged(CHECK_TAG)), passed, failing, seconds, tuple(problems),
-                      tuple(reports))
+                      tuple(reports), notes)
 
 
 def format_table(reports: Sequence[PairReport]) -> str:
@@ -296,6 +350,7 @@ def format_table(reports: Sequence[PairReport]) -> str:
              "ok" if r.ok else "FAIL: " + ", ".join(dict.fromkeys(p.kind for p in r.problems)))
             for r in reports]
     details = [f"- {r.name}: {p.detail}" for r in reports for p in r.problems]
+    details += [f"- {r.name} (note): {n}" for r in reports for n in r.notes]
     return "\n".join(_columns(header, rows) + ([""] + details if details else []))
 
 
