@@ -91,8 +91,9 @@ def plot_roofline(rl: "Roofline", top: int = 12, ax: Axes | None = None, generat
     low = min([1e9, *points["flops_per_s"].tolist()]) / 3
     ax.set_ylim(low, top_peak * 3)
     ax.set_xlabel("arithmetic intensity (FLOPs per HBM byte)")
-    ax.set_ylabel("FLOP/s (per GCD)")
-    ax.set_title(("Generated counters: " if generated else "") + f"roofline of {len(points)} kernels, MI250X GCD")
+    device = rl.device or "no device named"
+    ax.set_ylabel("FLOP/s (per GCD)" if "GCD" in device else "FLOP/s (per GPU)")
+    ax.set_title(("Generated counters: " if generated else "") + f"roofline of {len(points)} kernels, {device}")
     ax.grid(True, which="both", alpha=0.2)
     legend = ax.legend(loc="upper left", bbox_to_anchor=(0, -0.12), fontsize=FOOTNOTE_PT, ncol=1, frameon=False)
     notes = "\n".join(f"[{n}] {s}" for s, n in sources.items())
