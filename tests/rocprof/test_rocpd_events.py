@@ -93,7 +93,7 @@ def test_cli_reads_a_database_for_idle_and_critical_path(known_db, capsys):
 
 def test_a_rank_that_is_not_there_is_named(known_db, capsys):
     assert main(["trace", "idle", str(known_db), "--rank", "3"]) != 0
-    assert "rank 3 is not in this rocpd database" in capsys.readouterr().err
+    assert "rank 3 is not in this rocprofv3 output" in capsys.readouterr().err
 
 
 def test_generated_multi_process_databases_give_one_rank_per_process_and_causes_that_sum(tmp_path):
