@@ -46,7 +46,7 @@ from ..errors import LumikitError, ParseError, TraceError
 from ..trace.columns import Columns
 from ..trace.loader import RankTrace, Trace
 from .rocpd_sql import (ANCHOR, BAD_TIME, NO_TIME, Budget, Layout, as_int, connect, fetch, fetch_ints, layouts,
-                        lookup, text, unreadable)
+                        lookup, room_for, text, unreadable)
 
 #: The ``rocpd_arg`` names read: HIP's stream and event handles (``api_args.h`` names them so in every call).
 HANDLE_ARGS = ("stream", "event")
@@ -163,15 +163,18 @@ def _link(lay: Layout) -> str | None:
     return "stack_id" if "stack_id" in cols else "correlation_id" if "correlation_id" in cols else None
 
 
-def _activity_sql(lay: Layout, table: str, fields: list[tuple[str, str]], link: str | None) -> str:
-    """SELECT the integer ``fields`` (name, expression over X, TR, E) of an activity table with its time joins,
-    track join and event join."""
+def _activities(con: sqlite3.Connection, lay: Layout, table: str, fields: list[tuple[str, str]], link: str | None,
+                budget: Budget) -> dict[str, np.ndarray]:
+    """The start, end and integer ``fields`` (name, expression over X, TR, E) of an activity table, read with its
+    time joins, track join and event join."""
     joins, start, end = lay.times(table)
     event = ""
     if link and "event_id" in lay.cols(table):
         event = f" LEFT JOIN {lay.t('rocpd_event')} E ON E.id = X.event_id"
-    exprs = [start, end] + [e for _, e in fields]
-    return f"SELECT {', '.join(exprs)} FROM {lay.t(table)} X{lay.track_join(table)}{joins}{event}"
+    source = f"{lay.t(table)} X{lay.track_join(table)}{joins}{event}"
+    lay.require_keyed(("rocpd_track", "rocpd_timestamp", "rocpd_event"), budget.source)
+    return fetch_ints(con, [start, end] + [e for _, e in fields], source, ("start", "end") + tuple(n for n, _ in fields),
+                      budget, count_sql=lay.t(table))
 
 
 def _read_layout(con: sqlite3.Connection, lay: Layout, budget: Budget, path: Path) -> Part:
@@ -215,12 +218,11 @@ def _read_layout(con: sqlite3.Connection, lay: Layout, budget: Budget, path: Pat
     place = lay.place
     region = {}
     if lay.has("rocpd_region"):
-        region = fetch_ints(con, _activity_sql(lay, "rocpd_region", [
+        region = _activities(con, lay, "rocpd_region", [
             ("proc", as_int(place("rocpd_region", "pid"))), ("thread", as_int(place("rocpd_region", "tid"))),
             ("name_id", as_int("X.name_id" if "name_id" in lay.cols("rocpd_region") else "NULL")),
             ("link", as_int(ev(link or ""))), ("category", as_int(ev("category_id"))),
-            ("arg_key", as_int("X.event_id" if "event_id" in lay.cols("rocpd_region") else "NULL"))], link),
-            ("start", "end", "proc", "thread", "name_id", "link", "category", "arg_key"), budget)
+            ("arg_key", as_int("X.event_id" if "event_id" in lay.cols("rocpd_region") else "NULL"))], link, budget)
     else:
         region = {k: _empty() for k in ("start", "end", "proc", "thread", "name_id", "link", "category", "arg_key")}
     host_name = name_codes(region["name_id"], strings["id"], 0, unnamed_call)
@@ -232,12 +234,11 @@ def _read_layout(con: sqlite3.Connection, lay: Layout, budget: Budget, path: Pat
             "tid": lookup(region["thread"], threads["id"], threads["tid"], -1), "name": host_name, "cls": cls,
             "link": region["link"], "arg_key": region["arg_key"]}
 
-    kd = fetch_ints(con, _activity_sql(lay, ANCHOR, [
+    kd = _activities(con, lay, ANCHOR, [
         ("proc", as_int(place(ANCHOR, "pid"))), ("agent", as_int(place(ANCHOR, "agent_id"))),
         ("stream", as_int(place(ANCHOR, "stream_id"))),
         ("kernel_id", as_int("X.kernel_id" if "kernel_id" in lay.cols(ANCHOR) else "NULL")),
-        ("link", as_int(ev(link or "")))], link), ("start", "end", "proc", "agent", "stream", "kernel_id", "link"),
-        budget)
+        ("link", as_int(ev(link or "")))], link, budget)
     gpu_index = np.where(agents["type_index"] >= 0, agents["type_index"], agents["absolute_index"])
     kernels = {"start": kd["start"], "end": kd["end"], "proc": kd["proc"],
                "device": lookup(kd["agent"], agents["id"], gpu_index, -1), "stream": kd["stream"],
@@ -247,15 +248,14 @@ def _read_layout(con: sqlite3.Connection, lay: Layout, budget: Budget, path: Pat
 
     mc_cols = lay.cols("rocpd_memory_copy")
     if lay.has("rocpd_memory_copy"):
-        mc = fetch_ints(con, _activity_sql(lay, "rocpd_memory_copy", [
+        mc = _activities(con, lay, "rocpd_memory_copy", [
             ("proc", as_int(place("rocpd_memory_copy", "pid"))),
             ("stream", as_int(place("rocpd_memory_copy", "stream_id"))),
             ("size", as_int("X.size" if "size" in mc_cols else "NULL")),
             ("src", as_int("X.src_agent_id" if "src_agent_id" in mc_cols else "NULL")),
             ("dst", as_int("X.dst_agent_id" if "dst_agent_id" in mc_cols else "NULL")),
             ("name_id", as_int("X.name_id" if "name_id" in mc_cols else "NULL")),
-            ("link", as_int(ev(link or "")))], link),
-            ("start", "end", "proc", "stream", "size", "src", "dst", "name_id", "link"), budget)
+            ("link", as_int(ev(link or "")))], link, budget)
         gpu_agent = np.array([str(t) == "GPU" for t in agent_type["type"]], dtype=bool)
         dst_gpu = lookup(mc["dst"], agents["id"], gpu_agent, False)
         device = np.where(dst_gpu, lookup(mc["dst"], agents["id"], gpu_index, -1),
@@ -271,14 +271,22 @@ def _read_layout(con: sqlite3.Connection, lay: Layout, budget: Budget, path: Pat
     part = Part(path, link or "none", names, procs, host, gpu)
     arg_cols = lay.cols("rocpd_arg")
     if lay.has("rocpd_arg") and {"event_id", "name", "value"} <= arg_cols:
-        # handle texts become codes inside SQLite (one number per distinct text), so no handle string is built
-        rows = fetch_ints(con, f"""SELECT {as_int('A.event_id')}, (A.name = 'event'),
-                                          DENSE_RANK() OVER (ORDER BY {text('A.value')})
-                                   FROM {lay.t('rocpd_arg')} A WHERE A.name IN ('stream', 'event')""",
-                          ("key", "is_event", "code"), budget)
-        ise = rows["is_event"] == 1
-        part.stream_args = (rows["key"][~ise], rows["code"][~ise])
-        part.event_args = (rows["key"][ise], rows["code"][ise])
+        # one row per distinct handle text, with the keys of the calls that name it: no handle string per call
+        where = f"{lay.t('rocpd_arg')} A WHERE A.name IN ('stream', 'event')"
+        n = int(fetch(con, f"SELECT count(*) FROM {where}", budget)[0][0])
+        budget.count(n)
+        with room_for(con, n):
+            rows = fetch(con, f"""SELECT A.name = 'event', count(*), group_concat({as_int('A.event_id')}, ',')
+                                  FROM {where} GROUP BY A.name, {text('A.value')}""", budget)
+        for is_event in (0, 1):
+            mine = [r for r in rows if r[0] == is_event]
+            keys = [np.fromstring(r[2] or "", dtype=np.int64, sep=",") for r in mine]
+            codes = [np.full(len(k), i, dtype=np.int64) for i, k in enumerate(keys)]
+            pair = (np.concatenate(keys) if keys else _empty(), np.concatenate(codes) if codes else _empty())
+            if is_event:
+                part.event_args = pair
+            else:
+                part.stream_args = pair
     return part
 
 

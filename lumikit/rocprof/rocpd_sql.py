@@ -26,9 +26,10 @@ import os
 import re
 import sqlite3
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 from urllib.parse import quote
 
 import numpy as np
@@ -175,6 +176,7 @@ class Layout:
     sfx: str
     schema: str = "main"
     columns: dict[str, frozenset[str]] = field(default_factory=dict)
+    keyed: set[str] = field(default_factory=set)  # tables whose ``id`` is the INTEGER PRIMARY KEY (rowid)
 
     def has(self, table: str) -> bool:
         return table in self.columns
@@ -221,6 +223,14 @@ class Layout:
             return f"TR.{column}"
         return "NULL"
 
+    def require_keyed(self, tables: Iterable[str], source: str) -> None:
+        """Refuse lookup tables whose ``id`` is not their INTEGER PRIMARY KEY (rocprofv3 declares it so): a join on
+        a repeated id would multiply rows."""
+        for t in tables:
+            if self.has(t) and t not in self.keyed:
+                raise ParseError(f"table {t + self.sfx} has no INTEGER PRIMARY KEY id, as rocprofv3 writes it: not a "
+                                 "rocprofv3 database, or one rewritten by another tool; not read", source=source)
+
     def track_join(self, table: str, alias: str = "X") -> str:
         if "track_id" in self.cols(table) and self.has("rocpd_track"):
             return f" LEFT JOIN {self.t('rocpd_track')} TR ON TR.id = {alias}.track_id"
@@ -245,8 +255,9 @@ def checked_time(expr: str) -> str:
 
 
 def as_int(expr: str) -> str:
-    """An id column as an integer, -1 when missing (text or REAL ids become integers as SQLite casts them)."""
-    return "-1" if expr == "NULL" else f"COALESCE(CAST({expr} AS INTEGER), -1)"
+    """An id column as an integer, -1 when it is missing or not an integer (a text or blob is never loaded: typeof
+    reads only its header)."""
+    return "-1" if expr == "NULL" else f"(CASE typeof({expr}) WHEN 'integer' THEN {expr} ELSE -1 END)"
 
 
 def text(expr: str) -> str:
@@ -292,8 +303,10 @@ def layouts(con: sqlite3.Connection, source: str, schema: str = "main") -> list[
             lay = Layout(sfx, schema)
             for base in KNOWN_TABLES:
                 if base + sfx in tables:
-                    lay.columns[base] = frozenset(
-                        r[1] for r in con.execute(f'PRAGMA "{schema}".table_info("{base + sfx}")'))
+                    info = con.execute(f'PRAGMA "{schema}".table_info("{base + sfx}")').fetchall()
+                    lay.columns[base] = frozenset(r[1] for r in info)
+                    if [(r[1], str(r[2]).upper()) for r in info if r[5]] == [("id", "INTEGER")]:
+                        lay.keyed.add(base)
             out.append(lay)
         return out
     except sqlite3.DatabaseError as exc:
@@ -313,20 +326,41 @@ def fetch(con: sqlite3.Connection, sql: str, budget: Budget, params: Iterable = 
         rows.extend(part)
 
 
-def fetch_ints(con: sqlite3.Connection, sql: str, names: tuple[str, ...], budget: Budget,
-               params: Iterable = ()) -> dict[str, np.ndarray]:
-    """A query whose every column is an integer expression, as int64 arrays by name, fetched in chunks (the rows
-    of one chunk are the only Python objects alive at a time)."""
-    cur = con.execute(sql, tuple(params))
-    parts = []
-    while True:
-        part = cur.fetchmany(100_000)
-        if not part:
-            break
-        budget.count(len(part))
-        parts.append(np.array(part, dtype=np.int64).reshape(len(part), len(names)))
-    table = np.concatenate(parts) if parts else np.zeros((0, len(names)), dtype=np.int64)
-    return {n: np.ascontiguousarray(table[:, i]) for i, n in enumerate(names)}
+@contextmanager
+def room_for(con: sqlite3.Connection, rows: int) -> Iterator[None]:
+    """Let one query build a text of ``rows`` integers (``group_concat``), then put the value limit back."""
+    con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(22 * rows + 64, 2**31 - 1))
+    try:
+        yield
+    finally:
+        con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+
+
+def fetch_ints(con: sqlite3.Connection, exprs: list[str], source_sql: str, names: tuple[str, ...], budget: Budget,
+               count_sql: str | None = None) -> dict[str, np.ndarray]:
+    """Integer expressions over ``source_sql`` (a FROM clause with its joins) as int64 arrays by name.
+
+    The rows are counted first (against the budget; ``count_sql``, the base table alone, where the joins are on
+    primary keys and cannot add rows); then SQLite writes each column as one comma-separated text
+    (``group_concat``, every column fed the rows in the same order) that numpy parses, so no Python object is built
+    per row: a million rows cross in a fraction of a second. The value-size limit is raised for that one query to
+    what the counted rows need, and put back. Every expression must be non-NULL (see :func:`as_int`)."""
+    n = int(con.execute(f"SELECT count(*) FROM {count_sql or source_sql}").fetchone()[0])
+    budget.count(n)
+    if n == 0:
+        return {k: np.zeros(0, dtype=np.int64) for k in names}
+    inner = ", ".join(f"{e} AS c{i}" for i, e in enumerate(exprs))
+    outer = ", ".join(f"group_concat(c{i}, ',')" for i in range(len(exprs)))
+    with room_for(con, n):
+        row = con.execute(f"SELECT {outer} FROM (SELECT {inner} FROM {source_sql})").fetchone()
+    out = {}
+    for name, joined in zip(names, row):
+        values = np.fromstring(joined or "", dtype=np.int64, sep=",") if joined else np.zeros(0, dtype=np.int64)
+        if len(values) != n:
+            raise ParseError(f"{name}: {len(values)} values for {n} rows (a value that is not an integer); the file "
+                             "is damaged: profile again", source=budget.source)
+        out[name] = values
+    return out
 
 
 def lookup(ids: np.ndarray, keys: np.ndarray, values: np.ndarray, missing: object = -1) -> np.ndarray:
