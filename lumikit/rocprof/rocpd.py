@@ -65,8 +65,15 @@ def refuse_newer_schema(con: sqlite3.Connection, sfx: str, source: str, schema: 
                          "counter CSV", source=source)
 
 
+#: The tables the queries join by id: each must have its id as INTEGER PRIMARY KEY, or a join could multiply rows.
+JOINED = ("rocpd_info_kernel_symbol", "rocpd_info_agent", "rocpd_string", "rocpd_info_process", "rocpd_info_node",
+          "rocpd_info_thread", "rocpd_event", "rocpd_track", "rocpd_timestamp", "rocpd_info_category")
+
+
 def _require(lay: Layout, source: str) -> None:
-    """Refuse a database that lacks a table the kernels need, naming it."""
+    """Refuse a database that lacks a table the kernels need, naming it, or whose joined tables could multiply
+    rows."""
+    lay.require_keyed(JOINED, source)
     for t in REQUIRED:
         if not lay.has(t):
             raise ParseError(f"table {t + lay.sfx} is missing: this rocpd database has no kernels to read (was the "
@@ -327,6 +334,7 @@ def rocpd_summary(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str
         con, budget = connect(path)
         try:
             for lay in layouts(con, str(path)):
+                lay.require_keyed(JOINED, str(path))
                 if lay.has("rocpd_info_process"):
                     processes += int(fetch(con, f"SELECT COUNT(*) FROM {lay.t('rocpd_info_process')}", budget)[0][0])
                 if "hostname" in lay.cols("rocpd_info_node"):
