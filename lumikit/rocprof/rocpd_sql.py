@@ -329,7 +329,7 @@ def fetch(con: sqlite3.Connection, sql: str, budget: Budget, params: Iterable = 
 @contextmanager
 def room_for(con: sqlite3.Connection, rows: int) -> Iterator[None]:
     """Let one query build a text of ``rows`` integers (``group_concat``), then put the value limit back."""
-    con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(22 * rows + 64, 2**31 - 1))
+    con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(max(22 * rows + 64, MAX_VALUE_BYTES), 2**31 - 1))
     try:
         yield
     finally:
