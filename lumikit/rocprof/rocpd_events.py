@@ -46,7 +46,7 @@ from ..errors import LumikitError, ParseError, TraceError
 from ..trace.columns import Columns
 from ..trace.loader import RankTrace, Trace
 from .rocpd_sql import (ANCHOR, BAD_TIME, NO_TIME, Budget, Layout, as_int, connect, fetch, fetch_ints, layouts,
-                        lookup, room_for, text, unreadable)
+                        checked_time, fast_int, lookup, room_for, text, unreadable)
 
 #: The ``rocpd_arg`` names read: HIP's stream and event handles (``api_args.h`` names them so in every call).
 HANDLE_ARGS = ("stream", "event")
@@ -165,16 +165,18 @@ def _link(lay: Layout) -> str | None:
 
 def _activities(con: sqlite3.Connection, lay: Layout, table: str, fields: list[tuple[str, str]], link: str | None,
                 budget: Budget) -> dict[str, np.ndarray]:
-    """The start, end and integer ``fields`` (name, expression over X, TR, E) of an activity table, read with its
+    """The start, end and integer ``fields`` (name, bare column over X, TR, E) of an activity table, read with its
     time joins, track join and event join."""
-    joins, start, end = lay.times(table)
+    joins, start, end = lay.times(table, checked=False)
     event = ""
     if link and "event_id" in lay.cols(table):
         event = f" LEFT JOIN {lay.t('rocpd_event')} E ON E.id = X.event_id"
     source = f"{lay.t(table)} X{lay.track_join(table)}{joins}{event}"
     lay.require_keyed(("rocpd_track", "rocpd_timestamp", "rocpd_event"), budget.source)
-    return fetch_ints(con, [start, end] + [e for _, e in fields], source, ("start", "end") + tuple(n for n, _ in fields),
-                      budget, count_sql=lay.t(table))
+    checked = [checked_time(start), checked_time(end)] + [as_int(e) for _, e in fields]
+    fast = [fast_int(start, NO_TIME), fast_int(end, NO_TIME)] + [fast_int(e) for _, e in fields]
+    return fetch_ints(con, checked, source, ("start", "end") + tuple(n for n, _ in fields), budget,
+                      count_sql=lay.t(table), fast=fast)
 
 
 def _read_layout(con: sqlite3.Connection, lay: Layout, budget: Budget, path: Path) -> Part:
@@ -219,10 +221,10 @@ def _read_layout(con: sqlite3.Connection, lay: Layout, budget: Budget, path: Pat
     region = {}
     if lay.has("rocpd_region"):
         region = _activities(con, lay, "rocpd_region", [
-            ("proc", as_int(place("rocpd_region", "pid"))), ("thread", as_int(place("rocpd_region", "tid"))),
-            ("name_id", as_int("X.name_id" if "name_id" in lay.cols("rocpd_region") else "NULL")),
-            ("link", as_int(ev(link or ""))), ("category", as_int(ev("category_id"))),
-            ("arg_key", as_int("X.event_id" if "event_id" in lay.cols("rocpd_region") else "NULL"))], link, budget)
+            ("proc", place("rocpd_region", "pid")), ("thread", place("rocpd_region", "tid")),
+            ("name_id", "X.name_id" if "name_id" in lay.cols("rocpd_region") else "NULL"),
+            ("link", ev(link or "")), ("category", ev("category_id")),
+            ("arg_key", "X.event_id" if "event_id" in lay.cols("rocpd_region") else "NULL")], link, budget)
     else:
         region = {k: _empty() for k in ("start", "end", "proc", "thread", "name_id", "link", "category", "arg_key")}
     host_name = name_codes(region["name_id"], strings["id"], 0, unnamed_call)
@@ -235,10 +237,10 @@ def _read_layout(con: sqlite3.Connection, lay: Layout, budget: Budget, path: Pat
             "link": region["link"], "arg_key": region["arg_key"]}
 
     kd = _activities(con, lay, ANCHOR, [
-        ("proc", as_int(place(ANCHOR, "pid"))), ("agent", as_int(place(ANCHOR, "agent_id"))),
-        ("stream", as_int(place(ANCHOR, "stream_id"))),
-        ("kernel_id", as_int("X.kernel_id" if "kernel_id" in lay.cols(ANCHOR) else "NULL")),
-        ("link", as_int(ev(link or "")))], link, budget)
+        ("proc", place(ANCHOR, "pid")), ("agent", place(ANCHOR, "agent_id")),
+        ("stream", place(ANCHOR, "stream_id")),
+        ("kernel_id", "X.kernel_id" if "kernel_id" in lay.cols(ANCHOR) else "NULL"),
+        ("link", ev(link or ""))], link, budget)
     gpu_index = np.where(agents["type_index"] >= 0, agents["type_index"], agents["absolute_index"])
     kernels = {"start": kd["start"], "end": kd["end"], "proc": kd["proc"],
                "device": lookup(kd["agent"], agents["id"], gpu_index, -1), "stream": kd["stream"],
@@ -249,13 +251,13 @@ def _read_layout(con: sqlite3.Connection, lay: Layout, budget: Budget, path: Pat
     mc_cols = lay.cols("rocpd_memory_copy")
     if lay.has("rocpd_memory_copy"):
         mc = _activities(con, lay, "rocpd_memory_copy", [
-            ("proc", as_int(place("rocpd_memory_copy", "pid"))),
-            ("stream", as_int(place("rocpd_memory_copy", "stream_id"))),
-            ("size", as_int("X.size" if "size" in mc_cols else "NULL")),
-            ("src", as_int("X.src_agent_id" if "src_agent_id" in mc_cols else "NULL")),
-            ("dst", as_int("X.dst_agent_id" if "dst_agent_id" in mc_cols else "NULL")),
-            ("name_id", as_int("X.name_id" if "name_id" in mc_cols else "NULL")),
-            ("link", as_int(ev(link or "")))], link, budget)
+            ("proc", place("rocpd_memory_copy", "pid")),
+            ("stream", place("rocpd_memory_copy", "stream_id")),
+            ("size", "X.size" if "size" in mc_cols else "NULL"),
+            ("src", "X.src_agent_id" if "src_agent_id" in mc_cols else "NULL"),
+            ("dst", "X.dst_agent_id" if "dst_agent_id" in mc_cols else "NULL"),
+            ("name_id", "X.name_id" if "name_id" in mc_cols else "NULL"),
+            ("link", ev(link or ""))], link, budget)
         gpu_agent = np.array([str(t) == "GPU" for t in agent_type["type"]], dtype=bool)
         dst_gpu = lookup(mc["dst"], agents["id"], gpu_agent, False)
         device = np.where(dst_gpu, lookup(mc["dst"], agents["id"], gpu_index, -1),
@@ -326,13 +328,14 @@ def _stream_of_handles(host: dict[str, np.ndarray], handle: np.ndarray, gpu: dic
     if not calls.any() or not work.any():
         return _empty(), _empty()
     h = lookup(gpu["link"][work], host["link"][calls], handle[calls], -1)
-    pairs = np.unique(np.stack([h[h >= 0], gpu["stream"][work][h >= 0]], axis=1), axis=0)
-    if not len(pairs):
+    hs, ss = h[h >= 0], gpu["stream"][work][h >= 0]
+    if not len(hs):
         return _empty(), _empty()
-    handles, counts = np.unique(pairs[:, 0], return_counts=True)
-    one = handles[counts == 1]
-    keep = np.isin(pairs[:, 0], one)
-    return pairs[keep, 0], pairs[keep, 1]
+    width = int(ss.max()) + 1
+    pairs = np.unique(hs * width + ss)  # (handle, stream) as one integer: a 1-D unique
+    handles, counts = np.unique(pairs // width, return_counts=True)
+    keep = np.isin(pairs // width, handles[counts == 1])
+    return pairs[keep] // width, pairs[keep] % width
 
 
 def _process_columns(part: Part, hmask: np.ndarray, gmask: np.ndarray, base_ns: int) -> tuple[Columns, dict]:
@@ -356,7 +359,10 @@ def _process_columns(part: Part, hmask: np.ndarray, gmask: np.ndarray, base_ns: 
 
     n_host, n_gpu = len(h["start"]), len(g["start"])
     raw_names = np.concatenate([h["name"], g["name"]])
-    used, inverse = np.unique(raw_names, return_inverse=True)
+    present = np.bincount(raw_names, minlength=len(part.names)) > 0 if len(raw_names) else \
+        np.zeros(len(part.names), dtype=bool)
+    used = np.flatnonzero(present)  # the names this process uses, in id order (a count, not a sort)
+    inverse = (np.cumsum(present) - 1)[raw_names] if len(raw_names) else np.zeros(0, dtype=np.int64)
     labels = [part.names[int(i)] for i in used]
     # two ids with the same text (a string and a symbol) become one label
     first: dict[str, int] = {}

@@ -26,6 +26,7 @@ import os
 import re
 import sqlite3
 import time
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -203,16 +204,18 @@ class Layout:
         """The layout in words, for notes."""
         return ("timestamp" if self.timestamps else "track" if self.tracks else "3.0") + " layout"
 
-    def times(self, table: str, alias: str = "X") -> tuple[str, str, str]:
-        """The joins and the (start, end) expressions of an activity table (int64 ns, or the stand-ins)."""
+    def times(self, table: str, alias: str = "X", checked: bool = True) -> tuple[str, str, str]:
+        """The joins and the (start, end) expressions of an activity table (int64 ns, or the stand-ins; with
+        ``checked=False`` the bare columns)."""
         cols = self.cols(table)
+        wrap = checked_time if checked else (lambda e: e)
         if "start_id" in cols and self.has("rocpd_timestamp"):
             joins = (f" LEFT JOIN {self.t('rocpd_timestamp')} TS0 ON TS0.id = {alias}.start_id"
                      f" LEFT JOIN {self.t('rocpd_timestamp')} TS1 ON TS1.id = {alias}.end_id")
-            return joins, checked_time("TS0.value"), checked_time("TS1.value")
+            return joins, wrap("TS0.value"), wrap("TS1.value")
         start = f"{alias}.start" if "start" in cols else "NULL"
         end = f'{alias}."end"' if "end" in cols else "NULL"
-        return "", checked_time(start), checked_time(end)
+        return "", wrap(start), wrap(end)
 
     def place(self, table: str, column: str, alias: str = "X") -> str:
         """Where an activity's ``nid``/``pid``/``tid``/``agent_id``/``queue_id``/``stream_id`` is read: its own
@@ -337,30 +340,51 @@ def room_for(con: sqlite3.Connection, rows: int) -> Iterator[None]:
 
 
 def fetch_ints(con: sqlite3.Connection, exprs: list[str], source_sql: str, names: tuple[str, ...], budget: Budget,
-               count_sql: str | None = None) -> dict[str, np.ndarray]:
+               count_sql: str | None = None, fast: list[str] | None = None) -> dict[str, np.ndarray]:
     """Integer expressions over ``source_sql`` (a FROM clause with its joins) as int64 arrays by name.
 
     The rows are counted first (against the budget; ``count_sql``, the base table alone, where the joins are on
     primary keys and cannot add rows); then SQLite writes each column as one comma-separated text
     (``group_concat``, every column fed the rows in the same order) that numpy parses, so no Python object is built
     per row: a million rows cross in a fraction of a second. The value-size limit is raised for that one query to
-    what the counted rows need, and put back. Every expression must be non-NULL (see :func:`as_int`)."""
+    what the counted rows need, and put back. Every expression must be non-NULL (see :func:`as_int`). ``fast``: the
+    same columns without the per-value type checks (``ifnull``), tried first; when a value is not an integer the
+    counts disagree and the checked expressions are run instead (they name the damage)."""
     n = int(con.execute(f"SELECT count(*) FROM {count_sql or source_sql}").fetchone()[0])
     budget.count(n)
     if n == 0:
         return {k: np.zeros(0, dtype=np.int64) for k in names}
-    inner = ", ".join(f"{e} AS c{i}" for i, e in enumerate(exprs))
-    outer = ", ".join(f"group_concat(c{i}, ',')" for i in range(len(exprs)))
-    with room_for(con, n):
-        row = con.execute(f"SELECT {outer} FROM (SELECT {inner} FROM {source_sql})").fetchone()
-    out = {}
-    for name, joined in zip(names, row):
-        values = np.fromstring(joined or "", dtype=np.int64, sep=",") if joined else np.zeros(0, dtype=np.int64)
-        if len(values) != n:
-            raise ParseError(f"{name}: {len(values)} values for {n} rows (a value that is not an integer); the file "
-                             "is damaged: profile again", source=budget.source)
-        out[name] = values
-    return out
+    for attempt in ([fast] if fast else []) + [exprs]:
+        inner = ", ".join(f"{e} AS c{i}" for i, e in enumerate(attempt))
+        outer = ", ".join(f"group_concat(c{i}, ',')" for i in range(len(attempt)))
+        with room_for(con, n):
+            try:
+                row = con.execute(f"SELECT {outer} FROM (SELECT {inner} FROM {source_sql})").fetchone()
+            except sqlite3.DataError:  # a value too big for the fast texts: the checked expressions never load it
+                if attempt is exprs:
+                    raise
+                continue
+        out = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # numpy warns when a text stops parsing early
+            for name, joined in zip(names, row):
+                try:
+                    out[name] = np.fromstring(joined, dtype=np.int64, sep=",") if joined else \
+                        np.zeros(0, dtype=np.int64)
+                except ValueError:  # a value that is not an integer: the counts below disagree
+                    out[name] = np.zeros(0, dtype=np.int64)
+        bad = [k for k, v in out.items() if len(v) != n]
+        if not bad:
+            return out
+        if attempt is exprs:
+            raise ParseError(f"{bad[0]}: {len(out[bad[0]])} values for {n} rows (a value that is not an integer); "
+                             "the file is damaged: profile again", source=budget.source)
+    raise AssertionError("unreachable")
+
+
+def fast_int(expr: str, default: int = -1) -> str:
+    """An integer column as it is, ``default`` when NULL (no type check: see :func:`fetch_ints`)."""
+    return str(default) if expr == "NULL" else f"ifnull({expr}, {default})"
 
 
 def lookup(ids: np.ndarray, keys: np.ndarray, values: np.ndarray, missing: object = -1) -> np.ndarray:
