@@ -109,6 +109,10 @@ def main() -> int:
         write_s = time.perf_counter() - t0
         db_mb = db.stat().st_size / 1e6
         runs = {cmd: probe("trace", cmd, str(db), "--json") for cmd in ("critical-path", "idle")}
+        # the same commands on one step: the interpreter, its imports and the fixed costs, to take off for the slope
+        small = write_calls_db(Path(tmp) / "one_results.db", steps=1, calls=calls, step_us=step_us)
+        small_mb = small.stat().st_size / 1e6
+        base = {cmd: probe("trace", cmd, str(small), "--json") for cmd in ("critical-path", "idle")}
         path = json.loads(subprocess.run([sys.executable, "-m", "lumikit", "trace", "critical-path", str(db), "--json"],
                                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}
                                          ).stdout)["path_us"]
@@ -124,14 +128,21 @@ def main() -> int:
         "host_calls": args.steps * len(calls), "gpu_activities": args.steps * sum(1 for c in calls if c.work),
         "db_mb": round(db_mb, 1), "write_s": round(write_s, 1),
         "rocpd": {cmd: {**r, "wall_s_per_100mb": round(r["wall_s"] * per100, 2),
-                        "peak_mb_per_100mb": round(r["peak_mb"] * per100)} for cmd, r in runs.items()},
+                        "peak_mb_per_100mb": round(r["peak_mb"] * per100),
+                        "one_step": base[cmd],
+                        "marginal_s_per_100mb": round((r["wall_s"] - base[cmd]["wall_s"]) * 100 / (db_mb - small_mb), 2),
+                        "marginal_mb_per_100mb": round((r["peak_mb"] - base[cmd]["peak_mb"]) * 100 / (db_mb - small_mb))}
+                  for cmd, r in runs.items()},
         "kineto_same_events": kineto, "path_us": path, "path_us_expected": expected,
         "load_avg": os.getloadavg(), "cpus": os.cpu_count(), "python": platform.python_version(),
     }
     print(json.dumps(report, indent=2))
     for cmd, r in runs.items():
+        m = report["rocpd"][cmd]
         line = (f"rocpd {cmd}: {r['wall_s']:.2f} s, peak {r['peak_mb']:.0f} MB for {db_mb:.1f} MB "
-                f"({r['wall_s'] * per100:.2f} s and {r['peak_mb'] * per100:.0f} MB per 100 MB)")
+                f"({r['wall_s'] * per100:.2f} s and {r['peak_mb'] * per100:.0f} MB per 100 MB; above the one-step "
+                f"run's {base[cmd]['wall_s']:.2f} s and {base[cmd]['peak_mb']:.0f} MB: "
+                f"{m['marginal_s_per_100mb']:.2f} s and {m['marginal_mb_per_100mb']} MB per 100 MB)")
         if kineto:
             k = kineto[cmd]
             line += f"; Kineto trace of the same events ({kineto['json_mb']} MB): {k['wall_s']:.2f} s, {k['peak_mb']:.0f} MB"
