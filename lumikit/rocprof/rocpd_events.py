@@ -88,7 +88,6 @@ def rocpd_databases(path: str | os.PathLike[str]) -> list[Path]:
     output or a ``*_kernel_trace.csv``; the databases of a run folder that holds no torch trace JSON (one ``.db``
     per process), else its rocprofv3 JSON files, else its kernel trace CSVs; else ``[]`` (a Kineto trace or a
     folder of them)."""
-    from .outputs import find_outputs
     from .rocprofv3_outputs import is_rocprofv3_json
     from .rocpd_sql import is_sqlite
 
@@ -98,6 +97,8 @@ def rocpd_databases(path: str | os.PathLike[str]) -> list[Path]:
             return [p]
         return []
     if p.is_dir():
+        from .outputs import find_outputs
+
         outputs = find_outputs(p)
         v3_json = [j for j in p.rglob("*.json") if is_rocprofv3_json(j)]
         if any(j for j in p.rglob("*.json") if j not in v3_json) or any(p.rglob("*.json.gz")):

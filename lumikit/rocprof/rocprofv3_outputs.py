@@ -23,14 +23,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import orjson
-import pandas as pd
 
 from ..errors import LumikitError, ParseError, TraceError
 from ..files import open_regular, read_bytes
 from .rocpd_events import GPU_FIELDS, Part
 from .rocpd_sql import NAME_CHARS, NO_TIME
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TOOL_KEY = "rocprofiler-sdk-tool"
 #: The rocprofiler agent type of a GPU (``rocprofiler_agent_type_t``: 1 CPU, 2 GPU).
@@ -175,8 +179,10 @@ def read_json_parts(path: Path, host_calls: bool = False) -> list[Part]:
     return [_json_part(path, p, i) for i, p in enumerate(procs)]
 
 
-def json_kernel_table(path: str | os.PathLike[str]) -> pd.DataFrame:
+def json_kernel_table(path: str | os.PathLike[str]) -> "pd.DataFrame":
     """The kernel dispatches of a rocprofv3 JSON output as ``name``/``duration_ns`` rows (for the ranked table)."""
+    import pandas as pd
+
     rows = []
     for part in read_json_parts(Path(path)):
         kern = part.gpu["kind"] == 2
@@ -197,7 +203,9 @@ def _sibling(kernel_trace: Path, role: str) -> Path | None:
     return p if p.is_file() else None
 
 
-def _ints(frame: pd.DataFrame, col: str, default: int = -1) -> np.ndarray:
+def _ints(frame: "pd.DataFrame", col: str, default: int = -1) -> np.ndarray:
+    import pandas as pd
+
     if col not in frame:
         return np.full(len(frame), default, dtype=np.int64)
     values = frame[col]
@@ -208,7 +216,7 @@ def _ints(frame: pd.DataFrame, col: str, default: int = -1) -> np.ndarray:
     return np.where(ok, nums.fillna(0), default).astype(np.int64)
 
 
-def _read_api_csv(path: Path) -> pd.DataFrame:
+def _read_api_csv(path: Path) -> "pd.DataFrame":
     from .traces import _read_csv, _read_text
 
     frame, _ = _read_csv(_read_text(path, "rocprofv3 *_hip_api_trace.csv"), str(path), 0)
@@ -222,6 +230,8 @@ def _read_api_csv(path: Path) -> pd.DataFrame:
 def read_csv_parts(kernel_trace: Path, host_calls: bool = False) -> list[Part]:
     """The processes of one ``*_kernel_trace.csv`` with the ``*_hip_api_trace.csv`` (and
     ``*_memory_copy_trace.csv``) of the same prefix beside it."""
+    import pandas as pd
+
     from .traces import read_kernel_trace
 
     api_path = _sibling(kernel_trace, "hip_api_trace")
@@ -276,7 +286,7 @@ def read_csv_parts(kernel_trace: Path, host_calls: bool = False) -> list[Part]:
     return [Part(kernel_trace, "Correlation_Id", names, {0: ("", pid)}, host, {k: gpu[k] for k in GPU_FIELDS})]
 
 
-def _read_api_csv_copies(path: Path) -> pd.DataFrame:
+def _read_api_csv_copies(path: Path) -> "pd.DataFrame":
     from .traces import _read_csv, _read_text
 
     frame, _ = _read_csv(_read_text(path, "rocprofv3 *_memory_copy_trace.csv"), str(path), 0)
