@@ -267,7 +267,7 @@ def _read_layout(con: sqlite3.Connection, lay: Layout, budget: Budget, path: Pat
                   "stream": mc["stream"], "link": mc["link"], "bytes": mc["size"],
                   "name": name_codes(mc["name_id"], strings["id"], 0, unnamed),
                   "kind": np.full(len(mc["start"]), 3, dtype=np.int64)}
-        gpu = {k: np.concatenate([kernels[k], copies[k]]) for k in GPU_FIELDS}
+        gpu = {k: np.concatenate([kernels[k], copies[k]]) for k in GPU_FIELDS} if len(copies["start"]) else kernels
     else:
         gpu = kernels
 
@@ -341,11 +341,14 @@ def _stream_of_handles(host: dict[str, np.ndarray], handle: np.ndarray, gpu: dic
 
 def _process_columns(part: Part, hmask: np.ndarray, gmask: np.ndarray, base_ns: int) -> tuple[Columns, dict]:
     """One process's Kineto-shaped columns (times in µs after ``base_ns``) and what was read or left out."""
-    h = {k: v[hmask] for k, v in part.host.items()}
+    def pick(table: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, np.ndarray]:
+        return table if mask.all() else {k: v[mask] for k, v in table.items()}  # one process: no copy
+
+    h = pick(part.host, hmask)
     kept = h["cls"] >= 0
     skipped = int((~kept).sum())
-    h = {k: v[kept] for k, v in h.items()}
-    g = {k: v[gmask] for k, v in part.gpu.items()}
+    h = pick(h, kept)
+    g = pick(part.gpu, gmask)
     _check_times(h["start"], h["end"], "API calls", str(part.source))
     _check_times(g["start"], g["end"], "GPU activities", str(part.source))
 
@@ -387,7 +390,9 @@ def _process_columns(part: Part, hmask: np.ndarray, gmask: np.ndarray, base_ns: 
         "bytes": np.concatenate([np.full(n_host, -1, dtype=np.int64), g["bytes"]]),
         "event": np.concatenate([host_event, np.full(n_gpu, -1, dtype=np.int64)]),
     }
-    columns = Columns({k: v[order] for k, v in data.items()}, {"name": list(first), "cat": CATEGORIES})
+    for k in list(data):  # one column at a time, so only one unsorted column is alive beside the sorted ones
+        data[k] = data[k][order]
+    columns = Columns(data, {"name": list(first), "cat": CATEGORIES})
     read = {"host_calls": int(n_host), "kernels": int((g["kind"] == 2).sum()), "copies": int((g["kind"] == 3).sum()),
             "skipped_regions": skipped, "calls_with_stream": int((host_stream >= 0).sum()),
             "calls_with_event": int((host_event >= 0).sum()), "stream_handles": int(len(handles)),

@@ -354,25 +354,19 @@ def fetch_ints(con: sqlite3.Connection, exprs: list[str], source_sql: str, names
     budget.count(n)
     if n == 0:
         return {k: np.zeros(0, dtype=np.int64) for k in names}
+    # rows in slices of the base table's rowids, so the texts of one slice are all that is alive at a time
+    ranges = [""]
+    if count_sql is not None:
+        lo, hi = con.execute(f"SELECT min(rowid), max(rowid) FROM {count_sql}").fetchone()
+        if lo is not None and (hi - lo) < 4 * n + SLICE_ROWS:  # not too sparse to slice
+            ranges = [f" WHERE X.rowid BETWEEN {a} AND {a + SLICE_ROWS - 1}" for a in range(lo, hi + 1, SLICE_ROWS)]
     for attempt in ([fast] if fast else []) + [exprs]:
-        inner = ", ".join(f"{e} AS c{i}" for i, e in enumerate(attempt))
-        outer = ", ".join(f"group_concat(c{i}, ',')" for i in range(len(attempt)))
-        with room_for(con, n):
-            try:
-                row = con.execute(f"SELECT {outer} FROM (SELECT {inner} FROM {source_sql})").fetchone()
-            except sqlite3.DataError:  # a value too big for the fast texts: the checked expressions never load it
-                if attempt is exprs:
-                    raise
-                continue
-        out = {}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # numpy warns when a text stops parsing early
-            for name, joined in zip(names, row):
-                try:
-                    out[name] = np.fromstring(joined, dtype=np.int64, sep=",") if joined else \
-                        np.zeros(0, dtype=np.int64)
-                except ValueError:  # a value that is not an integer: the counts below disagree
-                    out[name] = np.zeros(0, dtype=np.int64)
+        try:
+            out = _slices(con, attempt, source_sql, names, ranges, min(n, SLICE_ROWS))
+        except sqlite3.DataError:  # a value too big for the fast texts: the checked expressions never load it
+            if attempt is exprs:
+                raise
+            continue
         bad = [k for k, v in out.items() if len(v) != n]
         if not bad:
             return out
@@ -380,6 +374,28 @@ def fetch_ints(con: sqlite3.Connection, exprs: list[str], source_sql: str, names
             raise ParseError(f"{bad[0]}: {len(out[bad[0]])} values for {n} rows (a value that is not an integer); "
                              "the file is damaged: profile again", source=budget.source)
     raise AssertionError("unreachable")
+
+
+#: Rows per slice of :func:`fetch_ints` (a few MB of text per column).
+SLICE_ROWS = 1 << 18
+
+
+def _slices(con: sqlite3.Connection, exprs: list[str], source_sql: str, names: tuple[str, ...], ranges: list[str],
+            rows: int) -> dict[str, np.ndarray]:
+    inner = ", ".join(f"{e} AS c{i}" for i, e in enumerate(exprs))
+    outer = ", ".join(f"group_concat(c{i}, ',')" for i in range(len(exprs)))
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in names}
+    with room_for(con, rows), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # numpy warns when a text stops parsing early
+        for where in ranges:
+            row = con.execute(f"SELECT {outer} FROM (SELECT {inner} FROM {source_sql}{where})").fetchone()
+            for name, joined in zip(names, row):
+                try:
+                    parts[name].append(np.fromstring(joined, dtype=np.int64, sep=",") if joined else
+                                       np.zeros(0, dtype=np.int64))
+                except ValueError:  # a value that is not an integer: the counts disagree
+                    parts[name].append(np.zeros(0, dtype=np.int64))
+    return {k: np.concatenate(v) if v else np.zeros(0, dtype=np.int64) for k, v in parts.items()}
 
 
 def fast_int(expr: str, default: int = -1) -> str:
