@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..errors import LumikitError, ParseError
 from .activities import Activities
-from .rocpd_sql import (ANCHOR, SQLITE_MAGIC, Budget, Layout, as_int, attach_all, connect, fetch, is_sqlite, layouts,
+from .rocpd_sql import (ANCHOR, SQLITE_MAGIC, Budget, Layout, attach_all, connect, fetch, is_sqlite, layouts,
                         schema_version, text, unreadable)
 
 __all__ = ["read_rocpd", "rocpd_stats", "rocpd_kernel_stats", "rocpd_summary", "rocpd_totals", "is_rocpd",

@@ -81,7 +81,8 @@ def _convert(con: sqlite3.Connection, sfx: str, layout: str) -> None:
         con.execute(f'''CREATE TABLE "{old}" (id INTEGER PRIMARY KEY AUTOINCREMENT, guid TEXT NOT NULL,
                         track_id INTEGER NOT NULL, {", ".join(f'"{c}"' for c in head if c in cols)},
                         {", ".join(times)}, {", ".join(f'"{c}"' for c in tail if c in cols)})''')
-        match = (f'T.guid = O.guid AND T.nid IS O.nid AND T.pid IS O.pid AND T.tid IS {"O.tid" if tid != "NULL" else "NULL"}'
+        match = (f'T.guid = O.guid AND T.nid IS O.nid AND T.pid IS O.pid'
+                 f' AND T.tid IS {"O.tid" if tid != "NULL" else "NULL"}'
                  f' AND T.agent_id IS {"O." + agent if agent != "NULL" else "NULL"}'
                  f' AND T.queue_id IS {"O." + queue if queue != "NULL" else "NULL"}'
                  f' AND T.stream_id IS {"O." + stream if stream != "NULL" else "NULL"}')
