@@ -87,3 +87,23 @@ def test_a_json_output_without_hip_calls_is_refused_for_the_path_naming_the_fix(
     path.write_text(json.dumps(doc))
     assert main(["trace", "critical-path", str(path)]) == 2
     assert "--hip-trace" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage", [
+    lambda p: p.update(buffer_records={"hip_api": [1, "x", None, {"start_timestamp": "soon"}]}),
+    lambda p: p["buffer_records"]["kernel_dispatch"].append({"start_timestamp": 1e999, "end_timestamp": -5}),
+    lambda p: p["buffer_records"]["hip_api"].append({"kind": 10**30, "operation": -7, "correlation_id": [1],
+                                                     "start_timestamp": 5, "end_timestamp": 6, "thread_id": {}}),
+    lambda p: p.update(strings={"buffer_records": {"not": "a list"}}, agents="none", kernel_symbols=7),
+    lambda p: p["buffer_records"]["kernel_dispatch"][0].update(dispatch_info=None, correlation_id="x"),
+    lambda p: p.update(metadata=[], buffer_records=None),
+], ids=["junk calls", "infinite times", "absurd ids", "wrong tables", "broken dispatch", "no records"])
+def test_a_damaged_json_output_is_read_or_refused_in_one_line(tmp_path, damage, capsys):
+    path = write_rocprofv3_json(tmp_path / f"{PID}_results.json")
+    doc = json.loads(path.read_text())
+    damage(doc["rocprofiler-sdk-tool"][0])
+    path.write_text(json.dumps(doc).replace("Infinity", "1e999"))
+    for command in (["trace", "critical-path"], ["trace", "idle"], ["rocprof", "stats"]):
+        rc = main(command + [str(path)])
+        err = capsys.readouterr().err
+        assert rc in (0, 2) and err.count("\n") <= 1 and "Traceback" not in err, (command, err)
