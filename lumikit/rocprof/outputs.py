@@ -61,7 +61,9 @@ def _role(path: Path) -> str | None:
         kind = stats_kind(path)
         return {"kernel": "kernel_stats", "copy": "copy_stats", "domain": "domain_stats"}.get(kind, "api_stats")
     if name.endswith(".json"):
-        return "json_traces" if is_rocprof_json(path) else None
+        from .rocprofv3_outputs import is_rocprofv3_json
+
+        return "json_traces" if is_rocprof_json(path) or is_rocprofv3_json(path) else None
     if name.endswith(".pftrace"):
         return "perfetto_traces"
     if name.endswith((".db", ".rpd")) and ("results" in name or "rocpd" in name or name[0].isdigit()):
@@ -123,6 +125,18 @@ def _kernels_from_file(path: Path) -> pd.DataFrame:
     if name.endswith("kernel_trace.csv"):
         events = read_kernel_trace(path)
         table = stats_from_durations(events[["name", "duration_ns"]])
+    elif name.endswith(".json") and not is_rocprof_json(path):
+        from .rocprofv3_outputs import is_rocprofv3_json, json_kernel_table
+
+        if not is_rocprofv3_json(path):
+            with open_regular(path) as fh:
+                head = fh.read(8192)
+            raise ParseError("neither rocprofv3's JSON output (that starts with '{\"rocprofiler-sdk-tool\"') nor "
+                             "rocprof v1's results.json (that starts with '{ \"traceEvents\":[{}')"
+                             + looks_like_sentence(head, unless="results.json"), source=str(path))
+        table = stats_from_durations(json_kernel_table(path))
+        table.attrs.update(source=str(path), generation="v3 json", notes=[])
+        return table
     elif name.endswith(".json"):
         if not is_rocprof_json(path):
             with open_regular(path) as fh:

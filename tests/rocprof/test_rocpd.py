@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import pandas as pd
 import pytest
 
 from lumikit.cli import main
@@ -185,7 +186,7 @@ def test_an_unknown_schema_version_is_flagged(tmp_path, capsys):
         con.execute(f"UPDATE \"rocpd_metadata{sfx}\" SET value = '7' WHERE tag = 'schema_version'")
     path = _one_process_db(tmp_path / "1_results.db", bump)
     (note,) = rocpd_kernel_stats(path).attrs["notes"]
-    assert "schema version '7' is not one this reader knows (3)" in note
+    assert "schema version '7' is not one this reader knows (3, 4)" in note
     assert any("schema version '7'" in n for n in read_rocpd(path).notes)
     assert main(["rocprof", "stats", str(path)]) == 0
     assert "note: " in capsys.readouterr().out
@@ -232,16 +233,31 @@ def test_the_sql_summary_equals_the_row_by_row_one(outputs):
         assert tables["copies"]["bytes"].sum() == expected["copies"]["bytes"]
 
 
-def test_schema_4_is_named_as_a_newer_schema_not_a_damaged_file(tmp_path, capsys):
-    # Generated: schema 4 keeps dispatch times in rocpd_timestamp (start_id/end_id) and adds track_id (issue 27)
-    def schema_4(con, sfx):
-        con.execute(f"UPDATE \"rocpd_metadata{sfx}\" SET value = '4' WHERE tag = 'schema_version'")
-        con.execute(f'ALTER TABLE "rocpd_kernel_dispatch{sfx}" RENAME COLUMN start TO start_id')
-        con.execute(f'ALTER TABLE "rocpd_kernel_dispatch{sfx}" RENAME COLUMN "end" TO end_id')
-        con.execute(f'ALTER TABLE "rocpd_kernel_dispatch{sfx}" ADD COLUMN track_id INTEGER')
-    path = _one_process_db(tmp_path / "1_results.db", schema_4)
-    for command in ("stats", "summary", "counters"):
-        assert main(["rocprof", command, str(path)]) == 2
-        err = capsys.readouterr().err
-        assert err.count("\n") == 1 and "rocpd schema version 4, newer than this reader knows (3)" in err, err
-        assert "not damaged" in err and "rocpd convert" in err and "unreadable" not in err
+@pytest.mark.parametrize("layout", ["track", "timestamp", "develop"])
+def test_every_rocpd_layout_reads_to_the_same_tables(tmp_path, layout, capsys):
+    """The track layout (4.1), the timestamp layout (4.0) and rocprofiler-sdk develop's timestamp layout that still
+    says schema_version "3" are recognised by their columns and give the same kernels, copies, calls and ranking as
+    the 3.0 layout they were converted from (generated)."""
+    from lumikit.testing.rocpd_layouts import convert_layout
+
+    old = gen.write_rocpd(tmp_path / "old_results.db", RUN.of("nid005001", 40000))
+    new = convert_layout(gen.write_rocpd(tmp_path / "new_results.db", RUN.of("nid005001", 40000)), layout)
+    with sqlite3.connect(new) as con:
+        tables = {n for (n,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert any(n.startswith("rocpd_track") for n in tables)
+        assert any(n.startswith("rocpd_timestamp") for n in tables) == (layout != "track")
+    a, b = read_rocpd(old), read_rocpd(new)
+    assert {**b.summary(), "source": ""} == {**a.summary(), "source": ""}
+    for key in ("kernels", "copies", "api"):
+        cols = [c for c in getattr(a, key).columns if c not in ("queue_id", "stream_id", "dispatch_id")]
+        pd.testing.assert_frame_equal(getattr(b, key)[cols], getattr(a, key)[cols], check_dtype=False)
+    assert ranking(rocpd_kernel_stats(new)) == ranking(rocpd_kernel_stats(old))
+    assert rocpd_totals(new).equals(rocpd_totals(old))
+    for command in ("stats", "summary"):
+        printed = []
+        for path in (old, new):
+            assert main(["rocprof", command, str(path), "--json"]) == 0
+            report = json.loads(capsys.readouterr().out)
+            report.pop("source", None)
+            printed.append(report)
+        assert printed[0] == printed[1]

@@ -97,7 +97,7 @@ def test_cli_reads_a_database_for_idle_and_critical_path(known_db, capsys):
 
 def test_a_rank_that_is_not_there_is_named(known_db, capsys):
     assert main(["trace", "idle", str(known_db), "--rank", "3"]) != 0
-    assert "rank 3 is not in this rocpd database" in capsys.readouterr().err
+    assert "rank 3 is not in this rocprofv3 output" in capsys.readouterr().err
 
 
 def test_generated_multi_process_databases_give_one_rank_per_process_and_causes_that_sum(tmp_path):
@@ -217,3 +217,22 @@ def test_an_event_synchronize_waits_for_the_record_of_its_own_event(tmp_path):
                                                        events=False))[0].columns)
     assert guessed["inferred"] == {"hipEventSynchronize: event = record's stream": 1}
     assert guessed["path_us"] < exact["path_us"]
+
+
+@pytest.mark.parametrize("layout", ["track", "timestamp", "develop"])
+def test_newer_layouts_give_the_known_path_and_idle_causes(tmp_path, layout, capsys):
+    """The known step in the track layout (4.1), the timestamp layout (4.0) and rocprofiler-sdk develop's timestamp
+    layout still saying schema_version "3": the same exact path (1309 µs, every sync edge from the arguments) and
+    the same idle causes as the 3.0 layout, through the command line (generated)."""
+    from lumikit.testing.rocpd_layouts import convert_layout
+
+    db = convert_layout(write_calls_db(tmp_path / f"{layout}_results.db"), layout)
+    assert main(["trace", "critical-path", str(db), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["path_us"] == pytest.approx(STEP_PATH_US)
+    assert (result["sync_edges"], result["inferred_edges"]) == (5, 0)
+    assert main(["trace", "idle", str(db), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)["ranks"]["0"]["0"]
+    assert report["idle_us"] == pytest.approx(STEP_IDLE_US)
+    assert report["causes"] == pytest.approx({"starved: hipMalloc": 215.0, "sync drain: hipStreamSynchronize": 25.0,
+                                              "sync drain: hipDeviceSynchronize": 15.0, "queued": 5.0})
