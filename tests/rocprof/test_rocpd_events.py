@@ -222,15 +222,17 @@ def test_an_event_synchronize_waits_for_the_record_of_its_own_event(tmp_path):
 @pytest.mark.parametrize("layout", ["track", "timestamp", "develop"])
 def test_newer_layouts_give_the_known_path_and_idle_causes(tmp_path, layout, capsys):
     """The known step in the track layout (4.1), the timestamp layout (4.0) and rocprofiler-sdk develop's timestamp
-    layout still saying schema_version "3": the same exact path (1309 µs, every sync edge from the arguments) and
-    the same idle causes as the 3.0 layout, through the command line (generated)."""
+    layout still saying schema_version "3": the same exact path (1309 µs weighed as HTA does, every sync edge from the
+    arguments; the 76 µs between HIP calls as host_untraced by default) and the same idle causes as the 3.0 layout, through the command line (generated)."""
     from lumikit.testing.rocpd_layouts import convert_layout
 
     db = convert_layout(write_calls_db(tmp_path / f"{layout}_results.db"), layout)
-    assert main(["trace", "critical-path", str(db), "--json"]) == 0
+    assert main(["trace", "critical-path", str(db), "--json", "--no-untraced-host"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["path_us"] == pytest.approx(STEP_PATH_US)
     assert (result["sync_edges"], result["inferred_edges"]) == (5, 0)
+    assert main(["trace", "critical-path", str(db), "--json"]) == 0  # the host's gaps between HIP calls count
+    assert json.loads(capsys.readouterr().out)["bound_by_us"]["host_untraced"] == pytest.approx(76.0)
     assert main(["trace", "idle", str(db), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)["ranks"]["0"]["0"]
     assert report["idle_us"] == pytest.approx(STEP_IDLE_US)
