@@ -120,10 +120,10 @@ def two_node_gpu_job(scale: str = "small") -> JobSpec:
 
 
 #: Module 12's ladder as its notebook launches it (on every site): three rungs of the tiny language model, one warm-up
-#: step, three timed repeats of three steps and a two-step trace per rung.
+#: step, three timed repeats of three steps and a four-step trace per rung (three analysed: medians over steps).
 LADDER_RUNGS = ("fp32", "bf16", "fused")
 LADDER_OPTIONS = ("--rungs", ",".join(LADDER_RUNGS), "--steps", "3", "--repeats", "3", "--warmup", "1",
-                  "--profile-steps", "2")
+                  "--profile-steps", "4")
 
 
 def making_it_faster_ladder_job(site: Site | str | None = None) -> JobSpec:

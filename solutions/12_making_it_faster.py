@@ -34,7 +34,7 @@ checks.check_bf16_prediction(bf16_prediction)
 # %%
 # Your ladder: the tiny language model, three rungs, 1 warm-up step and 3 timed repeats of 3 steps each.
 ladder_run = launch(ladder_job("--rungs", "fp32,bf16,fused", "--steps", "3", "--repeats", "3", "--warmup", "1",
-                               "--profile-steps", "2"))
+                               "--profile-steps", "4"))
 print(mode_line(), "->", ladder_run.wait(timeout=600, poll=0.5))
 ladder = read_ladder(ladder_run.path)
 rates = checks.rung_rates(ladder)  # rung -> its timed repeats, samples/s

@@ -242,7 +242,7 @@ def _array(data: dict[str, Any]) -> Any:
 
 
 def _table_size(part: dict[str, Any]) -> None:
-    """Refuse a recorded table of more than :data:`CELL_LIMIT` cells (rows times columns) before it is built."""
+    """Refuse a stored table of more than :data:`CELL_LIMIT` cells (rows times columns) before it is built."""
     rows = part.get("data", [])
     columns = part.get("columns")
     index = part.get("index")

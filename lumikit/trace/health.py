@@ -229,7 +229,7 @@ def rank_findings(analyzer: "TraceAnalyzer", rank: int) -> list[Finding]:
     return out
 
 
-def shapes_recorded(path: Path | str, limit: int = 1 << 30) -> bool | None:
+def has_shapes(path: Path | str, limit: int = 1 << 30) -> bool | None:
     """Whether the trace file holds operator shapes (``"Input Dims"``), read in blocks up to ``limit`` bytes; None
     when the file could not be read."""
     from .reader import open_bytes
@@ -251,8 +251,8 @@ def shapes_recorded(path: Path | str, limit: int = 1 << 30) -> bool | None:
 
 
 def file_findings(path: Path | str, rank: int | None = None) -> list[Finding]:
-    """The findings that read the file again: whether operator shapes were recorded."""
-    if shapes_recorded(path) is False:
+    """The findings that read the file again: whether the profiler kept operator shapes."""
+    if has_shapes(path) is False:
         return [Finding("no_shapes", "note", 0,
                         "no operator shapes (Input Dims): a roofline from shapes is impossible for this trace",
                         "record with torch.profiler.profile(..., record_shapes=True), or profile counters with "
@@ -281,7 +281,7 @@ def describe_check(report: Mapping) -> list[str]:
     """The check as text lines, warnings first."""
     found = sorted(report["findings"], key=lambda f: (f["severity"] != "warning", f["rank"] or 0))
     if not found:
-        return ["no findings: every kernel launch has its GPU work, steps are recorded, clocks agree"]
+        return ["no findings: every kernel launch has its GPU work, the steps are marked, clocks agree"]
     lines = [f"{report['warnings']} warning(s), {report['notes']} note(s)"]
     for f in found:
         lines.append(f"rank {f['rank']} {f['severity']}: {f['kind']}: {f['evidence']}")
