@@ -28,17 +28,22 @@ def umask() -> int:
     return old
 
 
+#: Bits no file lumikit writes ever has, whatever the umask: group and others never write (under ``umask 002`` a
+#: project member could otherwise edit another's manifest or record).
+NEVER_MODE = 0o022
+
+
 @contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike[str], mode: int | None = None) -> Iterator[Path]:
     """Yield a temporary path beside ``path`` to write (streaming writers, ``torch.save``); on success it is
     renamed into place, on any error removed, so readers never see half a file and nothing old is lost. The file
-    gets the mode a plain ``open`` would give it (0666 less the umask, so a project group keeps read access), not
-    the temporary file's private 0600; secrets are written elsewhere, 0600 on purpose."""
+    gets ``mode``, else the mode a plain ``open`` would give it (0666 less the umask, so a project group keeps read
+    access), never group or other write (:data:`NEVER_MODE`); secrets are written elsewhere, 0600 on purpose."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
     try:
-        os.fchmod(fd, 0o666 & ~umask())
+        os.fchmod(fd, (0o666 & ~umask() if mode is None else mode) & ~NEVER_MODE)
     finally:
         os.close(fd)
     try:
@@ -49,10 +54,10 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         raise
 
 
-def write_atomic(path: str | os.PathLike[str], text: str | bytes) -> Path:
+def write_atomic(path: str | os.PathLike[str], text: str | bytes, mode: int | None = None) -> Path:
     """Write ``text`` to ``path`` through :func:`atomic_path` (flushed to disk before the rename)."""
     data = text.encode() if isinstance(text, str) else text
-    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+    with atomic_path(path, mode) as tmp, open(tmp, "wb") as fh:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())

@@ -27,7 +27,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import LumikitError
 from ..launch.states import FINAL
-from ..site import load_site
+from ..site import load_site, site_of_record
 from ..smi.interpret import main_group
 from ..smi.pm_counters import VALUE_FILES, energy_between
 from ..smi.readings import decode, encode, energy_counters
@@ -778,7 +778,7 @@ def card_of_run(run_or_path: Any) -> ReportCard:
             continue
         if isinstance(row, dict) and "epoch_end" not in row:
             steps.append(row)
-    site = load_site(manifest.get("site") or "lumi")
+    site, _ = site_of_record(manifest.get("site") or "lumi", folder)  # a run folder never names a file to read
     if whole_node(manifest, site):
         from .slurm_energy import consumed_energy
 
@@ -786,7 +786,7 @@ def card_of_run(run_or_path: Any) -> ReportCard:
         if answer is not None:
             manifest = {**manifest, "consumed_energy": answer}
     card = report_card(open_records(folder), manifest, read_markers(folder), steps, run=Path(folder).name,
-                       site=manifest.get("site"))
+                       site=site)
     logs = recorder_logs(folder)
     if card.absent and logs:
         card.absent += "".join(f"\n  {name} (last lines):\n" + "\n".join(f"    {line}" for line in lines)
