@@ -160,10 +160,11 @@ def _is_supervisor_of(pid: int, run_dir: Path) -> bool:
         try:
             if proc.stat().st_uid != os.getuid():
                 return False
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            raw = (proc / "cmdline").read_bytes()
         except OSError:
             return False
-        return argv[1:4] == [b"-c", _SUPERVISOR.encode(), want]
+        # empty while the process exits (its memory already released): then its start time has said it all
+        return not raw or raw.split(b"\0")[1:4] == [b"-c", _SUPERVISOR.encode(), want]
     try:
         out = subprocess.run(["ps", "-o", "user=,args=", "-p", str(pid)], capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired):

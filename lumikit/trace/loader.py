@@ -26,7 +26,8 @@ import msgspec
 from ..errors import TraceError
 from ..files import regular_file
 from . import handoff
-from .columns import ColumnChunk, Columns, TableBuilder, compiled_reader_enabled, parse_array, parse_chunk
+from .columns import (ColumnChunk, Columns, NestedTooDeep, TableBuilder, compiled_reader_enabled, parse_array,
+                      parse_chunk)
 from .handoff import SharedColumns, StoredChunk, store_if_shared
 from .reader import CHUNK_BYTES, FileRange, TraceStream, open_bytes, salvage_hint
 
@@ -264,6 +265,8 @@ def _parse_or_explain(path: Path, piece: bytes | FileRange) -> ColumnChunk:
     """Parse a chunk (bytes, or a byte range of the file read here, in the worker) into columns."""
     try:
         return parse_array(piece.read_array()) if isinstance(piece, FileRange) else parse_chunk(piece)
+    except NestedTooDeep as exc:
+        raise TraceError(f"{path}: {exc}; no profiler writes such args: is it the right file?") from None
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise TraceError(f"{path}: malformed trace events ({exc}); the file may be truncated or corrupted; "
                          f"{salvage_hint(path)}") from None
