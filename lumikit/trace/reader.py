@@ -34,6 +34,13 @@ _MAX_END_TRIES = 64
 #: event boundary. Real ones are kilobytes; a damaged or hostile file (a 2 GB run of zeros after "{") is refused
 #: here instead of being read whole.
 MAX_PIECE_BYTES = 64 << 20
+#: A gzip trace is decompressed within a budget matched to what the loader builds from it: at most
+#: :data:`GZIP_MAX_RATIO` times its compressed size (real Kineto traces shrink 9-22 times) and at most
+#: :data:`GZIP_EVENTS_PER_BYTE` events per compressed byte (each event costs ~170 bytes of columns however small
+#: its JSON: real traces hold ~0.03 per byte, a 1 MB gzip of 8 million identical tiny events 6.6), with floors
+#: for small files. A gzip bomb is refused with one line before the columns grow.
+GZIP_MAX_RATIO, GZIP_MIN_BYTES = 40, 64 << 20
+GZIP_EVENTS_PER_BYTE, GZIP_MIN_EVENTS = 0.25, 1_000_000
 
 
 def salvage_hint(path: Path | str) -> str:
@@ -101,6 +108,7 @@ class TraceStream:
     lost_bytes: int = 0  # bytes after the last complete event of a salvaged file
     damage: str = ""  # what stopped a salvaged read early (corrupt gzip data), when not a plain cut
     _read_bytes: int = 0  # decompressed bytes read so far
+    _events_seen: int = 0  # events in the decompressed bytes so far (``"ph"`` keys: a cheap upper bound)
 
     def chunks(self) -> Iterator[bytes]:
         """The ``traceEvents`` array in chunks of whole events (about ``chunk_bytes`` each)."""
@@ -125,7 +133,25 @@ class TraceStream:
                              f"cut; salvage=True (command line: --salvage) keeps the events before the damage, "
                              f"or copy the trace again") from None
         self._read_bytes += len(block)
+        if isinstance(fh, gzip.GzipFile):
+            self._events_seen += block.count(b'"ph"')
+            self._within_gzip_budget()
         return block, not block
+
+    def _within_gzip_budget(self) -> None:
+        """Refuse a gzip trace past its budget (see :data:`GZIP_MAX_RATIO`) before the loader builds more."""
+        packed = max(1, os.path.getsize(self.path))
+        most_bytes = max(GZIP_MIN_BYTES, GZIP_MAX_RATIO * packed)
+        most_events = max(GZIP_MIN_EVENTS, int(GZIP_EVENTS_PER_BYTE * packed))
+        if self._read_bytes <= most_bytes and self._events_seen <= most_events:
+            return
+        what = (f"more than {self._read_bytes >> 20} MB ({self._read_bytes // packed}x its size; profiler traces "
+                f"shrink 9-22x)" if self._read_bytes > most_bytes else
+                f"more than {self._events_seen:,} events ({self._events_seen / packed:.1f} per compressed byte; "
+                f"profiler traces hold about 0.03)")
+        raise TraceError(f"{self.path}: this {packed:,}-byte gzip file decompresses to {what}: a gzip bomb or not a "
+                         f"profiler's trace, refused before its columns grow; if it is genuine, gunzip it and load the "
+                         f".json (an uncompressed file is read within its own size)")
 
     def _open_events(self, fh: BinaryIO, first: int = BLOCK_BYTES) -> tuple[bytes, bool, bool, int]:
         """Read up to the start of the events array: (the bytes read past it, bare array?, end of file?, the
