@@ -43,6 +43,11 @@ GZIP_MAX_RATIO, GZIP_MIN_BYTES = 40, 64 << 20
 GZIP_EVENTS_PER_BYTE, GZIP_MIN_EVENTS = 0.25, 1_000_000
 
 
+class MalformedChunk(TraceError):
+    """A piece of a trace did not parse: the file is damaged, or a chunk boundary fell inside an event's args
+    (``load_trace`` then reads the file again with :attr:`TraceStream.careful`)."""
+
+
 def salvage_hint(path: Path | str) -> str:
     """The sentence that tells a learner how to keep what a truncated trace still holds."""
     return (f"load it with salvage=True (command line: --salvage) to keep the complete events, "
@@ -109,6 +114,10 @@ class TraceStream:
     damage: str = ""  # what stopped a salvaged read early (corrupt gzip data), when not a plain cut
     _read_bytes: int = 0  # decompressed bytes read so far
     _events_seen: int = 0  # events in the decompressed bytes so far (``"ph"`` keys: a cheap upper bound)
+    #: Check each chunk before handing it on, and join one that does not parse alone to the next: the boundary
+    #: pattern (``},{"name":``) also matches between objects inside an event's args, and a cut there splits the event.
+    #: The loader reads a file this way only after a chunk failed (it costs a second parse).
+    careful: bool = False
 
     def chunks(self) -> Iterator[bytes]:
         """The ``traceEvents`` array in chunks of whole events (about ``chunk_bytes`` each)."""
@@ -180,6 +189,7 @@ class TraceStream:
 
     def _chunks(self, fh: BinaryIO) -> Iterator[bytes]:
         buf, bare, eof, _ = self._open_events(fh)
+        held = b""  # careful: chunks that did not parse alone (cut inside an event's args), waiting for the rest
         while not eof:
             block, eof = self._read(fh)
             buf += block
@@ -189,17 +199,23 @@ class TraceStream:
                     if len(buf) > MAX_PIECE_BYTES:
                         self._too_long()
                     break  # one event larger than a chunk: read on
-                yield buf[:cut + 1]
+                chunk = buf[:cut + 1]
                 buf = buf[cut + 1:]
                 buf = buf[buf.index(b"{"):]
-        yield from self._finish(buf, bare)
+                if self.careful:
+                    chunk = held + b"," + chunk if held else chunk
+                    held = b"" if _parses(chunk) or len(chunk) > MAX_PIECE_BYTES else chunk
+                    if held:
+                        continue
+                yield chunk
+        yield from self._finish(held + b"," + buf if held else buf, bare)
 
     def pieces(self) -> Iterator[bytes | FileRange]:
         """Like :meth:`chunks`, but for an uncompressed file every chunk is a :class:`FileRange` that a worker
         process reads itself, so the events never pass through this process. The cut points come from reading a
         small window at each one (and the end of the file, to find where the events stop)."""
         with open_bytes(self.path) as fh:
-            if isinstance(fh, gzip.GzipFile):
+            if isinstance(fh, gzip.GzipFile) or self.careful:
                 yield from self._chunks(fh)
                 return
             _, bare, _, start = self._open_events(fh, first=_HEAD_BYTES)
@@ -242,6 +258,7 @@ class TraceStream:
         """Where the last events lie in ``buf`` (the rest of the file after the last cut): the span of their array
         body without surrounding blanks; reads the trailer into ``metadata`` and detects truncation."""
         pos = len(buf)
+        closed = False  # the file ends as a whole trace does (a "]" then the trailer): whatever fails, it is not cut
         for _ in range(_MAX_END_TRIES):
             pos = buf.rfind(b"]", 0, pos)
             if pos < 0:
@@ -249,6 +266,7 @@ class TraceStream:
             trailer = _parse_trailer(buf[pos + 1:], bare)
             if trailer is None:
                 continue
+            closed = True
             start, stop = _stripped(buf, pos)
             body = buf[start:stop]
             if body and not _last_event_complete(body):
@@ -259,6 +277,12 @@ class TraceStream:
                 continue
             self.metadata.update(trailer)
             return start, stop
+        ends = (f"{self.path}: the file ends as a whole trace does, but its last events do not parse (nested deeper "
+                f"than a JSON reader follows, or damaged): not a cut-short trace; is it the right file?")
+        if closed and not self.careful:
+            raise MalformedChunk(ends)  # or the last cut fell inside an event's args: the loader reads again
+        if closed and not self.salvage:
+            raise TraceError(ends)
         if not self.salvage:
             bad = _invalid_utf8(buf)
             if bad is not None:
@@ -338,12 +362,17 @@ def _last_event_complete(body: bytes) -> bool:
     """Whether the last event of an array body parses (a cheap check instead of parsing the whole body)."""
     if not body.endswith(b"}"):
         return False
-    cut = _last_boundary(body)
-    last = body if cut is None else body[body.index(b"{", cut + 1):]
-    try:
-        return isinstance(orjson.loads(last), dict)
-    except orjson.JSONDecodeError:
-        return False
+    # the boundary pattern also matches between objects inside an event's args: walk back over a few matches
+    # until the text after one parses as whole events
+    cuts = [m.start() for m in _BOUNDARY.finditer(body, max(0, len(body) - (1 << 16)))][-_MAX_END_TRIES:]
+    for cut in [*reversed(cuts), None]:
+        last = body if cut is None else body[body.index(b"{", cut + 1):]
+        try:
+            events = orjson.loads(b"[" + last + b"]")
+        except orjson.JSONDecodeError:
+            continue
+        return all(isinstance(e, dict) for e in events)
+    return False
 
 
 def _last_boundary(buf: bytes) -> int | None:
