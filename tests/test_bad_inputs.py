@@ -593,3 +593,21 @@ def test_ladder_show_on_deep_or_damaged_json_is_one_line(tmp_path: Path, text: s
     path = tmp_path / "ladder.json"
     path.write_text(text)
     _one_line_refusal(["ladder", "--show", str(path)], str(path))
+
+
+def test_every_cli_entry_point_refuses_hostile_files_in_one_line(tmp_path: Path) -> None:
+    """The commands come from the argparse tree (a new one must be given a hostile form or a reason it reads no
+    file); each case is forked with a generous limit (two shared cores); the 5 s target is asserted by
+    benchmarks/bench_hostile_files.py."""
+    from lumikit.testing.cli_walk import FORMS, READS_NO_FILE, leaf_commands, walk
+
+    commands = leaf_commands()
+    assert set(commands) == set(FORMS) | set(READS_NO_FILE) and len(commands) > 40
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = walk(tmp_path, timeout=120)
+    assert len(cases) == 4 * len(FORMS)
+    problems = [p for c in cases if (p := c.problem(limit_s=120, limit_mb=200))]
+    assert not problems, "\n".join(problems[:10])
+    refused = [c for c in cases if c.status != 0]
+    assert len(refused) > 0.8 * len(cases)  # most refuse; a log reader may read brackets as text
