@@ -279,16 +279,16 @@ class TraceStream:
             return start, stop
         ends = (f"{self.path}: the file ends as a whole trace does, but its last events do not parse (nested deeper "
                 f"than a JSON reader follows, or damaged): not a cut-short trace; is it the right file?")
+        bad = None if self.salvage else _invalid_utf8(buf)
+        if bad is not None:
+            raise TraceError(f"{self.path}: bytes that are not UTF-8 near the end of the events ({bad}); the file "
+                             f"is corrupted, not cut short; salvage=True (command line: --salvage) keeps the "
+                             f"events before them")
         if closed and not self.careful:
             raise MalformedChunk(ends)  # or the last cut fell inside an event's args: the loader reads again
         if closed and not self.salvage:
             raise TraceError(ends)
         if not self.salvage:
-            bad = _invalid_utf8(buf)
-            if bad is not None:
-                raise TraceError(f"{self.path}: bytes that are not UTF-8 near the end of the events ({bad}); the file "
-                                 f"is corrupted, not cut short; salvage=True (command line: --salvage) keeps the "
-                                 f"events before them")
             raise TraceError(f"{self.path}: the trace is truncated (the traceEvents array never closes; the job "
                              f"was probably stopped while writing it); {salvage_hint(self.path)}")
         self.truncated = True
