@@ -52,6 +52,11 @@ def _rung_damage(rung: dict[str, Any]) -> str:
         return "has an MFU without a peak"
     if not _number(rung.get("speedup", 1.0)) or not isinstance(rung.get("notes", []), list):
         return "has a speed-up or notes of the wrong kind"
+    if any(rung.get(k) is not None and not _number(rung[k]) for k in ("peak_memory_bytes", "process_max_rss_bytes")):
+        return "has a memory peak that is not a number"
+    if any(rung.get(k) is not None and not isinstance(rung[k], str) for k in ("trace", "trace_dir")) \
+            or not all(isinstance(n, str) for n in rung.get("notes", [])):
+        return "has a trace or notes that are not text"
     return ""
 
 
