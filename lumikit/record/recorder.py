@@ -46,6 +46,8 @@ from ..smi.sources import (MIN_INTERVAL_S, TOOLS, EndOfSource, PmCountersSource,
 RAW_SAMPLE_CHARS, RAW_TOTAL_CHARS, RAW_SMALL_CHARS = 256 * 1024, 16 << 20, 4096
 
 STOP_FILE = ".stop"
+#: How often a recorder looks for the stop file while a sample is under way.
+STOP_POLL_S = 0.2
 DEFAULT_INTERVAL_S = 2.0
 #: The environment variable a launch uses to tell the job (and ``lumikit.mark``) its run folder.
 RUN_DIR_ENV = "LUMIKIT_RUN_DIR"
@@ -284,6 +286,8 @@ class Recorder:
             when = time.time()  # a stream's reading: when it arrived (the read waited for it)
         if self._untimed:
             self._time_the_tool()
+        if isinstance(item, Exception) and self._stop.is_set():
+            return  # a call ended by the stop itself (see _watch_stop): not a reading of the GPUs
         self._frame(item, when)
 
     def _frame(self, item: Sample | Exception, when: float) -> None:
@@ -340,6 +344,8 @@ class Recorder:
         try:
             if self.source is None:
                 return 0
+            threading.Thread(target=self._watch_stop, args=(parent,), daemon=True,
+                             name="lumikit-record-stop").start()
             next_at = time.monotonic()
             while not self._stop.is_set():
                 try:
@@ -358,6 +364,16 @@ class Recorder:
             return self.samples
         finally:
             self.close()
+
+    def _watch_stop(self, parent: int | None) -> None:
+        """Stop as soon as the stop file appears (or the parent ends), a tool call under way included: a hung SMI
+        tool would otherwise hold the job's end until the call's own time limit (a 5 s job ended at 16 s)."""
+        while not self._stop.wait(STOP_POLL_S):
+            if self.stop_file.exists() or (parent is not None and os.getppid() != parent):
+                self._stop.set()
+                if self.source is not None:
+                    self.source.cancel()
+                return
 
     def stop(self, *_: object) -> None:
         self._stop.set()

@@ -248,3 +248,30 @@ def test_smi_watch_and_cancel_refuse_a_job_that_is_not_the_runs(slurm_cluster, t
             with contextlib.suppress(LaunchError):
                 run.cancel()
         subprocess.run(["scancel", str(mine.job_id)], capture_output=True, timeout=30)
+
+
+@pytest.mark.slurm
+def test_a_hung_smi_tool_does_not_hold_a_slurm_jobs_end(slurm_cluster, tmp_path):
+    """A 5 s job on lumi-sim whose recorder's tool (a generated stand-in) never prints: the recorder sees the stop
+    file while it waits and ends the tool itself, so the job ends within a few seconds of its step (it was 16 s)."""
+    from lumikit.testing.hung_tool import hung_smi_tool
+
+    tool = hung_smi_tool(tmp_path / "bin", f"lumikit-hung-{os.getpid()}")
+    site = tmp_path / "hung.toml"  # the caller's own file outside the run folder
+    site.write_text(f'inherits = "lumi-sim"\nname = "lumi-sim-hung"\n[slurm]\nrecord_command = ["{tool}"]\n')
+    run = launch(spec(["sleep", "5"], time="0:02:00", name="hung-smi", gpus_per_node=1, partition="small-g"),
+                 site=str(site), runs_dir=tmp_path / "runs", gpu_record_interval=2)
+    try:
+        assert run.wait(timeout=120, poll=1, progress=False) == "COMPLETED", run.tail()
+        out = subprocess.run(["scontrol", "show", "job", str(run.job_id)], capture_output=True, text=True,
+                             timeout=30, env={**os.environ, "SLURM_CONF": str(Path(os.environ.get(
+                                 "LUMIKIT_SLURM_SIM_DIR", "/tmp/lumikit-slurm-sim")) / "etc" / "slurm.conf")})
+        run_time = next((w.split("=", 1)[1] for w in out.stdout.split() if w.startswith("RunTime=")), None)
+        if run_time is not None:  # H:MM:SS while the controller still knows the job
+            h, m, s = (int(x) for x in run_time.split(":"))
+            assert h * 3600 + m * 60 + s <= 11, f"the job ran {run_time} for a 5 s step"
+        else:
+            assert run.manifest.get("elapsed_s", 0) <= 11
+    finally:
+        with contextlib.suppress(LaunchError):
+            run.cancel()
