@@ -187,6 +187,8 @@ class SlurmBackend:
             changes["start_time"] = extra.get("start_time") or now_iso()
         if state in FINAL:
             changes.update(exit_code=code, end_time=extra.get("end_time") or now_iso(), nodes=extra.get("nodes"))
+            if not extra.get("end_time"):  # Slurm no longer says when (a controller outage outlived the job's record)
+                changes["end_time_observed"] = True
             if extra.get("reason"):
                 changes["reason"] = extra["reason"]
             if disk_full_note(folder, state):

@@ -376,6 +376,9 @@ def job_window(manifest: Mapping[str, Any]) -> tuple[float | None, float | None,
     """The job's (start, end) in epoch seconds from the manifest (Slurm's times, or the local backend's), and
     where they came from."""
     start, end = _epoch(manifest.get("start_time")), _epoch(manifest.get("end_time"))
+    if start is not None and manifest.get("end_time_observed"):  # when lumikit saw the end, maybe long after it
+        return start, None, ("the job's start (manifest) to the last sample: Slurm gave no end time (it was asked "
+                             "only after it had forgotten the job, e.g. after a controller outage)")
     if start is not None and end is not None and end >= start:
         return start, end, "the job's start and end (manifest, from Slurm or the local backend)"
     if start is not None:

@@ -31,3 +31,23 @@ def test_a_tool_printing_megabytes_a_call_is_kept_capped(tmp_path, monkeypatch):
     assert all(len(k) <= RAW_SAMPLE_CHARS + 200 for k in kept)
     assert all("more characters left out" in k for k in kept)
     assert record.stat().st_size < len(samples) * (RAW_SAMPLE_CHARS + 4096) + 65536  # not 2 MB a sample
+
+
+def test_an_end_time_seen_after_a_controller_outage_does_not_make_the_recorder_end_early(tmp_path):
+    """When Slurm had forgotten the job by the time lumikit asked (a controller outage), the run's end time is when
+    lumikit saw it, possibly minutes late: the card then ends the window at the last sample and does not blame the
+    recorder (generated record; the same manifest without the mark is flagged, so the test can fail)."""
+    from datetime import datetime, timedelta
+
+    from lumikit.launch.runfolder import RunFolder
+    from lumikit.record.card import card_of_run
+    from lumikit.testing.records import write_generated_record
+
+    run = write_generated_record(tmp_path / "run", nodes=1, samples=8)
+    m = RunFolder(run).read()
+    late = (datetime.fromisoformat(m["end_time"]) + timedelta(minutes=10)).isoformat()
+    RunFolder(run).update(end_time=late)
+    assert "its recorder ended early" in card_of_run(run).text()
+    RunFolder(run).update(end_time_observed=True)
+    text = card_of_run(run).text()
+    assert "ended early" not in text and "Slurm gave no end time" in text
