@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import LaunchError
+from ..errors import LaunchError, SiteError
 from ..jobs.render import payload
 from ..jobs.spec import JobSpec, parse_time
 from ..site import Site, load_site, site_of_record
@@ -243,11 +243,20 @@ def _start_rank(argv: list[str], env: dict[str, str], folder: RunFolder, rank: i
 
 def _start_recorder(folder: RunFolder, m: dict, env: dict[str, str]) -> subprocess.Popen | None:
     """The run's GPU recorder (one for the run: this machine is its one node), when the launch asked for it."""
-    argv = local_argv(m.get("gpu_record"), site_of_record(m.get("site"), folder.path)[0], str(folder.path))
+    try:
+        site = site_of_record(m.get("site"), folder.path)[0]
+    except SiteError as exc:  # the manifest's site changed under the run, or the profile file may be written by others
+        site = None
+        why = f"lumikit: no GPU record: {exc}\n".encode()
+    argv = local_argv(m.get("gpu_record"), site, str(folder.path)) if site is not None else None
     if argv is None:
+        if site is None and (m.get("gpu_record") or {}).get("enabled"):
+            (folder.path / "gpu").mkdir(exist_ok=True)
+            with open_log(folder.path / "gpu" / "recorder.log") as log:
+                log.write(why)
         return None
     (folder.path / "gpu").mkdir(exist_ok=True)
-    with open(folder.path / "gpu" / "recorder.log", "ab") as log:
+    with open_log(folder.path / "gpu" / "recorder.log") as log:
         return subprocess.Popen(argv, env={**env, "LUMIKIT_RUN_DIR": str(folder.path)}, stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=subprocess.STDOUT)
 
