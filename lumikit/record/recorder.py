@@ -46,8 +46,9 @@ from ..smi.sources import (MIN_INTERVAL_S, TOOLS, EndOfSource, PmCountersSource,
 RAW_SAMPLE_CHARS, RAW_TOTAL_CHARS, RAW_SMALL_CHARS = 256 * 1024, 16 << 20, 4096
 
 STOP_FILE = ".stop"
-#: How often a recorder looks for the stop file while a sample is under way.
-STOP_POLL_S = 0.2
+#: How often a recorder looks for the stop file while a sample is under way, and how long it then lets that sample
+#: finish before ending a call that hangs (a tool call on LUMI takes 0.5-3 s).
+STOP_POLL_S, STOP_GRACE_S = 0.2, 5.0
 DEFAULT_INTERVAL_S = 2.0
 #: The environment variable a launch uses to tell the job (and ``lumikit.mark``) its run folder.
 RUN_DIR_ENV = "LUMIKIT_RUN_DIR"
@@ -363,13 +364,17 @@ class Recorder:
                 self._stop.wait(delay)
             return self.samples
         finally:
+            self._stop.set()  # the stop watcher ends with the loop
             self.close()
 
     def _watch_stop(self, parent: int | None) -> None:
-        """Stop as soon as the stop file appears (or the parent ends), a tool call under way included: a hung SMI
-        tool would otherwise hold the job's end until the call's own time limit (a 5 s job ended at 16 s)."""
+        """Once the stop file appears (or the parent ends), give the sample under way :data:`STOP_GRACE_S` to end
+        (the loop then stops after it, as always), then end a call that still hangs: a hung SMI tool would
+        otherwise hold the job's end until the call's own time limit (a 5 s job ended at 18 s on lumi-sim)."""
         while not self._stop.wait(STOP_POLL_S):
             if self.stop_file.exists() or (parent is not None and os.getppid() != parent):
+                if self._stop.wait(STOP_GRACE_S):
+                    return  # the loop ended by itself after its sample
                 self._stop.set()
                 if self.source is not None:
                     self.source.cancel()
