@@ -253,7 +253,7 @@ def test_smi_watch_and_cancel_refuse_a_job_that_is_not_the_runs(slurm_cluster, t
 @pytest.mark.slurm
 def test_a_hung_smi_tool_does_not_hold_a_slurm_jobs_end(slurm_cluster, tmp_path):
     """A 5 s job on lumi-sim whose recorder's tool (a generated stand-in) never prints: the recorder sees the stop
-    file while it waits and ends the tool itself, so the job ends within a few seconds of its step (it was 16 s)."""
+    file, gives the call 5 s, then ends it, so the job ends within ~6 s of its step (it ran 18 s before)."""
     from lumikit.testing.hung_tool import hung_smi_tool
 
     tool = hung_smi_tool(tmp_path / "bin", f"lumikit-hung-{os.getpid()}")
@@ -269,9 +269,9 @@ def test_a_hung_smi_tool_does_not_hold_a_slurm_jobs_end(slurm_cluster, tmp_path)
         run_time = next((w.split("=", 1)[1] for w in out.stdout.split() if w.startswith("RunTime=")), None)
         if run_time is not None:  # H:MM:SS while the controller still knows the job
             h, m, s = (int(x) for x in run_time.split(":"))
-            assert h * 3600 + m * 60 + s <= 11, f"the job ran {run_time} for a 5 s step"
+            assert h * 3600 + m * 60 + s <= 14, f"the job ran {run_time} for a 5 s step"  # 18 s before; 11 s seen
         else:
-            assert run.manifest.get("elapsed_s", 0) <= 11
+            assert run.manifest.get("elapsed_s", 0) <= 14
     finally:
         with contextlib.suppress(LaunchError):
             run.cancel()
