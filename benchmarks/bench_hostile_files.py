@@ -79,7 +79,33 @@ def main() -> int:
     print(f"\n{len(BOMB)}-byte pickle bomb given to the doctor: peak memory grew {grown:.1f} MB "
           f"(limit {BOMB_LIMIT_MB}); {out.stderr.strip()[:160]}")
     print(f"slowest case: {max(r[3] for r in rows):.2f} s (limit {LIMIT_S:g} s, Python start-up included)")
+    ok &= every_command()
     return 0 if ok else 1
+
+
+def every_command() -> bool:
+    """Every CLI entry point (read from the argparse tree) on each hostile kind, forked from a process that has
+    imported lumikit (start-up not counted): the targets are 5 s, 200 MB of memory growth and one line."""
+    import warnings
+
+    from lumikit.testing.cli_walk import READS_NO_FILE, walk
+
+    warnings.simplefilter("ignore")
+    with tempfile.TemporaryDirectory(prefix="lumikit-walk-") as tmp:
+        cases = walk(Path(tmp), timeout=60)
+    print(f"\nevery command ({len({c.command for c in cases})} read files; {len(READS_NO_FILE)} read none: "
+          f"{', '.join(sorted(READS_NO_FILE))}) on {len({c.kind for c in cases})} hostile kinds:")
+    print(f"{'command':<24} {'input':<24} {'seconds':>8} {'grew MB':>8} {'exit':>5}  problem")
+    bad = 0
+    for c in cases:
+        problem = c.problem(LIMIT_S, BOMB_LIMIT_MB)
+        bad += bool(problem)
+        print(f"{c.command:<24} {c.kind:<24} {c.seconds:>8.2f} {c.grew_mb:>8.0f} {str(c.status):>5}  "
+              f"{problem.split(': ', 2)[1] if problem else ''}")
+    print(f"{len(cases)} cases, {bad} missing a target; slowest {max(c.seconds for c in cases):.2f} s, largest "
+          f"growth {max(c.grew_mb for c in cases):.0f} MB (load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} cores)")
+    return bad == 0
 
 
 if __name__ == "__main__":

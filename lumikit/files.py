@@ -32,8 +32,9 @@ def umask() -> int:
 def atomic_path(path: str | os.PathLike[str], mode: int | None = None) -> Iterator[Path]:
     """Yield a temporary path beside ``path`` to write (streaming writers, ``torch.save``); on success it is
     renamed into place, on any error removed, so readers never see half a file and nothing old is lost. The file
-    gets the mode a plain ``open`` would give it (0666 less the umask, so a project group keeps read access), not
-    the temporary file's private 0600; ``mode`` sets it whatever the umask (grades: 0600)."""
+    gets ``mode`` whatever the umask (a run folder's files: see ``launch.runfolder.file_mode``; grades: 0600),
+    else the mode a plain ``open`` would give it (0666 less the umask, so a project group keeps read access), not
+    the temporary file's private 0600; secrets are written elsewhere, 0600 on purpose."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
@@ -172,18 +173,38 @@ def read_text(path: str | os.PathLike[str], what: str = "a file", *, limit: int 
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
-def gunzip_bounded(data: bytes, source: str, *, limit: int | None = None) -> bytes:
-    """Decompress gzip ``data`` to at most ``limit`` bytes (default :func:`max_read_bytes`): a small file that
-    inflates to gigabytes is refused, not read. ``OSError``/``EOFError``/``zlib.error`` for damaged data."""
+#: What a gzip file read whole may expand to, per compressed byte (real logs, sessions and traces shrink 5-25
+#: times), above a floor for small files: the budget of :func:`gunzip_bounded` with ``max_ratio``.
+GZIP_MIN_BYTES = 64 << 20
+_GZIP_STEP = 1 << 20
+
+
+def gunzip_bounded(data: bytes, source: str, *, limit: int | None = None, max_ratio: int | None = None) -> bytes:
+    """Decompress gzip ``data`` to at most ``limit`` bytes (default :func:`max_read_bytes`), and with ``max_ratio``
+    to at most that many times its compressed size (at least :data:`GZIP_MIN_BYTES`): a small file that inflates
+    to gigabytes is refused after the budget, in 1 MB steps, never held whole. ``OSError``/``EOFError``/
+    ``zlib.error`` for damaged data."""
     limit = max_read_bytes() if limit is None else limit
+    if max_ratio is not None:
+        limit = min(limit, max(GZIP_MIN_BYTES, max_ratio * len(data)))
     out = bytearray()
     rest = data
     while rest:  # one gzip member after another, as gzip.decompress reads them
         unzip = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        out += unzip.decompress(rest, limit + 1 - len(out))
-        if len(out) > limit:
-            raise LumikitError(f"{source}: decompresses to more than the {_size(limit)} limit for files read "
-                               f"whole; raise it with {MAX_READ_ENV} if the file is genuine")
+        pending = rest
+        while not unzip.eof:
+            piece = unzip.decompress(pending, _GZIP_STEP)
+            out += piece
+            if len(out) > limit and max_ratio is None:
+                raise LumikitError(f"{source}: decompresses to more than the {_size(limit)} limit for files read "
+                                   f"whole; raise it with {MAX_READ_ENV} if the file is genuine")
+            if len(out) > limit:
+                raise LumikitError(f"{source}: decompresses to more than {_size(limit)} ({len(out) // len(data)}x "
+                                   f"its {_size(len(data))}), more than this kind of file ever holds: a gzip bomb or "
+                                   "the wrong file")
+            pending = unzip.unconsumed_tail
+            if not piece and not pending:
+                break
         if not unzip.eof:
             raise EOFError("compressed file ended before the end-of-stream marker was reached")
         rest = unzip.unused_data.lstrip(b"\0")  # gzip allows zero padding after a member

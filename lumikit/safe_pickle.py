@@ -9,7 +9,8 @@ gigabytes for its memo). So a pickle is read in three steps:
    are allowed, memo indices must be ones the file itself stored, and every length must fit the bytes that remain;
 2. the C unpickler builds the values, with ``find_class`` refusing every class or function;
 3. a walk of the result, following shared references as often as they occur, refuses cycles, more than
-   ``max_depth`` levels of nesting and more than ``max_items`` values in all (so a "billion laughs" of shared lists
+   ``max_depth`` levels of nesting, more values and characters than the file's size allows (a fixed multiple:
+   references counted as copies) and integers past 64 bits (so a "billion laughs" of shared lists or strings
    cannot blow up whoever reads the result next).
 """
 from __future__ import annotations
@@ -74,9 +75,19 @@ def _scan(data: bytes, source: str, what: str) -> None:
                          source=source) from None
 
 
-def _walk(value: Any, source: str, what: str, *, max_depth: int, max_items: int) -> None:
-    """Count every value as a reader will meet it (shared references each time), refusing cycles and excess."""
-    seen = 0
+#: Values a reader may meet per byte of the pickle once shared references are followed, and the characters of
+#: strings and bytes (each reference counted as a copy): a real dump of 2,000 collectives expands to under one value
+#: and four characters per byte; a "billion laughs" of shared lists or strings expands to millions.
+ITEMS_PER_BYTE, CHARS_PER_BYTE = 32, 64
+MIN_ITEMS, MIN_CHARS = 200_000, 8 << 20
+#: The largest integer a course pickle holds (nanosecond timestamps, byte counts and addresses fit in 64 bits).
+MAX_INT = 2 ** 64
+
+
+def _walk(value: Any, source: str, what: str, *, max_depth: int, max_items: int, max_chars: int) -> None:
+    """Count every value as a reader will meet it (shared references each time, the characters of strings and
+    bytes too), refusing cycles, excess and integers past 64 bits."""
+    seen = chars = 0
     stack: list[tuple[Any, int, bool]] = [(value, 1, False)]
     on_path: set[int] = set()
     while stack:
@@ -88,6 +99,15 @@ def _walk(value: Any, source: str, what: str, *, max_depth: int, max_items: int)
         if seen > max_items:
             raise ParseError(f"more than {max_items:,} values once shared references are followed: not {what} "
                              f"(a pickle that multiplies itself is refused)", source=source)
+        if isinstance(item, (str, bytes, bytearray)):
+            chars += len(item)
+            if chars > max_chars:
+                raise ParseError(f"more than {max_chars:,} characters of text once shared references are followed: "
+                                 f"not {what} (a pickle that multiplies itself is refused)", source=source)
+            continue
+        if isinstance(item, int) and not -MAX_INT < item < MAX_INT:
+            raise ParseError(f"a huge integer ({item.bit_length()} bits), past the 64 bits of any count, size or time "
+                             f"in {what}: a damaged or hostile pickle", source=source)
         if not isinstance(item, (dict, list, tuple, set, frozenset)):
             continue
         if id(item) in on_path:
@@ -101,11 +121,13 @@ def _walk(value: Any, source: str, what: str, *, max_depth: int, max_items: int)
 
 
 def load_plain(data: bytes, source: str, *, what: str = "a plain-value pickle", max_depth: int = 64,
-               max_items: int = 50_000_000) -> Any:
+               max_items: int | None = None, max_chars: int | None = None) -> Any:
     """The plain value a pickle holds, or ParseError naming ``source`` and why it was refused.
 
     ``what`` names the kind of file in messages ("a flight recorder dump"); ``max_items`` bounds the values a reader
-    of the result will visit, ``max_depth`` the nesting it will recurse into.
+    of the result will visit and ``max_chars`` the characters of its strings (shared references counted as copies;
+    default: :data:`ITEMS_PER_BYTE` and :data:`CHARS_PER_BYTE` times the pickle's size, at least
+    :data:`MIN_ITEMS` and :data:`MIN_CHARS`), ``max_depth`` the nesting it will recurse into.
     """
     if data[:1] != b"\x80":
         raise ParseError(f"not a pickle (protocol 2 or later starts with byte 0x80): not {what}", source=source)
@@ -115,5 +137,7 @@ def load_plain(data: bytes, source: str, *, what: str = "a plain-value pickle", 
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, KeyError, IndexError, OverflowError,
             AttributeError, MemoryError, RecursionError) as exc:  # AttributeError: APPEND on a dict, and the like
         raise ParseError(f"not a readable pickle ({str(exc)[:120]}): not {what}", source=source) from None
-    _walk(value, source, what, max_depth=max_depth, max_items=max_items)
+    _walk(value, source, what, max_depth=max_depth,
+          max_items=max(MIN_ITEMS, ITEMS_PER_BYTE * len(data)) if max_items is None else max_items,
+          max_chars=max(MIN_CHARS, CHARS_PER_BYTE * len(data)) if max_chars is None else max_chars)
     return value

@@ -9,13 +9,16 @@ from __future__ import annotations
 import os
 import re
 import socket
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import SiteError
+from .errors import LumikitError, SiteError
+from .files import read_text
+from .text import printable
 
 SITES_DIR = Path(__file__).with_name("sites")
 DEFAULT_SITE = "laptop"
@@ -193,16 +196,22 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: A site profile is a few kilobytes (LUMI's is 20 KB); a larger file is not one.
+SITE_MAX_BYTES = 1 << 20
+
+
 def _read_raw(name_or_path: str | os.PathLike[str], seen: tuple[str, ...] = ()) -> tuple[dict[str, Any], str]:
     p = Path(name_or_path)
-    path = p if p.suffix == ".toml" or p.is_file() else SITES_DIR / f"{name_or_path}.toml"
-    if not path.exists():
-        raise SiteError(f"no site profile {str(name_or_path)!r}; shipped profiles: {', '.join(available_sites())}; "
-                        "or give the path of a .toml file")
-    try:
-        raw = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise SiteError(f"{path}: not valid TOML ({exc}); fix the file") from None
+    path = p if p.suffix == ".toml" or (os.path.lexists(p) and not p.is_dir()) else SITES_DIR / f"{name_or_path}.toml"
+    if not os.path.lexists(path):
+        raise SiteError(f"no site profile {printable(str(name_or_path))!r}; shipped profiles: "
+                        f"{', '.join(available_sites())}; or give the path of a .toml file")
+    try:  # a FIFO, /dev/zero or a 3 GB file named *.toml is refused at once (lumikit.files)
+        raw = tomllib.loads(read_text(path, "a site profile (.toml)", limit=SITE_MAX_BYTES, errors="strict"))
+    except LumikitError as exc:
+        raise SiteError(str(exc)) from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise SiteError(f"{printable(str(path))}: not valid TOML ({printable(str(exc))[:200]}); fix the file") from None
     parent = raw.pop("inherits", None)
     if parent:
         if parent in seen:
@@ -263,6 +272,42 @@ def load_site(name_or_path: str | os.PathLike[str] | Site | None = None) -> Site
     if name_or_path is None:
         name_or_path = detect_site()
     return _load_cached(str(name_or_path))
+
+
+def site_of_record(value: object, folder: str | os.PathLike[str]) -> tuple[Site, str]:
+    """The site a run folder's manifest (or a rehearsal's driver file) names, and a note ("" when none). A run
+    folder is data, never code: a shipped profile's name is loaded; a path only when it is the caller's own file
+    (owned by this user, writable by no one else) outside ``folder``, and the note says so; anything else is a
+    SiteError. A profile decides ``SLURM_CONF`` and the commands a job watch runs, so a planted one would run code
+    (a conf's PluginDir, a ``watch_command``) as whoever looks at the run."""
+    if value is None or value == "":
+        return load_site(None), ""
+    text = str(value)
+    if text in available_sites():
+        return load_site(text), ""
+    shown, where = printable(text[:200]), printable(str(folder))
+    refused = (f"{where}: the manifest names the site {shown!r}, which is not a shipped profile "
+               f"({', '.join(available_sites())})")
+    p = Path(text)
+    if not (p.is_absolute() and p.suffix == ".toml"):
+        raise SiteError(f"{refused}. Fix: write a shipped profile's name in the manifest's 'site'")
+    try:
+        real, inside = p.resolve(), Path(folder).resolve()
+        st = os.stat(real)
+    except (OSError, RuntimeError):
+        raise SiteError(f"{refused}, and no such file. Fix: write a shipped profile's name in the manifest's "
+                        "'site'") from None
+    why = ("it lies inside the run folder" if real == inside or inside in real.parents else
+           "it is not a regular file" if not stat.S_ISREG(st.st_mode) else
+           "it is not your file" if st.st_uid != os.getuid() else
+           "others may write it" if st.st_mode & 0o022 else "")
+    if why:
+        raise SiteError(f"{refused}, and {why}: a run folder is data, so a site file it names is loaded only when "
+                        "it is your own file outside the run folder, writable by you alone (it chooses Slurm's "
+                        "configuration and the commands a watch runs). Fix: write a shipped profile's name in the "
+                        "manifest's 'site', or use your own copy of the file")
+    return load_site(real), (f"note: {where}: site profile from your own file {printable(str(real))} (named in the "
+                             "manifest; not a shipped profile)")
 
 
 _DEFAULTED = re.compile(r"\$\{(\w+):-([^}]*)\}")

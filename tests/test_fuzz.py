@@ -1,11 +1,11 @@
 """The readers under mutation fuzzing: no exception but LumikitError, no input over 2 s, only standard JSON, and
 no NaN or infinity in what the Python API returns for ``--json``.
 
-Each run draws a fresh seed (printed, with the count; ``LUMIKIT_FUZZ_SEED=N`` replays a run, and every failing
-case names the chunk seed that replays it alone) and feeds 2,500 mutated inputs per family (10,000 in all) of the
-project's generated data and the real outputs in ../shared/fixtures (where present) to the readers, in-process in
-two forked workers. A worker that dies (a segmentation fault in a C extension) fails the run. The longer run with
-a table per family is ``benchmarks/bench_fuzz.py``.
+CI stays seeded and small: a fixed seed (``LUMIKIT_FUZZ_SEED=N`` runs another; every failing case names the chunk
+seed that replays it alone) and 400 mutated inputs per core family of the project's generated data and the real
+outputs in ../shared/fixtures (where present), plus a seeded sample of every other family, in-process in two
+forked workers. A worker that dies (a segmentation fault in a C extension) fails the run. The full run, thousands
+of fresh inputs for each of the families with a table of counts, is ``benchmarks/bench_fuzz.py``.
 """
 from __future__ import annotations
 
@@ -20,16 +20,18 @@ from lumikit.errors import LumikitError
 from lumikit.testing.fuzz import (FAMILIES, InvalidJson, finite_json, fresh_seed, fuzz_family, fuzz_parallel, mutate,
                                   strict_json)
 
-CI_INPUTS_PER_FAMILY = 2500
-#: Readers added with issue 31 get a seeded sample here (a fixed seed, so a failure replays) and their fresh
+CI_INPUTS_PER_FAMILY = 400
+CI_SEED = 37
+#: Families with a seeded sample of their own below (a fixed seed, so a failure replays) and their fresh
 #: thousands in benchmarks/bench_fuzz.py.
-SAMPLED_FAMILIES = ("flightrec", "rccltests", "manifest", "markers", "counters", "record", "omnistat", "progress")
+SAMPLED_FAMILIES = ("flightrec", "rccltests", "manifest", "markers", "counters", "record", "omnistat", "progress",
+                    "memory", "ladder")
 
 
-def test_ten_thousand_fresh_inputs_give_no_crash_hang_or_invalid_json(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_seeded_sample_gives_no_crash_hang_or_invalid_json(capsys: pytest.CaptureFixture[str]) -> None:
     fixtures = Path(os.environ.get("LUMIKIT_SHARED_FIXTURES", Path(__file__).resolve().parents[2] / "shared"
                                    / "fixtures"))  # as tests/conftest.py finds it; absent: generated seeds only
-    seed = fresh_seed()
+    seed = fresh_seed() if os.environ.get("LUMIKIT_FUZZ_SEED") else CI_SEED
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # salvaged traces and recordings warn; that is their job
         results = fuzz_parallel(CI_INPUTS_PER_FAMILY, seed=seed, fixtures=fixtures if fixtures.is_dir() else None,
@@ -40,7 +42,7 @@ def test_ten_thousand_fresh_inputs_give_no_crash_hang_or_invalid_json(capsys: py
         print(f"\nfuzz: seed {seed} (LUMIKIT_FUZZ_SEED={seed} replays it): {total} inputs, {len(problems)} failing; "
               + ", ".join(f"{r.family} {r.accepted} read / {r.refused} refused" for r in results))
     assert not problems, f"seed {seed}: {len(problems)} failing inputs, first ones:\n" + "\n".join(problems[:5])
-    assert total == CI_INPUTS_PER_FAMILY * len(results) >= 10_000
+    assert total == CI_INPUTS_PER_FAMILY * len(results) and len(results) == 4
     for r in results:  # both outcomes occur: the mutations are neither all harmless nor all fatal
         assert r.accepted + r.refused == r.inputs and r.accepted > 0 and (r.refused > 0 or r.family == "logs")
 

@@ -88,9 +88,11 @@ def _read_seeds(path: Path) -> dict[str, str]:
 
     from ..errors import LumikitError
 
-    try:
-        rows = list(csv.reader(path.read_text(encoding="utf-8").splitlines()))
-    except (OSError, UnicodeDecodeError) as err:
+    from ..files import read_text
+
+    try:  # a FIFO or /dev/zero given as the roster is refused at once (lumikit.files)
+        rows = list(csv.reader(read_text(path, "a CSV of learner,seed", limit=16 << 20, errors="strict").splitlines()))
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
         raise LumikitError(f"{path}: cannot read the seeds ({err}). Fix: give a CSV of learner,seed") from None
     seeds = {r[0].strip(): r[1].strip() for r in rows if len(r) >= 2 and r[0].strip() and r[1].strip()}
     seeds.pop("learner", None)

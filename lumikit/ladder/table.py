@@ -1,12 +1,11 @@
 """``ladder.json`` read back (safely) and shown as the ladder's table: samples/s with spread, speed-up, MFU, memory."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from ..errors import LumikitError
-from ..files import read_text
+from ..files import load_json_bounded, read_bytes
 from ..measure import Comparison, compare, measured
 from ..text import printable
 
@@ -19,17 +18,46 @@ def read_ladder(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if p.is_dir():
         p = p / LADDER_FILE
-    try:
-        data = json.loads(read_text(p, "the ladder.json (or run folder) of a `lumikit ladder` job that completed",
-                                    limit=16 << 20))
-    except ValueError as exc:
-        raise LumikitError(f"{printable(str(p))}: not JSON ({exc}); rerun the ladder") from None
+    # bounded: a 100,000-bracket file is one line, never a RecursionError
+    data = load_json_bounded(read_bytes(p, "the ladder.json (or run folder) of a `lumikit ladder` job that "
+                                           "completed", limit=16 << 20), printable(str(p)), max_depth=32)
     rungs = data.get("rungs") if isinstance(data, dict) else None
     if not isinstance(rungs, list) or not rungs or not all(isinstance(r, dict) and "samples_per_s" in r
                                                           for r in rungs):
         raise LumikitError(f"{printable(str(p))}: no rungs with samples/s in it; give a ladder.json that "
                            "`lumikit ladder` wrote")
+    for i, rung in enumerate(rungs):
+        wrong = _rung_damage(rung)
+        if wrong:
+            raise LumikitError(f"{printable(str(p))}: rung {i + 1} {wrong}; give a ladder.json that `lumikit ladder` "
+                               "wrote (or rerun the ladder)")
     return data
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _rung_damage(rung: dict[str, Any]) -> str:
+    """What is wrong with one rung of a ladder.json ("" when it has what the table prints)."""
+    s = rung.get("samples_per_s")
+    if not isinstance(rung.get("rung"), str):
+        return "has no name ('rung')"
+    if not isinstance(s, dict) or not all(_number(s.get(k)) for k in ("median", "min", "max")):
+        return "has no samples/s median, min and max"
+    if not isinstance(s.get("values", []), list) or not all(_number(v) for v in s.get("values", [])):
+        return "has samples/s values that are not numbers"
+    if rung.get("mfu") is not None and not (_number(rung["mfu"]) and _number(rung.get("peak_tflops"))
+                                            and isinstance(rung.get("peak_name"), str)):
+        return "has an MFU without a peak"
+    if not _number(rung.get("speedup", 1.0)) or not isinstance(rung.get("notes", []), list):
+        return "has a speed-up or notes of the wrong kind"
+    if any(rung.get(k) is not None and not _number(rung[k]) for k in ("peak_memory_bytes", "process_max_rss_bytes")):
+        return "has a memory peak that is not a number"
+    if any(rung.get(k) is not None and not isinstance(rung[k], str) for k in ("trace", "trace_dir")) \
+            or not all(isinstance(n, str) for n in rung.get("notes", [])):
+        return "has a trace or notes that are not text"
+    return ""
 
 
 def shipped_ladder(name: str) -> tuple[dict[str, Any], str]:

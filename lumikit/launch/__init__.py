@@ -6,15 +6,16 @@
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 
 from ..config import config_path, load_config
-from ..errors import LaunchError
+from ..errors import LaunchError, SiteError
 from ..jobs.render import resolve
 from ..jobs.spec import JobSpec
 from ..jobs.validate import advice, missing_account, validate
 from ..record.recorder import DEFAULT_INTERVAL_S
-from ..site import Site, load_site
+from ..site import Site, load_site, site_of_record
 from .backend import Backend, Run, WorkloadMetrics
 from .dryrun import DryRunBackend
 from .gpu_record import plan as record_plan
@@ -66,7 +67,20 @@ def open_run(path: str | os.PathLike[str]) -> Run:
     """A run from its folder (as printed by ``lumikit run``), with the backend that launched it."""
     folder = RunFolder.open(path)
     m = folder.read()
-    return Run(folder, get_backend(m.get("backend"), m.get("site")))
+    return Run(folder, get_backend(m.get("backend"), run_site(folder, m)))
+
+
+def run_site(folder: RunFolder, manifest: dict | None = None) -> Site:
+    """The site of a run, as :func:`lumikit.site.site_of_record` allows it (a shipped profile, or the caller's
+    own file outside the folder, said on stderr): a run folder never chooses Slurm's configuration or a command."""
+    m = folder.read() if manifest is None else manifest
+    try:
+        site, note = site_of_record(m.get("site"), folder.path)
+    except SiteError as exc:
+        raise LaunchError(str(exc)) from None
+    if note:
+        print(note, file=sys.stderr, flush=True)
+    return site
 
 
 def mode_line(site: Site | str | None = None, backend: str | None = None) -> str:
@@ -81,4 +95,4 @@ def mode_line(site: Site | str | None = None, backend: str | None = None) -> str
 
 
 __all__ = ["BACKENDS", "FINAL", "STATES", "Backend", "DryRunBackend", "LocalBackend", "Run", "RunFolder", "WorkloadMetrics",
-           "SlurmBackend", "get_backend", "launch", "mode_line", "open_run"]
+           "SlurmBackend", "get_backend", "launch", "mode_line", "open_run", "run_site"]

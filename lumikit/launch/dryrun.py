@@ -6,7 +6,8 @@ import os
 from ..jobs.render import render_sbatch, render_srun
 from ..jobs.spec import JobSpec
 from ..site import Site, load_site
-from .runfolder import RunFolder, base_manifest, now_iso
+from ..files import write_atomic
+from .runfolder import RunFolder, base_manifest, file_mode, now_iso
 
 
 class DryRunBackend:
@@ -17,7 +18,7 @@ class DryRunBackend:
 
     def submit(self, spec: JobSpec, folder: RunFolder) -> str:
         script = render_sbatch(spec, self.site, check=False)  # launch() has validated it
-        (folder.path / "job.sbatch").write_text(script)
+        write_atomic(folder.path / "job.sbatch", script, mode=file_mode())
         command = {"srun": render_srun(spec, self.site, check=False).text(), "script": script}
         manifest = base_manifest(spec, self.site, self.name, command, dict(os.environ))
         folder.update(**{**manifest, "job_id": "dry-run", "state": "COMPLETED", "exit_code": 0,

@@ -5,6 +5,7 @@ limit and writes the final state to the manifest, so a notebook, a terminal and 
 """
 from __future__ import annotations
 
+import getpass
 import os
 import signal
 import socket
@@ -13,15 +14,16 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import LaunchError
+from ..errors import LaunchError, SiteError
 from ..jobs.render import payload
 from ..jobs.spec import JobSpec, parse_time
-from ..site import Site, load_site
+from ..site import Site, load_site, site_of_record
 from .backend import python_path_env
 from ..record.recorder import GPU_DIR, STOP_FILE
 from .gpu_record import local_argv
 from .mask import MaskedOwnOutput, mask_text, secret_values_of, start_pump
-from .runfolder import RunFolder, base_manifest, disk_full_note, now_iso, remove_secrets, write_secrets
+from .runfolder import (RunFolder, base_manifest, disk_full_note, now_iso, open_log, remove_secrets, run_umask,
+                        write_secrets)
 from .states import FINAL
 
 
@@ -76,11 +78,11 @@ class LocalBackend:
         path = write_secrets(folder, {k: v for k, v in spec.env if k in secret})
         if path:
             env["LUMIKIT_SECRETS_FILE"] = str(path)  # the values reach the ranks through this 0600 file only
-        with open(folder.path / "supervisor.log", "ab") as log:
+        with open_log(folder.path / "supervisor.log") as log:
             # its own session: the supervisor leads a process group that holds every rank (see end_group)
-            proc = subprocess.Popen([sys.executable, "-c", _SUPERVISOR, str(folder.path)], env=env,
+            proc = subprocess.Popen([sys.executable, "-c", _SUPERVISOR, str(folder.path.resolve())], env=env,
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+                                    start_new_session=True, umask=run_umask())  # the ranks' files too
         folder.update(supervisor_pid=proc.pid, supervisor_start=process_start(proc.pid))
         return job_id
 
@@ -138,19 +140,39 @@ def process_start(pid: int) -> str | None:
 
 
 def _supervisor_alive(m: dict, folder: RunFolder) -> bool:
-    """Whether the recorded supervisor still runs: its PID alive and started when it was recorded to (a PID that
-    now belongs to another process is not ours to signal). Without a recorded start, its command line must name
-    the run folder (where /proc tells)."""
+    """Whether the recorded supervisor still runs: its PID alive, started when it was recorded to, run by this
+    user, and its command line lumikit's supervisor of this very folder. A manifest is data anyone who could write
+    the folder may have changed, so a PID and start time alone never make a process ours to signal."""
     pid = m["supervisor_pid"]
     if not _alive(pid):
         return False
     recorded = m.get("supervisor_start")
-    if recorded is not None:
-        return process_start(pid) == recorded
+    if recorded is not None and process_start(pid) != recorded:
+        return False
+    return _is_supervisor_of(pid, folder.path)
+
+
+def _is_supervisor_of(pid: int, run_dir: Path) -> bool:
+    """Is ``pid`` this user's lumikit supervisor of ``run_dir`` (its argv: python, ``-c``, the supervisor's code,
+    the folder)? From /proc where there is one, else from ``ps``."""
+    want = os.fsencode(str(run_dir.resolve()))
+    proc = Path(f"/proc/{pid}")
+    if Path("/proc/self/cmdline").exists():
+        try:
+            if proc.stat().st_uid != os.getuid():
+                return False
+            raw = (proc / "cmdline").read_bytes()
+        except OSError:
+            return False
+        # empty while the process exits (its memory already released): then its start time has said it all
+        return not raw or raw.split(b"\0")[1:4] == [b"-c", _SUPERVISOR.encode(), want]
     try:
-        return os.fsencode(str(folder.path.resolve())) in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return not Path("/proc/self").exists()
+        out = subprocess.run(["ps", "-o", "user=,args=", "-p", str(pid)], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    line = out.stdout.strip()
+    return ("from lumikit.launch.local import supervise" in line and line.endswith(str(run_dir.resolve()))
+            and line.split(None, 1)[0] == getpass.getuser())
 
 
 def _group_members(sid: int, run_dir: Path) -> list[int]:
@@ -238,8 +260,17 @@ def _start_recorder(folder: RunFolder, m: dict, env: dict[str, str], secrets: li
                     pumps: list | None = None) -> subprocess.Popen | None:
     """The run's GPU recorder (one for the run: this machine is its one node), when the launch asked for it; its
     log passes through the secrets' mask when the run has secrets."""
-    argv = local_argv(m.get("gpu_record"), load_site(m.get("site")), str(folder.path))
+    try:
+        site = site_of_record(m.get("site"), folder.path)[0]
+    except SiteError as exc:  # the manifest's site changed under the run, or the profile file may be written by others
+        site = None
+        why = f"lumikit: no GPU record: {exc}\n".encode()
+    argv = local_argv(m.get("gpu_record"), site, str(folder.path)) if site is not None else None
     if argv is None:
+        if site is None and (m.get("gpu_record") or {}).get("enabled"):
+            (folder.path / "gpu").mkdir(exist_ok=True)
+            with open_log(folder.path / "gpu" / "recorder.log") as log:
+                log.write(why)
         return None
     (folder.path / "gpu").mkdir(exist_ok=True)
     log_path = folder.path / "gpu" / "recorder.log"
@@ -250,7 +281,7 @@ def _start_recorder(folder: RunFolder, m: dict, env: dict[str, str], secrets: li
         if pumps is not None:
             pumps.append(start_pump(proc.stdout, log_path, secrets, mode="ab"))
         return proc
-    with open(log_path, "ab") as log:
+    with open_log(log_path) as log:
         return subprocess.Popen(argv, env=child_env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
 
 

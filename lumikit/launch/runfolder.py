@@ -67,6 +67,23 @@ _BILL_NUMBERS = ("nodes", "gcds", "cores", "memory_gb", "gcd_equivalents", "gpu_
 MANIFEST_MAX_BYTES = 16 << 20
 
 
+#: Set to ``group`` to let the project group read new run folders on purpose (never write them); unset, a run
+#: folder is its owner's alone, whatever the umask.
+SHARE_ENV = "LUMIKIT_SHARE_RUNS"
+
+
+def run_umask() -> int:
+    """The umask of everything in a run folder (its files, the job's logs, the GPU record): 077 (owner only), or
+    027 (the group reads, never writes) when :data:`SHARE_ENV` is ``group``. A run folder that a project member can
+    write is one they can plant a manifest in, so group write is never given, whatever the caller's umask."""
+    return 0o027 if os.environ.get(SHARE_ENV, "").strip().lower() == "group" else 0o077
+
+
+def file_mode() -> int:
+    """The mode of a file lumikit writes in a run folder (0600, or 0640 shared)."""
+    return 0o666 & ~run_umask()
+
+
 def default_runs_dir() -> Path:
     """Where run folders go unless told: ``$LUMIKIT_RUNS_DIR``, else the clone's ``runs/`` when lumikit is used
     from a clone of the workbook (a notebook's kernel runs in ``notebooks/``, the command line at the root: one
@@ -85,6 +102,27 @@ def redact(env: Mapping[str, str], marked: Iterable[str] = ()) -> dict[str, str]
     names hidden."""
     marked = tuple(marked)
     return {k: (REDACTED if is_secret(k, marked) else v) for k, v in sorted(env.items())}
+
+
+NOT_KEPT = "<not kept>"
+#: Environment variables whose values a manifest keeps (what shapes a run: paths, threads, devices, the ROCm/RCCL,
+#: PyTorch, MPI and network libraries' settings); any other name is kept as :data:`NOT_KEPT`, so ``MYSQL_PASS``,
+#: ``DATABASE_URL`` or a proxy URL with a password never reach a run folder others may read.
+KEPT_ENV = frozenset({"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV",
+                      "USER", "SHELL", "LANG", "LC_ALL", "TZ", "HOSTNAME", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE",
+                      "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "SLURM_CONF",
+                      "TOKENIZERS_PARALLELISM", "CC", "CXX", "LMOD_FAMILY_PRGENV"})
+KEPT_ENV_PREFIXES = ("OMP_", "MKL_", "NCCL_", "RCCL_", "HSA_", "HIP_", "ROCM_", "MIOPEN_", "AMD_", "PYTORCH_",
+                     "TORCH_", "TORCHINDUCTOR_", "HF_HUB_", "FI_", "CXI_", "MPICH_", "CRAY_", "SINGULARITY_BIND",
+                     "APPTAINER_BIND", "LUMIKIT_")
+
+
+def kept_environment(env: Mapping[str, str], marked: Iterable[str] = ()) -> dict[str, str]:
+    """The environment a manifest keeps: secret-looking or ``marked`` names as ``<redacted>``, values of the names
+    on the allow-list (:data:`KEPT_ENV`, :data:`KEPT_ENV_PREFIXES`), every other name with ``<not kept>``."""
+    marked = tuple(marked)
+    return {k: (REDACTED if is_secret(k, marked) else v if k in KEPT_ENV or k.startswith(KEPT_ENV_PREFIXES)
+                else NOT_KEPT) for k, v in sorted(env.items())}
 
 
 def secrets_dir() -> Path:
@@ -110,6 +148,19 @@ def write_secrets(folder: "RunFolder", values: Mapping[str, str]) -> Path | None
 def remove_secrets(folder: "RunFolder") -> None:
     """Delete the run's secrets file (the job has ended, or never started)."""
     (secrets_dir() / f"{folder.path.name}.env").unlink(missing_ok=True)
+
+
+def write_new_file(path: Path, data: bytes) -> None:
+    """Write a new file of the run folder with the folder's mode (:func:`file_mode`), whatever the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, file_mode())
+    os.fchmod(fd, file_mode())
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
+def open_log(path: Path) -> Any:
+    """Open a log of the run folder for appending, with the folder's mode (:func:`file_mode`)."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, file_mode()), "ab")
 
 
 def _slug(name: str) -> str:
@@ -148,11 +199,12 @@ class RunFolder:
         for _ in range(20):
             path = base / f"{stamp}-{_slug(name)}-{secrets.token_hex(3)}"
             try:
-                path.mkdir()
+                path.mkdir(mode=0o700)
             except FileExistsError:
                 continue
             try:
-                (path / RESERVE_FILE).write_bytes(b"\0" * RESERVE_BYTES)
+                os.chmod(path, 0o777 & ~run_umask())  # mkdir's mode is cut by the umask, never widened
+                write_new_file(path / RESERVE_FILE, b"\0" * RESERVE_BYTES)
             except OSError as exc:
                 raise LaunchError(f"cannot write in the new run folder {path}: {exc.strerror}. Fix: free space "
                                   f"under {base} or give another folder (--runs-dir or LUMIKIT_RUNS_DIR)") from None
@@ -216,7 +268,8 @@ class RunFolder:
     def _locked(self) -> Iterator[None]:
         """Hold the run folder's lock: read-modify-write of the manifest by the supervisor, a notebook and the CLI
         at the same time would otherwise lose one side's fields."""
-        with open(self.path / ".manifest.lock", "a") as fh:
+        with os.fdopen(os.open(self.path / ".manifest.lock", os.O_WRONLY | os.O_CREAT | os.O_APPEND, file_mode()),
+                       "a") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
                 yield
@@ -232,7 +285,8 @@ class RunFolder:
                 return data
             data.update(fields)
             try:
-                write_atomic(self.manifest_path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+                write_atomic(self.manifest_path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n",
+                             mode=file_mode())
             except OSError as exc:
                 if exc.errno not in _FULL:
                     raise
@@ -242,7 +296,8 @@ class RunFolder:
                                       f"({exc.strerror}). Fix: free space on the file system of {self.path}") from None
                 reserve.unlink()  # the space kept for this moment
                 data["disk_full"] = f"the file system of the run folder filled up ({now_iso()})"
-                write_atomic(self.manifest_path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+                write_atomic(self.manifest_path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n",
+                             mode=file_mode())
             return data
 
     def rank_log(self, rank: int, stream: str = "out") -> Path:
@@ -258,7 +313,7 @@ class RunFolder:
 
 def base_manifest(spec: Any, site: Any, backend: str, command: Any, env: Mapping[str, str]) -> dict[str, Any]:
     return {"spec": spec.to_dict(), "site": site.ref, "backend": backend, "command": command,
-            "environment": redact(env, spec.secret_names()), "versions": versions(), "git_revision": git_revision(),
+            "environment": kept_environment(env, spec.secret_names()), "versions": versions(), "git_revision": git_revision(),
             "submit_time": now_iso(), "start_time": None, "end_time": None, "state": "PENDING",
             "exit_code": None, "job_id": None, "argv0": sys.argv[0] if sys.argv else None,
             "billing_estimate": _billing(spec, site)}

@@ -27,7 +27,9 @@ from ..jobs.spec import JobSpec, parse_time
 from ..site import Site, expand, load_site  # expand: ${VAR:-default} in site settings
 from .backend import python_path_env
 from .gpu_record import with_record
-from .runfolder import RunFolder, base_manifest, disk_full_note, now_iso, remove_secrets, write_secrets
+from ..files import write_atomic
+from .runfolder import (RunFolder, base_manifest, disk_full_note, file_mode, now_iso, remove_secrets, run_umask,
+                        write_secrets)
 from .states import FINAL, normalise
 
 #: Prefixes of the variables an enclosing job or allocation leaves behind (input and output variables of
@@ -121,12 +123,12 @@ class SlurmBackend:
             env["SLURM_CONF"] = path
         return env
 
-    def run(self, argv: list[str], timeout: float = 30) -> subprocess.CompletedProcess:
+    def run(self, argv: list[str], timeout: float = 30, umask: int = -1) -> subprocess.CompletedProcess:
         if shutil.which(argv[0]) is None:
             raise LaunchError(f"`{argv[0]}` not found: this machine has no Slurm client. Use the local backend "
                               "(--backend local), or `make slurm-up` for the local test cluster")
         try:
-            return subprocess.run(argv, env=self.env(), capture_output=True, text=True, timeout=timeout)
+            return subprocess.run(argv, env=self.env(), capture_output=True, text=True, timeout=timeout, umask=umask)
         except subprocess.TimeoutExpired:
             raise SlurmUnreachable(f"Slurm is not answering: `{' '.join(argv[:3])} ...` gave no answer within "
                                    f"{timeout:.0f} s") from None
@@ -148,12 +150,12 @@ class SlurmBackend:
         secret = spec.secret_names()
         secrets_file = write_secrets(folder, {k: v for k, v in spec.env if k in secret})
         script = self.script(spec, folder, secrets_file) if secrets_file else self.script(spec, folder)
-        path = folder.path / "job.sbatch"
-        path.write_text(script)
+        path = write_atomic(folder.path / "job.sbatch", script, mode=file_mode())
         folder.update(**base_manifest(spec, self.site, self.name, {"sbatch": str(path), "script": script},
                                       self.env()))
         # --no-requeue: a job whose node fails ends NODE_FAIL instead of silently starting again
-        proc = self.run(["sbatch", "--parsable", "--no-requeue", str(path)])
+        # sbatch hands its umask to the job (SLURM_UMASK): the logs and the GPU record get the folder's mode
+        proc = self.run(["sbatch", "--parsable", "--no-requeue", str(path)], umask=run_umask())
         if proc.returncode != 0:
             message = (proc.stderr or proc.stdout).strip()
             folder.update(state="FAILED", submit_error=message, end_time=now_iso())
@@ -177,8 +179,7 @@ class SlurmBackend:
             state = normalise(fields.get("JobState", "PENDING"))
             extra = {"start_time": _known(fields.get("StartTime")), "end_time": _known(fields.get("EndTime")),
                      "nodes": _known(fields.get("NodeList")), "elapsed_s": _seconds(fields.get("RunTime", "")),
-                     "job_name": fields.get("JobName", ""), "submit_time": _known(fields.get("SubmitTime")),
-                     "user": fields.get("UserId", "").split("(")[0]}
+                     **_identity(fields)}
             return state, self._exit_code(state, fields.get("ExitCode", ""), extra), extra
         a = self.run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o",
                       "State,ExitCode,Start,End,NodeList,ElapsedRaw,JobName,Submit,User"])
@@ -228,6 +229,8 @@ class SlurmBackend:
             changes["start_time"] = extra.get("start_time") or now_iso()
         if state in FINAL:
             changes.update(exit_code=code, end_time=extra.get("end_time") or now_iso(), nodes=extra.get("nodes"))
+            if not extra.get("end_time"):  # Slurm no longer says when (a controller outage outlived the job's record)
+                changes["end_time_observed"] = True
             if extra.get("reason"):
                 changes["reason"] = extra["reason"]
             if disk_full_note(folder, state):
@@ -248,7 +251,7 @@ class SlurmBackend:
         if m.get("state") in FINAL:
             raise LaunchError(f"{folder.path.name} already ended ({m['state']}): nothing to cancel")
         state, _, extra = self.query(str(job_id))
-        if not _same_job(m, extra):
+        if not _own_job(m, extra):
             raise LaunchError(_not_this_runs(folder, m, extra, "Nothing was cancelled"))
         if state in FINAL:
             self.status(folder)
@@ -261,12 +264,16 @@ class SlurmBackend:
     def attach_command(self, folder: RunFolder, command: list[str]) -> list[str]:
         return attach_argv(folder.read().get("job_id"), command, pty=False)
 
-    def job_nodes(self, folder: RunFolder) -> list[str]:
-        """The nodes of the run's job while it runs (one ``scontrol show job``; the list expands locally)."""
-        job_id = folder.read().get("job_id")
+    def job_nodes(self, folder: RunFolder, manifest: dict | None = None) -> list[str]:
+        """The nodes of the run's job while it runs (one ``scontrol show job``; the list expands locally); a job
+        that is not the run's own (:func:`_own_job`) is a LaunchError, as nothing may be started inside it."""
+        m = folder.read() if manifest is None else manifest
+        job_id = m.get("job_id")
         if not job_id:
             raise LaunchError(f"{folder.path.name} has no job id: it was never submitted")
         fields = self._show_job(str(job_id))
+        if fields and not _own_job(m, extra := _identity(fields)):
+            raise LaunchError(_not_this_runs(folder, m, extra, "nothing was watched"))
         state = normalise(fields.get("JobState", "")) if fields else "unknown to Slurm"
         if state != "RUNNING" or fields.get("NodeList", "(null)") in ("", "(null)"):
             raise LaunchError(f"{folder.path.name} (job {job_id}) is {state}: its nodes can be watched only while it "
@@ -277,12 +284,18 @@ class SlurmBackend:
     def watch_steps(self, folder: RunFolder, command: list[str],
                     nodes: Iterable[str] | None = None) -> list[tuple[str, list[str]]]:
         """(node, argv) per node of the run's job: one overlapping step that runs ``command`` there (a
-        long-lived reader: a watch costs one step per node, not one per sample)."""
-        job_id = folder.read().get("job_id")
-        chosen = list(nodes) if nodes else self.job_nodes(folder)
-        return [(node, attach_argv(job_id, (), node=node, pty=False) + ["--nodes=1", "--ntasks=1", "--quiet", *command])
+        long-lived reader: a watch costs one step per node, not one per sample). The job must be the run's own
+        and the nodes its nodes."""
+        m = folder.read()
+        own = self.job_nodes(folder, m)
+        chosen = list(nodes) if nodes else own
+        stray = [n for n in chosen if n not in own]
+        if stray:
+            raise LaunchError(f"{folder.path.name}: {', '.join(map(repr, stray))} not among the nodes of job "
+                              f"{m.get('job_id')} ({', '.join(own)}); give one of those")
+        return [(node, attach_argv(m.get("job_id"), (), node=node, pty=False) + ["--nodes=1", "--ntasks=1", "--quiet",
+                                                                                 *command])
                 for node in chosen]
-
 
 def one_line(text: str) -> str:
     """A command's message on one line, for an error that quotes it."""
@@ -310,6 +323,21 @@ def _same_job(manifest: dict, extra: dict[str, str]) -> bool:
     except ValueError:
         return True
     return abs(submitted - float(when)) < 600
+
+
+def _identity(fields: dict[str, str]) -> dict[str, str]:
+    """Who a job is, from ``scontrol show job``'s fields: its name, submit time and user."""
+    return {"job_name": fields.get("JobName", ""), "submit_time": _known(fields.get("SubmitTime")),
+            "user": fields.get("UserId", "").split("(")[0]}
+
+
+def _own_job(manifest: dict, extra: dict[str, str]) -> bool:
+    """Before a job is touched (cancelled, or a step started in it): the run recorded its name, user and submit
+    time, Slurm's job has all three (:func:`_same_job`), and its user is whoever asks. A manifest is data that
+    anyone who could write the folder may have changed, so an id alone, or another user's job, is never enough."""
+    recorded = all(manifest.get(k) is not None for k in ("job_name", "job_user", "submitted_epoch"))
+    return (recorded and bool(extra.get("submit_time")) and extra.get("job_name") == manifest["job_name"]
+            and extra.get("user") == manifest["job_user"] == getpass.getuser() and _same_job(manifest, extra))
 
 
 def _not_this_runs(folder: RunFolder, manifest: dict, extra: dict[str, str], then: str) -> str:

@@ -543,7 +543,8 @@ def describe(bench: CollectiveBenchmark, site: Site | str | None = "lumi") -> li
     if peak is not None:
         in_place = peak.busbw is None
         alg = peak.in_algbw if in_place else peak.algbw
-        lines.append(f"  peak busbw {bench.peak_busbw:g} GB/s (algbw {alg:g} GB/s) at {peak.size_bytes:,} bytes"
+        alg_text = "no algbw column" if alg is None else f"algbw {alg:g} GB/s"  # a report file may lack it
+        lines.append(f"  peak busbw {bench.peak_busbw:g} GB/s ({alg_text}) at {peak.size_bytes:,} bytes"
                      + (" (in-place)" if in_place else ""))
     if bench.avg_busbw is not None:
         failed = " FAILED: below the NCCL_TESTS_MIN_BW bound" if bench.avg_failed else ""

@@ -273,7 +273,10 @@ class Desync:
 
 
 def _members_of(group_key: str, records: list[FlightRecord], recorded: set[int]) -> set[int]:
-    """The ranks of a process group: as ``pg_config`` lists them (among the ranks given), else every rank."""
+    """The ranks of a process group, read from the dumps: as a ``pg_config`` lists them (among the ranks given);
+    where none lists them (gloo's recorder, or torch's ``"[]"`` for the world group), the ranks whose dumps know the
+    group (its ``pg_config`` or ``pg_status`` entry, or an entry of it). A rank outside a sub-group never records it,
+    so it is never blamed for the sub-group's missing collective."""
     name = group_key.rsplit(" (id ", 1)[-1][:-1]
     given = {r.rank for r in records}
     for r in records:
@@ -281,7 +284,8 @@ def _members_of(group_key: str, records: list[FlightRecord], recorded: set[int])
             members = set(r.members[name]) & given
             if members:
                 return members | recorded
-    return given
+    knows = {r.rank for r in records if name in r.pg_config or name in r.pg_status}
+    return knows | recorded
 
 
 def find_hangs(records: Iterable[FlightRecord]) -> list[Hang]:

@@ -27,7 +27,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..errors import LumikitError
 from ..launch.states import FINAL
-from ..site import load_site
+from ..site import load_site, site_of_record
 from ..smi.interpret import main_group
 from ..smi.pm_counters import VALUE_FILES, energy_between
 from ..smi.readings import decode, encode, energy_counters
@@ -379,6 +379,9 @@ def job_window(manifest: Mapping[str, Any]) -> tuple[float | None, float | None,
     """The job's (start, end) in epoch seconds from the manifest (Slurm's times, or the local backend's), and
     where they came from."""
     start, end = _epoch(manifest.get("start_time")), _epoch(manifest.get("end_time"))
+    if start is not None and manifest.get("end_time_observed"):  # when lumikit saw the end, maybe long after it
+        return start, None, ("the job's start (manifest) to the last sample: Slurm gave no end time (it was asked "
+                             "only after it had forgotten the job, e.g. after a controller outage)")
     if start is not None and end is not None and end >= start:
         return start, end, "the job's start and end (manifest, from Slurm or the local backend)"
     if start is not None:
@@ -781,7 +784,7 @@ def card_of_run(run_or_path: Any) -> ReportCard:
             continue
         if isinstance(row, dict) and "epoch_end" not in row:
             steps.append(row)
-    site = load_site(manifest.get("site") or "lumi")
+    site, _ = site_of_record(manifest.get("site") or "lumi", folder)  # a run folder never names a file to read
     if whole_node(manifest, site):
         from .slurm_energy import consumed_energy
 
@@ -789,7 +792,7 @@ def card_of_run(run_or_path: Any) -> ReportCard:
         if answer is not None:
             manifest = {**manifest, "consumed_energy": answer}
     card = report_card(open_records(folder), manifest, read_markers(folder), steps, run=Path(folder).name,
-                       site=manifest.get("site"))
+                       site=site)
     logs = recorder_logs(folder)
     if card.absent and logs:
         card.absent += "".join(f"\n  {name} (last lines):\n" + "\n".join(f"    {line}" for line in lines)

@@ -41,7 +41,14 @@ from ..smi.sessions import SessionHeader, header_dict
 from ..smi.sources import (MIN_INTERVAL_S, TOOLS, EndOfSource, PmCountersSource, Sample, Source, UnreadOutput,
                            choose_source, find_tool)
 
+#: The most of a tool's raw output one sample keeps (rocm-smi's fullest view prints about 40 kB), the raw output a
+#: whole record keeps before each sample keeps only its first :data:`RAW_SMALL_CHARS`.
+RAW_SAMPLE_CHARS, RAW_TOTAL_CHARS, RAW_SMALL_CHARS = 256 * 1024, 16 << 20, 4096
+
 STOP_FILE = ".stop"
+#: How often a recorder looks for the stop file while a sample is under way, and how long it then lets that sample
+#: finish before ending a call that hangs (a tool call on LUMI takes 0.5-3 s).
+STOP_POLL_S, STOP_GRACE_S = 0.2, 5.0
 DEFAULT_INTERVAL_S = 2.0
 #: The environment variable a launch uses to tell the job (and ``lumikit.mark``) its run folder.
 RUN_DIR_ENV = "LUMIKIT_RUN_DIR"
@@ -157,6 +164,7 @@ class Recorder:
         self.pm_every = max(1, round(PM_EVERY_S / self.interval))
         self.ended: str | None = None  # why writing stopped ("disk full", "write failed"), None while it goes on
         self._raw_kept = False
+        self._raw_chars = 0  # characters of the tools' raw output kept so far (see _capped)
         self._e0: dict[int, float] | None = None  # the source's energy counters at the first sample
         self._fd = -1
         self._end_path = Path(str(self.path) + END_SUFFIX)
@@ -279,6 +287,8 @@ class Recorder:
             when = time.time()  # a stream's reading: when it arrived (the read waited for it)
         if self._untimed:
             self._time_the_tool()
+        if isinstance(item, Exception) and self._stop.is_set():
+            return  # a call ended by the stop itself (see _watch_stop): not a reading of the GPUs
         self._frame(item, when)
 
     def _frame(self, item: Sample | Exception, when: float) -> None:
@@ -287,7 +297,7 @@ class Recorder:
 
         line: dict = {"t": round(when - self.started, 3)}
         if isinstance(item, Exception):
-            line.update(exit_status=getattr(item, "exit_status", None), stdout=getattr(item, "raw", ""),
+            line.update(exit_status=getattr(item, "exit_status", None), stdout=self._capped(getattr(item, "raw", "")),
                         tool=self.argv[0] if self.argv else getattr(self.source, "name", ""))
             if not isinstance(item, UnreadOutput):
                 line["error"] = f"{type(item).__name__}: {item}"[:300]
@@ -304,13 +314,24 @@ class Recorder:
             if item.exit_status:
                 line["x"] = item.exit_status
             if not self._raw_kept and item.raw is not None:
-                line["raw"], self._raw_kept = item.raw, True
+                line["raw"], self._raw_kept = self._capped(item.raw), True
         if self.samples % self.pm_every == 0:
             pm = self.pm.read_energies()
             if pm:
                 line["pm"] = pm
         if self._write(line):
             self.samples += 1
+
+    def _capped(self, text: str | None) -> str:
+        """A tool's raw output as the record keeps it: whole up to :data:`RAW_SAMPLE_CHARS` per sample until the
+        record holds :data:`RAW_TOTAL_CHARS` of it, then its first :data:`RAW_SMALL_CHARS`, with a note of what
+        was left out (a runaway tool printing megabytes a call once grew a record to 640 MB in 6 s)."""
+        text = text or ""
+        cap = RAW_SAMPLE_CHARS if self._raw_chars < RAW_TOTAL_CHARS else RAW_SMALL_CHARS
+        kept = text if len(text) <= cap else (text[:cap] + f"\n[... {len(text) - cap:,} more characters left out: "
+                                                            f"the record keeps at most {cap:,} of a tool's output]")
+        self._raw_chars += len(kept)
+        return kept
 
     def _done(self, max_samples: int | None, parent: int | None) -> bool:
         """Whether to stop after this sample: asked to, enough samples, the parent gone, or the stop file there."""
@@ -324,6 +345,8 @@ class Recorder:
         try:
             if self.source is None:
                 return 0
+            threading.Thread(target=self._watch_stop, args=(parent,), daemon=True,
+                             name="lumikit-record-stop").start()
             next_at = time.monotonic()
             while not self._stop.is_set():
                 try:
@@ -341,7 +364,21 @@ class Recorder:
                 self._stop.wait(delay)
             return self.samples
         finally:
+            self._stop.set()  # the stop watcher ends with the loop
             self.close()
+
+    def _watch_stop(self, parent: int | None) -> None:
+        """Once the stop file appears (or the parent ends), give the sample under way :data:`STOP_GRACE_S` to end
+        (the loop then stops after it, as always), then end a call that still hangs: a hung SMI tool would
+        otherwise hold the job's end until the call's own time limit (a 5 s job ended at 18 s on lumi-sim)."""
+        while not self._stop.wait(STOP_POLL_S):
+            if self.stop_file.exists() or (parent is not None and os.getppid() != parent):
+                if self._stop.wait(STOP_GRACE_S):
+                    return  # the loop ended by itself after its sample
+                self._stop.set()
+                if self.source is not None:
+                    self.source.cancel()
+                return
 
     def stop(self, *_: object) -> None:
         self._stop.set()

@@ -20,7 +20,6 @@ parser of its kind when called.
 """
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import re
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LumikitError
+from ..files import gunzip_bounded, read_bytes, read_text
 
 REFERENCE_DIR = Path(__file__).resolve().parents[1] / "data" / "reference"
 SOURCES_FILE = REFERENCE_DIR / "SOURCES.toml"
@@ -88,9 +88,9 @@ class Reference:
         if self.file_path.is_dir():
             return "\n".join(str(p.relative_to(self.file_path)) for p in sorted(self.file_path.rglob("*"))
                              if p.is_file())
-        raw = self.file_path.read_bytes()
+        raw = read_bytes(self.file_path, "a reference file")
         if self.file.endswith(".gz"):
-            raw = gzip.decompress(raw)
+            raw = gunzip_bounded(raw, str(self.file_path), max_ratio=100)
         return raw.decode("utf-8", errors="replace")  # job logs may hold partial multi-byte progress bars
 
     def parsed(self) -> Any:
@@ -148,8 +148,9 @@ def label_table(text: str, task: int) -> str:
 def _sources(folder: Path = REFERENCE_DIR) -> dict[str, Reference]:
     sources_file = folder / "SOURCES.toml"
     try:
-        data = tomllib.loads(sources_file.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(read_text(sources_file, "the reference list (SOURCES.toml)", limit=16 << 20,
+                                       errors="strict"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError, LumikitError) as exc:
         raise LumikitError(f"cannot read the reference list {sources_file}: {exc}; reinstall lumikit") from None
     refs = {}
     for name, entry in data.items():
@@ -279,7 +280,8 @@ def add_run(run: Any, *, source: str, licence: str, name: str | None = None, mac
             write_atomic(staging / rel, data)
         write_atomic(staging / "manifest.json", kept_text)
         block = f"\n[{name}]\n" + "".join(f"{k} = {_toml_string(v)}\n" for k, v in fields.items())
-        old = sources_file.read_text(encoding="utf-8") if sources_file.exists() else ""
+        old = read_text(sources_file, "the reference list (SOURCES.toml)", limit=16 << 20) \
+            if os.path.lexists(sources_file) else ""
         tomllib.loads(old + block)  # the new SOURCES.toml must parse before anything moves into place
         os.replace(staging, target)
     except BaseException:

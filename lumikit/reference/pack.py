@@ -131,6 +131,9 @@ def _read_inside(path: Path) -> bytes:
         if not stat.S_ISREG(st.st_mode):
             raise LumikitError(f"{printable(path)}: not a regular file; it cannot be packed")
         limit = max_read_bytes()
+        if st.st_size > limit:  # a 3 GB file is refused from its size, never read
+            raise LumikitError(f"{printable(path)}: {st.st_size >> 20} MB, larger than {limit >> 20} MB; too big to "
+                               "pack as course data")
         data = fh.read(limit + 1)
     if len(data) > limit:
         raise LumikitError(f"{printable(path)}: larger than {limit >> 20} MB; too big to pack as course data")

@@ -26,6 +26,7 @@ from ..json_output import to_json
 from ..jobs.python import host_python, module_argv
 from ..jobs.spec import JobSpec, spec
 from ..launch import launch, open_run
+from ..text import printable
 from ..launch.backend import Run
 from ..launch.states import FINAL
 from ..launch.runfolder import DEFAULT_RUNS, git_revision
@@ -473,8 +474,8 @@ def collect(folder: str | os.PathLike[str]) -> dict[str, Any]:
     if not driver.is_file():
         raise LaunchError(f"{path}: no report.json and no {DRIVER_FILE}: not a rehearsal folder; give the folder "
                           "that `lumikit rehearse --detach` printed")
-    info = load_json_bounded(read_bytes(driver, "a rehearsal's driver file"), str(driver))
-    run = open_run(info["run"])
+    info = load_json_bounded(read_bytes(driver, "a rehearsal's driver file", limit=1 << 20), str(driver))
+    run = open_run(_driver_run(path, info))
     state = run.status()
     log = run.path / f"slurm-{info.get('job_id')}.out"
     if state not in FINAL:
@@ -482,6 +483,25 @@ def collect(folder: str | os.PathLike[str]) -> dict[str, Any]:
                           f"collect it again later (its log: {log})")
     raise LaunchError(f"{path}: the driver job {info.get('job_id')} ended {state} without a report; read its "
                       f"log {log} and rank0.err in {run.path}")
+
+
+def _driver_run(folder: Path, info: object) -> Path:
+    """The driver job's run folder that ``driver.json`` names: a string naming a folder inside the rehearsal's
+    own ``driver/`` (where :func:`detach` put it), else a LaunchError naming the damage (a rehearsal folder is data:
+    it never points ``collect`` at another folder, whose manifest would choose what is queried)."""
+    run = info.get("run") if isinstance(info, dict) else None
+    damaged = f"{printable(str(folder / DRIVER_FILE))}: damaged rehearsal driver file"
+    if not isinstance(run, str) or not run or "\0" in run:
+        raise LaunchError(f"{damaged} (no 'run' folder named in it). Fix: collect the folder that "
+                          "`lumikit rehearse --detach` printed, or detach the rehearsal again")
+    try:
+        own, named = (folder / "driver").resolve(), Path(run).resolve()
+    except (OSError, RuntimeError, ValueError):
+        named = own = None
+    if own is None or named is None or own not in named.parents:
+        raise LaunchError(f"{damaged}: its run {printable(run[:200])!r} is not inside {printable(str(folder))}/driver. "
+                          "Fix: collect the folder that `lumikit rehearse --detach` printed, or detach it again")
+    return named
 
 
 def bundle(result: Rehearsal, licence: str = "CC-BY-4.0") -> list[dict[str, Any]]:

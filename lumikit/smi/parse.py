@@ -6,6 +6,7 @@ with or without ``srun --label`` prefixes, shell prompts and ``WARNING`` lines a
 """
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import replace
 from typing import Callable
@@ -125,6 +126,8 @@ def parse_smi_series(text: str, *, source: str = "<text>", timestamp: float | No
             per_task.append((task, _PARSERS[fmt](task_lines, source)))
         except ParseError as err:
             raise err.at(source) from None
+        except csv.Error as err:  # a field past the csv module's 128 KB limit, a NUL: no tool prints one
+            raise ParseError(f"not a GPU tool's CSV ({err})", source=source) from None
     site_obj = load_site(site) if site is not None else None
     series_len = max(len(snaps) for _, snaps in per_task)
     out = []

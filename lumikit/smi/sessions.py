@@ -127,12 +127,18 @@ def session_listing() -> list[dict[str, str]]:
     return rows
 
 
+#: The most a session file (or its decompressed gzip) may hold: the sample objects built from it take several
+#: times its size.
+SESSION_MAX_BYTES = 128 << 20
+
+
 def _read_text(path: Path) -> str:
     """The text of a session file (gzip or plain); a broken file becomes a :class:`ParseError` naming it."""
     data = read_bytes(path, "a session file (.jsonl or .jsonl.gz)")
     try:
         if data[:2] == b"\x1f\x8b":
-            data = gunzip_bounded(data, str(path))
+            # a day of a node's samples every 2 s is ~85 MB of JSON lines; real sessions shrink up to ~90x
+            data = gunzip_bounded(data, str(path), limit=SESSION_MAX_BYTES, max_ratio=100)
         return data.decode("utf-8")
     except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
         raise ParseError(f"not a readable gzip file ({exc}); record the session again or give the plain .jsonl",

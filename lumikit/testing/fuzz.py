@@ -790,6 +790,57 @@ SEEDS.update(record=record_seeds, omnistat=omnistat_seeds, progress=progress_see
 _TARGETS.update(record=_record_target, omnistat=_omnistat_target, progress=_progress_target)
 
 
+# -- memory snapshots and ladder tables (issue 37: both gave tracebacks) ------------------------------------------
+def _snapshot(n: int = 6, huge: bool = False) -> bytes:
+    """A GENERATED ``torch.cuda.memory._dump_snapshot`` pickle: one device's allocation history, with frames."""
+    import pickle
+
+    frames = [{"filename": "train.py", "line": 40 + i, "name": "forward" if i % 2 else "backward"} for i in range(3)]
+    trace = [{"action": action, "addr": 0x7F00_0000_0000 + (i << 20), "size": (i + 1) << 20, "stream": 0,
+              "time_us": 1_700_000_000_000_000 + i * 100, "frames": frames}
+             for i in range(n) for action in ("alloc", "free_requested", "free_completed")[: 1 + i % 3]]
+    snap = {"segments": [{"device": 0, "address": 0x7F00_0000_0000, "total_size": 64 << 20, "allocated_size": 6 << 20,
+                          "active_size": 6 << 20, "stream": 0, "segment_type": "large",
+                          "blocks": [{"size": 1 << 20, "state": "active_allocated", "frames": frames}]}],
+            "device_traces": [trace]}
+    return pickle.dumps(snap, protocol=4)
+
+
+def memory_seeds(fixtures: Path | None) -> list[Seed]:
+    """GENERATED memory snapshots (a short and a longer history)."""
+    return [Seed("snapshot.pickle", _snapshot(4)), Seed("memory_snapshot.pickle", _snapshot(40))]
+
+
+def _memory_target(path: Path, rng: random.Random) -> None:
+    _check_cli(["trace", "memory", str(path), "--json"])
+
+
+def ladder_seeds(fixtures: Path | None) -> list[Seed]:
+    """The shipped ladder tables (recorded on an H100) and a GENERATED one in the layout `lumikit ladder` writes."""
+    from ..ladder import shipped_ladder
+    from ..reference import names
+
+    seeds = [Seed(f"{name}.json", json.dumps(shipped_ladder(name)[0]).encode(), generated=False)
+             for name in names("ladder")[:2]]
+    rungs = [{"rung": r, "samples_per_s": {"median": 100.0 * (i + 1), "min": 90.0 * (i + 1), "max": 110.0 * (i + 1),
+                                           "values": [90.0 * (i + 1), 100.0 * (i + 1), 110.0 * (i + 1)]},
+              "speedup": float(i + 1), "mfu": 0.1 * (i + 1), "peak_tflops": 191.5, "peak_name": "bf16",
+              "notes": [f"generated rung {r}"], "trace_dir": f"profile/{r}"} for i, r in enumerate(("fp32", "bf16"))]
+    seeds.append(Seed("ladder.json", json.dumps({"model": "lm", "size": "tiny", "device_type": "cuda",
+                                                 "rungs": rungs, "site": "laptop"}).encode()))
+    return seeds
+
+
+def _ladder_target(path: Path, rng: random.Random) -> None:
+    as_json = rng.random() < 0.5
+    _check_cli(["ladder", "--show", str(path), *(["--json"] if as_json else [])], json_out=as_json)
+
+
+FAMILIES = (*FAMILIES, "memory", "ladder")
+SEEDS.update(memory=memory_seeds, ladder=ladder_seeds)
+_TARGETS.update(memory=_memory_target, ladder=_ladder_target)
+
+
 class _HardStop(Exception):
     pass
 

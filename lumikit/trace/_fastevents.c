@@ -398,7 +398,9 @@ static int as_int64(const Span *s, int64_t missing, int64_t *out) {
     case 'i':
         return parse_int64_text(p, end, 10, out);
     case 's':
-        if (end - p >= 3 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) return parse_int64_text(p + 2, end, 16, out);
+        if (end - p >= 3 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+            /* "0x-5", "0x+5", "0x_5": Python's int() has its own rules for a sign or an underscore after the prefix */
+            return is_hex(p[2]) ? parse_int64_text(p + 2, end, 16, out) : GIVE_UP;
         if (!could_be_integer(p, end)) { /* "Spans", "PyTorch Profiler": Python's int() refuses it either way */
             *out = -1;
             return OK;
@@ -441,7 +443,8 @@ static int text_to_double(const unsigned char *p, const unsigned char *end, doub
     if (q != end) goto slow; /* an exponent */
     if (m > (UINT64_C(1) << 53) || exp10 < -22) goto slow;
     double v = exp10 ? (double)m / POW10[-exp10] : (double)m;
-    *out = negative ? -v : v;
+    /* "-0" is the integer 0 to msgspec (then 0.0 in a float column); "-0.0" stays a negative zero */
+    *out = negative && (m || memchr(p, '.', (size_t)(end - p))) ? -v : v;
     return OK;
 slow:;
     char text[MAX_NUMBER_CHARS + 1];

@@ -181,13 +181,21 @@ def decode_complete_events(chunk: bytes) -> tuple[list, int]:
     return decode_array(b"[" + chunk + b"]")
 
 
+class NestedTooDeep(msgspec.DecodeError):
+    """An event nested deeper than the decoder follows (Python's recursion limit, ~1000 levels): valid JSON that
+    no profiler writes, refused as such rather than as a truncated file."""
+
+
 def decode_array(body: bytes | bytearray | memoryview) -> tuple[list, int]:
     """:func:`decode_complete_events` on a whole JSON array (``b'[{..},{..}]'``), as a worker reads it."""
     try:
-        events = _FAST_DECODER.decode(body)
-    except msgspec.ValidationError:
-        events = _DECODER.decode(body)
-        return [e for e in events if e.ph == "X"], len(events)
+        try:
+            events = _FAST_DECODER.decode(body)
+        except msgspec.ValidationError:
+            events = _DECODER.decode(body)
+            return [e for e in events if e.ph == "X"], len(events)
+    except RecursionError:
+        raise NestedTooDeep("an event is nested deeper than the reader follows (about 1,000 levels)") from None
     return [e for e in events if e.__class__ is _Complete], len(events)
 
 

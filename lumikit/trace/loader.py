@@ -26,9 +26,10 @@ import msgspec
 from ..errors import TraceError
 from ..files import regular_file
 from . import handoff
-from .columns import ColumnChunk, Columns, TableBuilder, compiled_reader_enabled, parse_array, parse_chunk
+from .columns import (ColumnChunk, Columns, NestedTooDeep, TableBuilder, compiled_reader_enabled, parse_array,
+                      parse_chunk)
 from .handoff import SharedColumns, StoredChunk, store_if_shared
-from .reader import CHUNK_BYTES, FileRange, TraceStream, open_bytes, salvage_hint
+from .reader import CHUNK_BYTES, FileRange, MalformedChunk, TraceStream, open_bytes, salvage_hint
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -263,9 +264,12 @@ def _parse_or_explain(path: Path, piece: bytes | FileRange) -> ColumnChunk:
     """Parse a chunk (bytes, or a byte range of the file read here, in the worker) into columns."""
     try:
         return parse_array(piece.read_array()) if isinstance(piece, FileRange) else parse_chunk(piece)
+    except NestedTooDeep as exc:
+        raise TraceError(f"{path}: {exc}; no profiler writes such args: is it the right file?") from None
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        raise TraceError(f"{path}: malformed trace events ({exc}); the file may be truncated or corrupted; "
-                         f"{salvage_hint(path)}") from None
+        raise MalformedChunk(f"{path}: malformed trace events ({exc}); the file may be truncated or corrupted; "
+                             f"{salvage_hint(path)}") from None
+
 
 
 def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
@@ -278,6 +282,16 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
     processes (default: one per usable core, up to 8, where :func:`parallel_pays` for this trace, else 1: this
     process parses alone).
     """
+    try:
+        return _load_trace(path, ranks=ranks, rank_map=rank_map, salvage=salvage, workers=workers, progress=progress)
+    except MalformedChunk:  # a cut inside an event's args, or damage: read again, checking each chunk's cut
+        return _load_trace(path, ranks=ranks, rank_map=rank_map, salvage=salvage, workers=workers, progress=progress,
+                           careful=True)
+
+
+def _load_trace(path: Path | str, *, ranks: Iterable[int] | None, rank_map: Mapping[int, str | Path] | None,
+                salvage: bool, workers: int | None, progress: bool, careful: bool = False) -> Trace:
+    """:func:`load_trace`; ``careful`` reads every file with :attr:`TraceStream.careful`."""
     files = find_trace_files(path, rank_map)
     if ranks is not None:
         wanted = set(int(r) for r in ranks)
@@ -293,7 +307,7 @@ def load_trace(path: Path | str, *, ranks: Iterable[int] | None = None,
     workers = max(1, workers)
     bar = _progress(files, progress)
     builders = {r: TableBuilder() for r in files}
-    streams = {r: TraceStream(p, salvage=salvage, chunk_bytes=CHUNK_BYTES) for r, p in files.items()}
+    streams = {r: TraceStream(p, salvage=salvage, chunk_bytes=CHUNK_BYTES, careful=careful) for r, p in files.items()}
     pool: ProcessPoolExecutor | None = None
     pending: deque[tuple[int, int, Future]] = deque()
     shared = SharedColumns.for_text(_expected_bytes(files.values())) \

@@ -34,6 +34,18 @@ _MAX_END_TRIES = 64
 #: event boundary. Real ones are kilobytes; a damaged or hostile file (a 2 GB run of zeros after "{") is refused
 #: here instead of being read whole.
 MAX_PIECE_BYTES = 64 << 20
+#: A gzip trace is decompressed within a budget matched to what the loader builds from it: at most
+#: :data:`GZIP_MAX_RATIO` times its compressed size (real Kineto traces shrink 9-22 times) and at most
+#: :data:`GZIP_EVENTS_PER_BYTE` events per compressed byte (each event costs ~170 bytes of columns however small
+#: its JSON: real traces hold ~0.03 per byte, a 1 MB gzip of 8 million identical tiny events 6.6), with floors
+#: for small files. A gzip bomb is refused with one line before the columns grow.
+GZIP_MAX_RATIO, GZIP_MIN_BYTES = 40, 64 << 20
+GZIP_EVENTS_PER_BYTE, GZIP_MIN_EVENTS = 0.25, 1_000_000
+
+
+class MalformedChunk(TraceError):
+    """A piece of a trace did not parse: the file is damaged, or a chunk boundary fell inside an event's args
+    (``load_trace`` then reads the file again with :attr:`TraceStream.careful`)."""
 
 
 def salvage_hint(path: Path | str) -> str:
@@ -101,6 +113,11 @@ class TraceStream:
     lost_bytes: int = 0  # bytes after the last complete event of a salvaged file
     damage: str = ""  # what stopped a salvaged read early (corrupt gzip data), when not a plain cut
     _read_bytes: int = 0  # decompressed bytes read so far
+    _events_seen: int = 0  # events in the decompressed bytes so far (``"ph"`` keys: a cheap upper bound)
+    #: Check each chunk before handing it on, and join one that does not parse alone to the next: the boundary
+    #: pattern (``},{"name":``) also matches between objects inside an event's args, and a cut there splits the event.
+    #: The loader reads a file this way only after a chunk failed (it costs a second parse).
+    careful: bool = False
 
     def chunks(self) -> Iterator[bytes]:
         """The ``traceEvents`` array in chunks of whole events (about ``chunk_bytes`` each)."""
@@ -125,7 +142,25 @@ class TraceStream:
                              f"cut; salvage=True (command line: --salvage) keeps the events before the damage, "
                              f"or copy the trace again") from None
         self._read_bytes += len(block)
+        if isinstance(fh, gzip.GzipFile):
+            self._events_seen += block.count(b'"ph"')
+            self._within_gzip_budget()
         return block, not block
+
+    def _within_gzip_budget(self) -> None:
+        """Refuse a gzip trace past its budget (see :data:`GZIP_MAX_RATIO`) before the loader builds more."""
+        packed = max(1, os.path.getsize(self.path))
+        most_bytes = max(GZIP_MIN_BYTES, GZIP_MAX_RATIO * packed)
+        most_events = max(GZIP_MIN_EVENTS, int(GZIP_EVENTS_PER_BYTE * packed))
+        if self._read_bytes <= most_bytes and self._events_seen <= most_events:
+            return
+        what = (f"more than {self._read_bytes >> 20} MB ({self._read_bytes // packed}x its size; profiler traces "
+                f"shrink 9-22x)" if self._read_bytes > most_bytes else
+                f"more than {self._events_seen:,} events ({self._events_seen / packed:.1f} per compressed byte; "
+                f"profiler traces hold about 0.03)")
+        raise TraceError(f"{self.path}: this {packed:,}-byte gzip file decompresses to {what}: a gzip bomb or not a "
+                         f"profiler's trace, refused before its columns grow; if it is genuine, gunzip it and load the "
+                         f".json (an uncompressed file is read within its own size)")
 
     def _open_events(self, fh: BinaryIO, first: int = BLOCK_BYTES) -> tuple[bytes, bool, bool, int]:
         """Read up to the start of the events array: (the bytes read past it, bare array?, end of file?, the
@@ -154,6 +189,7 @@ class TraceStream:
 
     def _chunks(self, fh: BinaryIO) -> Iterator[bytes]:
         buf, bare, eof, _ = self._open_events(fh)
+        held = b""  # careful: chunks that did not parse alone (cut inside an event's args), waiting for the rest
         while not eof:
             block, eof = self._read(fh)
             buf += block
@@ -163,17 +199,23 @@ class TraceStream:
                     if len(buf) > MAX_PIECE_BYTES:
                         self._too_long()
                     break  # one event larger than a chunk: read on
-                yield buf[:cut + 1]
+                chunk = buf[:cut + 1]
                 buf = buf[cut + 1:]
                 buf = buf[buf.index(b"{"):]
-        yield from self._finish(buf, bare)
+                if self.careful:
+                    chunk = held + b"," + chunk if held else chunk
+                    held = b"" if _parses(chunk) or len(chunk) > MAX_PIECE_BYTES else chunk
+                    if held:
+                        continue
+                yield chunk
+        yield from self._finish(held + b"," + buf if held else buf, bare)
 
     def pieces(self) -> Iterator[bytes | FileRange]:
         """Like :meth:`chunks`, but for an uncompressed file every chunk is a :class:`FileRange` that a worker
         process reads itself, so the events never pass through this process. The cut points come from reading a
         small window at each one (and the end of the file, to find where the events stop)."""
         with open_bytes(self.path) as fh:
-            if isinstance(fh, gzip.GzipFile):
+            if isinstance(fh, gzip.GzipFile) or self.careful:
                 yield from self._chunks(fh)
                 return
             _, bare, _, start = self._open_events(fh, first=_HEAD_BYTES)
@@ -216,6 +258,7 @@ class TraceStream:
         """Where the last events lie in ``buf`` (the rest of the file after the last cut): the span of their array
         body without surrounding blanks; reads the trailer into ``metadata`` and detects truncation."""
         pos = len(buf)
+        closed = False  # the file ends as a whole trace does (a "]" then the trailer): whatever fails, it is not cut
         for _ in range(_MAX_END_TRIES):
             pos = buf.rfind(b"]", 0, pos)
             if pos < 0:
@@ -223,6 +266,7 @@ class TraceStream:
             trailer = _parse_trailer(buf[pos + 1:], bare)
             if trailer is None:
                 continue
+            closed = True
             start, stop = _stripped(buf, pos)
             body = buf[start:stop]
             if body and not _last_event_complete(body):
@@ -233,12 +277,18 @@ class TraceStream:
                 continue
             self.metadata.update(trailer)
             return start, stop
+        ends = (f"{self.path}: the file ends as a whole trace does, but its last events do not parse (nested deeper "
+                f"than a JSON reader follows, or damaged): not a cut-short trace; is it the right file?")
+        bad = None if self.salvage else _invalid_utf8(buf)
+        if bad is not None:
+            raise TraceError(f"{self.path}: bytes that are not UTF-8 near the end of the events ({bad}); the file "
+                             f"is corrupted, not cut short; salvage=True (command line: --salvage) keeps the "
+                             f"events before them")
+        if closed and not self.careful:
+            raise MalformedChunk(ends)  # or the last cut fell inside an event's args: the loader reads again
+        if closed and not self.salvage:
+            raise TraceError(ends)
         if not self.salvage:
-            bad = _invalid_utf8(buf)
-            if bad is not None:
-                raise TraceError(f"{self.path}: bytes that are not UTF-8 near the end of the events ({bad}); the file "
-                                 f"is corrupted, not cut short; salvage=True (command line: --salvage) keeps the "
-                                 f"events before them")
             raise TraceError(f"{self.path}: the trace is truncated (the traceEvents array never closes; the job "
                              f"was probably stopped while writing it); {salvage_hint(self.path)}")
         self.truncated = True
@@ -312,12 +362,17 @@ def _last_event_complete(body: bytes) -> bool:
     """Whether the last event of an array body parses (a cheap check instead of parsing the whole body)."""
     if not body.endswith(b"}"):
         return False
-    cut = _last_boundary(body)
-    last = body if cut is None else body[body.index(b"{", cut + 1):]
-    try:
-        return isinstance(orjson.loads(last), dict)
-    except orjson.JSONDecodeError:
-        return False
+    # the boundary pattern also matches between objects inside an event's args: walk back over a few matches
+    # until the text after one parses as whole events
+    cuts = [m.start() for m in _BOUNDARY.finditer(body, max(0, len(body) - (1 << 16)))][-_MAX_END_TRIES:]
+    for cut in [*reversed(cuts), None]:
+        last = body if cut is None else body[body.index(b"{", cut + 1):]
+        try:
+            events = orjson.loads(b"[" + last + b"]")
+        except orjson.JSONDecodeError:
+            continue
+        return all(isinstance(e, dict) for e in events)
+    return False
 
 
 def _last_boundary(buf: bytes) -> int | None:

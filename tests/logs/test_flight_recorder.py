@@ -184,3 +184,18 @@ def test_other_pickles_in_a_run_folder_are_passed_by_after_their_first_bytes(tmp
     model.write_bytes(pickle.dumps({"weights": [0.5] * 5000, "entries": [], "pg_config": {}}))  # keys late
     assert model.read_bytes().index(b"entries") > 4096 and not is_flight_recorder_dump(model)
     assert diagnose(tmp_path / "run") == []
+
+
+def test_a_sub_group_that_no_pg_config_lists_blames_only_its_own_ranks(tmp_path):
+    """As gloo's recorder writes it (generated): the world group listed as ``"[]"``, the sub-group of ranks 0 and 1
+    in no pg_config. Rank 1 stopped before collective 3 of the sub-group; ranks 2 and 3 never were in it."""
+    world = {"0": {"name": "0", "desc": "default_pg", "ranks": "[]"}}
+    sub = ("1", "tp_group")
+    per_rank = {0: [_entry(1), _entry(1, pg=sub), _entry(2, pg=sub), _entry(3, pg=sub)],
+                1: [_entry(1), _entry(1, pg=sub), _entry(2, pg=sub)], 2: [_entry(1)], 3: [_entry(1)]}
+    (tmp_path / "run").mkdir()
+    for rank, entries in per_rank.items():
+        dump = {"version": "2.10", "pg_config": world, "pg_status": {}, "entries": entries}
+        (tmp_path / "run" / f"nccl_trace_rank_{rank}").write_bytes(pickle.dumps(dump, protocol=4))
+    (hang,) = find_hangs(read_flight_recorder(p) for p in sorted((tmp_path / "run").iterdir()))
+    assert (hang.group, hang.seq, hang.missing, hang.waiting) == ("tp_group (id 1)", 3, (1,), (0,))

@@ -53,6 +53,8 @@ def assert_same(mine: ColumnChunk, ref: ColumnChunk) -> None:
         assert mine.arrays[col].tolist() == ref.arrays[col].tolist(), col
     for col in FLOAT_COLUMNS:
         np.testing.assert_array_equal(mine.arrays[col], ref.arrays[col], err_msg=col)
+        # -0.0 == 0.0 above: the sign of a zero must agree too (a "-0" in JSON is msgspec's integer 0)
+        assert np.signbit(mine.arrays[col]).tolist() == np.signbit(ref.arrays[col]).tolist(), col
 
 
 def check(body: bytes) -> bool:
@@ -191,6 +193,22 @@ def test_numbers_are_rounded_as_msgspec_rounds_them():
     for text in texts:
         body = b'[{"ph":"X","name":"k","ts":' + text.encode() + b',"dur":' + text.encode() + b"}]"
         assert check(body), text
+
+
+@needs_fast
+@pytest.mark.parametrize("text", ["-0", "-0.0", "-0e0", "-0.5", "0"])
+def test_a_negative_zero_is_signed_as_msgspec_signs_it(text):
+    body = b'[{"ph":"X","name":"k","ts":' + text.encode() + b',"dur":' + text.encode() + b',"pid":1,"tid":1}]'
+    check(body)  # "-0" is the integer 0 (then +0.0); "-0.0" and "-0e0" stay negative zeros
+
+
+@needs_fast
+@pytest.mark.parametrize("text", ['"0x-5"', '"0x+5"', '"0x_5"', '"0x-0"', '"0x-8000000000000000"', '"0X5"',
+                                  '"-0x5"', '"0x5"', '"0xff"'])
+def test_signed_or_odd_hex_ids_are_read_as_python_reads_them(text):
+    for where in ('"pid":' + text + ',"tid":1', '"pid":1,"tid":1,"args":{"stream":' + text + ',"correlation":'
+                  + text + '}'):
+        check(b'[{"ph":"X","name":"k","cat":"kernel","ts":1,"dur":2,' + where.encode() + b"}]")
 
 
 @needs_fast

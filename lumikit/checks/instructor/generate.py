@@ -26,7 +26,7 @@ import jupytext
 import nbformat
 from nbformat import NotebookNode
 
-from ...files import write_atomic
+from ...files import read_text, write_atomic
 from ...errors import LumikitError, ParseError
 from ..conventions import (ANSWER_PLACEHOLDER, EXERCISE_TAG, KERNELSPEC, NOTEBOOK_FILE, SOLUTION_TAG,
                           add_folder_arguments)
@@ -240,13 +240,26 @@ def ipynb_text(notebook: NotebookNode) -> str:
     return nbformat.writes(out) + "\n"
 
 
+#: A notebook of the course is well under a megabyte; a larger file is not one.
+NOTEBOOK_MAX_BYTES = 16 << 20
+
+
+def _current(path: Path) -> str:
+    """What a generated file holds now (bounded, a regular file only: anything else is refused at once)."""
+    return read_text(path, "a generated exercise notebook", limit=NOTEBOOK_MAX_BYTES)
+
+
 def planned_files(solutions_dir: Path, exercises_dir: Path) -> list[PlannedFile]:
     """Every file the generator writes for these folders, with its exact content."""
     exercises_dir = Path(exercises_dir)
     planned: list[PlannedFile] = []
     hints: dict[str, dict[str, str]] = {}
     for source_path in solution_files(solutions_dir):
-        text = source_path.read_text(encoding="utf-8")
+        try:  # a FIFO, /dev/zero or a 3 GB file among the solutions is refused at once (lumikit.files)
+            text = read_text(source_path, "a solution notebook (NN_name.py)", limit=NOTEBOOK_MAX_BYTES, errors="strict")
+        except UnicodeDecodeError as exc:
+            raise LumikitError(f"{source_path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the "
+                               "solution notebook as UTF-8") from None
         solution = jupytext.reads(text, fmt="py:percent")
         prefix = NOTEBOOK_FILE.match(source_path.name)["prefix"]
         exercise = exercise_notebook(solution, where=str(source_path), prefix=prefix)
@@ -282,7 +295,7 @@ def drift(solutions_dir: Path, exercises_dir: Path) -> list[str]:
     for item in planned:
         if not item.path.exists():
             problems.append(f"{item.path}: missing")
-        elif item.path.read_text(encoding="utf-8") != item.text:
+        elif _current(item.path) != item.text:
             problems.append(f"{item.path}: differs from what {solutions_dir} generates")
     owned = {item.path.resolve() for item in planned}
     if exercises_dir.is_dir():
@@ -297,7 +310,7 @@ def generate(solutions_dir: Path, exercises_dir: Path) -> list[Path]:
     """Write every generated file whose content changed (atomically); returns the paths written."""
     written = []
     for item in planned_files(solutions_dir, exercises_dir):
-        if item.path.exists() and item.path.read_text(encoding="utf-8") == item.text:
+        if item.path.exists() and _current(item.path) == item.text:
             continue
         write_atomic(item.path, item.text)
         written.append(item.path)
