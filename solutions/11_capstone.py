@@ -99,8 +99,8 @@ phases.div(1000).round(1)
 # %% tags=["solution"]
 # Exercise 11.2: Which phase takes the largest share of the recorded steps (`largest_phase`), and what share (0-1)
 # of their time (`largest_share`)?
-# Hint: sum each phase over the recorded steps, then divide by the steps' total.
-# Tool: the `phases` table above: its `<phase>_us` columns and `dur_us`.
+# Hint: a share is of the recorded steps' own time, taken over all of them: one step can mislead.
+# Tool: the `phases` table above: sum each `<phase>_us` column and divide by the sum of `dur_us`.
 shares = {p: phases[f"{p}_us"].sum() / phases["dur_us"].sum() for p in ("data", "forward", "backward", "optimizer",
                                                                          "other")}
 largest_phase = max(shares, key=shares.get)

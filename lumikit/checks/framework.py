@@ -185,9 +185,8 @@ def _whole_number_mistake(found: Any, expected: Any, what: str = "",
     words = what.lower()
     if not any(re.search(rf"\b{w}", words) for w in _NUMBERING) or re.search(r"\b(how many|number of|count)", words):
         return None
-    if int(found) > int(expected):
-        return "counted from 1 where the numbering starts at 0 (or the neighbouring one)"
-    return "the neighbouring one below: check which you took (the numbering starts at 0)"
+    # the same words either way: which side the answer lies on would hand it over
+    return "an off-by-one: a neighbouring index, or one counted from 1 where the numbering starts at 0"
 
 
 #: Factors that turn a right number into a typical wrong one, and the name of that mistake.

@@ -77,7 +77,7 @@ def check_scaling_efficiency(efficiency_32: float | None, first_below_90: int | 
     expect_type("08.S3", efficiency_32, (int, float), what="the scaling efficiency at 32 GCDs")
     if efficiency_32 > 1.5:
         raise CheckFailed("08.S3", "an efficiency above 1 is a speed-up: it still has to be shared per GCD",
-                          hint="efficiency = images/s at N GCDs / (N x images/s at 1 GCD); 1.0 is perfect.")
+                          hint="efficiency compares N GCDs with N times one GCD; 1.0 is perfect.")
     _close("08.S3", efficiency_32, efficiency[32], rel=0.02, what="the scaling efficiency at 32 GCDs",
            hint="compare with N times the one-GCD rate, not with one node.")
     below = min((g for g, e in efficiency.items() if e < 0.9), default=None)
@@ -246,24 +246,24 @@ def check_slurm_escaping(srun_line: str | None, wrapper: str | None) -> Passed:
        wrong("the HIP runtime's log instead of MIOpen's", miopen_job=lambda a: a.miopen_job.with_(
            env={"AMD_LOG_LEVEL": "4"}), mentions="HIP runtime"),
        wrong("only MIOpen's log level, no API logging", miopen_job=lambda a: a.miopen_job.with_(
-           env={"MIOPEN_LOG_LEVEL": "6"}), mentions="MIOPEN_ENABLE_LOGGING"),
+           env={"MIOPEN_LOG_LEVEL": "6"}), mentions="logging on"),
        wrong("logging switched off", miopen_job=lambda a: a.miopen_job.with_(
-           env={"MIOPEN_ENABLE_LOGGING": "0", "MIOPEN_ENABLE_LOGGING_CMD": "1"}), mentions="MIOPEN_ENABLE_LOGGING"),
+           env={"MIOPEN_ENABLE_LOGGING": "0", "MIOPEN_ENABLE_LOGGING_CMD": "1"}), mentions="logging on"),
        wrong("the logging asked for on a CPU partition: no GCD, so MIOpen runs no convolution",
              miopen_job=lambda a: a.miopen_job.with_(partition="small", gpus_per_node=None, gpus_per_task=None),
              mentions="no GCD"))
 def check_miopen_logging(miopen_job: JobSpec | None) -> Passed:
     """Exercise 05.S4: a job whose MIOpen calls are logged (``MIOPEN_ENABLE_LOGGING=1``) with the MIOpenDriver
     command line of each (``MIOPEN_ENABLE_LOGGING_CMD=1``), so a slow convolution can be replayed alone."""
-    expect_type("05.S4", miopen_job, JobSpec, what="the job", hint="build it with `spec([...], env={...})`.")
+    expect_type("05.S4", miopen_job, JobSpec, what="the job", hint="a job spec, with the environment of the run.")
     env = dict(miopen_job.env)
     if not (miopen_job.gpus_per_node or miopen_job.gpus_per_task):
         raise CheckFailed("05.S4", "the job asks for no GCD, so MIOpen runs no convolution to log",
                           hint="MIOpen runs on the GPU: the job needs a GPU partition and a GCD.")
     if not switched_on(env.get("MIOPEN_ENABLE_LOGGING"), "miopen"):
         extra = " (AMD_LOG_LEVEL is the HIP runtime's log)" if "AMD_LOG_LEVEL" in env else ""
-        raise CheckFailed("05.S4", f"MIOPEN_ENABLE_LOGGING does not switch MIOpen's logging on, so it logs none of "
-                                   f"its calls{extra}",
+        raise CheckFailed("05.S4", f"the job does not switch MIOpen's logging on, so it logs none of its calls"
+                                   f"{extra}",
                           hint="MIOpen's own variables start with MIOPEN_; the log level alone does not log calls.")
     if not switched_on(env.get("MIOPEN_ENABLE_LOGGING_CMD"), "miopen"):
         raise CheckFailed("05.S4", "the log will not show the MIOpenDriver command of each convolution",

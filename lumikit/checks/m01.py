@@ -72,9 +72,9 @@ def check_full_node_job(job: JobSpec | None, masks: Sequence[str] | None) -> Pas
                 hint="a job spec describes the whole request: its nodes, the GCDs and tasks on each, and how each "
                      "task is bound to cores.")
     expect_equal("01.1", job.nodes, 2, what="the number of nodes", hint="the job spans as many nodes as the question asks for.")
-    expect_equal("01.1", job.gpus_per_node, n, what="GCDs per node (`gpus_per_node`)",
+    expect_equal("01.1", job.gpus_per_node, n, what="GCDs per node",
                  hint="a full LUMI-G node: ask for all of its GCDs (the site profile counts them).")
-    expect_equal("01.1", job.ntasks_per_node, n, what="tasks per node (`ntasks_per_node`)",
+    expect_equal("01.1", job.ntasks_per_node, n, what="tasks per node",
                  hint="one task (process) per GCD.")
     if job.cpu_bind != "auto":
         raise CheckFailed("01.1", "the CPU binding (`cpu_bind`) is not right", expected="auto", found=job.cpu_bind,
@@ -163,7 +163,7 @@ def check_rejected_job(bad_field: str | None, fixed: JobSpec | None, rejected: J
     node = site.node
     per_task = node.cpus_per_gcd * (fixed.gpus_per_node or 0) // max(1, fixed.ntasks_per_node or 1)
     if fixed.cpus_per_task != per_task:
-        raise CheckFailed("01.3", "`cpus_per_task` of the fixed job is not right", expected=per_task,
+        raise CheckFailed("01.3", "the cores per task of the fixed job are not right", expected=per_task,
                           found=fixed.cpus_per_task,
                           hint="LUMI accepts fewer cores too (none given means 1), but then each GCD's task leaves "
                                "cores idle: give each task every usable core next to its GCD.")
@@ -241,7 +241,7 @@ def check_rank_rule(rule_job: JobSpec | None, rank_mask: str | None) -> Passed:
     if rule_job.gpus_per_task is not None:
         raise CheckFailed("01.4", "the job asks GPUs per task (`gpus_per_task`)",
                           hint="with one GPU per task each rank sees one device, so set_device(LOCAL_RANK) fails "
-                               "from local rank 1 on: ask `gpus_per_node` for the node and let every rank see all.")
+                               "from local rank 1 on.")
     if rule_job.gpus_per_node != node.gcd_count or rule_job.ntasks_per_node != node.gcd_count:
         raise CheckFailed("01.4", "the job is not one rank per GCD of a full node",
                           hint="as many tasks per node as GCDs per node, all of the node's GCDs.")

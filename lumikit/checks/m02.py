@@ -145,14 +145,14 @@ def check_venv_python(answer: str | os.PathLike[str] | None, pyvenv_cfg: Mapping
                 hint="`venv/bin/python` is only a link: a path (a string) to where it leads.")
     home = pyvenv_cfg.get("home")
     if not home:
-        raise CheckFailed("02.3", "the pyvenv.cfg passed to the check has no `home` line",
+        raise CheckFailed("02.3", "the pyvenv.cfg passed to the check names no base interpreter",
                           hint="pass the parsed pyvenv.cfg of the venv made above.")
     path = Path(os.path.abspath(answer))
     if not _PYTHON_NAME.fullmatch(path.name):
         raise CheckFailed("02.3", f"{path.name} is not a python interpreter", found=str(answer),
                           mistake=("a helper script beside the interpreter (python3-config prints build flags; it "
                                    "runs no Python)" if path.name.startswith("python") else None),
-                          hint="the venv runs `python` (or `python3.X`) from pyvenv.cfg's `home`, not another tool.")
+                          hint="the interpreter itself (`python` or `python3.X`), not another tool.")
     if not path.is_file():
         raise CheckFailed("02.3", f"{path} does not exist or is not a file",
                           hint="give the path of an interpreter that exists: follow the link.")
@@ -160,8 +160,8 @@ def check_venv_python(answer: str | os.PathLike[str] | None, pyvenv_cfg: Mapping
     allowed = {Path(home), Path(home).resolve()}
     if folder not in allowed:
         raise CheckFailed("02.3", "that python is not the one the venv runs", expected=f"a python in {home}",
-                          found=str(answer), hint="`venv/bin/python` is only a link: the interpreter lives where "
-                                                  "pyvenv.cfg's `home` says (in the container, on LUMI).")
+                          found=str(answer), hint="`venv/bin/python` is only a link: the interpreter lives "
+                                                  "where the venv's configuration says (in the container, on LUMI).")
     return passed("02.3", f"the venv runs {Path(answer).name} from {home}")
 
 

@@ -189,7 +189,7 @@ def _measurement(exercise: str, value: object, run_dir: object, which: str) -> M
     if not isinstance(value, Measured):
         raise CheckFailed(exercise, f"the {which} throughput is not a measurement with its spread", found=value,
                           mistake="a single number: one number cannot say whether a difference is beyond the noise",
-                          hint="keep every warm step's value: `lumikit.measure.measured(label, values)`.")
+                          hint="keep every warm step's value together, so that the spread says what is noise.")
     if len(value.values) < 3:
         raise CheckFailed(exercise, f"the {which} throughput holds {len(value.values)} value(s): no spread to judge "
                                     "the noise by", hint="keep every warm step's value, not their mean.")
@@ -203,7 +203,7 @@ def _measurement(exercise: str, value: object, run_dir: object, which: str) -> M
                    if math.isclose(value.median, seconds, rel_tol=0.2) else None)
         raise CheckFailed(exercise, f"the {which} numbers are not that run's warm samples per second",
                           found=value.describe(unit="samples/s"), mistake=mistake,
-                          hint="the run's `samples_per_s` per step, without the first two steps and the last.")
+                          hint="the run's own warm steps, in samples per second, one value per step.")
     return value
 
 
@@ -215,7 +215,7 @@ def check_first_run(before_dir: object, before_rate: Measured | None) -> Passed:
     """Exercise 11.1: the first run's warm throughput (samples/s per step), with its spread."""
     _result(before_dir, "11.1", "the first run's folder")
     expect_answer("11.1", before_rate, "the first run's throughput (a measurement)",
-                  hint="`measured(\"before\", values)` over the warm steps' samples per second.")
+                  hint="one value per warm step, kept together as a measurement (the tool is in hint(\"11.1\")).")
     value = _measurement("11.1", before_rate, before_dir, "first run's")
     return passed("11.1", f"{value.describe(unit='samples/s')}: the number your fix must beat")
 
@@ -239,7 +239,7 @@ def check_largest_phase(before_dir: object, largest_phase: str | None, largest_s
     expected = max(shares, key=shares.get)
     expect_in("11.2", largest_phase, PHASES, what="the phase")
     expect_equal("11.2", largest_phase, expected, what="the phase with the largest share",
-                 hint="sum each phase over the recorded steps and divide by the steps' total.")
+                 hint="a phase's share of the recorded steps' own time, over all of them, not one step.")
     expect_close("11.2", largest_share, shares[expected], what="its share", abs=0.05,
                  hint="a fraction (0-1) of the recorded steps' time.")
     return passed("11.2", f"{expected}: {shares[expected]:.0%} of the recorded steps. A phase is where the time "

@@ -103,11 +103,12 @@ def check_helped_most(helped_most: str | None, beyond_noise: bool | None, ladder
                           hint="the names are in ladder['rungs'][i]['rung'].")
     if helped_most not in steps:
         raise CheckFailed("12.1", "the first rung has no rung above it, so it gained over nothing",
-                          hint="compare each rung with the one above it: the median of its samples/s over theirs.")
+                          hint="the ladder is cumulative: a rung's gain is over the rung above it.")
     best = _helped_most(ladder)
     if helped_most != best:
         raise CheckFailed("12.1", "another rung gained more over the rung above it", found=helped_most,
-                          hint="the ratio of medians, each rung over the one above it: the largest ratio.")
+                          hint="the ladder is cumulative: compare each rung with the one above it, not with the "
+                               "first.")
     expect_type("12.1", beyond_noise, bool, what="whether the gain is beyond the noise",
                 hint="a bool from compare(...).within_noise (beyond is its opposite).")
     comparison = steps[best]
@@ -151,8 +152,8 @@ def check_rung_mfu(mfu: float | None, ladder: Mapping[str, Any], rung: str = "bf
     row = _row(ladder, rung)
     expected = _mfu(ladder, rung)
     expect_close("12.2", mfu, expected, rel=0.01, what="the model FLOPs utilisation (0-1)",
-                 hint="FLOPs per step (ladder['step_flops']) x steps per second (median samples/s / batch size) / "
-                      "one GCD's peak for the rung's precision (load_site('lumi').hardware['gcd_peak_tflops']).")
+                 hint="the arithmetic a step does per second, against one GCD's peak at the precision the rung "
+                      "ran in (0-1).")
     peak = PEAK_FOR_PRECISION[str(row["precision"])]
     return passed("12.2", f"{_achieved(ladder, rung) / 1e9:.3g} GFLOP/s measured on this machine against "
                           f"{gcd_peak_flops(peak, SITE) / 1e12:.1f} TFLOPS ({peak}, one LUMI GCD): a CPU uses a tiny "
@@ -196,7 +197,7 @@ def check_cache_gain(ratio: float | None, rounds: Sequence[Any]) -> Passed:
     large = _batches(rounds)[1]
     expected = _cache_gain(rounds, large)
     expect_close("12.3", ratio, expected, rel=0.01, what="the decode speed-up of the cache",
-                 hint="median decode tokens/s with the cache / median without it, both at the largest batch.")
+                 hint="how many times faster decoding is with the cache, over every round, at the batch asked.")
     return passed("12.3", f"{expected:.1f}x at batch {large}: without a cache every decode step runs the whole "
                           "sequence again; with one it runs one position and reads the cached keys and values")
 

@@ -188,13 +188,12 @@ def check_spawn_loader(spawn_loader: Any, first_batch: Any, why_spawn: str | Non
 
     expect_type("09.S1", spawn_loader, DataLoader, what="the data loader")
     if spawn_loader.num_workers < 1:
-        raise CheckFailed("09.S1", "with num_workers=0 there are no worker processes to start",
-                          found=spawn_loader.num_workers, hint="give num_workers=1 or more.")
+        raise CheckFailed("09.S1", "the loader has no worker processes to start",
+                          found=spawn_loader.num_workers, hint="a start method only matters for worker processes.")
     context = spawn_loader.multiprocessing_context
     method = context.get_start_method() if context is not None else None
     expect_equal("09.S1", method, "spawn", what="the workers' start method",
-                 hint="`DataLoader(..., multiprocessing_context=\"spawn\")` (or torch.multiprocessing."
-                      "set_start_method(\"spawn\") before any worker starts).")
+                 hint="the loader's workers start as fresh interpreters, not copies of this process.")
     expect_answer("09.S1", first_batch, "one batch read through the loader")
     expect_choice("09.S1", why_spawn, SPAWN_OPTIONS, what="why spawn")
     return passed("09.S1", f"{spawn_loader.num_workers} workers started with spawn")
@@ -257,7 +256,7 @@ def check_jax_job(jax_job: JobSpec | None, devices_expected: int | None, jax_out
     it ran) the device list it printed."""
     site = load_site("lumi")
     expect_type("10.S1", jax_job, JobSpec, what="the JAX job",
-                hint="build it with `spec([...], container=\"jax\", ...)`.")
+                hint="a job spec that runs in the JAX container.")
     expect_equal("10.S1", jax_job.container, "jax", what="the container", hint="the JAX image, not PyTorch's.")
     expect_equal("10.S1", jax_job.gpus_per_node, 2, what="GCDs per node",
                  hint="the question says how many GCDs the job asks for per node.")

@@ -101,7 +101,7 @@ def test_package_activity_reads_the_first_sample_in_which_the_starved_gcd_comput
     (9, {0: "one", 1: "one", 2: "one", 3: "one"}, "the activity of package 0 is not right"),  # the session's mean
     (9, {0: "both", 1: "both", 2: "both", 3: "both"}, "the activity of package 0 is not right"),  # GPU% as work
     (9, {0: "idle", 1: "idle", 2: "both", 3: "idle"}, "the activity of package 2 is not right"),  # 300 W as full
-    (10, {0: "both", 1: "both", 2: "both", 3: "both"}, "the sample number is not right; you gave 10. It looks like counted from 1"),
+    (10, {0: "both", 1: "both", 2: "both", 3: "both"}, "the sample number is not right; you gave 10. It looks like an off-by-one"),
     (9, {0: "idle", 1: "idle", 2: "half", 3: "idle"}, "is not one of the possible answers"),
     (9, {0: "idle", 1: "idle", 2: "one"}, "the packages in your dict is not right"),
     ("9", {}, "has the wrong type"),
