@@ -95,3 +95,37 @@ def test_no_first_failure_of_any_check_hands_over_the_method() -> None:
     assert searched > 600  # every check's texts were read
     assert not findings, f"{len(findings)} first-failure texts hand over the method (move the recipe, the column " \
                          f"and the call to the solution's # Hint:/# Tool: lines):\n" + "\n".join(map(str, findings))
+
+
+# --- verify's probe holds each message against the solution cell the check follows ---------------------------------
+
+def test_the_probe_finds_a_recipe_in_a_wrong_answers_message_and_the_stubs() -> None:
+    import pandas as pd
+
+    from lumikit.checks import check, expect_close, passed, wrong
+    from lumikit.checks.instructor.probe import try_wrong_answers
+
+    @check("99.3", wrong("twice the wait", w=lambda a: 2 * a.w), wrong("the sign reversed", w=lambda a: -a.w))
+    def leaky(w, table):
+        expect_close("99.3", w, table["x_us"].mean() - 1, what="the wait", hint="the mean of `x_us` minus one")
+        return passed("99.3")
+
+    namespace = {"leaky": leaky, "w": 3.0, "t": pd.DataFrame({"x_us": [3.0, 5.0]})}
+    solution = '# Exercise 99.3: How long is the wait? Store it in `w`.\nw = t["x_us"].mean() - 1\n'
+    report = try_wrong_answers("leaky(w, t)", namespace, solution)
+    assert report.leaks == 3  # both wrong answers' messages and the stub's
+    assert all("x_us (name)" in o.leaked for o in report.outcomes)
+    assert not try_wrong_answers("leaky(w, t)", namespace).leaks  # without the solution: its value alone, not shown
+
+
+def test_another_exercises_number_is_not_a_cross_leak_whichever_run_was_faster() -> None:
+    from lumikit.checks.instructor.leaks import kinded_forms
+    from lumikit.checks.instructor.verify import cross_leaks
+
+    timing = {"exercise": "07.2", "answer_forms": [list(f) for f in kinded_forms(0.412)]}
+    message = {"exercise": "07.3", "answer_forms": [], "outcomes": [
+        {"outcome": "rejected", "message": "Exercise 07.3: the speed-up is off; you gave 0.412."}]}
+    assert not cross_leaks(message, [timing])  # a measured number meeting another by chance is no leak
+    name = {"exercise": "06.1", "answer_forms": [list(f) for f in kinded_forms("ncclDevKernel_AllReduce")]}
+    message["outcomes"][0]["message"] = "Exercise 06.3: ncclDevKernel_AllReduce idles"
+    assert cross_leaks(message, [name])

@@ -125,8 +125,9 @@ def _named_as_code(name: str, message: str) -> bool:
     word = re.escape(name)
     if "_" in name or "." in name:
         return re.search(rf"(?<![\w.]){word}(?![\w])", message) is not None
-    return any(re.search(p, message) for p in (rf"`[^`]*(?<![\w-]){word}(?![\w-])[^`]*`", rf"['\"]{word}['\"]",
-                                               rf"(?<![\w.]){word}\(", rf"\.{word}(?![\w])"))
+    spans = re.findall(r"`([^`]*)`", message)  # paired backticks: the code a message quotes
+    return any(re.search(rf"(?<![\w-]){word}(?![\w-])", span) for span in spans) or \
+        any(re.search(p, message) for p in (rf"['\"]{word}['\"]", rf"(?<![\w.]){word}\(", rf"\.{word}(?![\w])"))
 
 
 def _in_question(found: str, question: str) -> bool:
@@ -277,6 +278,16 @@ class SolutionCell:
     exercise: str
     code: str
     stated: str
+
+
+def question_of(source: str) -> str:
+    """What a learner reads of a solution cell: its comment lines without the hints, or a markdown answer's text
+    before its ``**Answer.**`` line (a code cell's code and a markdown cell's answer are the solution's own)."""
+    lines = source.splitlines()
+    if any(line.lstrip().startswith("**Answer") for line in lines):
+        return "\n".join(lines[:next(i for i, line in enumerate(lines) if line.lstrip().startswith("**Answer"))])
+    return "\n".join(line for line in lines if line.lstrip().startswith("#")
+                     and not re.match(r"^\s*#\s*(Hint|Tool)\s*:", line))
 
 
 def solution_cells(text: str) -> dict[str, SolutionCell]:
