@@ -56,6 +56,27 @@ def _words(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _srun_option(argv: Sequence[str], name: str) -> str | None:
+    """The value srun takes for ``name`` (``--partition``): the last one among its options, before the command."""
+    value = None
+    for word in argv[1:]:
+        if not word.startswith("-"):
+            break
+        if word.startswith(name + "="):
+            value = word.split("=", 1)[1]
+    return value
+
+
+def _expect_option(exercise: str, argv: Sequence[str], name: str, wanted: str, what: str,
+                   mistakes: dict[str, str], hint: str) -> None:
+    """Fail unless srun takes ``wanted`` for option ``name``; ``mistakes`` names the kind of mistake a value shows
+    (``{"1": "one task per node"}``, ``"*"`` for any other), never the value wanted."""
+    found = _srun_option(argv, name)
+    if found != wanted:
+        raise CheckFailed(exercise, f"{what} of the command is not the one asked for", found=found or f"no {name}",
+                          mistake=mistakes.get(found or "", mistakes.get("*")), hint=hint)
+
+
 def _two_node_command(**changes: object) -> Command:
     """The 2-node container job of exercise 02.1 with ``changes``, rendered: material for its wrong answers."""
     site = _lumi()
@@ -71,6 +92,10 @@ def _two_node_command(**changes: object) -> Command:
        wrong("the image by its path: nothing activates its conda environment",
              command=lambda a: _two_node_command(container=_lumi().container("pytorch").path), mentions="conda"),
        wrong("no container at all", command=lambda a: _two_node_command(container=None)),
+       wrong("one task per node", command=lambda a: _two_node_command(ntasks_per_node=1), mentions="tasks per node"),
+       wrong("four GCDs per node", command=lambda a: _two_node_command(gpus_per_node=4),
+             mentions="GCDs per node"),
+       wrong("on small-g", command=lambda a: _two_node_command(partition="small-g"), mentions="partition"),
        wrong("the spec instead of the rendered command", command=lambda a: spec(["python", "train.py"], nodes=2)),
        wrong("a second --nodes=1 after --nodes=2: srun takes the last one", mentions="two nodes",
              command=lambda a: dataclasses.replace(a.command, argv=_with_last_option(a.command.argv, "--nodes=1"))))
@@ -86,6 +111,13 @@ def check_two_node_container(command: Command | None) -> Passed:
         raise CheckFailed("02.1", "the command does not ask for two nodes", expected="--nodes=2",
                           found=next((a for a in argv if a.startswith("--nodes=")), "no --nodes"),
                           hint="the job spans two nodes, and srun keeps the last `--nodes` on its line.")
+    _expect_option("02.1", argv, "--partition", "standard-g", "the partition",
+                   {"small-g": "a partition of shared nodes, where the question asks for whole ones"},
+                   "the question names the partition to use.")
+    _expect_option("02.1", argv, "--ntasks-per-node", "8", "the tasks per node",
+                   {"1": "one task per node: the other GCDs get no process"}, "one task (process) per GCD on each node.")
+    _expect_option("02.1", argv, "--gpus-per-node", "8", "the GCDs per node",
+                   {"*": "part of each node: the question asks for all its GCDs"}, "every GCD of each node.")
     if container.path not in argv:
         raise CheckFailed("02.1", "the command does not run the site's PyTorch container",
                           expected=container.path, found=next((a for a in argv if a.endswith(".sif")), "no .sif image"),

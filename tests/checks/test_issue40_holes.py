@@ -1,0 +1,59 @@
+"""Issue 40's holes and false refusals: each known-wrong answer that passed now fails naming the kind of mistake, and
+each right answer in another form that was refused now passes."""
+from __future__ import annotations
+
+import pytest
+
+from lumikit.checks import CheckFailed, m01
+from lumikit.checks.framework import check_info
+from lumikit.jobs import spec
+from lumikit.site import load_site
+
+SITE = load_site("lumi")
+FULL = spec(["python", "train.py"], partition="standard-g", nodes=2, ntasks_per_node=8, gpus_per_node=8,
+            cpus_per_task=7, mem_per_gpu="60G", time="0:30:00", cpu_bind="auto")
+RULE = spec(["python", "train.py"], partition="standard-g", gpus_per_node=8, ntasks_per_node=8, cpus_per_task=7,
+            cpu_bind="auto", time="0:30:00")
+
+
+def fails(func, *args, match: str, **kwargs) -> str:
+    """The call fails with a real failure (not "no answer yet") whose message matches ``match``."""
+    with pytest.raises(CheckFailed, match=match) as err:
+        func(*args, **kwargs)
+    assert not err.value.unanswered, str(err.value)
+    return str(err.value)
+
+
+def declares(func, why: str) -> None:
+    """The check lists the wrong answer among its known-wrong answers, so `lumikit verify` tries it too."""
+    assert any(why in w.why for w in check_info(func).wrong), [w.why for w in check_info(func).wrong]
+
+
+def test_01_1_one_core_per_task_fails() -> None:
+    masks = SITE.node.masks()
+    assert m01.check_full_node_job(FULL, masks)
+    fails(m01.check_full_node_job, FULL.with_(cpus_per_task=None), masks, match="cores given to each task")
+    fails(m01.check_full_node_job, FULL.with_(cpus_per_task=1), masks, match="one core per task")
+    declares(m01.check_full_node_job, "one core per task")
+
+
+def test_01_4_two_nodes_fail() -> None:
+    mask = f"{SITE.node.gcd(m01.rank_to_check()).mask:x}"
+    assert m01.check_rank_rule(RULE, mask)
+    fails(m01.check_rank_rule, RULE.with_(nodes=2), mask, match="one-node job")
+    declares(m01.check_rank_rule, "two nodes")
+
+
+def test_02_1_the_shape_and_partition_of_the_job_count() -> None:
+    from lumikit.checks import m02
+    from lumikit.jobs import render_srun
+
+    right = m02._two_node_command()
+    assert m02.check_two_node_container(right)
+    fails(m02.check_two_node_container, m02._two_node_command(ntasks_per_node=1), match="one task per node")
+    fails(m02.check_two_node_container, m02._two_node_command(gpus_per_node=4),
+          match="GCDs per node.*part of each node")
+    fails(m02.check_two_node_container, m02._two_node_command(partition="small-g"), match="partition")
+    for why in ("one task per node", "four GCDs per node", "on small-g"):
+        declares(m02.check_two_node_container, why)
+    assert render_srun  # the command is rendered by lumikit, as the exercise asks
