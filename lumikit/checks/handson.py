@@ -16,6 +16,7 @@ from .. import bindings_modules
 from ..jobs import JobSpec
 from ..reference import load as load_reference
 from .framework import CheckFailed, Passed, _number_mistake, check, expect_type, passed, switched_on, wrong
+from .jobfields import expect_job_fields
 from .learner import rng_for
 
 def _close(exercise: str, found: float, want: float, *, rel: float, what: str, hint: str) -> None:
@@ -251,7 +252,11 @@ def check_slurm_escaping(srun_line: str | None, wrapper: str | None) -> Passed:
            env={"MIOPEN_ENABLE_LOGGING": "0", "MIOPEN_ENABLE_LOGGING_CMD": "1"}), mentions="logging on"),
        wrong("the logging asked for on a CPU partition: no GCD, so MIOpen runs no convolution",
              miopen_job=lambda a: a.miopen_job.with_(partition="small", gpus_per_node=None, gpus_per_task=None),
-             mentions="no GCD"))
+             mentions="no GCD"),
+       wrong("standard-g with the node's 8 GCDs", miopen_job=lambda a: a.miopen_job.with_(
+           partition="standard-g", gpus_per_node=8), mentions="whole nodes"),
+       wrong("8 GCDs on small-g", miopen_job=lambda a: a.miopen_job.with_(gpus_per_node=8), mentions="GCDs"),
+       wrong("no time limit", miopen_job=lambda a: a.miopen_job.with_(time=None), mentions="time limit"))
 def check_miopen_logging(miopen_job: JobSpec | None) -> Passed:
     """Exercise 05.S4: a job whose MIOpen calls are logged (``MIOPEN_ENABLE_LOGGING=1``) with the MIOpenDriver
     command line of each (``MIOPEN_ENABLE_LOGGING_CMD=1``), so a slow convolution can be replayed alone."""
@@ -260,6 +265,7 @@ def check_miopen_logging(miopen_job: JobSpec | None) -> Passed:
     if not (miopen_job.gpus_per_node or miopen_job.gpus_per_task):
         raise CheckFailed("05.S4", "the job asks for no GCD, so MIOpen runs no convolution to log",
                           hint="MIOpen runs on the GPU: the job needs a GPU partition and a GCD.")
+    expect_job_fields("05.S4", miopen_job, partition="small-g", gcds=1, nodes=1, time="0:10:00")
     if not switched_on(env.get("MIOPEN_ENABLE_LOGGING"), "miopen"):
         extra = " (AMD_LOG_LEVEL is the HIP runtime's log)" if "AMD_LOG_LEVEL" in env else ""
         raise CheckFailed("05.S4", f"the job does not switch MIOpen's logging on, so it logs none of its calls"

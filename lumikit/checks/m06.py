@@ -51,7 +51,7 @@ def check_top_kernel_class(answer: str | None, breakdown: pd.DataFrame, rank: in
     rows = _rank_rows("06.1", breakdown, rank, "kernel breakdown")
     best = rows.loc[rows["total_us"].idxmax()]
     expect_in("06.1", answer, CLASSES, what="the kernel class",
-              hint="one of the kernel classes the analyzer names (compute, communication or memory).")
+              hint="one of the kernel classes the analyzer names, spelled as it spells them.")
     expect_equal("06.1", answer, str(best["kclass"]), what=f"the class with the most GPU time on rank {rank}",
                  hint=f"GPU time per class, on rank {rank} only: another rank's kernels, or counts instead of "
                       f"time, change the winner.")

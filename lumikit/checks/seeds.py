@@ -16,6 +16,7 @@ from typing import Any
 from ..jobs import JobSpec, render_srun
 from ..logs import parse_hip_log
 from ..site import load_site
+from .jobfields import expect_job_fields
 from .concepts import letter as parse_letter
 from .framework import (CheckFailed, Passed, check, expect_answer, expect_equal, expect_in, expect_type, passed,
                         switched_on, wrong)
@@ -244,6 +245,8 @@ def check_zero_stage(answer: str | None) -> Passed:
 
 @check("10.S1",
        wrong("every GCD of a node expected", devices_expected=8),
+       wrong("on standard-g: a whole node billed for 2 GCDs", jax_job=lambda a: a.jax_job.with_(partition="standard-g"),
+             mentions="whole nodes"),
        wrong("the PyTorch container", jax_job=lambda a: a.jax_job.with_(container="pytorch"), mentions="container"),
        wrong("an error taken for a device list", jax_output="ModuleNotFoundError: No module named 'jax'",
              mentions="no JAX device"),
@@ -258,6 +261,7 @@ def check_jax_job(jax_job: JobSpec | None, devices_expected: int | None, jax_out
     expect_type("10.S1", jax_job, JobSpec, what="the JAX job",
                 hint="a job spec that runs in the JAX container.")
     expect_equal("10.S1", jax_job.container, "jax", what="the container", hint="the JAX image, not PyTorch's.")
+    expect_job_fields("10.S1", jax_job, partition="small-g", nodes=1, time="0:05:00")
     expect_equal("10.S1", jax_job.gpus_per_node, 2, what="GCDs per node",
                  hint="the question says how many GCDs the job asks for per node.")
     tasks = jax_job.ntasks_per_node or 1

@@ -57,3 +57,30 @@ def test_02_1_the_shape_and_partition_of_the_job_count() -> None:
     for why in ("one task per node", "four GCDs per node", "on small-g"):
         declares(m02.check_two_node_container, why)
     assert render_srun  # the command is rendered by lumikit, as the exercise asks
+
+
+MIOPEN = spec(["python", "train.py"], partition="small-g", gpus_per_node=1, time="0:10:00",
+              env={"MIOPEN_ENABLE_LOGGING": "1", "MIOPEN_ENABLE_LOGGING_CMD": "1"})
+
+
+def test_05_s4_the_gcds_partition_and_time_the_question_fixes_count() -> None:
+    from lumikit.checks import handson
+
+    assert handson.check_miopen_logging(MIOPEN)
+    assert handson.check_miopen_logging(MIOPEN.with_(time="10"))  # ten minutes in another spelling
+    fails(handson.check_miopen_logging, MIOPEN.with_(partition="standard-g", gpus_per_node=8), match="whole nodes")
+    fails(handson.check_miopen_logging, MIOPEN.with_(gpus_per_node=8), match="every GCD of the node")
+    fails(handson.check_miopen_logging, MIOPEN.with_(time="1:00:00"), match="time limit")
+    fails(handson.check_miopen_logging, MIOPEN.with_(time=None), match="no time limit")
+    for why in ("standard-g with the node's 8 GCDs", "8 GCDs on small-g", "no time limit"):
+        declares(handson.check_miopen_logging, why)
+
+
+def test_10_s1_standard_g_fails() -> None:
+    from lumikit.checks import seeds
+
+    job = spec(["python", "-c", "import jax"], partition="small-g", gpus_per_node=2, time="0:05:00",
+               container="jax", env={"PYTHONNOUSERSITE": "1"})
+    assert seeds.check_jax_job(job, 2, "")
+    fails(seeds.check_jax_job, job.with_(partition="standard-g"), 2, "", match="whole nodes")
+    declares(seeds.check_jax_job, "on standard-g")

@@ -25,6 +25,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from ...errors import LumikitError
 from ..conventions import CHECK_TAG, DEFAULT_CELL_TIMEOUT_S, SOLUTION_TAG
 from ..framework import PASS_MIMETYPE, WRONG_MIMETYPE
+from .recipes import CELL_BREAK
 
 CURRENT_ENV_KERNEL = "lumikit-current-env"
 #: The tag of the cells ``probe=True`` adds after each check cell (they try the check's known-wrong answers).
@@ -149,7 +150,7 @@ def _add_probe_cells(notebook: nbformat.NotebookNode) -> None:
             answered.append(cell.source)  # the solution the check's messages are held against (recipe leaks)
         if cell.cell_type == "code" and CHECK_TAG in cell.metadata.get("tags", ()):
             source = (f"__import__('lumikit.checks.instructor.probe', fromlist=['probe_cell'])"
-                      f".probe_cell({cell.source!r}, solution={chr(10).join(answered)!r})")
+                      f".probe_cell({cell.source!r}, solution={CELL_BREAK.join(answered)!r})")
             out.append(nbformat.v4.new_code_cell(source, metadata={"tags": [PROBE_TAG]}))
             answered = []
     notebook.cells = out

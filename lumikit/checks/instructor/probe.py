@@ -123,7 +123,8 @@ def try_wrong_answers(source: str, namespace: Mapping[str, Any], solution: str =
             outcome = _judge(info.exercise, case.why, case.mentions, func, arguments)
             given = list(replaced.values())  # answers the case leaves alone are right: showing them tells nothing
             found = [str(f) for n, v in solution.items() if n in replaced for f in leaks(outcome.message, v, given)]
-            found += [str(f) for f in leaks_for(outcome.message, cell)] if cell and outcome.rejected else []
+            found += ([str(f) for f in leaks_for(without_echoes(outcome.message, given), cell)]
+                      if cell and outcome.rejected else [])
             outcomes.append(replace(outcome, leaked=tuple(dict.fromkeys(found)),
                                     searched=without_echoes(outcome.message, given)))
         stub_message, stub_found = _stub(func, bound.arguments, solution, info.exercise, cell)

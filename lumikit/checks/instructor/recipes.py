@@ -280,14 +280,24 @@ class SolutionCell:
     stated: str
 
 
+#: What separates the cells of a solution handed to :func:`question_of` (``lumikit verify`` joins them with it).
+CELL_BREAK = "\n# %%\n"
+
+
 def question_of(source: str) -> str:
-    """What a learner reads of a solution cell: its comment lines without the hints, or a markdown answer's text
-    before its ``**Answer.**`` line (a code cell's code and a markdown cell's answer are the solution's own)."""
-    lines = source.splitlines()
-    if any(line.lstrip().startswith("**Answer") for line in lines):
-        return "\n".join(lines[:next(i for i, line in enumerate(lines) if line.lstrip().startswith("**Answer"))])
-    return "\n".join(line for line in lines if line.lstrip().startswith("#")
-                     and not re.match(r"^\s*#\s*(Hint|Tool)\s*:", line))
+    """What a learner reads of a solution's cells (joined with :data:`CELL_BREAK`): a code cell's comment lines
+    without the hints, a markdown cell's text before its ``**Answer.**`` line (the code and the answer are the
+    solution's own)."""
+    out = []
+    for cell in source.split(CELL_BREAK):
+        lines = cell.splitlines()
+        answer = next((i for i, line in enumerate(lines) if line.lstrip().startswith("**Answer")), None)
+        if answer is not None:
+            out += lines[:answer]
+        else:
+            out += [line for line in lines if line.lstrip().startswith("#")
+                    and not re.match(r"^\s*#\s*(Hint|Tool)\s*:", line)]
+    return "\n".join(out)
 
 
 def solution_cells(text: str) -> dict[str, SolutionCell]:
