@@ -187,12 +187,15 @@ def task_sees(line: str) -> str:
        wrong("the $ left unescaped inside double quotes: every task gets the batch shell's value",
              srun_line=lambda a: a.srun_line.replace("\\$", "$"), mentions="batch script's shell"),
        wrong("escaped inside single quotes: the tasks get a backslash, not the variable",
-             srun_line=lambda a: "srun bash -c 'export RANK=\\$SLURM_PROCID LOCAL_RANK=\\$SLURM_LOCALID && "
+             srun_line=lambda a: "srun singularity exec $CONTAINER bash -c 'export RANK=\\$SLURM_PROCID "
+                                 "LOCAL_RANK=\\$SLURM_LOCALID && "
                                  "python train.py'", mentions="backslash"),
        wrong("the wrapper's variables escaped: run.sh then sets them to the text $SLURM_PROCID",
              wrapper=lambda a: a.wrapper.replace("$SLURM", "\\$SLURM"), mentions="run.sh"),
        wrong("a wrapper that never runs the command it is given",
              wrapper=lambda a: a.wrapper.replace('exec "$@"', "python train.py"), mentions='"$@"'),
+       wrong("srun without the container: the tasks run the host's Python",
+             srun_line=lambda a: a.srun_line.replace("singularity exec $CONTAINER ", ""), mentions="container"),
        wrong("the srun line sets no WORLD_SIZE", srun_line=lambda a: re.sub(r"\s*WORLD_SIZE=\S+", "", a.srun_line),
              mentions="WORLD_SIZE"),
        wrong("run.sh sets the variables without export: python never sees them",
@@ -208,6 +211,12 @@ def check_slurm_escaping(srun_line: str | None, wrapper: str | None) -> Passed:
         raise CheckFailed("08.S4", f"the batch script's shell expands ${early[0]} once, before srun starts the "
                                    f"tasks, so every task gets the same value",
                           hint="inside double quotes, protect the $ so that each task's shell expands it.")
+    outer = srun_line.split("bash -c", 1)[0]
+    if not (re.search(r"\b(?:singularity|apptainer)\s+(?:exec|run)\b", outer)
+            and re.search(r"\$\{?CONTAINER\b", outer)):
+        raise CheckFailed("08.S4", "the srun line does not run its tasks in the container",
+                          mistake="tasks started on the host: they run the host's Python, not the image's",
+                          hint="the question names the container the tasks run in.")
     inner = task_sees(srun_line)
     if not inner:
         raise CheckFailed("08.S4", "the srun line runs no `bash -c \"...\"` in which each task sets its rank",
@@ -230,11 +239,11 @@ def check_slurm_escaping(srun_line: str | None, wrapper: str | None) -> Passed:
                           ("WORLD_SIZE", ("SLURM_NPROCS", "SLURM_NTASKS"))):
         if not any(re.search(rf"\b{name}=\$\{{?{s}\b", code) for s in sources):
             raise CheckFailed("08.S4", f"run.sh does not set {name} from Slurm", hint="one export per variable.")
-        if not re.search(rf"^\s*export\s+(?:\w+=\S*\s+)*{name}\b", code, flags=re.M):
+        if not re.search(rf"(?:^|&&|;)\s*export\s+(?:\w+=\S*\s+)*{name}\b", code, flags=re.M):
             raise CheckFailed("08.S4", f"run.sh sets {name} for itself only: without export, the command it runs "
                                        "never sees it", hint="a variable reaches the programs a shell starts only "
                                                              "when it is exported.")
-    if not re.search(r'^\s*(exec|eval)\s+"\$@"', wrapper, flags=re.M):
+    if not re.search(r'(?:^|&&|;)\s*(?:(?:exec|eval)\s+)?"\$@"', code, flags=re.M):  # exec is better, not needed
         raise CheckFailed("08.S4", 'run.sh does not run the command it is given ("$@")',
                           hint="srun ... run.sh python train.py: the wrapper ends by running its arguments.")
     return passed("08.S4", "each task expands its own $SLURM_PROCID and $SLURM_LOCALID: in bash -c through the "

@@ -84,3 +84,29 @@ def test_10_s1_standard_g_fails() -> None:
     assert seeds.check_jax_job(job, 2, "")
     fails(seeds.check_jax_job, job.with_(partition="standard-g"), 2, "", match="whole nodes")
     declares(seeds.check_jax_job, "on standard-g")
+
+
+SRUN = ('srun singularity exec $CONTAINER bash -c "export RANK=\\$SLURM_PROCID LOCAL_RANK=\\$SLURM_LOCALID '
+        'WORLD_SIZE=\\$SLURM_NPROCS && python train.py"')
+WRAPPER = ("#!/bin/bash\nexport RANK=$SLURM_PROCID\nexport LOCAL_RANK=$SLURM_LOCALID\n"
+           "export WORLD_SIZE=$SLURM_NPROCS\nexec \"$@\"\n")
+
+
+def test_08_s4_srun_without_the_container_fails() -> None:
+    from lumikit.checks import handson
+
+    assert handson.check_slurm_escaping(SRUN, WRAPPER)
+    fails(handson.check_slurm_escaping, SRUN.replace("singularity exec $CONTAINER ", ""), WRAPPER,
+          match="not run its tasks in the container.*host")
+    declares(handson.check_slurm_escaping, "srun without the container")
+
+
+@pytest.mark.parametrize("wrapper", [
+    WRAPPER.replace('exec "$@"', '"$@"'),  # a wrapper without exec still runs its arguments
+    "#!/bin/bash\nexport RANK=$SLURM_PROCID && export LOCAL_RANK=$SLURM_LOCALID && "
+    'export WORLD_SIZE=$SLURM_NTASKS && exec "$@"\n',  # one && line
+])
+def test_08_s4_a_right_wrapper_in_another_form_passes(wrapper: str) -> None:
+    from lumikit.checks import handson
+
+    assert handson.check_slurm_escaping(SRUN, wrapper)
