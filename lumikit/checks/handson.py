@@ -307,7 +307,9 @@ BINDINGS_MODULES = bindings_modules.MODULES
              mentions="shell"),
        wrong("a --bind of an unrelated folder instead of the bindings module",
              shell_commands=lambda a: [c.replace("singularity shell", "singularity shell --bind /tmp")
-                                       for c in a.shell_commands if not c.startswith("module")], mentions="bind"))
+                                       for c in a.shell_commands if not c.startswith("module")], mentions="bind"),
+       wrong("a hand-written -B of /project and /scratch instead of the bindings module",
+             shell_commands=lambda a: ["singularity shell -B /project,/scratch $CONTAINER"], mentions="bind list"))
 def check_container_shell(shell_commands: Sequence[str] | None) -> Passed:
     """Exercise 02.S1: the commands, in order, that open an interactive shell in the PyTorch container with the
     bindings module that makes /project, /scratch and the system libraries visible inside."""
@@ -320,6 +322,11 @@ def check_container_shell(shell_commands: Sequence[str] | None) -> Passed:
                 if c.startswith("singularity"))
     if load is None and not binds:
         raise CheckFailed("02.S1", "nothing binds the host's folders: inside, /project and /scratch are missing",
+                          hint="LUMI's bindings module sets the binds for you; load it before the container.")
+    if load is None:
+        raise CheckFailed("02.S1", "no bindings module is loaded, as the question asks",
+                          mistake="a hand-written bind list: it misses the system libraries (libfabric, the Slurm "
+                                  "and Cray folders) the module binds",
                           hint="LUMI's bindings module sets the binds for you; load it before the container.")
     if load is not None and (use is None or use > load):
         raise CheckFailed("02.S1", "module load comes before module use, so Lmod cannot find the module",

@@ -110,3 +110,14 @@ def test_08_s4_a_right_wrapper_in_another_form_passes(wrapper: str) -> None:
     from lumikit.checks import handson
 
     assert handson.check_slurm_escaping(SRUN, wrapper)
+
+
+def test_02_s1_a_hand_written_bind_list_fails() -> None:
+    from lumikit.checks import handson
+
+    right = ["module purge", "module use /appl/local/laifs/modules", "module load lumi-aif-singularity-bindings",
+             "singularity shell $CONTAINER"]
+    assert handson.check_container_shell(right)
+    fails(handson.check_container_shell, ["singularity shell -B /project,/scratch $CONTAINER"],
+          match="no bindings module.*hand-written bind list")
+    declares(handson.check_container_shell, "hand-written -B")
