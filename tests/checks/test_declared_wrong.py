@@ -71,7 +71,7 @@ def test_terminal_checks_reject_their_wrong_answers(fixed_script) -> None:
 
 
 def test_seed_checks_reject_their_wrong_answers(raw_trace) -> None:
-    loader = DataLoader(TensorDataset(torch.arange(8.0)), batch_size=2, num_workers=1,
+    loader = DataLoader(TensorDataset(torch.arange(8.0)), batch_size=8, num_workers=1,
                         multiprocessing_context="spawn")
     job = spec(["python", "-c", "import jax"], partition="small-g", gpus_per_node=2, time="0:05:00", container="jax",
                env={"PYTHONNOUSERSITE": "1"})

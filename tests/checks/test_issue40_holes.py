@@ -121,3 +121,35 @@ def test_02_s1_a_hand_written_bind_list_fails() -> None:
     fails(handson.check_container_shell, ["singularity shell -B /project,/scratch $CONTAINER"],
           match="no bindings module.*hand-written bind list")
     declares(handson.check_container_shell, "hand-written -B")
+
+
+def test_09_s1_the_batch_size_counts_and_05_s1_the_steps_run() -> None:
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from lumikit.checks import seeds
+
+    data = TensorDataset(torch.arange(16.0))
+    right = DataLoader(data, batch_size=8, num_workers=1, multiprocessing_context="spawn")
+    assert seeds.check_spawn_loader(right, [torch.zeros(8)], "a")
+    fails(seeds.check_spawn_loader, DataLoader(data, batch_size=1, num_workers=1, multiprocessing_context="spawn"),
+          [torch.zeros(1)], "a", match="batch size.*one sample")
+    declares(seeds.check_spawn_loader, "batches of one sample")
+    declares(seeds.check_raw_profiler, "one step more")
+
+
+def test_05_s1_a_wrong_number_of_steps_run_fails(tmp_path) -> None:
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    from lumikit.checks import seeds
+
+    path = tmp_path / "trace.json"
+    model = __import__("torch").nn.Linear(4, 4)
+    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=1, active=2, repeat=1),
+                 on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
+        for _ in range(6):
+            model(__import__("torch").randn(2, 4)).sum().backward()
+            prof.step()
+    assert seeds.check_raw_profiler(path, 6)
+    fails(seeds.check_raw_profiler, path, 7, match="steps run")
+    fails(seeds.check_raw_profiler, path, 4, match="steps run")
