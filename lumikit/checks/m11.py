@@ -126,20 +126,30 @@ def rates(run_dir: object) -> list[float]:
     """A run's warm samples per second on rank 0, one per step, from its ``metrics.rank0.jsonl``: without the first
     two steps (the cold one, and the one in which DataLoader workers fill their queue) and the last (it writes the
     profiler's trace)."""
+    return warm(all_rates(run_dir))
+
+
+def warm(values: list[float]) -> list[float]:
+    """The warm steps of a run's per-step values: without the first two and the last (see :func:`rates`)."""
+    return values[2:-1] if len(values) >= 6 else values[1:]
+
+
+def all_rates(run_dir: object) -> list[float]:
+    """Every step's samples per second on rank 0, the cold and the last ones included (to name that mistake)."""
     path = Path(getattr(run_dir, "path", run_dir))  # type: ignore[arg-type]
     try:
         text = (path / "metrics.rank0.jsonl").read_text(encoding="utf-8")
     except OSError:
         return []
-    values = []
+    out = []
     for line in text.splitlines():
         try:
             row = json.loads(line)
         except ValueError:
             continue
         if isinstance(row, dict) and isinstance(row.get("samples_per_s"), (int, float)):
-            values.append(float(row["samples_per_s"]))
-    return values[2:-1] if len(values) >= 6 else values[1:]
+            out.append(float(row["samples_per_s"]))
+    return out
 
 
 def judged(before: list[float], after: list[float]) -> Comparison:
@@ -204,13 +214,25 @@ def _measurement(exercise: str, value: object, run_dir: object, which: str) -> M
         raise CheckFailed(exercise, f"the {which} numbers are not that run's warm samples per second",
                           found=value.describe(unit="samples/s"), mistake=mistake,
                           hint="the run's own warm steps, in samples per second, one value per step.")
+    mine, theirs = sorted(float(v) for v in value.values), sorted(own)
+    if len(mine) != len(theirs) or any(not math.isclose(a, b, rel_tol=1e-6) for a, b in zip(mine, theirs)):
+        every = all_rates(run_dir)
+        cold = [v for v in every if v not in own]
+        kept = any(any(math.isclose(v, c, rel_tol=1e-9) for c in cold) for v in mine)
+        raise CheckFailed(exercise, f"the {which} numbers are not that run's warm steps, one value each",
+                          found=value.describe(unit="samples/s"),
+                          mistake="the cold first steps or the last step kept in: they measure start-up and the "
+                                  "trace's writing, not the run" if kept else None,
+                          hint="every warm step of that run, each once; the question says which steps are warm.")
     return value
 
 
 @check("11.1",
        wrong("one number instead of the measured spread", before_rate=lambda a: a.before_rate.median,
              mentions="single number"),
-       wrong("step times in seconds", before_rate=lambda a: _as_step_times(a.before_dir), mentions="seconds"))
+       wrong("step times in seconds", before_rate=lambda a: _as_step_times(a.before_dir), mentions="seconds"),
+       wrong("every step, the cold ones and the last included",
+             before_rate=lambda a: measured("before", all_rates(a.before_dir)), mentions="cold first steps"))
 def check_first_run(before_dir: object, before_rate: Measured | None) -> Passed:
     """Exercise 11.1: the first run's warm throughput (samples/s per step), with its spread."""
     _result(before_dir, "11.1", "the first run's folder")

@@ -54,6 +54,8 @@ def test_the_first_runs_throughput_is_checked_against_its_metrics(runs) -> None:
         m11.check_first_run(before, rate.median)
     with pytest.raises(CheckFailed, match="step times in seconds"):
         m11.check_first_run(before, m11._as_step_times(before))
+    with pytest.raises(CheckFailed, match="cold first steps or the last step kept in"):  # issue 40: a hole before
+        m11.check_first_run(before, measured("before", m11.all_rates(before)))
 
 
 def test_the_largest_phase_comes_from_the_trace(runs) -> None:
