@@ -145,6 +145,30 @@ def plain(value: Any) -> Any:
         return value
 
 
+def plain_items(found: Any) -> list[Any] | None:
+    """A collection a learner may give as a list, tuple, set, numpy array (one dimension) or pandas Series/Index,
+    as a list of plain values (a set sorted); None for anything else (a string, a number, a 2-d array)."""
+    if isinstance(found, (list, tuple)):
+        return [plain(v) for v in found]
+    if isinstance(found, (set, frozenset)):
+        return sorted((plain(v) for v in found), key=repr)
+    module = type(found).__module__.split(".")[0]
+    if module in ("numpy", "pandas") and getattr(found, "ndim", None) == 1 and hasattr(found, "tolist"):
+        return [plain(v) for v in found.tolist()]
+    return None
+
+
+def plain_mapping(found: Any) -> dict[Any, Any] | None:
+    """A mapping a learner may give as a dict or a pandas Series (its index as keys), as a plain dict; else None."""
+    from collections.abc import Mapping
+
+    if isinstance(found, Mapping):
+        return {plain(k): plain(v) for k, v in found.items()}
+    if type(found).__module__.split(".")[0] == "pandas" and getattr(found, "ndim", None) == 1:
+        return {plain(k): plain(v) for k, v in found.items()}
+    return None
+
+
 def expect_equal(exercise: str, found: Any, expected: Any, *, what: str, hint: str | None = None,
                  off_by_one: str | tuple[str, str] | None = None) -> Any:
     """Fail unless ``found == expected`` (numpy numbers and surrounding spaces aside); returns ``found``.
@@ -271,8 +295,8 @@ def expect_type(exercise: str, found: Any, types: type | tuple[type, ...], *, wh
     accepted = tuple(_NUMBER_TYPES.get(t, t) for t in wanted)
     numeric = any(t in _NUMBER_TYPES for t in wanted) and bool not in wanted
     if not isinstance(found, accepted) or (numeric and isinstance(found, bool)):
-        names = " or ".join(t.__name__ for t in wanted)
-        raise CheckFailed(exercise, f"{what} has the wrong type: a {type(found).__name__}, where a {names} is asked",
+        names = " or ".join(_type_words(t) for t in wanted)
+        raise CheckFailed(exercise, f"{what} has the wrong type: {_type_words(type(found))}, where {names} is asked",
                           expected=_Described(f"type {names}"), found=found, hint=hint)
     return found
 
@@ -289,6 +313,21 @@ def switched_on(value: Any, tool: str) -> bool:
     if tool == "python":
         return bool(text)
     return text.lower() in ON_VALUES[tool]
+
+
+#: Types named in words a learner reads ("a whole number", not "a Integral" or "a int").
+_TYPE_WORDS = {int: "a whole number (int)", numbers.Integral: "a whole number (int)", float: "a number",
+               numbers.Real: "a number", str: "a string", bool: "True or False (a bool)", list: "a list",
+               tuple: "a tuple", dict: "a dict", set: "a set", type(None): "None"}
+
+
+def _type_words(kind: type) -> str:
+    """A type as a learner reads it, with its article: "a whole number (int)", "an ndarray", "a DataFrame"."""
+    if kind in _TYPE_WORDS:
+        return _TYPE_WORDS[kind]
+    name = kind.__name__
+    named = {"ndarray": "a numpy array", "Series": "a pandas Series", "DataFrame": "a pandas DataFrame"}
+    return named.get(name) or f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 class _Described(str):

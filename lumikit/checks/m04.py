@@ -19,6 +19,8 @@ from ..smi.sessions import tidy
 from .datasets import starved_gcd, starved_session
 from .concepts import Choice, Option, Prediction, choice_check, outcome_check, prediction_check
 from .framework import (
+    plain_items,
+    plain_mapping,
     CheckFailed,
     Passed,
     check,
@@ -64,8 +66,10 @@ def _package_power(snapshots: Sequence[Snapshot]) -> dict[int, float]:
 
 def _as_index_list(exercise: str, found: object, what: str, hint: str) -> list[int]:
     """A list/tuple/set of GCD numbers as a sorted list of ints (fails with the exercise's message otherwise)."""
-    expect_type(exercise, found, (list, tuple, set), what=what, hint=hint)
-    items = list(found)  # type: ignore[call-overload]
+    items = plain_items(found)
+    if items is None:
+        expect_type(exercise, found, (list, tuple, set), what=what, hint=hint)  # fails, naming the type given
+        items = []
     if not all(isinstance(i, Integral) and not isinstance(i, bool) for i in items):
         raise CheckFailed(exercise, f"{what} should hold GCD numbers (whole numbers)", found=found, hint=hint)
     return sorted(int(i) for i in items)
@@ -109,9 +113,12 @@ def check_power_reporting(power_gcds: Sequence[int] | None, package_power_w: Map
     expect_equal("04.2", got, expected_gcds, what="the GCDs that report power", hint=hint)
     expected_power = _package_power(snapshots)
     power_hint = "power is measured per package: one number for each package, from the rows that carry one."
-    expect_type("04.2", package_power_w, Mapping, what="the mean power per package (a dict package -> W)",
-                hint=power_hint)
-    given = {int(k): w for k, w in package_power_w.items()}  # type: ignore[union-attr]
+    mapping = plain_mapping(package_power_w)
+    if mapping is None:
+        expect_type("04.2", package_power_w, Mapping, what="the mean power per package (a dict package -> W)",
+                    hint=power_hint)
+        mapping = {}
+    given = {int(k): w for k, w in mapping.items()}
     expect_equal("04.2", sorted(given), sorted(expected_power), what="the packages in your dict", hint=power_hint)
     for pkg, watts in expected_power.items():
         expect_close("04.2", given[pkg], watts, what=f"the mean power of package {pkg} (W)", rel=0.02,

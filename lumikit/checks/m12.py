@@ -97,6 +97,7 @@ def check_helped_most(helped_most: str | None, beyond_noise: bool | None, ladder
     """Exercise 12.1: the rung whose step over the rung above it gained most, and whether that gain is beyond the
     noise of the learner's own repeats."""
     expect_type("12.1", helped_most, str, what="the rung's name", hint="a rung name of your ladder, as a string.")
+    helped_most = helped_most.strip()  # spaces around a right name are no mistake
     steps = steps_up(ladder)
     if helped_most not in rung_rates(ladder):
         raise CheckFailed("12.1", "that is not a rung of your ladder", found=helped_most,

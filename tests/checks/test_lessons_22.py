@@ -5,7 +5,9 @@ from __future__ import annotations
 import pickle
 import statistics
 
-from lumikit.checks import m05, m06
+import pytest
+
+from lumikit.checks import CheckFailed, m05, m06
 from lumikit.rocprof.counters import parse_counter_csv, waves_per_cu
 from lumikit.site import load_site
 from lumikit.trace.memory import load_memory
@@ -50,3 +52,16 @@ def test_starved_kernels():
     # kernels just either side of one wave per CU: another threshold (2, or half a wave) gives another list
     assert "softmax_narrow" in starved and "conv_mid" not in starved
     assert assert_wrong_answers_fail(m06.check_starved_kernels, starved=starved, csv_text=text) == 5
+
+
+def test_starved_kernels_in_a_tuple_set_or_series_pass():  # issue 40: right answers refused
+    import numpy as np
+    import pandas as pd
+
+    text = m06.counter_exercise_csv()
+    w = waves_per_cu(parse_counter_csv(text))
+    starved = list(w.loc[w["waves_per_cu"] < 1, "kernel"])
+    for form in (tuple(starved), set(starved), pd.Series(starved), np.array(starved)):
+        assert m06.check_starved_kernels(form, text)
+    with pytest.raises(CheckFailed, match="a string, where a list"):
+        m06.check_starved_kernels(", ".join(starved), text)

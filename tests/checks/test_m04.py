@@ -159,3 +159,12 @@ def test_each_learner_gets_a_session_of_their_own_and_the_check_follows_it(monke
         with pytest.raises(CheckFailed, match="04.1"):
             check_starved_gcd(4)  # the shipped session's GCD is never a learner's
     assert len(set(answers.values())) > 1
+
+
+def test_power_reporting_takes_a_numpy_array_and_a_series(starved, monkeypatch):  # issue 40: right answers refused
+    import numpy as np
+    import pandas as pd
+
+    power = pd.Series({0: 180.3, 1: 180.8, 2: 198.1, 3: 180.6})
+    assert check_power_reporting(np.array([0, 2, 4, 6]), power)
+    assert check_power_reporting(pd.Series([6, 4, 2, 0]), power.to_dict())

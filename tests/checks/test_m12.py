@@ -102,3 +102,7 @@ def test_module_12s_measured_answers_grade_as_the_learners_own_data_and_predicti
     best = {e: best_cell(e, functions[e]) for e in ("12.1", "12.2", "12.3", "12.q2", "12.q4", "12.q1")}
     assert {best[e] for e in ("12.1", "12.2", "12.3", "12.q2", "12.q4")} == {"own data"}, best
     assert best["12.q1"] == "verified", best
+
+
+def test_a_rung_name_with_spaces_around_it_passes() -> None:  # issue 40: a right answer refused
+    assert m12.check_helped_most(" bf16 ", True, _ladder())
