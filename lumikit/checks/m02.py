@@ -217,6 +217,10 @@ def check_pins(pins: Sequence[str] | None, base_versions: Mapping[str, str]) -> 
                 hint="one string per package.")
     parsed = []
     for line in pins:
+        bounded = _bounded_pin(str(line))
+        if bounded:  # name>=v,<=v holds pip to v as == does
+            parsed.append(bounded)
+            continue
         match = _PIN.match(str(line))
         if not match:
             raise CheckFailed("02.4", f"{str(line)!r} is not a constraint line", found=line,
@@ -235,6 +239,14 @@ def check_pins(pins: Sequence[str] | None, base_versions: Mapping[str, str]) -> 
                               mistake="a contradicting pin: pip then either fails to resolve or replaces the base's "
                                       "package", hint="one line per package, the base's version only.")
     return passed("02.4", f"pip may add packages but keeps {', '.join(sorted(f'{n}=={v}' for n, v in expected.items()))}")
+
+
+def _bounded_pin(line: str) -> tuple[str, str, str] | None:
+    """``name>=v,<=v`` (either order) as the pin ``(name, "==", v)`` it amounts to; None for any other line."""
+    match = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(>=|<=)\s*([^\s,]+)\s*,\s*(>=|<=)\s*([^\s,]+)\s*", line)
+    if not match or {match[2], match[4]} != {">=", "<="} or match[3] != match[5]:
+        return None
+    return _canonical(match[1]), "==", match[3]
 
 
 def _pins(op: str, version: str, base: str) -> bool:

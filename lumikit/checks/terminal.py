@@ -66,9 +66,14 @@ def sbatch_directives(text: str) -> list[tuple[str, str | None]]:
             continue
         if not stripped.startswith("#SBATCH"):
             break
-        for token in shlex.split(stripped[len("#SBATCH"):], comments=True):
-            name, sep, value = token.partition("=")
+        tokens = shlex.split(stripped[len("#SBATCH"):], comments=True)
+        i = 0
+        while i < len(tokens):
+            name, sep, value = tokens[i].partition("=")
+            if not sep and name.startswith("-") and i + 1 < len(tokens) and not tokens[i + 1].startswith("-"):
+                value, sep, i = tokens[i + 1], "=", i + 1  # `-A project_x` or `--account project_x`
             options.append((name, value if sep else None))
+            i += 1
     return options
 
 

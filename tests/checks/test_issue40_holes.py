@@ -153,3 +153,23 @@ def test_05_s1_a_wrong_number_of_steps_run_fails(tmp_path) -> None:
     assert seeds.check_raw_profiler(path, 6)
     fails(seeds.check_raw_profiler, path, 7, match="steps run")
     fails(seeds.check_raw_profiler, path, 4, match="steps run")
+
+
+def test_03_t1_a_script_with_short_sbatch_options_passes(tmp_path) -> None:
+    from lumikit.checks import terminal
+    from lumikit.checks.framework import NotChecked
+    from lumikit.launch.terminal import ShellResult
+
+    script = tmp_path / "fixed.sh"
+    script.write_text("#!/bin/bash\n#SBATCH -A project_465000000\n#SBATCH -p small-g\n#SBATCH -N 1\n"
+                      "#SBATCH --tasks-per-node=2\n#SBATCH --gpus-per-node=2\nsrun hostname\n")
+    result = terminal.check_fixed_script(script, ShellResult("...", None, skipped="no Slurm client on this machine"))
+    assert isinstance(result, NotChecked) and "project_465000000" in str(result)  # right, not run here
+
+
+def test_02_4_a_bounded_pin_passes() -> None:
+    from lumikit.checks import m02
+
+    base = {"torch": "2.6.0", "numpy": "1.26.4"}
+    assert m02.check_pins(["torch>=2.6.0,<=2.6.0", "numpy<=1.26.4, >=1.26.4"], base)
+    fails(m02.check_pins, ["torch>=2.6.0,<=2.7.0", "numpy==1.26.4"], base, match="not pinned")
