@@ -169,14 +169,24 @@ def plain_mapping(found: Any) -> dict[Any, Any] | None:
     return None
 
 
+def expect_set(exercise: str, found: Any, what: str, *, hint: str | None = None) -> None:
+    """Fail with "<what> is not set" when a field of an answer (a job's container, its nodes) is None: the learner
+    answered, so "no answer yet" would name the wrong mistake."""
+    if found is None:
+        raise CheckFailed(exercise, f"{what} is not set", found=None, hint=hint)
+
+
 def expect_equal(exercise: str, found: Any, expected: Any, *, what: str, hint: str | None = None,
-                 off_by_one: str | tuple[str, str] | None = None) -> Any:
+                 off_by_one: str | tuple[str, str] | None = None, field: bool = False) -> Any:
     """Fail unless ``found == expected`` (numpy numbers and surrounding spaces aside); returns ``found``.
 
     ``off_by_one`` names what a whole number one away means for this quantity: one text, or (one more, one less).
     Without it the failure names an off-by-one only for a numbering from 0 (a GCD, rank or sample index, told by
-    ``what``); on a count the generic "counted from 1" would name the wrong mistake, so none is named.
+    ``what``); on a count the generic "counted from 1" would name the wrong mistake, so none is named. ``field``:
+    ``found`` is a field of an answer given (a job's ``container``), so None is "not set", not "no answer yet".
     """
+    if field:
+        expect_set(exercise, found, what, hint=hint)
     expect_answer(exercise, found, what, hint=hint)
     value = plain(found)
     try:
@@ -223,12 +233,23 @@ _FACTOR_MISTAKES = (
 )
 
 
-def _number_mistake(value: float, expected: float, rel: float) -> str | None:
-    """The kind of mistake a wrong number shows, when it is a typical one (a factor of 1000 or 100, upside down)."""
+#: Words of a ``what`` that make the number a ratio ("how many times"), which is neither a fraction nor a percentage.
+_RATIO = re.compile(r"speed-?up|how many times|\bratio\b|\bfactor\b|slowdown", re.IGNORECASE)
+
+
+def _number_mistake(value: float, expected: float, rel: float, what: str = "") -> str | None:
+    """The kind of mistake a wrong number shows, when it is a typical one (a factor of 1000 or 100, upside down).
+    For a ratio (a speed-up, ``what`` says), 100 times it is a percentage where "how many times" is asked."""
     tol = max(rel, 0.02)
     if expected == 0 or value == 0:
         return None
+    if _RATIO.search(what) and math.isclose(value, expected * 100, rel_tol=tol):
+        return "a percentage where a ratio (how many times) is asked"
+    if _RATIO.search(what) and math.isclose(value, (expected - 1) * 100, rel_tol=tol, abs_tol=1e-9):
+        return "the gain in percent where the ratio itself (how many times) is asked"
     for factor, mistake in _FACTOR_MISTAKES:
+        if _RATIO.search(what) and factor in (100.0, 1 / 100):
+            continue
         if math.isclose(value, expected * factor, rel_tol=tol):
             return mistake
     if math.isclose(value, 1 / expected, rel_tol=tol) and not math.isclose(abs(expected), 1, rel_tol=0.2):
@@ -257,13 +278,16 @@ def expect_close(exercise: str, found: Any, expected: float, *, what: str, rel: 
                           hint=hint) from None
     if not math.isclose(value, expected, rel_tol=rel, abs_tol=abs):
         raise CheckFailed(exercise, f"{what} is off", expected=expected, found=value, hint=hint,
-                          mistake=_number_mistake(value, float(expected), rel))
+                          mistake=_number_mistake(value, float(expected), rel, what))
     return value
 
 
-def expect_in(exercise: str, found: Any, allowed: Iterable[Any], *, what: str, hint: str | None = None) -> Any:
+def expect_in(exercise: str, found: Any, allowed: Iterable[Any], *, what: str, hint: str | None = None,
+              field: bool = False) -> Any:
     """Fail unless ``found`` is one of ``allowed``; returns the matching value as plain Python (a string stripped,
-    a numpy number as int or float)."""
+    a numpy number as int or float). ``field``: as for :func:`expect_equal`."""
+    if field:
+        expect_set(exercise, found, what, hint=hint)
     expect_answer(exercise, found, what, hint=hint)
     choices = list(allowed)
     try:

@@ -23,7 +23,7 @@ def _close(exercise: str, found: float, want: float, *, rel: float, what: str, h
     """Fail, without saying the value wanted, unless ``found`` is within ``rel`` of ``want``."""
     if not math.isclose(float(found), want, rel_tol=rel):  # no "too high/too low": that would allow a search
         raise CheckFailed(exercise, f"{what} is off", found=float(found), hint=hint,
-                          mistake=_number_mistake(float(found), want, rel))
+                          mistake=_number_mistake(float(found), want, rel, what))
 
 
 # --- 08.S3: scaling efficiency ------------------------------------------------------------------------------------

@@ -72,10 +72,11 @@ def check_full_node_job(job: JobSpec | None, masks: Sequence[str] | None) -> Pas
     expect_type("01.1", job, JobSpec, what=what_job,
                 hint="a job spec describes the whole request: its nodes, the GCDs and tasks on each, and how each "
                      "task is bound to cores.")
-    expect_equal("01.1", job.nodes, 2, what="the number of nodes", hint="the job spans as many nodes as the question asks for.")
-    expect_equal("01.1", job.gpus_per_node, n, what="GCDs per node",
+    expect_equal("01.1", job.nodes, 2, field=True, what="the number of nodes",
+                 hint="the job spans as many nodes as the question asks for.")
+    expect_equal("01.1", job.gpus_per_node, n, field=True, what="GCDs per node",
                  hint="a full LUMI-G node: ask for all of its GCDs (the site profile counts them).")
-    expect_equal("01.1", job.ntasks_per_node, n, what="tasks per node",
+    expect_equal("01.1", job.ntasks_per_node, n, field=True, what="tasks per node",
                  hint="one task (process) per GCD.")
     if job.cpus_per_task != node.cpus_per_gcd:
         raise CheckFailed("01.1", "the cores given to each task are not the usable cores next to one GCD",

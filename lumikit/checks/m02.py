@@ -115,7 +115,8 @@ def check_two_node_container(command: Command | None) -> Passed:
                    {"small-g": "a partition of shared nodes, where the question asks for whole ones"},
                    "the question names the partition to use.")
     _expect_option("02.1", argv, "--ntasks-per-node", "8", "the tasks per node",
-                   {"1": "one task per node: the other GCDs get no process"}, "one task (process) per GCD on each node.")
+                   {"1": "one task per node: the other GCDs get no process"},
+                   "one task (process) per GCD on each node.")
     _expect_option("02.1", argv, "--gpus-per-node", "8", "the GCDs per node",
                    {"*": "part of each node: the question asks for all its GCDs"}, "every GCD of each node.")
     if container.path not in argv:

@@ -78,7 +78,7 @@ def check_rank_profile_spec(job: JobSpec | None) -> Passed:
     if found:
         raise CheckFailed("05.1", f"LUMI would reject {what}: {found[0]}",
                           hint="the job must have the rank you profile, and LUMI must accept its shape.")
-    expect_equal("05.1", job.profile, "torch", what="the profiling mode",
+    expect_equal("05.1", job.profile, "torch", field=True, what="the profiling mode",
                  hint='torch.profiler is the mode "torch"; see `lumikit.jobs.PROFILE_MODES`.')
     expect_equal("05.1", tuple(sorted(set(job.profile_ranks))), (rank,), what="the profiled ranks",
                  hint="only the rank asked about runs with the profiler; the others run as they are.")
@@ -99,7 +99,7 @@ def check_rank_profile_spec(job: JobSpec | None) -> Passed:
                  what=f"the steps recorded with schedule {text or 'default'} and {job.profile_steps} steps",
                  hint="torch skips `wait` steps, warms up for `warmup`, then records `active`, counting from the "
                       "run's first step: count which steps that makes.")
-    expect_equal("05.1", job.profile_steps, steps[-1], what="the step where the run stops",
+    expect_equal("05.1", job.profile_steps, steps[-1], field=True, what="the step where the run stops",
                  hint="stop right after the last recorded step: nothing after it is profiled.",
                  off_by_one=("a step run after the last recorded one, profiled for nothing",
                              "a stop before the last recorded step, which then is never written"))

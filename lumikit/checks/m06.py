@@ -277,7 +277,8 @@ def check_starved_kernels(starved: list[str] | None, csv_text: str) -> Passed:
     if items is None:
         expect_type("06.C1", starved, list, what="a list of kernel names")  # fails, naming the type given
         items = []
-    expect_equal("06.C1", sorted(str(i) for i in items), expected, what="the kernels with less than one wave per compute unit",
+    expect_equal("06.C1", sorted(str(i) for i in items), expected,
+                 what="the kernels with less than one wave per compute unit",
                  hint="compare each kernel's waves with the compute units of one GCD (the site profile counts "
                       "them); the threshold is one wave for every unit.")
     return passed("06.C1", f"{', '.join(expected)}: GPU% read 100 while most of the 110 compute units had nothing "

@@ -148,7 +148,8 @@ def check_model_size(param_ratio: float | None, step_time_ratio: float | None, b
     times = _field("07.5", other, "mean_step_time_s") / _field("07.5", base, "mean_step_time_s")
     expect_close("07.5", param_ratio, params, rel=0.01, what="how many times the base model's parameters the other has",
                  hint="the summaries' `parameters` count every weight.")
-    expect_close("07.5", step_time_ratio, times, rel=0.02, what="how many times the base model's step time the other takes",
+    expect_close("07.5", step_time_ratio, times, rel=0.02,
+                 what="how many times the base model's step time the other takes",
                  hint="typical steps: the first, warm-up step is already left out of the summaries.")
     return passed("07.5", f"{params:.1f}x the parameters, {times:.1f}x the step time; "
                           f"{_step_note(other, base, 'larger model', 'base model', ON_LUMI['07.5'])}")
@@ -332,7 +333,8 @@ def check_gcd_pair(pair_gcds: Any, pair_link: str | None, busbw_fraction: float 
                                "over a link between packages.")
     if busbw_fraction is None:
         raise CheckFailed("07.7", "the peak bus bandwidth as a share of the link (`busbw_fraction`)",
-                          unanswered=True, hint="the largest messages' bus bandwidth against what the link can carry (0-1).")
+                          unanswered=True,
+                          hint="the largest messages' bus bandwidth against what the link can carry (0-1).")
     try:
         value = float(busbw_fraction)
     except (TypeError, ValueError):

@@ -143,9 +143,10 @@ def check_profile_one_rank(job: JobSpec | None, nodes: int = 2, tasks_per_node: 
     expect_type("08.4", job, JobSpec, what=what, hint="build it with `two_nodes.with_(...)`.")
     expect_equal("08.4", (job.nodes, job.ntasks_per_node), (nodes, tasks_per_node),
                  what="(nodes, tasks per node)", hint="keep the shape of `two_nodes`.")
-    expect_in("08.4", job.profile, sorted(PROFILE_MODES), what="the profiling mode",
+    expect_in("08.4", job.profile, sorted(PROFILE_MODES), field=True, what="the profiling mode",
               hint="one of the profiling modes the workload knows.")
-    expect_equal("08.4", job.profile, "rocprof", what="the profiling mode", hint="the seed profiles with rocprof.")
+    expect_equal("08.4", job.profile, "rocprof", field=True, what="the profiling mode",
+                 hint="the seed profiles with rocprof.")
     ranks = sorted(set(job.profile_ranks))
     if len(ranks) != 1:
         raise CheckFailed("08.4", "exactly one rank should be profiled", expected=1, found=len(ranks),

@@ -276,9 +276,10 @@ def check_jax_job(jax_job: JobSpec | None, devices_expected: int | None, jax_out
     site = load_site("lumi")
     expect_type("10.S1", jax_job, JobSpec, what="the JAX job",
                 hint="a job spec that runs in the JAX container.")
-    expect_equal("10.S1", jax_job.container, "jax", what="the container", hint="the JAX image, not PyTorch's.")
+    expect_equal("10.S1", jax_job.container, "jax", field=True, what="the container",
+                 hint="the JAX image, not PyTorch's.")
     expect_job_fields("10.S1", jax_job, partition="small-g", nodes=1, time="0:05:00")
-    expect_equal("10.S1", jax_job.gpus_per_node, 2, what="GCDs per node",
+    expect_equal("10.S1", jax_job.gpus_per_node, 2, field=True, what="GCDs per node",
                  hint="the question says how many GCDs the job asks for per node.")
     tasks = jax_job.ntasks_per_node or 1
     expect_equal("10.S1", tasks, 1, what="tasks per node",

@@ -173,3 +173,22 @@ def test_02_4_a_bounded_pin_passes() -> None:
     base = {"torch": "2.6.0", "numpy": "1.26.4"}
     assert m02.check_pins(["torch>=2.6.0,<=2.6.0", "numpy<=1.26.4, >=1.26.4"], base)
     fails(m02.check_pins, ["torch>=2.6.0,<=2.7.0", "numpy==1.26.4"], base, match="not pinned")
+
+
+def test_a_job_field_left_unset_is_not_no_answer_yet() -> None:
+    from lumikit.checks import seeds
+
+    job = spec(["python", "-c", "import jax"], partition="small-g", gpus_per_node=2, time="0:05:00",
+               env={"PYTHONNOUSERSITE": "1"})  # container=None: the learner answered, with a field unset
+    message = fails(seeds.check_jax_job, job, 2, "", match="the container is not set")
+    assert "No answer yet" not in message
+    message = fails(m01.check_full_node_job, FULL.with_(nodes=None), SITE.node.masks(), match="not set")
+    assert "No answer yet" not in message
+
+
+def test_a_speed_up_given_in_percent_is_named_a_percentage_not_a_fraction() -> None:
+    from lumikit.checks import m09
+
+    message = fails(m09.check_archive_speedup, 400.0, 4.0, 1.0, match="a percentage where a ratio")
+    assert "fraction" not in message
+    fails(m09.check_archive_speedup, 300.0, 4.0, 1.0, match="gain in percent")

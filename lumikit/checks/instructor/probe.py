@@ -5,8 +5,8 @@ from the cell, its arguments are evaluated in the notebook's namespace and bound
 the check is called once per declared :class:`~lumikit.checks.framework.Wrong` answer, with the answer arguments
 replaced. Each must raise :class:`~lumikit.checks.framework.CheckFailed` (a real failure, not "no answer yet") whose
 message names the exercise (and the wrong answer's ``mentions``, if given), and no message (nor the stub's, every
-answer None) may show the solution's answer (:func:`lumikit.checks.instructor.leaks.leaks`: its printed value, or in words, identifiers, keys and letters). Given the solution cell the check follows, no first-failure message may hand
-over its method either (:func:`lumikit.checks.instructor.recipes.leaks_for`: the names its code reads, its formula,
+answer None) may show the solution's answer (:func:`lumikit.checks.instructor.leaks.leaks`: its printed value, or in words, identifiers, keys and letters).
+Given the solution cell the check follows, no first-failure message may hand over its method either (:func:`lumikit.checks.instructor.recipes.leaks_for`: the names its code reads, its formula,
 where the answer lies from the learner's, which options are ruled out). Nothing is recorded as progress.
 """
 from __future__ import annotations

@@ -39,7 +39,8 @@ _COMMON = set(dir(builtins)) | {"self", "np", "pd", "numpy", "pandas", "math", "
                                 "iloc", "loc", "columns", "shape", "size", "dtype", "to_dict", "reset_index", "T",
                                 "startswith", "endswith", "lower", "upper", "replace", "exists", "is_file", "open",
                                 "read_text", "write_text", "parent", "stem", "suffix", "mkdir", "glob"}
-_ARITH = r"(?:minus|plus|divided by|multiplied by|over the (?!window|session|run|steps?\b)|over its|over one|less the|subtract(?:ed)? from)"
+_ARITH = (r"(?:minus|plus|divided by|multiplied by|over the (?!window|session|run|steps?\b)|over its|over one|less the"
+          r"|subtract(?:ed)? from)")
 _AGGREGATE = r"(?:mean|median|average|sum|total|max(?:imum)?|min(?:imum)?|first|last|count|share|ratio|peak)"
 #: A formula written out: operands around an operator with spaces (``15 % 8``, ``a / b / c``); "43%", "100 % GPU%"
 #: or "µs/step" are units, not formulas (a modulo needs a number after it).
@@ -141,7 +142,8 @@ def recipe_leaks(message: str, names: Iterable[str] = (), stated: Iterable[str] 
 
     ``message`` is the text a learner reads at the first failure (the "Exercise NN.k:" prefix and their own values
     echoed back may stay: a name is searched as code, a formula needs its operator between spaced operands). A
-    formula the ``question`` itself writes ("by what factor (ridge point / intensity)") is the question's, not a leak."""
+    formula the ``question`` itself writes ("by what factor (ridge point / intensity)") is the question's, not a
+    leak."""
     text = re.sub(r"^(?:Exercise|No answer yet for)\s+[\w.]+:\s*", "", message)
     text = re.sub(r"you gave .*?(?=[.;] |$)", "", text)  # the learner's own value, echoed back
     allowed = set(stated)
@@ -197,7 +199,8 @@ def first_failure_texts(source: str) -> dict[str, list[str]]:
 
     A text is what the check (and the module's helpers it calls, and their string constants) passes to
     ``CheckFailed`` or to an ``expect_*`` helper as the problem, ``what``, ``hint``, ``mistake`` or ``off_by_one``, or
-    assigns to a name called ``hint``/``mistake``/``problem``, or a helper returns; an f-string's fields read ``X``. A pass line
+    assigns to a name called ``hint``/``mistake``/``problem``, or a helper returns; an f-string's fields read ``X``.
+    A pass line
     (``passed(...)``) is not a failure and is left out."""
     tree = ast.parse(source)
     constants: dict[str, ast.AST] = {}
