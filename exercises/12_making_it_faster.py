@@ -70,6 +70,7 @@ checks.check_helped_most(helped_most, beyond_noise, ladder_run)
 # Exercise 12.2: What is the bf16 rung's MFU (0-1) against one LUMI GCD's peak for the precision it ran in? Store it in `mfu_bf16`.
 bf16_row = None
 steps_per_s = None
+peak_name = None
 mfu_bf16 = None
 # Your answer replaces each None; then delete the `raise` line below.
 # Stuck? from lumikit.checks import hint; hint("12.2")

@@ -39,8 +39,8 @@ from .framework import (
 #: How long a capstone cell waits for its run to end (the run's state is polled; seconds): generous for a loaded
 #: machine, below verify's cell limit.
 WAIT_S = 200
-#: Runs of the learner's case a capstone may take (the first one included); more are allowed, and the claim's
-#: check says so.
+#: Runs of the learner's case a capstone may take (the first one included), counted from the case's run folders:
+#: a claim made after more fails (trying each fix option in turn finds a fix, not the cause).
 RUN_BUDGET = 4
 #: The least speed-up (after over before, medians of the middle half of the warm steps) a fix must bring.
 MIN_SPEEDUP = 1.3
@@ -337,6 +337,12 @@ def check_claim(claim: Mapping[str, Any] | None, before_dir: object, after_dir: 
     if str(after["case"]) != str(before["case"]):
         raise CheckFailed("11.3", "the fixed run is of another case than the first", found=after["case"],
                           hint="launch both with `capstone_job`, which passes your case.")
+    used = runs_of_case(before_dir)
+    if used > RUN_BUDGET:
+        raise CheckFailed("11.3", f"{used} runs of your case, over the budget of {RUN_BUDGET}",
+                          mistake="a sweep of the fix options: trying each in turn finds a fix, not the cause",
+                          hint="the budget is part of the task: read the first run's profile before changing "
+                               "anything.")
     changed = _changed(before, after)
     if len(changed) != 1:
         raise CheckFailed("11.3", f"the fixed run changed {len(changed)} options ({', '.join(changed) or 'none'}); "
@@ -352,10 +358,7 @@ def check_claim(claim: Mapping[str, Any] | None, before_dir: object, after_dir: 
     if not good:
         raise CheckFailed("11.3", CLAIM_FAILS, hint="which operators fill the largest phase, and what makes them "
                                                     "run there?")
-    used = runs_of_case(before_dir)
-    budget = (f"{used} runs of your case, {used - RUN_BUDGET} over the budget of {RUN_BUDGET}" if used > RUN_BUDGET
-              else f"{used} of your {RUN_BUDGET} runs")
-    return passed("11.3", f"the claim holds: {sentence} ({budget})")
+    return passed("11.3", f"the claim holds: {sentence} ({used} of your {RUN_BUDGET} runs)")
 
 
 def _other_cause(before_dir: object) -> str:
@@ -403,7 +406,7 @@ def rubric(conclusion: str, before: Mapping[str, Any], after: Mapping[str, Any],
         return any(math.isclose(n, value, rel_tol=0.06, abs_tol=0.051) for n in numbers)
 
     return {
-        RUBRIC[0]: any(w in text for w in TOOL_WORDS) and any(w in text for w in CAUSE_WORDS[cause]),
+        RUBRIC[0]: any(w in text for w in TOOL_WORDS) and cause_named(text, cause, fix_words),
         RUBRIC[1]: any(w in text for w in fix_words) and _states(str(changed.get(option, "")), text, quoted),
         RUBRIC[2]: all(quoted(v) for v in (before_rate.median, after_rate.median))
         and (any(quoted(v) for v in (before_rate.lo, before_rate.hi)) or "±" in text)
@@ -411,6 +414,23 @@ def rubric(conclusion: str, before: Mapping[str, Any], after: Mapping[str, Any],
         RUBRIC[3]: len(words) >= MIN_CONCLUSION_WORDS and len(set(words)) >= 0.4 * len(words)
         and len(set(sentences)) == len(sentences),
     }
+
+
+def cause_hits(text: str, fix_words: set[str] = frozenset()) -> dict[str, int]:
+    """Per cause, how many of its words (:data:`CAUSE_WORDS`) a conclusion (lower case) uses, the fix's own words
+    left out (``--batch-size 16`` says what was changed, not why the run was slow)."""
+    for word in sorted(fix_words | {w.replace("-", " ") for w in fix_words}, key=len, reverse=True):
+        text = text.replace(word.lower(), " ")
+    return {c: sum(1 for w in words if re.search(rf"(?<![\w-]){re.escape(w)}", text)) for c, words in
+            CAUSE_WORDS.items()}
+
+
+def cause_named(text: str, cause: str, fix_words: set[str] = frozenset()) -> bool:
+    """Whether a conclusion names ``cause`` as the cause: its words outnumber every other cause's, and it is no
+    survey of causes (three or more named: an essay that names them all names none)."""
+    hits = cause_hits(text, fix_words)
+    named = [c for c, n in hits.items() if n]
+    return hits[cause] > 0 and all(hits[c] < hits[cause] for c in named if c != cause) and len(named) <= 2
 
 
 def _states(value: str, text: str, quoted: Any) -> bool:
@@ -434,8 +454,59 @@ def _filler(a: Any) -> str:
             + f"{a.claim['before'].median} {a.claim['after'].median} {a.claim['before'].lo} range")
 
 
+#: What each cause's conclusion says it saw, and the fix it names (for the three wrong conclusions of 11.A).
+_WRITTEN = {
+    "a": ("the profile's data phase was the largest: the loader read each sample one after another inside the "
+          "training process", "--workers 2"),
+    "b": ("the trace showed the host waiting in every step: a readback copied values to the host and synchronised "
+          "the loop", "--log-every 0"),
+    "c": ("the operators of the forward phase were fp32 matrix products (aten::mm, addmm) at a fraction of their "
+          "bf16 rate", "--precision bf16"),
+    "d": ("the phases were even but each step carried a small batch, so the fixed cost per step dominated",
+          "--batch-size 16"),
+    "e": ("the metrics showed the data phase starved of cores: the binding gave the process and its workers one "
+          "core", "--cpus all"),
+}
+
+
+def _written(a: Any, saw: str, fix: str) -> str:
+    """A conclusion of the right form and length: what it ``saw``, the ``fix``, the claim's numbers with spread."""
+    b, f = a.claim["before"], a.claim["after"]
+    return (f"Reading the profiler's output, {saw}. I changed one option, {fix}, and launched the run again with "
+            f"nothing else changed, so the measurement says what that option did. The throughput went from "
+            f"{b.median:.1f} samples/s (range {b.lo:.1f} to {b.hi:.1f}) to {f.median:.1f} samples/s (range "
+            f"{f.lo:.1f} to {f.hi:.1f}), well beyond the spread of either run, since the ranges do not overlap. "
+            f"On LUMI I would check the device side of the trace as well before calling it done.")
+
+
+def _wrong_cause(a: Any) -> str:
+    """The right fix and numbers, but another cause said to be seen (a declared wrong answer)."""
+    _, result = _result(a.before_dir, "11.A", "the first run's folder")
+    right = _TRUTH[variant(str(result["case"]))][0]
+    other = next(c for c in CAUSES if c != right)
+    return _written(a, _WRITTEN[other][0], str(a.claim["fix"]))
+
+
+def _other_case(a: Any) -> str:
+    """Another case's conclusion, its cause and its fix, with this run's numbers (a declared wrong answer)."""
+    _, result = _result(a.before_dir, "11.A", "the first run's folder")
+    right = _TRUTH[variant(str(result["case"]))][0]
+    other = next(c for c in CAUSES if c != right)
+    return _written(a, *_WRITTEN[other])
+
+
+def _generic_essay(a: Any) -> str:
+    """An essay that surveys every cause and names none (a declared wrong answer)."""
+    saw = ("a slow run can come from the input loader, from host copies and readbacks, from fp32 matrix "
+           "products, from a small batch with fixed costs per step, or from a CPU binding with too few cores")
+    return _written(a, saw, str(a.claim["fix"]))
+
+
 @check("11.A",
        wrong("an empty conclusion", conclusion="", mentions="words"),
+       wrong("a wrong cause, with the right fix and numbers", conclusion=_wrong_cause, mentions="names the cause"),
+       wrong("another case's conclusion, its cause and fix", conclusion=_other_case, mentions="rubric"),
+       wrong("a generic essay that surveys every cause", conclusion=_generic_essay, mentions="names the cause"),
        wrong("a conclusion without the evidence", mentions="rubric",
              conclusion=lambda a: " ".join(["The run was slow and now it is fixed, which is good news for all. "
                                             "We changed something and it became faster than before."] * 4)),

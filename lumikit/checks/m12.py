@@ -214,8 +214,8 @@ def _mfu(ladder: Mapping[str, Any], rung: str, precision: str | None = None) -> 
 
 
 @check("12.2",
-       wrong("against the fp32 matrix peak: a bf16 rung measured against fp32 looks four times better",
-             mfu=lambda a: _mfu(_l(a), a.rung, "fp32")),
+       wrong("against another precision's peak than the rung ran in (fp32 for bf16 looks four times better)",
+             mfu=lambda a: _mfu(_l(a), a.rung, "bf16" if _row(_l(a), a.rung)["precision"] == "fp32" else "fp32")),
        wrong("against a whole MI250X (two GCDs): PyTorch's device is one GCD",
              mfu=lambda a: _mfu(_l(a), a.rung) / 2),
        wrong("a percentage", mfu=lambda a: 100 * _mfu(_l(a), a.rung)),
