@@ -172,17 +172,38 @@ def _phase_shares(run_dir: Path, exercise: str) -> dict[str, float]:
 
 
 def runs_of_case(run_dir: object) -> int:
-    """How many finished runs of the same case lie next to ``run_dir`` (the learner's runs folder)."""
+    """How many finished runs of the same case lie next to ``run_dir`` (the learner's runs folder), counted from
+    ``run_dir``'s own start on: the runs of this investigation (a case investigated again later, or a notebook run
+    again, starts its count anew with its first run)."""
     path, result = _result(run_dir, "11.3", "the first run's folder")
+    since = _started(path)
     count = 0
     for folder in path.parent.iterdir():
         file = folder / "result.rank0.json"
         try:
-            if file.is_file() and file.stat().st_size < 5_000_000:
+            if file.is_file() and file.stat().st_size < 5_000_000 and _started(folder) >= since:
                 count += json.loads(file.read_text(encoding="utf-8")).get("case") == result["case"]
         except (OSError, ValueError, AttributeError):
             continue
     return count
+
+
+def _started(folder: Path) -> float:
+    """When a run started: its manifest's ``start_time`` (else its submit time, else the folder's own time)."""
+    from datetime import datetime
+
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8")) \
+            if (folder / "manifest.json").stat().st_size < 1_000_000 else {}
+        for key in ("start_time", "submit_time"):
+            if manifest.get(key):
+                return datetime.fromisoformat(str(manifest[key])).timestamp()
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass
+    try:
+        return folder.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 # --- 11.1: the symptom, measured -----------------------------------------------------------------------------------

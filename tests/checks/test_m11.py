@@ -4,6 +4,8 @@ whose variant is a small default batch (the variant with the largest effect per 
 right fix, and a fix that does not touch the cause."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from lumikit.checks import CheckFailed
@@ -121,6 +123,10 @@ def test_the_budget_is_counted_from_the_cases_run_folders_and_enforced(runs, tmp
     folder = tmp_path / "runs"
     within = [shutil.copytree(r, folder / f"run{i}") for i, r in enumerate([before, after, other, other])]
     assert "4 of your 4 runs" in str(m11.check_claim(_claim(within[0], within[1]), within[0], within[1]))
+    earlier = shutil.copytree(other, folder / "run-yesterday")  # a run of an earlier go at the case: not counted
+    manifest = json.loads((earlier / "manifest.json").read_text())
+    (earlier / "manifest.json").write_text(json.dumps({**manifest, "start_time": "2000-01-01T00:00:00+00:00"}))
+    assert m11.runs_of_case(within[0]) == 4
     shutil.copytree(other, folder / "run4")  # one more option tried
     with pytest.raises(CheckFailed, match="5 runs of your case, over the budget of 4.*sweep of the fix options"):
         m11.check_claim(_claim(within[0], within[1]), within[0], within[1])
