@@ -67,7 +67,7 @@ checks.check_helped_most(helped_most, beyond_noise, ladder_run)
 # %% tags=["solution"]
 # Exercise 12.2: What is the bf16 rung's MFU (0-1) against one LUMI GCD's peak for the precision it ran in? Store it in `mfu_bf16`.
 # Hint: model FLOPs per second = FLOPs per step x steps per second; a step is one batch of samples.
-# Tool: `ladder["step_flops"]`, `ladder["batch_size"]`, the rung's `samples_per_s["median"]` and `precision` (a CPU without bf16 runs the rung in fp32: fp32 is the `fp32_matrix` peak), and `load_site("lumi").hardware["gcd_peak_tflops"]`.
+# Tool: `ladder["step_flops"]`, `ladder["batch_size"]`, the rung's `samples_per_s["median"]` and `precision` (a CPU without 16-bit matrix instructions runs the rung in fp32, whose peak is `fp32_matrix`), and `load_site("lumi").hardware["gcd_peak_tflops"]`.
 bf16_row = next(row for row in ladder["rungs"] if row["rung"] == "bf16")
 steps_per_s = bf16_row["samples_per_s"]["median"] / ladder["batch_size"]
 peak_name = {"fp32": "fp32_matrix"}.get(bf16_row["precision"], bf16_row["precision"])  # the precision it ran in

@@ -129,3 +129,15 @@ def test_another_exercises_number_is_not_a_cross_leak_whichever_run_was_faster()
     name = {"exercise": "06.1", "answer_forms": [list(f) for f in kinded_forms("ncclDevKernel_AllReduce")]}
     message["outcomes"][0]["message"] = "Exercise 06.3: ncclDevKernel_AllReduce idles"
     assert cross_leaks(message, [name])
+
+
+def test_another_exercises_short_word_counts_only_quoted() -> None:
+    from lumikit.checks.instructor.leaks import kinded_forms
+    from lumikit.checks.instructor.verify import cross_leaks
+
+    rung = {"exercise": "12.1", "answer_forms": [list(f) for f in kinded_forms("bf16")]}
+    message = {"exercise": "12.2", "answer_forms": [], "outcomes": [
+        {"outcome": "rejected", "message": "Exercise 12.2: off. Hint: the bf16 rung's peak."}]}
+    assert not cross_leaks(message, [rung])  # the word the question uses; which rung won turns with the run
+    message["outcomes"][0]["message"] = "Exercise 12.2: off; the rung that helped is 'bf16'."
+    assert cross_leaks(message, [rung])

@@ -185,8 +185,10 @@ def cross_leaks(probe: dict, others: Sequence[dict]) -> list[tuple[str, str, str
         # another exercise's number in words or its option letter is too common a word to count, and its number
         # (a measured time, a share) meets this message's numbers by chance, more or less often as the runs are
         # faster or slower: only its names and words count, so the verdict does not depend on the run
+        # a short word (a rung, a phase: "bf16", "data") counts only quoted, as in a list (leaks.forms): bare, it is
+        # a word another exercise's question uses, and which rung or phase is the answer can turn with the run
         their = {(form, kind) for form, kind in their if kind in ("identifier", "key") or
-                 (kind == "value" and len(form) >= 3 and not _numeric(form))}
+                 (kind == "value" and not _numeric(form) and (len(form) >= 8 or form[:1] in "'\""))}
         for message in messages:
             found += [(message, exercise, str(leak)) for leak in search(message, their)]
     return found
