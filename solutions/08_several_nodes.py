@@ -160,7 +160,7 @@ visibility_run = sh(f"srun --partition={partition} --nodes=2 --ntasks-per-node={
                     f"--time=1 bash -c '{report}' | sort -n", cluster, timeout=200)
 
 # %% tags=["check"]
-terminal_checks.check_gpu_visibility(visibility_run, nodes=2)
+terminal_checks.check_gpu_visibility(visibility_run, nodes=2, tasks_per_node=tasks_per_node)
 
 # %% tags=["solution"]
 # Exercise 08.S1: A task runs with ROCR_VISIBLE_DEVICES=4,5 and HIP_VISIBLE_DEVICES=1. How many devices does

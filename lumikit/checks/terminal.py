@@ -396,10 +396,14 @@ def check_overlap_steps(allocation: ShellResult | str | int | None) -> Passed:
              mentions="sees 2 GPUs"),
        wrong("all ranks on one node", visibility_run="0 nid005001 ROCR_VISIBLE_DEVICES=0\n"
                                                      "1 nid005001 ROCR_VISIBLE_DEVICES=1\n", mentions="too few"),
+       wrong("one task per node (2x1), renumbered", mentions="one task per node",
+             visibility_run="0 nid005001 ROCR_VISIBLE_DEVICES=0\n1 nid005002 ROCR_VISIBLE_DEVICES=0\n"),
        wrong("two one-task runs pasted together: rank 0 twice, on two nodes", mentions="once",
              visibility_run="0 nid005001 ROCR_VISIBLE_DEVICES=0\n0 nid005002 ROCR_VISIBLE_DEVICES=0\n"))
-def check_gpu_visibility(visibility_run: ShellResult | str | None, nodes: int | None = 2) -> Passed:
-    """Exercise 08.T1: a 2-node job in which Slurm gives each task one GPU (``ROCR_VISIBLE_DEVICES``)."""
+def check_gpu_visibility(visibility_run: ShellResult | str | None, nodes: int | None = 2,
+                         tasks_per_node: int | None = None) -> Passed:
+    """Exercise 08.T1: a 2-node job in which Slurm gives each task one GPU (``ROCR_VISIBLE_DEVICES``), with
+    ``tasks_per_node`` tasks on every node (when given)."""
     text, skipped = _output_text(visibility_run, "08.T1", "the output of the visibility job")
     if skipped:
         return not_checked("08.T1", f"not run here ({skipped})")
@@ -416,6 +420,13 @@ def check_gpu_visibility(visibility_run: ShellResult | str | None, nodes: int | 
     if len(hosts) < (nodes or 2):
         raise CheckFailed("08.T1", "the tasks ran on too few nodes", expected=nodes, found=sorted(hosts),
                           hint="ask for --nodes=2.")
+    per_host = {host: sum(1 for _, h, _ in lines if h == host) for host in hosts}
+    if tasks_per_node and any(n != tasks_per_node for n in per_host.values()):
+        raise CheckFailed("08.T1", "the nodes do not each run the tasks per node the question asks for",
+                          found=dict(sorted(per_host.items())),
+                          mistake="one task per node: a run of fewer tasks, or two runs pasted together"
+                          if set(per_host.values()) == {1} else None,
+                          hint="one job, with its tasks per node and one GPU per task.")
     seen: dict[str, set[str]] = {}
     for rank, host, devices in lines:
         listed = [d for d in devices.split(",") if d]

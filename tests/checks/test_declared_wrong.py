@@ -66,7 +66,8 @@ def test_terminal_checks_reject_their_wrong_answers(fixed_script) -> None:
     total += assert_wrong_answers_fail(terminal.check_fixed_script, script_path=fixed_script, submit=SKIPPED)
     total += assert_wrong_answers_fail(terminal.check_cancelled_job, job_id=SKIPPED, squeue_seen=SKIPPED)
     total += assert_wrong_answers_fail(terminal.check_overlap_steps, allocation=SKIPPED)
-    total += assert_wrong_answers_fail(terminal.check_gpu_visibility, visibility_run=VISIBLE)
+    total += assert_wrong_answers_fail(terminal.check_gpu_visibility, visibility_run=VISIBLE,
+                                       tasks_per_node=2)
     assert total >= 14
 
 

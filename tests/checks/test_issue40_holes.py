@@ -192,3 +192,14 @@ def test_a_speed_up_given_in_percent_is_named_a_percentage_not_a_fraction() -> N
     message = fails(m09.check_archive_speedup, 400.0, 4.0, 1.0, match="a percentage where a ratio")
     assert "fraction" not in message
     fails(m09.check_archive_speedup, 300.0, 4.0, 1.0, match="gain in percent")
+
+
+def test_08_t1_one_task_per_node_pasted_fails() -> None:
+    from lumikit.checks import terminal
+
+    right = ("0 nid005001 ROCR_VISIBLE_DEVICES=0\n1 nid005001 ROCR_VISIBLE_DEVICES=1\n"
+             "2 nid005002 ROCR_VISIBLE_DEVICES=0\n3 nid005002 ROCR_VISIBLE_DEVICES=1\n")
+    assert terminal.check_gpu_visibility(right, nodes=2, tasks_per_node=2)
+    pasted = "0 nid005001 ROCR_VISIBLE_DEVICES=0\n1 nid005002 ROCR_VISIBLE_DEVICES=0\n"
+    fails(terminal.check_gpu_visibility, pasted, nodes=2, tasks_per_node=2, match="one task per node")
+    declares(terminal.check_gpu_visibility, "one task per node")
