@@ -438,20 +438,20 @@ def rubric(conclusion: str, before: Mapping[str, Any], after: Mapping[str, Any],
 
 
 def cause_hits(text: str, fix_words: set[str] = frozenset()) -> dict[str, int]:
-    """Per cause, how many of its words (:data:`CAUSE_WORDS`) a conclusion (lower case) uses, the fix's own words
-    left out (``--batch-size 16`` says what was changed, not why the run was slow)."""
+    """Per cause, how often its words (:data:`CAUSE_WORDS`, each as the start of a word) occur in a conclusion (lower
+    case), the fix's own words left out (``--batch-size 16`` says what was changed, not why the run was slow)."""
     for word in sorted(fix_words | {w.replace("-", " ") for w in fix_words}, key=len, reverse=True):
         text = text.replace(word.lower(), " ")
-    return {c: sum(1 for w in words if re.search(rf"(?<![\w-]){re.escape(w)}", text)) for c, words in
-            CAUSE_WORDS.items()}
+    return {c: sum(len(re.findall(rf"(?<![\w-]){re.escape(w)}", text)) for w in words)
+            for c, words in CAUSE_WORDS.items()}
 
 
 def cause_named(text: str, cause: str, fix_words: set[str] = frozenset()) -> bool:
-    """Whether a conclusion names ``cause`` as the cause: its words outnumber every other cause's, and it is no
-    survey of causes (three or more named: an essay that names them all names none)."""
+    """Whether a conclusion names ``cause`` as the cause: its words occur more often than any other cause's, and it
+    is no survey (an essay that touches four causes or more names none)."""
     hits = cause_hits(text, fix_words)
-    named = [c for c, n in hits.items() if n]
-    return hits[cause] > 0 and all(hits[c] < hits[cause] for c in named if c != cause) and len(named) <= 2
+    return hits[cause] > 0 and all(n < hits[cause] for c, n in hits.items() if c != cause) \
+        and sum(1 for n in hits.values() if n) <= 3
 
 
 def _states(value: str, text: str, quoted: Any) -> bool:
