@@ -141,3 +141,22 @@ def test_another_exercises_short_word_counts_only_quoted() -> None:
     assert not cross_leaks(message, [rung])  # the word the question uses; which rung won turns with the run
     message["outcomes"][0]["message"] = "Exercise 12.2: off; the rung that helped is 'bf16'."
     assert cross_leaks(message, [rung])
+
+
+def test_a_right_answer_the_wrong_case_leaves_alone_may_be_named() -> None:
+    from lumikit.checks import CheckFailed, check, passed, wrong
+    from lumikit.checks.instructor.probe import try_wrong_answers
+
+    @check("99.4", wrong("the job kept as it was", fixed=lambda a: "broken"), wrong("another field", field="nodes"))
+    def fields(field, fixed):
+        if field != "cpus_per_task":
+            raise CheckFailed("99.4", "that field is not at fault")
+        if fixed != "good":
+            raise CheckFailed("99.4", f"the fixed job is still rejected: {field} is over the limit")
+        return passed("99.4")
+
+    solution = '# Exercise 99.4: Which field is at fault (`field`)? Fix it (`fixed`).\nfield = p[0].cpus_per_task\n' \
+               'fixed = "good"\n'
+    report = try_wrong_answers("fields(field, fixed)", {"fields": fields, "field": "cpus_per_task",
+                                                         "fixed": "good"}, solution)
+    assert report.leaks == 0  # the field is the learner's own right answer to the first part
