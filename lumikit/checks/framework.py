@@ -255,9 +255,9 @@ def _number_mistake(value: float, expected: float, rel: float, what: str = "") -
     if math.isclose(value, 1 / expected, rel_tol=tol) and not math.isclose(abs(expected), 1, rel_tol=0.2):
         return "the ratio upside down: which quantity goes on top?"
     if math.isclose(value, expected - 1, rel_tol=tol, abs_tol=1e-9) and abs(expected) > 0.2:
-        return "the extra part (ratio minus 1) where the ratio itself is asked"
+        return "only the extra part (how much more) where the ratio itself is asked"
     if math.isclose(value, expected + 1, rel_tol=tol, abs_tol=1e-9) and abs(expected) < 5:
-        return "the whole ratio where only the extra part (ratio minus 1) is asked"
+        return "the whole ratio where only its extra part (how much more) is asked"
     return None
 
 

@@ -59,7 +59,7 @@ def _with_schedule(job: JobSpec, schedule: str) -> JobSpec:
              "start-up", job=lambda a: _with_schedule(a.job, _schedule(profile_target()[1][0] - 1, 0)),
              mentions="warm"),
        wrong("no profile_steps: the run goes on after the last recorded step",
-             job=lambda a: a.job.with_(profile_steps=None), mentions="profile_steps"),
+             job=lambda a: a.job.with_(profile_steps=None), mentions="does not stop"),
        wrong("every rank profiled", job=lambda a: a.job.with_(profile_ranks=())),
        wrong("records one step early (steps counted from 0)",
              job=lambda a: _with_schedule(a.job, _schedule(profile_target()[1][0] - 3, 1))),

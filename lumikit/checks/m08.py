@@ -48,7 +48,7 @@ def _gcd_of(task: int, tasks_per_node: int):
 @check("08.1",
        wrong("the first mask of the list (task 0's)", answer=lambda a: _gcd_of(0, a.tasks_per_node).mask_hex),
        wrong("the bit of core `task`, as if the task number were a core",
-             answer=lambda a: hex(1 << task_to_study(a.tasks_per_node)), mentions="local task"),
+             answer=lambda a: hex(1 << task_to_study(a.tasks_per_node)), mentions="place on its own node"),
        wrong("a core range instead of a mask", answer=lambda a: "{}-{}".format(
            _gcd_of(task_to_study(a.tasks_per_node), a.tasks_per_node).cores[0],
            _gcd_of(task_to_study(a.tasks_per_node), a.tasks_per_node).cores[-1]), mentions="hexadecimal"))

@@ -420,13 +420,6 @@ def check_gpu_visibility(visibility_run: ShellResult | str | None, nodes: int | 
     if len(hosts) < (nodes or 2):
         raise CheckFailed("08.T1", "the tasks ran on too few nodes", expected=nodes, found=sorted(hosts),
                           hint="ask for --nodes=2.")
-    per_host = {host: sum(1 for _, h, _ in lines if h == host) for host in hosts}
-    if tasks_per_node and any(n != tasks_per_node for n in per_host.values()):
-        raise CheckFailed("08.T1", "the nodes do not each run the tasks per node the question asks for",
-                          found=dict(sorted(per_host.items())),
-                          mistake="one task per node: a run of fewer tasks, or two runs pasted together"
-                          if set(per_host.values()) == {1} else None,
-                          hint="one job, with its tasks per node and one GPU per task.")
     seen: dict[str, set[str]] = {}
     for rank, host, devices in lines:
         listed = [d for d in devices.split(",") if d]
@@ -437,4 +430,11 @@ def check_gpu_visibility(visibility_run: ShellResult | str | None, nodes: int | 
         if listed[0] in seen.setdefault(host, set()):
             raise CheckFailed("08.T1", f"two ranks on {host} see the same GPU {listed[0]}")
         seen[host].add(listed[0])
+    per_host = {host: sum(1 for _, h, _ in lines if h == host) for host in hosts}
+    if tasks_per_node and any(n != tasks_per_node for n in per_host.values()):
+        raise CheckFailed("08.T1", "the nodes do not each run the tasks per node the question asks for",
+                          found=dict(sorted(per_host.items())),
+                          mistake="one task per node: a run of fewer tasks, or two runs pasted together"
+                          if set(per_host.values()) == {1} else None,
+                          hint="one job, with its tasks per node and one GPU per task.")
     return passed("08.T1", f"{len(lines)} ranks on {len(hosts)} nodes, one GPU each")

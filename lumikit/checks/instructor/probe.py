@@ -123,7 +123,9 @@ def try_wrong_answers(source: str, namespace: Mapping[str, Any], solution: str =
             outcome = _judge(info.exercise, case.why, case.mentions, func, arguments)
             given = list(replaced.values())  # answers the case leaves alone are right: showing them tells nothing
             found = [str(f) for n, v in solution.items() if n in replaced for f in leaks(outcome.message, v, given)]
-            kept = " ".join(str(v) for n, v in solution.items() if n not in replaced)  # right answers, known
+            # the right answers the case leaves alone, and what the learner wrote (a field of their own job spec, a
+            # key of their own dict), may be named
+            kept = " ".join([str(v) for n, v in solution.items() if n not in replaced] + [repr(v) for v in given])
             found += ([str(f) for f in leaks_for(without_echoes(outcome.message, given),
                                                  replace(cell, stated=f"{cell.stated}\n{kept}"))]
                       if cell and outcome.rejected else [])
