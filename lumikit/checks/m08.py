@@ -36,8 +36,10 @@ def _mask_value(exercise: str, answer: object, what: str) -> int:
 
 
 def task_to_study(tasks_per_node: int = 8) -> int:
-    """Exercise 08.1's task: one on the second node of a 2-node job (not its first), chosen for this learner."""
-    return pick("08.1", range(tasks_per_node + 1, 2 * tasks_per_node))
+    """Exercise 08.1's task: one on the second node of a 2-node job (not its first), chosen for this learner, and
+    never one where a wrong method gives the right GCD (task 15: ``15 // 2`` is ``15 % 8``)."""
+    tasks = [t for t in range(tasks_per_node + 1, 2 * tasks_per_node) if t // 2 != t % tasks_per_node]
+    return pick("08.1", tasks or range(tasks_per_node + 1, 2 * tasks_per_node))
 
 
 def _gcd_of(task: int, tasks_per_node: int):
@@ -47,6 +49,8 @@ def _gcd_of(task: int, tasks_per_node: int):
 
 @check("08.1",
        wrong("the first mask of the list (task 0's)", answer=lambda a: _gcd_of(0, a.tasks_per_node).mask_hex),
+       wrong("the GCD of task // 2, as if two tasks shared a GCD",
+             answer=lambda a: load_site("lumi").node.gcd(task_to_study(a.tasks_per_node) // 2).mask_hex),
        wrong("the bit of core `task`, as if the task number were a core",
              answer=lambda a: hex(1 << task_to_study(a.tasks_per_node)), mentions="place on its own node"),
        wrong("a core range instead of a mask", answer=lambda a: "{}-{}".format(

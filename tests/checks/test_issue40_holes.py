@@ -203,3 +203,13 @@ def test_08_t1_one_task_per_node_pasted_fails() -> None:
     pasted = "0 nid005001 ROCR_VISIBLE_DEVICES=0\n1 nid005002 ROCR_VISIBLE_DEVICES=0\n"
     fails(terminal.check_gpu_visibility, pasted, nodes=2, tasks_per_node=2, match="one task per node")
     declares(terminal.check_gpu_visibility, "one task per node")
+
+
+def test_08_1_no_learner_gets_a_task_where_task_over_2_is_its_local_task(monkeypatch) -> None:
+    from lumikit.checks import m08
+
+    for learner in range(40):
+        monkeypatch.setenv("LUMIKIT_SEED", f"learner-{learner}")
+        task = m08.task_to_study(8)
+        assert 9 <= task <= 15 and task // 2 != task % 8
+    declares(m08.check_task_mask, "task // 2")
