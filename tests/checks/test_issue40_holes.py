@@ -213,3 +213,9 @@ def test_08_1_no_learner_gets_a_task_where_task_over_2_is_its_local_task(monkeyp
         task = m08.task_to_study(8)
         assert 9 <= task <= 15 and task // 2 != task % 8
     declares(m08.check_task_mask, "task // 2")
+
+
+def test_no_seed_starves_gcd_0() -> None:
+    from lumikit.checks.datasets import starved_gcd
+
+    assert all(starved_gcd("04", seed=f"learner-{i}") != 0 for i in range(60))
