@@ -27,12 +27,26 @@ def test_warmup_cost():
                                      steps=steps) == 3
 
 
-def test_mfu_for_the_precision_used():
+@pytest.mark.parametrize("learner", ["ada", "bob", "cy", "dee", "eve", "fay"])
+def test_mfu_for_the_precision_used(learner, monkeypatch):
+    monkeypatch.setenv("LUMIKIT_SEED", learner)
     run = m05.precision_run()
-    peak = load_site("lumi").hardware["gcd_peak_tflops"]["bf16"] * 1e12
+    peak = load_site("lumi").hardware["gcd_peak_tflops"][run["precision"]] * 1e12
     mfu = run["flops_per_step"] / run["step_s"] / peak
     assert 0.1 < mfu < 0.6
     assert assert_wrong_answers_fail(m05.check_mfu_for_precision, mfu=mfu, run=run) == 3
+    assumed = run["flops_per_step"] / run["step_s"] / (load_site("lumi").hardware["gcd_peak_tflops"]["bf16"] * 1e12)
+    if run["precision"] != "bf16":  # issue 40: the precision is read, not assumed
+        with pytest.raises(CheckFailed):
+            m05.check_mfu_for_precision(assumed, run)
+
+
+def test_both_precisions_are_dealt(monkeypatch):
+    seen = set()
+    for i in range(30):
+        monkeypatch.setenv("LUMIKIT_SEED", f"learner-{i}")
+        seen.add(m05.precision_run()["precision"])
+    assert seen == set(m05.P1_PRECISIONS)
 
 
 def test_snapshot_peak(tmp_path):
