@@ -345,6 +345,8 @@ def _holds(claim: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[s
              claim=lambda a: {**a.claim, "after": a.claim["after"].median}, mentions="single number"),
        wrong("a fix that the run did not apply", claim=lambda a: {**a.claim, "fix": "--model-size small"},
              mentions="what your fixed run changed"),
+       wrong("no profile reading: a fix found by sweeping the options",
+             claim=lambda a: {k: v for k, v in a.claim.items() if k != "evidence"}, mentions="profile reading"),
        wrong("before and after swapped", claim=lambda a: {**a.claim, "before": a.claim["after"],
                                                           "after": a.claim["before"]}, mentions="not that run's"))
 def check_claim(claim: Mapping[str, Any] | None, before_dir: object, after_dir: object) -> Passed:
@@ -379,7 +381,20 @@ def check_claim(claim: Mapping[str, Any] | None, before_dir: object, after_dir: 
     if not good:
         raise CheckFailed("11.3", CLAIM_FAILS, hint="which operators fill the largest phase, and what makes them "
                                                     "run there?")
+    _expect_evidence(claim, before_dir)  # a claim that holds, found without the profile, still fails
     return passed("11.3", f"the claim holds: {sentence} ({used} of your {RUN_BUDGET} runs)")
+
+
+def _expect_evidence(claim: Mapping[str, Any], before_dir: object) -> None:
+    """A claim holds only with the measurement made before the fix: the first run's profile reading (the phase with
+    the largest share of its recorded steps), read from that run's own trace."""
+    shares = _phase_shares(Path(getattr(before_dir, "path", before_dir)), "11.3")  # type: ignore[arg-type]
+    evidence = claim.get("evidence")
+    if evidence is None or str(evidence).strip().lower() != max(shares, key=shares.get):
+        raise CheckFailed("11.3", "the claim does not carry the first run's profile reading",
+                          found=evidence, mistake="a fix found by trying options: without the profile read before "
+                                                  "the fix, the claim names no measured cause",
+                          hint="the phase of the first run's profile with the largest share, as you measured it.")
 
 
 def _other_cause(before_dir: object) -> str:

@@ -5,6 +5,7 @@ right fix, and a fix that does not touch the cause."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -45,7 +46,9 @@ def _rate(run, label):
 
 
 def _claim(before, after, cause="d", fix="--batch-size 16"):
-    return {"cause": cause, "fix": fix, "before": _rate(before, "before"), "after": _rate(after, "after")}
+    shares = m11._phase_shares(Path(before), "11.3")  # the first run's profile reading (its 11.2)
+    return {"cause": cause, "fix": fix, "before": _rate(before, "before"), "after": _rate(after, "after"),
+            "evidence": max(shares, key=shares.get)}
 
 
 def test_the_first_runs_throughput_is_checked_against_its_metrics(runs) -> None:
@@ -112,6 +115,19 @@ def test_mistakes_of_form_are_named(runs) -> None:
     with pytest.raises(CheckFailed, match="letters"):
         m11.check_claim({**claim, "cause": "the batch"}, before, after)
     assert m11.parse_fix({"batch_size": 16}) == m11.parse_fix("--batch-size=16") == {"batch_size": "16"}
+
+
+def test_a_claim_without_the_first_runs_profile_reading_does_not_pass(runs) -> None:
+    """Issue 40: sweeping the fix options without a profile passed 11.3; the claim now carries the profile reading."""
+    before, after, _ = runs
+    claim = _claim(before, after)
+    assert m11.check_claim(claim, before, after)
+    without = {k: v for k, v in claim.items() if k != "evidence"}
+    with pytest.raises(CheckFailed, match="profile reading.*trying options"):
+        m11.check_claim(without, before, after)
+    other = next(p for p in m11.PHASES if p != claim["evidence"])
+    with pytest.raises(CheckFailed, match="profile reading"):
+        m11.check_claim({**claim, "evidence": other}, before, after)
 
 
 def test_the_budget_is_counted_from_the_cases_run_folders_and_enforced(runs, tmp_path) -> None:
