@@ -154,7 +154,7 @@ visibility_run = None
 raise NotImplementedError("Exercise 08.T1: write your answer above, then delete this line")
 
 # %% tags=["check"]
-terminal_checks.check_gpu_visibility(visibility_run, nodes=2)
+terminal_checks.check_gpu_visibility(visibility_run, nodes=2, tasks_per_node=tasks_per_node)
 
 # %% tags=["exercise"]
 # Exercise 08.S1: A task runs with ROCR_VISIBLE_DEVICES=4,5 and HIP_VISIBLE_DEVICES=1. How many devices does

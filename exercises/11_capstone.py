@@ -128,8 +128,9 @@ print(marked.head(8).round(3).to_string())
 # %% tags=["exercise"]
 # Exercise 11.3: Fix it: launch the fixed run (`after = start("capstone-after", <the option and its value>)`),
 # measure its throughput as you measured the first, and state your claim in `claim`: {"cause": <a letter of
-# checks.CAUSES>, "fix": "<the option you changed and its value>", "before": <Measured>, "after": <Measured>}.
-# The check judges the whole claim against both runs.
+# checks.CAUSES>, "fix": "<the option you changed and its value>", "before": <Measured>, "after": <Measured>,
+# "evidence": <the phase of the first run's profile that takes the largest share (your 11.2)>}. The check judges the
+# whole claim against both runs; a claim without the first run's profile reading does not pass.
 warm = None
 settings = None
 operators = None

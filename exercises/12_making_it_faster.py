@@ -52,7 +52,7 @@ bf16_outcome = None
 raise NotImplementedError("Exercise 12.q2: write your answer above, then delete this line")
 
 # %% tags=["check"]
-checks.check_bf16_outcome(bf16_outcome, bf16_prediction, measured=rates)
+checks.check_bf16_outcome(bf16_outcome, bf16_prediction, measured=ladder_run)
 
 # %% tags=["exercise"]
 # Exercise 12.1: Which rung gained most over the rung above it (ratio of median samples/s), and is that gain beyond the noise of your repeats? Store the rung's name in `helped_most` and True or False in `beyond_noise`.
@@ -64,19 +64,20 @@ beyond_noise = None
 raise NotImplementedError("Exercise 12.1: write your answer above, then delete this line")
 
 # %% tags=["check"]
-checks.check_helped_most(helped_most, beyond_noise, ladder)
+checks.check_helped_most(helped_most, beyond_noise, ladder_run)
 
 # %% tags=["exercise"]
 # Exercise 12.2: What is the bf16 rung's MFU (0-1) against one LUMI GCD's peak for the precision it ran in? Store it in `mfu_bf16`.
 bf16_row = None
 steps_per_s = None
+peak_name = None
 mfu_bf16 = None
 # Your answer replaces each None; then delete the `raise` line below.
 # Stuck? from lumikit.checks import hint; hint("12.2")
 raise NotImplementedError("Exercise 12.2: write your answer above, then delete this line")
 
 # %% tags=["check"]
-checks.check_rung_mfu(mfu_bf16, ladder)
+checks.check_rung_mfu(mfu_bf16, ladder_run)
 
 # %%
 checks.MORE_BATCH  # the question and its options

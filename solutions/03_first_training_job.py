@@ -71,8 +71,8 @@ checks.check_resume(continued_at, steps_trained, first_steps, resumed_steps)
 # %% tags=["solution"]
 # Exercise 03.3: On LUMI this job would get `--time=0:15:00`. Keeping 60 s for start-up and the last checkpoint,
 # how many whole steps at the warm step time of 03.1 fit? Store the number in `steps_that_fit`.
-# Hint: the time limit, less a reserve, has room for a whole number of warm steps; a step that does not finish does not count.
-# Tool: `parse_time` (lumikit.jobs) turns a Slurm time into seconds; `math.floor`.
+# Hint: what else must the time limit leave room for, and what becomes of a step that would not finish in time?
+# Tool: `parse_time` (lumikit.jobs) turns a Slurm time into seconds; take the reserve off, divide by the warm step time and round down (`math.floor`).
 steps_that_fit = math.floor((parse_time("0:15:00") - 60) / warm_step_s)
 print(f"{parse_time('0:15:00') - 60} s / {warm_step_s * 1000:.1f} ms per step -> {steps_that_fit:,} steps")
 

@@ -307,6 +307,7 @@ checks.check_cache_env(cache_env, project)
 # %% tags=["solution"]
 # Exercise 05.W2: How many seconds did the first step cost beyond a steady step? Store it in `search_s`.
 # Hint: the later steps are steady; compare the first with their median.
+# Tool: `statistics.median` of the later steps, subtracted from the first step.
 import statistics
 
 search_s = warmup[0] - statistics.median(warmup[1:])
@@ -333,6 +334,7 @@ print(run_numbers, load_site("lumi").hardware["gcd_peak_tflops"])
 # %% tags=["solution"]
 # Exercise 05.P1: What was the run's MFU (0-1)? Store it in `mfu`.
 # Hint: MFU compares the arithmetic a step does per second with what one GCD could do at the precision the run used.
+# Tool: FLOPs per step / step time / the peak of the run's precision: the site profile's `gcd_peak_tflops` table (`load_site("lumi").hardware`), in TFLOPS.
 peaks = load_site("lumi").hardware["gcd_peak_tflops"]
 mfu = run_numbers["flops_per_step"] / run_numbers["step_s"] / (peaks[run_numbers["precision"]] * 1e12)
 
@@ -382,6 +384,7 @@ print(load_memory(snapshot_path).describe())
 # %% tags=["solution"]
 # Exercise 05.M1: What was the peak of live allocated bytes in the snapshot? Store it (an int, bytes) in `peak_bytes`.
 # Hint: the peak is a moment in the history, not what the segments hold at the end.
+# Tool: lumikit's `load_memory(path).peak()` (its `bytes`) follows allocations and frees over time.
 peak_bytes = load_memory(snapshot_path).peak()["bytes"]
 
 # %% tags=["check"]

@@ -37,8 +37,8 @@ checks.check_top_kernel_class(top_class, analyzer.get_kernel_breakdown(), rank=0
 
 # %% tags=["solution"]
 # Exercise 06.2: Which rank is the straggler, and how long (µs per step) do the other ranks wait for it? Store them in `straggler` and `wait_us`.
-# Hint: the straggler arrives last at each all-reduce, so it waits there least; the others wait the difference.
-# Tool: the analyzer's straggler table (its `mean_comm_us` column).
+# Hint: the straggler arrives last at each all-reduce: what does that do to its own wait there, and to the others'?
+# Tool: the analyzer's straggler table: the mean of the other ranks' `mean_comm_us` minus the straggler's.
 stragglers = analyzer.get_stragglers()
 straggler = int(stragglers.loc[stragglers["straggler_steps"].idxmax(), "rank"])
 others = stragglers[stragglers["rank"] != straggler]

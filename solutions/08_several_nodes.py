@@ -43,7 +43,7 @@ print(rccl_transport(rccl_log).describe())
 # %% tags=["solution"]
 # Exercise 08.1: In `two_nodes` (2 nodes x 8 tasks), which CPU mask does your task (SLURM_PROCID=`task`, printed above) get? Store the mask string (like '0x00fe000000000000') in `mask_task`.
 # Hint: masks depend on the task's place on its node, and every node repeats the same list.
-# Tool: `cpu_masks(two_nodes, site)` lists one node's masks.
+# Tool: `cpu_masks(two_nodes, site)` lists one node's masks; a task's place on its node is `task % tasks_per_node`.
 local_id = task % two_nodes.ntasks_per_node
 mask_task = cpu_masks(two_nodes, site)[local_id]
 print(f"task {task} = node 1, local id {local_id} -> GCD {local_id} -> {mask_task}")
@@ -160,7 +160,7 @@ visibility_run = sh(f"srun --partition={partition} --nodes=2 --ntasks-per-node={
                     f"--time=1 bash -c '{report}' | sort -n", cluster, timeout=200)
 
 # %% tags=["check"]
-terminal_checks.check_gpu_visibility(visibility_run, nodes=2)
+terminal_checks.check_gpu_visibility(visibility_run, nodes=2, tasks_per_node=tasks_per_node)
 
 # %% tags=["solution"]
 # Exercise 08.S1: A task runs with ROCR_VISIBLE_DEVICES=4,5 and HIP_VISIBLE_DEVICES=1. How many devices does

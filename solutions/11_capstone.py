@@ -99,8 +99,8 @@ phases.div(1000).round(1)
 # %% tags=["solution"]
 # Exercise 11.2: Which phase takes the largest share of the recorded steps (`largest_phase`), and what share (0-1)
 # of their time (`largest_share`)?
-# Hint: sum each phase over the recorded steps, then divide by the steps' total.
-# Tool: the `phases` table above: its `<phase>_us` columns and `dur_us`.
+# Hint: a share is of the recorded steps' own time, taken over all of them: one step can mislead.
+# Tool: the `phases` table above: sum each `<phase>_us` column and divide by the sum of `dur_us`.
 shares = {p: phases[f"{p}_us"].sum() / phases["dur_us"].sum() for p in ("data", "forward", "backward", "optimizer",
                                                                          "other")}
 largest_phase = max(shares, key=shares.get)
@@ -129,8 +129,9 @@ print(marked.head(8).round(3).to_string())
 # %% tags=["solution"]
 # Exercise 11.3: Fix it: launch the fixed run (`after = start("capstone-after", <the option and its value>)`),
 # measure its throughput as you measured the first, and state your claim in `claim`: {"cause": <a letter of
-# checks.CAUSES>, "fix": "<the option you changed and its value>", "before": <Measured>, "after": <Measured>}.
-# The check judges the whole claim against both runs.
+# checks.CAUSES>, "fix": "<the option you changed and its value>", "before": <Measured>, "after": <Measured>,
+# "evidence": <the phase of the first run's profile that takes the largest share (your 11.2)>}. The check judges the
+# whole claim against both runs; a claim without the first run's profile reading does not pass.
 # Hint: the operators inside the largest phase, the wait for batches, and the log's settings each point somewhere;
 # the cause is the one your evidence points to, and the fix removes it without touching the rest.
 # Tool: `compare(after_rate, before_rate).sentence(unit="samples/s")` says whether it is beyond the noise.
@@ -157,7 +158,7 @@ after = start("capstone-after", *fix.split())
 print(mode_line(), "->", after.wait(timeout=checks.WAIT_S, progress=False), after.path)
 after_rate = measured("after", after.metrics().steps["samples_per_s"].tolist()[2:-1])
 print(compare(after_rate, before_rate).sentence(unit="samples/s", higher="faster", lower="slower"))
-claim = {"cause": cause, "fix": fix, "before": before_rate, "after": after_rate}
+claim = {"cause": cause, "fix": fix, "before": before_rate, "after": after_rate, "evidence": largest_phase}
 
 # %% tags=["check"]
 checks.check_claim(claim, before.path, after)

@@ -50,7 +50,7 @@ print(bf16_vs_fp32.sentence(unit="samples/s", fmt="{:.1f}"))
 bf16_outcome = "b" if bf16_vs_fp32.within_noise else "a" if bf16_vs_fp32.ratio > 1 else "c"
 
 # %% tags=["check"]
-checks.check_bf16_outcome(bf16_outcome, bf16_prediction, measured=rates)
+checks.check_bf16_outcome(bf16_outcome, bf16_prediction, measured=ladder_run)
 
 # %% tags=["solution"]
 # Exercise 12.1: Which rung gained most over the rung above it (ratio of median samples/s), and is that gain beyond the noise of your repeats? Store the rung's name in `helped_most` and True or False in `beyond_noise`.
@@ -62,18 +62,19 @@ beyond_noise = not steps[helped_most].within_noise
 print(steps[helped_most].sentence(unit="samples/s", fmt="{:.1f}"))
 
 # %% tags=["check"]
-checks.check_helped_most(helped_most, beyond_noise, ladder)
+checks.check_helped_most(helped_most, beyond_noise, ladder_run)
 
 # %% tags=["solution"]
 # Exercise 12.2: What is the bf16 rung's MFU (0-1) against one LUMI GCD's peak for the precision it ran in? Store it in `mfu_bf16`.
 # Hint: model FLOPs per second = FLOPs per step x steps per second; a step is one batch of samples.
-# Tool: `ladder["step_flops"]`, `ladder["batch_size"]`, the rung's `samples_per_s["median"]`, and `load_site("lumi").hardware["gcd_peak_tflops"]`.
+# Tool: `ladder["step_flops"]`, `ladder["batch_size"]`, the rung's `samples_per_s["median"]` and `precision` (a CPU without 16-bit matrix instructions runs the rung in fp32, whose peak is `fp32_matrix`), and `load_site("lumi").hardware["gcd_peak_tflops"]`.
 bf16_row = next(row for row in ladder["rungs"] if row["rung"] == "bf16")
 steps_per_s = bf16_row["samples_per_s"]["median"] / ladder["batch_size"]
-mfu_bf16 = ladder["step_flops"] * steps_per_s / (load_site("lumi").hardware["gcd_peak_tflops"]["bf16"] * 1e12)
+peak_name = {"fp32": "fp32_matrix"}.get(bf16_row["precision"], bf16_row["precision"])  # the precision it ran in
+mfu_bf16 = ladder["step_flops"] * steps_per_s / (load_site("lumi").hardware["gcd_peak_tflops"][peak_name] * 1e12)
 
 # %% tags=["check"]
-checks.check_rung_mfu(mfu_bf16, ladder)
+checks.check_rung_mfu(mfu_bf16, ladder_run)
 
 # %%
 checks.MORE_BATCH  # the question and its options

@@ -39,7 +39,8 @@ def _layout(topic: str, seed: str, avoid: int | None) -> dict[int, int]:
         rng.shuffle(packages)
         flips = [rng.randrange(2) for _ in range(4)]
         mapping = {2 * p + r: 2 * packages[p] + (r ^ flips[p]) for p in range(4) for r in range(2)}
-        if mapping[BASE_STARVED] != avoid and mapping[BASE_STARVED] != BASE_STARVED:
+        # never GCD 0: a stub's 0, and "counted from 1" landing on its package neighbour, would pass or look right
+        if mapping[BASE_STARVED] not in (avoid, BASE_STARVED, 0):
             return mapping
 
 

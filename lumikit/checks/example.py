@@ -30,21 +30,21 @@ def check_gcd_count(answer: int | None) -> Passed:
     """Exercise 00.1: how many GCDs (what PyTorch calls GPUs) does one LUMI-G node have?"""
     node = load_site("lumi").node
     expect_type("00.1", answer, int, what="the number of GCDs on one LUMI-G node",
-                hint="the answer is a whole number; look at `load_site('lumi').node.gcds`.")
+                hint="a whole number: count what one node holds, not what one package holds.")
     expect_equal("00.1", answer, node.gcd_count, what="the number of GCDs on one LUMI-G node",
-                 hint="each MI250X package holds two GCDs; count the packages with `node.packages()`.")
+                 hint="each MI250X package holds two GCDs: how many packages has a node?")
     return passed("00.1", f"{node.gcd_count} GCDs, two per MI250X package")
 
 
 @check("00.2",
        wrong("keeps the warm-up step in the mean", answer=lambda a: sum(a.step_times) / len(a.step_times)),
-       wrong("the first step's time", answer=lambda a: a.step_times[0], mentions="drop the first step"))
+       wrong("the first step's time", answer=lambda a: a.step_times[0], mentions="warm-up"))
 def check_mean_step_time(answer: float | None, step_times: Sequence[float]) -> Passed:
     """Exercise 00.2: the mean of the measured step times, leaving out the first (warm-up) step."""
     steady = list(step_times)[1:]
     expected = sum(steady) / len(steady)
     expect_close("00.2", answer, expected, rel=0.02, what="the mean step time without the warm-up step (s)",
-                 hint="drop the first step (`step_times[1:]`), then average the rest.")
+                 hint="the first step includes the warm-up: a typical step leaves it out.")
     return passed("00.2", f"{expected:.3f} s per step once warm")
 
 

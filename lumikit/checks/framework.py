@@ -145,14 +145,48 @@ def plain(value: Any) -> Any:
         return value
 
 
+def plain_items(found: Any) -> list[Any] | None:
+    """A collection a learner may give as a list, tuple, set, numpy array (one dimension) or pandas Series/Index,
+    as a list of plain values (a set sorted); None for anything else (a string, a number, a 2-d array)."""
+    if isinstance(found, (list, tuple)):
+        return [plain(v) for v in found]
+    if isinstance(found, (set, frozenset)):
+        return sorted((plain(v) for v in found), key=repr)
+    module = type(found).__module__.split(".")[0]
+    if module in ("numpy", "pandas") and getattr(found, "ndim", None) == 1 and hasattr(found, "tolist"):
+        return [plain(v) for v in found.tolist()]
+    return None
+
+
+def plain_mapping(found: Any) -> dict[Any, Any] | None:
+    """A mapping a learner may give as a dict or a pandas Series (its index as keys), as a plain dict; else None."""
+    from collections.abc import Mapping
+
+    if isinstance(found, Mapping):
+        return {plain(k): plain(v) for k, v in found.items()}
+    if type(found).__module__.split(".")[0] == "pandas" and getattr(found, "ndim", None) == 1:
+        return {plain(k): plain(v) for k, v in found.items()}
+    return None
+
+
+def expect_set(exercise: str, found: Any, what: str, *, hint: str | None = None) -> None:
+    """Fail with "<what> is not set" when a field of an answer (a job's container, its nodes) is None: the learner
+    answered, so "no answer yet" would name the wrong mistake."""
+    if found is None:
+        raise CheckFailed(exercise, f"{what} is not set", found=None, hint=hint)
+
+
 def expect_equal(exercise: str, found: Any, expected: Any, *, what: str, hint: str | None = None,
-                 off_by_one: str | tuple[str, str] | None = None) -> Any:
+                 off_by_one: str | tuple[str, str] | None = None, field: bool = False) -> Any:
     """Fail unless ``found == expected`` (numpy numbers and surrounding spaces aside); returns ``found``.
 
     ``off_by_one`` names what a whole number one away means for this quantity: one text, or (one more, one less).
     Without it the failure names an off-by-one only for a numbering from 0 (a GCD, rank or sample index, told by
-    ``what``); on a count the generic "counted from 1" would name the wrong mistake, so none is named.
+    ``what``); on a count the generic "counted from 1" would name the wrong mistake, so none is named. ``field``:
+    ``found`` is a field of an answer given (a job's ``container``), so None is "not set", not "no answer yet".
     """
+    if field:
+        expect_set(exercise, found, what, hint=hint)
     expect_answer(exercise, found, what, hint=hint)
     value = plain(found)
     try:
@@ -185,9 +219,8 @@ def _whole_number_mistake(found: Any, expected: Any, what: str = "",
     words = what.lower()
     if not any(re.search(rf"\b{w}", words) for w in _NUMBERING) or re.search(r"\b(how many|number of|count)", words):
         return None
-    if int(found) > int(expected):
-        return "counted from 1 where the numbering starts at 0 (or the neighbouring one)"
-    return "the neighbouring one below: check which you took (the numbering starts at 0)"
+    # the same words either way: which side the answer lies on would hand it over
+    return "an off-by-one: a neighbouring index, or one counted from 1 where the numbering starts at 0"
 
 
 #: Factors that turn a right number into a typical wrong one, and the name of that mistake.
@@ -200,20 +233,31 @@ _FACTOR_MISTAKES = (
 )
 
 
-def _number_mistake(value: float, expected: float, rel: float) -> str | None:
-    """The kind of mistake a wrong number shows, when it is a typical one (a factor of 1000 or 100, upside down)."""
+#: Words of a ``what`` that make the number a ratio ("how many times"), which is neither a fraction nor a percentage.
+_RATIO = re.compile(r"speed-?up|how many times|\bratio\b|\bfactor\b|slowdown", re.IGNORECASE)
+
+
+def _number_mistake(value: float, expected: float, rel: float, what: str = "") -> str | None:
+    """The kind of mistake a wrong number shows, when it is a typical one (a factor of 1000 or 100, upside down).
+    For a ratio (a speed-up, ``what`` says), 100 times it is a percentage where "how many times" is asked."""
     tol = max(rel, 0.02)
     if expected == 0 or value == 0:
         return None
+    if _RATIO.search(what) and math.isclose(value, expected * 100, rel_tol=tol):
+        return "a percentage where a ratio (how many times) is asked"
+    if _RATIO.search(what) and math.isclose(value, (expected - 1) * 100, rel_tol=tol, abs_tol=1e-9):
+        return "the gain in percent where the ratio itself (how many times) is asked"
     for factor, mistake in _FACTOR_MISTAKES:
+        if _RATIO.search(what) and factor in (100.0, 1 / 100):
+            continue
         if math.isclose(value, expected * factor, rel_tol=tol):
             return mistake
     if math.isclose(value, 1 / expected, rel_tol=tol) and not math.isclose(abs(expected), 1, rel_tol=0.2):
         return "the ratio upside down: which quantity goes on top?"
     if math.isclose(value, expected - 1, rel_tol=tol, abs_tol=1e-9) and abs(expected) > 0.2:
-        return "the extra part (ratio minus 1) where the ratio itself is asked"
+        return "only the extra part (how much more) where the ratio itself is asked"
     if math.isclose(value, expected + 1, rel_tol=tol, abs_tol=1e-9) and abs(expected) < 5:
-        return "the whole ratio where only the extra part (ratio minus 1) is asked"
+        return "the whole ratio where only its extra part (how much more) is asked"
     return None
 
 
@@ -234,13 +278,16 @@ def expect_close(exercise: str, found: Any, expected: float, *, what: str, rel: 
                           hint=hint) from None
     if not math.isclose(value, expected, rel_tol=rel, abs_tol=abs):
         raise CheckFailed(exercise, f"{what} is off", expected=expected, found=value, hint=hint,
-                          mistake=_number_mistake(value, float(expected), rel))
+                          mistake=_number_mistake(value, float(expected), rel, what))
     return value
 
 
-def expect_in(exercise: str, found: Any, allowed: Iterable[Any], *, what: str, hint: str | None = None) -> Any:
+def expect_in(exercise: str, found: Any, allowed: Iterable[Any], *, what: str, hint: str | None = None,
+              field: bool = False) -> Any:
     """Fail unless ``found`` is one of ``allowed``; returns the matching value as plain Python (a string stripped,
-    a numpy number as int or float)."""
+    a numpy number as int or float). ``field``: as for :func:`expect_equal`."""
+    if field:
+        expect_set(exercise, found, what, hint=hint)
     expect_answer(exercise, found, what, hint=hint)
     choices = list(allowed)
     try:
@@ -272,8 +319,8 @@ def expect_type(exercise: str, found: Any, types: type | tuple[type, ...], *, wh
     accepted = tuple(_NUMBER_TYPES.get(t, t) for t in wanted)
     numeric = any(t in _NUMBER_TYPES for t in wanted) and bool not in wanted
     if not isinstance(found, accepted) or (numeric and isinstance(found, bool)):
-        names = " or ".join(t.__name__ for t in wanted)
-        raise CheckFailed(exercise, f"{what} has the wrong type: a {type(found).__name__}, where a {names} is asked",
+        names = " or ".join(_type_words(t) for t in wanted)
+        raise CheckFailed(exercise, f"{what} has the wrong type: {_type_words(type(found))}, where {names} is asked",
                           expected=_Described(f"type {names}"), found=found, hint=hint)
     return found
 
@@ -290,6 +337,21 @@ def switched_on(value: Any, tool: str) -> bool:
     if tool == "python":
         return bool(text)
     return text.lower() in ON_VALUES[tool]
+
+
+#: Types named in words a learner reads ("a whole number", not "a Integral" or "a int").
+_TYPE_WORDS = {int: "a whole number (int)", numbers.Integral: "a whole number (int)", float: "a number",
+               numbers.Real: "a number", str: "a string", bool: "True or False (a bool)", list: "a list",
+               tuple: "a tuple", dict: "a dict", set: "a set", type(None): "None"}
+
+
+def _type_words(kind: type) -> str:
+    """A type as a learner reads it, with its article: "a whole number (int)", "an ndarray", "a DataFrame"."""
+    if kind in _TYPE_WORDS:
+        return _TYPE_WORDS[kind]
+    name = kind.__name__
+    named = {"ndarray": "a numpy array", "Series": "a pandas Series", "DataFrame": "a pandas DataFrame"}
+    return named.get(name) or f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 class _Described(str):

@@ -16,13 +16,14 @@ from .. import bindings_modules
 from ..jobs import JobSpec
 from ..reference import load as load_reference
 from .framework import CheckFailed, Passed, _number_mistake, check, expect_type, passed, switched_on, wrong
+from .jobfields import expect_job_fields
 from .learner import rng_for
 
 def _close(exercise: str, found: float, want: float, *, rel: float, what: str, hint: str) -> None:
     """Fail, without saying the value wanted, unless ``found`` is within ``rel`` of ``want``."""
     if not math.isclose(float(found), want, rel_tol=rel):  # no "too high/too low": that would allow a search
         raise CheckFailed(exercise, f"{what} is off", found=float(found), hint=hint,
-                          mistake=_number_mistake(float(found), want, rel))
+                          mistake=_number_mistake(float(found), want, rel, what))
 
 
 # --- 08.S3: scaling efficiency ------------------------------------------------------------------------------------
@@ -77,7 +78,7 @@ def check_scaling_efficiency(efficiency_32: float | None, first_below_90: int | 
     expect_type("08.S3", efficiency_32, (int, float), what="the scaling efficiency at 32 GCDs")
     if efficiency_32 > 1.5:
         raise CheckFailed("08.S3", "an efficiency above 1 is a speed-up: it still has to be shared per GCD",
-                          hint="efficiency = images/s at N GCDs / (N x images/s at 1 GCD); 1.0 is perfect.")
+                          hint="efficiency compares N GCDs with N times one GCD; 1.0 is perfect.")
     _close("08.S3", efficiency_32, efficiency[32], rel=0.02, what="the scaling efficiency at 32 GCDs",
            hint="compare with N times the one-GCD rate, not with one node.")
     below = min((g for g, e in efficiency.items() if e < 0.9), default=None)
@@ -186,12 +187,15 @@ def task_sees(line: str) -> str:
        wrong("the $ left unescaped inside double quotes: every task gets the batch shell's value",
              srun_line=lambda a: a.srun_line.replace("\\$", "$"), mentions="batch script's shell"),
        wrong("escaped inside single quotes: the tasks get a backslash, not the variable",
-             srun_line=lambda a: "srun bash -c 'export RANK=\\$SLURM_PROCID LOCAL_RANK=\\$SLURM_LOCALID && "
+             srun_line=lambda a: "srun singularity exec $CONTAINER bash -c 'export RANK=\\$SLURM_PROCID "
+                                 "LOCAL_RANK=\\$SLURM_LOCALID && "
                                  "python train.py'", mentions="backslash"),
        wrong("the wrapper's variables escaped: run.sh then sets them to the text $SLURM_PROCID",
              wrapper=lambda a: a.wrapper.replace("$SLURM", "\\$SLURM"), mentions="run.sh"),
        wrong("a wrapper that never runs the command it is given",
              wrapper=lambda a: a.wrapper.replace('exec "$@"', "python train.py"), mentions='"$@"'),
+       wrong("srun without the container: the tasks run the host's Python",
+             srun_line=lambda a: a.srun_line.replace("singularity exec $CONTAINER ", ""), mentions="container"),
        wrong("the srun line sets no WORLD_SIZE", srun_line=lambda a: re.sub(r"\s*WORLD_SIZE=\S+", "", a.srun_line),
              mentions="WORLD_SIZE"),
        wrong("run.sh sets the variables without export: python never sees them",
@@ -207,6 +211,12 @@ def check_slurm_escaping(srun_line: str | None, wrapper: str | None) -> Passed:
         raise CheckFailed("08.S4", f"the batch script's shell expands ${early[0]} once, before srun starts the "
                                    f"tasks, so every task gets the same value",
                           hint="inside double quotes, protect the $ so that each task's shell expands it.")
+    outer = srun_line.split("bash -c", 1)[0]
+    if not (re.search(r"\b(?:singularity|apptainer)\s+(?:exec|run)\b", outer)
+            and re.search(r"\$\{?CONTAINER\b", outer)):
+        raise CheckFailed("08.S4", "the srun line does not run its tasks in the container",
+                          mistake="tasks started on the host: they run the host's Python, not the image's",
+                          hint="the question names the container the tasks run in.")
     inner = task_sees(srun_line)
     if not inner:
         raise CheckFailed("08.S4", "the srun line runs no `bash -c \"...\"` in which each task sets its rank",
@@ -229,11 +239,11 @@ def check_slurm_escaping(srun_line: str | None, wrapper: str | None) -> Passed:
                           ("WORLD_SIZE", ("SLURM_NPROCS", "SLURM_NTASKS"))):
         if not any(re.search(rf"\b{name}=\$\{{?{s}\b", code) for s in sources):
             raise CheckFailed("08.S4", f"run.sh does not set {name} from Slurm", hint="one export per variable.")
-        if not re.search(rf"^\s*export\s+(?:\w+=\S*\s+)*{name}\b", code, flags=re.M):
+        if not re.search(rf"(?:^|&&|;)\s*export\s+(?:\w+=\S*\s+)*{name}\b", code, flags=re.M):
             raise CheckFailed("08.S4", f"run.sh sets {name} for itself only: without export, the command it runs "
                                        "never sees it", hint="a variable reaches the programs a shell starts only "
                                                              "when it is exported.")
-    if not re.search(r'^\s*(exec|eval)\s+"\$@"', wrapper, flags=re.M):
+    if not re.search(r'(?:^|&&|;)\s*(?:(?:exec|eval)\s+)?"\$@"', code, flags=re.M):  # exec is better, not needed
         raise CheckFailed("08.S4", 'run.sh does not run the command it is given ("$@")',
                           hint="srun ... run.sh python train.py: the wrapper ends by running its arguments.")
     return passed("08.S4", "each task expands its own $SLURM_PROCID and $SLURM_LOCALID: in bash -c through the "
@@ -246,24 +256,29 @@ def check_slurm_escaping(srun_line: str | None, wrapper: str | None) -> Passed:
        wrong("the HIP runtime's log instead of MIOpen's", miopen_job=lambda a: a.miopen_job.with_(
            env={"AMD_LOG_LEVEL": "4"}), mentions="HIP runtime"),
        wrong("only MIOpen's log level, no API logging", miopen_job=lambda a: a.miopen_job.with_(
-           env={"MIOPEN_LOG_LEVEL": "6"}), mentions="MIOPEN_ENABLE_LOGGING"),
+           env={"MIOPEN_LOG_LEVEL": "6"}), mentions="logging on"),
        wrong("logging switched off", miopen_job=lambda a: a.miopen_job.with_(
-           env={"MIOPEN_ENABLE_LOGGING": "0", "MIOPEN_ENABLE_LOGGING_CMD": "1"}), mentions="MIOPEN_ENABLE_LOGGING"),
+           env={"MIOPEN_ENABLE_LOGGING": "0", "MIOPEN_ENABLE_LOGGING_CMD": "1"}), mentions="logging on"),
        wrong("the logging asked for on a CPU partition: no GCD, so MIOpen runs no convolution",
              miopen_job=lambda a: a.miopen_job.with_(partition="small", gpus_per_node=None, gpus_per_task=None),
-             mentions="no GCD"))
+             mentions="no GCD"),
+       wrong("standard-g with the node's 8 GCDs", miopen_job=lambda a: a.miopen_job.with_(
+           partition="standard-g", gpus_per_node=8), mentions="whole nodes"),
+       wrong("8 GCDs on small-g", miopen_job=lambda a: a.miopen_job.with_(gpus_per_node=8), mentions="GCDs"),
+       wrong("no time limit", miopen_job=lambda a: a.miopen_job.with_(time=None), mentions="time limit"))
 def check_miopen_logging(miopen_job: JobSpec | None) -> Passed:
     """Exercise 05.S4: a job whose MIOpen calls are logged (``MIOPEN_ENABLE_LOGGING=1``) with the MIOpenDriver
     command line of each (``MIOPEN_ENABLE_LOGGING_CMD=1``), so a slow convolution can be replayed alone."""
-    expect_type("05.S4", miopen_job, JobSpec, what="the job", hint="build it with `spec([...], env={...})`.")
+    expect_type("05.S4", miopen_job, JobSpec, what="the job", hint="a job spec, with the environment of the run.")
     env = dict(miopen_job.env)
     if not (miopen_job.gpus_per_node or miopen_job.gpus_per_task):
         raise CheckFailed("05.S4", "the job asks for no GCD, so MIOpen runs no convolution to log",
                           hint="MIOpen runs on the GPU: the job needs a GPU partition and a GCD.")
+    expect_job_fields("05.S4", miopen_job, partition="small-g", gcds=1, nodes=1, time="0:10:00")
     if not switched_on(env.get("MIOPEN_ENABLE_LOGGING"), "miopen"):
         extra = " (AMD_LOG_LEVEL is the HIP runtime's log)" if "AMD_LOG_LEVEL" in env else ""
-        raise CheckFailed("05.S4", f"MIOPEN_ENABLE_LOGGING does not switch MIOpen's logging on, so it logs none of "
-                                   f"its calls{extra}",
+        raise CheckFailed("05.S4", f"the job does not switch MIOpen's logging on, so it logs none of its calls"
+                                   f"{extra}",
                           hint="MIOpen's own variables start with MIOPEN_; the log level alone does not log calls.")
     if not switched_on(env.get("MIOPEN_ENABLE_LOGGING_CMD"), "miopen"):
         raise CheckFailed("05.S4", "the log will not show the MIOpenDriver command of each convolution",
@@ -292,7 +307,9 @@ BINDINGS_MODULES = bindings_modules.MODULES
              mentions="shell"),
        wrong("a --bind of an unrelated folder instead of the bindings module",
              shell_commands=lambda a: [c.replace("singularity shell", "singularity shell --bind /tmp")
-                                       for c in a.shell_commands if not c.startswith("module")], mentions="bind"))
+                                       for c in a.shell_commands if not c.startswith("module")], mentions="bind"),
+       wrong("a hand-written -B of /project and /scratch instead of the bindings module",
+             shell_commands=lambda a: ["singularity shell -B /project,/scratch $CONTAINER"], mentions="bind list"))
 def check_container_shell(shell_commands: Sequence[str] | None) -> Passed:
     """Exercise 02.S1: the commands, in order, that open an interactive shell in the PyTorch container with the
     bindings module that makes /project, /scratch and the system libraries visible inside."""
@@ -305,6 +322,11 @@ def check_container_shell(shell_commands: Sequence[str] | None) -> Passed:
                 if c.startswith("singularity"))
     if load is None and not binds:
         raise CheckFailed("02.S1", "nothing binds the host's folders: inside, /project and /scratch are missing",
+                          hint="LUMI's bindings module sets the binds for you; load it before the container.")
+    if load is None:
+        raise CheckFailed("02.S1", "no bindings module is loaded, as the question asks",
+                          mistake="a hand-written bind list: it misses the system libraries (libfabric, the Slurm "
+                                  "and Cray folders) the module binds",
                           hint="LUMI's bindings module sets the binds for you; load it before the container.")
     if load is not None and (use is None or use > load):
         raise CheckFailed("02.S1", "module load comes before module use, so Lmod cannot find the module",

@@ -60,6 +60,7 @@ def gcd_to_study() -> int:
        wrong("masks in core order, as if GCD i sat next to cores 8i+1 to 8i+7",
              masks=lambda a: sorted(_lumi().node.masks(), key=lambda m: int(m, 16)), mentions="GCD order"),
        wrong("one task per node instead of one per GCD", job=lambda a: a.job.with_(ntasks_per_node=1)),
+       wrong("no --cpus-per-task: one core per task", job=lambda a: a.job.with_(cpus_per_task=None), mentions="cores"),
        wrong("no CPU binding", job=lambda a: a.job.with_(cpu_bind=None), mentions="cpu_bind"),
        wrong("on small-g without a whole node: Slurm gives no masks",
              job=lambda a: a.job.with_(partition="small-g", exclusive=False)))
@@ -71,11 +72,19 @@ def check_full_node_job(job: JobSpec | None, masks: Sequence[str] | None) -> Pas
     expect_type("01.1", job, JobSpec, what=what_job,
                 hint="a job spec describes the whole request: its nodes, the GCDs and tasks on each, and how each "
                      "task is bound to cores.")
-    expect_equal("01.1", job.nodes, 2, what="the number of nodes", hint="the job spans as many nodes as the question asks for.")
-    expect_equal("01.1", job.gpus_per_node, n, what="GCDs per node (`gpus_per_node`)",
+    expect_equal("01.1", job.nodes, 2, field=True, what="the number of nodes",
+                 hint="the job spans as many nodes as the question asks for.")
+    expect_equal("01.1", job.gpus_per_node, n, field=True, what="GCDs per node",
                  hint="a full LUMI-G node: ask for all of its GCDs (the site profile counts them).")
-    expect_equal("01.1", job.ntasks_per_node, n, what="tasks per node (`ntasks_per_node`)",
+    expect_equal("01.1", job.ntasks_per_node, n, field=True, what="tasks per node",
                  hint="one task (process) per GCD.")
+    if job.cpus_per_task != node.cpus_per_gcd:
+        raise CheckFailed("01.1", "the cores given to each task are not the usable cores next to one GCD",
+                          found=job.cpus_per_task,
+                          mistake="one core per task (none given means 1)" if not job.cpus_per_task or
+                          job.cpus_per_task == 1 else "more cores than sit next to one GCD" if
+                          job.cpus_per_task > node.cpus_per_gcd else "fewer cores than sit next to one GCD",
+                          hint="each task should get every usable core next to its own GCD.")
     if job.cpu_bind != "auto":
         raise CheckFailed("01.1", "the CPU binding (`cpu_bind`) is not right", expected="auto", found=job.cpu_bind,
                           hint="let lumikit derive the masks from the site's GCD -> core map rather than write them.")
@@ -163,7 +172,7 @@ def check_rejected_job(bad_field: str | None, fixed: JobSpec | None, rejected: J
     node = site.node
     per_task = node.cpus_per_gcd * (fixed.gpus_per_node or 0) // max(1, fixed.ntasks_per_node or 1)
     if fixed.cpus_per_task != per_task:
-        raise CheckFailed("01.3", "`cpus_per_task` of the fixed job is not right", expected=per_task,
+        raise CheckFailed("01.3", "the cores per task of the fixed job are not right", expected=per_task,
                           found=fixed.cpus_per_task,
                           hint="LUMI accepts fewer cores too (none given means 1), but then each GCD's task leaves "
                                "cores idle: give each task every usable core next to its GCD.")
@@ -224,6 +233,7 @@ def _taskset(mask: object) -> int | None:
              rule_job=lambda a: a.rule_job.with_(gpus_per_task=1), mentions="gpus_per_task"),
        wrong("no --cpus-per-task: each rank gets one core", rule_job=lambda a: a.rule_job.with_(cpus_per_task=None)),
        wrong("no CPU binding", rule_job=lambda a: a.rule_job.with_(cpu_bind=None)),
+       wrong("two nodes where one is asked", rule_job=lambda a: a.rule_job.with_(nodes=2), mentions="one-node"),
        wrong("the mask of the next local rank's GCD",
              rank_mask=lambda a: f"{_lumi().node.gcd((rank_to_check() + 1) % _lumi().node.gcd_count).mask:x}"),
        wrong("cores 0-6, as if rank r sat on the first cores", rank_mask=lambda a: "7f"))
@@ -241,7 +251,10 @@ def check_rank_rule(rule_job: JobSpec | None, rank_mask: str | None) -> Passed:
     if rule_job.gpus_per_task is not None:
         raise CheckFailed("01.4", "the job asks GPUs per task (`gpus_per_task`)",
                           hint="with one GPU per task each rank sees one device, so set_device(LOCAL_RANK) fails "
-                               "from local rank 1 on: ask `gpus_per_node` for the node and let every rank see all.")
+                               "from local rank 1 on.")
+    if (rule_job.nodes or 1) != 1:
+        raise CheckFailed("01.4", "the job is not the one-node job asked for", found=rule_job.nodes,
+                          hint="the rule is the same on every node; the question asks for one.")
     if rule_job.gpus_per_node != node.gcd_count or rule_job.ntasks_per_node != node.gcd_count:
         raise CheckFailed("01.4", "the job is not one rank per GCD of a full node",
                           hint="as many tasks per node as GCDs per node, all of the node's GCDs.")

@@ -56,6 +56,27 @@ def _words(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _srun_option(argv: Sequence[str], name: str) -> str | None:
+    """The value srun takes for ``name`` (``--partition``): the last one among its options, before the command."""
+    value = None
+    for word in argv[1:]:
+        if not word.startswith("-"):
+            break
+        if word.startswith(name + "="):
+            value = word.split("=", 1)[1]
+    return value
+
+
+def _expect_option(exercise: str, argv: Sequence[str], name: str, wanted: str, what: str,
+                   mistakes: dict[str, str], hint: str) -> None:
+    """Fail unless srun takes ``wanted`` for option ``name``; ``mistakes`` names the kind of mistake a value shows
+    (``{"1": "one task per node"}``, ``"*"`` for any other), never the value wanted."""
+    found = _srun_option(argv, name)
+    if found != wanted:
+        raise CheckFailed(exercise, f"{what} of the command is not the one asked for", found=found or f"no {name}",
+                          mistake=mistakes.get(found or "", mistakes.get("*")), hint=hint)
+
+
 def _two_node_command(**changes: object) -> Command:
     """The 2-node container job of exercise 02.1 with ``changes``, rendered: material for its wrong answers."""
     site = _lumi()
@@ -71,6 +92,10 @@ def _two_node_command(**changes: object) -> Command:
        wrong("the image by its path: nothing activates its conda environment",
              command=lambda a: _two_node_command(container=_lumi().container("pytorch").path), mentions="conda"),
        wrong("no container at all", command=lambda a: _two_node_command(container=None)),
+       wrong("one task per node", command=lambda a: _two_node_command(ntasks_per_node=1), mentions="tasks per node"),
+       wrong("four GCDs per node", command=lambda a: _two_node_command(gpus_per_node=4),
+             mentions="GCDs per node"),
+       wrong("on small-g", command=lambda a: _two_node_command(partition="small-g"), mentions="partition"),
        wrong("the spec instead of the rendered command", command=lambda a: spec(["python", "train.py"], nodes=2)),
        wrong("a second --nodes=1 after --nodes=2: srun takes the last one", mentions="two nodes",
              command=lambda a: dataclasses.replace(a.command, argv=_with_last_option(a.command.argv, "--nodes=1"))))
@@ -86,6 +111,14 @@ def check_two_node_container(command: Command | None) -> Passed:
         raise CheckFailed("02.1", "the command does not ask for two nodes", expected="--nodes=2",
                           found=next((a for a in argv if a.startswith("--nodes=")), "no --nodes"),
                           hint="the job spans two nodes, and srun keeps the last `--nodes` on its line.")
+    _expect_option("02.1", argv, "--partition", "standard-g", "the partition",
+                   {"small-g": "a partition of shared nodes, where the question asks for whole ones"},
+                   "the question names the partition to use.")
+    _expect_option("02.1", argv, "--ntasks-per-node", "8", "the tasks per node",
+                   {"1": "one task per node: the other GCDs get no process"},
+                   "one task (process) per GCD on each node.")
+    _expect_option("02.1", argv, "--gpus-per-node", "8", "the GCDs per node",
+                   {"*": "part of each node: the question asks for all its GCDs"}, "every GCD of each node.")
     if container.path not in argv:
         raise CheckFailed("02.1", "the command does not run the site's PyTorch container",
                           expected=container.path, found=next((a for a in argv if a.endswith(".sif")), "no .sif image"),
@@ -145,14 +178,14 @@ def check_venv_python(answer: str | os.PathLike[str] | None, pyvenv_cfg: Mapping
                 hint="`venv/bin/python` is only a link: a path (a string) to where it leads.")
     home = pyvenv_cfg.get("home")
     if not home:
-        raise CheckFailed("02.3", "the pyvenv.cfg passed to the check has no `home` line",
+        raise CheckFailed("02.3", "the pyvenv.cfg passed to the check names no base interpreter",
                           hint="pass the parsed pyvenv.cfg of the venv made above.")
     path = Path(os.path.abspath(answer))
     if not _PYTHON_NAME.fullmatch(path.name):
         raise CheckFailed("02.3", f"{path.name} is not a python interpreter", found=str(answer),
                           mistake=("a helper script beside the interpreter (python3-config prints build flags; it "
                                    "runs no Python)" if path.name.startswith("python") else None),
-                          hint="the venv runs `python` (or `python3.X`) from pyvenv.cfg's `home`, not another tool.")
+                          hint="the interpreter itself (`python` or `python3.X`), not another tool.")
     if not path.is_file():
         raise CheckFailed("02.3", f"{path} does not exist or is not a file",
                           hint="give the path of an interpreter that exists: follow the link.")
@@ -160,8 +193,8 @@ def check_venv_python(answer: str | os.PathLike[str] | None, pyvenv_cfg: Mapping
     allowed = {Path(home), Path(home).resolve()}
     if folder not in allowed:
         raise CheckFailed("02.3", "that python is not the one the venv runs", expected=f"a python in {home}",
-                          found=str(answer), hint="`venv/bin/python` is only a link: the interpreter lives where "
-                                                  "pyvenv.cfg's `home` says (in the container, on LUMI).")
+                          found=str(answer), hint="`venv/bin/python` is only a link: the interpreter lives "
+                                                  "where the venv's configuration says (in the container, on LUMI).")
     return passed("02.3", f"the venv runs {Path(answer).name} from {home}")
 
 
@@ -185,6 +218,10 @@ def check_pins(pins: Sequence[str] | None, base_versions: Mapping[str, str]) -> 
                 hint="one string per package.")
     parsed = []
     for line in pins:
+        bounded = _bounded_pin(str(line))
+        if bounded:  # name>=v,<=v holds pip to v as == does
+            parsed.append(bounded)
+            continue
         match = _PIN.match(str(line))
         if not match:
             raise CheckFailed("02.4", f"{str(line)!r} is not a constraint line", found=line,
@@ -203,6 +240,14 @@ def check_pins(pins: Sequence[str] | None, base_versions: Mapping[str, str]) -> 
                               mistake="a contradicting pin: pip then either fails to resolve or replaces the base's "
                                       "package", hint="one line per package, the base's version only.")
     return passed("02.4", f"pip may add packages but keeps {', '.join(sorted(f'{n}=={v}' for n, v in expected.items()))}")
+
+
+def _bounded_pin(line: str) -> tuple[str, str, str] | None:
+    """``name>=v,<=v`` (either order) as the pin ``(name, "==", v)`` it amounts to; None for any other line."""
+    match = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(>=|<=)\s*([^\s,]+)\s*,\s*(>=|<=)\s*([^\s,]+)\s*", line)
+    if not match or {match[2], match[4]} != {">=", "<="} or match[3] != match[5]:
+        return None
+    return _canonical(match[1]), "==", match[3]
 
 
 def _pins(op: str, version: str, base: str) -> bool:

@@ -19,6 +19,8 @@ from ..smi.sessions import tidy
 from .datasets import starved_gcd, starved_session
 from .concepts import Choice, Option, Prediction, choice_check, outcome_check, prediction_check
 from .framework import (
+    plain_items,
+    plain_mapping,
     CheckFailed,
     Passed,
     check,
@@ -64,8 +66,10 @@ def _package_power(snapshots: Sequence[Snapshot]) -> dict[int, float]:
 
 def _as_index_list(exercise: str, found: object, what: str, hint: str) -> list[int]:
     """A list/tuple/set of GCD numbers as a sorted list of ints (fails with the exercise's message otherwise)."""
-    expect_type(exercise, found, (list, tuple, set), what=what, hint=hint)
-    items = list(found)  # type: ignore[call-overload]
+    items = plain_items(found)
+    if items is None:
+        expect_type(exercise, found, (list, tuple, set), what=what, hint=hint)  # fails, naming the type given
+        items = []
     if not all(isinstance(i, Integral) and not isinstance(i, bool) for i in items):
         raise CheckFailed(exercise, f"{what} should hold GCD numbers (whole numbers)", found=found, hint=hint)
     return sorted(int(i) for i in items)
@@ -79,7 +83,7 @@ def _as_index_list(exercise: str, found: object, what: str, hint: str) -> list[i
 def check_starved_gcd(answer: int | None) -> Passed:
     """Exercise 04.1: which GCD of the learner's DDP session is starved (idle while the others work)?"""
     expected = _starved(exercise_session())
-    hint = "average `gpu_busy_pct` (or `sclk_mhz`) per GCD over the session: one stands out, low."
+    hint = "compare the GCDs over the whole session, not one sample: one stands out, low."
     expect_type("04.1", answer, Integral, what="the index of the starved GCD", hint=hint)
     mistakes = {_busiest(exercise_session()): "the busiest GCD: the starved one is the one that waits",
                 expected ^ 1: "the other GCD of the same package: clock and GPU% are per GCD, not per package"
@@ -104,14 +108,17 @@ def check_power_reporting(power_gcds: Sequence[int] | None, package_power_w: Map
     snapshots = exercise_session()
     frame = tidy(snapshots)
     expected_gcds = sorted(int(i) for i in frame.dropna(subset=["power_w"])["index"].unique())
-    hint = "keep the rows where `power_w` is not missing (`dropna`) and list their `index` values."
+    hint = "power is measured per package, not per GCD: the rows that carry a number."
     got = _as_index_list("04.2", power_gcds, "the GCDs that report power", hint)
     expect_equal("04.2", got, expected_gcds, what="the GCDs that report power", hint=hint)
     expected_power = _package_power(snapshots)
-    power_hint = "group the rows that have a power reading by `package` and average `power_w`."
-    expect_type("04.2", package_power_w, Mapping, what="the mean power per package (a dict package -> W)",
-                hint=power_hint)
-    given = {int(k): w for k, w in package_power_w.items()}  # type: ignore[union-attr]
+    power_hint = "power is measured per package: one number for each package, from the rows that carry one."
+    mapping = plain_mapping(package_power_w)
+    if mapping is None:
+        expect_type("04.2", package_power_w, Mapping, what="the mean power per package (a dict package -> W)",
+                    hint=power_hint)
+        mapping = {}
+    given = {int(k): w for k, w in mapping.items()}
     expect_equal("04.2", sorted(given), sorted(expected_power), what="the packages in your dict", hint=power_hint)
     for pkg, watts in expected_power.items():
         expect_close("04.2", given[pkg], watts, what=f"the mean power of package {pkg} (W)", rel=0.02,
@@ -205,7 +212,7 @@ def check_busy_without_power(finding_kind: str | None, computing: bool | None, s
     kinds = [f.kind for f in interpret(snapshot)]
     if "busy-without-power" not in kinds:
         raise LumikitError("this snapshot shows no GCD busy without power; pass the snapshot built above")
-    hint = "run `lumikit.smi.interpret(snapshot)` and read the `kind` of the finding."
+    hint = "100 % GPU% at near-idle power: is the GCD doing arithmetic? (the tool is in hint(\"04.4\"))"
     expect_in("04.4", finding_kind, KINDS, what="the finding's kind", hint=hint)
     expect_equal("04.4", finding_kind, "busy-without-power", what="the finding's kind", hint=hint)
     expect_answer("04.4", computing, "whether the GCD is computing (True or False)")

@@ -45,7 +45,7 @@ def check_ddp_steps(steps_per_rank: int | None, per_device_batch: int | None, si
     n, batch, world = (_field("07.1", ddp, k) for k in ("dataset_size", "batch_size", "world_size"))
     expected = n // (batch * world)
     expect_type("07.1", steps_per_rank, int, what="the steps per epoch of one DDP rank",
-                hint="a whole number: data set size // (batch per device x ranks).")
+                hint="a whole number of steps: a last, partial batch is dropped.")
     expect_equal("07.1", steps_per_rank, expected, what="the steps per epoch of one DDP rank",
                  hint="every rank takes its own batch in every step, so one step uses batch x ranks samples.",
                  off_by_one="a rounding slip: the loader keeps only whole steps of batch x ranks samples")
@@ -83,11 +83,11 @@ def check_first_epoch(first_epoch_extra_s: float | None, first_step_extra_s: flo
     first = [float(t) for t, e in zip(steps["step_time_s"], steps["epoch"]) if e == 0]
     expected_step = first[0] - statistics.median(first[1:])
     expect_close("07.2", first_epoch_extra_s, expected_epoch, rel=0.02, abs=1e-3,
-                 what="first epoch time minus second epoch time (s)",
-                 hint="take `epoch_time_s` of the two epoch rows and subtract; it may come out negative.")
+                 what="how much longer the first epoch took than the second (s)",
+                 hint="epoch against epoch, in seconds; it may come out negative.")
     expect_close("07.2", first_step_extra_s, expected_step, rel=0.02, abs=1e-3,
-                 what="first step time minus the median of the other first-epoch steps (s)",
-                 hint="use the step rows with epoch == 0: the first `step_time_s` minus the median of the rest.")
+                 what="how much longer the first step took than a typical one (s)",
+                 hint="the first step against a typical step of the same epoch, in seconds.")
     return passed("07.2", f"first epoch {expected_epoch:+.3f} s against the second; "
                           f"the first step alone {expected_step:+.3f} s against a typical step; "
                           f"{_first_step_note(first)}")
@@ -105,9 +105,9 @@ def check_ddp_gain(ddp_speedup: float | None, ddp_efficiency: float | None, sing
     speedup = _field("07.3", ddp, "global_samples_per_s") / _field("07.3", single, "global_samples_per_s")
     efficiency = speedup / _field("07.3", ddp, "world_size")
     expect_close("07.3", ddp_speedup, speedup, rel=0.02, what="DDP samples/s divided by the single run's samples/s",
-                 hint="compare `global_samples_per_s` (all ranks together), not the step times.")
+                 hint="the work done per second by all ranks together, not the step times.")
     expect_close("07.3", ddp_efficiency, efficiency, rel=0.02, what="the speed-up per rank",
-                 hint="divide the speed-up by the number of ranks (`world_size`).")
+                 hint="the gain each rank brings: 1.0 is perfect scaling.")
     return passed("07.3", f"DDP on {ddp['world_size']} ranks: {speedup:.2f}x the samples/s of one device, "
                           f"{efficiency:.0%} of perfect scaling; "
                           f"{_rate_note(ddp, single, 'DDP', 'one device', ON_LUMI['07.3'])}")
@@ -126,10 +126,10 @@ def check_dp_cost(dp_speedup: float | None, dp_overhead: float | None, single: S
     speedup = _field("07.4", dp, "global_samples_per_s") / _field("07.4", single, "global_samples_per_s")
     overhead = _field("07.4", dp, "mean_step_time_s") / _field("07.4", single, "mean_step_time_s") - 1
     expect_close("07.4", dp_speedup, speedup, rel=0.02, what="DP samples/s divided by the single run's samples/s",
-                 hint="compare `global_samples_per_s` of the two summaries.")
+                 hint="the work done per second by the whole run, not by one device.")
     expect_close("07.4", dp_overhead, overhead, rel=0.02, abs=0.005,
                  what="the DP step time over the single step time, minus 1",
-                 hint="`mean_step_time_s` of DP / that of the single run - 1 (0.25 means 25 % longer steps).")
+                 hint="how much longer a DP step is, as a fraction (0.25 means 25 % longer steps).")
     return passed("07.4", f"DataParallel: {speedup:.2f}x the samples/s of one device; each step {overhead:+.0%}; "
                           f"{_rate_note(dp, single, 'DP', 'one device', ON_LUMI['07.4'])}")
 
@@ -146,10 +146,11 @@ def check_model_size(param_ratio: float | None, step_time_ratio: float | None, b
     """Exercise 07.5: the parameter ratio of two model sizes and the ratio of their measured step times."""
     params = _field("07.5", other, "parameters") / _field("07.5", base, "parameters")
     times = _field("07.5", other, "mean_step_time_s") / _field("07.5", base, "mean_step_time_s")
-    expect_close("07.5", param_ratio, params, rel=0.01, what="parameters of the other model / of the base model",
+    expect_close("07.5", param_ratio, params, rel=0.01, what="how many times the base model's parameters the other has",
                  hint="the summaries' `parameters` count every weight.")
-    expect_close("07.5", step_time_ratio, times, rel=0.02, what="mean step time of the other model / of the base",
-                 hint="use `mean_step_time_s` (the first, warm-up step is already left out).")
+    expect_close("07.5", step_time_ratio, times, rel=0.02,
+                 what="how many times the base model's step time the other takes",
+                 hint="typical steps: the first, warm-up step is already left out of the summaries.")
     return passed("07.5", f"{params:.1f}x the parameters, {times:.1f}x the step time; "
                           f"{_step_note(other, base, 'larger model', 'base model', ON_LUMI['07.5'])}")
 
@@ -165,10 +166,12 @@ def check_batch_size(step_time_ratio: float | None, throughput_ratio: float | No
     """Exercise 07.6: how the step time and the samples/s change when the batch per device grows."""
     times = _field("07.6", large, "mean_step_time_s") / _field("07.6", small, "mean_step_time_s")
     rate = _field("07.6", large, "global_samples_per_s") / _field("07.6", small, "global_samples_per_s")
-    expect_close("07.6", step_time_ratio, times, rel=0.02, what="step time at the large batch / at the small batch",
-                 hint="divide the `mean_step_time_s` values.")
-    expect_close("07.6", throughput_ratio, rate, rel=0.02, what="samples/s at the large batch / at the small batch",
-                 hint="divide the `global_samples_per_s` values.")
+    expect_close("07.6", step_time_ratio, times, rel=0.02,
+                 what="how many times the small batch's step time the large batch takes",
+                 hint="a ratio of typical step times, the larger batch on top.")
+    expect_close("07.6", throughput_ratio, rate, rel=0.02,
+                 what="how many times the small batch's samples/s the large batch reaches",
+                 hint="a ratio of the whole run's throughput, the larger batch on top.")
     factor = _field("07.6", large, "batch_size") / _field("07.6", small, "batch_size")
     return passed("07.6", f"{factor:g}x the batch: {times:.2f}x the step time, {rate:.2f}x the samples/s; "
                           f"{_rate_note(large, small, 'large batch', 'small batch', ON_LUMI['07.6'])}")
@@ -310,7 +313,7 @@ def check_gcd_pair(pair_gcds: Any, pair_link: str | None, busbw_fraction: float 
     truth = _pair_truth()
     if pair_gcds is None:
         raise CheckFailed("07.7", "the two GCDs of the job (`pair_gcds`)", unanswered=True,
-                          hint="`gcds_of(parse_collbench(output), site)` maps each rank's bus id to its GCD.")
+                          hint="the output's bus ids say which physical GCDs ran.")
     try:
         found = sorted(int(g) for g in pair_gcds)
     except (TypeError, ValueError):
@@ -330,7 +333,8 @@ def check_gcd_pair(pair_gcds: Any, pair_link: str | None, busbw_fraction: float 
                                "over a link between packages.")
     if busbw_fraction is None:
         raise CheckFailed("07.7", "the peak bus bandwidth as a share of the link (`busbw_fraction`)",
-                          unanswered=True, hint="peak busbw / the link's gb_s")
+                          unanswered=True,
+                          hint="the largest messages' bus bandwidth against what the link can carry (0-1).")
     try:
         value = float(busbw_fraction)
     except (TypeError, ValueError):

@@ -36,8 +36,10 @@ def _mask_value(exercise: str, answer: object, what: str) -> int:
 
 
 def task_to_study(tasks_per_node: int = 8) -> int:
-    """Exercise 08.1's task: one on the second node of a 2-node job (not its first), chosen for this learner."""
-    return pick("08.1", range(tasks_per_node + 1, 2 * tasks_per_node))
+    """Exercise 08.1's task: one on the second node of a 2-node job (not its first), chosen for this learner, and
+    never one where a wrong method gives the right GCD (task 15: ``15 // 2`` is ``15 % 8``)."""
+    tasks = [t for t in range(tasks_per_node + 1, 2 * tasks_per_node) if t // 2 != t % tasks_per_node]
+    return pick("08.1", tasks or range(tasks_per_node + 1, 2 * tasks_per_node))
 
 
 def _gcd_of(task: int, tasks_per_node: int):
@@ -47,8 +49,10 @@ def _gcd_of(task: int, tasks_per_node: int):
 
 @check("08.1",
        wrong("the first mask of the list (task 0's)", answer=lambda a: _gcd_of(0, a.tasks_per_node).mask_hex),
+       wrong("the GCD of task // 2, as if two tasks shared a GCD",
+             answer=lambda a: load_site("lumi").node.gcd(task_to_study(a.tasks_per_node) // 2).mask_hex),
        wrong("the bit of core `task`, as if the task number were a core",
-             answer=lambda a: hex(1 << task_to_study(a.tasks_per_node)), mentions="local task"),
+             answer=lambda a: hex(1 << task_to_study(a.tasks_per_node)), mentions="place on its own node"),
        wrong("a core range instead of a mask", answer=lambda a: "{}-{}".format(
            _gcd_of(task_to_study(a.tasks_per_node), a.tasks_per_node).cores[0],
            _gcd_of(task_to_study(a.tasks_per_node), a.tasks_per_node).cores[-1]), mentions="hexadecimal"))
@@ -63,8 +67,8 @@ def check_task_mask(answer: str | int | None, tasks_per_node: int = 8) -> Passed
     value = _mask_value("08.1", answer, what)
     if value != gcd.mask:
         raise CheckFailed("08.1", f"{what} is not right", expected=gcd.mask_hex, found=answer,
-                          hint=f"task {task} is local task {task} % {tasks_per_node} = {local} on its node; masks "
-                               "repeat on every node (`cpu_masks(spec, site)` gives one node's list).")
+                          hint="a mask depends on the task's place on its own node, and every node repeats the "
+                               "same list.")
     return passed("08.1", f"task {task} is local task {local} -> GCD {gcd.index}, cores "
                           f"{gcd.cores[0]}-{gcd.cores[-1]}: {gcd.mask_hex}")
 
@@ -88,21 +92,21 @@ def check_gdr(recipe: str | None, line_no: int | None, log_text: str) -> Passed:
     """Exercise 08.2: the recipe that asks for GPU-direct RDMA, and the first log line proving RCCL used it."""
     site = load_site("lumi")
     expect_in("08.2", recipe, sorted(site.env), what="the environment recipe",
-              hint="the recipes are `load_site('lumi').env`; look for the one that sets NCCL_NET_GDR_LEVEL.")
+              hint="one of the site's environment recipes, by name.")
     expect_in("08.2", recipe, gdr_recipes(), what="the recipe that asks RCCL for GPU-direct RDMA",
-              hint="GDR is NCCL_NET_GDR_LEVEL; which recipe sets it?")
+              hint="a recipe names the variables it sets: which one asks for GPU-direct RDMA?")
     lines = log_text.splitlines()
     proof = [hit.line_no for hit in parse_rccl(log_text).gdr_lines]
     if not proof:
         raise CheckFailed("08.2", "the log given to the check has no channel line ending in /GDRDMA",
                           hint="pass the text of the log written by the setup cell (the GDR one).")
     expect_type("08.2", line_no, int, what="the line number (1-based) of the proof",
-                hint="count lines from 1, e.g. `enumerate(text.splitlines(), start=1)`.")
+                hint="a whole number, counting lines from 1 as editors and grep -n do.")
     if not 1 <= line_no <= len(lines):
         raise CheckFailed("08.2", "the line number is outside the log", expected=proof[0], found=line_no)
     expect_equal("08.2", line_no, proof[0], what="the first line that proves GPU-direct RDMA",
-                 hint="the proof is a channel's transport line: `... via NET/AWS Libfabric/0/GDRDMA`; the "
-                      "NCCL_NET_GDR_LEVEL line only says what was asked for.",
+                 hint="what RCCL did is in a channel's transport line; a line echoing a variable only says what "
+                      "was asked for.",
                  off_by_one="a neighbouring line, or a line number counted from 0 (editors and grep -n count from 1)")
     return passed("08.2", f"recipe {recipe!r}; line {line_no}: {lines[line_no - 1].split('NCCL INFO ')[-1]}")
 
@@ -122,14 +126,14 @@ def check_miopen_fix(recipe: str | None, log_text: str) -> Passed:
     recipe = expect_in("08.3", recipe, sorted(site.env), what="the environment recipe",
                        hint="the recipes are `load_site('lumi').env`.")
     expect_in("08.3", recipe, fixes, what="the recipe that moves MIOpen's database off Lustre",
-              hint="the doctor's fix sets MIOPEN_USER_DB_PATH; which recipe sets it?")
+              hint="the doctor's fix names the variable to set; which recipe sets it?")
     values = site.env_recipe(recipe)
     return passed("08.3", f"recipe {recipe!r}: MIOPEN_USER_DB_PATH={values['MIOPEN_USER_DB_PATH']}")
 
 
 @check("08.4",
        wrong("no profile_steps: rocprof traces the whole run", job=lambda a: a.job.with_(profile_steps=None),
-             mentions="profile_steps"),
+             mentions="whole run"),
        wrong("a rank on the first node", job=lambda a: a.job.with_(profile_ranks=(3,)), mentions="second node"),
        wrong("every rank profiled", job=lambda a: a.job.with_(profile_ranks=())),
        wrong("torch.profiler instead of rocprof", job=lambda a: a.job.with_(profile="torch")),
@@ -143,25 +147,25 @@ def check_profile_one_rank(job: JobSpec | None, nodes: int = 2, tasks_per_node: 
     expect_type("08.4", job, JobSpec, what=what, hint="build it with `two_nodes.with_(...)`.")
     expect_equal("08.4", (job.nodes, job.ntasks_per_node), (nodes, tasks_per_node),
                  what="(nodes, tasks per node)", hint="keep the shape of `two_nodes`.")
-    expect_in("08.4", job.profile, sorted(PROFILE_MODES), what="the profiling mode",
-              hint="set `profile='rocprof'`.")
-    expect_equal("08.4", job.profile, "rocprof", what="the profiling mode", hint="the seed profiles with rocprof.")
+    expect_in("08.4", job.profile, sorted(PROFILE_MODES), field=True, what="the profiling mode",
+              hint="one of the profiling modes the workload knows.")
+    expect_equal("08.4", job.profile, "rocprof", field=True, what="the profiling mode",
+                 hint="the seed profiles with rocprof.")
     ranks = sorted(set(job.profile_ranks))
     if len(ranks) != 1:
         raise CheckFailed("08.4", "exactly one rank should be profiled", expected=1, found=len(ranks),
-                          hint="an empty `profile_ranks` profiles every rank; give a tuple with one rank.")
+                          hint="no rank named profiles every rank.")
     rank = ranks[0]
     second = range(tasks_per_node, 2 * tasks_per_node)
     if rank not in second:
         raise CheckFailed("08.4", f"rank {rank} is not on the second node", expected=f"a rank in {second.start}-"
                           f"{second.stop - 1}", found=rank, hint="ranks 0-7 are on the first node.")
     if job.profile_steps is None:
-        raise CheckFailed("08.4", "the job does not stop after a few steps (profile_steps is not set), so rocprof "
-                                  "traces the whole run", hint="a few dozen steps are enough and keep the trace "
-                                                               "small: set `profile_steps`.")
+        raise CheckFailed("08.4", "the job does not stop after a few steps, so rocprof traces the whole run",
+                          hint="a few dozen steps are enough and keep the trace small.")
     if not PROFILE_STEPS[0] <= job.profile_steps <= PROFILE_STEPS[1]:
         few = job.profile_steps < PROFILE_STEPS[0]
-        raise CheckFailed("08.4", f"profile_steps={job.profile_steps} is no sensible length for a profiled run",
+        raise CheckFailed("08.4", f"{job.profile_steps} steps is no sensible length for a profiled run",
                           found=job.profile_steps,
                           mistake=("a run that stops in its first, cold steps: rocprof then records start-up (kernel "
                                    "compilation, the first allocations), not training" if few else
@@ -171,7 +175,7 @@ def check_profile_one_rank(job: JobSpec | None, nodes: int = 2, tasks_per_node: 
     script = render_sbatch(job, "lumi")
     if f'case "$SLURM_PROCID" in {rank})' not in script:
         raise CheckFailed("08.4", "the rendered script does not branch on the rank",
-                          hint="set `profile_ranks=(rank,)` on the spec.")
+                          hint="the spec must name the one rank that runs under the profiler.")
     return passed("08.4", f"rank {rank} (node 1, local rank {rank - tasks_per_node}) runs under rocprof, the other "
                           f"{nodes * tasks_per_node - 1} ranks run plainly")
 
@@ -245,7 +249,7 @@ def check_comm_baseline(node_busbw: float | None, cross_busbw: float | None, bot
     and the link that limits the two-node run (a key of the site's ``[hardware.links]``)."""
     one, _ = _baseline("one_node")
     two, verdict = _baseline("two_nodes")
-    hint = "the largest out-of-place busbw of the table (`bench.peak.busbw`), not the average or algbw"
+    hint = "the bus bandwidth of the largest messages, not the average, nor the algorithm bandwidth"
     got = _number("08.5", node_busbw, "the peak bus bandwidth in one node (`node_busbw`)", hint)
     if abs(got - one.peak.busbw) > 0.01 * one.peak.busbw:
         raise CheckFailed("08.5", "the in-node peak bus bandwidth is off", found=got, hint=hint)
@@ -323,8 +327,8 @@ def check_hang(recorder_env: dict | None, missing_rank: int | None, stuck_seq: i
     size = str(recorder_env.get("TORCH_NCCL_TRACE_BUFFER_SIZE", "0")).strip()
     if not size.isdigit() or int(size) <= 0:
         raise CheckFailed("08.6", "the recorder keeps no entries",
-                          hint="TORCH_NCCL_TRACE_BUFFER_SIZE is the number of collectives each rank remembers: 0 is "
-                               "off.")
+                          hint="the buffer's size is the number of collectives each rank remembers: 0 (or none) "
+                               "is off.")
     if str(recorder_env.get("TORCH_NCCL_DUMP_ON_TIMEOUT", "")).strip().lower() not in ("1", "true"):
         raise CheckFailed("08.6", "nothing writes the recorder out when the collective times out",
                           hint="the watchdog dumps each rank's buffer on a timeout only when asked to.")

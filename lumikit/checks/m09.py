@@ -33,10 +33,9 @@ def check_archive_speedup(answer: float | None, small_files_s: float, one_file_s
         raise CheckFailed("09.1", "the measured read times must be positive",
                           found=(small_files_s, one_file_s), hint="pass the two times measured by the setup cell.")
     expected = small_files_s / one_file_s
-    expect_type("09.1", answer, (int, float), what="the speed-up", hint="a number, e.g. `a / b`.")
-    expect_close("09.1", answer, expected, rel=0.02, what="the speed-up (small-files time / one-file time)",
-                 hint="divide the time for the small files by the time for the one file (a number above 1 when "
-                      "one file is faster).")
+    expect_type("09.1", answer, (int, float), what="the speed-up", hint="a number (how many times faster).")
+    expect_close("09.1", answer, expected, rel=0.02, what="the speed-up of reading one file",
+                 hint="how many times faster: a number above 1 when one file is faster.")
     return passed("09.1", f"one file read {expected:.1f} times faster than {small_files_s:.4f} s of small files")
 
 
@@ -90,8 +89,8 @@ def check_starved_gcd(answer: int | None) -> Passed:
     expect_in("09.3", answer, indices, what="the GCD index", hint=f"the session has GCDs {indices}.")
     if answer not in devices:
         raise CheckFailed("09.3", "that GCD is not the starved one", expected=devices[0], found=answer,
-                          hint="look for the GCD whose busy % and clock stay low while the others work "
-                               "(group `tidy(snapshots)` by 'index').")
+                          hint="look for the GCD whose busy % and clock stay low while the others work, over "
+                               "the whole session.")
     return passed("09.3", starved[0].message)
 
 

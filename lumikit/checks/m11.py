@@ -39,8 +39,8 @@ from .framework import (
 #: How long a capstone cell waits for its run to end (the run's state is polled; seconds): generous for a loaded
 #: machine, below verify's cell limit.
 WAIT_S = 200
-#: Runs of the learner's case a capstone may take (the first one included); more are allowed, and the claim's
-#: check says so.
+#: Runs of the learner's case a capstone may take (the first one included), counted from the case's run folders:
+#: a claim made after more fails (trying each fix option in turn finds a fix, not the cause).
 RUN_BUDGET = 4
 #: The least speed-up (after over before, medians of the middle half of the warm steps) a fix must bring.
 MIN_SPEEDUP = 1.3
@@ -126,20 +126,30 @@ def rates(run_dir: object) -> list[float]:
     """A run's warm samples per second on rank 0, one per step, from its ``metrics.rank0.jsonl``: without the first
     two steps (the cold one, and the one in which DataLoader workers fill their queue) and the last (it writes the
     profiler's trace)."""
+    return warm(all_rates(run_dir))
+
+
+def warm(values: list[float]) -> list[float]:
+    """The warm steps of a run's per-step values: without the first two and the last (see :func:`rates`)."""
+    return values[2:-1] if len(values) >= 6 else values[1:]
+
+
+def all_rates(run_dir: object) -> list[float]:
+    """Every step's samples per second on rank 0, the cold and the last ones included (to name that mistake)."""
     path = Path(getattr(run_dir, "path", run_dir))  # type: ignore[arg-type]
     try:
         text = (path / "metrics.rank0.jsonl").read_text(encoding="utf-8")
     except OSError:
         return []
-    values = []
+    out = []
     for line in text.splitlines():
         try:
             row = json.loads(line)
         except ValueError:
             continue
         if isinstance(row, dict) and isinstance(row.get("samples_per_s"), (int, float)):
-            values.append(float(row["samples_per_s"]))
-    return values[2:-1] if len(values) >= 6 else values[1:]
+            out.append(float(row["samples_per_s"]))
+    return out
 
 
 def judged(before: list[float], after: list[float]) -> Comparison:
@@ -162,17 +172,38 @@ def _phase_shares(run_dir: Path, exercise: str) -> dict[str, float]:
 
 
 def runs_of_case(run_dir: object) -> int:
-    """How many finished runs of the same case lie next to ``run_dir`` (the learner's runs folder)."""
+    """How many finished runs of the same case lie next to ``run_dir`` (the learner's runs folder), counted from
+    ``run_dir``'s own start on: the runs of this investigation (a case investigated again later, or a notebook run
+    again, starts its count anew with its first run)."""
     path, result = _result(run_dir, "11.3", "the first run's folder")
+    since = _started(path)
     count = 0
     for folder in path.parent.iterdir():
         file = folder / "result.rank0.json"
         try:
-            if file.is_file() and file.stat().st_size < 5_000_000:
+            if file.is_file() and file.stat().st_size < 5_000_000 and _started(folder) >= since:
                 count += json.loads(file.read_text(encoding="utf-8")).get("case") == result["case"]
         except (OSError, ValueError, AttributeError):
             continue
     return count
+
+
+def _started(folder: Path) -> float:
+    """When a run started: its manifest's ``start_time`` (else its submit time, else the folder's own time)."""
+    from datetime import datetime
+
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8")) \
+            if (folder / "manifest.json").stat().st_size < 1_000_000 else {}
+        for key in ("start_time", "submit_time"):
+            if manifest.get(key):
+                return datetime.fromisoformat(str(manifest[key])).timestamp()
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass
+    try:
+        return folder.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 # --- 11.1: the symptom, measured -----------------------------------------------------------------------------------
@@ -189,7 +220,7 @@ def _measurement(exercise: str, value: object, run_dir: object, which: str) -> M
     if not isinstance(value, Measured):
         raise CheckFailed(exercise, f"the {which} throughput is not a measurement with its spread", found=value,
                           mistake="a single number: one number cannot say whether a difference is beyond the noise",
-                          hint="keep every warm step's value: `lumikit.measure.measured(label, values)`.")
+                          hint="keep every warm step's value together, so that the spread says what is noise.")
     if len(value.values) < 3:
         raise CheckFailed(exercise, f"the {which} throughput holds {len(value.values)} value(s): no spread to judge "
                                     "the noise by", hint="keep every warm step's value, not their mean.")
@@ -203,19 +234,31 @@ def _measurement(exercise: str, value: object, run_dir: object, which: str) -> M
                    if math.isclose(value.median, seconds, rel_tol=0.2) else None)
         raise CheckFailed(exercise, f"the {which} numbers are not that run's warm samples per second",
                           found=value.describe(unit="samples/s"), mistake=mistake,
-                          hint="the run's `samples_per_s` per step, without the first two steps and the last.")
+                          hint="the run's own warm steps, in samples per second, one value per step.")
+    mine, theirs = sorted(float(v) for v in value.values), sorted(own)
+    if len(mine) != len(theirs) or any(not math.isclose(a, b, rel_tol=1e-6) for a, b in zip(mine, theirs)):
+        every = all_rates(run_dir)
+        cold = [v for v in every if v not in own]
+        kept = any(any(math.isclose(v, c, rel_tol=1e-9) for c in cold) for v in mine)
+        raise CheckFailed(exercise, f"the {which} numbers are not that run's warm steps, one value each",
+                          found=value.describe(unit="samples/s"),
+                          mistake="the cold first steps or the last step kept in: they measure start-up and the "
+                                  "trace's writing, not the run" if kept else None,
+                          hint="every warm step of that run, each once; the question says which steps are warm.")
     return value
 
 
 @check("11.1",
        wrong("one number instead of the measured spread", before_rate=lambda a: a.before_rate.median,
              mentions="single number"),
-       wrong("step times in seconds", before_rate=lambda a: _as_step_times(a.before_dir), mentions="seconds"))
+       wrong("step times in seconds", before_rate=lambda a: _as_step_times(a.before_dir), mentions="seconds"),
+       wrong("every step, the cold ones and the last included",
+             before_rate=lambda a: measured("before", all_rates(a.before_dir)), mentions="cold first steps"))
 def check_first_run(before_dir: object, before_rate: Measured | None) -> Passed:
     """Exercise 11.1: the first run's warm throughput (samples/s per step), with its spread."""
     _result(before_dir, "11.1", "the first run's folder")
     expect_answer("11.1", before_rate, "the first run's throughput (a measurement)",
-                  hint="`measured(\"before\", values)` over the warm steps' samples per second.")
+                  hint="one value per warm step, kept together as a measurement (the tool is in hint(\"11.1\")).")
     value = _measurement("11.1", before_rate, before_dir, "first run's")
     return passed("11.1", f"{value.describe(unit='samples/s')}: the number your fix must beat")
 
@@ -239,7 +282,7 @@ def check_largest_phase(before_dir: object, largest_phase: str | None, largest_s
     expected = max(shares, key=shares.get)
     expect_in("11.2", largest_phase, PHASES, what="the phase")
     expect_equal("11.2", largest_phase, expected, what="the phase with the largest share",
-                 hint="sum each phase over the recorded steps and divide by the steps' total.")
+                 hint="a phase's share of the recorded steps' own time, over all of them, not one step.")
     expect_close("11.2", largest_share, shares[expected], what="its share", abs=0.05,
                  hint="a fraction (0-1) of the recorded steps' time.")
     return passed("11.2", f"{expected}: {shares[expected]:.0%} of the recorded steps. A phase is where the time "
@@ -302,6 +345,8 @@ def _holds(claim: Mapping[str, Any], before: Mapping[str, Any], after: Mapping[s
              claim=lambda a: {**a.claim, "after": a.claim["after"].median}, mentions="single number"),
        wrong("a fix that the run did not apply", claim=lambda a: {**a.claim, "fix": "--model-size small"},
              mentions="what your fixed run changed"),
+       wrong("no profile reading: a fix found by sweeping the options",
+             claim=lambda a: {k: v for k, v in a.claim.items() if k != "evidence"}, mentions="profile reading"),
        wrong("before and after swapped", claim=lambda a: {**a.claim, "before": a.claim["after"],
                                                           "after": a.claim["before"]}, mentions="not that run's"))
 def check_claim(claim: Mapping[str, Any] | None, before_dir: object, after_dir: object) -> Passed:
@@ -315,6 +360,12 @@ def check_claim(claim: Mapping[str, Any] | None, before_dir: object, after_dir: 
     if str(after["case"]) != str(before["case"]):
         raise CheckFailed("11.3", "the fixed run is of another case than the first", found=after["case"],
                           hint="launch both with `capstone_job`, which passes your case.")
+    used = runs_of_case(before_dir)
+    if used > RUN_BUDGET:
+        raise CheckFailed("11.3", f"{used} runs of your case, over the budget of {RUN_BUDGET}",
+                          mistake="a sweep of the fix options: trying each in turn finds a fix, not the cause",
+                          hint="the budget is part of the task: read the first run's profile before changing "
+                               "anything.")
     changed = _changed(before, after)
     if len(changed) != 1:
         raise CheckFailed("11.3", f"the fixed run changed {len(changed)} options ({', '.join(changed) or 'none'}); "
@@ -330,10 +381,20 @@ def check_claim(claim: Mapping[str, Any] | None, before_dir: object, after_dir: 
     if not good:
         raise CheckFailed("11.3", CLAIM_FAILS, hint="which operators fill the largest phase, and what makes them "
                                                     "run there?")
-    used = runs_of_case(before_dir)
-    budget = (f"{used} runs of your case, {used - RUN_BUDGET} over the budget of {RUN_BUDGET}" if used > RUN_BUDGET
-              else f"{used} of your {RUN_BUDGET} runs")
-    return passed("11.3", f"the claim holds: {sentence} ({budget})")
+    _expect_evidence(claim, before_dir)  # a claim that holds, found without the profile, still fails
+    return passed("11.3", f"the claim holds: {sentence} ({used} of your {RUN_BUDGET} runs)")
+
+
+def _expect_evidence(claim: Mapping[str, Any], before_dir: object) -> None:
+    """A claim holds only with the measurement made before the fix: the first run's profile reading (the phase with
+    the largest share of its recorded steps), read from that run's own trace."""
+    shares = _phase_shares(Path(getattr(before_dir, "path", before_dir)), "11.3")  # type: ignore[arg-type]
+    evidence = claim.get("evidence")
+    if evidence is None or str(evidence).strip().lower() != max(shares, key=shares.get):
+        raise CheckFailed("11.3", "the claim does not carry the first run's profile reading",
+                          found=evidence, mistake="a fix found by trying options: without the profile read before "
+                                                  "the fix, the claim names no measured cause",
+                          hint="the phase of the first run's profile with the largest share, as you measured it.")
 
 
 def _other_cause(before_dir: object) -> str:
@@ -381,7 +442,7 @@ def rubric(conclusion: str, before: Mapping[str, Any], after: Mapping[str, Any],
         return any(math.isclose(n, value, rel_tol=0.06, abs_tol=0.051) for n in numbers)
 
     return {
-        RUBRIC[0]: any(w in text for w in TOOL_WORDS) and any(w in text for w in CAUSE_WORDS[cause]),
+        RUBRIC[0]: any(w in text for w in TOOL_WORDS) and cause_named(text, cause, fix_words),
         RUBRIC[1]: any(w in text for w in fix_words) and _states(str(changed.get(option, "")), text, quoted),
         RUBRIC[2]: all(quoted(v) for v in (before_rate.median, after_rate.median))
         and (any(quoted(v) for v in (before_rate.lo, before_rate.hi)) or "±" in text)
@@ -389,6 +450,23 @@ def rubric(conclusion: str, before: Mapping[str, Any], after: Mapping[str, Any],
         RUBRIC[3]: len(words) >= MIN_CONCLUSION_WORDS and len(set(words)) >= 0.4 * len(words)
         and len(set(sentences)) == len(sentences),
     }
+
+
+def cause_hits(text: str, fix_words: set[str] = frozenset()) -> dict[str, int]:
+    """Per cause, how often its words (:data:`CAUSE_WORDS`, each as the start of a word) occur in a conclusion (lower
+    case), the fix's own words left out (``--batch-size 16`` says what was changed, not why the run was slow)."""
+    for word in sorted(fix_words | {w.replace("-", " ") for w in fix_words}, key=len, reverse=True):
+        text = text.replace(word.lower(), " ")
+    return {c: sum(len(re.findall(rf"(?<![\w-]){re.escape(w)}", text)) for w in words)
+            for c, words in CAUSE_WORDS.items()}
+
+
+def cause_named(text: str, cause: str, fix_words: set[str] = frozenset()) -> bool:
+    """Whether a conclusion names ``cause`` as the cause: its words occur more often than any other cause's, and it
+    is no survey (an essay that touches four causes or more names none)."""
+    hits = cause_hits(text, fix_words)
+    return hits[cause] > 0 and all(n < hits[cause] for c, n in hits.items() if c != cause) \
+        and sum(1 for n in hits.values() if n) <= 3
 
 
 def _states(value: str, text: str, quoted: Any) -> bool:
@@ -412,8 +490,59 @@ def _filler(a: Any) -> str:
             + f"{a.claim['before'].median} {a.claim['after'].median} {a.claim['before'].lo} range")
 
 
+#: What each cause's conclusion says it saw, and the fix it names (for the three wrong conclusions of 11.A).
+_WRITTEN = {
+    "a": ("the profile's data phase was the largest: the loader read each sample one after another inside the "
+          "training process", "--workers 2"),
+    "b": ("the trace showed the host waiting in every step: a readback copied values to the host and synchronised "
+          "the loop", "--log-every 0"),
+    "c": ("the operators of the forward phase were fp32 matrix products (aten::mm, addmm) at a fraction of their "
+          "bf16 rate", "--precision bf16"),
+    "d": ("the phases were even but each step carried a small batch, so the fixed cost per step dominated",
+          "--batch-size 16"),
+    "e": ("the metrics showed the data phase starved of cores: the binding gave the process and its workers one "
+          "core", "--cpus all"),
+}
+
+
+def _written(a: Any, saw: str, fix: str) -> str:
+    """A conclusion of the right form and length: what it ``saw``, the ``fix``, the claim's numbers with spread."""
+    b, f = a.claim["before"], a.claim["after"]
+    return (f"Reading the profiler's output, {saw}. I changed one option, {fix}, and launched the run again with "
+            f"nothing else changed, so the measurement says what that option did. The throughput went from "
+            f"{b.median:.1f} samples/s (range {b.lo:.1f} to {b.hi:.1f}) to {f.median:.1f} samples/s (range "
+            f"{f.lo:.1f} to {f.hi:.1f}), well beyond the spread of either run, since the ranges do not overlap. "
+            f"On LUMI I would check the device side of the trace as well before calling it done.")
+
+
+def _wrong_cause(a: Any) -> str:
+    """The right fix and numbers, but another cause said to be seen (a declared wrong answer)."""
+    _, result = _result(a.before_dir, "11.A", "the first run's folder")
+    right = _TRUTH[variant(str(result["case"]))][0]
+    other = next(c for c in CAUSES if c != right)
+    return _written(a, _WRITTEN[other][0], str(a.claim["fix"]))
+
+
+def _other_case(a: Any) -> str:
+    """Another case's conclusion, its cause and its fix, with this run's numbers (a declared wrong answer)."""
+    _, result = _result(a.before_dir, "11.A", "the first run's folder")
+    right = _TRUTH[variant(str(result["case"]))][0]
+    other = next(c for c in CAUSES if c != right)
+    return _written(a, *_WRITTEN[other])
+
+
+def _generic_essay(a: Any) -> str:
+    """An essay that surveys every cause and names none (a declared wrong answer)."""
+    saw = ("a slow run can come from the input loader, from host copies and readbacks, from fp32 matrix "
+           "products, from a small batch with fixed costs per step, or from a CPU binding with too few cores")
+    return _written(a, saw, str(a.claim["fix"]))
+
+
 @check("11.A",
        wrong("an empty conclusion", conclusion="", mentions="words"),
+       wrong("a wrong cause, with the right fix and numbers", conclusion=_wrong_cause, mentions="names the cause"),
+       wrong("another case's conclusion, its cause and fix", conclusion=_other_case, mentions="rubric"),
+       wrong("a generic essay that surveys every cause", conclusion=_generic_essay, mentions="names the cause"),
        wrong("a conclusion without the evidence", mentions="rubric",
              conclusion=lambda a: " ".join(["The run was slow and now it is fixed, which is good news for all. "
                                             "We changed something and it became faster than before."] * 4)),

@@ -16,6 +16,7 @@ from typing import Any
 from ..jobs import JobSpec, render_srun
 from ..logs import parse_hip_log
 from ..site import load_site
+from .jobfields import expect_job_fields
 from .concepts import letter as parse_letter
 from .framework import (CheckFailed, Passed, check, expect_answer, expect_equal, expect_in, expect_type, passed,
                         switched_on, wrong)
@@ -35,6 +36,9 @@ def expect_choice(exercise: str, found: Any, options: Mapping[str, tuple[bool, s
 
 #: The schedule the exercise asks for: skip 1 step, warm up 1, record 2, once.
 RAW_SCHEDULE = {"wait": 1, "warmup": 1, "active": 2}
+#: The steps 05.S1's loop runs, and 09.S1's batch size: both fixed by their questions.
+RAW_STEPS = 6
+SPAWN_BATCH = 8
 
 
 def _trace_without_warmup(path: Any) -> Path:
@@ -50,6 +54,7 @@ def _trace_without_warmup(path: Any) -> Path:
        wrong("no warm-up step: steps 1 and 2 recorded", raw_trace=lambda a: _trace_without_warmup(a.raw_trace),
              mentions="steps the trace recorded"),
        wrong("fewer steps than the schedule needs", steps_run=3, mentions="too few"),
+       wrong("one step more than the question's loop", steps_run=lambda a: a.steps_run + 1, mentions="steps run"),
        wrong("a trace that was never written", raw_trace=lambda a: Path(a.raw_trace).with_name("none.json")))
 def check_raw_profiler(raw_trace: str | Path | None, steps_run: int | None) -> Passed:
     """Exercise 05.S1: a chrome trace written by ``torch.profiler.profile`` with ``schedule(wait=1, warmup=1,
@@ -73,6 +78,11 @@ def check_raw_profiler(raw_trace: str | Path | None, steps_run: int | None) -> P
     if steps_run < first + RAW_SCHEDULE["active"]:
         raise CheckFailed("05.S1", f"{steps_run} steps are too few for the schedule",
                           expected=f"at least {first + RAW_SCHEDULE['active']}", found=steps_run)
+    if steps_run != RAW_STEPS:
+        raise CheckFailed("05.S1", "the number of steps run is not the one the question asks for", found=steps_run,
+                          mistake="the recorded steps counted, not the steps the loop ran"
+                          if steps_run == RAW_SCHEDULE["active"] else None,
+                          hint="every step the loop ran counts, recorded or not.")
     if not steps_seen:
         raise CheckFailed("05.S1", "the trace holds no ProfilerStep#N ranges", hint="call `prof.step()` at the "
                                                                                    "end of every step.")
@@ -168,33 +178,39 @@ SPAWN_OPTIONS = {
 }
 
 
-def _loader_like(loader: Any, method: str | None) -> Any:
-    """The learner's loader rebuilt with another start method (None: no worker processes)."""
+def _loader_like(loader: Any, method: str | None, batch_size: int | None = None) -> Any:
+    """The learner's loader rebuilt with another start method (None: no worker processes) or batch size."""
     from torch.utils.data import DataLoader
 
+    batch = batch_size or loader.batch_size
     if method is None:
-        return DataLoader(loader.dataset, batch_size=loader.batch_size)
-    return DataLoader(loader.dataset, batch_size=loader.batch_size, num_workers=max(1, loader.num_workers),
+        return DataLoader(loader.dataset, batch_size=batch)
+    return DataLoader(loader.dataset, batch_size=batch, num_workers=max(1, loader.num_workers),
                       multiprocessing_context=method)
 
 
 @check("09.S1",
        wrong("spawn chosen for speed", why_spawn="b", mentions="slower"),
        wrong("the default fork", spawn_loader=lambda a: _loader_like(a.spawn_loader, "fork"), mentions="start method"),
+       wrong("batches of one sample (the default)",
+             spawn_loader=lambda a: _loader_like(a.spawn_loader, "spawn", batch_size=1), mentions="batch"),
        wrong("no workers at all", spawn_loader=lambda a: _loader_like(a.spawn_loader, None), mentions="no worker"))
 def check_spawn_loader(spawn_loader: Any, first_batch: Any, why_spawn: str | None) -> Passed:
     """Exercise 09.S1: a DataLoader whose workers start with ``spawn``, one batch read through it, and why."""
     from torch.utils.data import DataLoader
 
     expect_type("09.S1", spawn_loader, DataLoader, what="the data loader")
+    if spawn_loader.batch_size != SPAWN_BATCH:
+        raise CheckFailed("09.S1", "the loader's batch size is not the one the question asks for",
+                          found=spawn_loader.batch_size, mistake="the default batch of one sample"
+                          if spawn_loader.batch_size == 1 else None, hint="the question gives the batch size.")
     if spawn_loader.num_workers < 1:
-        raise CheckFailed("09.S1", "with num_workers=0 there are no worker processes to start",
-                          found=spawn_loader.num_workers, hint="give num_workers=1 or more.")
+        raise CheckFailed("09.S1", "the loader has no worker processes to start",
+                          found=spawn_loader.num_workers, hint="a start method only matters for worker processes.")
     context = spawn_loader.multiprocessing_context
     method = context.get_start_method() if context is not None else None
     expect_equal("09.S1", method, "spawn", what="the workers' start method",
-                 hint="`DataLoader(..., multiprocessing_context=\"spawn\")` (or torch.multiprocessing."
-                      "set_start_method(\"spawn\") before any worker starts).")
+                 hint="the loader's workers start as fresh interpreters, not copies of this process.")
     expect_answer("09.S1", first_batch, "one batch read through the loader")
     expect_choice("09.S1", why_spawn, SPAWN_OPTIONS, what="why spawn")
     return passed("09.S1", f"{spawn_loader.num_workers} workers started with spawn")
@@ -245,6 +261,8 @@ def check_zero_stage(answer: str | None) -> Passed:
 
 @check("10.S1",
        wrong("every GCD of a node expected", devices_expected=8),
+       wrong("on standard-g: a whole node billed for 2 GCDs", jax_job=lambda a: a.jax_job.with_(partition="standard-g"),
+             mentions="whole nodes"),
        wrong("the PyTorch container", jax_job=lambda a: a.jax_job.with_(container="pytorch"), mentions="container"),
        wrong("an error taken for a device list", jax_output="ModuleNotFoundError: No module named 'jax'",
              mentions="no JAX device"),
@@ -257,9 +275,11 @@ def check_jax_job(jax_job: JobSpec | None, devices_expected: int | None, jax_out
     it ran) the device list it printed."""
     site = load_site("lumi")
     expect_type("10.S1", jax_job, JobSpec, what="the JAX job",
-                hint="build it with `spec([...], container=\"jax\", ...)`.")
-    expect_equal("10.S1", jax_job.container, "jax", what="the container", hint="the JAX image, not PyTorch's.")
-    expect_equal("10.S1", jax_job.gpus_per_node, 2, what="GCDs per node",
+                hint="a job spec that runs in the JAX container.")
+    expect_equal("10.S1", jax_job.container, "jax", field=True, what="the container",
+                 hint="the JAX image, not PyTorch's.")
+    expect_job_fields("10.S1", jax_job, partition="small-g", nodes=1, time="0:05:00")
+    expect_equal("10.S1", jax_job.gpus_per_node, 2, field=True, what="GCDs per node",
                  hint="the question says how many GCDs the job asks for per node.")
     tasks = jax_job.ntasks_per_node or 1
     expect_equal("10.S1", tasks, 1, what="tasks per node",

@@ -66,9 +66,14 @@ def sbatch_directives(text: str) -> list[tuple[str, str | None]]:
             continue
         if not stripped.startswith("#SBATCH"):
             break
-        for token in shlex.split(stripped[len("#SBATCH"):], comments=True):
-            name, sep, value = token.partition("=")
+        tokens = shlex.split(stripped[len("#SBATCH"):], comments=True)
+        i = 0
+        while i < len(tokens):
+            name, sep, value = tokens[i].partition("=")
+            if not sep and name.startswith("-") and i + 1 < len(tokens) and not tokens[i + 1].startswith("-"):
+                value, sep, i = tokens[i + 1], "=", i + 1  # `-A project_x` or `--account project_x`
             options.append((name, value if sep else None))
+            i += 1
     return options
 
 
@@ -391,10 +396,14 @@ def check_overlap_steps(allocation: ShellResult | str | int | None) -> Passed:
              mentions="sees 2 GPUs"),
        wrong("all ranks on one node", visibility_run="0 nid005001 ROCR_VISIBLE_DEVICES=0\n"
                                                      "1 nid005001 ROCR_VISIBLE_DEVICES=1\n", mentions="too few"),
+       wrong("one task per node (2x1), renumbered", mentions="one task per node",
+             visibility_run="0 nid005001 ROCR_VISIBLE_DEVICES=0\n1 nid005002 ROCR_VISIBLE_DEVICES=0\n"),
        wrong("two one-task runs pasted together: rank 0 twice, on two nodes", mentions="once",
              visibility_run="0 nid005001 ROCR_VISIBLE_DEVICES=0\n0 nid005002 ROCR_VISIBLE_DEVICES=0\n"))
-def check_gpu_visibility(visibility_run: ShellResult | str | None, nodes: int | None = 2) -> Passed:
-    """Exercise 08.T1: a 2-node job in which Slurm gives each task one GPU (``ROCR_VISIBLE_DEVICES``)."""
+def check_gpu_visibility(visibility_run: ShellResult | str | None, nodes: int | None = 2,
+                         tasks_per_node: int | None = None) -> Passed:
+    """Exercise 08.T1: a 2-node job in which Slurm gives each task one GPU (``ROCR_VISIBLE_DEVICES``), with
+    ``tasks_per_node`` tasks on every node (when given)."""
     text, skipped = _output_text(visibility_run, "08.T1", "the output of the visibility job")
     if skipped:
         return not_checked("08.T1", f"not run here ({skipped})")
@@ -421,4 +430,11 @@ def check_gpu_visibility(visibility_run: ShellResult | str | None, nodes: int | 
         if listed[0] in seen.setdefault(host, set()):
             raise CheckFailed("08.T1", f"two ranks on {host} see the same GPU {listed[0]}")
         seen[host].add(listed[0])
+    per_host = {host: sum(1 for _, h, _ in lines if h == host) for host in hosts}
+    if tasks_per_node and any(n != tasks_per_node for n in per_host.values()):
+        raise CheckFailed("08.T1", "the nodes do not each run the tasks per node the question asks for",
+                          found=dict(sorted(per_host.items())),
+                          mistake="one task per node: a run of fewer tasks, or two runs pasted together"
+                          if set(per_host.values()) == {1} else None,
+                          hint="one job, with its tasks per node and one GPU per task.")
     return passed("08.T1", f"{len(lines)} ranks on {len(hosts)} nodes, one GPU each")

@@ -99,7 +99,7 @@ def test_10_s1_takes_any_value_python_reads_as_on_and_refuses_a_cpu_fallback() -
     from lumikit.jobs import spec
 
     job = spec(["python", "-c", "import jax; print(jax.devices())"], partition="small-g", gpus_per_node=2,
-               container="jax", env={"PYTHONNOUSERSITE": "true"})
+               time="0:05:00", container="jax", env={"PYTHONNOUSERSITE": "true"})
     assert check_jax_job(job, 2, "[RocmDevice(id=0), RocmDevice(id=1)]")
     with pytest.raises(CheckFailed, match="CPU devices only"):
         check_jax_job(job, 2, "[CpuDevice(id=0)]")

@@ -66,12 +66,13 @@ def test_terminal_checks_reject_their_wrong_answers(fixed_script) -> None:
     total += assert_wrong_answers_fail(terminal.check_fixed_script, script_path=fixed_script, submit=SKIPPED)
     total += assert_wrong_answers_fail(terminal.check_cancelled_job, job_id=SKIPPED, squeue_seen=SKIPPED)
     total += assert_wrong_answers_fail(terminal.check_overlap_steps, allocation=SKIPPED)
-    total += assert_wrong_answers_fail(terminal.check_gpu_visibility, visibility_run=VISIBLE)
+    total += assert_wrong_answers_fail(terminal.check_gpu_visibility, visibility_run=VISIBLE,
+                                       tasks_per_node=2)
     assert total >= 14
 
 
 def test_seed_checks_reject_their_wrong_answers(raw_trace) -> None:
-    loader = DataLoader(TensorDataset(torch.arange(8.0)), batch_size=2, num_workers=1,
+    loader = DataLoader(TensorDataset(torch.arange(8.0)), batch_size=8, num_workers=1,
                         multiprocessing_context="spawn")
     job = spec(["python", "-c", "import jax"], partition="small-g", gpus_per_node=2, time="0:05:00", container="jax",
                env={"PYTHONNOUSERSITE": "1"})

@@ -134,8 +134,11 @@ def test_expect_in_says_the_answer_is_not_a_possible_one_without_listing_them() 
 def test_expect_type_names_both_types() -> None:
     with pytest.raises(CheckFailed) as caught:
         expect_type("01.1", "8", int, what="the number of GCDs")
-    assert str(caught.value) == ("Exercise 01.1: the number of GCDs has the wrong type: a str, where a int is "
-                                 "asked; you gave '8'.")
+    assert str(caught.value) == ("Exercise 01.1: the number of GCDs has the wrong type: a string, where a whole "
+                                 "number (int) is asked; you gave '8'.")
+    with pytest.raises(CheckFailed, match="a numpy array, where a whole number") as caught:  # issue 40: "a Integral"
+        expect_type("04.1", __import__("numpy").array([1]), __import__("numbers").Integral, what="the GCD")
+    assert " a int" not in str(caught.value) and "a Integral" not in str(caught.value)
 
 
 def test_numpy_numbers_are_numbers_and_bools_are_not() -> None:

@@ -28,6 +28,7 @@ def _right() -> dict:
                                          lumi_per_gcd=h.lumi_total_images_per_s() / 32),
         h.check_slurm_escaping: dict(srun_line=SRUN, wrapper=WRAPPER),
         h.check_miopen_logging: dict(miopen_job=spec(["python", "train.py"], partition="small-g", gpus_per_node=1,
+                                                     time="0:10:00",
                                                      env={"MIOPEN_ENABLE_LOGGING": "1",
                                                           "MIOPEN_ENABLE_LOGGING_CMD": "1"})),
         h.check_container_shell: dict(shell_commands=["module purge", "module use /appl/local/containers/ai-modules",

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pickle
 import statistics
 
-from lumikit.checks import m05, m06
+import pytest
+
+from lumikit.checks import CheckFailed, m05, m06
 from lumikit.rocprof.counters import parse_counter_csv, waves_per_cu
 from lumikit.site import load_site
 from lumikit.trace.memory import load_memory
@@ -25,12 +27,26 @@ def test_warmup_cost():
                                      steps=steps) == 3
 
 
-def test_mfu_for_the_precision_used():
+@pytest.mark.parametrize("learner", ["ada", "bob", "cy", "dee", "eve", "fay"])
+def test_mfu_for_the_precision_used(learner, monkeypatch):
+    monkeypatch.setenv("LUMIKIT_SEED", learner)
     run = m05.precision_run()
-    peak = load_site("lumi").hardware["gcd_peak_tflops"]["bf16"] * 1e12
+    peak = load_site("lumi").hardware["gcd_peak_tflops"][run["precision"]] * 1e12
     mfu = run["flops_per_step"] / run["step_s"] / peak
     assert 0.1 < mfu < 0.6
     assert assert_wrong_answers_fail(m05.check_mfu_for_precision, mfu=mfu, run=run) == 3
+    assumed = run["flops_per_step"] / run["step_s"] / (load_site("lumi").hardware["gcd_peak_tflops"]["bf16"] * 1e12)
+    if run["precision"] != "bf16":  # issue 40: the precision is read, not assumed
+        with pytest.raises(CheckFailed):
+            m05.check_mfu_for_precision(assumed, run)
+
+
+def test_both_precisions_are_dealt(monkeypatch):
+    seen = set()
+    for i in range(30):
+        monkeypatch.setenv("LUMIKIT_SEED", f"learner-{i}")
+        seen.add(m05.precision_run()["precision"])
+    assert seen == set(m05.P1_PRECISIONS)
 
 
 def test_snapshot_peak(tmp_path):
@@ -50,3 +66,16 @@ def test_starved_kernels():
     # kernels just either side of one wave per CU: another threshold (2, or half a wave) gives another list
     assert "softmax_narrow" in starved and "conv_mid" not in starved
     assert assert_wrong_answers_fail(m06.check_starved_kernels, starved=starved, csv_text=text) == 5
+
+
+def test_starved_kernels_in_a_tuple_set_or_series_pass():  # issue 40: right answers refused
+    import numpy as np
+    import pandas as pd
+
+    text = m06.counter_exercise_csv()
+    w = waves_per_cu(parse_counter_csv(text))
+    starved = list(w.loc[w["waves_per_cu"] < 1, "kernel"])
+    for form in (tuple(starved), set(starved), pd.Series(starved), np.array(starved)):
+        assert m06.check_starved_kernels(form, text)
+    with pytest.raises(CheckFailed, match="a string, where a list"):
+        m06.check_starved_kernels(", ".join(starved), text)

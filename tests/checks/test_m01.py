@@ -81,10 +81,10 @@ def test_rejected_job_names_the_field_and_a_fix_that_keeps_the_shape():
         # accepted by LUMI, but it is a smaller job than the one asked for
         check_rejected_job("cpus_per_task", REJECTED.with_(ntasks_per_node=7, gpus_per_node=7, cpus_per_task=7),
                            REJECTED)
-    with pytest.raises(CheckFailed, match="01.3: `cpus_per_task` of the fixed job is not right; "
+    with pytest.raises(CheckFailed, match="01.3: the cores per task of the fixed job are not right; "
                                           "you gave 1\\."):
         check_rejected_job("cpus_per_task", REJECTED.with_(cpus_per_task=1), REJECTED)  # LUMI takes it, cores idle
-    with pytest.raises(CheckFailed, match="01.3: `cpus_per_task` of the fixed job is not right; "
+    with pytest.raises(CheckFailed, match="01.3: the cores per task of the fixed job are not right; "
                                           "you gave None"):
         check_rejected_job("cpus_per_task", REJECTED.with_(cpus_per_task=None), REJECTED)
     with pytest.raises(CheckFailed, match="01.3: the fixed job is still rejected"):

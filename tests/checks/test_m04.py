@@ -101,7 +101,7 @@ def test_package_activity_reads_the_first_sample_in_which_the_starved_gcd_comput
     (9, {0: "one", 1: "one", 2: "one", 3: "one"}, "the activity of package 0 is not right"),  # the session's mean
     (9, {0: "both", 1: "both", 2: "both", 3: "both"}, "the activity of package 0 is not right"),  # GPU% as work
     (9, {0: "idle", 1: "idle", 2: "both", 3: "idle"}, "the activity of package 2 is not right"),  # 300 W as full
-    (10, {0: "both", 1: "both", 2: "both", 3: "both"}, "the sample number is not right; you gave 10. It looks like counted from 1"),
+    (10, {0: "both", 1: "both", 2: "both", 3: "both"}, "the sample number is not right; you gave 10. It looks like an off-by-one"),
     (9, {0: "idle", 1: "idle", 2: "half", 3: "idle"}, "is not one of the possible answers"),
     (9, {0: "idle", 1: "idle", 2: "one"}, "the packages in your dict is not right"),
     ("9", {}, "has the wrong type"),
@@ -159,3 +159,12 @@ def test_each_learner_gets_a_session_of_their_own_and_the_check_follows_it(monke
         with pytest.raises(CheckFailed, match="04.1"):
             check_starved_gcd(4)  # the shipped session's GCD is never a learner's
     assert len(set(answers.values())) > 1
+
+
+def test_power_reporting_takes_a_numpy_array_and_a_series(starved, monkeypatch):  # issue 40: right answers refused
+    import numpy as np
+    import pandas as pd
+
+    power = pd.Series({0: 180.3, 1: 180.8, 2: 198.1, 3: 180.6})
+    assert check_power_reporting(np.array([0, 2, 4, 6]), power)
+    assert check_power_reporting(pd.Series([6, 4, 2, 0]), power.to_dict())

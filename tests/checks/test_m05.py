@@ -131,3 +131,7 @@ def test_profiler_slowdown_compares_medians_of_recorded_and_unprofiled_steps() -
         m05.check_profiler_slowdown(times.loc[8:].mean() / times.loc[1:6].mean(), times, "6,1,4,1")  # means, step 1
     with pytest.raises(CheckFailed, match="No answer yet for 05.4"):
         m05.check_profiler_slowdown(None, times, "6,1,4,1")
+
+
+def test_top_self_op_with_spaces_around_it_passes() -> None:  # issue 40: a right answer refused
+    assert m05.check_top_self_op("  aten::mm \n", host_ops(_events()))

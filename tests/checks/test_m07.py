@@ -64,8 +64,8 @@ def test_first_epoch_passes_with_both_differences():
 
 
 @pytest.mark.parametrize("epoch_extra, step_extra, words", [
-    (0.51, 0.30, "first epoch time minus second epoch time (s) is off"),  # the first epoch's time, not the gap
-    (0.30, 0.35, "first step time minus the median"),                     # the first step's time, not its excess
+    (0.51, 0.30, "how much longer the first epoch took than the second (s) is off"),  # the first epoch's time, not the gap
+    (0.30, 0.35, "how much longer the first step took than a typical one"),                     # the first step's time, not its excess
     (None, 0.30, "No answer yet for 07.2"),
     (0.30, None, "No answer yet for 07.2"),
 ])
@@ -118,8 +118,8 @@ def test_model_size_passes_with_both_ratios():
 
 
 @pytest.mark.parametrize("params, times, words", [
-    (1 / 8, 5.0, "parameters of the other model / of the base model is off"),  # upside down
-    (8.0, 8.0, "mean step time of the other model / of the base is off"),  # assumed, not measured
+    (1 / 8, 5.0, "how many times the base model's parameters the other has is off"),  # upside down
+    (8.0, 8.0, "how many times the base model's step time the other takes is off"),  # assumed, not measured
     (None, 5.0, "No answer yet for 07.5"),
 ])
 def test_model_size_fails_on_wrong_answers(params, times, words):
@@ -134,8 +134,8 @@ def test_batch_size_passes_with_both_ratios():
 
 
 @pytest.mark.parametrize("times, rate, words", [
-    (2.0, 4 / 3, "step time at the large batch / at the small batch is off"),  # assumed proportional
-    (1.5, 1.5, "samples/s at the large batch / at the small batch is off"),
+    (2.0, 4 / 3, "how many times the small batch's step time the large batch takes is off"),  # assumed proportional
+    (1.5, 1.5, "how many times the small batch's samples/s the large batch reaches is off"),
     (1.5, None, "No answer yet for 07.6"),
 ])
 def test_batch_size_fails_on_wrong_answers(times, rate, words):

@@ -4,6 +4,9 @@ whose variant is a small default batch (the variant with the largest effect per 
 right fix, and a fix that does not touch the cause."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from lumikit.checks import CheckFailed
@@ -43,7 +46,9 @@ def _rate(run, label):
 
 
 def _claim(before, after, cause="d", fix="--batch-size 16"):
-    return {"cause": cause, "fix": fix, "before": _rate(before, "before"), "after": _rate(after, "after")}
+    shares = m11._phase_shares(Path(before), "11.3")  # the first run's profile reading (its 11.2)
+    return {"cause": cause, "fix": fix, "before": _rate(before, "before"), "after": _rate(after, "after"),
+            "evidence": max(shares, key=shares.get)}
 
 
 def test_the_first_runs_throughput_is_checked_against_its_metrics(runs) -> None:
@@ -54,6 +59,8 @@ def test_the_first_runs_throughput_is_checked_against_its_metrics(runs) -> None:
         m11.check_first_run(before, rate.median)
     with pytest.raises(CheckFailed, match="step times in seconds"):
         m11.check_first_run(before, m11._as_step_times(before))
+    with pytest.raises(CheckFailed, match="cold first steps or the last step kept in"):  # issue 40: a hole before
+        m11.check_first_run(before, measured("before", m11.all_rates(before)))
 
 
 def test_the_largest_phase_comes_from_the_trace(runs) -> None:
@@ -110,15 +117,35 @@ def test_mistakes_of_form_are_named(runs) -> None:
     assert m11.parse_fix({"batch_size": 16}) == m11.parse_fix("--batch-size=16") == {"batch_size": "16"}
 
 
-def test_the_budget_is_counted_and_said_never_enforced(runs, tmp_path) -> None:
+def test_a_claim_without_the_first_runs_profile_reading_does_not_pass(runs) -> None:
+    """Issue 40: sweeping the fix options without a profile passed 11.3; the claim now carries the profile reading."""
+    before, after, _ = runs
+    claim = _claim(before, after)
+    assert m11.check_claim(claim, before, after)
+    without = {k: v for k, v in claim.items() if k != "evidence"}
+    with pytest.raises(CheckFailed, match="profile reading.*trying options"):
+        m11.check_claim(without, before, after)
+    other = next(p for p in m11.PHASES if p != claim["evidence"])
+    with pytest.raises(CheckFailed, match="profile reading"):
+        m11.check_claim({**claim, "evidence": other}, before, after)
+
+
+def test_the_budget_is_counted_from_the_cases_run_folders_and_enforced(runs, tmp_path) -> None:
+    """Issue 40: sweeping the fix options (a run per option) passed 11.3 in 5 runs; the budget of 4 now holds."""
     before, after, other = runs
     assert m11.runs_of_case(before) == 1  # each test run has its own folder here
     import shutil
 
     folder = tmp_path / "runs"
-    copies = [shutil.copytree(r, folder / f"run{i}") for i, r in enumerate([before, after, other, other, other])]
-    result = str(m11.check_claim(_claim(copies[0], copies[1]), copies[0], copies[1]))
-    assert "5 runs of your case, 1 over the budget of 4" in result
+    within = [shutil.copytree(r, folder / f"run{i}") for i, r in enumerate([before, after, other, other])]
+    assert "4 of your 4 runs" in str(m11.check_claim(_claim(within[0], within[1]), within[0], within[1]))
+    earlier = shutil.copytree(other, folder / "run-yesterday")  # a run of an earlier go at the case: not counted
+    manifest = json.loads((earlier / "manifest.json").read_text())
+    (earlier / "manifest.json").write_text(json.dumps({**manifest, "start_time": "2000-01-01T00:00:00+00:00"}))
+    assert m11.runs_of_case(within[0]) == 4
+    shutil.copytree(other, folder / "run4")  # one more option tried
+    with pytest.raises(CheckFailed, match="5 runs of your case, over the budget of 4.*sweep of the fix options"):
+        m11.check_claim(_claim(within[0], within[1]), within[0], within[1])
 
 
 def test_the_hints_do_not_state_the_cause_or_the_fix() -> None:
@@ -162,6 +189,27 @@ def test_the_conclusion_is_judged_by_its_rubric_and_saved_with_it(runs, tmp_path
         m11.check_conclusion(no_before, claim, before, after)
     with pytest.raises(CheckFailed, match="needs room"):
         m11.check_conclusion("It was slow. Fixed.", claim, before, after)
+
+
+@pytest.mark.parametrize("wrong", ["_wrong_cause", "_other_case", "_generic_essay"])
+def test_the_rubric_rejects_a_wrong_cause_another_cases_template_and_a_generic_essay(runs, wrong) -> None:
+    """Issue 40: 11.A's rubric accepted 3 of 5 wrong conclusions, one naming the wrong cause."""
+    from types import SimpleNamespace
+
+    before, after, _ = runs
+    claim = _claim(before, after)
+    assert m11.check_conclusion(_conclusion(before, after), claim, before, after)
+    text = getattr(m11, wrong)(SimpleNamespace(claim=claim, before_dir=before, after_dir=after))
+    assert len(text.split()) >= m11.MIN_CONCLUSION_WORDS  # long enough: the rubric, not the length, refuses it
+    with pytest.raises(CheckFailed, match="rubric is not met"):
+        m11.check_conclusion(text, claim, before, after)
+
+
+def test_a_conclusion_names_its_cause_by_its_words_not_the_fixs() -> None:
+    assert m11.cause_named("each step carried a batch of 2: fixed costs per step dominated", "d", {"--batch-size"})
+    assert not m11.cause_named("the loader read every sample in turn; --batch-size 16 fixed it", "d",
+                               {"--batch-size", "batch_size", "batch size"})
+    assert not m11.cause_named("loader, host copies, fp32 matrix, small batch or core binding", "d")
 
 
 def test_declared_wrong_answers_fail_on_real_runs(runs) -> None:

@@ -35,7 +35,7 @@ def wrong_answers_fail(func, **right) -> int:
 def test_01_4_rank_rule():
     r = m01.rank_to_check()
     mask = rank_table(RULE_JOB, "lumi").loc[r, "mask"]
-    assert wrong_answers_fail(m01.check_rank_rule, rule_job=RULE_JOB, rank_mask=mask) == 5
+    assert wrong_answers_fail(m01.check_rank_rule, rule_job=RULE_JOB, rank_mask=mask) == 6
     assert m01.check_rank_rule(RULE_JOB, "0x" + mask.rjust(16, "0"))  # Slurm's spelling of the same mask is fine
     with pytest.raises(CheckFailed, match="hex digits"):
         m01.check_rank_rule(RULE_JOB, "cores 1-7")

@@ -63,13 +63,13 @@ def test_multiple_choice_explains_each_wrong_option(check, right, wrongs) -> Non
 
 def test_spawn_loader_is_read_from_the_loader_object() -> None:
     data = TensorDataset(torch.arange(8.0))
-    spawned = DataLoader(data, batch_size=2, num_workers=2, multiprocessing_context="spawn")
+    spawned = DataLoader(data, batch_size=8, num_workers=2, multiprocessing_context="spawn")
     assert "started with spawn" in str(s.check_spawn_loader(spawned, [torch.zeros(2)], "a"))
-    forked = DataLoader(data, batch_size=2, num_workers=2, multiprocessing_context="fork")
+    forked = DataLoader(data, batch_size=8, num_workers=2, multiprocessing_context="fork")
     with pytest.raises(CheckFailed, match="start method"):
         s.check_spawn_loader(forked, [torch.zeros(2)], "a")
     with pytest.raises(CheckFailed, match="no worker processes"):
-        s.check_spawn_loader(DataLoader(data, batch_size=2), [torch.zeros(2)], "a")
+        s.check_spawn_loader(DataLoader(data, batch_size=8), [torch.zeros(2)], "a")
     with pytest.raises(CheckFailed, match="slower to start"):
         s.check_spawn_loader(spawned, [torch.zeros(2)], "b")
 

@@ -92,8 +92,8 @@ def test_the_check_table_has_one_row_per_check_and_the_wrong_answer_and_leak_tot
     assert lines[4].split() == ["01.3", "passes", "fails", "1/1", "0/2", "FAIL"]  # fewer than two declared
     assert lines[5].split() == ["01.4", "passes", "fails", "2/2", "1/3", "FAIL"]  # one message showed the answer
     assert lines[-1] == ("4 checks; 7 of 8 known-wrong answers rejected; 12 failure messages checked for leaked "
-                         "answers, 1 leaked (by kind: value 0, words 1, identifier 0, key 0, letter 0, "
-                         "other exercise 0)")
+                         "answers, 1 leaked (by kind: value 0, words 1, identifier 0, key 0, letter 0, name 0, "
+                         "recipe 0, proximity 0, elimination 0, other exercise 0)")
 
 
 def test_the_good_sample_verifies(good_workbook: Path) -> None:

@@ -254,8 +254,13 @@ def leaks(message: str, solution: Any, given: Iterable[Any] = ()) -> list[Leak]:
     return out
 
 
+#: The kinds of method leak :mod:`.recipes` finds (counted beside :data:`KINDS` when a message shows one).
+METHOD_KINDS = ("name", "recipe", "proximity", "elimination")
+
+
 def count_by_kind(found: Iterable[Leak | str]) -> dict[str, int]:
-    """How many leaks of each kind (a plain string counts as ``value``; ``"two (words)"`` as ``words``)."""
+    """How many leaks of each kind (a plain string counts as ``value``; ``"two (words)"`` as ``words``; a method
+    leak, ``"mean_comm_us (name)"``, under its own kind)."""
     counts = dict.fromkeys(KINDS, 0)
     for leak in found:
         kind = leak.kind if isinstance(leak, Leak) else _kind_of(str(leak))
@@ -265,4 +270,4 @@ def count_by_kind(found: Iterable[Leak | str]) -> dict[str, int]:
 
 def _kind_of(text: str) -> str:
     match = re.search(r"\((\w+)\)$", text)
-    return match.group(1) if match and match.group(1) in KINDS else "value"
+    return match.group(1) if match and match.group(1) in KINDS + METHOD_KINDS else "value"

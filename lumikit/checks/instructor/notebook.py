@@ -23,8 +23,9 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from ...errors import LumikitError
-from ..conventions import CHECK_TAG, DEFAULT_CELL_TIMEOUT_S
+from ..conventions import CHECK_TAG, DEFAULT_CELL_TIMEOUT_S, SOLUTION_TAG
 from ..framework import PASS_MIMETYPE, WRONG_MIMETYPE
+from .recipes import CELL_BREAK
 
 CURRENT_ENV_KERNEL = "lumikit-current-env"
 #: The tag of the cells ``probe=True`` adds after each check cell (they try the check's known-wrong answers).
@@ -142,13 +143,16 @@ def run_notebook(path: Path, *, cell_timeout_s: float = DEFAULT_CELL_TIMEOUT_S,
 
 def _add_probe_cells(notebook: nbformat.NotebookNode) -> None:
     """Insert after every check cell a cell trying the check's known-wrong answers (see :mod:`.probe`)."""
-    out = []
+    out, answered = [], []
     for cell in notebook.cells:
         out.append(cell)
+        if SOLUTION_TAG in cell.metadata.get("tags", ()):
+            answered.append(cell.source)  # the solution the check's messages are held against (recipe leaks)
         if cell.cell_type == "code" and CHECK_TAG in cell.metadata.get("tags", ()):
             source = (f"__import__('lumikit.checks.instructor.probe', fromlist=['probe_cell'])"
-                      f".probe_cell({cell.source!r})")
+                      f".probe_cell({cell.source!r}, solution={CELL_BREAK.join(answered)!r})")
             out.append(nbformat.v4.new_code_cell(source, metadata={"tags": [PROBE_TAG]}))
+            answered = []
     notebook.cells = out
 
 

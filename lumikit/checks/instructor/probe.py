@@ -5,7 +5,9 @@ from the cell, its arguments are evaluated in the notebook's namespace and bound
 the check is called once per declared :class:`~lumikit.checks.framework.Wrong` answer, with the answer arguments
 replaced. Each must raise :class:`~lumikit.checks.framework.CheckFailed` (a real failure, not "no answer yet") whose
 message names the exercise (and the wrong answer's ``mentions``, if given), and no message (nor the stub's, every
-answer None) may show the solution's answer (:func:`lumikit.checks.instructor.leaks.leaks`: its printed value, or in words, identifiers, keys and letters). Nothing is recorded as progress.
+answer None) may show the solution's answer (:func:`lumikit.checks.instructor.leaks.leaks`: its printed value, or in words, identifiers, keys and letters).
+Given the solution cell the check follows, no first-failure message may hand over its method either (:func:`lumikit.checks.instructor.recipes.leaks_for`: the names its code reads, its formula,
+where the answer lies from the learner's, which options are ruled out). Nothing is recorded as progress.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from typing import Any, Mapping
 from ..framework import _PROBING, WRONG_MIMETYPE, CheckFailed, check_info
 from ..hints import hint_levels
 from .leaks import kinded_forms, leaks, without_echoes
+from .recipes import SolutionCell, leaks_for, question_of
 
 
 @dataclass(frozen=True)
@@ -82,8 +85,10 @@ def check_call(source: str) -> ast.Call | None:
     return None
 
 
-def try_wrong_answers(source: str, namespace: Mapping[str, Any]) -> ProbeReport:
-    """Call the check of a check cell once per known-wrong answer, in ``namespace``; report each outcome."""
+def try_wrong_answers(source: str, namespace: Mapping[str, Any], solution: str = "") -> ProbeReport:
+    """Call the check of a check cell once per known-wrong answer, in ``namespace``; report each outcome.
+
+    ``solution``: the source of the solution cell(s) the check follows, whose method no message may hand over."""
     call = check_call(source)
     if call is None:
         return ProbeReport("", "", (), "the check cell does not end with a call to a check")
@@ -102,6 +107,7 @@ def try_wrong_answers(source: str, namespace: Mapping[str, Any]) -> ProbeReport:
     bound = inspect.signature(func).bind(*args, **kwargs)
     bound.apply_defaults()
     outcomes = []
+    cell = SolutionCell(info.exercise, solution, question_of(solution) + "\n" + source) if solution else None
     solution = {n: bound.arguments.get(n) for n in info.answer_names}
     token = _PROBING.set(True)
     try:
@@ -117,9 +123,15 @@ def try_wrong_answers(source: str, namespace: Mapping[str, Any]) -> ProbeReport:
             outcome = _judge(info.exercise, case.why, case.mentions, func, arguments)
             given = list(replaced.values())  # answers the case leaves alone are right: showing them tells nothing
             found = [str(f) for n, v in solution.items() if n in replaced for f in leaks(outcome.message, v, given)]
+            # the right answers the case leaves alone, and what the learner wrote (a field of their own job spec, a
+            # key of their own dict), may be named
+            kept = " ".join([str(v) for n, v in solution.items() if n not in replaced] + [repr(v) for v in given])
+            found += ([str(f) for f in leaks_for(without_echoes(outcome.message, given),
+                                                 replace(cell, stated=f"{cell.stated}\n{kept}"))]
+                      if cell and outcome.rejected else [])
             outcomes.append(replace(outcome, leaked=tuple(dict.fromkeys(found)),
                                     searched=without_echoes(outcome.message, given)))
-        stub_message, stub_found = _stub(func, bound.arguments, solution, info.exercise)
+        stub_message, stub_found = _stub(func, bound.arguments, solution, info.exercise, cell)
     finally:
         _PROBING.reset(token)
     answer_forms = tuple(sorted(set().union(*(kinded_forms(v) for v in solution.values())) if solution else ()))
@@ -128,9 +140,10 @@ def try_wrong_answers(source: str, namespace: Mapping[str, Any]) -> ProbeReport:
 
 
 def _stub(func: Any, arguments: Mapping[str, Any], solution: Mapping[str, Any],
-          exercise: str = "") -> tuple[str, tuple[str, ...]]:
+          exercise: str = "", cell: SolutionCell | None = None) -> tuple[str, tuple[str, ...]]:
     """The check's message when every answer is None (the exercise's stub) followed by the exercise's on-demand
-    hints (all the help a learner gets without answering), and the solution's forms found in them."""
+    hints (all the help a learner gets without answering), and the solution's forms found in them; the method of
+    the solution ``cell`` is searched in the first message only (the hints are where it belongs)."""
     try:
         func(**{**arguments, **{n: None for n in solution}})
     except CheckFailed as failure:
@@ -139,8 +152,9 @@ def _stub(func: Any, arguments: Mapping[str, Any], solution: Mapping[str, Any],
         return f"{type(exc).__name__}: {exc}", ()
     else:
         return "", ()
+    recipe = [str(f) for f in leaks_for(message, cell)] if cell else []
     message = " ".join([message, *hint_levels(exercise)]) if exercise else message
-    return message, tuple(dict.fromkeys(str(f) for v in solution.values() for f in leaks(message, v)))
+    return message, tuple(dict.fromkeys([str(f) for v in solution.values() for f in leaks(message, v)] + recipe))
 
 
 def _judge(exercise: str, why: str, mentions: str | None, func: Any, arguments: dict[str, Any]) -> WrongOutcome:
@@ -158,11 +172,11 @@ def _judge(exercise: str, why: str, mentions: str | None, func: Any, arguments: 
     return WrongOutcome(exercise, why, "accepted", f"the check passed it: {result}")
 
 
-def probe_cell(source: str) -> ProbeReport:
+def probe_cell(source: str, solution: str = "") -> ProbeReport:
     """``try_wrong_answers`` in the running IPython kernel's namespace; its value is shown for verify to read."""
     from IPython import get_ipython
 
     shell = get_ipython()
     if shell is None:
         raise RuntimeError("probe_cell runs inside a notebook kernel")
-    return try_wrong_answers(source, shell.user_ns)
+    return try_wrong_answers(source, shell.user_ns, solution)

@@ -10,6 +10,7 @@ the result is a table per notebook and one per check, and the verification holds
 """
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 import time
@@ -22,7 +23,7 @@ from tqdm.auto import tqdm
 
 from ..conventions import CHECK_TAG, DEFAULT_BUDGET_S, DEFAULT_CELL_TIMEOUT_S, EXERCISE_TAG
 from .generate import drift, planned_files, solution_files
-from .leaks import KINDS, count_by_kind, search
+from .leaks import KINDS, METHOD_KINDS, count_by_kind, search
 from .notebook import CellResult, NotebookRun, run_notebook
 
 #: Every check declares at least this many known-wrong answers, and verify tries them all.
@@ -185,12 +186,21 @@ def cross_leaks(probe: dict, others: Sequence[dict]) -> list[tuple[str, str, str
         if not exercise or exercise == probe.get("exercise"):
             continue
         their = {tuple(f) for f in other.get("answer_forms", [])} - own
-        # another exercise's number in words or its option letter is too common a word to count
+        # another exercise's number in words or its option letter is too common a word to count, and its number
+        # (a measured time, a share) meets this message's numbers by chance, more or less often as the runs are
+        # faster or slower: only its names and words count, so the verdict does not depend on the run
+        # a short word (a rung, a phase: "bf16", "data") counts only quoted, as in a list (leaks.forms): bare, it is
+        # a word another exercise's question uses, and which rung or phase is the answer can turn with the run
         their = {(form, kind) for form, kind in their if kind in ("identifier", "key") or
-                 (kind == "value" and len(form) >= 3)}
+                 (kind == "value" and not _numeric(form) and (len(form) >= 8 or form[:1] in "'\""))}
         for message in messages:
             found += [(message, exercise, str(leak)) for leak in search(message, their)]
     return found
+
+
+def _numeric(form: str) -> bool:
+    """Is a printed form a number (``812.5``, ``1,024``, ``43 %``, ``[1, 2]``), not a name or a word?"""
+    return re.fullmatch(r"[-+\d.,%\s\[\]()]+", form) is not None
 
 
 def _exercise_of(cell: CellResult) -> str:
@@ -364,7 +374,8 @@ def format_check_table(reports: Sequence[PairReport]) -> str:
     rejected = sum(c.wrong_rejected for c in checks)
     searched = sum(c.messages_checked for c in checks)
     leaks = sum(c.leaks for c in checks)
-    kinds = {kind: sum(dict(c.leak_kinds).get(kind, 0) for c in checks) for kind in (*KINDS, "other exercise")}
+    kinds = {kind: sum(dict(c.leak_kinds).get(kind, 0) for c in checks)
+             for kind in (*KINDS, *METHOD_KINDS, "other exercise")}
     by_kind = ", ".join(f"{kind} {count}" for kind, count in kinds.items())
     return "\n".join(_columns(header, rows) + [f"{len(checks)} checks; {rejected} of {tried} known-wrong answers "
                                                 f"rejected; {searched} failure messages checked for leaked answers, "
