@@ -4,12 +4,15 @@ faster kernel or CPU op would save.
 The step's dependency graph is built once from the loader's columns: two nodes per event (start, end), and edges
 
 * along each CPU thread, through nested ops (an op's self time is ``cpu_bound``; the time inside a blocking call
-  carries no weight where the call waited for GPU work, as in HTA). On the step's main thread (the window's
-  annotations' thread, else the one that launched the most), the gaps between top-level ops, the time from the
-  window's first event to its first op, and the own time of the window's annotations (``ProfilerStep#N``: Python
-  between operators, work recorded only as ``python_function``, or nothing at all) are ``host_untraced``: time the
-  step spent on the host that no op accounts for (HTA gives it no weight; ``count_untraced_host=False`` does the
-  same). On other threads the gaps weigh nothing (an autograd thread between backward passes is waiting);
+  carries no weight where the call waited for GPU work, as in HTA). The step's launching threads are the window's
+  annotations' thread, else every thread of the process that launched the most GPU work that launched any (a
+  rocpd database or an unannotated trace: forward and backward often launch from two threads). The time in which
+  none of them is in a traced op (a gap between top-level ops that no other launching thread's op covers, the
+  time from the window's first event to their first op) and the own time of the window's annotations
+  (``ProfilerStep#N``: Python between operators, work recorded only as ``python_function``, or nothing at all) are
+  ``host_untraced``: time the step spent on the host that no op accounts for (HTA gives it no weight;
+  ``count_untraced_host=False`` does the same). Other gaps weigh nothing (a forward thread while the autograd
+  thread runs, an autograd thread between backward passes, a loader thread: waiting);
 * from a launch call to its GPU work (matched by correlation id, else External id). Whether the stream was idle at
   the launch is decided against every GPU activity of that (device, stream) in the whole trace, not only the
   window's. Idle: ``gpu_kernel_launch_overhead``, the time from the call to the work, up to HTA's 1.5 ms. Busy with
@@ -57,8 +60,8 @@ if TYPE_CHECKING:
 
 #: Edge categories, with HTA's names where they mean the same (the first six); ``gpu_queue_wait`` (GPU work waited
 #: for GPU work the graph does not hold), ``unexplained_wait`` (GPU work waited on nothing the trace shows) and
-#: ``host_untraced`` (host time on the step's main thread that no op covers) are lumikit's; the last two carry no
-#: weight.
+#: ``host_untraced`` (host time in which no launching thread of the step is in a traced op) are lumikit's; the last
+#: two carry no weight.
 CATEGORIES = ("cpu_bound", "data_loading", "gpu_compute_bound", "gpu_communication_bound",
               "gpu_kernel_launch_overhead", "gpu_kernel_kernel_overhead", "gpu_queue_wait", "unexplained_wait",
               "host_untraced", "dependency", "sync")
@@ -327,12 +330,15 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     data = _inherit(np.append(is_data[cpu_rows], np.zeros(n_gpu, dtype=bool)), parent)
     note = np.zeros(len(rows), dtype=bool)
     note[local[notes]] = True
-    # a gap between top-level ops on the main thread is untraced host time; on other threads (an autograd thread
-    # waiting for the next backward, a data-loader thread) it is idle time and weighs nothing
+    # a gap in which none of the step's launching threads is in a traced op is untraced host time; a gap on one of
+    # them while another is busy (forward waiting for an autograd thread) and a gap on any other thread (a
+    # data-loader thread) is waiting and weighs nothing
     thread_key = pid.astype(np.int64) * (1 << 32) + (tid.astype(np.int64) & 0xFFFFFFFF)
     launching = np.isin(thread_key, _main_threads(thread_key, local[notes], local[launch_rows])) \
         if count_untraced_host else np.zeros(n_cpu, dtype=bool)
-    gap_cat = np.where(launching[np.minimum(c_dst // 2, max(n_cpu - 1, 0))], HOST_UNTRACED, DEPENDENCY)
+    u_src, u_dst = _untraced_gaps(launching, parent[:n_cpu], start_ts[:n_cpu], end_ts[:n_cpu])
+    n_nodes = 2 * len(rows)
+    gap_cat = np.where(np.isin(c_src * n_nodes + c_dst, u_src * n_nodes + u_dst), HOST_UNTRACED, DEPENDENCY)
     attr = np.maximum(c_attr, 0)
     c_cat = np.where(c_attr < 0, gap_cat, np.where(note[attr], HOST_UNTRACED,
                                                    np.where(data[attr], DATA, CPU))).astype(np.int8)
@@ -341,17 +347,22 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     # the time inside a blocking call weighs nothing where the call waited for GPU work (a sync edge leads into its
     # end, below): the path runs through that work instead, as in HTA
     c_blocking_end = into_end & np.append(blocking, np.zeros(n_gpu, dtype=bool))[c_dst // 2]
-    # a launching thread's time from the window's first event to its own first op is untraced host time too
+    # the time from the window's first event to the launching threads' first op is untraced host time too, and so
+    # is a gap that one launching thread ends and another begins (from the op that ended last to the next one)
     openers = order[new_thread]
     if count_untraced_host and len(openers) > 1:
         origin = int(openers[np.argmin(start_ts[openers])])
-        late_threads = openers[launching[openers] & (openers != origin)]
-        c_src = np.append(c_src, np.full(len(late_threads), 2 * origin))
-        c_dst = np.append(c_dst, 2 * late_threads)
-        c_attr = np.append(c_attr, np.full(len(late_threads), -1))
-        c_cat = np.append(c_cat, np.full(len(late_threads), HOST_UNTRACED)).astype(np.int8)
-        c_zero = np.append(c_zero, np.zeros(len(late_threads), dtype=bool))
-        c_blocking_end = np.append(c_blocking_end, np.zeros(len(late_threads), dtype=bool))
+        late_threads = openers[launching[openers]]
+        late_threads = late_threads[np.argsort(start_ts[late_threads], kind="stable")[:1]]  # the first to start
+        late_threads = late_threads[late_threads != origin]
+        across = thread_key[u_src // 2] != thread_key[u_dst // 2]
+        c_src = np.concatenate([c_src, np.full(len(late_threads), 2 * origin), u_src[across]])
+        c_dst = np.concatenate([c_dst, 2 * late_threads, u_dst[across]])
+        added = len(c_src) - len(c_attr)
+        c_attr = np.append(c_attr, np.full(added, -1))
+        c_cat = np.append(c_cat, np.full(added, HOST_UNTRACED)).astype(np.int8)
+        c_zero = np.append(c_zero, np.zeros(added, dtype=bool))
+        c_blocking_end = np.append(c_blocking_end, np.zeros(added, dtype=bool))
 
     # -- GPU streams: each activity, its launch or the gap after the previous one ---------------------------
     g = np.arange(n_cpu, n_cpu + n_gpu)
@@ -464,14 +475,30 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
 
 
 def _main_threads(thread_key: np.ndarray, notes: np.ndarray, launches: np.ndarray) -> np.ndarray:
-    """The keys of the step's main thread: the thread(s) of the window's annotations, else the thread that
-    launched the most GPU work (none without launches)."""
+    """The keys of the step's launching threads: the thread(s) of the window's annotations, else every thread
+    that launched GPU work in the process that launched the most (a database or an unannotated trace cannot say
+    which thread is the step's; forward and backward often launch from two); none without launches."""
     if len(notes):
         return np.unique(thread_key[notes])
     if not len(launches):
         return np.zeros(0, dtype=np.int64)
     keys, counts = np.unique(thread_key[launches], return_counts=True)
-    return keys[np.argmax(counts):np.argmax(counts) + 1]
+    procs = keys >> 32
+    return keys[procs == procs[np.argmax(counts)]]
+
+
+def _untraced_gaps(launching: np.ndarray, parent: np.ndarray, start: np.ndarray, end: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The gaps in which no launching thread is in a traced op, as (end node, start node) pairs: for each
+    top-level op of a launching thread that starts once every earlier one has ended, the op that ended last
+    before it and the op itself (on one thread: every gap between its top-level ops)."""
+    top = np.flatnonzero(launching & (parent < 0))
+    top = top[np.lexsort((start[top] - end[top], start[top]))]  # by start, the longest first
+    ends = end[top]
+    reach = np.maximum.accumulate(ends) if len(top) else ends
+    last = np.maximum.accumulate(np.where(ends >= reach, np.arange(len(top)), 0)) if len(top) else top
+    gap = start[top][1:] >= reach[:-1]
+    return 2 * top[last[:-1][gap]] + 1, 2 * top[1:][gap]
 
 
 def _previous_on_stream(ev: Columns, gidx: np.ndarray) -> np.ndarray:
