@@ -117,12 +117,13 @@ class StepGraph:
         n = len(self.node_ts)
         dist = array("d", bytes(8 * n))  # compact: one machine double per node, not a Python float
         pred = array("q", b"\xff" * (8 * n))  # -1
-        for e, s, d, x in zip(_ints(order), _ints(self.src[order]), _ints(self.dst[order]),
-                              _floats(w[order])):
-            c = dist[s] + x
-            if c > dist[d]:
-                dist[d] = c
-                pred[d] = e
+        for lo in range(0, len(order), _CHUNK):  # edges a slice at a time: no full copies of the edge columns
+            part = order[lo:lo + _CHUNK]
+            for e, s, d, x in zip(_ints(part), _ints(self.src[part]), _ints(self.dst[part]), _floats(w[part])):
+                c = dist[s] + x
+                if c > dist[d]:
+                    dist[d] = c
+                    pred[d] = e
         if not n:
             return 0.0, []
         node = int(np.argmax(np.frombuffer(dist, dtype=np.float64)))
@@ -134,6 +135,10 @@ class StepGraph:
             node = int(self.src[e])
         path.reverse()
         return float(length), path
+
+
+#: Edges per slice of the longest-path loop.
+_CHUNK = 1 << 16
 
 
 def _ints(values: np.ndarray) -> array:
@@ -354,6 +359,10 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
         c_zero = np.append(c_zero, np.zeros(len(late_threads), dtype=bool))
         c_blocking_end = np.append(c_blocking_end, np.zeros(len(late_threads), dtype=bool))
 
+    # the thread walk's intermediates are not needed any more (a few arrays of two items per op each)
+    del seq, attr, en, first, keep, order, new_thread, thread_key, launching, data, note, pid, tid, into_end, gap_cat
+    del selected, in_window, is_data
+
     # -- GPU streams: each activity, its launch or the gap after the previous one ---------------------------
     g = np.arange(n_cpu, n_cpu + n_gpu)
     g_dev, g_stream = ev["pid"][gpu_rows], ev["stream"][gpu_rows]
@@ -446,13 +455,19 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
          np.array(waits.cat, dtype=np.int8), np.array(waits.event, dtype=np.int64),
          np.zeros(len(waits.src), dtype=bool), np.array(waits.label, dtype=np.int64)),
     ]
-    src = np.concatenate([p[0] for p in parts]).astype(np.int64)
-    dst = np.concatenate([p[1] for p in parts]).astype(np.int64)
-    cat = np.concatenate([p[2] for p in parts]).astype(np.int8)
-    event = np.concatenate([p[3] for p in parts]).astype(np.int64)
-    zero = np.concatenate([p[4] for p in parts]).astype(bool)
-    graph.wait_label = np.concatenate([np.full(len(p[0]), -1, dtype=np.int64) if p[5] is None else p[5]
-                                       for p in parts])
+    del c_src, c_dst, c_cat, c_attr, c_zero, b, waits
+    wait_label = [np.full(len(p[0]), -1, dtype=np.int64) if p[5] is None else p[5] for p in parts]
+    columns = [list(col) for col in zip(*(p[:5] for p in parts))]
+    del parts
+    # each column joined, then its pieces let go (not every piece and every joined column held at once)
+    joined = []
+    for pieces, dtype in zip(columns, (np.int64, np.int64, np.int8, np.int64, bool)):
+        joined.append(np.concatenate(pieces).astype(dtype, copy=False))
+        pieces.clear()
+    src, dst, cat, event, zero = joined
+    del joined, columns
+    graph.wait_label = np.concatenate(wait_label)
+    del wait_label
     node_ts = np.empty(2 * len(rows))
     node_ts[0::2], node_ts[1::2] = start_ts, end_ts
     weight = node_ts[dst] - node_ts[src]
@@ -608,18 +623,12 @@ class _Streams:
     def __init__(self, dev, stream, launch_ts, start, end, launch_pid, launch_tid) -> None:
         self.dev, self.stream, self.launch_ts = dev, stream, launch_ts
         self.start, self.end = start, end
-        # the same columns as lists, for the questions' scalar reads
-        self.dev_l, self.stream_l, self.launch_l = dev.tolist(), stream.tolist(), launch_ts.tolist()
-        self.start_l, self.end_l = start.tolist(), end.tolist()
-        self.by_stream: dict[tuple[int, int], list[int]] = {}
-        self.stream_ts: dict[tuple[int, int], list[float]] = {}
-        self.thread_ts: dict[tuple[int, int], list[float]] = {}
-        for key, members in _group_members(np.lexsort((launch_ts, stream, dev)), dev, stream).items():
-            self.by_stream[key] = members
-            self.stream_ts[key] = [self.launch_l[i] for i in members]
-        self.by_thread = _group_members(np.lexsort((launch_ts, launch_tid, launch_pid)), launch_pid, launch_tid)
-        for key, members in self.by_thread.items():
-            self.thread_ts[key] = [self.launch_l[i] for i in members]
+        # the same columns as stdlib arrays (8 bytes an item, as numpy's), for the questions' scalar reads
+        self.dev_l, self.stream_l, self.launch_l = _ints(dev), _ints(stream), _floats(launch_ts)
+        self.start_l, self.end_l = _floats(start), _floats(end)
+        self.by_stream, self.stream_ts = _group_members(np.lexsort((launch_ts, stream, dev)), launch_ts, dev, stream)
+        self.by_thread, self.thread_ts = _group_members(np.lexsort((launch_ts, launch_tid, launch_pid)), launch_ts,
+                                                        launch_pid, launch_tid)
         self.keys_of: dict[int, list[tuple[int, int]]] = {}  # stream id -> its (device, stream) keys
         for key in self.by_stream:
             self.keys_of.setdefault(key[1], []).append(key)
@@ -665,16 +674,24 @@ class _Streams:
         return ks[i] if i < len(ks) else -1
 
 
-def _group_members(order: np.ndarray, *columns: np.ndarray) -> dict[tuple, list[int]]:
-    """The indices ``order`` (sorted by ``columns`` first) split by their values in ``columns``, keys in order."""
-    out: dict[tuple, list[int]] = {}
-    for i, key in zip(order.tolist(), zip(*(c[order].tolist() for c in columns))):
-        members = out.get(key)
-        if members is None:
-            out[key] = [i]
-        else:
-            members.append(i)
-    return out
+def _group_members(order: np.ndarray, times: np.ndarray, *columns: np.ndarray
+                   ) -> tuple[dict[tuple, array], dict[tuple, array]]:
+    """The indices ``order`` (sorted by ``columns``, then time) split by their values in ``columns`` (keys in that
+    order), and each group's times, as stdlib arrays (``bisect`` searches them)."""
+    members, group_times = {}, {}
+    if not len(order):
+        return members, group_times
+    sorted_cols = [c[order] for c in columns]
+    new = np.zeros(len(order), dtype=bool)
+    new[0] = True
+    for c in sorted_cols:
+        new[1:] |= c[1:] != c[:-1]
+    bounds = np.append(np.flatnonzero(new), len(order)).tolist()
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        key = tuple(int(c[a]) for c in sorted_cols)
+        members[key] = _ints(order[a:b])
+        group_times[key] = _floats(times[order[a:b]])
+    return members, group_times
 
 
 def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, kinds: np.ndarray,
