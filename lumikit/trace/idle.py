@@ -169,30 +169,41 @@ def _flatten(ts: np.ndarray, end: np.ndarray, code: np.ndarray, label_of: dict[i
     seg_s: list[float] = []
     seg_e: list[float] = []
     seg_l: list[int] = []
-    stack: list[tuple[float, int]] = []  # (end, label)
-    t = -np.inf
-
-    def emit(until: float) -> None:
-        nonlocal t
-        if stack and until > t:
-            seg_s.append(t)
-            seg_e.append(until)
-            seg_l.append(stack[-1][1])
-        t = max(t, until)
-
+    put_s, put_e, put_l = seg_s.append, seg_e.append, seg_l.append
+    stack: list[tuple[float, int]] = []  # (end, label) of the open events, innermost last
+    push, pop = stack.append, stack.pop
+    t = -np.inf  # the time up to which segments are written
     for s, e, c in zip(ts.tolist(), end.tolist(), code.tolist()):
-        while stack and stack[-1][0] <= s:
-            emit(stack[-1][0])
-            stack.pop()
-        emit(s)
+        while stack:  # close the events that ended by s, each writing its time up to its end
+            top_end, top_label = stack[-1]
+            if not top_end <= s:
+                break
+            if top_end > t:
+                put_s(t)
+                put_e(top_end)
+                put_l(top_label)
+                t = top_end
+            pop()
+        if stack:  # the enclosing event's time up to s
+            top_end, top_label = stack[-1]
+            if s > t:
+                put_s(t)
+                put_e(s)
+                put_l(top_label)
+            if top_end < e:
+                e = top_end
+            label = _LOADING if (c in loading_codes or top_label == _LOADING) else label_of[c]
+        else:
+            label = _LOADING if c in loading_codes else label_of[c]
         t = s
-        loading = c in loading_codes or (bool(stack) and stack[-1][1] == _LOADING)
-        if stack:
-            e = min(e, stack[-1][0])
-        stack.append((e, _LOADING if loading else label_of[c]))
+        push((e, label))
     while stack:
-        emit(stack[-1][0])
-        stack.pop()
+        top_end, top_label = pop()
+        if top_end > t:
+            put_s(t)
+            put_e(top_end)
+            put_l(top_label)
+            t = top_end
     return np.array(seg_s), np.array(seg_e), np.array(seg_l, dtype=np.int64)
 
 

@@ -58,3 +58,50 @@ def test_a_gap_split_evenly_between_an_op_and_nothing_goes_to_nothing_traced():
     assert _starved_labels(host, np.array([0.0, 200.0]), np.array([100.0, 300.0])) == [
         "starved: nothing traced", "starved: nothing traced"]
     assert _starved_labels(host, np.array([0.0]), np.array([90.0])) == ["starved: aten::mm"]
+
+
+def flatten_before(ts, end, code, label_of, loading_codes):
+    """:func:`_flatten` as it was written first (a closure per segment): the reference for the rewrite."""
+    seg_s, seg_e, seg_l, stack = [], [], [], []
+    t = -np.inf
+
+    def emit(until):
+        nonlocal t
+        if stack and until > t:
+            seg_s.append(t)
+            seg_e.append(until)
+            seg_l.append(stack[-1][1])
+        t = max(t, until)
+
+    for s, e, c in zip(ts.tolist(), end.tolist(), code.tolist()):
+        while stack and stack[-1][0] <= s:
+            emit(stack[-1][0])
+            stack.pop()
+        emit(s)
+        t = s
+        loading = c in loading_codes or (bool(stack) and stack[-1][1] == _LOADING)
+        if stack:
+            e = min(e, stack[-1][0])
+        stack.append((e, _LOADING if loading else label_of[c]))
+    while stack:
+        emit(stack[-1][0])
+        stack.pop()
+    return np.array(seg_s), np.array(seg_e), np.array(seg_l, dtype=np.int64)
+
+
+@pytest.mark.parametrize("grid", [1.0, 0.001])
+def test_the_flattened_host_thread_is_the_first_versions(grid):
+    # Generated nested, touching and mis-nested events (and a NaN end), flattened by both versions
+    rnd = random.Random(7)
+    label_of = {c: c + 3 for c in range(6)}
+    for _ in range(300):
+        n = rnd.randint(0, 50)
+        ts = np.array([rnd.randint(0, 300) * grid for _ in range(n)])
+        dur = np.array([rnd.randint(0, 80) * grid for _ in range(n)])
+        if n and rnd.random() < 0.1:
+            dur[rnd.randrange(n)] = np.nan
+        code = np.array([rnd.randrange(6) for _ in range(n)], dtype=np.int64)
+        order = np.lexsort((-dur, ts))
+        args = (ts[order], ts[order] + dur[order], code[order], label_of, {1, 4})
+        for new, old in zip(_flatten(*args), flatten_before(*args)):
+            np.testing.assert_array_equal(new, old)
