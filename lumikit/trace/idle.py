@@ -382,14 +382,19 @@ def _device_report(rank: int, device: int, gpu: Columns, events: Columns, steps:
     cause_of[drained] = [f"sync drain: {host.wait_name[c]}" for c in call[drained].tolist()]
     cause_of[starved] = _starved_labels(host, g0[starved], until[starved])
     causes: dict[str, float] = {}
-    at, dur = (g0 + base).tolist(), (g1 - g0).tolist()
-    following = [names[c] for c in gpu["name"][nxt].tolist()]
-    for i, (cause, a, d, k) in enumerate(zip(cause_of.tolist(), at, dur, step.tolist())):
+    at, dur = g0 + base, g1 - g0
+    for cause, d in zip(cause_of.tolist(), dur.tolist()):
         causes[cause] = causes.get(cause, 0.0) + d
-        in_step = step_start.get(int(k))
-        report.gaps.append({"start_us": _r(a), "dur_us": _r(d), "step": int(k),
-                            "since_step_us": None if in_step is None else _r(a - in_step), "cause": cause,
-                            "next": following[i], "before_first_gpu": bool(lead > 0 and i == 0)})
+    # the gaps' numbers rounded all at once (as _r rounds each), the time since each gap's step began where known
+    steps_of, where = np.unique(step, return_inverse=True)
+    known = np.array([int(k) in step_start for k in steps_of.tolist()], dtype=bool)[where.ravel()]
+    begun = np.array([step_start.get(int(k), 0.0) for k in steps_of.tolist()], dtype=np.float64)[where.ravel()]
+    since = _round3(at - begun)
+    following = [names[c] for c in gpu["name"][nxt].tolist()]
+    for i, (a, d, k, cause, nx, sn, kn) in enumerate(zip(_round3(at), _round3(dur), step.tolist(), cause_of.tolist(),
+                                                         following, since, known.tolist())):
+        report.gaps.append({"start_us": a, "dur_us": d, "step": int(k), "since_step_us": sn if kn else None,
+                            "cause": cause, "next": nx, "before_first_gpu": bool(lead > 0 and i == 0)})
     report.causes = dict(sorted(causes.items(), key=lambda kv: -kv[1]))
     return report
 
@@ -422,3 +427,16 @@ def idle_causes_table(analyzer: "TraceAnalyzer", ranks: list[int] | None = None)
 
 def _r(value: float, digits: int = 3) -> float:
     return round(float(value), digits)
+
+
+def _round3(values: np.ndarray) -> list[float]:
+    """``[_r(v) for v in values]``, fast: a value that numpy's rounding leaves unchanged is already the double
+    nearest a number of three decimals (below 1e12 in size), which Python's ``round`` returns as it is; the others
+    go through ``round``."""
+    values = np.asarray(values, dtype=np.float64)
+    out = values.tolist()
+    with np.errstate(invalid="ignore"):
+        same = (np.round(values, 3) == values) & (np.abs(values) < 1e12)
+    for i in np.flatnonzero(~same).tolist():
+        out[i] = round(out[i], 3)
+    return out

@@ -105,3 +105,16 @@ def test_the_flattened_host_thread_is_the_first_versions(grid):
         args = (ts[order], ts[order] + dur[order], code[order], label_of, {1, 4})
         for new, old in zip(_flatten(*args), flatten_before(*args)):
             np.testing.assert_array_equal(new, old)
+
+
+def test_the_gaps_numbers_round_as_python_rounds_each():
+    # Generated: values on and off the 0.001 grid, halfway cases, large and non-finite ones
+    from lumikit.trace.idle import _round3
+
+    rnd = random.Random(3)
+    values = [rnd.randint(-10 ** 9, 10 ** 12) / 1000 for _ in range(20000)]
+    values += [rnd.uniform(-1e6, 1e13) for _ in range(20000)]
+    values += [k / 1000 + 0.0005 for k in range(-2000, 2000)] + [2.0005, 1.0015, 0.0, -0.0, 1e15 + 0.5, 2.5e-4]
+    values += [float("nan"), float("inf"), -float("inf")]
+    got, want = _round3(np.array(values)), [round(v, 3) for v in values]
+    assert [repr(g) for g in got] == [repr(w) for w in want]  # repr: -0.0 and nan compared too
