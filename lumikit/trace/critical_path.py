@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 from array import array
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
@@ -119,12 +120,13 @@ class StepGraph:
         n = len(self.node_ts)
         dist = array("d", bytes(8 * n))  # compact: one machine double per node, not a Python float
         pred = array("q", b"\xff" * (8 * n))  # -1
-        for e, s, d, x in zip(_ints(order), _ints(self.src[order]), _ints(self.dst[order]),
-                              _floats(w[order])):
-            c = dist[s] + x
-            if c > dist[d]:
-                dist[d] = c
-                pred[d] = e
+        for lo in range(0, len(order), _CHUNK):  # edges a slice at a time: no full copies of the edge columns
+            part = order[lo:lo + _CHUNK]
+            for e, s, d, x in zip(_ints(part), _ints(self.src[part]), _ints(self.dst[part]), _floats(w[part])):
+                c = dist[s] + x
+                if c > dist[d]:
+                    dist[d] = c
+                    pred[d] = e
         if not n:
             return 0.0, []
         node = int(np.argmax(np.frombuffer(dist, dtype=np.float64)))
@@ -136,6 +138,10 @@ class StepGraph:
             node = int(self.src[e])
         path.reverse()
         return float(length), path
+
+
+#: Edges per slice of the longest-path loop.
+_CHUNK = 1 << 16
 
 
 def _ints(values: np.ndarray) -> array:
@@ -364,6 +370,10 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
         c_zero = np.append(c_zero, np.zeros(added, dtype=bool))
         c_blocking_end = np.append(c_blocking_end, np.zeros(added, dtype=bool))
 
+    # the thread walk's intermediates are not needed any more (a few arrays of two items per op each)
+    del seq, attr, en, first, keep, order, new_thread, thread_key, launching, data, note, pid, tid, into_end, gap_cat
+    del selected, in_window, is_data
+
     # -- GPU streams: each activity, its launch or the gap after the previous one ---------------------------
     g = np.arange(n_cpu, n_cpu + n_gpu)
     g_dev, g_stream = ev["pid"][gpu_rows], ev["stream"][gpu_rows]
@@ -456,13 +466,19 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
          np.array(waits.cat, dtype=np.int8), np.array(waits.event, dtype=np.int64),
          np.zeros(len(waits.src), dtype=bool), np.array(waits.label, dtype=np.int64)),
     ]
-    src = np.concatenate([p[0] for p in parts]).astype(np.int64)
-    dst = np.concatenate([p[1] for p in parts]).astype(np.int64)
-    cat = np.concatenate([p[2] for p in parts]).astype(np.int8)
-    event = np.concatenate([p[3] for p in parts]).astype(np.int64)
-    zero = np.concatenate([p[4] for p in parts]).astype(bool)
-    graph.wait_label = np.concatenate([np.full(len(p[0]), -1, dtype=np.int64) if p[5] is None else p[5]
-                                       for p in parts])
+    del c_src, c_dst, c_cat, c_attr, c_zero, b, waits
+    wait_label = [np.full(len(p[0]), -1, dtype=np.int64) if p[5] is None else p[5] for p in parts]
+    columns = [list(col) for col in zip(*(p[:5] for p in parts))]
+    del parts
+    # each column joined, then its pieces let go (not every piece and every joined column held at once)
+    joined = []
+    for pieces, dtype in zip(columns, (np.int64, np.int64, np.int8, np.int64, bool)):
+        joined.append(np.concatenate(pieces).astype(dtype, copy=False))
+        pieces.clear()
+    src, dst, cat, event, zero = joined
+    del joined, columns
+    graph.wait_label = np.concatenate(wait_label)
+    del wait_label
     node_ts = np.empty(2 * len(rows))
     node_ts[0::2], node_ts[1::2] = start_ts, end_ts
     weight = node_ts[dst] - node_ts[src]
@@ -629,53 +645,51 @@ def _inherit(flags: np.ndarray, parent: np.ndarray) -> np.ndarray:
 
 class _Streams:
     """The window's GPU activities by (device, stream) and by launching thread, for "the last activity launched
-    before time t" questions."""
+    before time t" questions (asked once per sync call: answered by ``bisect`` on lists, not numpy calls)."""
 
     def __init__(self, dev, stream, launch_ts, start, end, launch_pid, launch_tid) -> None:
         self.dev, self.stream, self.launch_ts = dev, stream, launch_ts
         self.start, self.end = start, end
-        self.by_stream: dict[tuple[int, int], np.ndarray] = {}
-        order = np.lexsort((launch_ts, stream, dev))
-        for key in dict.fromkeys(zip(dev[order].tolist(), stream[order].tolist())):
-            self.by_stream[key] = order[(dev[order] == key[0]) & (stream[order] == key[1])]
-        self.by_thread: dict[tuple[int, int], np.ndarray] = {}
-        order = np.lexsort((launch_ts, launch_tid, launch_pid))
-        for key in dict.fromkeys(zip(launch_pid[order].tolist(), launch_tid[order].tolist())):
-            self.by_thread[key] = order[(launch_pid[order] == key[0]) & (launch_tid[order] == key[1])]
-        # the launch times of each group, taken once (not per question: a trace asks once per sync call)
-        self.stream_ts = {k: launch_ts[v] for k, v in self.by_stream.items()}
-        self.thread_ts = {k: launch_ts[v] for k, v in self.by_thread.items()}
+        # the same columns as stdlib arrays (8 bytes an item, as numpy's), for the questions' scalar reads
+        self.dev_l, self.stream_l, self.launch_l = _ints(dev), _ints(stream), _floats(launch_ts)
+        self.start_l, self.end_l = _floats(start), _floats(end)
+        self.by_stream, self.stream_ts = _group_members(np.lexsort((launch_ts, stream, dev)), launch_ts, dev, stream)
+        self.by_thread, self.thread_ts = _group_members(np.lexsort((launch_ts, launch_tid, launch_pid)), launch_ts,
+                                                        launch_pid, launch_tid)
+        self.keys_of: dict[int, list[tuple[int, int]]] = {}  # stream id -> its (device, stream) keys
+        for key in self.by_stream:
+            self.keys_of.setdefault(key[1], []).append(key)
 
     def last_on_stream(self, key: tuple[int, int], t: float) -> int:
         """The last activity on a stream launched before ``t`` (-1: none)."""
         ks = self.by_stream.get(key)
         if ks is None:
             return -1
-        i = int(np.searchsorted(self.stream_ts[key], t, side="left")) - 1
-        return int(ks[i]) if i >= 0 else -1
+        i = bisect_left(self.stream_ts[key], t) - 1
+        return ks[i] if i >= 0 else -1
 
     def streams_of(self, stream: int) -> list[tuple[int, int]]:
         """The (device, stream) keys of a stream id (a trace's stream ids are per device)."""
-        return [k for k in self.by_stream if k[1] == stream]
+        return self.keys_of.get(stream, [])
 
     def last_launched_by(self, thread: tuple[int, int], t: float, not_stream: int | None = None) -> int:
         """The last activity launched from a thread before ``t`` (on another stream than ``not_stream``)."""
         ks = self.by_thread.get(thread)
         if ks is None:
             return -1
-        i = int(np.searchsorted(self.thread_ts[thread], t, side="left")) - 1
-        while i >= 0 and not_stream is not None and self.stream[ks[i]] == not_stream:
+        i = bisect_left(self.thread_ts[thread], t) - 1
+        while i >= 0 and not_stream is not None and self.stream_l[ks[i]] == not_stream:
             i -= 1
-        return int(ks[i]) if i >= 0 else -1
+        return ks[i] if i >= 0 else -1
 
     def next_on_stream(self, stream: int, t: float) -> int:
         """The first activity launched on a stream id (any device) at or after ``t`` (-1: none)."""
         best = -1
         for key in self.streams_of(stream):
             ks = self.by_stream[key]
-            i = int(np.searchsorted(self.stream_ts[key], t, side="left"))
-            if i < len(ks) and (best < 0 or self.launch_ts[ks[i]] < self.launch_ts[best]):
-                best = int(ks[i])
+            i = bisect_left(self.stream_ts[key], t)
+            if i < len(ks) and (best < 0 or self.launch_l[ks[i]] < self.launch_l[best]):
+                best = ks[i]
         return best
 
     def next_launched_by(self, thread: tuple[int, int], t: float) -> int:
@@ -683,8 +697,28 @@ class _Streams:
         ks = self.by_thread.get(thread)
         if ks is None:
             return -1
-        i = int(np.searchsorted(self.thread_ts[thread], t, side="right"))
-        return int(ks[i]) if i < len(ks) else -1
+        i = bisect_right(self.thread_ts[thread], t)
+        return ks[i] if i < len(ks) else -1
+
+
+def _group_members(order: np.ndarray, times: np.ndarray, *columns: np.ndarray
+                   ) -> tuple[dict[tuple, array], dict[tuple, array]]:
+    """The indices ``order`` (sorted by ``columns``, then time) split by their values in ``columns`` (keys in that
+    order), and each group's times, as stdlib arrays (``bisect`` searches them)."""
+    members, group_times = {}, {}
+    if not len(order):
+        return members, group_times
+    sorted_cols = [c[order] for c in columns]
+    new = np.zeros(len(order), dtype=bool)
+    new[0] = True
+    for c in sorted_cols:
+        new[1:] |= c[1:] != c[:-1]
+    bounds = np.append(np.flatnonzero(new), len(order)).tolist()
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        key = tuple(int(c[a]) for c in sorted_cols)
+        members[key] = _ints(order[a:b])
+        group_times[key] = _floats(times[order[a:b]])
+    return members, group_times
 
 
 def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, kinds: np.ndarray,
@@ -719,10 +753,10 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
     by_event = _groups(records[event_col[records] >= 0], ts, event_col, pid_col) if event_col is not None else {}
     by_thread, by_process = _groups(records, ts, pid_col, tid_col), _groups(records, ts, pid_col)
 
-    def last_record(groups: dict[tuple, tuple[np.ndarray, np.ndarray]], key: tuple, t: float) -> int:
-        rows, times = groups.get(key, (None, None))
-        i = -1 if rows is None else int(np.searchsorted(times, t, side="right")) - 1
-        return int(rows[i]) if i >= 0 else -1
+    def last_record(groups: dict[tuple, tuple[list[int], list[float], int]], key: tuple, t: float) -> int:
+        rows, times, finite = groups.get(key, (None, None, 0))
+        i = -1 if rows is None else bisect_right(times, t, 0, finite) - 1  # (t is a call's time: a number)
+        return rows[i] if i >= 0 else -1
 
     def record_of_event(r: int) -> int:
         """The last record of the same event handle before ``r`` in this process, -1: no handle or record."""
@@ -730,28 +764,27 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
             return -1
         return last_record(by_event, (int(event_col[r]), int(pid_col[r])), ts[r])
 
-    def gpu_to_host(k: int, r: int, label: str | None) -> None:  # label None: an edge read from the trace
-        if k < 0 or streams.end[k] > ts[r] + dur[r]:
+    def gpu_to_host(k: int, r_end: float, r_local: int, label: str | None) -> None:  # label None: read
+        if k < 0 or streams.end_l[k] > r_end:
             return
-        b.add(2 * (n_cpu + k) + 1, 2 * int(local[r]) + 1, SYNC)
+        b.add(2 * (n_cpu + k) + 1, 2 * r_local + 1, SYNC)
         if label is None:
             graph.sync_edges += 1
         else:
             graph.inferred_edges += 1
             graph.inferred[label] += 1
 
-    def event_source(r: int) -> tuple[int, str | None]:
+    def event_source(r: int, r_ts: float, p: int, t: int) -> tuple[int, str | None]:
         """The activity an event waited on: the last one launched on the recording stream before the matching
         event record: the record of the same event handle where the trace has handles (how: None, read), else
-        the last record before ``r`` in this process, its thread's preferred."""
+        the last record before ``r`` (at ``r_ts``, thread ``(p, t)``) in this process, its thread's preferred."""
         exact = record_of_event(r)
         if exact >= 0 and stream_col[exact] >= 0:
             keys = streams.streams_of(int(stream_col[exact]))
             return (streams.last_on_stream(keys[0], ts[exact]) if keys else -1), None
-        p, t = int(pid_col[r]), int(tid_col[r])
-        rec = last_record(by_thread, (p, t), ts[r])
+        rec = last_record(by_thread, (p, t), r_ts)
         if rec < 0:
-            rec = last_record(by_process, (p,), ts[r])
+            rec = last_record(by_process, (p,), r_ts)
         if rec >= 0:
             rs = int(stream_col[rec])
             if rs >= 0:
@@ -761,42 +794,45 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
             return k, "the matching event record, its thread's last stream"
         return -1, ""
 
-    for r, kind, stream in requests:
-        call = names[ev["name"][r]]
-        thread = (int(ev["pid"][r]), int(ev["tid"][r]))
+    # each request's columns read once, as Python numbers (not one numpy read per use)
+    req = np.array([q[0] for q in requests], dtype=np.int64)
+    columns = (ts[req], ts[req] + dur[req], pid_col[req], tid_col[req], ev["name"][req], local[req], stream_col[req])
+    for (r, kind, stream), r_ts, r_end, pid, tid, code, r_local, r_stream in zip(
+            requests, *(c.tolist() for c in columns)):
+        call = names[code]
+        thread = (pid, tid)
         if kind == rn.DEVICE_SYNC:
             for key in streams.by_stream:
-                gpu_to_host(streams.last_on_stream(key, ts[r]), r, None)
+                gpu_to_host(streams.last_on_stream(key, r_ts), r_end, r_local, None)
         elif kind == rn.STREAM_SYNC:
             if stream >= 0:
                 for key in streams.streams_of(stream):
-                    gpu_to_host(streams.last_on_stream(key, ts[r]), r, None)
+                    gpu_to_host(streams.last_on_stream(key, r_ts), r_end, r_local, None)
             else:
-                k = streams.last_launched_by(thread, ts[r])
+                k = streams.last_launched_by(thread, r_ts)
                 if k >= 0:
-                    key = (int(streams.dev[k]), int(streams.stream[k]))
-                    gpu_to_host(streams.last_on_stream(key, ts[r]), r,
+                    key = (streams.dev_l[k], streams.stream_l[k])
+                    gpu_to_host(streams.last_on_stream(key, r_ts), r_end, r_local,
                                 f"{call}: stream = the launching thread's last stream")
         elif kind == rn.EVENT_SYNC:
-            k, how = event_source(r)
+            k, how = event_source(r, r_ts, pid, tid)
             if k < 0:
-                k, how = streams.last_launched_by(thread, ts[r]), "no event record: the thread's last stream"
-            gpu_to_host(k, r, None if how is None else f"{call}: event = {how}")
+                k, how = streams.last_launched_by(thread, r_ts), "no event record: the thread's last stream"
+            gpu_to_host(k, r_end, r_local, None if how is None else f"{call}: event = {how}")
         elif kind == rn.STREAM_WAIT_EVENT:
-            waiting = int(stream_col[r])  # the waiting stream, where the call carries one the GPU work uses
+            waiting = r_stream  # the waiting stream, where the call carries one the GPU work uses
             if waiting >= 0 and not streams.streams_of(waiting):
                 waiting = -1
-            d = streams.next_on_stream(waiting, ts[r] + dur[r]) if waiting >= 0 else \
-                streams.next_launched_by(thread, ts[r] + dur[r])
+            d = streams.next_on_stream(waiting, r_end) if waiting >= 0 else streams.next_launched_by(thread, r_end)
             if d < 0:
                 continue
-            k, how = event_source(r)
-            if k < 0 or streams.stream[k] == streams.stream[d]:
-                k = streams.last_launched_by(thread, ts[r], not_stream=int(streams.stream[d]))
+            k, how = event_source(r, r_ts, pid, tid)
+            if k < 0 or streams.stream_l[k] == streams.stream_l[d]:
+                k = streams.last_launched_by(thread, r_ts, not_stream=streams.stream_l[d])
                 how = "no event record: the thread's last other stream"
-            if k < 0 or streams.end[k] > streams.start[d]:
+            if k < 0 or streams.end_l[k] > streams.start_l[d]:
                 continue
-            if kernel_sync[d] < 0 or streams.end[k] > streams.end[kernel_sync[d]]:
+            if kernel_sync[d] < 0 or streams.end_l[k] > streams.end_l[kernel_sync[d]]:
                 kernel_sync[d] = k
             b.add(2 * (n_cpu + k) + 1, 2 * (n_cpu + d), SYNC)
             if how is None and waiting >= 0:
@@ -810,18 +846,22 @@ def _sync_edges(ev: Columns, b: _Builder, graph: StepGraph, streams: _Streams, k
     copy = np.isin(kinds[launch_rows], (rn.BLOCKING_COPY, rn.ASYNC_COPY))
     for k in np.flatnonzero(copy).tolist():
         r = int(launch_rows[k])
-        if streams.end[k] <= ts[r] + dur[r] and local[r] >= 0:
+        if streams.end_l[k] <= ts[r] + dur[r] and local[r] >= 0:
             b.add(2 * (n_cpu + k) + 1, 2 * int(local[r]) + 1, SYNC)
             graph.sync_edges += 1
 
 
-def _groups(rows: np.ndarray, ts: np.ndarray, *columns: np.ndarray) -> dict[tuple, tuple[np.ndarray, np.ndarray]]:
-    """``rows`` (in time order) grouped by their values in ``columns``, each group with its times, for "the last
-    one before t" lookups."""
+def _groups(rows: np.ndarray, ts: np.ndarray, *columns: np.ndarray) -> dict[tuple, tuple[list[int], list[float], int]]:
+    """``rows`` (in time order, those without a time last) grouped by their values in ``columns``, each group with
+    its times and how many of them are numbers, for "the last one before t" lookups (``bisect`` on the numbers)."""
     out: dict[tuple, list[int]] = {}
     for row, key in zip(rows.tolist(), zip(*(c[rows].tolist() for c in columns))):
         out.setdefault(key, []).append(row)
-    return {k: (np.array(v, dtype=np.int64), ts[v]) for k, v in out.items()}
+    groups = {}
+    for k, v in out.items():
+        times = ts[v]
+        groups[k] = (v, times.tolist(), int(np.isfinite(times).sum()))
+    return groups
 
 
 @dataclass(frozen=True)

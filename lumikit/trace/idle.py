@@ -169,30 +169,41 @@ def _flatten(ts: np.ndarray, end: np.ndarray, code: np.ndarray, label_of: dict[i
     seg_s: list[float] = []
     seg_e: list[float] = []
     seg_l: list[int] = []
-    stack: list[tuple[float, int]] = []  # (end, label)
-    t = -np.inf
-
-    def emit(until: float) -> None:
-        nonlocal t
-        if stack and until > t:
-            seg_s.append(t)
-            seg_e.append(until)
-            seg_l.append(stack[-1][1])
-        t = max(t, until)
-
+    put_s, put_e, put_l = seg_s.append, seg_e.append, seg_l.append
+    stack: list[tuple[float, int]] = []  # (end, label) of the open events, innermost last
+    push, pop = stack.append, stack.pop
+    t = -np.inf  # the time up to which segments are written
     for s, e, c in zip(ts.tolist(), end.tolist(), code.tolist()):
-        while stack and stack[-1][0] <= s:
-            emit(stack[-1][0])
-            stack.pop()
-        emit(s)
+        while stack:  # close the events that ended by s, each writing its time up to its end
+            top_end, top_label = stack[-1]
+            if not top_end <= s:
+                break
+            if top_end > t:
+                put_s(t)
+                put_e(top_end)
+                put_l(top_label)
+                t = top_end
+            pop()
+        if stack:  # the enclosing event's time up to s
+            top_end, top_label = stack[-1]
+            if s > t:
+                put_s(t)
+                put_e(s)
+                put_l(top_label)
+            if top_end < e:
+                e = top_end
+            label = _LOADING if (c in loading_codes or top_label == _LOADING) else label_of[c]
+        else:
+            label = _LOADING if c in loading_codes else label_of[c]
         t = s
-        loading = c in loading_codes or (bool(stack) and stack[-1][1] == _LOADING)
-        if stack:
-            e = min(e, stack[-1][0])
-        stack.append((e, _LOADING if loading else label_of[c]))
+        push((e, label))
     while stack:
-        emit(stack[-1][0])
-        stack.pop()
+        top_end, top_label = pop()
+        if top_end > t:
+            put_s(t)
+            put_e(top_end)
+            put_l(top_label)
+            t = top_end
     return np.array(seg_s), np.array(seg_e), np.array(seg_l, dtype=np.int64)
 
 
@@ -230,6 +241,87 @@ def _waiting_call(host: _HostTimeline, at: float) -> str | None:
         if host.wait_end[i] > at:
             return host.wait_name[i]
     return None
+
+
+def _waiting_calls(host: _HostTimeline, at: np.ndarray) -> np.ndarray:
+    """:func:`_waiting_call` for many times at once: the index (into ``host.wait_name``) of the call that waits
+    for the GPU and was running at each time, -1: none. The first call not ended by then (``wait_reach``) is
+    running, where it has begun: no loop, but for a call whose end is not a number (the loop, as before)."""
+    out = np.full(len(at), -1, dtype=np.int64)
+    if not len(host.wait_start) or not len(at):
+        return out
+    hi = np.searchsorted(host.wait_start, at, side="right")
+    lo = np.searchsorted(host.wait_reach, at, side="right")
+    begun = lo < hi
+    running = begun & (host.wait_end[np.minimum(lo, len(host.wait_end) - 1)] > at)
+    out[running] = lo[running]
+    for i in np.flatnonzero(begun & ~running).tolist():  # a NaN end in reach: look call by call
+        for j in range(int(lo[i]), int(hi[i])):
+            if host.wait_end[j] > at[i]:
+                out[i] = j
+                break
+    return out
+
+
+def _starved_labels(host: _HostTimeline, g0: np.ndarray, g1: np.ndarray) -> list[str]:
+    """:func:`_starved_label` for many gaps at once (sorted, disjoint), with the same answers: each label's
+    innermost time per gap is summed in the same order (so ties go the same way); a gap whose traced and untraced
+    time come within rounding of each other (or are not numbers) is decided by :func:`_starved_label` itself."""
+    m = len(g0)
+    if m == 0:
+        return []
+    gaps, codes, lows, highs = [], [], [], []
+    for s, e, lab in host.threads:
+        lo = np.searchsorted(e, g0, side="right")
+        hi = np.searchsorted(s, g1, side="left")
+        count = np.maximum(hi - lo, 0)
+        total = int(count.sum())
+        if not total:
+            continue
+        gap = np.repeat(np.arange(m), count)
+        seg = np.arange(total) - np.repeat(np.cumsum(count) - count, count) + np.repeat(lo, count)
+        traced = lab[seg] != _UNTRACED
+        gap, seg = gap[traced], seg[traced]
+        gaps.append(gap)
+        codes.append(lab[seg])
+        lows.append(np.maximum(s[seg], g0[gap]))
+        highs.append(np.minimum(e[seg], g1[gap]))
+    out = [f"starved: {NOTHING_TRACED}"] * m
+    if not gaps:
+        return out
+    gap, code, cs, ce = (np.concatenate(x) for x in (gaps, codes, lows, highs))
+    if not len(gap):
+        return out
+    # per (gap, label): the summed time (bincount adds in array order: thread by thread, as the loop does) and
+    # where it first appeared (the loop's dict order, which breaks ties)
+    key = gap * (len(host.labels) + 1) + code
+    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    sums = np.bincount(inverse.ravel(), weights=ce - cs)
+    u_gap, u_code = uniq // (len(host.labels) + 1), uniq % (len(host.labels) + 1)
+    pick = np.lexsort((first, -sums, u_gap))
+    head = np.ones(len(pick), dtype=bool)
+    head[1:] = u_gap[pick][1:] != u_gap[pick][:-1]
+    best_gap, best_code, best_sum = u_gap[pick][head], u_code[pick][head], sums[pick][head]
+    # traced time of each gap: the union of its pieces over all threads (gaps are disjoint and sorted, so one
+    # running maximum serves them all)
+    order = np.lexsort((cs, gap))
+    ps, pe, pg = cs[order], ce[order], gap[order]
+    reach = np.maximum.accumulate(pe)
+    new = np.ones(len(ps), dtype=bool)
+    new[1:] = (ps[1:] > reach[:-1]) | (pg[1:] != pg[:-1])
+    firsts = np.flatnonzero(new)
+    lasts = np.append(firsts[1:] - 1, len(ps) - 1)
+    covered = np.bincount(pg[firsts], weights=reach[lasts] - ps[firsts], minlength=m)
+    length = g1[best_gap] - g0[best_gap]
+    untraced = length - covered[best_gap]
+    sure = np.abs(untraced - best_sum) > 1e-9 * np.abs(length) + 1e-12  # False for NaN too
+    monotone = bool((g0[1:] >= g1[:-1]).all()) if m > 1 else True
+    for j, (i, c) in enumerate(zip(best_gap.tolist(), best_code.tolist())):
+        if not (monotone and sure[j]):
+            out[i] = _starved_label(host, float(g0[i]), float(g1[i]))
+        elif untraced[j] < best_sum[j]:
+            out[i] = f"starved: {host.labels[c]}"
+    return out
 
 
 def idle_causes(analyzer: "TraceAnalyzer", rank: int) -> list[IdleReport]:
@@ -278,23 +370,31 @@ def _device_report(rank: int, device: int, gpu: Columns, events: Columns, steps:
     names = gpu.labels["name"]
     step = assign_steps(g0 + base, steps["start"], steps["end"], steps["step"])
     step_start = dict(zip(steps["step"].tolist(), steps["start"].tolist()))
+    until = g1.copy()  # how far the host's doing is looked at: the gap's end, or the first launch for the lead gap
+    if lead > 0:  # before the first GPU work: what the host did until it launched it
+        launched = float(gpu["launch_ts"][nxt[0]]) - base
+        until[0] = launched if g0[0] < launched < g1[0] else g1[0]
+    queued = launch_end <= g0  # NaN (no launch) compares False
+    call = _waiting_calls(host, g0)
+    starved = np.flatnonzero(~queued & (call < 0))
+    cause_of = np.array([QUEUED] * len(g0), dtype=object)
+    drained = ~queued & (call >= 0)
+    cause_of[drained] = [f"sync drain: {host.wait_name[c]}" for c in call[drained].tolist()]
+    cause_of[starved] = _starved_labels(host, g0[starved], until[starved])
     causes: dict[str, float] = {}
-    for i in range(len(g0)):
-        a, b = float(g0[i]), float(g1[i])
-        if launch_end[i] <= a:  # NaN (no launch) compares False
-            cause = QUEUED
-        else:
-            call = _waiting_call(host, a)
-            until = b
-            if lead > 0 and i == 0:  # before the first GPU work: what the host did until it launched it
-                launched = float(gpu["launch_ts"][nxt[0]]) - base
-                until = launched if a < launched < b else b
-            cause = f"sync drain: {call}" if call else _starved_label(host, a, until)
-        causes[cause] = causes.get(cause, 0.0) + (b - a)
-        in_step = step_start.get(int(step[i]))
-        report.gaps.append({"start_us": _r(a + base), "dur_us": _r(b - a), "step": int(step[i]),
-                            "since_step_us": None if in_step is None else _r(a + base - in_step), "cause": cause,
-                            "next": names[gpu["name"][nxt[i]]], "before_first_gpu": bool(lead > 0 and i == 0)})
+    at, dur = g0 + base, g1 - g0
+    for cause, d in zip(cause_of.tolist(), dur.tolist()):
+        causes[cause] = causes.get(cause, 0.0) + d
+    # the gaps' numbers rounded all at once (as _r rounds each), the time since each gap's step began where known
+    steps_of, where = np.unique(step, return_inverse=True)
+    known = np.array([int(k) in step_start for k in steps_of.tolist()], dtype=bool)[where.ravel()]
+    begun = np.array([step_start.get(int(k), 0.0) for k in steps_of.tolist()], dtype=np.float64)[where.ravel()]
+    since = _round3(at - begun)
+    following = [names[c] for c in gpu["name"][nxt].tolist()]
+    for i, (a, d, k, cause, nx, sn, kn) in enumerate(zip(_round3(at), _round3(dur), step.tolist(), cause_of.tolist(),
+                                                         following, since, known.tolist())):
+        report.gaps.append({"start_us": a, "dur_us": d, "step": int(k), "since_step_us": sn if kn else None,
+                            "cause": cause, "next": nx, "before_first_gpu": bool(lead > 0 and i == 0)})
     report.causes = dict(sorted(causes.items(), key=lambda kv: -kv[1]))
     return report
 
@@ -327,3 +427,16 @@ def idle_causes_table(analyzer: "TraceAnalyzer", ranks: list[int] | None = None)
 
 def _r(value: float, digits: int = 3) -> float:
     return round(float(value), digits)
+
+
+def _round3(values: np.ndarray) -> list[float]:
+    """``[_r(v) for v in values]``, fast: a value that numpy's rounding leaves unchanged is already the double
+    nearest a number of three decimals (below 1e12 in size), which Python's ``round`` returns as it is; the others
+    go through ``round``."""
+    values = np.asarray(values, dtype=np.float64)
+    out = values.tolist()
+    with np.errstate(invalid="ignore"):
+        same = (np.round(values, 3) == values) & (np.abs(values) < 1e12)
+    for i in np.flatnonzero(~same).tolist():
+        out[i] = round(out[i], 3)
+    return out
