@@ -97,7 +97,7 @@ FORMS: dict[str, Callable[[Workspace], list[str]]] = {
     "rocprof counters": _file("rocprof", "counters"), "rocprof roofline": _file("rocprof", "roofline"),
     "logs progress": _file("logs", "progress"), "logs hip": _file("logs", "hip"), "logs rccl": _file("logs", "rccl"),
     "logs rccl-tests": _file("logs", "rccl-tests"), "logs flight-recorder": _file("logs", "flight-recorder"),
-    "doctor": _file("doctor"),
+    "doctor": _file("doctor"), "advise": _file("advise"), "trace check": _file("trace", "check"),
     "exercises generate": lambda ws: ["exercises", "generate", "--solutions", str(ws.root / "solutions"),
                                       "--exercises", str(ws.root / "exercises")],
     "exercises check": lambda ws: ["exercises", "check", "--solutions", str(ws.root / "solutions"),
