@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml setup.py lumikit/trace/_fastevents.c
 	$(PY) -m pip install --quiet --upgrade pip
 	@echo "== [3/4] torch: $(if $(TORCH_INDEX),from $(TORCH_INDEX),from the default package index, in step 4 with the rest)"
 	bash scripts/install-torch.sh $(PY) "$(TORCH_INDEX)" "$(TORCH_FALLBACK)"
-	@echo "== [4/4] installing lumikit and the workbook's packages ($(if $(TORCH_INDEX),JupyterLab, ...; torch is in already,torch, JupyterLab, ...)): see the README for size and time"
+	@echo "== [4/4] installing lumikit and the workbook's packages ($(if $(TORCH_INDEX),JupyterLab and the rest: torch is in already,torch and JupyterLab and the rest)): see the README for size and time"
 	@echo "   pip's output goes to $(VENV)/pip-install.log (a line here every 15 s; it is printed here if pip fails)"
 	@bash scripts/with-heartbeat.sh $(VENV)/pip-install.log "lumikit and the workbook's packages" \
 	    $(PY) -m pip install --progress-bar off -e '.[workbook]' || \
