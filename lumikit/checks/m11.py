@@ -21,7 +21,7 @@ from typing import Any
 from ..measure import Comparison, Measured, compare, measured, middle
 from ..trace import TraceAnalyzer
 from ..trace.host_ops import PHASES, host_ops, step_phases
-from ..workloads.capstone import variant
+from ..workloads.capstone_case import variant
 from .concepts import letter
 from .framework import (
     CheckFailed,

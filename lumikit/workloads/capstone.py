@@ -26,14 +26,13 @@ from typing import Any, Callable, Sequence
 import torch
 
 from ..errors import SpecError
+from .capstone_case import VARIANTS, variant
 from .common import print0
 from .lm import SIZES, GPTConfig, TinyGPT
 from .lm import build_task as build_lm_task
 from .lm import parser as lm_parser
 from .trainer import Setup, StepOutput, Task, main_for
 
-#: The variants the case token picks from (module 11's check knows what each does; the names say nothing).
-VARIANTS = ("a", "b", "c", "d", "e")
 #: The batch size when the command line does not give one (variant "c" uses its own).
 DEFAULT_BATCH = 16
 #: Variant "a": the extra time to read one sample (seconds; sleeps, so the CPU is free meanwhile).
@@ -65,12 +64,6 @@ DEAL_MIN_BF16_GAIN = 1.7
 #: variant "e" is dealt: cores that other work keeps busy cannot show what a right binding gains (the same room as
 #: for bf16).
 DEAL_MIN_PARALLEL_GAIN = 1.7
-
-
-def variant(case: str) -> str:
-    """The variant a case token picks (one of :data:`VARIANTS`)."""
-    digest = hashlib.sha256(f"capstone\0{case}".encode()).digest()
-    return VARIANTS[int.from_bytes(digest[:8], "big") % len(VARIANTS)]
 
 
 @dataclass(frozen=True)
