@@ -115,7 +115,8 @@ class StepGraph:
         graph's own weights."""
         w = self.weight if weight is None else weight
         if self.order is None:
-            self.order = _topological_edges(self.src, self.dst, self.node_ts, len(self.node_ts))
+            self.order = _topological_edges(self.src, self.dst, self.node_ts, len(self.node_ts)).astype(
+                index_dtype(len(self.src)), copy=False)
         order = self.order
         n = len(self.node_ts)
         dist = array("d", bytes(8 * n))  # compact: one machine double per node, not a Python float
@@ -142,6 +143,12 @@ class StepGraph:
 
 #: Edges per slice of the longest-path loop.
 _CHUNK = 1 << 16
+
+
+def index_dtype(largest: int) -> type:
+    """The integer type of the graph's node and edge indices: int32 while they fit (half the memory of a graph of
+    millions of edges), int64 beyond; times and weights stay float64."""
+    return np.int32 if largest < 2**31 - 1 else np.int64
 
 
 def _ints(values: np.ndarray) -> array:
@@ -471,13 +478,14 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     columns = [list(col) for col in zip(*(p[:5] for p in parts))]
     del parts
     # each column joined, then its pieces let go (not every piece and every joined column held at once)
+    idx = index_dtype(max(2 * len(rows), sum(len(p) for p in columns[0])))
     joined = []
-    for pieces, dtype in zip(columns, (np.int64, np.int64, np.int8, np.int64, bool)):
-        joined.append(np.concatenate(pieces).astype(dtype, copy=False))
+    for pieces, dtype in zip(columns, (idx, idx, np.int8, idx, bool)):
+        joined.append(np.concatenate([p.astype(dtype, copy=False) for p in pieces]))
         pieces.clear()
     src, dst, cat, event, zero = joined
     del joined, columns
-    graph.wait_label = np.concatenate(wait_label)
+    graph.wait_label = np.concatenate([p.astype(idx, copy=False) for p in wait_label])
     del wait_label
     node_ts = np.empty(2 * len(rows))
     node_ts[0::2], node_ts[1::2] = start_ts, end_ts
