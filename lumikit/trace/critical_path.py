@@ -405,6 +405,7 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
                        ev["tid"][launch_rows])
     kernel_sync = np.full(n_gpu, -1, dtype=np.int64)  # GPU activity -> the activity it waits for (other stream)
     _sync_edges(ev, b, graph, streams, kinds, local, n_cpu, cpu_rows, gpu_rows, launch_rows, kernel_sync, is_rt)
+    del streams  # its stdlib copies of the GPU columns and groups (tens of MB at a million activities)
     if n_gpu == 0:
         graph.mode = "no GPU work in the window: CPU ops only"
     waited_ends = np.array(b.dst, dtype=np.int64)[np.array(b.cat, dtype=np.int8) == SYNC]
@@ -459,6 +460,9 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     # after it): no what-if moves work before its launch
     after_call = end_ts[g_launch] <= g_start
     launch_src = np.where(after_call, 2 * g_launch + 1, 2 * g_launch)
+    # the per-activity questions are answered: let their arrays go before the edge columns are joined
+    del local, launched, before, has_before, safe, prev_end, prev, prev_launched, kernel_sync, sync_end, synced
+    del busy, late, queued_off, after_call, g_dev, g_stream, g_launch_ts, codes
     parts = [  # (src, dst, category, event, zero weight, wait label)
         (c_src, c_dst, c_cat, c_attr, c_zero, None),
         (2 * g, 2 * g + 1, np.where(comm, COMM, COMPUTE), g, np.zeros(n_gpu, dtype=bool), None),
