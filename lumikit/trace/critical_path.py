@@ -168,9 +168,9 @@ def _floats(values: np.ndarray) -> array:
 def _topological_edges(src: np.ndarray, dst: np.ndarray, node_ts: np.ndarray, n: int) -> np.ndarray:
     """Edge indices sorted by the topological position of their destination: time order (end before start at
     equal times, then node number), or a general topological sort where an edge runs backwards in that order."""
-    kind = np.arange(n) & 1  # 0 start, 1 end
-    pos = np.empty(n, dtype=np.int64)
-    pos[np.lexsort((np.arange(n), 1 - kind, node_ts))] = np.arange(n)
+    end_first = np.tile(np.array([1, 0], dtype=np.int8), n // 2 + 1)[:n]  # node 2i+1 (an end) sorts first
+    pos = np.empty(n, dtype=index_dtype(n))
+    pos[np.lexsort((end_first, node_ts))] = np.arange(n, dtype=pos.dtype)  # lexsort is stable: node number last
     if len(src) and not (pos[src] < pos[dst]).all():
         pos = _kahn(src, dst, n, pos)
     return np.argsort(pos[dst], kind="stable")
