@@ -115,7 +115,8 @@ class StepGraph:
         graph's own weights."""
         w = self.weight if weight is None else weight
         if self.order is None:
-            self.order = _topological_edges(self.src, self.dst, self.node_ts, len(self.node_ts))
+            self.order = _topological_edges(self.src, self.dst, self.node_ts, len(self.node_ts)).astype(
+                index_dtype(len(self.src)), copy=False)
         order = self.order
         n = len(self.node_ts)
         dist = array("d", bytes(8 * n))  # compact: one machine double per node, not a Python float
@@ -144,6 +145,12 @@ class StepGraph:
 _CHUNK = 1 << 16
 
 
+def index_dtype(largest: int) -> type:
+    """The integer type of the graph's node and edge indices: int32 while they fit (half the memory of a graph of
+    millions of edges), int64 beyond; times and weights stay float64."""
+    return np.int32 if largest < 2**31 - 1 else np.int64
+
+
 def _ints(values: np.ndarray) -> array:
     """A numpy int64 array as a stdlib array (iterates as fast as a list, at 8 bytes an item)."""
     out = array("q")
@@ -161,9 +168,9 @@ def _floats(values: np.ndarray) -> array:
 def _topological_edges(src: np.ndarray, dst: np.ndarray, node_ts: np.ndarray, n: int) -> np.ndarray:
     """Edge indices sorted by the topological position of their destination: time order (end before start at
     equal times, then node number), or a general topological sort where an edge runs backwards in that order."""
-    kind = np.arange(n) & 1  # 0 start, 1 end
-    pos = np.empty(n, dtype=np.int64)
-    pos[np.lexsort((np.arange(n), 1 - kind, node_ts))] = np.arange(n)
+    end_first = np.tile(np.array([1, 0], dtype=np.int8), n // 2 + 1)[:n]  # node 2i+1 (an end) sorts first
+    pos = np.empty(n, dtype=index_dtype(n))
+    pos[np.lexsort((end_first, node_ts))] = np.arange(n, dtype=pos.dtype)  # lexsort is stable: node number last
     if len(src) and not (pos[src] < pos[dst]).all():
         pos = _kahn(src, dst, n, pos)
     return np.argsort(pos[dst], kind="stable")
@@ -398,6 +405,7 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
                        ev["tid"][launch_rows])
     kernel_sync = np.full(n_gpu, -1, dtype=np.int64)  # GPU activity -> the activity it waits for (other stream)
     _sync_edges(ev, b, graph, streams, kinds, local, n_cpu, cpu_rows, gpu_rows, launch_rows, kernel_sync, is_rt)
+    del streams  # its stdlib copies of the GPU columns and groups (tens of MB at a million activities)
     if n_gpu == 0:
         graph.mode = "no GPU work in the window: CPU ops only"
     waited_ends = np.array(b.dst, dtype=np.int64)[np.array(b.cat, dtype=np.int8) == SYNC]
@@ -452,6 +460,9 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     # after it): no what-if moves work before its launch
     after_call = end_ts[g_launch] <= g_start
     launch_src = np.where(after_call, 2 * g_launch + 1, 2 * g_launch)
+    # the per-activity questions are answered: let their arrays go before the edge columns are joined
+    del local, launched, before, has_before, safe, prev_end, prev, prev_launched, kernel_sync, sync_end, synced
+    del busy, late, queued_off, after_call, g_dev, g_stream, g_launch_ts, codes
     parts = [  # (src, dst, category, event, zero weight, wait label)
         (c_src, c_dst, c_cat, c_attr, c_zero, None),
         (2 * g, 2 * g + 1, np.where(comm, COMM, COMPUTE), g, np.zeros(n_gpu, dtype=bool), None),
@@ -471,13 +482,14 @@ def build_graph(ev: Columns, window: Window, data_loading: re.Pattern = DATA_LOA
     columns = [list(col) for col in zip(*(p[:5] for p in parts))]
     del parts
     # each column joined, then its pieces let go (not every piece and every joined column held at once)
+    idx = index_dtype(max(2 * len(rows), sum(len(p) for p in columns[0])))
     joined = []
-    for pieces, dtype in zip(columns, (np.int64, np.int64, np.int8, np.int64, bool)):
-        joined.append(np.concatenate(pieces).astype(dtype, copy=False))
+    for pieces, dtype in zip(columns, (idx, idx, np.int8, idx, bool)):
+        joined.append(np.concatenate([p.astype(dtype, copy=False) for p in pieces]))
         pieces.clear()
     src, dst, cat, event, zero = joined
     del joined, columns
-    graph.wait_label = np.concatenate(wait_label)
+    graph.wait_label = np.concatenate([p.astype(idx, copy=False) for p in wait_label])
     del wait_label
     node_ts = np.empty(2 * len(rows))
     node_ts[0::2], node_ts[1::2] = start_ts, end_ts

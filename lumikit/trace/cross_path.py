@@ -93,11 +93,11 @@ def cross_rank_path(path: Path | str, rank: int | None = None, *, what_if: Seque
         node0 += len(graph.node_ts)
         event0 += len(graph.rows)
     by_rank = {p.rank: p for p in parts}
-    src = [p.graph.src + p.node0 for p in parts]
-    dst = [p.graph.dst + p.node0 for p in parts]
+    src = [p.graph.src.astype(np.int64) + p.node0 for p in parts]
+    dst = [p.graph.dst.astype(np.int64) + p.node0 for p in parts]
     weight = [p.graph.weight.copy() for p in parts]
     cat = [p.graph.category for p in parts]
-    event = [np.where(p.graph.event >= 0, p.graph.event + p.event0, -1) for p in parts]
+    event = [np.where(p.graph.event >= 0, p.graph.event.astype(np.int64) + p.event0, -1) for p in parts]
     scalable = [p.graph.scalable for p in parts]
     comm = {p.rank: _comm_events(p, cols[p.rank]["ts"], cols[p.rank]["dur"]) for p in parts}
     extra_src, extra_dst, extra_w, extra_event = [], [], [], []
