@@ -10,9 +10,16 @@ PY=${PY:-.venv/bin/python}
 start=$(date +%s)
 verify_log=$(mktemp "${TMPDIR:-/tmp}/lumikit-verify-XXXXXX.log")
 verify_pid=""
+# The lessons' and solutions' run folders go to a folder of this run, never the clone's runs/ (a learner's own)
+own_runs=""
+if [ -z "${LUMIKIT_RUNS_DIR:-}" ]; then
+    own_runs=$(mktemp -d "${TMPDIR:-/tmp}/lumikit-workbook-runs-XXXXXX")
+    export LUMIKIT_RUNS_DIR="$own_runs"
+fi
 cleanup() {  # an interrupted run leaves no verify behind (background jobs of a script ignore Ctrl-C)
     if [ -n "$verify_pid" ]; then pkill -TERM -P "$verify_pid" 2>/dev/null || true; kill "$verify_pid" 2>/dev/null || true; fi
     rm -f "$verify_log"
+    [ -z "$own_runs" ] || rm -rf "$own_runs"
 }
 trap cleanup EXIT
 

@@ -25,10 +25,12 @@ def _progress_state(folder: Path = LEARNER_PROGRESS) -> dict[str, tuple[int, int
 @pytest.fixture(scope="session", autouse=True)
 def _progress_elsewhere(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """For the whole session every check records its progress in a temporary folder, never in the learner's
-    ``progress/`` (notebook kernels and `lumikit verify` inherit the setting); a test may still point it elsewhere."""
+    ``progress/``, and every run folder goes to a temporary ``runs`` folder, never the clone's ``runs/`` (notebook
+    kernels, JupyterLab and `lumikit verify` inherit the settings); a test may still point them elsewhere."""
     folder = tmp_path_factory.mktemp("progress")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LUMIKIT_PROGRESS_DIR", str(folder))
+        patch.setenv("LUMIKIT_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))
         patch.delenv("LUMIKIT_PROGRESS", raising=False)
         yield folder
 
