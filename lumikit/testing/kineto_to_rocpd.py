@@ -15,8 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from .rocpd_calls import SUFFIX
-from .rocprof_outputs import _create, _Db
+from .rocpd_calls import start_calls_db
 
 HOST_CATS = ("cuda_runtime",)
 KERNEL_CATS = ("kernel", "gpu_memset")
@@ -48,13 +47,7 @@ def kineto_to_rocpd(trace: str | os.PathLike[str], out: str | os.PathLike[str], 
 
     con = sqlite3.connect(out)
     try:
-        _create(con, SUFFIX, views=True)
-        con.execute(f'CREATE TABLE "rocpd_arg{SUFFIX}" (id INTEGER PRIMARY KEY AUTOINCREMENT, guid TEXT NOT NULL, '
-                    'event_id INTEGER NOT NULL, position INTEGER NOT NULL, type TEXT NOT NULL, name TEXT NOT NULL, '
-                    "value TEXT, extdata JSONB DEFAULT '{}' NOT NULL)")
-        db = _Db(con, SUFFIX, "guid-1")
-        db.insert("rocpd_metadata", tag="schema_version", value="3")
-        nid = db.insert("rocpd_info_node", hash=1, machine_id="m", system_name="Linux", hostname="nid005001")
+        db, nid = start_calls_db(con)
         end = max(float(e["ts"]) + float(e.get("dur", 0)) for e in host + gpu)
         proc = db.insert("rocpd_info_process", nid=nid, ppid=1, pid=pid, start=0, end=ns(end), command="python")
         threads: dict[object, int] = {}

@@ -60,6 +60,18 @@ STEP = (
 STEP_PATH_US, STEP_IDLE_US, STEP_US = 1309.0, 260.0, 1500.0
 
 
+def start_calls_db(con: sqlite3.Connection) -> tuple[_Db, int]:
+    """A schema-3 database's tables (with ``rocpd_arg`` for call arguments), its version and one node: the start
+    that every generated call database shares. Returns the writer and the node's id."""
+    _create(con, SUFFIX, views=True)
+    con.execute(f'CREATE TABLE "rocpd_arg{SUFFIX}" (id INTEGER PRIMARY KEY AUTOINCREMENT, guid TEXT NOT NULL, '
+                'event_id INTEGER NOT NULL, position INTEGER NOT NULL, type TEXT NOT NULL, name TEXT NOT NULL, '
+                "value TEXT, extdata JSONB DEFAULT '{}' NOT NULL)")
+    db = _Db(con, SUFFIX, "guid-1")
+    db.insert("rocpd_metadata", tag="schema_version", value="3")
+    return db, db.insert("rocpd_info_node", hash=1, machine_id="m", system_name="Linux", hostname="nid005001")
+
+
 def write_calls_db(path: str | os.PathLike[str], steps: int = 1, arguments: bool = True, events: bool = True,
                    calls: tuple[Call, ...] = STEP, step_us: float = STEP_US) -> Path:
     """``calls`` (:data:`STEP`) ``steps`` times (every ``step_us`` µs) as one process's rocpd database;
@@ -67,13 +79,7 @@ def write_calls_db(path: str | os.PathLike[str], steps: int = 1, arguments: bool
     not ``events``."""
     con = sqlite3.connect(path)
     try:
-        _create(con, SUFFIX, views=True)
-        con.execute(f'CREATE TABLE "rocpd_arg{SUFFIX}" (id INTEGER PRIMARY KEY AUTOINCREMENT, guid TEXT NOT NULL, '
-                    'event_id INTEGER NOT NULL, position INTEGER NOT NULL, type TEXT NOT NULL, name TEXT NOT NULL, '
-                    "value TEXT, extdata JSONB DEFAULT '{}' NOT NULL)")
-        db = _Db(con, SUFFIX, "guid-1")
-        db.insert("rocpd_metadata", tag="schema_version", value="3")
-        nid = db.insert("rocpd_info_node", hash=1, machine_id="m", system_name="Linux", hostname="nid005001")
+        db, nid = start_calls_db(con)
         proc = db.insert("rocpd_info_process", nid=nid, ppid=1, pid=PID, start=0, end=_ns(steps * step_us),
                          command="python train.py")
         threads = {t: db.insert("rocpd_info_thread", nid=nid, ppid=1, pid=proc, tid=t) for t in (MAIN, HELPER)}
